@@ -1,0 +1,41 @@
+# The two commands of README.md, plus benchmarks and the sanitizer build.
+# Each target installs missing packages, configures and builds as needed.
+#   make run    build (default preset) and run the main job on built-in defaults
+#   make test   the same, then the whole test suite through ctest
+#   make bench  release build, then the Google Benchmark suite
+#   make asan   ASan + UBSan build, then the whole test suite
+# JOBS defaults to the number of cores.
+
+JOBS ?= $(shell nproc)
+CMAKE ?= cmake
+CTEST ?= ctest
+
+.PHONY: deps run test bench asan clean
+
+deps:
+	@bash scripts/install-deps.sh
+
+define build_preset
+	@[ -f build/$(1)/build.ninja ] || $(CMAKE) --preset $(1)
+	$(CMAKE) --build --preset $(1) -j $(JOBS)
+endef
+
+run: deps
+	$(call build_preset,default)
+	./build/default/cli/capsim run
+
+test: deps
+	$(call build_preset,default)
+	./build/default/cli/capsim run
+	$(CTEST) --preset default -j $(JOBS)
+
+bench: deps
+	$(call build_preset,release)
+	./build/release/bench/capsim_bench --benchmark_min_time=0.2
+
+asan: deps
+	$(call build_preset,asan)
+	$(CTEST) --preset asan -j $(JOBS)
+
+clean:
+	rm -rf build

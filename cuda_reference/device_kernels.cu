@@ -1,0 +1,145 @@
+#include <cuda_runtime.h>
+
+#include "cuda_reference/device_kernels.hpp"
+#include "model/kernel_bodies.hpp"
+
+namespace capsim::cuda {
+
+namespace {
+namespace k = capsim::kernels;
+using k::Geometry;
+
+__device__ __forceinline__ std::int64_t thread_index() {
+  return static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+}
+
+__global__ void fill_kernel(std::int64_t n, float* out, Geometry g_out, float value) {
+  const auto i = thread_index();
+  if (i < n) k::fill_elem(i, out, g_out, value);
+}
+__global__ void copy_kernel(std::int64_t n, float* out, Geometry g_out, const float* in,
+                            Geometry g_in) {
+  const auto i = thread_index();
+  if (i < n) k::copy_elem(i, out, g_out, in, g_in);
+}
+__global__ void binary_kernel(std::int64_t n, int op, float* out, Geometry g_out, const float* a,
+                              Geometry g_a, const float* b, Geometry g_b) {
+  const auto i = thread_index();
+  if (i < n) k::binary_elem(i, static_cast<k::BinaryOp>(op), out, g_out, a, g_a, b, g_b);
+}
+__global__ void neg_kernel(std::int64_t n, float* out, Geometry g_out, const float* in,
+                           Geometry g_in) {
+  const auto i = thread_index();
+  if (i < n) k::neg_elem(i, out, g_out, in, g_in);
+}
+__global__ void relu_kernel(std::int64_t n, float* out, Geometry g_out, const float* in,
+                            Geometry g_in) {
+  const auto i = thread_index();
+  if (i < n) k::relu_elem(i, out, g_out, in, g_in);
+}
+__global__ void relu_backward_kernel(std::int64_t n, float* out, Geometry g_out, const float* grad,
+                                     Geometry g_grad, const float* result, Geometry g_result) {
+  const auto i = thread_index();
+  if (i < n) k::relu_backward_elem(i, out, g_out, grad, g_grad, result, g_result);
+}
+__global__ void sum_kernel(std::int64_t n, float* out, Geometry g_out, const float* in,
+                           Geometry g_in, std::uint32_t mask) {
+  const auto i = thread_index();
+  if (i < n) k::sum_elem(i, out, g_out, in, g_in, mask);
+}
+__global__ void mm_kernel(std::int64_t n, float* out, Geometry g_out, const float* a, Geometry g_a,
+                          const float* b, Geometry g_b) {
+  const auto i = thread_index();
+  if (i < n) k::mm_elem(i, out, g_out, a, g_a, b, g_b);
+}
+__global__ void sgd_kernel(std::int64_t n, float* param, Geometry g_param, const float* grad,
+                           Geometry g_grad, float* buf, Geometry g_buf, float lr, float momentum,
+                           float dampening, float weight_decay, float nesterov) {
+  const auto i = thread_index();
+  if (i < n) {
+    k::sgd_elem(i, param, g_param, grad, g_grad, buf, g_buf, lr, momentum, dampening, weight_decay,
+                nesterov);
+  }
+}
+__global__ void adam_powers_kernel(std::int64_t n, float* state, float beta1, float beta2) {
+  const auto i = thread_index();
+  if (i < n) k::adam_powers_elem(i, state, beta1, beta2);
+}
+__global__ void adam_kernel(std::int64_t n, float* param, Geometry g_param, const float* grad,
+                            Geometry g_grad, float* exp_avg, Geometry g_avg, float* exp_avg_sq,
+                            Geometry g_avg_sq, const float* state, float lr, float beta1,
+                            float beta2, float eps, float weight_decay, float decoupled) {
+  const auto i = thread_index();
+  if (i < n) {
+    k::adam_elem(i, param, g_param, grad, g_grad, exp_avg, g_avg, exp_avg_sq, g_avg_sq, state, lr,
+                 beta1, beta2, eps, weight_decay, decoupled);
+  }
+}
+
+constexpr unsigned kThreads = 256;
+}  // namespace
+
+int launch_and_wait(const KernelLaunch& launch, float* const* p) {
+  const std::int64_t n = grid_size(launch);
+  if (n == 0) return cudaSuccess;
+  const unsigned blocks = static_cast<unsigned>((n + kThreads - 1) / kThreads);
+  const auto& g = launch.geometry;
+  const auto& s = launch.scalars;
+  switch (launch.kind) {
+    case KernelKind::kFill: fill_kernel<<<blocks, kThreads>>>(n, p[0], g[0], s[0]); break;
+    case KernelKind::kCopy: copy_kernel<<<blocks, kThreads>>>(n, p[0], g[0], p[1], g[1]); break;
+    case KernelKind::kAdd:
+    case KernelKind::kSub:
+    case KernelKind::kMul:
+    case KernelKind::kDiv:
+      binary_kernel<<<blocks, kThreads>>>(
+          n, static_cast<int>(launch.kind) - static_cast<int>(KernelKind::kAdd), p[0], g[0], p[1],
+          g[1], p[2], g[2]);
+      break;
+    case KernelKind::kNeg: neg_kernel<<<blocks, kThreads>>>(n, p[0], g[0], p[1], g[1]); break;
+    case KernelKind::kRelu: relu_kernel<<<blocks, kThreads>>>(n, p[0], g[0], p[1], g[1]); break;
+    case KernelKind::kReluBackward:
+      relu_backward_kernel<<<blocks, kThreads>>>(n, p[0], g[0], p[1], g[1], p[2], g[2]);
+      break;
+    case KernelKind::kSum:
+      sum_kernel<<<blocks, kThreads>>>(n, p[0], g[0], p[1], g[1], launch.reduce_mask);
+      break;
+    case KernelKind::kMm:
+      mm_kernel<<<blocks, kThreads>>>(n, p[0], g[0], p[1], g[1], p[2], g[2]);
+      break;
+    case KernelKind::kSgd:
+      sgd_kernel<<<blocks, kThreads>>>(n, p[0], g[0], p[1], g[1], p[2], g[2], s[0], s[1], s[2],
+                                       s[3], s[4]);
+      break;
+    case KernelKind::kAdamPowers:
+      adam_powers_kernel<<<blocks, kThreads>>>(n, p[0], s[0], s[1]);
+      break;
+    case KernelKind::kAdam:
+    case KernelKind::kAdamW:
+      adam_kernel<<<blocks, kThreads>>>(n, p[0], g[0], p[1], g[1], p[2], g[2], p[3], g[3], p[4],
+                                        s[0], s[1], s[2], s[3], s[4],
+                                        launch.kind == KernelKind::kAdamW ? 1.0f : 0.0f);
+      break;
+  }
+  const cudaError_t launched = cudaGetLastError();
+  if (launched != cudaSuccess) return launched;
+  return cudaDeviceSynchronize();
+}
+
+int device_malloc(float** out, std::size_t bytes) {
+  return cudaMalloc(reinterpret_cast<void**>(out), bytes);
+}
+int device_free(float* ptr) {
+  return cudaFree(ptr);
+}
+int copy_to_device(float* dst, const float* src, std::size_t bytes) {
+  return cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice);
+}
+int copy_to_host(float* dst, const float* src, std::size_t bytes) {
+  return cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToHost);
+}
+std::string error_name(int error) {
+  return cudaGetErrorName(static_cast<cudaError_t>(error));
+}
+
+}  // namespace capsim::cuda

@@ -1,0 +1,46 @@
+// Backend: the one interface through which StepPrograms run over memory.
+//
+// The contract, shared by CpuBackend (simulated memory, model/) and CudaBackend
+// (real device memory and real CUDA graphs, cuda_reference/):
+//  - materialize(layout) makes every segment of the layout addressable at its
+//    simulated address (the CPU backend already is; the CUDA backend maps each
+//    segment onto one real allocation at the same offsets);
+//  - instantiate(program) validates the program and freezes it: the addresses it
+//    holds are the ones every replay will use (record once);
+//  - replay(handle) runs the frozen steps in program order, reading and writing
+//    whatever lies at the baked addresses now;
+//  - baked_pointers(handle) reports those addresses as the backend holds them
+//    (the CUDA backend reads them back from the driver).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "model/device_memory.hpp"
+#include "model/result.hpp"
+#include "model/step_program.hpp"
+
+namespace capsim {
+
+struct GraphHandle {
+  std::uint32_t value = 0;
+  friend auto operator<=>(const GraphHandle&, const GraphHandle&) = default;
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+
+  virtual std::string_view name() const = 0;
+  virtual Status materialize(const MemoryLayout& layout) = 0;
+  virtual Result<GraphHandle> instantiate(const StepProgram& program) = 0;
+  virtual Status replay(GraphHandle handle) = 0;
+  virtual Status read(Address address, std::span<std::byte> out) = 0;
+  virtual Status write(Address address, std::span<const std::byte> in) = 0;
+  virtual Result<std::vector<PointerUse>> baked_pointers(GraphHandle handle) const = 0;
+};
+
+}  // namespace capsim

@@ -1,0 +1,204 @@
+#include "model/cpu_backend.hpp"
+
+#include <fmt/format.h>
+
+#include <cstring>
+
+namespace capsim {
+
+namespace {
+using kernels::Geometry;
+
+// Host pointers for a launch's arguments, each checked against its extent.
+Result<std::array<float*, kMaxKernelPointers>> resolve_pointers(const KernelLaunch& launch,
+                                                                DeviceMemory& memory) {
+  std::array<float*, kMaxKernelPointers> ptrs{};
+  const KernelSignature& s = signature(launch.kind);
+  for (int p = 0; p < s.num_pointers; ++p) {
+    const AddressRange extent = pointer_extent(launch, p);
+    auto host = memory.resolve(extent.base, extent.bytes);
+    if (!host) {
+      return make_error(fmt::format("{} pointer {} ({}): {}", s.name, p, s.pointer_names[p],
+                                    host.error().message));
+    }
+    ptrs[p] = reinterpret_cast<float*>(*host);
+  }
+  return ptrs;
+}
+bool is_dense(const Geometry& g) {
+  std::int64_t expected = 1;
+  for (int d = g.rank - 1; d >= 0; --d) {
+    if (g.sizes[d] == 1) continue;
+    if (g.strides[d] != expected) return false;
+    expected *= g.sizes[d];
+  }
+  return true;
+}
+
+// An elementwise launch whose operands are all dense row-major tensors of the
+// same shape touches element i at offset i in each, so every geometry can be
+// collapsed to rank 1. Same addresses, same order, same arithmetic: only the
+// index computation gets cheaper.
+KernelLaunch collapse_dense(const KernelLaunch& launch) {
+  const int pointers = elementwise_pointers(launch.kind);
+  const std::int64_t n = grid_size(launch);
+  if (pointers == 0) return launch;
+  for (int p = 0; p < pointers; ++p) {
+    const Geometry& g = launch.geometry[p];
+    if (!is_dense(g) || kernels::geometry_numel(g) != n) return launch;
+  }
+  KernelLaunch flat = launch;
+  for (int p = 0; p < pointers; ++p) {
+    flat.geometry[p] = Geometry{};
+    flat.geometry[p].rank = 1;
+    flat.geometry[p].sizes[0] = n;
+    flat.geometry[p].strides[0] = 1;
+  }
+  return flat;
+}
+}  // namespace
+
+Status run_kernel_on_host(const KernelLaunch& original, DeviceMemory& memory) {
+  const KernelLaunch launch = collapse_dense(original);
+  auto resolved = resolve_pointers(launch, memory);
+  if (!resolved) return resolved.error();
+  const auto& p = *resolved;
+  const auto& g = launch.geometry;
+  const auto& s = launch.scalars;
+  const std::int64_t n = grid_size(launch);
+  namespace k = kernels;
+  switch (launch.kind) {
+    case KernelKind::kFill:
+      for (std::int64_t i = 0; i < n; ++i) k::fill_elem(i, p[0], g[0], s[0]);
+      break;
+    case KernelKind::kCopy:
+      for (std::int64_t i = 0; i < n; ++i) k::copy_elem(i, p[0], g[0], p[1], g[1]);
+      break;
+    case KernelKind::kAdd:
+    case KernelKind::kSub:
+    case KernelKind::kMul:
+    case KernelKind::kDiv: {
+      const auto op = static_cast<k::BinaryOp>(static_cast<int>(launch.kind) -
+                                               static_cast<int>(KernelKind::kAdd));
+      for (std::int64_t i = 0; i < n; ++i)
+        k::binary_elem(i, op, p[0], g[0], p[1], g[1], p[2], g[2]);
+      break;
+    }
+    case KernelKind::kNeg:
+      for (std::int64_t i = 0; i < n; ++i) k::neg_elem(i, p[0], g[0], p[1], g[1]);
+      break;
+    case KernelKind::kRelu:
+      for (std::int64_t i = 0; i < n; ++i) k::relu_elem(i, p[0], g[0], p[1], g[1]);
+      break;
+    case KernelKind::kReluBackward:
+      for (std::int64_t i = 0; i < n; ++i) {
+        k::relu_backward_elem(i, p[0], g[0], p[1], g[1], p[2], g[2]);
+      }
+      break;
+    case KernelKind::kSum:
+      for (std::int64_t i = 0; i < n; ++i)
+        k::sum_elem(i, p[0], g[0], p[1], g[1], launch.reduce_mask);
+      break;
+    case KernelKind::kMm:
+      for (std::int64_t i = 0; i < n; ++i) k::mm_elem(i, p[0], g[0], p[1], g[1], p[2], g[2]);
+      break;
+    case KernelKind::kSgd:
+      for (std::int64_t i = 0; i < n; ++i) {
+        k::sgd_elem(i, p[0], g[0], p[1], g[1], p[2], g[2], s[0], s[1], s[2], s[3], s[4]);
+      }
+      break;
+    case KernelKind::kAdamPowers:
+      for (std::int64_t i = 0; i < n; ++i) k::adam_powers_elem(i, p[0], s[0], s[1]);
+      break;
+    case KernelKind::kAdam:
+    case KernelKind::kAdamW: {
+      const float decoupled = launch.kind == KernelKind::kAdamW ? 1.0f : 0.0f;
+      for (std::int64_t i = 0; i < n; ++i) {
+        k::adam_elem(i, p[0], g[0], p[1], g[1], p[2], g[2], p[3], g[3], p[4], s[0], s[1], s[2],
+                     s[3], s[4], decoupled);
+      }
+      break;
+    }
+  }
+  return {};
+}
+
+Status CpuBackend::materialize(const MemoryLayout& layout) {
+  // The CPU backend runs on the simulated memory itself: every segment of the
+  // layout must already be mapped there.
+  for (const AddressRange& segment : layout.segments) {
+    auto host = memory_.resolve(segment.base, segment.bytes);
+    if (!host) {
+      return make_error(fmt::format("cpu backend: segment {} of {} bytes is not mapped",
+                                    hex(segment.base), segment.bytes));
+    }
+  }
+  return {};
+}
+
+Result<GraphHandle> CpuBackend::instantiate(const StepProgram& program) {
+  CAPSIM_TRY(validate(program));
+  if (programs_.size() >= kMaxGraphs) {
+    return make_error(fmt::format("cpu backend: more than {} instantiated programs", kMaxGraphs));
+  }
+  // Every baked range must be mapped now; segments are never unmapped, so a
+  // replay can then never fault.
+  for (const PointerUse& use : pointer_uses(program)) {
+    auto host = memory_.resolve(use.range.base, use.range.bytes);
+    if (!host) {
+      return make_error(fmt::format("program '{}': step {} argument {}: {}", program.name, use.step,
+                                    use.arg, host.error().message));
+    }
+  }
+  programs_.push_back(program);
+  return GraphHandle{static_cast<std::uint32_t>(programs_.size() - 1)};
+}
+
+Result<const StepProgram*> CpuBackend::program(GraphHandle handle) const {
+  if (handle.value >= programs_.size()) {
+    return make_error(fmt::format("cpu backend: unknown graph handle {}", handle.value));
+  }
+  return &programs_[handle.value];
+}
+
+Status CpuBackend::run_step(const Step& step) {
+  if (const auto* k = std::get_if<KernelLaunch>(&step.op)) return run_kernel_on_host(*k, memory_);
+  if (const auto* c = std::get_if<CopyStep>(&step.op)) {
+    auto dst = memory_.resolve(c->dst, c->bytes);
+    if (!dst) return dst.error();
+    auto src = memory_.resolve(c->src, c->bytes);
+    if (!src) return src.error();
+    // validate() rejects overlapping copies in programs; memmove keeps an
+    // unvalidated eager step defined all the same.
+    if (c->bytes > 0) std::memmove(*dst, *src, c->bytes);
+    return {};
+  }
+  const auto& m = std::get<MemsetStep>(step.op);
+  auto dst = memory_.resolve(m.dst, m.bytes);
+  if (!dst) return dst.error();
+  if (m.bytes > 0) std::memset(*dst, m.value, m.bytes);
+  return {};
+}
+
+Status CpuBackend::replay(GraphHandle handle) {
+  auto p = program(handle);
+  if (!p) return p.error();
+  for (const Step& step : (*p)->steps) CAPSIM_TRY(run_step(step));
+  return {};
+}
+
+Status CpuBackend::read(Address address, std::span<std::byte> out) {
+  return memory_.read(address, out);
+}
+
+Status CpuBackend::write(Address address, std::span<const std::byte> in) {
+  return memory_.write(address, in);
+}
+
+Result<std::vector<PointerUse>> CpuBackend::baked_pointers(GraphHandle handle) const {
+  auto p = program(handle);
+  if (!p) return p.error();
+  return pointer_uses(**p);
+}
+
+}  // namespace capsim

@@ -1,0 +1,46 @@
+// CpuBackend: runs StepPrograms on the simulated DeviceMemory.
+//
+// Each replay walks the frozen steps in order and, for every kernel, calls the
+// shared element bodies of kernel_bodies.hpp once per output element in
+// ascending order, so a replay is bit-reproducible. Addresses are resolved
+// against the memory at replay time, never cached as host pointers, so a replay
+// after a free and a reallocation reads the new owner's bytes: the stale-read
+// mechanism that capsim exists to predict.
+#pragma once
+
+#include <vector>
+
+#include "model/backend.hpp"
+#include "model/device_memory.hpp"
+
+namespace capsim {
+
+// The limit on instantiated programs per backend.
+inline constexpr std::size_t kMaxGraphs = 1u << 16;
+
+class CpuBackend final : public Backend {
+ public:
+  explicit CpuBackend(DeviceMemory& memory) : memory_(memory) {}
+
+  std::string_view name() const override { return "cpu"; }
+  Status materialize(const MemoryLayout& layout) override;
+  Result<GraphHandle> instantiate(const StepProgram& program) override;
+  Status replay(GraphHandle handle) override;
+  Status read(Address address, std::span<std::byte> out) override;
+  Status write(Address address, std::span<const std::byte> in) override;
+  Result<std::vector<PointerUse>> baked_pointers(GraphHandle handle) const override;
+
+  // Runs one step now, outside any graph (eager execution uses this).
+  Status run_step(const Step& step);
+
+ private:
+  Result<const StepProgram*> program(GraphHandle handle) const;
+
+  DeviceMemory& memory_;
+  std::vector<StepProgram> programs_;
+};
+
+// Runs one kernel launch on the host over `memory`.
+Status run_kernel_on_host(const KernelLaunch& launch, DeviceMemory& memory);
+
+}  // namespace capsim

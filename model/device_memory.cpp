@@ -1,0 +1,103 @@
+#include "model/device_memory.hpp"
+
+#include <fmt/format.h>
+#include <cstring>
+#include <utility>
+
+namespace capsim {
+
+std::string hex(Address address) {
+  return fmt::format("{:#x}", address);
+}
+
+DeviceMemory::DeviceMemory(DeviceMemoryOptions options)
+    : options_(options), next_base_(options.first_base) {
+  CAPSIM_CHECK(options_.segment_granularity > 0 &&
+                   (options_.segment_granularity & (options_.segment_granularity - 1)) == 0,
+               "segment granularity must be a power of two");
+  CAPSIM_CHECK(options_.first_base % options_.segment_granularity == 0,
+               "first base must be aligned to the segment granularity");
+}
+
+Result<AddressRange> DeviceMemory::map_segment(std::uint64_t bytes) {
+  if (bytes == 0 || bytes % options_.segment_granularity != 0) {
+    return make_error(fmt::format("segment size {} is not a positive multiple of {}", bytes,
+                                  options_.segment_granularity));
+  }
+  if (bytes > options_.capacity_bytes - mapped_bytes_) {
+    return make_error(fmt::format(
+        "out of simulated device memory: mapping a segment of {} bytes would exceed the "
+        "capacity of {} bytes ({} already mapped)",
+        bytes, options_.capacity_bytes, mapped_bytes_));
+  }
+  const AddressRange range{next_base_, bytes};
+  auto* backing = static_cast<std::byte*>(std::calloc(bytes, 1));  // zero-filled
+  if (backing == nullptr) {
+    return make_error(fmt::format("the host could not back a segment of {} bytes", bytes));
+  }
+  Segment segment{range, std::unique_ptr<std::byte, FreeDeleter>(backing)};
+  segments_.emplace(range.base, std::move(segment));
+  next_base_ += bytes;
+  mapped_bytes_ += bytes;
+  CAPSIM_CHECK(next_base_ > range.base, "address space wrapped");
+  return range;
+}
+
+const DeviceMemory::Segment* DeviceMemory::find(Address address, std::uint64_t bytes) const {
+  auto it = segments_.upper_bound(address);
+  if (it == segments_.begin()) return nullptr;
+  --it;
+  if (!it->second.range.contains(AddressRange{address, bytes})) return nullptr;
+  if (bytes == 0 && !it->second.range.contains(address)) return nullptr;
+  return &it->second;
+}
+
+Result<const std::byte*> DeviceMemory::resolve(Address address, std::uint64_t bytes) const {
+  const Segment* segment = find(address, bytes);
+  if (segment == nullptr) {
+    return make_error(fmt::format("access of {} bytes at {} is outside every mapped segment", bytes,
+                                  hex(address)));
+  }
+  return segment->bytes.get() + (address - segment->range.base);
+}
+
+Result<std::byte*> DeviceMemory::resolve(Address address, std::uint64_t bytes) {
+  auto r = std::as_const(*this).resolve(address, bytes);
+  if (!r) return r.error();
+  return const_cast<std::byte*>(*r);  // the segment itself is ours and mutable
+}
+
+Status DeviceMemory::read(Address address, std::span<std::byte> out) const {
+  auto src = resolve(address, out.size());
+  if (!src) return src.error();
+  if (!out.empty()) std::memcpy(out.data(), *src, out.size());
+  return {};
+}
+
+Status DeviceMemory::write(Address address, std::span<const std::byte> in) {
+  auto dst = resolve(address, in.size());
+  if (!dst) return dst.error();
+  if (!in.empty()) std::memcpy(*dst, in.data(), in.size());
+  return {};
+}
+
+void DeviceMemory::on_free(AddressRange range) {
+  if (!options_.poison_freed || range.bytes == 0) return;
+  auto dst = resolve(range.base, range.bytes);
+  CAPSIM_CHECK(dst.ok(), "the allocator freed a range outside every segment");
+  // The pattern is aligned to the address, not to the range, so a poisoned
+  // float reads as kPoisonWord whatever block it was in.
+  std::byte pattern[4];
+  std::memcpy(pattern, &kPoisonWord, 4);
+  for (std::uint64_t i = 0; i < range.bytes; ++i) {
+    (*dst)[i] = pattern[(range.base + i) % 4];
+  }
+}
+
+MemoryLayout DeviceMemory::layout() const {
+  MemoryLayout layout;
+  for (const auto& [base, segment] : segments_) layout.segments.push_back(segment.range);
+  return layout;
+}
+
+}  // namespace capsim

@@ -1,0 +1,89 @@
+// DeviceMemory: the simulated, byte-addressed device address space.
+//
+// Memory is made of segments mapped at fixed, deterministic base addresses
+// (first at 0x7f0000000000, each segment a multiple of 2 MiB, laid out one after
+// the other and never reused). This is the memory a StepProgram reads and writes
+// at its baked addresses. As on a GPU, freeing a block does not clear it: the old
+// bytes stay until something overwrites them, which is exactly what makes a stale
+// replay read old (or someone else's new) values. The optional poison mode fills
+// freed bytes with a NaN pattern so that a read after free becomes visible.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <map>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "model/address.hpp"
+#include "model/result.hpp"
+
+namespace capsim {
+
+// The poison pattern: a quiet NaN with a recognisable payload, so that poisoned
+// floats propagate through arithmetic and poisoned bytes are easy to spot.
+inline constexpr std::uint32_t kPoisonWord = 0x7fc0dead;
+
+struct DeviceMemoryOptions {
+  Address first_base = 0x7f0000000000;
+  std::uint64_t segment_granularity = 2 * kMiB;
+  // The limit on all mapped segments together; mapping past it is an
+  // out-of-memory error, never a host allocation failure.
+  std::uint64_t capacity_bytes = 4 * kGiB;
+  bool poison_freed = false;
+};
+
+// The segments that exist, in base order: what a Backend must materialise.
+struct MemoryLayout {
+  std::vector<AddressRange> segments;
+};
+
+class DeviceMemory {
+ public:
+  explicit DeviceMemory(DeviceMemoryOptions options = {});
+  DeviceMemory(const DeviceMemory&) = delete;
+  DeviceMemory& operator=(const DeviceMemory&) = delete;
+
+  // Maps a new zero-filled segment of `bytes` (a positive multiple of the
+  // granularity) at the next deterministic base.
+  Result<AddressRange> map_segment(std::uint64_t bytes);
+
+  // The host bytes behind [address, address + bytes), which must lie inside one
+  // segment. The pointer is for backends only and must never reach output.
+  Result<std::byte*> resolve(Address address, std::uint64_t bytes);
+  Result<const std::byte*> resolve(Address address, std::uint64_t bytes) const;
+
+  Status read(Address address, std::span<std::byte> out) const;
+  Status write(Address address, std::span<const std::byte> in);
+
+  // Called by the allocator when [range) stops being allocated. In poison mode
+  // the bytes become kPoisonWord; otherwise they are left as they are.
+  void on_free(AddressRange range);
+
+  bool poison_mode() const { return options_.poison_freed; }
+  MemoryLayout layout() const;
+  std::uint64_t mapped_bytes() const { return mapped_bytes_; }
+  const DeviceMemoryOptions& options() const { return options_; }
+
+ private:
+  // Host backing comes from calloc: large zeroed blocks are fresh pages that the
+  // kernel only materialises when touched, so mapping a 20 MiB segment that a
+  // test never writes costs next to nothing.
+  struct FreeDeleter {
+    void operator()(std::byte* p) const { std::free(p); }
+  };
+  struct Segment {
+    AddressRange range;
+    std::unique_ptr<std::byte, FreeDeleter> bytes;
+  };
+  const Segment* find(Address address, std::uint64_t bytes) const;
+
+  DeviceMemoryOptions options_;
+  std::map<Address, Segment> segments_;  // keyed by base; ordered on purpose
+  Address next_base_;
+  std::uint64_t mapped_bytes_ = 0;
+};
+
+}  // namespace capsim

@@ -1,0 +1,9 @@
+#include "model/digest.hpp"
+
+#include <fmt/format.h>
+
+namespace capsim {
+std::string digest_hex(std::uint64_t digest) {
+  return fmt::format("{:016x}", digest);
+}
+}  // namespace capsim

@@ -1,0 +1,230 @@
+#include "model/kernel_launch.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+namespace capsim {
+
+namespace {
+Status same_sizes(std::string_view kernel, std::string_view what, const TensorArg& out,
+                  const TensorArg& other) {
+  if (out.meta.sizes != other.meta.sizes) {
+    return make_error(fmt::format("{}: {} has sizes {}, but out has sizes {}", kernel, what,
+                                  other.meta.sizes, out.meta.sizes));
+  }
+  return {};
+}
+
+Status set_pointer(KernelLaunch& launch, int arg, const TensorArg& t) {
+  auto g = to_geometry(t.meta);
+  if (!g) {
+    return make_error(fmt::format("{}: argument {}: {}", kernel_name(launch.kind),
+                                  signature(launch.kind).pointer_names[arg], g.error().message));
+  }
+  launch.pointers[arg] = t.address;
+  launch.geometry[arg] = *g;
+  return {};
+}
+
+Result<KernelLaunch> make(KernelKind kind, std::initializer_list<const TensorArg*> args) {
+  KernelLaunch launch;
+  launch.kind = kind;
+  CAPSIM_CHECK(static_cast<int>(args.size()) == signature(kind).num_pointers);
+  int arg = 0;
+  for (const TensorArg* t : args) CAPSIM_TRY(set_pointer(launch, arg++, *t));
+  return launch;
+}
+}  // namespace
+
+Result<kernels::Geometry> to_geometry(const TensorMeta& meta) {
+  if (meta.sizes.size() > static_cast<std::size_t>(kernels::kMaxGeometryRank)) {
+    return make_error(fmt::format("rank {} exceeds the kernel limit of {}", meta.sizes.size(),
+                                  kernels::kMaxGeometryRank));
+  }
+  kernels::Geometry g;
+  g.rank = static_cast<std::int32_t>(meta.sizes.size());
+  for (int d = 0; d < g.rank; ++d) {
+    g.sizes[d] = meta.sizes[d];
+    g.strides[d] = meta.strides[d];
+  }
+  return g;
+}
+
+Result<KernelLaunch> launch_fill(const TensorArg& out, float value) {
+  auto launch = make(KernelKind::kFill, {&out});
+  if (launch) launch->scalars[0] = value;
+  return launch;
+}
+
+Result<KernelLaunch> launch_copy(const TensorArg& out, const TensorArg& in) {
+  CAPSIM_TRY(same_sizes("copy", "in", out, in));
+  return make(KernelKind::kCopy, {&out, &in});
+}
+
+Result<KernelLaunch> launch_binary(KernelKind kind, const TensorArg& out, const TensorArg& a,
+                                   const TensorArg& b) {
+  CAPSIM_CHECK(kind == KernelKind::kAdd || kind == KernelKind::kSub || kind == KernelKind::kMul ||
+               kind == KernelKind::kDiv);
+  CAPSIM_TRY(same_sizes(kernel_name(kind), "a", out, a));
+  CAPSIM_TRY(same_sizes(kernel_name(kind), "b", out, b));
+  return make(kind, {&out, &a, &b});
+}
+
+Result<KernelLaunch> launch_unary(KernelKind kind, const TensorArg& out, const TensorArg& in) {
+  CAPSIM_CHECK(kind == KernelKind::kNeg || kind == KernelKind::kRelu);
+  CAPSIM_TRY(same_sizes(kernel_name(kind), "in", out, in));
+  return make(kind, {&out, &in});
+}
+
+Result<KernelLaunch> launch_relu_backward(const TensorArg& out, const TensorArg& grad,
+                                          const TensorArg& result) {
+  CAPSIM_TRY(same_sizes("relu_backward", "grad", out, grad));
+  CAPSIM_TRY(same_sizes("relu_backward", "result", out, result));
+  return make(KernelKind::kReluBackward, {&out, &grad, &result});
+}
+
+namespace {
+// Builds the keepdim-form sum launch: out geometry gets in's rank, with size 1
+// and stride 0 in every reduced dim.
+Result<KernelLaunch> sum_with_mask(const TensorArg& out, const TensorArg& in, std::uint32_t mask,
+                                   std::string_view op) {
+  const auto rank = in.meta.sizes.size();
+  Dims kept;
+  for (std::size_t d = 0; d < rank; ++d) {
+    if (!((mask >> d) & 1u)) kept.push_back(in.meta.sizes[d]);
+  }
+  // `out` may be given with or without the reduced dims (keepdim or not).
+  TensorMeta out_keep = out.meta;
+  out_keep.sizes.assign(rank, 1);
+  out_keep.strides.assign(rank, 0);
+  if (out.meta.sizes.size() == rank) {
+    for (std::size_t d = 0; d < rank; ++d) {
+      const std::int64_t want = (mask >> d) & 1u ? 1 : in.meta.sizes[d];
+      if (out.meta.sizes[d] != want) {
+        return make_error(fmt::format("{}: out has sizes {}, expected {} in dim {}", op,
+                                      out.meta.sizes, want, d));
+      }
+      out_keep.sizes[d] = want;
+      out_keep.strides[d] = out.meta.strides[d];
+    }
+  } else if (out.meta.sizes == kept) {
+    std::size_t k = 0;
+    for (std::size_t d = 0; d < rank; ++d) {
+      if ((mask >> d) & 1u) continue;
+      out_keep.sizes[d] = out.meta.sizes[k];
+      out_keep.strides[d] = out.meta.strides[k];
+      ++k;
+    }
+  } else {
+    return make_error(fmt::format("{}: out has sizes {}, expected {}", op, out.meta.sizes, kept));
+  }
+  auto launch = make(KernelKind::kSum, {&out, &in});
+  if (!launch) return launch;
+  auto g = to_geometry(out_keep);
+  if (!g) return g.error();
+  launch->geometry[0] = *g;
+  launch->reduce_mask = mask;
+  return launch;
+}
+}  // namespace
+
+Result<KernelLaunch> launch_sum(const TensorArg& out, const TensorArg& in,
+                                const std::vector<std::int64_t>& dims) {
+  const auto rank = static_cast<std::int64_t>(in.meta.sizes.size());
+  std::uint32_t mask = 0;
+  for (std::int64_t d : dims) {
+    if (d < -rank || d >= rank) {
+      return make_error(fmt::format("sum: dim {} is out of range for rank {}", d, rank));
+    }
+    const std::int64_t dim = d < 0 ? d + rank : d;
+    if ((mask >> dim) & 1u) return make_error(fmt::format("sum: dim {} appears twice", dim));
+    mask |= 1u << dim;
+  }
+  return sum_with_mask(out, in, mask, "sum");
+}
+
+Result<KernelLaunch> launch_sum_to_size(const TensorArg& out, const TensorArg& in) {
+  const Dims& from = in.meta.sizes;
+  const Dims& to = out.meta.sizes;
+  if (to.size() > from.size()) {
+    return make_error(fmt::format("sum_to_size: size {} is not expandable to size {}", to, from));
+  }
+  const std::size_t lead = from.size() - to.size();
+  std::uint32_t mask = 0;
+  for (std::size_t d = 0; d < from.size(); ++d) {
+    if (d < lead) {
+      mask |= 1u << d;
+    } else if (to[d - lead] == 1 && from[d] != 1) {
+      mask |= 1u << d;
+    } else if (to[d - lead] != from[d]) {
+      return make_error(fmt::format("sum_to_size: size {} is not expandable to size {}", to, from));
+    }
+  }
+  // Express out in keepdim form: leading dims become size-1, stride-0 dims.
+  TensorArg keep = out;
+  keep.meta.sizes.insert(keep.meta.sizes.begin(), lead, 1);
+  keep.meta.strides.insert(keep.meta.strides.begin(), lead, 0);
+  for (std::size_t d = lead; d < from.size(); ++d) {
+    if ((mask >> d) & 1u) keep.meta.strides[d] = 0;
+  }
+  return sum_with_mask(keep, in, mask, "sum_to_size");
+}
+
+Result<KernelLaunch> launch_mm(const TensorArg& out, const TensorArg& a, const TensorArg& b) {
+  const Dims& sa = a.meta.sizes;
+  const Dims& sb = b.meta.sizes;
+  if (sa.size() != 2 || sb.size() != 2 || out.meta.sizes.size() != 2) {
+    return make_error("mm: every operand must be 2-d");
+  }
+  if (sa[1] != sb[0]) {
+    return make_error(fmt::format("mm: shapes {} and {} cannot be multiplied", sa, sb));
+  }
+  if (out.meta.sizes != Dims{sa[0], sb[1]}) {
+    return make_error(
+        fmt::format("mm: out has sizes {}, expected [{}, {}]", out.meta.sizes, sa[0], sb[1]));
+  }
+  return make(KernelKind::kMm, {&out, &a, &b});
+}
+
+Result<KernelLaunch> launch_sgd(const TensorArg& param, const TensorArg& grad,
+                                const TensorArg& momentum_buffer, const SgdHyper& hyper) {
+  CAPSIM_TRY(same_sizes("sgd", "grad", param, grad));
+  CAPSIM_TRY(same_sizes("sgd", "momentum_buffer", param, momentum_buffer));
+  auto launch = make(KernelKind::kSgd, {&param, &grad, &momentum_buffer});
+  if (launch) {
+    launch->scalars = {
+        hyper.lr, hyper.momentum, hyper.dampening, hyper.weight_decay, hyper.nesterov ? 1.0f : 0.0f,
+        0.0f};
+  }
+  return launch;
+}
+
+Result<KernelLaunch> launch_adam_powers(const TensorArg& state, const AdamHyper& hyper) {
+  if (state.meta.sizes != Dims{2}) {
+    return make_error(
+        fmt::format("adam_powers: state must have sizes [2], got {}", state.meta.sizes));
+  }
+  auto launch = make(KernelKind::kAdamPowers, {&state});
+  if (launch) launch->scalars = {hyper.beta1, hyper.beta2, 0, 0, 0, 0};
+  return launch;
+}
+
+Result<KernelLaunch> launch_adam(KernelKind kind, const TensorArg& param, const TensorArg& grad,
+                                 const TensorArg& exp_avg, const TensorArg& exp_avg_sq,
+                                 const TensorArg& state, const AdamHyper& hyper) {
+  CAPSIM_CHECK(kind == KernelKind::kAdam || kind == KernelKind::kAdamW);
+  const std::string_view name = kernel_name(kind);
+  CAPSIM_TRY(same_sizes(name, "grad", param, grad));
+  CAPSIM_TRY(same_sizes(name, "exp_avg", param, exp_avg));
+  CAPSIM_TRY(same_sizes(name, "exp_avg_sq", param, exp_avg_sq));
+  if (state.meta.sizes != Dims{2}) {
+    return make_error(fmt::format("{}: state must have sizes [2], got {}", name, state.meta.sizes));
+  }
+  auto launch = make(kind, {&param, &grad, &exp_avg, &exp_avg_sq, &state});
+  if (launch) {
+    launch->scalars = {hyper.lr, hyper.beta1, hyper.beta2, hyper.eps, hyper.weight_decay, 0.0f};
+  }
+  return launch;
+}
+
+}  // namespace capsim

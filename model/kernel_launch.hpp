@@ -1,0 +1,64 @@
+// Builders that turn tensors into checked KernelLaunches.
+//
+// A `TensorArg` is what a launch needs to know of a tensor: the address of its
+// element 0 and its metadata. Each builder checks shapes and returns a
+// KernelLaunch with the addresses baked in, or an Error naming the mismatch.
+// Broadcasting is explicit: expand() the operand first (stride-0 dims).
+#pragma once
+
+#include <vector>
+
+#include "model/kernel_table.hpp"
+#include "model/result.hpp"
+#include "model/tensor.hpp"
+
+namespace capsim {
+
+struct TensorArg {
+  Address address = 0;
+  TensorMeta meta;
+};
+
+Result<kernels::Geometry> to_geometry(const TensorMeta& meta);
+
+Result<KernelLaunch> launch_fill(const TensorArg& out, float value);
+Result<KernelLaunch> launch_copy(const TensorArg& out, const TensorArg& in);
+// kind is one of kAdd, kSub, kMul, kDiv.
+Result<KernelLaunch> launch_binary(KernelKind kind, const TensorArg& out, const TensorArg& a,
+                                   const TensorArg& b);
+// kind is kNeg or kRelu.
+Result<KernelLaunch> launch_unary(KernelKind kind, const TensorArg& out, const TensorArg& in);
+Result<KernelLaunch> launch_relu_backward(const TensorArg& out, const TensorArg& grad,
+                                          const TensorArg& result);
+// Sum of `in` over `dims`; `out` has the kept dims (keepdim or not).
+Result<KernelLaunch> launch_sum(const TensorArg& out, const TensorArg& in,
+                                const std::vector<std::int64_t>& dims);
+// Tensor.sum_to_size(out.sizes): sums leading dims and dims broadcast from 1.
+Result<KernelLaunch> launch_sum_to_size(const TensorArg& out, const TensorArg& in);
+Result<KernelLaunch> launch_mm(const TensorArg& out, const TensorArg& a, const TensorArg& b);
+
+struct SgdHyper {
+  float lr = 0.01f;
+  float momentum = 0.0f;
+  float dampening = 0.0f;
+  float weight_decay = 0.0f;
+  bool nesterov = false;
+};
+Result<KernelLaunch> launch_sgd(const TensorArg& param, const TensorArg& grad,
+                                const TensorArg& momentum_buffer, const SgdHyper& hyper);
+
+struct AdamHyper {
+  float lr = 0.001f;
+  float beta1 = 0.9f;
+  float beta2 = 0.999f;
+  float eps = 1e-8f;
+  float weight_decay = 0.0f;
+};
+// `state` is the 2-float buffer {beta1^t, beta2^t}.
+Result<KernelLaunch> launch_adam_powers(const TensorArg& state, const AdamHyper& hyper);
+// kind is kAdam or kAdamW.
+Result<KernelLaunch> launch_adam(KernelKind kind, const TensorArg& param, const TensorArg& grad,
+                                 const TensorArg& exp_avg, const TensorArg& exp_avg_sq,
+                                 const TensorArg& state, const AdamHyper& hyper);
+
+}  // namespace capsim

@@ -1,0 +1,203 @@
+#include "model/tensor.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+
+namespace capsim {
+
+namespace {
+// Elements one tensor may span; keeps every byte count far from overflow.
+constexpr std::int64_t kMaxElements = std::int64_t{1} << 40;
+
+constexpr std::string_view kDTypeNames[] = {
+#define CAPSIM_NAME_(e, name) name,
+    CAPSIM_DTYPES(CAPSIM_NAME_)
+#undef CAPSIM_NAME_
+};
+
+// a*b+c with a saturating bound: returns false when it would pass kMaxElements.
+bool mul_add_bounded(std::int64_t a, std::int64_t b, std::int64_t c, std::int64_t& out) {
+  std::int64_t product = 0;
+  if (__builtin_mul_overflow(a, b, &product) || __builtin_add_overflow(product, c, &out)) {
+    return false;
+  }
+  return out <= kMaxElements;
+}
+
+Status check_dims(const Dims& sizes, const Dims& strides) {
+  if (sizes.size() != strides.size()) {
+    return make_error(fmt::format("sizes {} and strides {} have different ranks", sizes, strides));
+  }
+  if (sizes.size() > kMaxRank) {
+    return make_error(fmt::format("rank {} exceeds the limit of {}", sizes.size(), kMaxRank));
+  }
+  for (std::size_t d = 0; d < sizes.size(); ++d) {
+    if (sizes[d] < 0) return make_error(fmt::format("negative size {} in dim {}", sizes[d], d));
+    if (strides[d] < 0) {
+      return make_error(fmt::format("negative stride {} in dim {}", strides[d], d));
+    }
+  }
+  std::int64_t span = 1;
+  for (std::size_t d = 0; d < sizes.size(); ++d) {
+    if (!mul_add_bounded(sizes[d] == 0 ? 0 : sizes[d] - 1, strides[d], span, span)) {
+      return make_error(fmt::format("view with sizes {} and strides {} spans more than {} elements",
+                                    sizes, strides, kMaxElements));
+    }
+  }
+  return {};
+}
+
+Status check_fits(const TensorMeta& meta, std::uint64_t storage_nbytes) {
+  const std::uint64_t needed =
+      static_cast<std::uint64_t>(needed_size(meta.sizes, meta.strides) == 0
+                                     ? 0
+                                     : meta.storage_offset + needed_size(meta.sizes, meta.strides));
+  if (needed * kElementBytes > storage_nbytes) {
+    return make_error(fmt::format(
+        "view with sizes {}, strides {} and offset {} needs {} bytes, but the storage has {}",
+        meta.sizes, meta.strides, meta.storage_offset, needed * kElementBytes, storage_nbytes));
+  }
+  return {};
+}
+}  // namespace
+
+std::string_view dtype_name(DType dtype) {
+  return kDTypeNames[static_cast<int>(dtype)];
+}
+bool is_complex(DType dtype) {
+  return dtype == DType::kComplex64;
+}
+bool is_floating_point(DType dtype) {
+  return dtype == DType::kFloat32 || dtype == DType::kFloat16 || dtype == DType::kBFloat16 ||
+         dtype == DType::kFloat64;
+}
+
+std::int64_t numel(const Dims& sizes) {
+  std::int64_t n = 1;
+  for (std::int64_t s : sizes) n *= s;
+  return n;
+}
+
+Dims contiguous_strides(const Dims& sizes) {
+  Dims strides(sizes.size(), 1);
+  for (std::size_t d = sizes.size(); d-- > 1;) {
+    strides[d - 1] = strides[d] * std::max<std::int64_t>(sizes[d], 1);
+  }
+  return strides;
+}
+
+bool is_contiguous(const TensorMeta& meta) {
+  std::int64_t expected = 1;
+  for (std::size_t d = meta.sizes.size(); d-- > 0;) {
+    if (meta.sizes[d] == 1) continue;  // a size-1 dim's stride does not matter
+    if (meta.sizes[d] == 0) return true;
+    if (meta.strides[d] != expected) return false;
+    expected *= meta.sizes[d];
+  }
+  return true;
+}
+
+std::int64_t needed_size(const Dims& sizes, const Dims& strides) {
+  CAPSIM_CHECK(sizes.size() == strides.size());
+  std::int64_t n = 1;
+  for (std::size_t d = 0; d < sizes.size(); ++d) {
+    if (sizes[d] == 0) return 0;
+    n += (sizes[d] - 1) * strides[d];
+  }
+  return n;
+}
+
+Result<TensorMeta> contiguous_meta(const Dims& sizes, DType dtype) {
+  TensorMeta meta;
+  meta.sizes = sizes;
+  meta.strides = Dims(sizes.size(), 0);
+  meta.dtype = dtype;
+  // Check sizes first, with zero strides, so the stride product cannot overflow.
+  CAPSIM_TRY(check_dims(meta.sizes, meta.strides));
+  std::int64_t n = 1;
+  for (std::int64_t s : sizes) {
+    if (!mul_add_bounded(n, s, 0, n)) {
+      return make_error(
+          fmt::format("tensor of sizes {} has more than {} elements", sizes, kMaxElements));
+    }
+  }
+  meta.strides = contiguous_strides(sizes);
+  return meta;
+}
+
+Result<TensorMeta> as_strided(const TensorMeta& base, const Dims& sizes, const Dims& strides,
+                              std::int64_t storage_offset, std::uint64_t storage_nbytes) {
+  CAPSIM_TRY(check_dims(sizes, strides));
+  if (storage_offset < 0 || storage_offset > kMaxElements) {
+    return make_error(fmt::format("storage offset {} is out of range", storage_offset));
+  }
+  TensorMeta view = base;
+  view.sizes = sizes;
+  view.strides = strides;
+  view.storage_offset = storage_offset;
+  CAPSIM_TRY(check_fits(view, storage_nbytes));
+  return view;
+}
+
+Result<TensorMeta> slice(const TensorMeta& base, std::int64_t dim, std::int64_t start,
+                         std::int64_t end, std::int64_t step) {
+  const auto rank = static_cast<std::int64_t>(base.sizes.size());
+  if (rank == 0) return make_error("slice of a 0-dim tensor");
+  if (dim < -rank || dim >= rank) {
+    return make_error(fmt::format("slice dim {} is out of range for rank {}", dim, rank));
+  }
+  if (dim < 0) dim += rank;
+  if (step <= 0) return make_error(fmt::format("slice step must be positive, got {}", step));
+  const std::int64_t size = base.sizes[dim];
+  // Python semantics: negative indices count from the end, then clamp.
+  auto clamp = [size](std::int64_t i) {
+    if (i < 0) i += size;
+    return std::clamp<std::int64_t>(i, 0, size);
+  };
+  start = clamp(start);
+  end = std::max(clamp(end), start);
+  TensorMeta view = base;
+  view.sizes[dim] = (end - start + step - 1) / step;
+  view.strides[dim] = base.strides[dim] * step;
+  view.storage_offset = base.storage_offset + start * base.strides[dim];
+  return view;
+}
+
+Result<TensorMeta> expand(const TensorMeta& base, const Dims& sizes) {
+  if (sizes.size() < base.sizes.size()) {
+    return make_error(
+        fmt::format("expand to {} has fewer dims than the tensor's {}", sizes, base.sizes));
+  }
+  if (sizes.size() > kMaxRank) {
+    return make_error(fmt::format("rank {} exceeds the limit of {}", sizes.size(), kMaxRank));
+  }
+  const std::size_t lead = sizes.size() - base.sizes.size();
+  TensorMeta view = base;
+  view.sizes.assign(sizes.size(), 0);
+  view.strides.assign(sizes.size(), 0);
+  for (std::size_t d = 0; d < sizes.size(); ++d) {
+    if (d < lead) {
+      if (sizes[d] < 0) return make_error(fmt::format("expand of a new dim {} to {}", d, sizes[d]));
+      view.sizes[d] = sizes[d];
+      view.strides[d] = 0;
+      continue;
+    }
+    const std::int64_t have = base.sizes[d - lead];
+    const std::int64_t want = sizes[d] == -1 ? have : sizes[d];
+    if (want == have) {
+      view.sizes[d] = have;
+      view.strides[d] = base.strides[d - lead];
+    } else if (have == 1 && want >= 0) {
+      view.sizes[d] = want;
+      view.strides[d] = 0;
+    } else {
+      return make_error(fmt::format(
+          "expand of size {} to {} in dim {}: only size-1 dims can be expanded", have, want, d));
+    }
+  }
+  return view;
+}
+
+}  // namespace capsim

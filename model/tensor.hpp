@@ -1,0 +1,125 @@
+// Storage, TensorMeta and Tensor: the vocabulary of tensors over device memory.
+//
+// A Storage is a block of simulated device memory with an id, a use count and an
+// alive flag. A Tensor is a TensorMeta (sizes, strides, offset, dtype, ...) over
+// a Storage; views share their base's storage. Values in memory are always
+// float32 (4 bytes an element): other dtypes exist as metadata only, so that
+// dtype-dependent decisions (CopyBackwards, complex grads) can be modelled.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+#include "model/address.hpp"
+#include "model/pool_id.hpp"
+#include "model/result.hpp"
+
+namespace capsim {
+
+// The largest rank a tensor may have (the kernels' Geometry holds this many).
+inline constexpr std::size_t kMaxRank = 8;
+
+// X(enumerator, name)
+#define CAPSIM_DTYPES(X)     \
+  X(kFloat32, "float32")     \
+  X(kFloat16, "float16")     \
+  X(kBFloat16, "bfloat16")   \
+  X(kFloat64, "float64")     \
+  X(kComplex64, "complex64") \
+  X(kInt64, "int64")         \
+  X(kBool, "bool")
+
+enum class DType : std::uint8_t {
+#define CAPSIM_ENUM_(e, name) e,
+  CAPSIM_DTYPES(CAPSIM_ENUM_)
+#undef CAPSIM_ENUM_
+};
+std::string_view dtype_name(DType dtype);
+bool is_complex(DType dtype);
+bool is_floating_point(DType dtype);
+
+enum class DeviceType : std::uint8_t { kCpu, kCuda };
+struct Device {
+  DeviceType type = DeviceType::kCuda;
+  std::int32_t index = 0;
+  friend bool operator==(const Device&, const Device&) = default;
+};
+
+enum class Layout : std::uint8_t { kStrided };
+
+struct StorageId {
+  std::uint64_t value = 0;
+  friend auto operator<=>(const StorageId&, const StorageId&) = default;
+};
+struct TensorId {
+  std::uint64_t value = 0;
+  friend auto operator<=>(const TensorId&, const TensorId&) = default;
+};
+
+using Dims = std::vector<std::int64_t>;
+
+struct Storage {
+  StorageId id;
+  Address base = 0;
+  std::uint64_t nbytes = 0;
+  PoolId pool;
+  bool alive = false;           // true while the store holds it; dead storages are dropped
+  std::uint32_t use_count = 0;  // tensors (bases and views) that refer to it
+};
+
+struct TensorMeta {
+  Dims sizes;
+  Dims strides;
+  std::int64_t storage_offset = 0;  // in elements
+  DType dtype = DType::kFloat32;
+  Device device;
+  Layout layout = Layout::kStrided;
+  bool requires_grad = false;
+  bool is_subclass = false;
+  friend bool operator==(const TensorMeta&, const TensorMeta&) = default;
+};
+
+struct Tensor {
+  TensorId id;
+  TensorMeta meta;
+  StorageId storage;
+};
+
+// --- Shape arithmetic -------------------------------------------------------
+
+std::int64_t numel(const Dims& sizes);
+inline std::int64_t numel(const TensorMeta& meta) {
+  return numel(meta.sizes);
+}
+Dims contiguous_strides(const Dims& sizes);
+bool is_contiguous(const TensorMeta& meta);
+
+// Elements a view touches past its offset: sum((size-1)*stride) + 1, or 0 for
+// an empty tensor. Sizes and strides must be non-negative.
+std::int64_t needed_size(const Dims& sizes, const Dims& strides);
+
+// Contiguous metadata for a fresh tensor; checks rank, sizes and overflow.
+Result<TensorMeta> contiguous_meta(const Dims& sizes, DType dtype = DType::kFloat32);
+
+// --- Views: the metadata of a view, checked against the storage's size -----
+
+Result<TensorMeta> as_strided(const TensorMeta& base, const Dims& sizes, const Dims& strides,
+                              std::int64_t storage_offset, std::uint64_t storage_nbytes);
+// Python's t[..., start:end:step] on `dim`, with start/end clamped as PyTorch does.
+Result<TensorMeta> slice(const TensorMeta& base, std::int64_t dim, std::int64_t start,
+                         std::int64_t end, std::int64_t step = 1);
+// Broadcasts size-1 dims (stride 0) and prepends new leading dims; -1 keeps a size.
+Result<TensorMeta> expand(const TensorMeta& base, const Dims& sizes);
+
+// The address of element 0 of a tensor over `storage`.
+inline Address data_address(const Storage& storage, const TensorMeta& meta) {
+  return storage.base + static_cast<std::uint64_t>(meta.storage_offset) * kElementBytes;
+}
+// The bytes [data_address, +extent) that a tensor may touch.
+inline std::uint64_t extent_bytes(const TensorMeta& meta) {
+  return static_cast<std::uint64_t>(needed_size(meta.sizes, meta.strides)) * kElementBytes;
+}
+
+}  // namespace capsim

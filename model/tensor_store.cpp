@@ -1,0 +1,82 @@
+#include "model/tensor_store.hpp"
+
+#include <fmt/format.h>
+
+namespace capsim {
+
+Tensor TensorStore::add_tensor(const TensorMeta& meta, StorageId storage) {
+  Tensor t{TensorId{next_tensor_++}, meta, storage};
+  tensors_.emplace(t.id, t);
+  ++storages_.at(storage).storage.use_count;
+  return t;
+}
+
+Result<Tensor> TensorStore::empty(const Dims& sizes, DType dtype, PoolId pool) {
+  auto meta = contiguous_meta(sizes, dtype);
+  if (!meta) return meta.error();
+  // An empty tensor still gets a (minimum-size) block, so it has an address.
+  const std::int64_t bytes =
+      std::max<std::int64_t>(1, numel(*meta) * static_cast<std::int64_t>(kElementBytes));
+  auto block = allocator_.allocate(bytes, pool);
+  if (!block) return block.error();
+  const StorageId id{next_storage_++};
+  storages_.emplace(
+      id, StorageEntry{
+              Storage{id, block->address, static_cast<std::uint64_t>(bytes), pool, true, 0}, true});
+  return add_tensor(*meta, id);
+}
+
+Result<Tensor> TensorStore::from_address(Address base, const TensorMeta& meta, PoolId pool) {
+  const std::uint64_t nbytes = (static_cast<std::uint64_t>(meta.storage_offset) +
+                                static_cast<std::uint64_t>(needed_size(meta.sizes, meta.strides))) *
+                               kElementBytes;
+  const StorageId id{next_storage_++};
+  storages_.emplace(id, StorageEntry{Storage{id, base, nbytes, pool, true, 0}, false});
+  return add_tensor(meta, id);
+}
+
+Result<Tensor> TensorStore::view(TensorId base, const TensorMeta& meta) {
+  auto t = tensor(base);
+  if (!t) return t.error();
+  const Storage& s = storages_.at(t->storage).storage;
+  auto checked = as_strided(meta, meta.sizes, meta.strides, meta.storage_offset, s.nbytes);
+  if (!checked) return checked.error();
+  return add_tensor(*checked, t->storage);
+}
+
+Status TensorStore::release(TensorId id) {
+  auto it = tensors_.find(id);
+  if (it == tensors_.end()) {
+    return make_error(fmt::format("release of unknown tensor {}", id.value));
+  }
+  const StorageId sid = it->second.storage;
+  tensors_.erase(it);
+  StorageEntry& entry = storages_.at(sid);
+  CAPSIM_CHECK(entry.storage.use_count > 0);
+  if (--entry.storage.use_count > 0) return {};
+  Status freed = entry.owns_block ? allocator_.free(entry.storage.base) : Status{};
+  // Dead storages are forgotten, so the table stays bounded by what is live.
+  // (Weak references, when they come, must keep their own record.)
+  storages_.erase(sid);
+  return freed;
+}
+
+Result<Tensor> TensorStore::tensor(TensorId id) const {
+  auto it = tensors_.find(id);
+  if (it == tensors_.end()) return make_error(fmt::format("unknown tensor {}", id.value));
+  return it->second;
+}
+
+Result<Storage> TensorStore::storage(StorageId id) const {
+  auto it = storages_.find(id);
+  if (it == storages_.end()) return make_error(fmt::format("unknown storage {}", id.value));
+  return it->second.storage;
+}
+
+Result<Address> TensorStore::data_address(TensorId id) const {
+  auto t = tensor(id);
+  if (!t) return t.error();
+  return capsim::data_address(storages_.at(t->storage).storage, t->meta);
+}
+
+}  // namespace capsim

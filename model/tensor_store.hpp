@@ -1,0 +1,54 @@
+// TensorStore: the tensors and storages that exist, with their lifetimes.
+//
+// It hands out StorageIds and TensorIds from counters (never from host
+// addresses), counts the tensors that use each storage, and returns a storage's
+// block to the CachingAllocator when its last tensor is released, as PyTorch's
+// deleter does. A storage may also wrap memory it does not own (a replayed
+// cudagraph output is such a non-owning tensor): releasing it frees nothing.
+#pragma once
+
+#include <map>
+
+#include "model/caching_allocator.hpp"
+#include "model/tensor.hpp"
+
+namespace capsim {
+
+class TensorStore {
+ public:
+  explicit TensorStore(CachingAllocator& allocator) : allocator_(allocator) {}
+  TensorStore(const TensorStore&) = delete;
+  TensorStore& operator=(const TensorStore&) = delete;
+
+  // A fresh contiguous tensor whose storage is allocated from `pool`.
+  Result<Tensor> empty(const Dims& sizes, DType dtype = DType::kFloat32,
+                       PoolId pool = kDefaultPool);
+  // A tensor over memory someone else owns (nothing is freed on release).
+  Result<Tensor> from_address(Address base, const TensorMeta& meta, PoolId pool);
+  // A view of `base` with metadata `meta`, checked against the storage's size.
+  Result<Tensor> view(TensorId base, const TensorMeta& meta);
+
+  // Drops a tensor; frees the storage's block when no tensor uses it any more.
+  Status release(TensorId id);
+
+  Result<Tensor> tensor(TensorId id) const;
+  Result<Storage> storage(StorageId id) const;
+  // The address of element 0 of a live tensor.
+  Result<Address> data_address(TensorId id) const;
+  std::size_t live_tensors() const { return tensors_.size(); }
+
+ private:
+  struct StorageEntry {
+    Storage storage;
+    bool owns_block = true;
+  };
+  Tensor add_tensor(const TensorMeta& meta, StorageId storage);
+
+  CachingAllocator& allocator_;
+  std::map<StorageId, StorageEntry> storages_;
+  std::map<TensorId, Tensor> tensors_;
+  std::uint64_t next_storage_ = 1;
+  std::uint64_t next_tensor_ = 1;
+};
+
+}  // namespace capsim

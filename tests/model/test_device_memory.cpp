@@ -1,0 +1,101 @@
+// DeviceMemory: deterministic segment bases, bounds, and freed bytes that keep
+// their contents (GPU-like) or become poison (poison mode).
+#include <doctest/doctest.h>
+
+#include <array>
+#include <cstring>
+
+#include "model/caching_allocator.hpp"
+#include "model/device_memory.hpp"
+
+using namespace capsim;
+
+namespace {
+std::array<float, 4> read4(const DeviceMemory& memory, Address address) {
+  std::array<float, 4> out{};
+  REQUIRE(memory.read(address, std::as_writable_bytes(std::span(out))).ok());
+  return out;
+}
+}  // namespace
+
+TEST_CASE("segments are mapped one after another at fixed bases") {
+  DeviceMemory memory;
+  auto a = memory.map_segment(2 * kMiB);
+  auto b = memory.map_segment(20 * kMiB);
+  REQUIRE(a.ok());
+  REQUIRE(b.ok());
+  CHECK(a->base == 0x7f0000000000);
+  CHECK(b->base == 0x7f0000200000);
+  CHECK(memory.mapped_bytes() == 22 * kMiB);
+  const MemoryLayout layout = memory.layout();
+  REQUIRE(layout.segments.size() == 2);
+  CHECK(layout.segments[1] == *b);
+  auto odd = memory.map_segment(1000);
+  REQUIRE_FALSE(odd.ok());
+  CHECK(odd.error().message == "segment size 1000 is not a positive multiple of 2097152");
+}
+
+TEST_CASE("reads and writes are bounds-checked against one segment") {
+  DeviceMemory memory;
+  auto a = memory.map_segment(2 * kMiB);
+  REQUIRE(a.ok());
+  const std::array<float, 4> values{1.5f, -2.0f, 3.25f, 0.0f};
+  REQUIRE(memory.write(a->base + 64, std::as_bytes(std::span(values))).ok());
+  CHECK(read4(memory, a->base + 64) == values);
+  CHECK(read4(memory, a->base + 1024) == std::array<float, 4>{});  // fresh memory is zero
+  // Straddling the end of the segment is refused, whole.
+  std::array<std::byte, 8> buffer{};
+  auto past = memory.read(a->end() - 4, buffer);
+  REQUIRE_FALSE(past.ok());
+  CHECK(past.error().message ==
+        "access of 8 bytes at 0x7f00001ffffc is outside every mapped segment");
+  CHECK_FALSE(memory.write(0x1000, buffer).ok());
+}
+
+TEST_CASE("freed bytes keep their contents unless poison mode is on") {
+  for (const bool poison : {false, true}) {
+    CAPTURE(poison);
+    DeviceMemoryOptions options;
+    options.poison_freed = poison;
+    DeviceMemory memory(options);
+    CachingAllocator alloc(memory);
+    auto block = alloc.allocate(16);
+    REQUIRE(block.ok());
+    const std::array<float, 4> values{1.0f, 2.0f, 3.0f, 4.0f};
+    REQUIRE(memory.write(block->address, std::as_bytes(std::span(values))).ok());
+    REQUIRE(alloc.free(block->address).ok());
+    const auto after = read4(memory, block->address);
+    if (!poison) {
+      CHECK(after == values);  // a read after free sees the old values, as on a GPU
+    } else {
+      for (float f : after) {
+        std::uint32_t bits = 0;
+        std::memcpy(&bits, &f, 4);
+        CHECK(bits == kPoisonWord);  // the read after free is exposed
+      }
+    }
+  }
+}
+
+TEST_CASE("restore poisons the blocks it frees, and only those") {
+  DeviceMemoryOptions options;
+  options.poison_freed = true;
+  DeviceMemory memory(options);
+  CachingAllocator alloc(memory);
+  const PoolId pool = *alloc.create_pool();
+  auto keep = alloc.allocate(16, pool);
+  auto drop = alloc.allocate(16, pool);
+  REQUIRE((keep.ok() && drop.ok()));
+  const std::array<float, 4> values{5.0f, 6.0f, 7.0f, 8.0f};
+  REQUIRE(memory.write(keep->address, std::as_bytes(std::span(values))).ok());
+  REQUIRE(memory.write(drop->address, std::as_bytes(std::span(values))).ok());
+  auto cp = alloc.checkpoint(pool);
+  REQUIRE(cp.ok());
+  const std::vector<Address> live{keep->address};
+  REQUIRE(alloc.restore(pool, *cp, live).ok());
+  CHECK(read4(memory, keep->address) == values);
+  std::uint32_t bits = 0;
+  const float first = read4(memory, drop->address)[0];
+  std::memcpy(&bits, &first, 4);
+  CHECK(bits == kPoisonWord);
+}
