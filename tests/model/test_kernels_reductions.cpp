@@ -263,5 +263,17 @@ TEST_CASE("mm, sum and adam are bitwise identical across independent worlds") {
   }
 }
 
+TEST_CASE("sum of a 0-d tensor accepts dim 0 and -1, as PyTorch does, and copies it") {
+  World w;
+  const Tensor in = w.tensor({}, {3.5f});
+  const Tensor out = w.tensor({});
+  w.run(launch_sum(w.arg(out), w.arg(in), {0}));
+  check_equal(w.read(out), {3.5f});
+  w.run(launch_sum(w.arg(out), w.arg(in), {-1}));
+  check_equal(w.read(out), {3.5f});
+  check_error(launch_sum(w.arg(out), w.arg(in), {1}), {"dim 1 is out of range for rank 0"});
+  check_error(launch_sum(w.arg(out), w.arg(in), {0, -1}), {"dim 0 appears twice"});
+}
+
 }  // namespace
 }  // namespace capsim
