@@ -34,32 +34,12 @@
 #include "model/kernel_table.hpp"
 #include "model/tensor.hpp"
 #include "model/tensor_store.hpp"
+#include "tests/support/lcg.hpp"
 
 namespace capsim {
 namespace {
 
-// Floats from integers with a fixed LCG: std::uniform_real_distribution is not
-// portable across standard libraries, this is.
-class Lcg {
- public:
-  explicit Lcg(std::uint32_t seed) : state_(seed) {}
-  std::uint32_t next() {
-    state_ = state_ * 1664525u + 1013904223u;
-    return state_;
-  }
-  float uniform(float lo, float hi) {
-    const float u = static_cast<float>(next() >> 8) * 0x1p-24f;
-    return lo + (hi - lo) * u;
-  }
-  std::vector<float> floats(std::int64_t n, float lo, float hi) {
-    std::vector<float> out(static_cast<std::size_t>(n));
-    for (float& f : out) f = uniform(lo, hi);
-    return out;
-  }
-
- private:
-  std::uint32_t state_;
-};
+using testing::Lcg;
 
 // Uniform values with the corner cases sprinkled in: zeros of both signs,
 // subnormals (which must not be flushed) and values near 1.

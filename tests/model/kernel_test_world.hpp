@@ -23,6 +23,7 @@
 #include "model/kernel_table.hpp"
 #include "model/tensor.hpp"
 #include "model/tensor_store.hpp"
+#include "tests/support/lcg.hpp"
 
 namespace capsim::kernel_test {
 
@@ -35,29 +36,7 @@ constexpr float kInf = std::numeric_limits<float>::infinity();
 // A value never produced by the kernels under test: marks bytes they must not touch.
 constexpr float kSentinel = -12345.5f;
 
-// Floats from integers with a fixed LCG: std::uniform_real_distribution is not
-// portable across standard libraries, this is.
-class Lcg {
- public:
-  explicit Lcg(std::uint32_t seed) : state_(seed) {}
-  std::uint32_t next() {
-    state_ = state_ * 1664525u + 1013904223u;
-    return state_;
-  }
-  // In [lo, hi): an exact 24-bit fraction, then two correctly rounded float ops.
-  float uniform(float lo, float hi) {
-    const float u = static_cast<float>(next() >> 8) * 0x1p-24f;
-    return lo + (hi - lo) * u;
-  }
-  std::vector<float> floats(std::size_t n, float lo, float hi) {
-    std::vector<float> out(n);
-    for (float& f : out) f = uniform(lo, hi);
-    return out;
-  }
-
- private:
-  std::uint32_t state_;
-};
+using testing::Lcg;
 
 template <typename T>
 void require_ok(const Result<T>& r) {
