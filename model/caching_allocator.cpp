@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 
 namespace capsim {
@@ -19,18 +20,20 @@ std::uint64_t allocation_size(std::uint64_t rounded) {
 }
 
 namespace {
-// Only for AllocatorFault::kHostAddressPlacement: a well-mixed hash of a host
-// address, i.e. exactly the kind of input the determinism rules forbid.
-std::uint64_t mix(std::uint64_t x) {
-  x += 0x9e3779b97f4a7c15ull;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
+// Only for AllocatorFault::kProcessGlobalPlacement: process-wide state, the
+// kind of hidden global the determinism rules forbid. Each faulty allocator
+// takes the next number, so two of them in one process place blocks apart.
+std::uint64_t next_faulty_instance() {
+  static std::atomic<std::uint64_t> instances{0};
+  return instances.fetch_add(1, std::memory_order_relaxed);
 }
 }  // namespace
 
 CachingAllocator::CachingAllocator(DeviceMemory& memory, AllocatorOptions options)
     : memory_(memory), options_(options) {
+  if (options_.fault == AllocatorFault::kProcessGlobalPlacement) {
+    fault_instance_ = next_faulty_instance();
+  }
   pools_.emplace_back();  // kDefaultPool
 }
 
@@ -70,13 +73,11 @@ void CachingAllocator::erase_free(const BlockState& block) {
 
 Result<Address> CachingAllocator::map_segment(PoolId pool, SizeClass size_class,
                                               std::uint64_t rounded) {
-  if (options_.fault == AllocatorFault::kHostAddressPlacement) {
-    // Burn 0..7 granules chosen by this object's host address.
-    const std::uint64_t skip = mix(reinterpret_cast<std::uintptr_t>(this)) % 8;
-    if (skip != 0) {
-      auto burned = memory_.map_segment(skip * memory_.options().segment_granularity);
-      if (!burned) return burned.error();
-    }
+  if (options_.fault == AllocatorFault::kProcessGlobalPlacement) {
+    // Burn 1..8 granules chosen by this allocator's process-wide number.
+    const std::uint64_t skip = 1 + fault_instance_ % 8;
+    auto burned = memory_.map_segment(skip * memory_.options().segment_granularity);
+    if (!burned) return burned.error();
   }
   auto range = memory_.map_segment(allocation_size(rounded));
   if (!range) return range.error();

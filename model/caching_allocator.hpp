@@ -95,10 +95,10 @@ struct AllocatorStats {
 // test runs against one of these and must fail. Never set outside tests.
 enum class AllocatorFault : std::uint8_t {
   kNone,
-  kOverlappingSplit,      // a split's remainder overlaps the block handed out
-  kIgnorePools,           // every pool is served from the default pool's blocks
-  kRestoreKeepsAll,       // restore() keeps every checkpointed block allocated
-  kHostAddressPlacement,  // placement depends on a host heap address
+  kOverlappingSplit,        // a split's remainder overlaps the block handed out
+  kIgnorePools,             // every pool is served from the default pool's blocks
+  kRestoreKeepsAll,         // restore() keeps every checkpointed block allocated
+  kProcessGlobalPlacement,  // placement depends on process-wide state
 };
 
 struct AllocatorOptions {
@@ -178,6 +178,7 @@ class CachingAllocator {
   std::vector<PoolState> pools_;
   std::map<Address, SegmentState> segments_;  // by base
   std::map<Address, BlockState> blocks_;      // every block of every segment, by address
+  std::uint64_t fault_instance_ = 0;          // kProcessGlobalPlacement only
   AllocatorStats stats_;
 };
 

@@ -188,8 +188,8 @@ void restore_is_free_of_the_dead(AllocatorFault fault) {
 
 TEST_CASE("allocator: the same call sequence gives the same addresses") {
   rc_prop("deterministic", [] { same_sequence_same_addresses(AllocatorFault::kNone); });
-  rc_expect_failure("host addresses leak into placement",
-                    [] { same_sequence_same_addresses(AllocatorFault::kHostAddressPlacement); });
+  rc_expect_failure("process-wide state leaks into placement",
+                    [] { same_sequence_same_addresses(AllocatorFault::kProcessGlobalPlacement); });
 }
 
 TEST_CASE("allocator: no two live blocks overlap") {
