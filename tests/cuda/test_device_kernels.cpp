@@ -7,8 +7,8 @@
 // shared kernel bodies must compute the same float32 sequence on both sides
 // (no FMA, no flush-to-zero, correctly rounded division and sqrt).
 //
-// Without a usable GPU the executable prints "SKIP: <reason>" and exits 77
-// (ctest's SKIP_RETURN_CODE) before any other CUDA call.
+// Without a usable GPU the executable prints "no CUDA device: skipped (<reason>)"
+// and exits 77 (ctest's SKIP_RETURN_CODE) before any other CUDA call.
 #define DOCTEST_CONFIG_IMPLEMENT
 #include <doctest/doctest.h>
 
@@ -350,7 +350,7 @@ int main(int argc, char** argv) {
   // First, before any other CUDA call: is there a device at all?
   const capsim::cuda::DeviceProbe probe = capsim::cuda::probe_devices();
   if (probe.device_count == 0) {
-    std::printf("SKIP: %s\n", probe.reason.c_str());
+    std::printf("no CUDA device: skipped (%s)\n", probe.reason.c_str());
     return capsim::cuda::kSkipExitCode;
   }
   doctest::Context context;
