@@ -24,9 +24,9 @@
 namespace capsim {
 namespace {
 
-// DeviceMemory allocates and zero-fills host memory for every mapped segment,
-// so the capacity is a ceiling, not a reservation; the workloads below keep
-// the mapped total to a few hundred MiB.
+// DeviceMemory backs every mapped segment with host memory (from calloc, so
+// pages appear only when touched); the capacity is a ceiling, not a
+// reservation. The workloads below keep the mapped total to a few hundred MiB.
 DeviceMemoryOptions bench_memory_options() {
   DeviceMemoryOptions options;
   options.capacity_bytes = 2 * kGiB;

@@ -48,11 +48,13 @@ const DeviceMemory::Segment* DeviceMemory::find(Address address, std::uint64_t b
   if (it == segments_.begin()) return nullptr;
   --it;
   if (!it->second.range.contains(AddressRange{address, bytes})) return nullptr;
-  if (bytes == 0 && !it->second.range.contains(address)) return nullptr;
   return &it->second;
 }
 
 Result<const std::byte*> DeviceMemory::resolve(Address address, std::uint64_t bytes) const {
+  // An access of no bytes touches nothing, wherever it points (an empty
+  // tensor's address is 0, as its data_ptr is in PyTorch).
+  if (bytes == 0) return static_cast<const std::byte*>(nullptr);
   const Segment* segment = find(address, bytes);
   if (segment == nullptr) {
     return make_error(fmt::format("access of {} bytes at {} is outside every mapped segment", bytes,

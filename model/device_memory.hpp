@@ -51,7 +51,8 @@ class DeviceMemory {
   Result<AddressRange> map_segment(std::uint64_t bytes);
 
   // The host bytes behind [address, address + bytes), which must lie inside one
-  // segment. The pointer is for backends only and must never reach output.
+  // segment; for bytes == 0, a null pointer, wherever `address` is. The pointer
+  // is for backends only and must never reach output.
   Result<std::byte*> resolve(Address address, std::uint64_t bytes);
   Result<const std::byte*> resolve(Address address, std::uint64_t bytes) const;
 

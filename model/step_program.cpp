@@ -4,7 +4,6 @@
 
 #include <set>
 
-
 namespace capsim {
 
 namespace {
@@ -40,7 +39,10 @@ Status validate_geometry(const StepProgram& program, StepIndex i, const KernelLa
       return make_error(fmt::format("{}: geometry spans more than {} elements", where(), kMaxSpan));
     }
   }
-  if (launch.pointers[arg] == 0) return make_error(fmt::format("{}: null address", where()));
+  // A null pointer is fine for an empty operand (data_ptr 0), never otherwise.
+  if (launch.pointers[arg] == 0 && pointer_extent(launch, arg).bytes != 0) {
+    return make_error(fmt::format("{}: null address", where()));
+  }
   if (launch.pointers[arg] % kElementBytes != 0) {
     return make_error(
         fmt::format("{}: address {} is not 4-byte aligned", where(), hex(launch.pointers[arg])));

@@ -14,15 +14,18 @@ Tensor TensorStore::add_tensor(const TensorMeta& meta, StorageId storage) {
 Result<Tensor> TensorStore::empty(const Dims& sizes, DType dtype, PoolId pool) {
   auto meta = contiguous_meta(sizes, dtype);
   if (!meta) return meta.error();
-  // An empty tensor still gets a (minimum-size) block, so it has an address.
-  const std::int64_t bytes =
-      std::max<std::int64_t>(1, numel(*meta) * static_cast<std::int64_t>(kElementBytes));
-  auto block = allocator_.allocate(bytes, pool);
-  if (!block) return block.error();
+  // As in PyTorch, an empty tensor allocates nothing: its data_ptr is 0.
+  const std::int64_t bytes = numel(*meta) * static_cast<std::int64_t>(kElementBytes);
+  Address base = 0;
+  if (bytes > 0) {
+    auto block = allocator_.allocate(bytes, pool);
+    if (!block) return block.error();
+    base = block->address;
+  }
   const StorageId id{next_storage_++};
   storages_.emplace(
-      id, StorageEntry{
-              Storage{id, block->address, static_cast<std::uint64_t>(bytes), pool, true, 0}, true});
+      id,
+      StorageEntry{Storage{id, base, static_cast<std::uint64_t>(bytes), pool, true, 0}, bytes > 0});
   return add_tensor(*meta, id);
 }
 

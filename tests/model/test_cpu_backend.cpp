@@ -169,3 +169,25 @@ TEST_CASE("an Adam step program gives bit-identical results in two worlds") {
   CHECK(first == run());
   CHECK(digest_hex(first).size() == 16);
 }
+
+TEST_CASE("a program over empty tensors (address 0) validates and replays as a no-op") {
+  World w;
+  const Tensor empty_in = w.tensor({0, 4});
+  const Tensor empty_out = w.tensor({0, 4});
+  const Tensor rows = w.tensor({4}, {7, 7, 7, 7});
+  REQUIRE(w.arg(empty_in).address == 0);
+  StepProgram p{"empty", {}};
+  p.add(*launch_copy(w.arg(empty_out), w.arg(empty_in)));
+  p.add(*launch_sum(w.arg(rows), w.arg(empty_in), {0}));  // sums of nothing: +0
+  p.add(CopyStep{0, 0, 0});
+  REQUIRE(validate(p).ok());
+  auto handle = w.backend.instantiate(p);
+  REQUIRE(handle.ok());
+  REQUIRE(w.backend.replay(*handle).ok());
+  CHECK(w.get(rows) == std::vector<float>{0, 0, 0, 0});
+  // A non-empty operand at address 0 is still refused.
+  StepProgram bad{"null", {}};
+  bad.add(*launch_fill(TensorArg{0, rows.meta}, 1.0f));
+  CHECK(validate(bad).error().message ==
+        "program 'null': step 0 (fill): pointer 0 (out): null address");
+}

@@ -146,3 +146,17 @@ TEST_CASE("a non-owning tensor frees nothing when released") {
   REQUIRE(store.release(alias->id).ok());
   CHECK(alloc.live_blocks(kDefaultPool).size() == 1);
 }
+
+TEST_CASE("an empty tensor allocates nothing and has data address 0, as in PyTorch") {
+  DeviceMemory memory;
+  CachingAllocator alloc(memory);
+  TensorStore store(alloc);
+  auto empty = store.empty({3, 0});
+  REQUIRE(empty.ok());
+  CHECK(*store.data_address(empty->id) == 0);
+  CHECK(store.storage(empty->storage)->nbytes == 0);
+  CHECK(alloc.stats().allocations == 0);
+  CHECK(alloc.segments().empty());
+  REQUIRE(store.release(empty->id).ok());
+  CHECK(alloc.stats().frees == 0);
+}
