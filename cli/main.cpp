@@ -68,6 +68,18 @@ int run_main(int argc, char** argv) {
 
   app.add_subcommand("version", "Print the version");
 
+  // CLI11 would call an unknown word "extra" and ask for a subcommand; say what
+  // happened instead.
+  auto is_subcommand = [&app](const std::string& word) {
+    for (const CLI::App* sub : app.get_subcommands({})) {
+      if (sub->check_name(word)) return true;
+    }
+    return false;
+  };
+  if (argc >= 2 && argv[1][0] != '-' && !is_subcommand(argv[1])) {
+    return fail(
+        fmt::format("unknown subcommand '{}' (known: run, version; see capsim --help)", argv[1]));
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp&) {
