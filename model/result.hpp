@@ -89,3 +89,15 @@ inline Error make_error(std::string message) {
     auto capsim_try_result_ = (expr);                                \
     if (!capsim_try_result_.ok()) return capsim_try_result_.error(); \
   } while (false)
+
+// `CAPSIM_TRY_ASSIGN(auto x, expr);` declares `x` from a Result's value, or
+// returns its Error. The temporary is named after the line, so several may
+// stand in one scope.
+#define CAPSIM_TRY_CONCAT_INNER_(a, b) a##b
+#define CAPSIM_TRY_CONCAT_(a, b) CAPSIM_TRY_CONCAT_INNER_(a, b)
+#define CAPSIM_TRY_ASSIGN(lhs, expr) \
+  CAPSIM_TRY_ASSIGN_IMPL_(CAPSIM_TRY_CONCAT_(capsim_try_assign_, __LINE__), lhs, expr)
+#define CAPSIM_TRY_ASSIGN_IMPL_(tmp, lhs, expr) \
+  auto tmp = (expr);                            \
+  if (!tmp.ok()) return tmp.error();            \
+  lhs = std::move(tmp).value()

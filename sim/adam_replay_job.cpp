@@ -37,34 +37,29 @@ Result<AdamReplayReport> run_adam_replay_job(const AdamReplayJobOptions& options
   CpuBackend backend(memory);
   Rng rng(options.seed);
 
-  auto pool = allocator.create_pool();
-  if (!pool) return pool.error();
+  CAPSIM_TRY_ASSIGN(const PoolId pool, allocator.create_pool());
   auto make = [&](const Dims& sizes, PoolId where) -> Result<TensorArg> {
-    auto t = store.empty(sizes, DType::kFloat32, where);
-    if (!t) return t.error();
-    return TensorArg{*store.data_address(t->id), t->meta};
+    CAPSIM_TRY_ASSIGN(const Tensor t, store.empty(sizes, DType::kFloat32, where));
+    return TensorArg{*store.data_address(t.id), t.meta};
   };
 
   struct ParamSlots {
     TensorArg param, grad, placeholder, exp_avg, exp_avg_sq;
   };
   std::vector<ParamSlots> slots;
-  auto state = make({2}, *pool);
-  if (!state) return state.error();
+  CAPSIM_TRY_ASSIGN(const TensorArg state, make({2}, pool));
   const std::vector<float> ones{1.0f, 1.0f};
-  CAPSIM_TRY(memory.write(state->address, std::as_bytes(std::span(ones))));
+  CAPSIM_TRY(memory.write(state.address, std::as_bytes(std::span(ones))));
   for (std::int64_t i = 0; i < options.params; ++i) {
     ParamSlots s;
     // Params and optimizer state are static: they live in the pool for good.
     // The eager grad is not; its placeholder is.
-    for (auto [slot, where] : {std::pair{&s.param, *pool},
-                               {&s.exp_avg, *pool},
-                               {&s.exp_avg_sq, *pool},
-                               {&s.placeholder, *pool},
+    for (auto [slot, where] : {std::pair{&s.param, pool},
+                               {&s.exp_avg, pool},
+                               {&s.exp_avg_sq, pool},
+                               {&s.placeholder, pool},
                                {&s.grad, kDefaultPool}}) {
-      auto t = make({options.numel}, where);
-      if (!t) return t.error();
-      *slot = *t;
+      CAPSIM_TRY_ASSIGN(*slot, make({options.numel}, where));
     }
     CAPSIM_TRY(write_random(memory, s.param.address, options.numel, rng));
     slots.push_back(s);
@@ -80,34 +75,30 @@ Result<AdamReplayReport> run_adam_replay_job(const AdamReplayJobOptions& options
     copies.push_back(program.add(CopyStep{s.placeholder.address, s.grad.address, bytes}));
     copy_bytes += bytes;
   }
-  auto powers = launch_adam_powers(*state, hyper);
-  if (!powers) return powers.error();
-  const StepIndex advance = program.add(*powers);
+  CAPSIM_TRY_ASSIGN(KernelLaunch powers, launch_adam_powers(state, hyper));
+  const StepIndex advance = program.add(powers);
   for (std::size_t i = 0; i < slots.size(); ++i) {
     const ParamSlots& s = slots[i];
-    auto update = launch_adam(KernelKind::kAdamW, s.param, s.placeholder, s.exp_avg, s.exp_avg_sq,
-                              *state, hyper);
-    if (!update) return update.error();
-    program.add(*update, {copies[i], advance});
+    CAPSIM_TRY_ASSIGN(KernelLaunch update, launch_adam(KernelKind::kAdamW, s.param, s.placeholder,
+                                                       s.exp_avg, s.exp_avg_sq, state, hyper));
+    program.add(update, {copies[i], advance});
   }
 
   CAPSIM_TRY(backend.materialize(memory.layout()));
-  auto handle = backend.instantiate(program);
-  if (!handle) return handle.error();
-  auto baked = backend.baked_pointers(*handle);
-  if (!baked) return baked.error();
+  CAPSIM_TRY_ASSIGN(const GraphHandle handle, backend.instantiate(program));
+  CAPSIM_TRY_ASSIGN(const std::vector<PointerUse> baked, backend.baked_pointers(handle));
 
   AdamReplayReport report;
   report.graph_name = program.name;
   report.program_steps = program.steps.size();
-  report.baked_pointers = baked->size();
+  report.baked_pointers = baked.size();
   for (std::int64_t step = 1; step <= options.steps; ++step) {
     // The eager backward writes fresh grads outside the graph...
     for (const ParamSlots& s : slots) {
       CAPSIM_TRY(write_random(memory, s.grad.address, options.numel, rng));
     }
     // ...and the replay copies them in, then updates at the baked addresses.
-    CAPSIM_TRY(backend.replay(*handle));
+    CAPSIM_TRY(backend.replay(handle));
     std::uint64_t digest = fnv1a64({});
     for (const ParamSlots& s : slots) {
       std::vector<std::byte> bytes(extent_bytes(s.param.meta));
@@ -116,8 +107,8 @@ Result<AdamReplayReport> run_adam_replay_job(const AdamReplayJobOptions& options
     }
     report.steps.push_back({step, copy_bytes, digest});
   }
-  report.pool_live_blocks = allocator.live_blocks(*pool).size();
-  report.pool_allocated_bytes = allocator.allocated_bytes(*pool);
+  report.pool_live_blocks = allocator.live_blocks(pool).size();
+  report.pool_allocated_bytes = allocator.allocated_bytes(pool);
   report.segments = allocator.segments().size();
   return report;
 }
