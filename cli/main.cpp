@@ -70,15 +70,17 @@ int run_main(int argc, char** argv) {
 
   // CLI11 would call an unknown word "extra" and ask for a subcommand; say what
   // happened instead.
-  auto is_subcommand = [&app](const std::string& word) {
+  if (argc >= 2 && argv[1][0] != '-') {
+    std::string known;
+    bool found = false;
     for (const CLI::App* sub : app.get_subcommands({})) {
-      if (sub->check_name(word)) return true;
+      found = found || sub->check_name(argv[1]);
+      known += (known.empty() ? "" : ", ") + sub->get_name();
     }
-    return false;
-  };
-  if (argc >= 2 && argv[1][0] != '-' && !is_subcommand(argv[1])) {
-    return fail(
-        fmt::format("unknown subcommand '{}' (known: run, version; see capsim --help)", argv[1]));
+    if (!found) {
+      return fail(
+          fmt::format("unknown subcommand '{}' (known: {}; see capsim --help)", argv[1], known));
+    }
   }
   try {
     app.parse(argc, argv);
