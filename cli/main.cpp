@@ -14,6 +14,7 @@
 #include "model/address.hpp"
 #include "model/digest.hpp"
 #include "sim/adam_replay_job.hpp"
+#include "sim/scenarios.hpp"
 
 namespace {
 
@@ -50,6 +51,42 @@ int print_run(const capsim::AdamReplayJobOptions& options) {
   return 0;
 }
 
+int list_scenarios() {
+  for (const capsim::Scenario& s : capsim::builtin_scenarios()) {
+    fmt::print("{:<48} {}\n", s.name, s.mirrors);
+  }
+  return 0;
+}
+
+// Prints a built-in scenario's events and expectations. Exit 0 when every
+// expectation holds, 1 when one does not (a bug in capsim), 2 for a bad name.
+int print_scenario(const std::string& name) {
+  const capsim::Scenario* s = capsim::find_scenario(name);
+  if (s == nullptr) {
+    return fail(fmt::format("unknown scenario '{}' (see capsim scenario --list)", name));
+  }
+  const capsim::CudagraphConfig& c = s->options.config;
+  fmt::print("scenario {}\n", s->name);
+  fmt::print("mirrors {}\n", s->mirrors);
+  fmt::print("about {}\n", s->description);
+  fmt::print(
+      "config inline_inbuilt_nn_modules={} cudagraph_support_input_mutation={} "
+      "cudagraph_unexpected_rerecord_limit={} skip_cudagraph_warmup={} "
+      "force_cudagraphs_warmup={} slow_path_cudagraph_asserts={} zero_grad_static_error={} "
+      "plain_api={}\n",
+      c.inline_inbuilt_nn_modules, c.cudagraph_support_input_mutation,
+      c.cudagraph_unexpected_rerecord_limit, c.skip_cudagraph_warmup, c.force_cudagraphs_warmup,
+      c.slow_path_cudagraph_asserts, c.zero_grad_static_error, c.plain_api);
+  const capsim::ScenarioRun run = capsim::run_scenario(*s);
+  for (const capsim::Event& e : run.events) fmt::print("{}\n", capsim::format_event(e));
+  if (!run.status) return fail(fmt::format("scenario '{}': {}", name, run.status.error().message));
+  for (const capsim::Expectation& e : run.expectations) {
+    fmt::print("expect {}: {} (got {}) {}\n", e.what, e.expected, e.actual,
+               e.holds() ? "ok" : "FAIL");
+  }
+  return run.all_hold() ? 0 : 1;
+}
+
 int run_main(int argc, char** argv) {
   CLI::App app{"capsim: a deterministic simulator of graph capture semantics"};
   app.require_subcommand(1);
@@ -65,6 +102,13 @@ int run_main(int argc, char** argv) {
   run->add_option("--params", run_options.params, "Number of params")
       ->check(CLI::Range(std::int64_t{1}, capsim::kMaxJobParams));
   run->add_flag("--poison", run_options.poison_freed, "Poison freed device memory");
+
+  std::string scenario_name;
+  bool scenario_list = false;
+  CLI::App* scenario = app.add_subcommand(
+      "scenario", "Print the events of a built-in cudagraph-trees scenario");
+  scenario->add_option("name", scenario_name, "Scenario name (see --list)");
+  scenario->add_flag("--list", scenario_list, "List the built-in scenarios");
 
   app.add_subcommand("version", "Print the version");
 
@@ -89,6 +133,11 @@ int run_main(int argc, char** argv) {
     return 0;
   } catch (const CLI::ParseError& e) {
     return fail(one_line(e.what()));
+  }
+  if (scenario->parsed()) {
+    if (scenario_list) return list_scenarios();
+    if (scenario_name.empty()) return fail("scenario: give a NAME or --list");
+    return print_scenario(scenario_name);
   }
   if (app.got_subcommand("version")) {
     fmt::print("capsim 0.1.0\n");

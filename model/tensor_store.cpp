@@ -29,10 +29,16 @@ Result<Tensor> TensorStore::empty(const Dims& sizes, DType dtype, PoolId pool) {
   return add_tensor(*meta, id);
 }
 
-Result<Tensor> TensorStore::from_address(Address base, const TensorMeta& meta, PoolId pool) {
-  const std::uint64_t nbytes = (static_cast<std::uint64_t>(meta.storage_offset) +
-                                static_cast<std::uint64_t>(needed_size(meta.sizes, meta.strides))) *
-                               kElementBytes;
+Result<Tensor> TensorStore::from_address(Address base, const TensorMeta& meta, PoolId pool,
+                                         std::uint64_t storage_nbytes) {
+  const std::uint64_t reach = (static_cast<std::uint64_t>(meta.storage_offset) +
+                               static_cast<std::uint64_t>(needed_size(meta.sizes, meta.strides))) *
+                              kElementBytes;
+  if (storage_nbytes != 0 && storage_nbytes < reach) {
+    return make_error(fmt::format("a tensor reaching {} bytes over a storage of {} bytes", reach,
+                                  storage_nbytes));
+  }
+  const std::uint64_t nbytes = storage_nbytes != 0 ? storage_nbytes : reach;
   const StorageId id{next_storage_++};
   storages_.emplace(id, StorageEntry{Storage{id, base, nbytes, pool, true, 0}, false});
   return add_tensor(meta, id);
@@ -45,6 +51,35 @@ Result<Tensor> TensorStore::view(TensorId base, const TensorMeta& meta) {
   auto checked = as_strided(meta, meta.sizes, meta.strides, meta.storage_offset, s.nbytes);
   if (!checked) return checked.error();
   return add_tensor(*checked, t->storage);
+}
+
+Result<Tensor> TensorStore::view_of_storage(StorageId storage, const TensorMeta& meta) {
+  auto it = storages_.find(storage);
+  if (it == storages_.end()) return make_error(fmt::format("unknown storage {}", storage.value));
+  auto checked =
+      as_strided(meta, meta.sizes, meta.strides, meta.storage_offset, it->second.storage.nbytes);
+  if (!checked) return checked.error();
+  return add_tensor(*checked, storage);
+}
+
+Status TensorStore::force_free(StorageId storage) {
+  auto it = storages_.find(storage);
+  if (it == storages_.end()) return make_error(fmt::format("unknown storage {}", storage.value));
+  if (!it->second.owns_block) return {};
+  it->second.owns_block = false;
+  return allocator_.free(it->second.storage.base);
+}
+
+Status TensorStore::adopt(StorageId storage) {
+  auto it = storages_.find(storage);
+  if (it == storages_.end()) return make_error(fmt::format("unknown storage {}", storage.value));
+  it->second.owns_block = it->second.storage.nbytes > 0;
+  return {};
+}
+
+bool TensorStore::owns_block(StorageId storage) const {
+  auto it = storages_.find(storage);
+  return it != storages_.end() && it->second.owns_block;
 }
 
 Status TensorStore::release(TensorId id) {

@@ -23,10 +23,23 @@ class TensorStore {
   // A fresh contiguous tensor whose storage is allocated from `pool`.
   Result<Tensor> empty(const Dims& sizes, DType dtype = DType::kFloat32,
                        PoolId pool = kDefaultPool);
-  // A tensor over memory someone else owns (nothing is freed on release).
-  Result<Tensor> from_address(Address base, const TensorMeta& meta, PoolId pool);
+  // A tensor over memory someone else owns (nothing is freed on release). The
+  // storage spans `storage_nbytes`, or just what `meta` reaches when that is 0.
+  Result<Tensor> from_address(Address base, const TensorMeta& meta, PoolId pool,
+                              std::uint64_t storage_nbytes = 0);
   // A view of `base` with metadata `meta`, checked against the storage's size.
   Result<Tensor> view(TensorId base, const TensorMeta& meta);
+  // A new tensor over an existing storage (a replayed output rebuilt over the
+  // storage of an output it aliases).
+  Result<Tensor> view_of_storage(StorageId storage, const TensorMeta& meta);
+
+  // Frees a live storage's block now while its tensors remain (PyTorch's
+  // `_free_And_Remove_DeleterFn`): releasing them later frees nothing.
+  Status force_free(StorageId storage);
+  // Gives a non-owning storage a deleter (`_cuda_setCheckpointPoolState`'s
+  // `storages_to_add_deleters_to`): its last release now frees its block.
+  Status adopt(StorageId storage);
+  bool owns_block(StorageId storage) const;
 
   // Drops a tensor; frees the storage's block when no tensor uses it any more.
   Status release(TensorId id);

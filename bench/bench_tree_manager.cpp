@@ -1,0 +1,2 @@
+// Tree-manager benchmarks (placeholder; see issue 3).
+#include <benchmark/benchmark.h>

@@ -1,0 +1,42 @@
+// CudagraphConfig: the PyTorch settings that steer the cudagraph tree manager.
+//
+// One plain struct, recorded in every trace (issue 5). The defaults are
+// PyTorch's in OSS builds (torch/_inductor/config.py class `triton`, and
+// torch/_dynamo/config.py for `inline_inbuilt_nn_modules`); see
+// docs/cudagraph-trees.md for what each one changes in capsim.
+#pragma once
+
+#include <cstdint>
+
+namespace capsim {
+
+struct CudagraphConfig {
+  // Dynamo marks every nn.Parameter static and disables the re-record limit.
+  bool inline_inbuilt_nn_modules = true;
+  // Mutation of cudagraph-managed inputs is allowed; with
+  // inline_inbuilt_nn_modules it also selects re-record mode (not error mode).
+  bool cudagraph_support_input_mutation = true;
+  std::int64_t cudagraph_unexpected_rerecord_limit = 128;
+  bool skip_cudagraph_warmup = false;
+  bool force_cudagraphs_warmup = false;
+  // check_memory_pool around every warmup, recording and checkpoint.
+  bool slow_path_cudagraph_asserts = true;
+  // PR 107853's rule, never shipped: zero_grad(set_to_none=True) on a grad
+  // marked static raises. Off, as in every released PyTorch.
+  bool zero_grad_static_error = false;
+  // torch.cuda.graph / make_graphed_callables instead of trees (§3.4 of the
+  // spec): no invariant checks; copy an input only when its pointer differs.
+  bool plain_api = false;
+  // Fill freed device memory with NaNs, so stale reads show.
+  bool poison_freed = false;
+
+  friend bool operator==(const CudagraphConfig&, const CudagraphConfig&) = default;
+};
+
+// True when a changed static pointer re-records rather than raising (E4):
+// PyTorch's `rerecord_if_static_inputs_change`.
+inline bool rerecord_if_static_inputs_change(const CudagraphConfig& c) {
+  return c.inline_inbuilt_nn_modules || c.cudagraph_support_input_mutation;
+}
+
+}  // namespace capsim

@@ -1,0 +1,47 @@
+// The texts PyTorch shows for cudagraph-tree errors, warnings and skips.
+//
+// Each function renders one message of §7 of the spec with capsim's own values
+// filled in (pointers print as PyTorch prints a Python int: decimal). The ids
+// (E1, W1, S1, ...) are the spec's; events carry them in their `id` field.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "model/address.hpp"
+
+namespace capsim::messages {
+
+// E1: an access to an output freed by dealloc_current_path_weakrefs.
+std::string overwritten_output(const std::string& stack_trace = "[Could not find stack trace]");
+// W1: pending, uninvoked backwards keep warmup or recording from ending.
+std::string pending_backward();
+// E3: a tensor that died during recording is alive at replay.
+std::string dealloc_during_recording();
+
+struct PointerChange {
+  std::string input_name;
+  Address old_ptr = 0;
+  Address new_ptr = 0;
+};
+// E4: the text of log_data_ptr_mismatch for changed static pointers.
+std::string static_pointer_changed(const std::vector<PointerChange>& changes);
+// The reasons E5 names, one per counted CheckInvariantStatus.
+std::string static_pointer_changed_reason();
+std::string managed_pointer_changed_reason();
+// E5: the re-record limit was crossed.
+std::string rerecord_limit(std::uint32_t function_id, std::int64_t limit,
+                           std::optional<std::uint32_t> parent_graph_id, const std::string& reason);
+// E6 / E7: check_memory_pool found a mismatch.
+std::string pool_missing(std::uint32_t pool_id, const std::vector<Address>& ptrs);
+std::string pool_untracked(const std::vector<Address>& addrs);
+// S1: a mutated input that is neither static nor cudagraph-managed.
+std::string mutated_inputs(std::size_t instances);
+// A1.
+std::string after_shutdown();
+// capsim's own text for PR 107853's rule (its exact wording was never shipped).
+std::string zero_grad_static(const std::string& param_name);
+
+}  // namespace capsim::messages

@@ -1,0 +1,86 @@
+// SimContext: the shared state a simulator component works on.
+//
+// The World owns every object referred to here; components (the tree manager,
+// the plain-API graphs, the optimizers) get this one struct, so the state they
+// may touch is explicit and there is no global state anywhere.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "model/caching_allocator.hpp"
+#include "model/cpu_backend.hpp"
+#include "model/device_memory.hpp"
+#include "sim/cudagraph_config.hpp"
+#include "sim/events.hpp"
+#include "sim/tensor_refs.hpp"
+
+namespace capsim {
+
+// PyTorch's counters that tests assert on, plus capsim's own tallies.
+struct Counters {
+  std::uint64_t graphs_recorded = 0;                       // graph_counter
+  std::uint64_t warmups = 0;
+  std::uint64_t replays = 0;
+  std::uint64_t eager_fallbacks = 0;
+  std::uint64_t checkpoints = 0;                           // debug_checkpointing_counter
+  std::uint64_t cudagraph_skips = 0;                       // counters["inductor"]
+  std::uint64_t cudagraph_recorded_non_static_inputs = 0;  // counters["inductor"]
+  std::uint64_t copies = 0;           // tensors copied into placeholders at replay
+  std::uint64_t copy_bytes = 0;       // bytes those copies moved
+  std::uint64_t rerecords = 0;        // recordings made because a static pointer changed
+  std::uint64_t recompiles = 0;       // new FunctionIds from a guard failure
+  std::uint64_t errors = 0;           // modelled PyTorch errors raised
+  std::uint64_t replay_checks = 0;    // replays compared with eager (verify_replays)
+  std::uint64_t replay_mismatches = 0;
+  // Replays that read a static input whose storage was freed or moved since
+  // the recording baked it in (checked with verify_replays).
+  std::uint64_t static_violations = 0;
+};
+
+// Deliberately broken tree managers, for negative controls only: each property
+// must fail against one of these. Never set outside tests.
+// X(enumerator, name)
+#define CAPSIM_TREE_FAULTS(X)                                                   \
+  X(kNone, "none")                                                              \
+  X(kSkipCopyIn, "skip_copy_in")                 /* replays copy no inputs */   \
+  X(kRestoreKeepsAll, "restore_keeps_all")       /* checkpoints free nothing */ \
+  X(kIgnoreStaticPointers, "ignore_static_pointers") /* never re-record */
+enum class TreeFault : std::uint8_t {
+#define CAPSIM_ENUM_(e, name) e,
+  CAPSIM_TREE_FAULTS(CAPSIM_ENUM_)
+#undef CAPSIM_ENUM_
+};
+
+// GenerationTracker.generation and MarkStepBox.mark_step_counter.
+struct GenerationState {
+  std::int64_t generation = 0;
+  std::int64_t mark_step_counter = 0;
+  std::int64_t current() const { return mark_step_counter != 0 ? mark_step_counter : generation; }
+  bool user_invoked_mark_step() const { return mark_step_counter != 0; }
+};
+
+struct SimContext {
+  DeviceMemory& memory;
+  CachingAllocator& allocator;
+  TensorRefs& refs;
+  CpuBackend& backend;
+  const CudagraphConfig& config;
+  std::vector<Event>& events;
+  Counters& counters;
+  GenerationState& generations;
+  // Compare every replay's outputs with an eager run on the same inputs.
+  bool verify_replays = false;
+  TreeFault fault = TreeFault::kNone;
+  std::uint32_t action = 0;  // the program action being run
+
+  void emit(EventKind kind, std::vector<EventField> fields) {
+    CAPSIM_CHECK(events.size() < kMaxEvents, "event limit reached");
+    events.push_back(Event{kind, action, std::move(fields)});
+  }
+  TensorStore& store() { return refs.store(); }
+};
+
+}  // namespace capsim

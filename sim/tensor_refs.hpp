@@ -1,0 +1,58 @@
+// TensorRefs: who holds which tensor, and so which storages are alive.
+//
+// PyTorch decides liveness by reference counts: a cudagraph output is "dead"
+// when its storage's use count reaches zero, and a cached replay output is dead
+// when nobody but the tree manager refers to it (§5.3 of the spec). capsim
+// keeps two counts per tensor: `holders` are references the program can see
+// (a name, a param's .grad, optimizer state, a call's input list) and `pins` are
+// the tree manager's own (cached outputs, static outputs, plain-API surfaces).
+// A storage is alive while some tensor over it has a holder. A tensor with
+// neither is released from the TensorStore, which frees an owned block.
+//
+// Storages freed by `dealloc_current_path_weakrefs` keep an access error (E1):
+// any later use of a tensor over them reports it.
+#pragma once
+
+#include <map>
+#include <set>
+
+#include "model/tensor_store.hpp"
+
+namespace capsim {
+
+class TensorRefs {
+ public:
+  explicit TensorRefs(TensorStore& store) : store_(store) {}
+  TensorRefs(const TensorRefs&) = delete;
+  TensorRefs& operator=(const TensorRefs&) = delete;
+
+  // `id` must be a live tensor of the store.
+  void hold(TensorId id);
+  Status drop(TensorId id);
+  void pin(TensorId id);
+  Status unpin(TensorId id);
+
+  std::uint32_t holders(TensorId id) const;
+  bool storage_live(StorageId id) const;
+
+  void set_access_error(StorageId id) { access_errors_.insert(id); }
+  bool access_error(StorageId id) const { return access_errors_.count(id) != 0; }
+
+  TensorStore& store() { return store_; }
+  const TensorStore& store() const { return store_; }
+
+ private:
+  struct Counts {
+    std::uint32_t holders = 0;
+    std::uint32_t pins = 0;
+    StorageId storage;
+  };
+  Status release_if_unreferenced(TensorId id);
+
+  TensorStore& store_;
+  std::map<TensorId, Counts> counts_;
+  std::map<StorageId, std::uint32_t> held_per_storage_;
+  std::set<StorageId> access_errors_;
+};
+
+}  // namespace capsim

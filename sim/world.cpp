@@ -1,0 +1,528 @@
+#include "sim/world.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstring>
+#include <set>
+
+#include "model/digest.hpp"
+#include "sim/body_interpreter.hpp"
+#include "sim/eager_oracle.hpp"
+#include "sim/messages.hpp"
+#include "sim/world_parts.hpp"
+
+namespace capsim {
+
+namespace {
+// PyTorch's ALIGNMENT (torch/_inductor/utils.py).
+constexpr Address kAlignment = 16;
+
+DeviceMemoryOptions memory_options(const WorldOptions& o) {
+  DeviceMemoryOptions m;
+  m.poison_freed = o.config.poison_freed;
+  return m;
+}
+
+std::string int_list(const std::vector<std::int64_t>& v) {
+  std::string out = "[";
+  for (std::size_t i = 0; i < v.size(); ++i) out += (i ? "," : "") + std::to_string(v[i]);
+  return out + "]";
+}
+std::string index_list(const std::vector<std::uint32_t>& v) {
+  std::string out = "[";
+  for (std::size_t i = 0; i < v.size(); ++i) out += (i ? "," : "") + std::to_string(v[i]);
+  return out + "]";
+}
+}  // namespace
+
+std::string_view optimizer_kind_name(OptimizerKind kind) {
+  switch (kind) {
+#define CAPSIM_NAME_(e, name) \
+  case OptimizerKind::e:      \
+    return name;
+    CAPSIM_OPTIMIZER_KINDS(CAPSIM_NAME_)
+#undef CAPSIM_NAME_
+  }
+  return "?";
+}
+
+std::string_view action_name(const Action& action) {
+  static constexpr std::string_view kNames[] = {
+      "new_tensor",   "mark_static",         "call",           "eager_call",
+      "del",          "read",                "reassign_data",  "mark_step_begin",
+      "set_to_running_backward", "accumulate_grad", "create_optimizer", "optimizer_step",
+      "zero_grad",    "drop_optimizer",      "reset"};
+  static_assert(std::size(kNames) == std::variant_size_v<Action>);
+  return kNames[action.index()];
+}
+
+World::World(WorldOptions options)
+    : options_(options),
+      memory_(memory_options(options_)),
+      allocator_(memory_),
+      store_(allocator_),
+      refs_(store_),
+      backend_(memory_),
+      rng_(options_.seed),
+      ctx_{memory_, allocator_, refs_,     backend_,
+           options_.config, events_, counters_, generations_} {
+  ctx_.verify_replays = options_.verify_replays;
+  ctx_.fault = options_.fault;
+}
+
+World::~World() = default;
+
+Status World::run(const Program& program, const std::function<void(std::size_t)>& after) {
+  if (program.actions.size() > kMaxActions) {
+    return make_error(fmt::format("program: {} actions, the limit is {}", program.actions.size(),
+                                  kMaxActions));
+  }
+  std::set<std::string> seen;
+  for (const FunctionDef& def : program.functions) {
+    CAPSIM_TRY(validate(def));
+    if (!seen.insert(def.name).second) {
+      return make_error(fmt::format("function '{}': defined twice", def.name));
+    }
+  }
+  program_ = &program;
+  for (std::size_t i = 0; i < program.actions.size(); ++i) {
+    ctx_.action = static_cast<std::uint32_t>(i);
+    Status s = step(program.actions[i]);
+    if (!s) {
+      return make_error(
+          fmt::format("action {} ({}): {}", i, action_name(program.actions[i]), s.error().message));
+    }
+    if (after) after(i);
+  }
+  return {};
+}
+
+Status World::step(const Action& action) {
+  return std::visit(
+      [&](const auto& a) -> Status {
+        using A = std::decay_t<decltype(a)>;
+        if constexpr (std::is_same_v<A, NewTensor>) return do_new_tensor(a);
+        if constexpr (std::is_same_v<A, MarkStatic>) return do_mark_static(a);
+        if constexpr (std::is_same_v<A, Call>) return do_call(a);
+        if constexpr (std::is_same_v<A, EagerCall>) return do_eager_call(a);
+        if constexpr (std::is_same_v<A, Del>) return unbind(a.name);
+        if constexpr (std::is_same_v<A, Read>) return do_read(a);
+        if constexpr (std::is_same_v<A, ReassignData>) return do_reassign(a);
+        if constexpr (std::is_same_v<A, MarkStepBegin>) {
+          --generations_.mark_step_counter;
+          return Status{};
+        }
+        if constexpr (std::is_same_v<A, SetToRunningBackward>) {
+          if (manager_) manager_->set_to_running_backward();
+          return Status{};
+        }
+        if constexpr (std::is_same_v<A, AccumulateGrad>) return do_accumulate_grad(a);
+        if constexpr (std::is_same_v<A, CreateOptimizer>) return do_create_optimizer(a);
+        if constexpr (std::is_same_v<A, OptimizerStep>) return do_optimizer_step(a);
+        if constexpr (std::is_same_v<A, ZeroGrad>) return do_zero_grad(a);
+        if constexpr (std::is_same_v<A, DropOptimizer>) return do_drop_optimizer(a);
+        if constexpr (std::is_same_v<A, Reset>) return do_reset();
+      },
+      action);
+}
+
+// --- Objects and names -------------------------------------------------------
+
+std::uint64_t World::new_object(TensorId held_tensor, bool parameter) {
+  const std::uint64_t id = next_object_++;
+  objects_.emplace(id, PyObject{held_tensor, parameter, std::nullopt, std::nullopt, 0});
+  return id;
+}
+
+void World::ref(std::uint64_t object) {
+  ++objects_.at(object).refs;
+}
+
+Status World::unref(std::uint64_t object) {
+  auto it = objects_.find(object);
+  CAPSIM_CHECK(it != objects_.end() && it->second.refs > 0, "unref of a dead object");
+  if (--it->second.refs > 0) return {};
+  const PyObject dead = it->second;
+  objects_.erase(it);
+  CAPSIM_TRY(refs_.drop(dead.tensor));
+  if (dead.grad) CAPSIM_TRY(unref(*dead.grad));
+  return {};
+}
+
+Status World::bind(const std::string& name, std::uint64_t object) {
+  if (name.empty() || name.find('.') != std::string::npos) {
+    return make_error(fmt::format("name '{}': names are non-empty and have no '.'", name));
+  }
+  ref(object);
+  auto it = names_.find(name);
+  if (it != names_.end()) {
+    const std::uint64_t old = it->second;
+    it->second = object;
+    return unref(old);
+  }
+  names_.emplace(name, object);
+  return {};
+}
+
+Status World::unbind(const std::string& name) {
+  auto it = names_.find(name);
+  if (it == names_.end()) return make_error(fmt::format("del of unknown name '{}'", name));
+  const std::uint64_t object = it->second;
+  names_.erase(it);
+  return unref(object);
+}
+
+Result<std::uint64_t> World::lookup(const std::string& name) const {
+  const auto dot = name.find('.');
+  const std::string base = name.substr(0, dot);
+  auto it = names_.find(base);
+  if (it == names_.end()) return make_error(fmt::format("unknown tensor '{}'", base));
+  if (dot == std::string::npos) return it->second;
+  if (name.substr(dot) != ".grad") {
+    return make_error(fmt::format("'{}': the only attribute is .grad", name));
+  }
+  const PyObject& o = objects_.at(it->second);
+  if (!o.grad) return make_error(fmt::format("'{}' is None", name));
+  return *o.grad;
+}
+
+Result<const FunctionDef*> World::function(const std::string& name) const {
+  CAPSIM_CHECK(program_ != nullptr);
+  for (const FunctionDef& def : program_->functions) {
+    if (def.name == name) return &def;
+  }
+  return make_error(fmt::format("unknown function '{}'", name));
+}
+
+Result<TensorId> World::fresh_tensor(const Dims& sizes, std::optional<float> fill,
+                                     std::int64_t offset) {
+  if (offset < 0 || offset > 64) {
+    return make_error(fmt::format("offset: {} is outside [0, 64]", offset));
+  }
+  CAPSIM_TRY_ASSIGN(const TensorMeta meta, contiguous_meta(sizes));
+  const std::int64_t n = numel(meta);
+  CAPSIM_TRY_ASSIGN(const Tensor buffer, store_.empty({n + offset}));
+  TensorMeta view_meta = meta;
+  view_meta.storage_offset = offset;
+  CAPSIM_TRY_ASSIGN(const Tensor t, store_.view(buffer.id, view_meta));
+  CAPSIM_TRY(store_.release(buffer.id));
+  refs_.hold(t.id);
+  if (n > 0) {
+    std::vector<float> values(static_cast<std::size_t>(n));
+    for (float& v : values) v = fill ? *fill : rng_.uniform(-1.0f, 1.0f);
+    CAPSIM_TRY_ASSIGN(const Address at, store_.data_address(t.id));
+    CAPSIM_TRY(memory_.write(at, std::as_bytes(std::span(values))));
+  }
+  return t.id;
+}
+
+Result<TensorId> World::tensor_id(const std::string& name) const {
+  CAPSIM_TRY_ASSIGN(const std::uint64_t o, lookup(name));
+  return objects_.at(o).tensor;
+}
+
+bool World::has(const std::string& name) const {
+  return lookup(name).ok();
+}
+
+Result<Address> World::data_ptr(const std::string& name) const {
+  CAPSIM_TRY_ASSIGN(const std::uint64_t o, lookup(name));
+  return store_.data_address(objects_.at(o).tensor);
+}
+
+Result<std::vector<float>> World::values(const std::string& name) const {
+  CAPSIM_TRY_ASSIGN(const std::uint64_t o, lookup(name));
+  CAPSIM_TRY_ASSIGN(const TensorArg arg, tensor_arg(store_, objects_.at(o).tensor));
+  CAPSIM_TRY_ASSIGN(const ElementBits bits, gather_bits(memory_, arg.address, arg.meta));
+  std::vector<float> out(bits.size());
+  std::memcpy(out.data(), bits.data(), bits.size() * sizeof(float));
+  return out;
+}
+
+std::size_t World::pool_live_blocks() const {
+  return tree_pool_ ? allocator_.live_blocks(*tree_pool_).size() : 0;
+}
+
+std::size_t World::live_storages_of(const std::vector<TensorId>& tensors) const {
+  std::size_t n = 0;
+  for (TensorId t : tensors) {
+    auto tensor = store_.tensor(t);
+    if (tensor && refs_.storage_live(tensor->storage)) ++n;
+  }
+  return n;
+}
+
+// --- Simple actions ------------------------------------------------------------
+
+Status World::do_new_tensor(const NewTensor& a) {
+  CAPSIM_TRY_ASSIGN(const TensorId t, fresh_tensor(a.sizes, a.fill, a.offset));
+  return bind(a.name, new_object(t, a.parameter));
+}
+
+Status World::do_mark_static(const MarkStatic& a) {
+  CAPSIM_TRY_ASSIGN(const std::uint64_t o, lookup(a.name));
+  objects_.at(o).static_guard = a.guard;
+  return {};
+}
+
+bool World::raise_if_poisoned(const std::vector<std::uint64_t>& objects) {
+  for (std::uint64_t o : objects) {
+    auto t = store_.tensor(objects_.at(o).tensor);
+    if (t && refs_.access_error(t->storage)) {
+      ++counters_.errors;
+      ctx_.emit(EventKind::kError,
+                {{"id", "E1"}, {"type", "RuntimeError"}, {"message", messages::overwritten_output()}});
+      return true;
+    }
+  }
+  return false;
+}
+
+Status World::do_read(const Read& a) {
+  CAPSIM_TRY_ASSIGN(const std::uint64_t o, lookup(a.name));
+  if (raise_if_poisoned({o})) return {};
+  CAPSIM_TRY_ASSIGN(const std::vector<float> v, values(a.name));
+  std::string shown = "[";
+  for (std::size_t i = 0; i < v.size() && i < 4; ++i) {
+    shown += (i ? "," : "") + fmt::format("{}", v[i]);
+  }
+  shown += v.size() > 4 ? ",...]" : "]";
+  ctx_.emit(EventKind::kRead,
+            {{"name", a.name},
+             {"numel", std::to_string(v.size())},
+             {"digest", digest_hex(fnv1a64(std::as_bytes(std::span(v))))},
+             {"values", shown}});
+  return {};
+}
+
+Status World::do_reassign(const ReassignData& a) {
+  CAPSIM_TRY_ASSIGN(const std::uint64_t o, lookup(a.name));
+  PyObject& object = objects_.at(o);
+  CAPSIM_TRY_ASSIGN(const Tensor old, store_.tensor(object.tensor));
+  CAPSIM_TRY_ASSIGN(const TensorId fresh, fresh_tensor(old.meta.sizes, a.fill, 0));
+  const TensorId previous = object.tensor;
+  object.tensor = fresh;
+  return refs_.drop(previous);
+}
+
+Status World::do_eager_call(const EagerCall& a) {
+  CAPSIM_TRY_ASSIGN(const FunctionDef* def, function(a.function));
+  if (a.args.size() != def->num_inputs()) {
+    return make_error(fmt::format("function '{}' takes {} inputs, got {}", def->name,
+                                  def->num_inputs(), a.args.size()));
+  }
+  std::vector<std::uint64_t> objects;
+  std::vector<TensorId> inputs;
+  for (const std::string& name : a.args) {
+    CAPSIM_TRY_ASSIGN(const std::uint64_t o, lookup(name));
+    objects.push_back(o);
+    inputs.push_back(objects_.at(o).tensor);
+  }
+  if (raise_if_poisoned(objects)) return {};
+  BodyEnv env{refs_, backend_, kDefaultPool, nullptr};
+  CAPSIM_TRY_ASSIGN(const std::vector<TensorId> outputs, run_body(*def, inputs, env));
+  return bind_outputs(outputs, a.outputs);
+}
+
+Status World::bind_outputs(const std::vector<TensorId>& outputs,
+                           const std::vector<std::string>& names) {
+  if (names.size() > outputs.size()) {
+    for (TensorId t : outputs) CAPSIM_TRY(refs_.drop(t));
+    return make_error(fmt::format("outputs: {} names for {} outputs", names.size(), outputs.size()));
+  }
+  for (std::size_t i = 0; i < outputs.size(); ++i) {
+    if (i < names.size() && !names[i].empty()) {
+      const std::uint64_t o = new_object(outputs[i]);
+      CAPSIM_TRY(bind(names[i], o));
+      CAPSIM_TRY_ASSIGN(const Address ptr, store_.data_address(outputs[i]));
+      ctx_.emit(EventKind::kOutput, {{"name", names[i]}, {"ptr", hex(ptr)}});
+    } else {
+      CAPSIM_TRY(refs_.drop(outputs[i]));
+    }
+  }
+  return {};
+}
+
+Status World::do_accumulate_grad(const AccumulateGrad& a) {
+  CAPSIM_TRY_ASSIGN(const std::uint64_t p, lookup(a.param));
+  CAPSIM_TRY_ASSIGN(const std::uint64_t g, lookup(a.grad));
+  if (raise_if_poisoned({g})) return {};
+  PyObject& param = objects_.at(p);
+  if (!param.grad) {
+    // AccumulateGrad steals the incoming grad: .grad is that very tensor.
+    ref(g);
+    param.grad = g;
+    return {};
+  }
+  if (raise_if_poisoned({*param.grad})) return {};
+  CAPSIM_TRY_ASSIGN(const TensorArg acc, tensor_arg(store_, objects_.at(*param.grad).tensor));
+  CAPSIM_TRY_ASSIGN(const TensorArg inc, tensor_arg(store_, objects_.at(g).tensor));
+  CAPSIM_TRY_ASSIGN(const KernelLaunch add, launch_binary(KernelKind::kAdd, acc, acc, inc));
+  return backend_.run_step(Step{add, {}});
+}
+
+// --- Compiled calls --------------------------------------------------------------
+
+TreeManager& World::ensure_manager() {
+  if (!manager_) {
+    auto pool = allocator_.create_pool();
+    CAPSIM_CHECK(pool.ok(), "pool limit reached");
+    tree_pool_ = *pool;
+    manager_ = std::make_unique<TreeManager>(ctx_, *pool);
+    ++managers_created_;
+  }
+  return *manager_;
+}
+
+Status World::shutdown_manager(const char* reason) {
+  if (!manager_) return {};
+  CAPSIM_TRY(manager_->shutdown());
+  ctx_.emit(EventKind::kShutdown, {{"reason", reason}});
+  manager_.reset();
+  compiled_.clear();
+  live_cudagraphified_ = 0;
+  return {};
+}
+
+Status World::do_reset() {
+  CAPSIM_TRY(shutdown_manager("dynamo_reset"));
+  compiled_.clear();
+  generations_.mark_step_counter = 0;
+  return {};
+}
+
+Result<std::optional<FunctionId>> World::compile(const FunctionDef& def, const std::vector<std::uint64_t>& args,
+                                  const std::vector<std::int64_t>& int_key, CompiledEntry& entry) {
+  TreeManager& manager = ensure_manager();
+  WrappedFunction fn;
+  fn.def = &def;
+  fn.int_key = int_key;
+  std::set<std::uint32_t> statics(def.static_input_idxs.begin(), def.static_input_idxs.end());
+  statics.insert(def.param_input_idxs.begin(), def.param_input_idxs.end());
+  for (std::uint32_t i = 0; i < args.size(); ++i) {
+    const PyObject& o = objects_.at(args[i]);
+    if (o.static_guard || (o.parameter && options_.config.inline_inbuilt_nn_modules)) {
+      statics.insert(i);
+    }
+  }
+  // remove_unaligned_input_idxs, at the first call of this key.
+  for (auto it = statics.begin(); it != statics.end();) {
+    CAPSIM_TRY_ASSIGN(const Address ptr, store_.data_address(objects_.at(args[*it]).tensor));
+    if (ptr % kAlignment != 0) {
+      ctx_.emit(EventKind::kAlignClone,
+                {{"function", def.name}, {"input", std::to_string(*it)}, {"demoted", "true"}});
+      it = statics.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  fn.static_input_idxs.assign(statics.begin(), statics.end());
+  fn.mutated_input_idxs = mutated_input_idxs(def);
+  if (!options_.config.cudagraph_support_input_mutation) {
+    std::size_t instances = 0;
+    for (std::uint32_t i : fn.mutated_input_idxs) instances += statics.count(i) == 0;
+    if (instances > 0) {
+      entry.skip_reason = messages::mutated_inputs(instances);
+      ++counters_.cudagraph_skips;
+      ctx_.emit(EventKind::kSkip,
+                {{"id", "S1"}, {"function", def.name}, {"message", entry.skip_reason}});
+      return std::optional<FunctionId>{};
+    }
+  }
+  const std::vector<std::uint32_t> shown = fn.static_input_idxs;
+  const FunctionId fid = manager.add_function(std::move(fn));
+  ++live_cudagraphified_;
+  ctx_.emit(EventKind::kCompile, {{"function", def.name},
+                                  {"fid", std::to_string(fid)},
+                                  {"int_key", int_list(int_key)},
+                                  {"static_input_idxs", index_list(shown)}});
+  return std::optional<FunctionId>{fid};
+}
+
+Status World::do_call(const Call& a) {
+  CAPSIM_TRY_ASSIGN(const FunctionDef* def, function(a.function));
+  std::vector<std::uint64_t> args;
+  for (const std::string& name : a.args) {
+    CAPSIM_TRY_ASSIGN(const std::uint64_t o, lookup(name));
+    args.push_back(o);
+  }
+  const bool invocation = a.new_invocation.value_or(def->mode != CompilationMode::kBackward);
+  return call_compiled(*def, args, a.outputs, a.int_key, invocation, a.consume);
+}
+
+Status World::call_compiled(const FunctionDef& def, const std::vector<std::uint64_t>& args,
+                            const std::vector<std::string>& outputs,
+                            const std::vector<std::int64_t>& int_key, bool new_invocation,
+                            const std::vector<std::string>& consume) {
+  if (args.size() != def.num_inputs()) {
+    return make_error(fmt::format("function '{}' takes {} inputs, got {}", def.name,
+                                  def.num_inputs(), args.size()));
+  }
+  if (new_invocation) ++generations_.generation;
+  if (raise_if_poisoned(args)) return {};
+  if (options_.config.plain_api) return call_plain(def, args, outputs);
+
+  // The compile cache: int key plus the pointers that guard=True marks guard.
+  std::vector<Address> guarded;
+  for (std::uint64_t o : args) {
+    if (objects_.at(o).static_guard.value_or(false)) {
+      CAPSIM_TRY_ASSIGN(const Address ptr, store_.data_address(objects_.at(o).tensor));
+      guarded.push_back(ptr);
+    }
+  }
+  const auto key = std::make_tuple(&def, int_key, guarded);
+  auto it = compiled_.find(key);
+  if (it == compiled_.end()) {
+    const bool recompile = std::any_of(compiled_.begin(), compiled_.end(), [&](const auto& kv) {
+      return std::get<0>(kv.first) == &def && std::get<1>(kv.first) == int_key;
+    });
+    if (recompile) {
+      ++counters_.recompiles;
+      ctx_.emit(EventKind::kCompile,
+                {{"function", def.name}, {"recompile", "true"}, {"reason", "guard_failure"}});
+    }
+    CompiledEntry entry;
+    CAPSIM_TRY_ASSIGN(entry.fid, compile(def, args, int_key, entry));
+    it = compiled_.emplace(key, entry).first;
+  }
+  const CompiledEntry& entry = it->second;
+
+  // The input list: one reference each (misaligned check-set inputs cloned).
+  std::vector<TensorId> inputs;
+  for (std::uint32_t i = 0; i < args.size(); ++i) {
+    const TensorId t = objects_.at(args[i]).tensor;
+    inputs.push_back(t);
+    refs_.hold(t);
+  }
+  if (!entry.fid) {
+    BodyEnv env{refs_, backend_, kDefaultPool, nullptr};
+    CAPSIM_TRY_ASSIGN(const std::vector<TensorId> outs, run_body(def, inputs, env));
+    for (TensorId t : inputs) CAPSIM_TRY(refs_.drop(t));
+    ++counters_.eager_fallbacks;
+    ctx_.emit(EventKind::kEager, {{"function", def.name}, {"reason", "compile_time_skip"}});
+    return bind_outputs(outs, outputs);
+  }
+  const WrappedFunction& fn = manager_->function(*entry.fid);
+  for (std::uint32_t i = 0; i < inputs.size(); ++i) {
+    if (std::binary_search(fn.static_input_idxs.begin(), fn.static_input_idxs.end(), i)) continue;
+    CAPSIM_TRY_ASSIGN(const Address ptr, store_.data_address(inputs[i]));
+    if (ptr % kAlignment == 0) continue;
+    // copy_misaligned_inputs: clone_preserve_strides before the tree sees it.
+    CAPSIM_TRY_ASSIGN(const Tensor src, store_.tensor(inputs[i]));
+    CAPSIM_TRY_ASSIGN(const TensorId clone, fresh_tensor(src.meta.sizes, 0.0f, 0));
+    CAPSIM_TRY_ASSIGN(const TensorArg dst, tensor_arg(store_, clone));
+    CAPSIM_TRY_ASSIGN(const TensorArg from, tensor_arg(store_, inputs[i]));
+    CAPSIM_TRY_ASSIGN(const KernelLaunch copy, launch_copy(dst, from));
+    CAPSIM_TRY(backend_.run_step(Step{copy, {}}));
+    CAPSIM_TRY(refs_.drop(inputs[i]));
+    inputs[i] = clone;
+    ctx_.emit(EventKind::kAlignClone, {{"function", def.name}, {"input", std::to_string(i)}});
+  }
+  for (const std::string& name : consume) CAPSIM_TRY(unbind(name));
+  CAPSIM_TRY_ASSIGN(CallOutcome outcome, manager_->run(*entry.fid, std::move(inputs)));
+  if (outcome.path == CallPath::kRaised) return {};
+  return bind_outputs(outcome.outputs, outputs);
+}
+
+}  // namespace capsim

@@ -1,0 +1,160 @@
+// World: all simulated state, and the runner of a Program.
+//
+// A World owns the device memory, the caching allocator, the tensors, the CPU
+// backend, the one seeded RNG, the tree manager (created on the first compiled
+// call, dropped when its functions die), the optimizers, the plain-API graphs,
+// the counters and the event log. Nothing else holds state: a failure is a
+// seed and a program, and running them again replays it exactly.
+//
+// `run` returns an Error only for bad input (an unknown name or function, a
+// shape mismatch, a double free): the message names the action. Everything
+// PyTorch itself would raise is an error event, and the program goes on.
+#pragma once
+
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "model/rng.hpp"
+#include "sim/program.hpp"
+#include "sim/sim_context.hpp"
+#include "sim/tree_manager.hpp"
+
+namespace capsim {
+
+struct WorldOptions {
+  CudagraphConfig config;
+  std::uint64_t seed = 0;
+  // Compare every replay with eager execution (P-replay); costs a scratch run.
+  bool verify_replays = false;
+  TreeFault fault = TreeFault::kNone;  // negative controls only
+};
+
+class World {
+ public:
+  explicit World(WorldOptions options);
+  ~World();
+  World(const World&) = delete;
+  World& operator=(const World&) = delete;
+
+  // Runs every action of `program`; stops at the first bad input. `after`
+  // (optional) is called after each action with its index, for probes.
+  Status run(const Program& program,
+             const std::function<void(std::size_t)>& after = nullptr);
+
+  const std::vector<Event>& events() const { return events_; }
+  const Counters& counters() const { return counters_; }
+  const CudagraphConfig& config() const { return options_.config; }
+  // The current tree manager; null before the first compiled call and after
+  // it was shut down.
+  const TreeManager* manager() const { return manager_.get(); }
+  std::uint64_t managers_created() const { return managers_created_; }
+  const GenerationState& generations() const { return generations_; }
+
+  // --- Queries by name ------------------------------------------------------
+  bool has(const std::string& name) const;
+  // The tensor object a name refers to now (PyTorch's `id(t)`).
+  Result<TensorId> tensor_id(const std::string& name) const;
+  Result<Address> data_ptr(const std::string& name) const;
+  Result<std::vector<float>> values(const std::string& name) const;
+  // Live blocks of the cudagraph pool (the tests' all_live_block_count()).
+  std::size_t pool_live_blocks() const;
+  // Storages a dropped optimizer's params still have alive.
+  std::size_t live_storages_of(const std::vector<TensorId>& tensors) const;
+  const TensorStore& store() const { return store_; }
+  const CachingAllocator& allocator() const { return allocator_; }
+
+ private:
+  struct PyObject {
+    TensorId tensor;
+    bool parameter = false;
+    std::optional<bool> static_guard;  // set by mark_static_address
+    std::optional<std::uint64_t> grad;
+    std::uint32_t refs = 0;
+  };
+  struct CompiledEntry {
+    std::optional<FunctionId> fid;  // none: cudagraphs skipped at compile time
+    std::string skip_reason;
+  };
+  struct PlainGraph;
+  struct Optimizer;
+  friend struct WorldParts;
+
+  Status step(const Action& action);
+  Status do_new_tensor(const NewTensor& a);
+  Status do_mark_static(const MarkStatic& a);
+  Status do_call(const Call& a);
+  Status do_eager_call(const EagerCall& a);
+  Status do_read(const Read& a);
+  Status do_reassign(const ReassignData& a);
+  Status do_accumulate_grad(const AccumulateGrad& a);
+  Status do_create_optimizer(const CreateOptimizer& a);
+  Status do_optimizer_step(const OptimizerStep& a);
+  Status do_zero_grad(const ZeroGrad& a);
+  Status do_drop_optimizer(const DropOptimizer& a);
+  Status do_reset();
+
+  // The compiled call shared by Call and OptimizerStep.
+  Status call_compiled(const FunctionDef& def, const std::vector<std::uint64_t>& args,
+                       const std::vector<std::string>& outputs,
+                       const std::vector<std::int64_t>& int_key, bool new_invocation,
+                       const std::vector<std::string>& consume);
+  Status call_plain(const FunctionDef& def, const std::vector<std::uint64_t>& args,
+                    const std::vector<std::string>& outputs);
+  // A new FunctionId, or none when cudagraphs are skipped at compile time.
+  Result<std::optional<FunctionId>> compile(const FunctionDef& def, const std::vector<std::uint64_t>& args,
+                             const std::vector<std::int64_t>& int_key, CompiledEntry& entry);
+  TreeManager& ensure_manager();
+  Status shutdown_manager(const char* reason);
+  bool raise_if_poisoned(const std::vector<std::uint64_t>& objects);
+  Status bind_outputs(const std::vector<TensorId>& outputs, const std::vector<std::string>& names);
+
+  // Objects and names.
+  Result<std::uint64_t> lookup(const std::string& name) const;  // "x" or "x.grad"
+  std::uint64_t new_object(TensorId held_tensor, bool parameter = false);
+  void ref(std::uint64_t object);
+  Status unref(std::uint64_t object);
+  Status bind(const std::string& name, std::uint64_t object);
+  Status unbind(const std::string& name);
+  Result<const FunctionDef*> function(const std::string& name) const;
+  Result<TensorId> fresh_tensor(const Dims& sizes, std::optional<float> fill, std::int64_t offset);
+
+  WorldOptions options_;
+  DeviceMemory memory_;
+  CachingAllocator allocator_;
+  TensorStore store_;
+  TensorRefs refs_;
+  CpuBackend backend_;
+  Rng rng_;
+  std::vector<Event> events_;
+  Counters counters_;
+  GenerationState generations_;
+  SimContext ctx_;
+  const Program* program_ = nullptr;
+
+  std::unique_ptr<TreeManager> manager_;
+  std::optional<PoolId> tree_pool_;
+  std::uint64_t managers_created_ = 0;
+  std::uint64_t live_cudagraphified_ = 0;  // TreeManagerContainer's count
+  // Compile cache: (function, int key, guarded pointers) -> entry.
+  std::map<std::tuple<const FunctionDef*, std::vector<std::int64_t>, std::vector<Address>>,
+           CompiledEntry>
+      compiled_;
+  std::map<const FunctionDef*, std::size_t> compiles_per_def_;
+
+  std::map<std::uint64_t, PyObject> objects_;
+  std::map<std::string, std::uint64_t> names_;
+  std::uint64_t next_object_ = 1;
+
+  std::map<const FunctionDef*, std::unique_ptr<PlainGraph>> plain_graphs_;
+  std::optional<PoolId> plain_pool_;
+  std::map<std::string, std::unique_ptr<Optimizer>> optimizers_;
+  // Step functions of dropped optimizers: a live manager may still name them.
+  std::vector<std::unique_ptr<FunctionDef>> retired_defs_;
+};
+
+}  // namespace capsim
