@@ -44,7 +44,7 @@ std::string rerecord_limit(std::uint32_t function_id, std::int64_t limit,
                            std::optional<std::uint32_t> parent_graph_id, const std::string& reason) {
   return fmt::format(
       "skipping cudagraph due to function {} exceeding max re-recording limit (={}) on cudagraph "
-      "node {} due to {}",
+      "node {} due to {}.",
       function_id, limit, parent_graph_id ? std::to_string(*parent_graph_id) : "None", reason);
 }
 

@@ -4,17 +4,19 @@
 
 namespace capsim {
 
-// Defined in scenarios_trees.cpp, scenarios_trees_more.cpp and
-// scenarios_optimizer.cpp.
+// Defined in scenarios_trees.cpp, scenarios_trees_more.cpp,
+// scenarios_rerecord.cpp and scenarios_optimizer.cpp.
 void add_tree_scenarios(std::vector<Scenario>& out);
 void add_more_tree_scenarios(std::vector<Scenario>& out);
 void add_optimizer_scenarios(std::vector<Scenario>& out);
+void add_rerecord_scenarios(std::vector<Scenario>& out);
 
 const std::vector<Scenario>& builtin_scenarios() {
   static const std::vector<Scenario> all = [] {
     std::vector<Scenario> s;
     add_tree_scenarios(s);
     add_more_tree_scenarios(s);
+    add_rerecord_scenarios(s);
     add_optimizer_scenarios(s);
     return s;
   }();

@@ -123,6 +123,7 @@ Result<CallOutcome> TreeManager::execute_node(GraphId id, std::vector<TensorId>&
   ctx_.counters.copies += copies;
   ctx_.counters.copy_bytes += bytes;
   ctx_.emit(EventKind::kCopyIn, {{"fid", std::to_string(node.fid)},
+                                 {"function", fn.def->name},
                                  {"graph", std::to_string(id)},
                                  {"copies", std::to_string(copies)},
                                  {"bytes", std::to_string(bytes)}});

@@ -463,30 +463,43 @@ Status World::call_compiled(const FunctionDef& def, const std::vector<std::uint6
   if (raise_if_poisoned(args)) return {};
   if (options_.config.plain_api) return call_plain(def, args, outputs);
 
-  // The compile cache: int key plus the pointers that guard=True marks guard.
-  std::vector<Address> guarded;
-  for (std::uint64_t o : args) {
-    if (objects_.at(o).static_guard.value_or(false)) {
-      CAPSIM_TRY_ASSIGN(const Address ptr, store_.data_address(objects_.at(o).tensor));
-      guarded.push_back(ptr);
+  // Dynamo's cache: the first entry whose int key and guards match.
+  std::vector<CacheEntry>& cache = compiled_[&def];
+  const CompiledEntry* found = nullptr;
+  bool same_key_seen = false;
+  for (const CacheEntry& c : cache) {
+    if (c.int_key != int_key) continue;
+    same_key_seen = true;
+    bool guards_hold = true;
+    for (std::size_t g = 0; g < c.guarded_positions.size() && guards_hold; ++g) {
+      CAPSIM_TRY_ASSIGN(const Address ptr,
+                        store_.data_address(objects_.at(args[c.guarded_positions[g]]).tensor));
+      guards_hold = ptr == c.guarded_ptrs[g];
+    }
+    if (guards_hold) {
+      found = &c.compiled;
+      break;
     }
   }
-  const auto key = std::make_tuple(&def, int_key, guarded);
-  auto it = compiled_.find(key);
-  if (it == compiled_.end()) {
-    const bool recompile = std::any_of(compiled_.begin(), compiled_.end(), [&](const auto& kv) {
-      return std::get<0>(kv.first) == &def && std::get<1>(kv.first) == int_key;
-    });
-    if (recompile) {
+  if (found == nullptr) {
+    if (same_key_seen) {
       ++counters_.recompiles;
       ctx_.emit(EventKind::kCompile,
                 {{"function", def.name}, {"recompile", "true"}, {"reason", "guard_failure"}});
     }
-    CompiledEntry entry;
-    CAPSIM_TRY_ASSIGN(entry.fid, compile(def, args, int_key, entry));
-    it = compiled_.emplace(key, entry).first;
+    CacheEntry c;
+    c.int_key = int_key;
+    for (std::uint32_t i = 0; i < args.size(); ++i) {
+      if (!objects_.at(args[i]).static_guard.value_or(false)) continue;
+      CAPSIM_TRY_ASSIGN(const Address ptr, store_.data_address(objects_.at(args[i]).tensor));
+      c.guarded_positions.push_back(i);
+      c.guarded_ptrs.push_back(ptr);
+    }
+    CAPSIM_TRY_ASSIGN(c.compiled.fid, compile(def, args, int_key, c.compiled));
+    cache.push_back(std::move(c));
+    found = &cache.back().compiled;
   }
-  const CompiledEntry& entry = it->second;
+  const CompiledEntry& entry = *found;
 
   // The input list: one reference each (misaligned check-set inputs cloned).
   std::vector<TensorId> inputs;

@@ -140,11 +140,16 @@ class World {
   std::optional<PoolId> tree_pool_;
   std::uint64_t managers_created_ = 0;
   std::uint64_t live_cudagraphified_ = 0;  // TreeManagerContainer's count
-  // Compile cache: (function, int key, guarded pointers) -> entry.
-  std::map<std::tuple<const FunctionDef*, std::vector<std::int64_t>, std::vector<Address>>,
-           CompiledEntry>
-      compiled_;
-  std::map<const FunctionDef*, std::size_t> compiles_per_def_;
+  // Dynamo's cache per function: each entry was compiled for one int key and
+  // guards the pointers of the inputs that were marked guard=True when it
+  // was compiled (DATA_PTR_MATCH).
+  struct CacheEntry {
+    std::vector<std::int64_t> int_key;
+    std::vector<std::uint32_t> guarded_positions;
+    std::vector<Address> guarded_ptrs;
+    CompiledEntry compiled;
+  };
+  std::map<const FunctionDef*, std::vector<CacheEntry>> compiled_;
 
   std::map<std::uint64_t, PyObject> objects_;
   std::map<std::string, std::uint64_t> names_;

@@ -188,13 +188,9 @@ Status World::do_drop_optimizer(const DropOptimizer& a) {
   for (std::uint64_t p : opt->params) CAPSIM_TRY(unref(p));
   // The compiled step dies with the optimizer; so do its FunctionIds.
   std::size_t dead = 0;
-  for (auto c = compiled_.begin(); c != compiled_.end();) {
-    if (std::get<0>(c->first) == opt->step.get()) {
-      dead += c->second.fid.has_value();
-      c = compiled_.erase(c);
-    } else {
-      ++c;
-    }
+  if (auto c = compiled_.find(opt->step.get()); c != compiled_.end()) {
+    for (const CacheEntry& e : c->second) dead += e.compiled.fid.has_value();
+    compiled_.erase(c);
   }
   CAPSIM_CHECK(dead <= live_cudagraphified_);
   live_cudagraphified_ -= dead;
