@@ -105,8 +105,8 @@ int run_main(int argc, char** argv) {
 
   std::string scenario_name;
   bool scenario_list = false;
-  CLI::App* scenario = app.add_subcommand(
-      "scenario", "Print the events of a built-in cudagraph-trees scenario");
+  CLI::App* scenario =
+      app.add_subcommand("scenario", "Print the events of a built-in cudagraph-trees scenario");
   scenario->add_option("name", scenario_name, "Scenario name (see --list)");
   scenario->add_flag("--list", scenario_list, "List the built-in scenarios");
 

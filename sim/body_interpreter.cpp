@@ -143,8 +143,7 @@ class Interpreter {
         CAPSIM_TRY(launch(l));
         return view(values_[op.args[0]], a[0].meta);
       }
-      case BodyOpKind::kAlias:
-        return view(values_[op.args[0]], a[0].meta);
+      case BodyOpKind::kAlias: return view(values_[op.args[0]], a[0].meta);
       case BodyOpKind::kSlice: {
         CAPSIM_TRY_ASSIGN(const TensorMeta meta, slice(a[0].meta, 0, op.start, op.end));
         return view(values_[op.args[0]], meta);
@@ -159,7 +158,8 @@ class Interpreter {
         const KernelKind k = op.kind == BodyOpKind::kAdam ? KernelKind::kAdam : KernelKind::kAdamW;
         CAPSIM_TRY_ASSIGN(const KernelLaunch powers, launch_adam_powers(a[4], op.adam));
         CAPSIM_TRY(launch(powers));
-        CAPSIM_TRY_ASSIGN(const KernelLaunch l, launch_adam(k, a[0], a[1], a[2], a[3], a[4], op.adam));
+        CAPSIM_TRY_ASSIGN(const KernelLaunch l,
+                          launch_adam(k, a[0], a[1], a[2], a[3], a[4], op.adam));
         CAPSIM_TRY(launch(l));
         return view(values_[op.args[0]], a[0].meta);
       }

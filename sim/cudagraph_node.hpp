@@ -49,10 +49,10 @@ struct StorageRef {
 };
 
 // X(enumerator, name): the classes of _add_first_outputs (§5.3).
-#define CAPSIM_OUTPUT_CLASSES(X)       \
-  X(kStatic, "static")                 \
+#define CAPSIM_OUTPUT_CLASSES(X)         \
+  X(kStatic, "static")                   \
   X(kAliasPrior, "aliases_prior_output") \
-  X(kAliasNew, "aliases_new_output")   \
+  X(kAliasNew, "aliases_new_output")     \
   X(kFresh, "unaliased")
 enum class OutputClass : std::uint8_t {
 #define CAPSIM_ENUM_(e, name) e,
@@ -66,8 +66,8 @@ struct OutputInfo {
   TensorMeta meta;
   Address storage_base = 0;
   std::uint64_t storage_nbytes = 0;
-  PathIndex prior;              // kAliasPrior
-  std::uint32_t new_index = 0;  // kAliasNew
+  PathIndex prior;                        // kAliasPrior
+  std::uint32_t new_index = 0;            // kAliasNew
   std::optional<TensorId> static_tensor;  // kStatic: the recorded tensor, returned as-is
 };
 
@@ -117,10 +117,10 @@ struct WarmupNode {
 };
 
 // X(enumerator, name): CheckInvariantStatus.
-#define CAPSIM_INVARIANT_STATUSES(X)                                      \
-  X(kSuccess, "SUCCESS")                                                  \
-  X(kCudagraphManagedIdxMismatch, "CudagraphManagedIdxMismatch")          \
-  X(kStaticInputIdxMismatch, "StaticInputIdxMismatch")                    \
+#define CAPSIM_INVARIANT_STATUSES(X)                             \
+  X(kSuccess, "SUCCESS")                                         \
+  X(kCudagraphManagedIdxMismatch, "CudagraphManagedIdxMismatch") \
+  X(kStaticInputIdxMismatch, "StaticInputIdxMismatch")           \
   X(kExpectedDeadIndicesBeforeGraphMismatch, "ExpectedDeadIndicesBeforeGraphMismatch")
 enum class InvariantStatus : std::uint8_t {
 #define CAPSIM_ENUM_(e, name) e,

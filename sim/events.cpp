@@ -9,8 +9,7 @@ namespace capsim {
 std::string_view event_kind_name(EventKind kind) {
   switch (kind) {
 #define CAPSIM_NAME_(e, name) \
-  case EventKind::e:          \
-    return name;
+  case EventKind::e: return name;
     CAPSIM_EVENT_KINDS(CAPSIM_NAME_)
 #undef CAPSIM_NAME_
   }

@@ -17,27 +17,27 @@
 namespace capsim {
 
 // X(enumerator, name)
-#define CAPSIM_EVENT_KINDS(X)                                                    \
-  X(kCompile, "compile")           /* a new FunctionId for a function and key */ \
-  X(kGeneration, "generation")     /* a new generation began */                  \
-  X(kWarmup, "warmup")             /* an eager run inside the pool */            \
-  X(kRecord, "record")             /* a new CUDAGraphNode */                     \
-  X(kReplay, "replay")             /* an existing node was replayed */           \
-  X(kCopyIn, "copy_in")            /* non-static inputs copied before replay */  \
-  X(kEager, "eager")               /* an eager fallback: no graph, no pool */    \
-  X(kCheckpoint, "checkpoint")     /* allocator restored to a node's state */    \
-  X(kPathEnd, "path_end")          /* current_node set to None */                \
-  X(kDealloc, "dealloc")           /* live path outputs freed and poisoned */    \
-  X(kAlignClone, "align_clone")    /* a misaligned input cloned */               \
-  X(kSkip, "skip")                 /* a cudagraph skip, with PyTorch's text */   \
-  X(kWarning, "warning")           /* a PyTorch warning, with its text */        \
-  X(kError, "error")               /* a modelled PyTorch error, with its text */ \
-  X(kOutput, "output")             /* a call's output bound to a name */         \
-  X(kRead, "read")                 /* the program read a tensor's values */      \
-  X(kOptimizer, "optimizer")       /* an optimizer was created or dropped */     \
-  X(kZeroGrad, "zero_grad")        /* zero_grad and what it did to each grad */  \
-  X(kFreed, "freed")               /* a storage's block returned to its pool */  \
-  X(kShutdown, "shutdown")         /* the tree manager was dropped */
+#define CAPSIM_EVENT_KINDS(X)                                                 \
+  X(kCompile, "compile")        /* a new FunctionId for a function and key */ \
+  X(kGeneration, "generation")  /* a new generation began */                  \
+  X(kWarmup, "warmup")          /* an eager run inside the pool */            \
+  X(kRecord, "record")          /* a new CUDAGraphNode */                     \
+  X(kReplay, "replay")          /* an existing node was replayed */           \
+  X(kCopyIn, "copy_in")         /* non-static inputs copied before replay */  \
+  X(kEager, "eager")            /* an eager fallback: no graph, no pool */    \
+  X(kCheckpoint, "checkpoint")  /* allocator restored to a node's state */    \
+  X(kPathEnd, "path_end")       /* current_node set to None */                \
+  X(kDealloc, "dealloc")        /* live path outputs freed and poisoned */    \
+  X(kAlignClone, "align_clone") /* a misaligned input cloned */               \
+  X(kSkip, "skip")              /* a cudagraph skip, with PyTorch's text */   \
+  X(kWarning, "warning")        /* a PyTorch warning, with its text */        \
+  X(kError, "error")            /* a modelled PyTorch error, with its text */ \
+  X(kOutput, "output")          /* a call's output bound to a name */         \
+  X(kRead, "read")              /* the program read a tensor's values */      \
+  X(kOptimizer, "optimizer")    /* an optimizer was created or dropped */     \
+  X(kZeroGrad, "zero_grad")     /* zero_grad and what it did to each grad */  \
+  X(kFreed, "freed")            /* a storage's block returned to its pool */  \
+  X(kShutdown, "shutdown")      /* the tree manager was dropped */
 
 enum class EventKind : std::uint8_t {
 #define CAPSIM_ENUM_(e, name) e,

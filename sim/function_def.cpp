@@ -10,8 +10,7 @@ namespace capsim {
 std::string_view body_op_name(BodyOpKind kind) {
   switch (kind) {
 #define CAPSIM_NAME_(e, name, arity, in_place) \
-  case BodyOpKind::e:                          \
-    return name;
+  case BodyOpKind::e: return name;
     CAPSIM_BODY_OPS(CAPSIM_NAME_)
 #undef CAPSIM_NAME_
   }
@@ -21,8 +20,7 @@ std::string_view body_op_name(BodyOpKind kind) {
 int body_op_arity(BodyOpKind kind) {
   switch (kind) {
 #define CAPSIM_ARITY_(e, name, arity, in_place) \
-  case BodyOpKind::e:                           \
-    return arity;
+  case BodyOpKind::e: return arity;
     CAPSIM_BODY_OPS(CAPSIM_ARITY_)
 #undef CAPSIM_ARITY_
   }
@@ -32,8 +30,7 @@ int body_op_arity(BodyOpKind kind) {
 bool body_op_in_place(BodyOpKind kind) {
   switch (kind) {
 #define CAPSIM_IN_PLACE_(e, name, arity, in_place) \
-  case BodyOpKind::e:                              \
-    return in_place;
+  case BodyOpKind::e: return in_place;
     CAPSIM_BODY_OPS(CAPSIM_IN_PLACE_)
 #undef CAPSIM_IN_PLACE_
   }
@@ -43,23 +40,18 @@ bool body_op_in_place(BodyOpKind kind) {
 std::vector<std::uint32_t> body_op_written_args(BodyOpKind kind) {
   switch (kind) {
     case BodyOpKind::kAddInplace:
-    case BodyOpKind::kCopyInplace:
-      return {0};
-    case BodyOpKind::kSgd:
-      return {0, 2};
+    case BodyOpKind::kCopyInplace: return {0};
+    case BodyOpKind::kSgd: return {0, 2};
     case BodyOpKind::kAdam:
-    case BodyOpKind::kAdamW:
-      return {0, 2, 3, 4};
-    default:
-      return {};
+    case BodyOpKind::kAdamW: return {0, 2, 3, 4};
+    default: return {};
   }
 }
 
 std::string_view compilation_mode_name(CompilationMode mode) {
   switch (mode) {
 #define CAPSIM_NAME_(e, name) \
-  case CompilationMode::e:    \
-    return name;
+  case CompilationMode::e: return name;
     CAPSIM_COMPILATION_MODES(CAPSIM_NAME_)
 #undef CAPSIM_NAME_
   }
@@ -69,8 +61,8 @@ std::string_view compilation_mode_name(CompilationMode mode) {
 Status validate(const FunctionDef& def) {
   const std::size_t n = def.num_inputs();
   if (n > kMaxBodyInputs) {
-    return make_error(fmt::format("function '{}': {} inputs, the limit is {}", def.name, n,
-                                  kMaxBodyInputs));
+    return make_error(
+        fmt::format("function '{}': {} inputs, the limit is {}", def.name, n, kMaxBodyInputs));
   }
   if (def.ops.size() > kMaxBodyOps) {
     return make_error(fmt::format("function '{}': {} ops, the limit is {}", def.name,
@@ -85,9 +77,9 @@ Status validate(const FunctionDef& def) {
     }
     for (ValueIndex v : op.args) {
       if (v >= n + k) {
-        return make_error(fmt::format(
-            "function '{}': op {} ({}): args: value {} is not defined before the op", def.name, k,
-            body_op_name(op.kind), v));
+        return make_error(
+            fmt::format("function '{}': op {} ({}): args: value {} is not defined before the op",
+                        def.name, k, body_op_name(op.kind), v));
       }
     }
   }
@@ -100,8 +92,8 @@ Status validate(const FunctionDef& def) {
   for (const auto* set : {&def.static_input_idxs, &def.param_input_idxs}) {
     for (std::uint32_t i : *set) {
       if (i >= n) {
-        return make_error(fmt::format("function '{}': static_input_idxs: index {} is not an input",
-                                      def.name, i));
+        return make_error(
+            fmt::format("function '{}': static_input_idxs: index {} is not an input", def.name, i));
       }
     }
   }
@@ -116,8 +108,8 @@ std::vector<std::uint32_t> mutated_input_idxs(const FunctionDef& def) {
   std::vector<std::uint32_t> mutated;
   for (std::size_t k = 0; k < def.ops.size(); ++k) {
     const BodyOp& op = def.ops[k];
-    const bool view = op.kind == BodyOpKind::kAlias || op.kind == BodyOpKind::kSlice ||
-                      body_op_in_place(op.kind);
+    const bool view =
+        op.kind == BodyOpKind::kAlias || op.kind == BodyOpKind::kSlice || body_op_in_place(op.kind);
     if (view) root[n + k] = root[op.args[0]];
     for (std::uint32_t a : body_op_written_args(op.kind)) {
       if (root[op.args[a]]) mutated.push_back(*root[op.args[a]]);

@@ -22,22 +22,22 @@
 namespace capsim {
 
 // X(enumerator, name, arity, in_place)
-#define CAPSIM_BODY_OPS(X)                                                         \
-  X(kAdd, "add", 2, false)                                                         \
-  X(kSub, "sub", 2, false)                                                         \
-  X(kMul, "mul", 2, false)                                                         \
-  X(kNeg, "neg", 1, false)                                                         \
-  X(kRelu, "relu", 1, false)                                                       \
-  X(kSum, "sum", 1, false)    /* over every dim, to a 0-d tensor */                \
-  X(kMm, "mm", 2, false)                                                           \
-  X(kClone, "clone", 1, false)                                                     \
-  X(kFull, "full", 0, false)  /* a fresh tensor of `sizes` filled with `scalar` */ \
-  X(kAddInplace, "add_", 2, true)                                                  \
-  X(kCopyInplace, "copy_", 2, true)                                                \
-  X(kAlias, "alias", 1, false) /* a view with the same metadata */                 \
-  X(kSlice, "slice", 1, false) /* a view of [start, end) along dim 0 */            \
-  X(kSgd, "sgd", 3, true)      /* param, grad, momentum_buffer */                  \
-  X(kAdam, "adam", 5, true)    /* param, grad, exp_avg, exp_avg_sq, step */        \
+#define CAPSIM_BODY_OPS(X)                                                        \
+  X(kAdd, "add", 2, false)                                                        \
+  X(kSub, "sub", 2, false)                                                        \
+  X(kMul, "mul", 2, false)                                                        \
+  X(kNeg, "neg", 1, false)                                                        \
+  X(kRelu, "relu", 1, false)                                                      \
+  X(kSum, "sum", 1, false) /* over every dim, to a 0-d tensor */                  \
+  X(kMm, "mm", 2, false)                                                          \
+  X(kClone, "clone", 1, false)                                                    \
+  X(kFull, "full", 0, false) /* a fresh tensor of `sizes` filled with `scalar` */ \
+  X(kAddInplace, "add_", 2, true)                                                 \
+  X(kCopyInplace, "copy_", 2, true)                                               \
+  X(kAlias, "alias", 1, false) /* a view with the same metadata */                \
+  X(kSlice, "slice", 1, false) /* a view of [start, end) along dim 0 */           \
+  X(kSgd, "sgd", 3, true)      /* param, grad, momentum_buffer */                 \
+  X(kAdam, "adam", 5, true)    /* param, grad, exp_avg, exp_avg_sq, step */       \
   X(kAdamW, "adamw", 5, true)
 
 enum class BodyOpKind : std::uint8_t {
@@ -56,8 +56,8 @@ using ValueIndex = std::uint32_t;
 struct BodyOp {
   BodyOpKind kind = BodyOpKind::kAdd;
   std::vector<ValueIndex> args;
-  Dims sizes;            // kFull
-  float scalar = 0.0f;   // kFull
+  Dims sizes;                       // kFull
+  float scalar = 0.0f;              // kFull
   std::int64_t start = 0, end = 0;  // kSlice
   SgdHyper sgd;
   AdamHyper adam;

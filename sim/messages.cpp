@@ -26,9 +26,9 @@ std::string dealloc_during_recording() {
 std::string static_pointer_changed(const std::vector<PointerChange>& changes) {
   std::string text = "static input data pointer changed.\n";
   for (const PointerChange& c : changes) {
-    text += fmt::format(
-        "input name: {}. data pointer changed from {} to {}. input stack trace: None\n",
-        c.input_name, c.old_ptr, c.new_ptr);
+    text +=
+        fmt::format("input name: {}. data pointer changed from {} to {}. input stack trace: None\n",
+                    c.input_name, c.old_ptr, c.new_ptr);
   }
   return text;
 }
@@ -41,7 +41,8 @@ std::string managed_pointer_changed_reason() {
 }
 
 std::string rerecord_limit(std::uint32_t function_id, std::int64_t limit,
-                           std::optional<std::uint32_t> parent_graph_id, const std::string& reason) {
+                           std::optional<std::uint32_t> parent_graph_id,
+                           const std::string& reason) {
   return fmt::format(
       "skipping cudagraph due to function {} exceeding max re-recording limit (={}) on cudagraph "
       "node {} due to {}.",

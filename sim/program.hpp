@@ -28,7 +28,7 @@ struct NewTensor {
   Dims sizes;
   std::optional<float> fill;  // none: uniform in [-1, 1) from the World's RNG
   std::int64_t offset = 0;
-  bool parameter = false;     // an nn.Parameter
+  bool parameter = false;  // an nn.Parameter
 };
 // torch._dynamo.mark_static_address(t, guard=...). `name` may be "p.grad".
 struct MarkStatic {
@@ -39,8 +39,8 @@ struct MarkStatic {
 // plain API when configured).
 struct Call {
   std::string function;
-  std::vector<std::string> args;     // names, or "p.grad"
-  std::vector<std::string> outputs;  // names bound to the results ("" drops one)
+  std::vector<std::string> args;      // names, or "p.grad"
+  std::vector<std::string> outputs;   // names bound to the results ("" drops one)
   std::vector<std::int64_t> int_key;  // the symint inputs (dynamic shapes)
   // Entering a torch.compile-wrapped callable bumps the generation. Default:
   // yes for forward and inference graphs, no for backward graphs (autograd

@@ -31,10 +31,8 @@ const Scenario* find_scenario(const std::string& name) {
 }
 
 bool ScenarioRun::all_hold() const {
-  return status.ok() &&
-         std::all_of(expectations.begin(), expectations.end(), [](const Expectation& e) {
-           return e.holds();
-         });
+  return status.ok() && std::all_of(expectations.begin(), expectations.end(),
+                                    [](const Expectation& e) { return e.holds(); });
 }
 
 ScenarioRun run_scenario(const Scenario& scenario) {

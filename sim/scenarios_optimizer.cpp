@@ -111,10 +111,10 @@ Scenario compiled_adam_eager_backward() {
   }
   s.expect = [](const World& w, const auto&) {
     const std::int64_t replays = step_replays(w);
-    return std::vector<Expectation>{{"optimizer step replays", kSteps - 2, replays},
-                                    {"grad copies (2 per replay)", 2 * replays, step_copies(w)},
-                                    {"bytes copied (2 x 64 per replay)", 128 * replays,
-                                     step_copy_bytes(w)}};
+    return std::vector<Expectation>{
+        {"optimizer step replays", kSteps - 2, replays},
+        {"grad copies (2 per replay)", 2 * replays, step_copies(w)},
+        {"bytes copied (2 x 64 per replay)", 128 * replays, step_copy_bytes(w)}};
   };
   return s;
 }
@@ -156,8 +156,8 @@ Scenario compiled_adam_static_grads(bool pr_107853_rule) {
         {"grad copies in steady state", 0, probe[1]},
         {"zero_grad errors (Z1)", pr_107853_rule ? 1 : 0,
          events_where(w, EventKind::kError, "id", "Z1")},
-        {"graphs after the next step (re-record when the grads moved)",
-         pr_107853_rule ? 2 : 3, probe[2]},
+        {"graphs after the next step (re-record when the grads moved)", pr_107853_rule ? 2 : 3,
+         probe[2]},
         {"step re-records", pr_107853_rule ? 0 : 1,
          static_cast<std::int64_t>(w.counters().rerecords)}};
   };
@@ -191,7 +191,8 @@ Scenario compiled_adam_optimizer_dropped() {
   s.expect = [](const World& w, const std::vector<std::int64_t>& probe) {
     std::int64_t alive = -1;
     for (const Event& e : w.events()) {
-      if (e.kind == EventKind::kOptimizer && e.field("what") == std::optional<std::string_view>("dropped")) {
+      if (e.kind == EventKind::kOptimizer &&
+          e.field("what") == std::optional<std::string_view>("dropped")) {
         alive = std::stoll(std::string(*e.field("params_alive")));
       }
     }

@@ -89,7 +89,8 @@ Scenario no_rerecord_with_mark_static_address() {
   Scenario s;
   s.name = "no_rerecord_with_mark_static_address";
   s.mirrors = "test_cudagraph_trees.py::test_no_rerecord_with_mark_static_address";
-  s.description = "a marked-static y and a fresh x each step: 2 graphs, x copied, never re-recorded";
+  s.description =
+      "a marked-static y and a fresh x each step: 2 graphs, x copied, never re-recorded";
   ProgramWriter p(s);
   {
     FunctionBuilder f("fwd", kForward, {"primals_1", "primals_2", "primals_3"});
@@ -115,7 +116,8 @@ Scenario no_rerecord_with_mark_static_address() {
     return std::vector<Expectation>{
         {"graphs recorded", 2, graphs(w)},
         {"forward replays", 3, events_where(w, EventKind::kReplay, "function", "fwd")},
-        {"forward copies (x, once per replay)", 3, sum_field(w, EventKind::kCopyIn, "fwd", "copies")}};
+        {"forward copies (x, once per replay)", 3,
+         sum_field(w, EventKind::kCopyIn, "fwd", "copies")}};
   };
   return s;
 }
@@ -186,8 +188,7 @@ Scenario plain_api_param_reassigned() {
   Scenario s;
   s.name = "plain_api_param_reassigned";
   s.mirrors = "torch/cuda/graphs.py::make_graphed_callables (spec §3.4, invariant 23)";
-  s.description =
-      "plain API: a param whose .data is reassigned is still read at its old address";
+  s.description = "plain API: a param whose .data is reassigned is still read at its old address";
   s.options.config.plain_api = true;
   s.options.verify_replays = true;
   ProgramWriter p(s);
@@ -206,13 +207,12 @@ Scenario plain_api_param_reassigned() {
   p.add(call("linear", {"weight", "x"}, {"y"}));
   p.add(Read{"y"});
   s.expect = [](const World& w, const auto&) {
-    return std::vector<Expectation>{
-        {"replays that differ from eager", 1,
-         static_cast<std::int64_t>(w.counters().replay_mismatches)},
-        {"replays that read a moved param", 1,
-         static_cast<std::int64_t>(w.counters().static_violations)},
-        {"y[0] (stale weight 1, x 2: 8; eager would give 24)", 8,
-         static_cast<std::int64_t>(w.values("y").value()[0])}};
+    return std::vector<Expectation>{{"replays that differ from eager", 1,
+                                     static_cast<std::int64_t>(w.counters().replay_mismatches)},
+                                    {"replays that read a moved param", 1,
+                                     static_cast<std::int64_t>(w.counters().static_violations)},
+                                    {"y[0] (stale weight 1, x 2: 8; eager would give 24)", 8,
+                                     static_cast<std::int64_t>(w.values("y").value()[0])}};
   };
   return s;
 }

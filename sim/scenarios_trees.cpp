@@ -137,11 +137,10 @@ Scenario dynamic_warmup() {
   for (int i = 0; i < 3; ++i) p.add(with_key(call_same("f", {"x3"}, {""}), {3}));
   s.expect = [](const World& w, const auto&) {
     const auto& c = w.counters();
-    return std::vector<Expectation>{
-        {"body runs (warmups + recordings)", 4,
-         static_cast<std::int64_t>(c.warmups + c.graphs_recorded)},
-        {"replays", 2, static_cast<std::int64_t>(c.replays)},
-        {"FunctionIds", 2, events_of(w, EventKind::kCompile)}};
+    return std::vector<Expectation>{{"body runs (warmups + recordings)", 4,
+                                     static_cast<std::int64_t>(c.warmups + c.graphs_recorded)},
+                                    {"replays", 2, static_cast<std::int64_t>(c.replays)},
+                                    {"FunctionIds", 2, events_of(w, EventKind::kCompile)}};
   };
   return s;
 }
@@ -168,21 +167,19 @@ Scenario unaligned_static_parameter() {
     p.add(Del{"out"});
   }
   s.expect = [](const World& w, const auto&) {
-    const GraphNode* node = w.manager() && !w.manager()->graphs().empty()
-                                ? &w.manager()->graphs().front()
-                                : nullptr;
+    const GraphNode* node =
+        w.manager() && !w.manager()->graphs().empty() ? &w.manager()->graphs().front() : nullptr;
     std::int64_t static_ptrs = -1;
     if (node) {
-      static_ptrs = std::count_if(node->static_input_data_ptrs.begin(),
-                                  node->static_input_data_ptrs.end(),
-                                  [](const auto& p) { return p.has_value(); });
+      static_ptrs =
+          std::count_if(node->static_input_data_ptrs.begin(), node->static_input_data_ptrs.end(),
+                        [](const auto& p) { return p.has_value(); });
     }
     return std::vector<Expectation>{{"static_input_data_ptrs that are not None", 0, static_ptrs},
                                     {"graphs recorded", 1, graphs(w)}};
   };
   return s;
 }
-
 
 Scenario live_outputs_multiple_graphs() {
   Scenario s;

@@ -114,9 +114,9 @@ Scenario forward_backward() {
     const TreeManager* m = w.manager();
     const GraphNode* bwd = m && m->graphs().size() > 1 ? &m->graphs()[1] : nullptr;
     const std::vector<PathIndex> want{{0, 1}, {0, 2}};
-    e.push_back({"expected_dead_indices_before_graph", 0,
-                 bwd ? static_cast<std::int64_t>(bwd->expected_dead_indices_before_graph.size())
-                     : -1});
+    e.push_back(
+        {"expected_dead_indices_before_graph", 0,
+         bwd ? static_cast<std::int64_t>(bwd->expected_dead_indices_before_graph.size()) : -1});
     e.push_back({"expected_dead_indices_after_graph == [(0,1),(0,2)]", 1,
                  bwd && bwd->expected_dead_indices_after_graph == want});
     return e;
@@ -142,8 +142,7 @@ Scenario forward_backward_not_called() {
     p.add(call("fwd", {"x"}, {"x_out", "saved_a", "saved_b"}));
     p.add(call_same("fwd_y", {"y"}, {"y_out", "y_saved"}));
     p.add(tensor("grad_out", {20, 20}, 1.0f));
-    p.add(consuming(call("bwd", {"saved_a", "saved_b", "grad_out"}, {""}),
-                    {"saved_a", "saved_b"}));
+    p.add(consuming(call("bwd", {"saved_a", "saved_b", "grad_out"}, {""}), {"saved_a", "saved_b"}));
   }
   s.expect = [](const World& w, const auto&) {
     return std::vector<Expectation>{
@@ -193,8 +192,9 @@ Scenario warn_on_pending_backward() {
     p.add(call("foo", {"inp"}, {"out"}));
   }
   s.expect = [](const World& w, const auto&) {
-    return std::vector<Expectation>{{"graphs recorded", 0, graphs(w)},
-                                    {"W1 warnings", 1, events_where(w, EventKind::kWarning, "id", "W1")}};
+    return std::vector<Expectation>{
+        {"graphs recorded", 0, graphs(w)},
+        {"W1 warnings", 1, events_where(w, EventKind::kWarning, "id", "W1")}};
   };
   return s;
 }
@@ -231,8 +231,9 @@ Scenario error_on_dealloc_use() {
   p.add(call("foo", {"inp"}, {""}));
   p.add(Read{"out2"});
   s.expect = [](const World& w, const auto&) {
-    return std::vector<Expectation>{{"E1 errors", 2, events_where(w, EventKind::kError, "id", "E1")},
-                                    {"graphs recorded", 1, graphs(w)}};
+    return std::vector<Expectation>{
+        {"E1 errors", 2, events_where(w, EventKind::kError, "id", "E1")},
+        {"graphs recorded", 1, graphs(w)}};
   };
   return s;
 }
@@ -267,8 +268,9 @@ Scenario unstable_ptr() {
     p.add(reassign("weight"));
   }
   s.expect = [](const World& w, const auto&) {
-    return std::vector<Expectation>{{"E4 errors", 1, events_where(w, EventKind::kError, "id", "E4")},
-                                    {"graphs recorded", 1, graphs(w)}};
+    return std::vector<Expectation>{
+        {"E4 errors", 1, events_where(w, EventKind::kError, "id", "E4")},
+        {"graphs recorded", 1, graphs(w)}};
   };
   return s;
 }

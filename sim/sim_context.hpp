@@ -21,19 +21,19 @@ namespace capsim {
 
 // PyTorch's counters that tests assert on, plus capsim's own tallies.
 struct Counters {
-  std::uint64_t graphs_recorded = 0;                       // graph_counter
+  std::uint64_t graphs_recorded = 0;  // graph_counter
   std::uint64_t warmups = 0;
   std::uint64_t replays = 0;
   std::uint64_t eager_fallbacks = 0;
   std::uint64_t checkpoints = 0;                           // debug_checkpointing_counter
   std::uint64_t cudagraph_skips = 0;                       // counters["inductor"]
   std::uint64_t cudagraph_recorded_non_static_inputs = 0;  // counters["inductor"]
-  std::uint64_t copies = 0;           // tensors copied into placeholders at replay
-  std::uint64_t copy_bytes = 0;       // bytes those copies moved
-  std::uint64_t rerecords = 0;        // recordings made because a static pointer changed
-  std::uint64_t recompiles = 0;       // new FunctionIds from a guard failure
-  std::uint64_t errors = 0;           // modelled PyTorch errors raised
-  std::uint64_t replay_checks = 0;    // replays compared with eager (verify_replays)
+  std::uint64_t copies = 0;         // tensors copied into placeholders at replay
+  std::uint64_t copy_bytes = 0;     // bytes those copies moved
+  std::uint64_t rerecords = 0;      // recordings made because a static pointer changed
+  std::uint64_t recompiles = 0;     // new FunctionIds from a guard failure
+  std::uint64_t errors = 0;         // modelled PyTorch errors raised
+  std::uint64_t replay_checks = 0;  // replays compared with eager (verify_replays)
   std::uint64_t replay_mismatches = 0;
   // Replays that read a static input whose storage was freed or moved since
   // the recording baked it in (checked with verify_replays).
@@ -43,10 +43,10 @@ struct Counters {
 // Deliberately broken tree managers, for negative controls only: each property
 // must fail against one of these. Never set outside tests.
 // X(enumerator, name)
-#define CAPSIM_TREE_FAULTS(X)                                                   \
-  X(kNone, "none")                                                              \
-  X(kSkipCopyIn, "skip_copy_in")                 /* replays copy no inputs */   \
-  X(kRestoreKeepsAll, "restore_keeps_all")       /* checkpoints free nothing */ \
+#define CAPSIM_TREE_FAULTS(X)                                                       \
+  X(kNone, "none")                                                                  \
+  X(kSkipCopyIn, "skip_copy_in")                     /* replays copy no inputs */   \
+  X(kRestoreKeepsAll, "restore_keeps_all")           /* checkpoints free nothing */ \
   X(kIgnoreStaticPointers, "ignore_static_pointers") /* never re-record */
 enum class TreeFault : std::uint8_t {
 #define CAPSIM_ENUM_(e, name) e,

@@ -16,8 +16,7 @@ namespace capsim {
 std::string_view call_path_name(CallPath p) {
   switch (p) {
 #define CAPSIM_NAME_(e, name) \
-  case CallPath::e:           \
-    return name;
+  case CallPath::e: return name;
     CAPSIM_CALL_PATHS(CAPSIM_NAME_)
 #undef CAPSIM_NAME_
   }
@@ -134,8 +133,9 @@ void TreeManager::check_warn_on_unable_to_start_executing(FunctionId fid) {
   }
   if (parents.size() == existing.size()) return;
   warned_functions_.insert(fid);
-  ctx_.emit(EventKind::kWarning,
-            {{"id", "W1"}, {"fid", std::to_string(fid)}, {"message", messages::pending_backward()}});
+  ctx_.emit(
+      EventKind::kWarning,
+      {{"id", "W1"}, {"fid", std::to_string(fid)}, {"message", messages::pending_backward()}});
 }
 
 bool TreeManager::exceed_rerecord_limit(std::optional<GraphId> node, FunctionId fid) const {
@@ -155,8 +155,8 @@ bool TreeManager::mutation_blocks(FunctionId fid, const std::vector<TensorId>& i
   const std::vector<NodeRef> path = path_to(current_);
   std::size_t instances = 0;
   for (std::uint32_t idx : fn.mutated_input_idxs) {
-    const bool is_static = std::binary_search(fn.static_input_idxs.begin(),
-                                              fn.static_input_idxs.end(), idx);
+    const bool is_static =
+        std::binary_search(fn.static_input_idxs.begin(), fn.static_input_idxs.end(), idx);
     if (!is_static && !is_cuda_graph_recorded_tensor(path, inputs[idx])) ++instances;
   }
   const bool blocked = instances > 0;
@@ -177,9 +177,9 @@ Result<CallOutcome> TreeManager::run_eager_fallback(FunctionId fid, std::vector<
   CAPSIM_TRY_ASSIGN(std::vector<TensorId> outputs, run_body(*fn.def, inputs, env));
   CAPSIM_TRY(drop_all(inputs));
   ++ctx_.counters.eager_fallbacks;
-  ctx_.emit(EventKind::kEager, {{"fid", std::to_string(fid)},
-                                {"function", fn.def->name},
-                                {"reason", std::move(reason)}});
+  ctx_.emit(
+      EventKind::kEager,
+      {{"fid", std::to_string(fid)}, {"function", fn.def->name}, {"reason", std::move(reason)}});
   return CallOutcome{CallPath::kEager, std::move(outputs)};
 }
 
@@ -188,23 +188,17 @@ Result<CallOutcome> TreeManager::run(FunctionId fid, std::vector<TensorId> input
   if (shut_down_) {
     CAPSIM_TRY(drop_all(inputs));
     ++ctx_.counters.errors;
-    ctx_.emit(EventKind::kError, {{"id", "A1"},
-                                  {"type", "AssertionError"},
-                                  {"message", messages::after_shutdown()}});
+    ctx_.emit(EventKind::kError,
+              {{"id", "A1"}, {"type", "AssertionError"}, {"message", messages::after_shutdown()}});
     return CallOutcome{CallPath::kRaised, {}};
   }
   auto outcome = run_inner(fid, inputs);
   if (!inputs.empty()) CAPSIM_TRY(drop_all(inputs));
   if (outcome && outcome->path != CallPath::kRaised) {
     switch (functions_[fid].mode()) {
-      case CompilationMode::kForward:
-        running_forwards_with_pending_backwards_ = true;
-        break;
-      case CompilationMode::kBackward:
-        running_forwards_with_pending_backwards_ = false;
-        break;
-      case CompilationMode::kInference:
-        break;
+      case CompilationMode::kForward: running_forwards_with_pending_backwards_ = true; break;
+      case CompilationMode::kBackward: running_forwards_with_pending_backwards_ = false; break;
+      case CompilationMode::kInference: break;
     }
   }
   return outcome;
@@ -269,9 +263,9 @@ Result<CallOutcome> TreeManager::run_inner(FunctionId fid, std::vector<TensorId>
         ctx_.emit(EventKind::kSkip,
                   {{"id", "E5"},
                    {"fid", std::to_string(fid)},
-                   {"message", messages::rerecord_limit(fid,
-                                                        ctx_.config.cudagraph_unexpected_rerecord_limit,
-                                                        node, unexpected_reason)}});
+                   {"message",
+                    messages::rerecord_limit(fid, ctx_.config.cudagraph_unexpected_rerecord_limit,
+                                             node, unexpected_reason)}});
         return run_eager_fallback(fid, inputs, "rerecord_limit");
       }
       ++ctx_.counters.rerecords;

@@ -109,7 +109,8 @@ class TreeManager {
                           const std::vector<Address>& input_storage_ptrs);
 
   // tree_replay.cpp
-  InvariantStatus check_invariants(const GraphNode& node, const std::vector<TensorId>& inputs) const;
+  InvariantStatus check_invariants(const GraphNode& node,
+                                   const std::vector<TensorId>& inputs) const;
   Result<CallOutcome> execute_node(GraphId id, std::vector<TensorId>& inputs);
   Result<std::vector<TensorId>> reconstruct_outputs(GraphNode& node,
                                                     const std::vector<TensorId>& inputs);
@@ -144,8 +145,8 @@ class TreeManager {
   std::int64_t current_gen_ = -1;
   bool running_forwards_with_pending_backwards_ = false;
   std::set<FunctionId> warmed_up_functions_;
-  std::set<FunctionId> warned_functions_;   // W1
-  std::set<FunctionId> warned_mutation_;    // S1
+  std::set<FunctionId> warned_functions_;  // W1
+  std::set<FunctionId> warned_mutation_;   // S1
   // non_cudagraph_managed_mutation_hint[(node, fid)]
   // Keyed by the current node's id: a GraphId, a (negative) warmup id, or none.
   std::map<std::pair<std::optional<std::int64_t>, FunctionId>, bool> mutation_hint_;

@@ -35,8 +35,7 @@ InvariantStatus TreeManager::check_invariants(const GraphNode& node,
   return InvariantStatus::kSuccess;
 }
 
-std::string TreeManager::mismatch_reason(const GraphNode& node,
-                                         const std::vector<TensorId>& inputs,
+std::string TreeManager::mismatch_reason(const GraphNode& node, const std::vector<TensorId>& inputs,
                                          InvariantStatus status) const {
   const bool managed = status == InvariantStatus::kCudagraphManagedIdxMismatch;
   const std::vector<std::uint32_t>& idxs =
@@ -135,9 +134,8 @@ Result<CallOutcome> TreeManager::execute_node(GraphId id, std::vector<TensorId>&
   }
   inputs.clear();
   ++ctx_.counters.replays;
-  std::vector<EventField> fields{{"fid", std::to_string(node.fid)},
-                                 {"function", fn.def->name},
-                                 {"graph", std::to_string(id)}};
+  std::vector<EventField> fields{
+      {"fid", std::to_string(node.fid)}, {"function", fn.def->name}, {"graph", std::to_string(id)}};
   if (expected) {
     ++ctx_.counters.replay_checks;
     bool equal = true;
@@ -154,7 +152,7 @@ Result<CallOutcome> TreeManager::execute_node(GraphId id, std::vector<TensorId>&
 }
 
 Status TreeManager::check_static_inputs_alive(const GraphNode& node,
-                                             const std::vector<TensorId>& inputs) {
+                                              const std::vector<TensorId>& inputs) {
   // P-static: every static input the graph baked in is still the memory of a
   // live storage at the recorded address. Managed inputs that were dropped
   // from the list are checked through the path's weak references instead.
@@ -177,9 +175,7 @@ Result<std::vector<TensorId>> TreeManager::reconstruct_outputs(
     const OutputInfo& info = node.outputs[i];
     TensorId out{0};
     switch (info.cls) {
-      case OutputClass::kStatic:
-        out = *info.static_tensor;
-        break;
+      case OutputClass::kStatic: out = *info.static_tensor; break;
       case OutputClass::kAliasPrior: {
         const auto& prior = node_outputs(path[info.prior.depth])[info.prior.index];
         if (is_live(prior)) {

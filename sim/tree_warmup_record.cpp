@@ -41,8 +41,7 @@ std::vector<PathIndex> different_indices(const std::vector<std::vector<bool>>& p
 std::string_view output_class_name(OutputClass c) {
   switch (c) {
 #define CAPSIM_NAME_(e, name) \
-  case OutputClass::e:        \
-    return name;
+  case OutputClass::e: return name;
     CAPSIM_OUTPUT_CLASSES(CAPSIM_NAME_)
 #undef CAPSIM_NAME_
   }
@@ -52,8 +51,7 @@ std::string_view output_class_name(OutputClass c) {
 std::string_view invariant_status_name(InvariantStatus s) {
   switch (s) {
 #define CAPSIM_NAME_(e, name) \
-  case InvariantStatus::e:    \
-    return name;
+  case InvariantStatus::e: return name;
     CAPSIM_INVARIANT_STATUSES(CAPSIM_NAME_)
 #undef CAPSIM_NAME_
   }
@@ -63,8 +61,7 @@ std::string_view invariant_status_name(InvariantStatus s) {
 std::string_view execution_state_name(ExecutionState s) {
   switch (s) {
 #define CAPSIM_NAME_(e, name) \
-  case ExecutionState::e:     \
-    return name;
+  case ExecutionState::e: return name;
     CAPSIM_EXECUTION_STATES(CAPSIM_NAME_)
 #undef CAPSIM_NAME_
   }
@@ -263,7 +260,8 @@ Status TreeManager::classify_outputs(GraphNode& node, const std::vector<TensorId
                                      const std::vector<Address>& input_storage_ptrs) {
   // Storages of persistent static inputs (static, not managed).
   std::set<Address> persistent;
-  for (std::uint32_t i : node.non_managed_static_input_idxs) persistent.insert(input_storage_ptrs[i]);
+  for (std::uint32_t i : node.non_managed_static_input_idxs)
+    persistent.insert(input_storage_ptrs[i]);
   const std::vector<NodeRef> ancestors = path_to(current_);
   std::map<Address, std::uint32_t> new_storages;
   node.unaliased_in_all_paths.assign(outputs.size(), false);

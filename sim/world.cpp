@@ -39,8 +39,7 @@ std::string index_list(const std::vector<std::uint32_t>& v) {
 std::string_view optimizer_kind_name(OptimizerKind kind) {
   switch (kind) {
 #define CAPSIM_NAME_(e, name) \
-  case OptimizerKind::e:      \
-    return name;
+  case OptimizerKind::e: return name;
     CAPSIM_OPTIMIZER_KINDS(CAPSIM_NAME_)
 #undef CAPSIM_NAME_
   }
@@ -48,11 +47,21 @@ std::string_view optimizer_kind_name(OptimizerKind kind) {
 }
 
 std::string_view action_name(const Action& action) {
-  static constexpr std::string_view kNames[] = {
-      "new_tensor",   "mark_static",         "call",           "eager_call",
-      "del",          "read",                "reassign_data",  "mark_step_begin",
-      "set_to_running_backward", "accumulate_grad", "create_optimizer", "optimizer_step",
-      "zero_grad",    "drop_optimizer",      "reset"};
+  static constexpr std::string_view kNames[] = {"new_tensor",
+                                                "mark_static",
+                                                "call",
+                                                "eager_call",
+                                                "del",
+                                                "read",
+                                                "reassign_data",
+                                                "mark_step_begin",
+                                                "set_to_running_backward",
+                                                "accumulate_grad",
+                                                "create_optimizer",
+                                                "optimizer_step",
+                                                "zero_grad",
+                                                "drop_optimizer",
+                                                "reset"};
   static_assert(std::size(kNames) == std::variant_size_v<Action>);
   return kNames[action.index()];
 }
@@ -65,8 +74,8 @@ World::World(WorldOptions options)
       refs_(store_),
       backend_(memory_),
       rng_(options_.seed),
-      ctx_{memory_, allocator_, refs_,     backend_,
-           options_.config, events_, counters_, generations_} {
+      ctx_{memory_,         allocator_, refs_,     backend_,
+           options_.config, events_,    counters_, generations_} {
   ctx_.verify_replays = options_.verify_replays;
   ctx_.fault = options_.fault;
 }
@@ -75,8 +84,8 @@ World::~World() = default;
 
 Status World::run(const Program& program, const std::function<void(std::size_t)>& after) {
   if (program.actions.size() > kMaxActions) {
-    return make_error(fmt::format("program: {} actions, the limit is {}", program.actions.size(),
-                                  kMaxActions));
+    return make_error(
+        fmt::format("program: {} actions, the limit is {}", program.actions.size(), kMaxActions));
   }
   std::set<std::string> seen;
   for (const FunctionDef& def : program.functions) {
@@ -271,8 +280,9 @@ bool World::raise_if_poisoned(const std::vector<std::uint64_t>& objects) {
     auto t = store_.tensor(objects_.at(o).tensor);
     if (t && refs_.access_error(t->storage)) {
       ++counters_.errors;
-      ctx_.emit(EventKind::kError,
-                {{"id", "E1"}, {"type", "RuntimeError"}, {"message", messages::overwritten_output()}});
+      ctx_.emit(
+          EventKind::kError,
+          {{"id", "E1"}, {"type", "RuntimeError"}, {"message", messages::overwritten_output()}});
       return true;
     }
   }
@@ -288,11 +298,10 @@ Status World::do_read(const Read& a) {
     shown += (i ? "," : "") + fmt::format("{}", v[i]);
   }
   shown += v.size() > 4 ? ",...]" : "]";
-  ctx_.emit(EventKind::kRead,
-            {{"name", a.name},
-             {"numel", std::to_string(v.size())},
-             {"digest", digest_hex(fnv1a64(std::as_bytes(std::span(v))))},
-             {"values", shown}});
+  ctx_.emit(EventKind::kRead, {{"name", a.name},
+                               {"numel", std::to_string(v.size())},
+                               {"digest", digest_hex(fnv1a64(std::as_bytes(std::span(v))))},
+                               {"values", shown}});
   return {};
 }
 
@@ -329,7 +338,8 @@ Status World::bind_outputs(const std::vector<TensorId>& outputs,
                            const std::vector<std::string>& names) {
   if (names.size() > outputs.size()) {
     for (TensorId t : outputs) CAPSIM_TRY(refs_.drop(t));
-    return make_error(fmt::format("outputs: {} names for {} outputs", names.size(), outputs.size()));
+    return make_error(
+        fmt::format("outputs: {} names for {} outputs", names.size(), outputs.size()));
   }
   for (std::size_t i = 0; i < outputs.size(); ++i) {
     if (i < names.size() && !names[i].empty()) {
@@ -392,8 +402,10 @@ Status World::do_reset() {
   return {};
 }
 
-Result<std::optional<FunctionId>> World::compile(const FunctionDef& def, const std::vector<std::uint64_t>& args,
-                                  const std::vector<std::int64_t>& int_key, CompiledEntry& entry) {
+Result<std::optional<FunctionId>> World::compile(const FunctionDef& def,
+                                                 const std::vector<std::uint64_t>& args,
+                                                 const std::vector<std::int64_t>& int_key,
+                                                 CompiledEntry& entry) {
   TreeManager& manager = ensure_manager();
   WrappedFunction fn;
   fn.def = &def;

@@ -43,8 +43,7 @@ class World {
 
   // Runs every action of `program`; stops at the first bad input. `after`
   // (optional) is called after each action with its index, for probes.
-  Status run(const Program& program,
-             const std::function<void(std::size_t)>& after = nullptr);
+  Status run(const Program& program, const std::function<void(std::size_t)>& after = nullptr);
 
   const std::vector<Event>& events() const { return events_; }
   const Counters& counters() const { return counters_; }
@@ -106,8 +105,10 @@ class World {
   Status call_plain(const FunctionDef& def, const std::vector<std::uint64_t>& args,
                     const std::vector<std::string>& outputs);
   // A new FunctionId, or none when cudagraphs are skipped at compile time.
-  Result<std::optional<FunctionId>> compile(const FunctionDef& def, const std::vector<std::uint64_t>& args,
-                             const std::vector<std::int64_t>& int_key, CompiledEntry& entry);
+  Result<std::optional<FunctionId>> compile(const FunctionDef& def,
+                                            const std::vector<std::uint64_t>& args,
+                                            const std::vector<std::int64_t>& int_key,
+                                            CompiledEntry& entry);
   TreeManager& ensure_manager();
   Status shutdown_manager(const char* reason);
   bool raise_if_poisoned(const std::vector<std::uint64_t>& objects);

@@ -38,9 +38,8 @@ Status World::do_create_optimizer(const CreateOptimizer& a) {
 
 namespace {
 // The traced step: inputs are params, then grads, then each param's state.
-std::unique_ptr<FunctionDef> build_step(const std::string& name, OptimizerKind kind,
-                                        std::size_t n, const SgdHyper& sgd,
-                                        const AdamHyper& adam) {
+std::unique_ptr<FunctionDef> build_step(const std::string& name, OptimizerKind kind, std::size_t n,
+                                        const SgdHyper& sgd, const AdamHyper& adam) {
   auto def = std::make_unique<FunctionDef>();
   def->name = fmt::format("{}.step", name);
   def->mode = CompilationMode::kInference;
