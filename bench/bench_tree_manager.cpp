@@ -23,6 +23,7 @@
 //    (sim/scenarios_optimizer.cpp) that exists; counters report the bytes the
 //    optimizer step's replays copied in, per replay.
 #include <benchmark/benchmark.h>
+#include <fmt/format.h>
 
 #include <cstdint>
 #include <string>
@@ -42,7 +43,7 @@ constexpr std::size_t kSteps = kCalls / kFunctions;
 // Function i: one to three elementwise ops over its input (and a constant),
 // like the small fused kernels between graph breaks.
 FunctionDef small_function(std::size_t i) {
-  FunctionBuilder f("f" + std::to_string(i), CompilationMode::kInference, {"arg0_1"});
+  FunctionBuilder f(fmt::format("f{}", i), CompilationMode::kInference, {"arg0_1"});
   const ValueIndex x = f.input(0);
   ValueIndex y = f.mul(x, x);
   if (i % 3 >= 1) y = f.add(y, x);
@@ -74,7 +75,7 @@ Program decisions_program(bool chained) {
   for (std::size_t s = 0; s < kSteps; ++s) {
     p.actions.push_back(MarkStepBegin{});
     for (std::size_t i = 0; i < kFunctions; ++i) {
-      const std::string fn = "f" + std::to_string(i);
+      const std::string fn = fmt::format("f{}", i);
       if (!chained) {
         p.actions.push_back(call(fn, {"x"}, {}));  // the output is dropped at once
       } else {

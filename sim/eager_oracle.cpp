@@ -1,6 +1,7 @@
 #include "sim/eager_oracle.hpp"
 
 #include <cstring>
+#include <map>
 
 #include "model/caching_allocator.hpp"
 #include "model/cpu_backend.hpp"
@@ -39,24 +40,30 @@ Result<std::vector<ElementBits>> eager_reference_outputs(const FunctionDef& def,
   TensorStore scratch_store(allocator);
   TensorRefs refs(scratch_store);
   CpuBackend backend(scratch_memory);
+  // One scratch storage per distinct input storage, so inputs that alias one
+  // another (the same tensor passed twice, or two views of one base) alias in
+  // the scratch run too, and in-place ops see each other's writes.
+  std::map<StorageId, TensorId> scratch_base;
   std::vector<TensorId> copies;
   for (TensorId id : inputs) {
     CAPSIM_TRY_ASSIGN(const Tensor t, store.tensor(id));
-    CAPSIM_TRY_ASSIGN(const Address data, store.data_address(id));
-    const std::int64_t elements = needed_size(t.meta.sizes, t.meta.strides);
-    CAPSIM_TRY_ASSIGN(const Tensor buffer, scratch_store.empty({elements}));
-    TensorMeta meta = t.meta;
-    meta.storage_offset = 0;
-    CAPSIM_TRY_ASSIGN(const Tensor view, scratch_store.view(buffer.id, meta));
-    CAPSIM_TRY(scratch_store.release(buffer.id));
+    CAPSIM_TRY_ASSIGN(const Storage storage, store.storage(t.storage));
+    auto it = scratch_base.find(t.storage);
+    if (it == scratch_base.end()) {
+      const auto elements = static_cast<std::int64_t>(storage.nbytes / kElementBytes);
+      CAPSIM_TRY_ASSIGN(const Tensor buffer, scratch_store.empty({elements}));
+      refs.hold(buffer.id);
+      if (elements > 0) {
+        std::vector<std::byte> bytes(static_cast<std::size_t>(elements) * kElementBytes);
+        CAPSIM_TRY(memory.read(storage.base, bytes));
+        CAPSIM_TRY_ASSIGN(const Address to, scratch_store.data_address(buffer.id));
+        CAPSIM_TRY(scratch_memory.write(to, bytes));
+      }
+      it = scratch_base.emplace(t.storage, buffer.id).first;
+    }
+    CAPSIM_TRY_ASSIGN(const Tensor view, scratch_store.view(it->second, t.meta));
     refs.hold(view.id);
     copies.push_back(view.id);
-    if (elements > 0) {
-      std::vector<std::byte> bytes(static_cast<std::size_t>(elements) * kElementBytes);
-      CAPSIM_TRY(memory.read(data, bytes));
-      CAPSIM_TRY_ASSIGN(const Address to, scratch_store.data_address(view.id));
-      CAPSIM_TRY(scratch_memory.write(to, bytes));
-    }
   }
   BodyEnv env{refs, backend, kDefaultPool, nullptr};
   CAPSIM_TRY_ASSIGN(const std::vector<TensorId> outputs, run_body(def, copies, env));

@@ -1,8 +1,8 @@
 // The eager oracle: what a function computes when nothing is captured.
 //
 // P-replay says a replay's outputs equal running the same function eagerly on
-// the same inputs. The oracle copies the inputs' bytes into a scratch memory of
-// its own (so it never perturbs the simulated allocator), runs the body there
+// the same inputs. The oracle copies the inputs' storages into a scratch memory
+// of its own (so it never perturbs the simulated allocator), runs the body there
 // eagerly and returns each output's elements in row-major order as raw float
 // bits, so that the comparison is bitwise and NaN payloads count.
 #pragma once
@@ -22,8 +22,8 @@ using ElementBits = std::vector<std::uint32_t>;
 // The elements of a tensor at `data` with `meta`, row-major.
 Result<ElementBits> gather_bits(const DeviceMemory& memory, Address data, const TensorMeta& meta);
 
-// Inputs that alias one another are copied separately (their aliasing is not
-// reproduced); no function capsim ships relies on such aliasing.
+// Inputs that share a storage share one scratch storage, so aliasing (and
+// in-place writes through it) is reproduced.
 Result<std::vector<ElementBits>> eager_reference_outputs(const FunctionDef& def,
                                                          const TensorStore& store,
                                                          const DeviceMemory& memory,

@@ -19,7 +19,6 @@ namespace capsim {
 // X(enumerator, name)
 #define CAPSIM_EVENT_KINDS(X)                                                 \
   X(kCompile, "compile")        /* a new FunctionId for a function and key */ \
-  X(kGeneration, "generation")  /* a new generation began */                  \
   X(kWarmup, "warmup")          /* an eager run inside the pool */            \
   X(kRecord, "record")          /* a new CUDAGraphNode */                     \
   X(kReplay, "replay")          /* an existing node was replayed */           \
@@ -36,7 +35,6 @@ namespace capsim {
   X(kRead, "read")              /* the program read a tensor's values */      \
   X(kOptimizer, "optimizer")    /* an optimizer was created or dropped */     \
   X(kZeroGrad, "zero_grad")     /* zero_grad and what it did to each grad */  \
-  X(kFreed, "freed")            /* a storage's block returned to its pool */  \
   X(kShutdown, "shutdown")      /* the tree manager was dropped */
 
 enum class EventKind : std::uint8_t {

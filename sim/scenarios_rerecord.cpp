@@ -61,7 +61,7 @@ Scenario fallback_to_eager_if_recompiling_too_many_times(bool warn_only_once) {
   Scenario s;
   s.name = warn_only_once ? "fallback_to_eager_if_recompiling_too_many_times_warn_only_once"
                           : "fallback_to_eager_if_recompiling_too_many_times";
-  s.mirrors = std::string("test_cudagraph_trees.py::") + s.name;
+  s.mirrors = std::string("test_cudagraph_trees.py::test_") + s.name;
   s.description = warn_only_once
                       ? "past the re-record limit every call runs eagerly; E5 once per function"
                       : "limit 0: a changed param pointer logs E5 and runs the forward eagerly";

@@ -117,7 +117,8 @@ Result<CallOutcome> TreeManager::execute_node(GraphId id, std::vector<TensorId>&
     if (numel(dst.meta) == 0) continue;
     CAPSIM_TRY_ASSIGN(const KernelLaunch copy, launch_copy(dst, src));
     CAPSIM_TRY(ctx_.backend.run_step(Step{copy, {}}));
-    bytes += static_cast<std::uint64_t>(numel(dst.meta)) * kElementBytes;
+    // A stride-0 (expanded) dimension is copied once, as index_expanded_dims.
+    bytes += extent_bytes(dst.meta);
   }
   ctx_.counters.copies += copies;
   ctx_.counters.copy_bytes += bytes;

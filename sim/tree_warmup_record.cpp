@@ -15,7 +15,10 @@ namespace {
 
 std::string index_list(const std::vector<std::uint32_t>& idxs) {
   std::string out = "[";
-  for (std::size_t i = 0; i < idxs.size(); ++i) out += (i ? "," : "") + std::to_string(idxs[i]);
+  for (std::size_t i = 0; i < idxs.size(); ++i) {
+    if (i) out += ',';
+    out += std::to_string(idxs[i]);
+  }
   return out + "]";
 }
 

@@ -26,12 +26,18 @@ DeviceMemoryOptions memory_options(const WorldOptions& o) {
 
 std::string int_list(const std::vector<std::int64_t>& v) {
   std::string out = "[";
-  for (std::size_t i = 0; i < v.size(); ++i) out += (i ? "," : "") + std::to_string(v[i]);
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    if (i) out += ',';
+    out += std::to_string(v[i]);
+  }
   return out + "]";
 }
 std::string index_list(const std::vector<std::uint32_t>& v) {
   std::string out = "[";
-  for (std::size_t i = 0; i < v.size(); ++i) out += (i ? "," : "") + std::to_string(v[i]);
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    if (i) out += ',';
+    out += std::to_string(v[i]);
+  }
   return out + "]";
 }
 }  // namespace
@@ -295,7 +301,8 @@ Status World::do_read(const Read& a) {
   CAPSIM_TRY_ASSIGN(const std::vector<float> v, values(a.name));
   std::string shown = "[";
   for (std::size_t i = 0; i < v.size() && i < 4; ++i) {
-    shown += (i ? "," : "") + fmt::format("{}", v[i]);
+    if (i) shown += ',';
+    shown += fmt::format("{}", v[i]);
   }
   shown += v.size() > 4 ? ",...]" : "]";
   ctx_.emit(EventKind::kRead, {{"name", a.name},

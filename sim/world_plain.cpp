@@ -67,7 +67,7 @@ Status World::call_plain(const FunctionDef& def, const std::vector<std::uint64_t
     CAPSIM_TRY_ASSIGN(const KernelLaunch copy, launch_copy(dst, src));
     CAPSIM_TRY(backend_.run_step(Step{copy, {}}));
     ++copies;
-    bytes += static_cast<std::uint64_t>(numel(dst.meta)) * kElementBytes;
+    bytes += extent_bytes(dst.meta);
   }
   counters_.copies += copies;
   counters_.copy_bytes += bytes;
