@@ -1,0 +1,155 @@
+// The cudagraph-tree property checks (see cudagraph_checks.hpp).
+#include "properties/cudagraph_checks.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+namespace capsim {
+
+namespace {
+
+// "[0,2,5]" -> {0, 2, 5}.
+std::vector<std::uint32_t> parse_index_list(std::string_view text) {
+  std::vector<std::uint32_t> out;
+  std::uint32_t value = 0;
+  bool in_number = false;
+  for (char c : text) {
+    if (c >= '0' && c <= '9') {
+      value = value * 10 + static_cast<std::uint32_t>(c - '0');
+      in_number = true;
+    } else if (in_number) {
+      out.push_back(value);
+      value = 0;
+      in_number = false;
+    }
+  }
+  if (in_number) out.push_back(value);
+  return out;
+}
+
+std::uint64_t field_u64(const Event& e, std::string_view key) {
+  const auto v = e.field(key);
+  return v ? std::stoull(std::string(*v)) : 0;
+}
+
+std::string where(const Event& e) {
+  return fmt::format("[{}]", format_event(e));
+}
+
+}  // namespace
+
+std::unique_ptr<World> run_generated(const GeneratedProgram& generated, WorldOptions options,
+                                     Status& status) {
+  options.seed = generated.seed;
+  auto world = std::make_unique<World>(options);
+  status = world->run(generated.program);
+  return world;
+}
+
+CheckResult check_replays_match_eager(const World& world) {
+  const Counters& c = world.counters();
+  if (c.replay_mismatches == 0) return std::nullopt;
+  for (const Event& e : world.events()) {
+    if (e.kind == EventKind::kReplay && e.field("matches_eager") == "false") {
+      return fmt::format("{} of {} replays differ from eager, first {}", c.replay_mismatches,
+                         c.replay_checks, where(e));
+    }
+  }
+  return fmt::format("{} of {} replays differ from eager", c.replay_mismatches, c.replay_checks);
+}
+
+CheckResult check_static_inputs_stable(const World& world) {
+  const std::uint64_t v = world.counters().static_violations;
+  if (v == 0) return std::nullopt;
+  return fmt::format("{} replays read a static input that was freed or moved since recording", v);
+}
+
+CheckResult check_copies(const World& world, const GeneratedProgram& generated) {
+  std::map<std::uint64_t, std::vector<std::uint32_t>> non_static;  // graph -> indices
+  std::size_t replays = 0, copy_ins = 0;
+  for (const Event& e : world.events()) {
+    if (e.kind == EventKind::kRecord && e.field("graph")) {
+      const auto statics = parse_index_list(*e.field("static"));
+      const auto copied = parse_index_list(*e.field("non_static"));
+      non_static[field_u64(e, "graph")] = copied;
+      // The generator's own view of which inputs the program made static.
+      const auto& know = generated.knowledge.at(e.action);
+      if (statics.size() + copied.size() != know.size()) {
+        return fmt::format("recording has {} inputs, the call passed {} {}",
+                           statics.size() + copied.size(), know.size(), where(e));
+      }
+      for (std::uint32_t i = 0; i < know.size(); ++i) {
+        const bool is_copied = std::count(copied.begin(), copied.end(), i) != 0;
+        if (know[i] == ArgKnowledge::kStatic && is_copied) {
+          return fmt::format("input {} was made static by the program but is copied {}", i,
+                             where(e));
+        }
+        if (know[i] == ArgKnowledge::kNonStatic && !is_copied) {
+          return fmt::format("input {} is a plain eager tensor but is not copied {}", i, where(e));
+        }
+      }
+    } else if (e.kind == EventKind::kReplay && e.field("graph")) {
+      ++replays;
+    } else if (e.kind == EventKind::kCopyIn && e.field("graph")) {
+      ++copy_ins;
+      const std::uint64_t graph = field_u64(e, "graph");
+      const std::uint64_t copies = field_u64(e, "copies");
+      auto it = non_static.find(graph);
+      if (it == non_static.end())
+        return fmt::format("copy-in for an unrecorded graph {}", where(e));
+      if (copies != it->second.size()) {
+        return fmt::format("{} copies, the recording has {} non-static inputs {}", copies,
+                           it->second.size(), where(e));
+      }
+      const std::uint64_t bytes =
+          copies * static_cast<std::uint64_t>(generated.numel) * kElementBytes;
+      if (field_u64(e, "bytes") != bytes) {
+        return fmt::format("{} bytes copied, {} expected {}", field_u64(e, "bytes"), bytes,
+                           where(e));
+      }
+      if (const TreeManager* m = world.manager();
+          m != nullptr && graph < m->graphs().size() &&
+          copies != m->graphs()[graph].non_static_input_idxs.size()) {
+        return fmt::format("{} copies, node {} has {} non-static inputs {}", copies, graph,
+                           m->graphs()[graph].non_static_input_idxs.size(), where(e));
+      }
+    }
+  }
+  if (replays != copy_ins) {
+    return fmt::format("{} replays but {} copy-ins", replays, copy_ins);
+  }
+  return std::nullopt;
+}
+
+CheckResult check_pool(const World& world) {
+  for (const Event& e : world.events()) {
+    if (e.kind == EventKind::kError && (e.field("id") == "E6" || e.field("id") == "E7")) {
+      return fmt::format("pool check failed {}", where(e));
+    }
+    if (e.kind == EventKind::kCheckpoint &&
+        field_u64(e, "pool_blocks_after") != field_u64(e, "live")) {
+      return fmt::format("checkpoint left {} blocks for {} live outputs {}",
+                         field_u64(e, "pool_blocks_after"), field_u64(e, "live"), where(e));
+    }
+  }
+  return std::nullopt;
+}
+
+CheckResult check_same_events(const World& a, const World& b) {
+  const auto& x = a.events();
+  const auto& y = b.events();
+  const std::size_t n = std::min(x.size(), y.size());
+  for (std::size_t i = 0; i < n; ++i) {
+    if (!(x[i] == y[i])) {
+      return fmt::format("event {} differs: [{}] vs [{}]", i, format_event(x[i]),
+                         format_event(y[i]));
+    }
+  }
+  if (x.size() != y.size()) return fmt::format("{} events vs {}", x.size(), y.size());
+  return std::nullopt;
+}
+
+}  // namespace capsim

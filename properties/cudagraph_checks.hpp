@@ -1,0 +1,43 @@
+// The cudagraph-tree properties as plain checks over one finished World.
+//
+// Each check returns nullopt when the property holds, else one line saying
+// what broke (the first offending event where there is one). They read only
+// the World's counters, its event log and the generator's bookkeeping, so the
+// RapidCheck tests (tests/properties/) and a later `capsim check` can share
+// them. Spec: /work/shared/spec/cudagraph-trees.md §3-§5 and §10.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "properties/cudagraph_programs.hpp"
+#include "sim/world.hpp"
+
+namespace capsim {
+
+// Runs `generated` in a fresh World with `options` (its seed replaced by the
+// program's). `status` gets World::run's result: any error is bad input.
+std::unique_ptr<World> run_generated(const GeneratedProgram& generated, WorldOptions options,
+                                     Status& status);
+
+using CheckResult = std::optional<std::string>;
+
+// P-replay: every replay's outputs equal eager execution on the same inputs.
+CheckResult check_replays_match_eager(const World& world);
+// P-static: no replay read a static or managed input that was freed or moved
+// since the recording baked it in.
+CheckResult check_static_inputs_stable(const World& world);
+// P-copies: each tree replay copies exactly its node's non-static inputs (one
+// copy_in per replay, `copies` = |non_static_input_idxs|, numel floats each),
+// and each recording classifies the inputs the program made static as static
+// and plain eager tensors as non-static (§3.2, §3.3, §10.6).
+CheckResult check_copies(const World& world, const GeneratedProgram& generated);
+// P-pool: every pool check (warmup, recording, checkpoint) found the pool's
+// live blocks equal to the live tracked outputs: no E6/E7, and each
+// checkpoint left exactly its live set allocated (§5.6, §5.7, §10.5).
+CheckResult check_pool(const World& world);
+// Determinism: the same event log, event for event.
+CheckResult check_same_events(const World& a, const World& b);
+
+}  // namespace capsim

@@ -1,0 +1,497 @@
+// Lowering of ProgramPlans to valid Programs, and their printer.
+#include "properties/cudagraph_programs.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+#include <sstream>
+
+#include "sim/function_builder.hpp"
+
+namespace capsim {
+
+namespace {
+
+enum class SlotKind : std::uint8_t { kParam, kMarked, kSaved, kData };
+
+struct LoweredFunction {
+  FunctionDef def;
+  std::vector<SlotKind> slots;
+  std::vector<bool> output_full;  // the output has sizes {numel}
+  bool mutates = false;
+};
+
+// A body value: 0-d, or 1-d of `length` elements.
+struct Value {
+  bool scalar = false;
+  std::int64_t length = 0;
+};
+
+LoweredFunction lower_function(const FunctionPlan& p, std::size_t index,
+                               std::uint32_t program_params, std::int64_t numel) {
+  LoweredFunction out;
+  const bool backward = p.mode == CompilationMode::kBackward;
+  std::uint32_t params = 0, marked = 0, saved = 0, data = p.data % 3;
+  if (backward) {
+    saved = 1 + p.saved % 2;
+  } else {
+    params = std::min(p.params % 3, program_params);
+    marked = p.marked % 2;
+  }
+  if (params + marked + saved + data == 0) data = 1;
+  for (std::uint32_t i = 0; i < saved; ++i) out.slots.push_back(SlotKind::kSaved);
+  for (std::uint32_t i = 0; i < params; ++i) out.slots.push_back(SlotKind::kParam);
+  for (std::uint32_t i = 0; i < marked; ++i) out.slots.push_back(SlotKind::kMarked);
+  for (std::uint32_t i = 0; i < data; ++i) out.slots.push_back(SlotKind::kData);
+  const auto n = static_cast<std::uint32_t>(out.slots.size());
+
+  FunctionBuilder f(fmt::format("f{}", index), p.mode, primal_names(n));
+  std::vector<std::uint32_t> static_idxs, param_idxs;
+  for (std::uint32_t i = 0; i < n; ++i) {
+    if (out.slots[i] == SlotKind::kSaved) static_idxs.push_back(i);
+    if (out.slots[i] == SlotKind::kParam) {
+      param_idxs.push_back(i);
+      // A forward's lifted params are in its compile-time static set.
+      if (p.mode == CompilationMode::kForward) static_idxs.push_back(i);
+    }
+  }
+  f.static_inputs(static_idxs).params(param_idxs);
+
+  std::vector<Value> values(n, Value{false, numel});
+  auto same_shape = [&](ValueIndex a) {
+    std::vector<ValueIndex> c;
+    for (ValueIndex v = 0; v < values.size(); ++v) {
+      if (values[v].scalar == values[a].scalar && values[v].length == values[a].length) {
+        c.push_back(v);
+      }
+    }
+    return c;
+  };
+  auto inputs_of = [&](std::initializer_list<SlotKind> kinds) {
+    std::vector<ValueIndex> c;
+    for (std::uint32_t i = 0; i < n; ++i) {
+      if (std::find(kinds.begin(), kinds.end(), out.slots[i]) != kinds.end()) c.push_back(i);
+    }
+    return c;
+  };
+  for (const OpPlan& op : p.ops) {
+    const auto nv = static_cast<std::uint32_t>(values.size());
+    const ValueIndex a = op.a % nv;
+    PlanOp kind = op.op;
+    std::vector<ValueIndex> targets;
+    if (kind == PlanOp::kAddStatic) targets = inputs_of({SlotKind::kParam, SlotKind::kMarked});
+    if (kind == PlanOp::kAddData) targets = inputs_of({SlotKind::kData});
+    if ((kind == PlanOp::kAddStatic || kind == PlanOp::kAddData) && targets.empty()) {
+      kind = PlanOp::kAdd;
+    }
+    Value result = values[a];
+    switch (kind) {
+      case PlanOp::kAdd:
+      case PlanOp::kMul: {
+        const auto c = same_shape(a);
+        const ValueIndex b = c[op.b % c.size()];
+        if (kind == PlanOp::kAdd) {
+          f.add(a, b);
+        } else {
+          f.mul(a, b);
+        }
+        break;
+      }
+      case PlanOp::kNeg: f.neg(a); break;
+      case PlanOp::kRelu: f.relu(a); break;
+      case PlanOp::kClone: f.clone(a); break;
+      case PlanOp::kAlias: f.alias(a); break;
+      case PlanOp::kSum:
+        f.sum(a);
+        result = Value{true, 0};
+        break;
+      case PlanOp::kSlice: {
+        std::vector<ValueIndex> c;
+        for (ValueIndex v = 0; v < nv; ++v) {
+          if (!values[v].scalar) c.push_back(v);
+        }
+        const ValueIndex s = c[op.a % c.size()];
+        const std::int64_t len = values[s].length;
+        const std::int64_t start = op.start % len;
+        const std::int64_t end = start + 1 + static_cast<std::int64_t>(op.length % (len - start));
+        f.slice(s, start, end);
+        result = Value{false, end - start};
+        break;
+      }
+      case PlanOp::kAddStatic:
+      case PlanOp::kAddData: {
+        const ValueIndex t = targets[op.a % targets.size()];
+        const auto c = same_shape(t);
+        f.add_(t, c[op.b % c.size()]);
+        result = values[t];
+        out.mutates = true;
+        break;
+      }
+    }
+    values.push_back(result);
+  }
+  std::vector<ValueIndex> outs;
+  for (std::uint32_t pick : p.outputs) {
+    if (outs.size() == 3) break;
+    outs.push_back(pick % static_cast<std::uint32_t>(values.size()));
+  }
+  if (outs.empty()) outs.push_back(static_cast<ValueIndex>(values.size() - 1));
+  for (ValueIndex v : outs)
+    out.output_full.push_back(!values[v].scalar && values[v].length == numel);
+  out.def = f.returns(outs);
+  return out;
+}
+
+class Lowering {
+ public:
+  explicit Lowering(const ProgramPlan& plan) : plan_(plan) {
+    g_.seed = plan.seed;
+    g_.numel = 4 + plan.numel % 13;
+    params_ = 1 + plan.params % 3;
+  }
+
+  GeneratedProgram run() {
+    std::size_t index = 0;
+    for (const FunctionPlan& fp : plan_.functions) {
+      if (functions_.size() == 4) break;
+      functions_.push_back(lower_function(fp, index++, params_, g_.numel));
+    }
+    if (functions_.empty())
+      functions_.push_back(lower_function(FunctionPlan{}, 0, params_, g_.numel));
+    for (const LoweredFunction& f : functions_) g_.program.functions.push_back(f.def);
+
+    for (std::uint32_t i = 0; i < params_; ++i) {
+      NewTensor t = tensor(fmt::format("p{}", i));
+      t.parameter = true;
+      add(t);
+    }
+    for (std::size_t i = 0; i < plan_.marked_guards.size() && i < 2; ++i) {
+      const std::string name = fmt::format("s{}", i);
+      add(tensor(name));
+      add(MarkStatic{name, plan_.marked_guards[i]});
+      marked_.push_back(name);
+    }
+    add(tensor("c0"));
+    if (plan_.optimizer) {
+      CreateOptimizer c;
+      c.name = "opt";
+      c.kind = plan_.optimizer->kind;
+      for (std::uint32_t i = 0; i < params_; ++i) {
+        if ((plan_.optimizer->param_mask >> i) & 1u) c.params.push_back(fmt::format("p{}", i));
+      }
+      if (c.params.empty()) c.params.push_back("p0");
+      opt_params_ = c.params;
+      has_grad_.assign(opt_params_.size(), false);
+      add(c);
+    }
+    for (std::size_t s = 0; s < plan_.steps.size(); ++s) lower_step(plan_.steps[s], s);
+    return std::move(g_);
+  }
+
+ private:
+  NewTensor tensor(std::string name, std::int64_t offset = 0) const {
+    NewTensor t;
+    t.name = std::move(name);
+    t.sizes = {g_.numel};
+    t.offset = offset;
+    return t;
+  }
+  void add(Action a, std::vector<ArgKnowledge> k = {}) {
+    g_.program.actions.push_back(std::move(a));
+    g_.knowledge.push_back(std::move(k));
+  }
+  std::string fresh_eager(std::vector<std::string>& temps, std::int64_t offset = 0) {
+    const std::string name = fmt::format("x{}", next_fresh_++);
+    add(tensor(name, offset));
+    temps.push_back(name);
+    return name;
+  }
+  std::string param(std::uint32_t i) const { return fmt::format("p{}", i % params_); }
+
+  void lower_step(const StepPlan& step, std::size_t s) {
+    ++g_.steps;
+    if (step.mark_step) {
+      add(MarkStepBegin{});
+      ++g_.mark_steps;
+    }
+    std::vector<std::string> step_outputs;  // kept outputs of sizes {numel}
+    for (std::size_t c = 0; c < step.calls.size(); ++c) {
+      lower_call(step.calls[c], c == 0, s, step_outputs);
+    }
+    if (step.running_backward) add(SetToRunningBackward{});
+    if (step.optimizer_step && plan_.optimizer) lower_optimizer_step(step);
+    for (auto it = dels_.begin(); it != dels_.end();) {
+      if (it->first <= s) {
+        add(Del{it->second});
+        it = dels_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    if (step.reassign_after) reassign(*step.reassign_after);
+  }
+
+  void reassign(std::uint32_t i) {
+    ReassignData r;
+    r.name = param(i);
+    add(r);
+    ++g_.reassigns;
+  }
+
+  void lower_call(const CallPlan& call, bool first, std::size_t s,
+                  std::vector<std::string>& step_outputs) {
+    if (call.reassign_before) reassign(*call.reassign_before);
+    const LoweredFunction& f = functions_[call.function % functions_.size()];
+    std::vector<std::string> temps, args;
+    std::vector<ArgKnowledge> know;
+    std::uint32_t param_slot = 0, marked_slot = 0;
+    // A mutating body gets params[base], params[base + 1], ...: pairwise distinct.
+    std::uint32_t param_base = 0;
+    for (std::size_t j = 0; j < f.slots.size(); ++j) {
+      if (f.slots[j] == SlotKind::kParam) {
+        param_base = j < call.args.size() ? call.args[j].pick : 0;
+        break;
+      }
+    }
+    for (std::size_t j = 0; j < f.slots.size(); ++j) {
+      const ArgPlan ap = j < call.args.size() ? call.args[j] : ArgPlan{};
+      switch (f.slots[j]) {
+        case SlotKind::kParam:
+          // Distinct params for a mutating body (slots never outnumber params).
+          args.push_back(param(f.mutates ? param_base + param_slot : ap.pick));
+          ++param_slot;
+          know.push_back(ArgKnowledge::kStatic);
+          break;
+        case SlotKind::kMarked: {
+          const bool persistent = ap.source % 2 == 0 && !marked_.empty() &&
+                                  (!f.mutates || marked_slot < marked_.size());
+          if (persistent) {
+            args.push_back(marked_[(f.mutates ? marked_slot : ap.pick) % marked_.size()]);
+          } else {
+            const std::string name = fmt::format("m{}", next_fresh_++);
+            add(tensor(name));
+            add(MarkStatic{name, ap.pick % 2 == 1});
+            temps.push_back(name);
+            args.push_back(name);
+          }
+          ++marked_slot;
+          know.push_back(ArgKnowledge::kStatic);
+          break;
+        }
+        case SlotKind::kSaved: {
+          // Static (count_tangents) whatever it gets; always 16-byte aligned.
+          const std::uint32_t source = f.mutates ? 3 : ap.source % 3;
+          if (source == 0 && !step_outputs.empty()) {
+            args.push_back(step_outputs[ap.pick % step_outputs.size()]);
+            ++g_.managed_candidates;
+          } else if (source == 2 && !marked_.empty()) {
+            args.push_back(marked_[ap.pick % marked_.size()]);
+          } else if (source != 3) {
+            args.push_back("c0");
+          } else {
+            args.push_back(fresh_eager(temps));
+          }
+          know.push_back(ArgKnowledge::kStatic);
+          break;
+        }
+        case SlotKind::kData: {
+          const std::uint32_t source = f.mutates ? 0 : ap.source % 3;
+          if (source == 2 && !step_outputs.empty()) {
+            args.push_back(step_outputs[ap.pick % step_outputs.size()]);
+            ++g_.managed_candidates;
+            know.push_back(ArgKnowledge::kUnknown);
+          } else if (source == 1) {
+            args.push_back("c0");
+            know.push_back(ArgKnowledge::kNonStatic);
+          } else {
+            args.push_back(fresh_eager(temps, ap.offset % 4));
+            know.push_back(ArgKnowledge::kNonStatic);
+          }
+          break;
+        }
+      }
+    }
+    Call c;
+    c.function = f.def.name;
+    c.args = args;
+    // Only the first call of a step may start a torch.compile invocation.
+    if (!first) c.new_invocation = false;
+    std::vector<std::string> kept;
+    for (std::size_t k = 0; k < f.output_full.size(); ++k) {
+      if ((call.keep_mask >> k) & 1u) {
+        const std::string name = fmt::format("o{}", next_output_++);
+        c.outputs.push_back(name);
+        kept.push_back(name);
+        if (f.output_full[k]) step_outputs.push_back(name);
+        if (call.hold < 4) dels_.emplace(s + call.hold, name);
+      } else {
+        c.outputs.push_back("");
+      }
+    }
+    add(c, know);
+    ++g_.calls;
+    for (const std::string& t : temps) add(Del{t});
+    if (call.read && !kept.empty()) add(Read{kept.front()});
+  }
+
+  void lower_optimizer_step(const StepPlan& step) {
+    for (std::size_t i = 0; i < opt_params_.size(); ++i) {
+      const std::string g = fmt::format("g{}", next_fresh_++);
+      add(tensor(g));
+      add(AccumulateGrad{opt_params_[i], g});
+      add(Del{g});
+      has_grad_[i] = true;
+      if (step.mark_grads) add(MarkStatic{opt_params_[i] + ".grad", false});
+    }
+    const std::size_t n = opt_params_.size();
+    const std::size_t per = plan_.optimizer->kind == OptimizerKind::kSgd ? 1 : 3;
+    std::vector<ArgKnowledge> know(n, ArgKnowledge::kStatic);
+    know.insert(know.end(), n, ArgKnowledge::kUnknown);  // grads: marked or not
+    know.insert(know.end(), n * per, ArgKnowledge::kStatic);
+    add(OptimizerStep{"opt"}, know);
+    ++g_.optimizer_steps;
+    if (step.zero_grad % 3 != 0) {
+      ZeroGrad z;
+      z.name = "opt";
+      z.set_to_none = step.zero_grad % 3 == 1;
+      add(z);
+    }
+  }
+
+  const ProgramPlan& plan_;
+  GeneratedProgram g_;
+  std::uint32_t params_ = 1;
+  std::vector<LoweredFunction> functions_;
+  std::vector<std::string> marked_;
+  std::vector<std::string> opt_params_;
+  std::vector<bool> has_grad_;
+  std::multimap<std::size_t, std::string> dels_;  // step -> kept output to delete
+  std::size_t next_fresh_ = 0, next_output_ = 0;
+};
+
+std::string dims(const Dims& d) {
+  std::string out = "[";
+  for (std::size_t i = 0; i < d.size(); ++i) out += (i ? ", " : "") + std::to_string(d[i]);
+  return out + "]";
+}
+
+std::string join(const std::vector<std::string>& v, const char* sep = ", ") {
+  std::string out;
+  for (std::size_t i = 0; i < v.size(); ++i) out += (i ? sep : "") + v[i];
+  return out;
+}
+
+}  // namespace
+
+GeneratedProgram lower(const ProgramPlan& plan) {
+  return Lowering(plan).run();
+}
+
+std::string describe_function(const FunctionDef& def) {
+  std::vector<std::string> inputs;
+  for (std::uint32_t i = 0; i < def.num_inputs(); ++i) {
+    std::string tag;
+    if (std::count(def.param_input_idxs.begin(), def.param_input_idxs.end(), i)) tag = "param";
+    if (std::count(def.static_input_idxs.begin(), def.static_input_idxs.end(), i)) {
+      tag += tag.empty() ? "static" : ",static";
+    }
+    inputs.push_back(fmt::format("v{}{}", i, tag.empty() ? "" : ":" + tag));
+  }
+  std::string out =
+      fmt::format("def {}({}):  # {}\n", def.name, join(inputs), compilation_mode_name(def.mode));
+  const std::size_t n = def.num_inputs();
+  for (std::size_t k = 0; k < def.ops.size(); ++k) {
+    const BodyOp& op = def.ops[k];
+    std::vector<std::string> args;
+    for (ValueIndex v : op.args) args.push_back(fmt::format("v{}", v));
+    if (op.kind == BodyOpKind::kSlice) {
+      args.push_back(fmt::format("{}:{}", op.start, op.end));
+    } else if (op.kind == BodyOpKind::kFull) {
+      args.push_back(dims(op.sizes));
+      args.push_back(fmt::format("{}", op.scalar));
+    }
+    out += fmt::format("    v{} = {}({})\n", n + k, body_op_name(op.kind), join(args));
+  }
+  std::vector<std::string> outs;
+  for (ValueIndex v : def.outputs) outs.push_back(fmt::format("v{}", v));
+  out += fmt::format("    return {}\n", join(outs));
+  return out;
+}
+
+std::string describe_action(const Action& action) {
+  return std::visit(
+      [](const auto& a) -> std::string {
+        using A = std::decay_t<decltype(a)>;
+        if constexpr (std::is_same_v<A, NewTensor>) {
+          std::string what = a.parameter ? "Parameter(randn" : "randn";
+          if (a.fill) what = fmt::format("{}full", a.parameter ? "Parameter(" : "");
+          std::string extra = a.fill ? fmt::format(", {}", *a.fill) : "";
+          if (a.offset != 0) extra += fmt::format(", offset={}", a.offset);
+          return fmt::format("{} = {}({}{}){}", a.name, what, dims(a.sizes), extra,
+                             a.parameter ? ")" : "");
+        } else if constexpr (std::is_same_v<A, MarkStatic>) {
+          return fmt::format("mark_static_address({}, guard={})", a.name,
+                             a.guard ? "True" : "False");
+        } else if constexpr (std::is_same_v<A, Call>) {
+          std::vector<std::string> outs;
+          for (const std::string& o : a.outputs) outs.push_back(o.empty() ? "_" : o);
+          std::string line =
+              fmt::format("{} = {}({})", outs.empty() ? "_" : join(outs), a.function, join(a.args));
+          if (a.new_invocation) {
+            line += *a.new_invocation ? "  # new invocation" : "  # same invocation";
+          }
+          if (!a.consume.empty()) line += "  # consumes " + join(a.consume);
+          if (!a.int_key.empty()) {
+            std::vector<std::string> k;
+            for (auto v : a.int_key) k.push_back(std::to_string(v));
+            line += "  # int key " + join(k);
+          }
+          return line;
+        } else if constexpr (std::is_same_v<A, EagerCall>) {
+          return fmt::format("{} = eager {}({})", join(a.outputs), a.function, join(a.args));
+        } else if constexpr (std::is_same_v<A, Del>) {
+          return "del " + a.name;
+        } else if constexpr (std::is_same_v<A, Read>) {
+          return fmt::format("read({})", a.name);
+        } else if constexpr (std::is_same_v<A, ReassignData>) {
+          return fmt::format("{}.data = {}", a.name,
+                             a.fill ? fmt::format("full_like({}, {})", a.name, *a.fill)
+                                    : fmt::format("randn_like({})", a.name));
+        } else if constexpr (std::is_same_v<A, MarkStepBegin>) {
+          return "cudagraph_mark_step_begin()";
+        } else if constexpr (std::is_same_v<A, SetToRunningBackward>) {
+          return "set_to_running_backward()";
+        } else if constexpr (std::is_same_v<A, AccumulateGrad>) {
+          return fmt::format("accumulate_grad({}, {})", a.param, a.grad);
+        } else if constexpr (std::is_same_v<A, CreateOptimizer>) {
+          return fmt::format("{} = {}([{}])", a.name, optimizer_kind_name(a.kind), join(a.params));
+        } else if constexpr (std::is_same_v<A, OptimizerStep>) {
+          return a.name + ".step()";
+        } else if constexpr (std::is_same_v<A, ZeroGrad>) {
+          return fmt::format("{}.zero_grad(set_to_none={})", a.name,
+                             a.set_to_none ? "True" : "False");
+        } else if constexpr (std::is_same_v<A, DropOptimizer>) {
+          return "del " + a.name;
+        } else {
+          return "torch._dynamo.reset()";
+        }
+      },
+      action);
+}
+
+std::string describe(const GeneratedProgram& generated) {
+  std::ostringstream os;
+  os << "# seed " << generated.seed << ", numel " << generated.numel << "\n";
+  for (const FunctionDef& def : generated.program.functions) os << describe_function(def);
+  for (std::size_t i = 0; i < generated.program.actions.size(); ++i) {
+    os << fmt::format("#{:<3} ", i) << describe_action(generated.program.actions[i]) << "\n";
+  }
+  return os.str();
+}
+
+std::ostream& operator<<(std::ostream& os, const GeneratedProgram& generated) {
+  return os << "\n" << describe(generated);
+}
+
+}  // namespace capsim

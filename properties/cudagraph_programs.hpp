@@ -1,0 +1,151 @@
+// Random but valid programs for the cudagraph-tree properties (issue 3).
+//
+// A generator draws a ProgramPlan: plain data made only of small integers and
+// flags, so that a property-testing library can shrink it by dropping steps,
+// calls and ops. `lower` turns any plan into a Program that World::run accepts
+// (no unknown names, no shape mismatch, no call with a poisoned input) and
+// keeps the generator's own bookkeeping next to it: for every call, which
+// inputs the program made static (params, mark_static_address'd tensors,
+// optimizer params and state, backward saved slots) and which are plain eager
+// tensors. The RapidCheck generator of plans is in cudagraph_programs_rc.hpp,
+// which only test code includes; this library does not depend on RapidCheck.
+//
+// How validity is kept without running the program:
+//   - every tensor has sizes {numel}, except the 0-d and sliced values inside
+//     bodies, which are never fed to another call;
+//   - outputs of a call are used as inputs (or read) only in the same step,
+//     i.e. before the next new torch.compile invocation or mark_step_begin, so
+//     no input is ever an output freed by a new generation (E1);
+//   - no call consumes its inputs, so no recording expects a path output to
+//     die during the graph (E3); the config keeps re-record mode (no E4);
+//   - a function that mutates an input gets pairwise distinct tensors (the
+//     eager oracle copies aliasing inputs separately), and static slots only
+//     get 16-byte aligned tensors (so none is demoted for alignment).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "sim/program.hpp"
+
+namespace capsim {
+
+// --- The plan: what a generator draws ------------------------------------------
+
+// The op menu of generated bodies.
+#define CAPSIM_PLAN_OPS(X)                                         \
+  X(kAdd, "add")                                                   \
+  X(kMul, "mul")                                                   \
+  X(kNeg, "neg")                                                   \
+  X(kRelu, "relu")                                                 \
+  X(kSum, "sum")                                                   \
+  X(kClone, "clone")                                               \
+  X(kAlias, "alias")                                               \
+  X(kSlice, "slice")                                               \
+  X(kAddStatic, "add_")    /* add_ into a param or marked input */ \
+  X(kAddData, "add_data_") /* add_ into a plain input: the mutation gate */
+enum class PlanOp : std::uint8_t {
+#define CAPSIM_ENUM_(e, name) e,
+  CAPSIM_PLAN_OPS(CAPSIM_ENUM_)
+#undef CAPSIM_ENUM_
+};
+inline constexpr std::uint32_t kPlanOpCount = 10;
+
+struct OpPlan {
+  PlanOp op = PlanOp::kAdd;
+  std::uint32_t a = 0, b = 0;           // value picks, taken modulo the candidates
+  std::uint32_t start = 0, length = 0;  // kSlice
+};
+
+struct FunctionPlan {
+  CompilationMode mode = CompilationMode::kInference;
+  // Slot counts. A backward has `saved` leading static slots (count_tangents)
+  // and data slots (tangents); forward and inference graphs have params,
+  // marked and data slots. At least one slot is always made.
+  std::uint32_t params = 0, marked = 0, saved = 0, data = 1;
+  std::vector<OpPlan> ops;
+  std::vector<std::uint32_t> outputs;  // value picks
+};
+
+// Where a call's argument comes from; its meaning depends on the slot.
+//   param slot:  params[pick]
+//   marked slot: source 0: persistent marked tensor [pick]; 1: a fresh tensor
+//                marked now (guard = pick is odd)
+//   saved slot:  source 0: an output of this step [pick]; 1: the persistent
+//                eager tensor; 2: a persistent marked tensor [pick]
+//   data slot:   source 0: a fresh eager tensor (offset `offset` elements, so
+//                1..3 is misaligned); 1: the persistent eager tensor; 2: an
+//                output of this step [pick]
+struct ArgPlan {
+  std::uint32_t source = 0, pick = 0, offset = 0;
+};
+
+struct CallPlan {
+  std::uint32_t function = 0;
+  std::vector<ArgPlan> args;    // one per slot; missing ones default
+  std::uint32_t keep_mask = 0;  // bit k: output k is bound to a name
+  std::uint32_t hold = 0;       // kept outputs die `hold` steps later (>= 4: never)
+  bool read = false;            // read the first kept output
+  std::optional<std::uint32_t> reassign_before;  // `params[i].data = ...` first
+};
+
+struct StepPlan {
+  bool mark_step = false;  // torch.compiler.cudagraph_mark_step_begin()
+  std::vector<CallPlan> calls;
+  bool running_backward = false;  // a backward that is not cudagraphed ran
+  bool optimizer_step = false;
+  bool mark_grads = false;      // mark_static_address(p.grad) before the step
+  std::uint32_t zero_grad = 0;  // 0: none; 1: set_to_none; 2: fill zeros
+  std::optional<std::uint32_t> reassign_after;
+};
+
+struct OptimizerPlan {
+  OptimizerKind kind = OptimizerKind::kSgd;
+  std::uint32_t param_mask = 1;  // which params (never empty after lowering)
+};
+
+struct ProgramPlan {
+  std::uint64_t seed = 0;
+  std::uint32_t numel = 8;              // 4..16
+  std::uint32_t params = 1;             // 1..3
+  std::vector<bool> marked_guards;      // persistent marked tensors, guard flag each
+  std::vector<FunctionPlan> functions;  // at least one after lowering
+  std::optional<OptimizerPlan> optimizer;
+  std::vector<StepPlan> steps;
+};
+
+// --- The lowered program and the generator's bookkeeping -----------------------
+
+// What the generator knows of one input of one compiled call.
+enum class ArgKnowledge : std::uint8_t {
+  kUnknown,    // an output of an earlier call, or a grad: the tree decides
+  kStatic,     // made static by the program: never copied
+  kNonStatic,  // a plain eager tensor: always copied at replay
+};
+
+struct GeneratedProgram {
+  Program program;
+  std::uint64_t seed = 0;
+  std::int64_t numel = 0;
+  // Per action: the knowledge of each input index (empty unless the action
+  // is a Call or an OptimizerStep).
+  std::vector<std::vector<ArgKnowledge>> knowledge;
+  // Tallies, for coverage labels.
+  std::size_t calls = 0, steps = 0, reassigns = 0, optimizer_steps = 0, mark_steps = 0;
+  std::size_t managed_candidates = 0;  // args that are outputs of the same step
+};
+
+GeneratedProgram lower(const ProgramPlan& plan);
+
+// One line per function and per action, in a Python-like notation.
+std::string describe(const GeneratedProgram& generated);
+std::string describe_action(const Action& action);
+std::string describe_function(const FunctionDef& def);
+
+// How RapidCheck (and doctest) show a program in a counterexample.
+std::ostream& operator<<(std::ostream& os, const GeneratedProgram& generated);
+
+}  // namespace capsim
