@@ -69,4 +69,15 @@ std::string format_event(const Event& event);
 
 std::size_t count_events(const std::vector<Event>& events, EventKind kind);
 
+// "[1,2,3]": how events write index lists and int keys.
+template <typename Int>
+std::string format_list(const std::vector<Int>& values) {
+  std::string out = "[";
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    if (i != 0) out += ',';
+    out += std::to_string(values[i]);
+  }
+  return out + "]";
+}
+
 }  // namespace capsim

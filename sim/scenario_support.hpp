@@ -10,6 +10,10 @@
 
 namespace capsim::scenario_support {
 
+inline constexpr auto kInference = CompilationMode::kInference;
+inline constexpr auto kForward = CompilationMode::kForward;
+inline constexpr auto kBackward = CompilationMode::kBackward;
+
 // Appends actions and remembers the index of the last one (for probes).
 class ProgramWriter {
  public:
@@ -66,6 +70,9 @@ inline std::int64_t sum_field(const World& w, EventKind kind, const std::string&
 inline std::int64_t tensor_id(const World& w, const std::string& name) {
   auto t = w.tensor_id(name);
   return t ? static_cast<std::int64_t>(t->value) : -1;
+}
+inline std::int64_t pending_backward(const World& w) {
+  return w.manager() && w.manager()->running_forwards_with_pending_backwards();
 }
 inline std::int64_t root_children_sum(const World& w) {
   if (!w.manager()) return -1;

@@ -14,8 +14,6 @@ using namespace scenario_support;
 
 namespace {
 
-constexpr auto kForward = CompilationMode::kForward;
-constexpr auto kBackward = CompilationMode::kBackward;
 constexpr std::int64_t kSteps = 5;
 
 // fwd(x, w1, w2) = x*w1 + x*w2, saving x. bwd(x, grad) = (grad*x, grad*x).

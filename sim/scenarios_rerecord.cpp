@@ -9,10 +9,6 @@ using namespace scenario_support;
 
 namespace {
 
-constexpr auto kInference = CompilationMode::kInference;
-constexpr auto kForward = CompilationMode::kForward;
-constexpr auto kBackward = CompilationMode::kBackward;
-
 // fwd(x, p) = x * p, saving x; bwd(x, grad) = grad * x (the grad of p).
 void add_mul_fwd_bwd(ProgramWriter& p, bool param_is_module_attribute) {
   {

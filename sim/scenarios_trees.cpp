@@ -9,10 +9,6 @@ using namespace scenario_support;
 
 namespace {
 
-constexpr auto kInference = CompilationMode::kInference;
-constexpr auto kForward = CompilationMode::kForward;
-constexpr auto kBackward = CompilationMode::kBackward;
-
 Scenario run_simple() {
   Scenario s;
   s.name = "run_simple";
@@ -413,8 +409,6 @@ void add_tree_scenarios(std::vector<Scenario>& out) {
   out.push_back(checkpoint_shared_output_storage_deallocation());
   out.push_back(tensor_no_longer_in_pool());
   out.push_back(checkpointing_resets_persistent_refs());
-  (void)kForward;
-  (void)kBackward;
 }
 
 }  // namespace capsim

@@ -13,15 +13,6 @@ namespace capsim {
 
 namespace {
 
-std::string index_list(const std::vector<std::uint32_t>& idxs) {
-  std::string out = "[";
-  for (std::size_t i = 0; i < idxs.size(); ++i) {
-    if (i) out += ',';
-    out += std::to_string(idxs[i]);
-  }
-  return out + "]";
-}
-
 // _get_different_indices: (depth, idx) whose liveness differs; levels beyond
 // `prev` are ignored.
 std::vector<PathIndex> different_indices(const std::vector<std::vector<bool>>& prev,
@@ -252,9 +243,9 @@ Result<CallOutcome> TreeManager::record_function(FunctionId fid, std::vector<Ten
              {"function", fn.def->name},
              {"graph", std::to_string(stored.id)},
              {"parent", stored.parent ? std::to_string(*stored.parent) : "None"},
-             {"static", index_list(stored.static_input_idxs)},
-             {"managed", index_list(stored.cudagraph_managed_idxs)},
-             {"non_static", index_list(stored.non_static_input_idxs)},
+             {"static", format_list(stored.static_input_idxs)},
+             {"managed", format_list(stored.cudagraph_managed_idxs)},
+             {"non_static", format_list(stored.non_static_input_idxs)},
              {"steps", std::to_string(stored.program_steps)}});
   return CallOutcome{CallPath::kRecord, std::move(outputs)};
 }

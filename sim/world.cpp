@@ -24,22 +24,6 @@ DeviceMemoryOptions memory_options(const WorldOptions& o) {
   return m;
 }
 
-std::string int_list(const std::vector<std::int64_t>& v) {
-  std::string out = "[";
-  for (std::size_t i = 0; i < v.size(); ++i) {
-    if (i) out += ',';
-    out += std::to_string(v[i]);
-  }
-  return out + "]";
-}
-std::string index_list(const std::vector<std::uint32_t>& v) {
-  std::string out = "[";
-  for (std::size_t i = 0; i < v.size(); ++i) {
-    if (i) out += ',';
-    out += std::to_string(v[i]);
-  }
-  return out + "]";
-}
 }  // namespace
 
 std::string_view optimizer_kind_name(OptimizerKind kind) {
@@ -454,8 +438,8 @@ Result<std::optional<FunctionId>> World::compile(const FunctionDef& def,
   ++live_cudagraphified_;
   ctx_.emit(EventKind::kCompile, {{"function", def.name},
                                   {"fid", std::to_string(fid)},
-                                  {"int_key", int_list(int_key)},
-                                  {"static_input_idxs", index_list(shown)}});
+                                  {"int_key", format_list(int_key)},
+                                  {"static_input_idxs", format_list(shown)}});
   return std::optional<FunctionId>{fid};
 }
 
