@@ -1,0 +1,124 @@
+#include "model/fx_graph.hpp"
+
+#include <fmt/format.h>
+
+#include <cctype>
+
+namespace capsim {
+
+std::string_view fx_op_name(FxOp op) {
+  switch (op) {
+#define CAPSIM_NAME_(e, name) \
+  case FxOp::e: return name;
+    CAPSIM_FX_OPS(CAPSIM_NAME_)
+#undef CAPSIM_NAME_
+  }
+  return "?";
+}
+
+std::string fx_snake_case(std::string_view target) {
+  const auto dot = target.rfind('.');
+  const std::string_view last = dot == std::string_view::npos ? target : target.substr(dot + 1);
+  std::string out;
+  for (std::size_t i = 0; i < last.size(); ++i) {
+    const char c = last[i];
+    const bool upper = std::isupper(static_cast<unsigned char>(c)) != 0;
+    if (upper && i > 0 && std::islower(static_cast<unsigned char>(last[i - 1])) != 0) out += '_';
+    out += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  }
+  return out.empty() ? "node" : out;
+}
+
+std::string FxGraph::unique_name(const std::string& base) {
+  const std::uint32_t n = name_counts_[base]++;
+  return n == 0 ? base : fmt::format("{}_{}", base, n);
+}
+
+FxNodeId FxGraph::placeholder(const std::string& name) {
+  CAPSIM_CHECK(!has_output(), "placeholder after the output");
+  CAPSIM_CHECK(nodes_.size() < kMaxFxNodes, "fx node limit reached");
+  nodes_.push_back({FxOp::kPlaceholder, unique_name(name), name, {}});
+  return static_cast<FxNodeId>(nodes_.size() - 1);
+}
+
+Status FxGraph::check_args(const std::vector<FxArg>& args) const {
+  for (const FxArg& a : args) {
+    if (a.kind == FxArg::Kind::kNode && a.node >= nodes_.size()) {
+      return make_error(fmt::format(
+          "fx graph '{}': argument refers to node {}, which does not exist", name_, a.node));
+    }
+    if (a.kind == FxArg::Kind::kList) CAPSIM_TRY(check_args(a.list));
+  }
+  return {};
+}
+
+Result<FxNodeId> FxGraph::call_function(const std::string& target, std::vector<FxArg> args) {
+  if (has_output()) {
+    return make_error(
+        fmt::format("fx graph '{}': call_function {} after the output", name_, target));
+  }
+  if (nodes_.size() >= kMaxFxNodes) {
+    return make_error(fmt::format("fx graph '{}': more than {} nodes", name_, kMaxFxNodes));
+  }
+  CAPSIM_TRY(check_args(args));
+  nodes_.push_back(
+      {FxOp::kCallFunction, unique_name(fx_snake_case(target)), target, std::move(args)});
+  return static_cast<FxNodeId>(nodes_.size() - 1);
+}
+
+Status FxGraph::output(std::vector<FxArg> args) {
+  if (has_output()) return make_error(fmt::format("fx graph '{}': a second output", name_));
+  CAPSIM_TRY(check_args(args));
+  nodes_.push_back({FxOp::kOutput, "output", "output", std::move(args)});
+  return {};
+}
+
+namespace {
+void write_arg(const FxGraph& g, const FxArg& a, std::string& out) {
+  switch (a.kind) {
+    case FxArg::Kind::kNone: out += "None"; return;
+    case FxArg::Kind::kNode:
+      out += '%';
+      out += g.nodes()[a.node].name;
+      return;
+    case FxArg::Kind::kInt: out += std::to_string(a.i); return;
+    case FxArg::Kind::kFloat:
+      // Shortest round-trip form, as Python's repr: stable and exact.
+      out += fmt::format("{}", a.f);
+      return;
+    case FxArg::Kind::kBool: out += a.b ? "True" : "False"; return;
+    case FxArg::Kind::kString:
+      out += '\'';
+      out += a.s;
+      out += '\'';
+      return;
+    case FxArg::Kind::kList:
+      out += '[';
+      for (std::size_t i = 0; i < a.list.size(); ++i) {
+        if (i != 0) out += ", ";
+        write_arg(g, a.list[i], out);
+      }
+      out += ']';
+      return;
+  }
+}
+}  // namespace
+
+std::string FxGraph::to_text() const {
+  std::string out = fmt::format("graph {}:\n", name_);
+  for (const FxNode& n : nodes_) {
+    std::string args;
+    for (std::size_t i = 0; i < n.args.size(); ++i) {
+      if (i != 0) args += ", ";
+      write_arg(*this, n.args[i], args);
+    }
+    if (n.op == FxOp::kOutput) {
+      out += fmt::format("    return ({})\n", args);
+    } else {
+      out += fmt::format("    %{} = {}[target={}]({})\n", n.name, fx_op_name(n.op), n.target, args);
+    }
+  }
+  return out;
+}
+
+}  // namespace capsim

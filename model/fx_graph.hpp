@@ -1,0 +1,131 @@
+// FxGraph: the graph compiled autograd captures, in torch.fx's shape.
+//
+// Nodes are placeholders (`inputs`, `sizes`, `scalars`, `hooks`), calls of a
+// function target named as PyTorch names it (`ops.MulBackward0`,
+// `validate_outputs`, `torch.add`, `copy_slices_prologue`, `call_backward`,
+// `make_subclass`, `inductor.accumulate_grad_`, `call_hook`, ...) and one
+// output. Arguments are node references, constants and lists of them. Names
+// are unique and derived from the target as torch.fx does (snake case of its
+// last component, then `_1`, `_2`, ...). `to_text` is the stable form that
+// `capsim capture` prints and that properties compare byte for byte.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "model/result.hpp"
+
+namespace capsim {
+
+// X(enumerator, name)
+#define CAPSIM_FX_OPS(X)            \
+  X(kPlaceholder, "placeholder")    \
+  X(kCallFunction, "call_function") \
+  X(kOutput, "output")
+
+enum class FxOp : std::uint8_t {
+#define CAPSIM_ENUM_(e, name) e,
+  CAPSIM_FX_OPS(CAPSIM_ENUM_)
+#undef CAPSIM_ENUM_
+};
+std::string_view fx_op_name(FxOp op);
+
+using FxNodeId = std::uint32_t;
+
+// One argument: None, a node, an int, a float, a bool, a string or a list.
+struct FxArg {
+  enum class Kind : std::uint8_t { kNone, kNode, kInt, kFloat, kBool, kString, kList };
+  Kind kind = Kind::kNone;
+  FxNodeId node = 0;
+  std::int64_t i = 0;
+  double f = 0.0;
+  bool b = false;
+  std::string s;
+  std::vector<FxArg> list;
+
+  static FxArg none() { return {}; }
+  static FxArg ref(FxNodeId n) {
+    FxArg a;
+    a.kind = Kind::kNode;
+    a.node = n;
+    return a;
+  }
+  static FxArg integer(std::int64_t v) {
+    FxArg a;
+    a.kind = Kind::kInt;
+    a.i = v;
+    return a;
+  }
+  static FxArg real(double v) {
+    FxArg a;
+    a.kind = Kind::kFloat;
+    a.f = v;
+    return a;
+  }
+  static FxArg boolean(bool v) {
+    FxArg a;
+    a.kind = Kind::kBool;
+    a.b = v;
+    return a;
+  }
+  static FxArg string(std::string v) {
+    FxArg a;
+    a.kind = Kind::kString;
+    a.s = std::move(v);
+    return a;
+  }
+  static FxArg of(std::vector<FxArg> items) {
+    FxArg a;
+    a.kind = Kind::kList;
+    a.list = std::move(items);
+    return a;
+  }
+  friend bool operator==(const FxArg&, const FxArg&) = default;
+};
+
+struct FxNode {
+  FxOp op = FxOp::kCallFunction;
+  std::string name;
+  std::string target;
+  std::vector<FxArg> args;
+  friend bool operator==(const FxNode&, const FxNode&) = default;
+};
+
+// The limit on nodes in one FxGraph.
+inline constexpr std::size_t kMaxFxNodes = std::size_t{1} << 24;
+
+class FxGraph {
+ public:
+  explicit FxGraph(std::string name = "CompiledAutograd0") : name_(std::move(name)) {}
+
+  FxNodeId placeholder(const std::string& name);
+  // A call of `target`; every node argument must already exist.
+  Result<FxNodeId> call_function(const std::string& target, std::vector<FxArg> args);
+  // The single output; nothing may follow it.
+  Status output(std::vector<FxArg> args);
+
+  const std::vector<FxNode>& nodes() const { return nodes_; }
+  const std::string& name() const { return name_; }
+  bool has_output() const { return !nodes_.empty() && nodes_.back().op == FxOp::kOutput; }
+
+  // One line per node: `%name = op[target=T](args)`, args written as Python
+  // would (None, True, 1.5, 'text', [a, b]).
+  std::string to_text() const;
+
+ private:
+  Status check_args(const std::vector<FxArg>& args) const;
+  std::string unique_name(const std::string& base);
+
+  std::string name_;
+  std::vector<FxNode> nodes_;
+  std::map<std::string, std::uint32_t> name_counts_;
+};
+
+// torch.fx's snake case: "MulBackward0" -> "mul_backward0"; the last dotted
+// component of a target only.
+std::string fx_snake_case(std::string_view target);
+
+}  // namespace capsim

@@ -1,0 +1,52 @@
+// FxGraph: node names as torch.fx derives them, the stable text form, and
+// errors for references to nodes that do not exist or nodes after the output.
+#include <doctest/doctest.h>
+
+#include "model/fx_graph.hpp"
+
+namespace capsim {
+namespace {
+
+TEST_CASE("fx graph: snake-case names with numeric suffixes, as torch.fx") {
+  CHECK(fx_snake_case("torch._dynamo.compiled_autograd.ops.MulBackward0") == "mul_backward0");
+  CHECK(fx_snake_case("torch.add") == "add");
+  CHECK(fx_snake_case("CopySlices") == "copy_slices");
+  FxGraph g;
+  const FxNodeId inputs = g.placeholder("inputs");
+  const FxNodeId a = g.call_function("torch.add", {FxArg::ref(inputs), FxArg::ref(inputs)}).value();
+  const FxNodeId b = g.call_function("torch.add", {FxArg::ref(a), FxArg::ref(a)}).value();
+  CHECK(g.nodes()[a].name == "add");
+  CHECK(g.nodes()[b].name == "add_1");
+}
+
+TEST_CASE("fx graph: the text form is stable and Python-like") {
+  FxGraph g("CompiledAutograd0");
+  const FxNodeId inputs = g.placeholder("inputs");
+  const FxNodeId mul =
+      g.call_function("ops.MulBackward0",
+                      {FxArg::of({FxArg::ref(inputs)}),
+                       FxArg::of({FxArg::boolean(true), FxArg::boolean(false)}), FxArg::integer(6),
+                       FxArg::real(0.5), FxArg::string("x"), FxArg::none()})
+          .value();
+  REQUIRE(g.output({FxArg::ref(mul)}).ok());
+  CHECK(g.to_text() ==
+        "graph CompiledAutograd0:\n"
+        "    %inputs = placeholder[target=inputs]()\n"
+        "    %mul_backward0 = call_function[target=ops.MulBackward0]([%inputs], [True, False], 6, "
+        "0.5, 'x', None)\n"
+        "    return (%mul_backward0)\n");
+}
+
+TEST_CASE("fx graph: dangling references and nodes after the output are errors") {
+  FxGraph g;
+  auto bad = g.call_function("torch.add", {FxArg::of({FxArg::ref(5)})});
+  REQUIRE_FALSE(bad.ok());
+  CHECK(bad.error().message ==
+        "fx graph 'CompiledAutograd0': argument refers to node 5, which does not exist");
+  REQUIRE(g.output({}).ok());
+  CHECK_FALSE(g.output({}).ok());
+  CHECK_FALSE(g.call_function("torch.add", {}).ok());
+}
+
+}  // namespace
+}  // namespace capsim
