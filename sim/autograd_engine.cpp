@@ -1,0 +1,1 @@
+#include "sim/autograd_engine.hpp"

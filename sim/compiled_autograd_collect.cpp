@@ -1,0 +1,1 @@
+#include "sim/compiled_autograd_collect.hpp"

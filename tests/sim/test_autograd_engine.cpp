@@ -1,0 +1,2 @@
+// Placeholder: tests of the eager autograd engine (issue 4), being written.
+#include <doctest/doctest.h>
