@@ -47,7 +47,9 @@ struct Device {
   friend bool operator==(const Device&, const Device&) = default;
 };
 
-enum class Layout : std::uint8_t { kStrided };
+// kJagged is a nested tensor's layout: metadata only, so that compiled
+// autograd's rejection of nested InputMetadata can be modelled.
+enum class Layout : std::uint8_t { kStrided, kJagged };
 
 struct StorageId {
   std::uint64_t value = 0;

@@ -1,2 +1,94 @@
-// Placeholder: compiled autograd's Phase A (issue 4), being written.
+// Compiled autograd, Phase A: walk the graph, collect inputs, build the key.
+//
+// What `_compiled_autograd_impl` does on every backward, with real tensors,
+// before deciding whether to capture (spec §1.2 and §4):
+//  - `ordered_calls`: a LIFO worklist from the root; a node is pushed once
+//    every edge into it from the reachable graph has been seen (a private
+//    visit count against its dependency count), so the order is a
+//    deterministic topological order. NodeCall ids are dense, in lookup order:
+//    a node gets its id when it is first met as the target of an edge;
+//  - per node, the specialization key bytes: its kind and name, id, hooks,
+//    node-specific `compiled_args`, and for each next edge its validity, the
+//    target's id, `input_nr` and the target input's InputMetadata (options,
+//    is_subclass, rank: never the dimension values);
+//  - the size inputs: every dimension value (InputMetadata shapes, saved
+//    sizes, CopySlices geometries) as a slot, STATIC unless `dynamic` is set or
+//    the node forces DYNAMIC (PyNode and AOT symints);
+//  - the lifted tensors, deduplicated by identity, whose device, dtype and
+//    requires_grad go into the key (their sizes do not).
+// Structural rejects happen here, before any capture: a CopySlices with a
+// view_fn, and nested InputMetadata. A non-traceable CppNode is accepted (after
+// PR 144707; the legacy capture rejects it in Phase B).
+//
+// CompiledAutogradCache is the shadow-graph trie walked with those keys, with
+// `check_dynamic_sizes` at its leaves: the first change of a STATIC slot
+// promotes it to DYNAMIC for good and costs one recapture.
 #pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "model/autograd_graph.hpp"
+#include "model/tensor_store.hpp"
+
+namespace capsim {
+
+struct NodeCall {
+  AutogradNodeId node = 0;
+  std::uint32_t id = 0;  // dense, in lookup order
+  bool needed = true;
+};
+
+struct SizeInput {
+  std::int64_t value = 0;
+  bool dynamic = false;    // DYNAMIC from the start (dynamic=true, or forced by the node)
+  std::uint32_t call = 0;  // index into ordered_calls of the node that owns it
+};
+
+struct CollectedBackward {
+  std::vector<NodeCall> ordered_calls;
+  std::vector<std::string> keys;  // per call, in ordered_calls order
+  std::vector<SizeInput> sizes;   // in collection order
+  std::vector<TensorId> inputs;   // lifted tensors, deduplicated, first use first
+};
+
+struct CollectOptions {
+  bool dynamic = false;  // compiled_autograd._enable(..., dynamic=True)
+};
+
+// Errors are PyTorch's texts after the node that caused them, e.g.
+// "node 4 (CopySlices): view_fn not supported by compiled autograd".
+Result<CollectedBackward> collect_backward(const AutogradGraph& graph, AutogradNodeId root,
+                                           const TensorStore& store,
+                                           const CollectOptions& options = {});
+
+struct CacheDecision {
+  bool hit = false;
+  std::string reason;  // PyTorch's verbose-log text for a miss; empty on a hit
+};
+
+// The shadow-graph trie. `lookup` walks it with a backward's keys and checks
+// its sizes; a miss means a capture (counted in `captures`).
+class CompiledAutogradCache {
+ public:
+  CompiledAutogradCache();
+  ~CompiledAutogradCache();
+  CompiledAutogradCache(const CompiledAutogradCache&) = delete;
+  CompiledAutogradCache& operator=(const CompiledAutogradCache&) = delete;
+
+  CacheDecision lookup(const AutogradGraph& graph, const CollectedBackward& backward);
+  std::uint64_t captures() const { return captures_; }
+  std::uint64_t hits() const { return hits_; }
+
+ private:
+  struct TrieNode;
+  std::unique_ptr<TrieNode> root_;
+  std::uint64_t captures_ = 0;
+  std::uint64_t hits_ = 0;
+};
+
+}  // namespace capsim
