@@ -2,7 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cctype>
+#include <optional>
 
 namespace capsim {
 
@@ -17,7 +19,14 @@ std::string_view fx_op_name(FxOp op) {
 }
 
 std::string fx_snake_case(std::string_view target) {
-  const auto dot = target.rfind('.');
+  auto dot = target.rfind('.');
+  // An ATen-style op, torch.ops.<namespace>.<op>.<overload>, is named after
+  // the op, as make_fx names it ("mul", "add_", "accumulate_grad_").
+  if (target.rfind("torch.ops.", 0) == 0 && dot != std::string_view::npos &&
+      std::count(target.begin(), target.end(), '.') >= 4) {
+    target = target.substr(0, dot);
+    dot = target.rfind('.');
+  }
   const std::string_view last = dot == std::string_view::npos ? target : target.substr(dot + 1);
   std::string out;
   for (std::size_t i = 0; i < last.size(); ++i) {
@@ -71,6 +80,45 @@ Status FxGraph::output(std::vector<FxArg> args) {
   CAPSIM_TRY(check_args(args));
   nodes_.push_back({FxOp::kOutput, "output", "output", std::move(args)});
   return {};
+}
+
+namespace {
+void collect_uses(const std::vector<FxArg>& args, std::vector<FxNodeId>& out) {
+  for (const FxArg& a : args) {
+    if (a.kind == FxArg::Kind::kNode) out.push_back(a.node);
+    if (a.kind == FxArg::Kind::kList) collect_uses(a.list, out);
+  }
+}
+Status remap(std::vector<FxArg>& args, const std::vector<std::optional<FxNodeId>>& to) {
+  for (FxArg& a : args) {
+    if (a.kind == FxArg::Kind::kNode) {
+      if (!to[a.node])
+        return make_error(fmt::format("fx graph: a use of node {} before it", a.node));
+      a.node = *to[a.node];
+    }
+    if (a.kind == FxArg::Kind::kList) CAPSIM_TRY(remap(a.list, to));
+  }
+  return {};
+}
+}  // namespace
+
+std::vector<FxNodeId> FxGraph::uses(FxNodeId id) const {
+  std::vector<FxNodeId> out;
+  collect_uses(nodes_.at(id).args, out);
+  return out;
+}
+
+Result<FxGraph> FxGraph::rebuilt(const std::vector<FxNodeId>& order) const {
+  FxGraph g(name_);
+  std::vector<std::optional<FxNodeId>> to(nodes_.size());
+  for (FxNodeId old : order) {
+    FxNode n = nodes_.at(old);
+    CAPSIM_TRY(remap(n.args, to));
+    to[old] = static_cast<FxNodeId>(g.nodes_.size());
+    g.nodes_.push_back(std::move(n));
+  }
+  g.name_counts_ = name_counts_;
+  return g;
 }
 
 namespace {

@@ -111,6 +111,13 @@ class FxGraph {
   const std::string& name() const { return name_; }
   bool has_output() const { return !nodes_.empty() && nodes_.back().op == FxOp::kOutput; }
 
+  // A graph with the same nodes (names kept) in `order`, references remapped;
+  // nodes left out of `order` are dropped. Every reference must point to a
+  // node placed earlier in `order` (passes reorder and dce through this).
+  Result<FxGraph> rebuilt(const std::vector<FxNodeId>& order) const;
+  // Which nodes each node's arguments refer to.
+  std::vector<FxNodeId> uses(FxNodeId id) const;
+
   // One line per node: `%name = op[target=T](args)`, args written as Python
   // would (None, True, 1.5, 'text', [a, b]).
   std::string to_text() const;
@@ -125,7 +132,7 @@ class FxGraph {
 };
 
 // torch.fx's snake case: "MulBackward0" -> "mul_backward0"; the last dotted
-// component of a target only.
+// component of a target only, or the op of "torch.ops.aten.mul.Tensor" ("mul").
 std::string fx_snake_case(std::string_view target);
 
 }  // namespace capsim

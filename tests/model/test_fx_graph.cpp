@@ -11,6 +11,8 @@ TEST_CASE("fx graph: snake-case names with numeric suffixes, as torch.fx") {
   CHECK(fx_snake_case("torch._dynamo.compiled_autograd.ops.MulBackward0") == "mul_backward0");
   CHECK(fx_snake_case("torch.add") == "add");
   CHECK(fx_snake_case("CopySlices") == "copy_slices");
+  CHECK(fx_snake_case("torch.ops.aten.add_.Tensor") == "add_");
+  CHECK(fx_snake_case("torch.ops.inductor.accumulate_grad_.default") == "accumulate_grad_");
   FxGraph g;
   const FxNodeId inputs = g.placeholder("inputs");
   const FxNodeId a = g.call_function("torch.add", {FxArg::ref(inputs), FxArg::ref(inputs)}).value();

@@ -1,0 +1,512 @@
+#include "sim/compiled_autograd_capture.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+namespace capsim {
+
+std::string_view capture_mode_name(CaptureMode mode) {
+  switch (mode) {
+#define CAPSIM_NAME_(e, name) \
+  case CaptureMode::e: return name;
+    CAPSIM_CAPTURE_MODES(CAPSIM_NAME_)
+#undef CAPSIM_NAME_
+  }
+  return "?";
+}
+
+namespace {
+
+// A value bound to a proxy. Its metadata is reachable only through
+// Capturer::read, which records the read.
+struct Value {
+  FxNodeId proxy = 0;
+  TensorMeta meta;
+  std::uint32_t use_count = 1;
+};
+using Slots = std::vector<std::optional<Value>>;
+
+FxArg ref(FxNodeId n) {
+  return FxArg::ref(n);
+}
+
+class Capturer {
+ public:
+  Capturer(const AutogradGraph& g, const CollectedBackward& b, const CaptureOptions& o)
+      : g_(g), b_(b), o_(o), rng_(o.perturb.seed) {}
+
+  Result<CaptureResult> run() {
+    inputs_ = r_.graph.placeholder("inputs");
+    sizes_ = r_.graph.placeholder("sizes");
+    scalars_ = r_.graph.placeholder("scalars");
+    hooks_ = r_.graph.placeholder("hooks");
+    // Dynamic size slots become sizes[j]; static ones stay literals.
+    std::uint32_t dyn = 0;
+    for (const SizeInput& s : b_.sizes) {
+      slot_arg_.push_back(s.dynamic ? FxArg::ref(getitem(sizes_, dyn++)) : FxArg::integer(s.value));
+    }
+    buffers_.assign(g_.num_nodes(), {});
+    for (AutogradNodeId v = 0; v < g_.num_nodes(); ++v)
+      buffers_[v].resize(g_.node(v).inputs.size());
+    for (std::uint32_t i = 0; i < b_.ordered_calls.size(); ++i) CAPSIM_TRY(run_call(i));
+    CAPSIM_TRY(end_capture());
+    return std::move(r_);
+  }
+
+ private:
+  // --- Proxies and values ---------------------------------------------------
+  FxNodeId call(const std::string& target, std::vector<FxArg> args) {
+    auto id = r_.graph.call_function(target, std::move(args));
+    CAPSIM_CHECK(id.ok(), "capture emitted a dangling reference");
+    return *id;
+  }
+  FxNodeId getitem(FxNodeId from, std::int64_t index) {
+    return call("operator.getitem", {ref(from), FxArg::integer(index)});
+  }
+  // A value for `proxy`. Outputs of proxied ops are dummies in the functional
+  // capture; in the legacy capture they are fakes with the metadata the eager
+  // formula would give (`correct`). A perturbation replaces either.
+  Value value(FxNodeId proxy, const TensorMeta& correct, bool dummy, const Dims& dummy_sizes) {
+    Value v{proxy, correct, 1};
+    if (dummy && o_.mode == CaptureMode::kFunctional) {
+      v.meta = contiguous_meta(dummy_sizes).value();
+    }
+    if (o_.perturb.enabled) {
+      Dims sizes;
+      const auto rank = 1 + rng_.next() % 3;
+      for (std::uint64_t d = 0; d < rank; ++d)
+        sizes.push_back(static_cast<std::int64_t>(1 + rng_.next() % 5));
+      v.meta.sizes = sizes;
+      v.meta.strides = contiguous_strides(sizes);
+      if (rng_.next() % 2 == 0) std::reverse(v.meta.strides.begin(), v.meta.strides.end());
+      static constexpr DType kTypes[] = {DType::kFloat32, DType::kFloat16, DType::kComplex64};
+      v.meta.dtype = kTypes[rng_.next() % 3];
+      v.use_count = static_cast<std::uint32_t>(1 + rng_.next() % 3);
+    }
+    return v;
+  }
+  // The one accessor of a proxy's metadata: every call is a MetadataRead.
+  const Value& read(const Value& v, const char* field) {
+    r_.reads.push_back({call_id_, std::string(node_name_), field, o_.mode});
+    return v;
+  }
+  FxArg lifted(TensorId t) {
+    auto it = std::find(b_.inputs.begin(), b_.inputs.end(), t);
+    CAPSIM_CHECK(it != b_.inputs.end(), "a saved tensor that Phase A did not lift");
+    const auto index = static_cast<std::int64_t>(it - b_.inputs.begin());
+    auto [pos, fresh] = lifted_.emplace(index, 0);
+    if (fresh) pos->second = getitem(inputs_, index);
+    return ref(pos->second);
+  }
+  FxArg next_size() {
+    CAPSIM_CHECK(size_cursor_ < slot_arg_.size() && b_.sizes[size_cursor_].call == call_index_,
+                 "capture and Phase A disagree on size slots");
+    return slot_arg_[size_cursor_++];
+  }
+  FxArg size_list(const Dims& dims) {
+    std::vector<FxArg> out;
+    for (std::size_t i = 0; i < dims.size(); ++i) out.push_back(next_size());
+    return FxArg::of(std::move(out));
+  }
+  FxArg grads_list(const Slots& slots) {
+    std::vector<FxArg> out;
+    for (const auto& s : slots) out.push_back(s ? ref(s->proxy) : FxArg::none());
+    return FxArg::of(std::move(out));
+  }
+  FxArg needs_input_grad(AutogradNodeId v) {
+    std::vector<FxArg> out;
+    for (const auto& e : g_.next_edges(v)) out.push_back(FxArg::boolean(e.has_value()));
+    return FxArg::of(std::move(out));
+  }
+  // The metadata the eager formula gives output `i`: that of the input it feeds.
+  TensorMeta output_meta(AutogradNodeId v, std::size_t i) {
+    const auto edges = g_.next_edges(v);
+    if (i < edges.size() && edges[i])
+      return g_.node(edges[i]->target).inputs[edges[i]->input_nr].meta;
+    return contiguous_meta({}).value();
+  }
+  // One getitem per output of `op`, bound to fresh values.
+  Slots unpack(FxNodeId op, AutogradNodeId v, std::size_t n, const Dims& dummy_sizes) {
+    Slots out(n);
+    for (std::size_t i = 0; i < n; ++i) {
+      out[i] =
+          value(getitem(op, static_cast<std::int64_t>(i)), output_meta(v, i), true, dummy_sizes);
+    }
+    return out;
+  }
+
+  // --- One NodeCall -----------------------------------------------------------
+  Status run_call(std::uint32_t index) {
+    const NodeCall& nc = b_.ordered_calls[index];
+    const AutogradNodeId v = nc.node;
+    const AutogradNode& node = g_.node(v);
+    call_index_ = index;
+    call_id_ = nc.id;
+    node_name_ = node.name;
+    Slots inputs = buffers_[v];
+    // Hooks are proxied in both modes (call_hook); their maybe_clone reads a
+    // fake's metadata without recording anything (I-3), so none is read here.
+    std::int64_t hook_index = 0;
+    for (AutogradHookKind h : node.hooks) {
+      if (h != AutogradHookKind::kTensorPre) continue;
+      for (auto& x : inputs) {
+        if (!x) continue;
+        x->proxy = call("call_hook", {ref(getitem(hooks_, hook_index)), ref(x->proxy),
+                                      FxArg::string("tensor_pre_hook")});
+      }
+      ++hook_index;
+    }
+    for (AutogradHookKind h : node.hooks) {
+      if (h != AutogradHookKind::kPre) continue;
+      const FxNodeId hooked = call("call_hook", {ref(getitem(hooks_, hook_index++)),
+                                                 grads_list(inputs), FxArg::string("pre_hook")});
+      for (std::size_t i = 0; i < inputs.size(); ++i) {
+        if (inputs[i]) inputs[i]->proxy = getitem(hooked, static_cast<std::int64_t>(i));
+      }
+    }
+    CAPSIM_TRY_ASSIGN(Slots outputs, apply(v, node, inputs));
+    if (node.kind != AutogradNodeKind::kAotBackward &&
+        node.kind != AutogradNodeKind::kAccumulateGrad &&
+        node.kind != AutogradNodeKind::kGraphRoot) {
+      CAPSIM_TRY(validate_outputs(v, outputs));
+    } else {
+      // Keep the size cursor in step with Phase A: edge metadata sizes.
+      for (const auto& e : g_.next_edges(v)) {
+        if (e) (void)size_list(g_.node(e->target).inputs[e->input_nr].meta.sizes);
+      }
+    }
+    for (AutogradHookKind h : node.hooks) {
+      if (h != AutogradHookKind::kPost && h != AutogradHookKind::kPostAccGrad) continue;
+      call("call_hook",
+           {ref(getitem(hooks_, hook_index++)), grads_list(outputs), grads_list(inputs),
+            FxArg::string(std::string(autograd_hook_kind_name(h)))});
+    }
+    // Route the outputs into their targets' input buffers (fan-in).
+    const auto edges = g_.next_edges(v);
+    for (std::size_t i = 0; i < edges.size() && i < outputs.size(); ++i) {
+      if (!edges[i] || !outputs[i]) continue;
+      auto& slot = buffers_[edges[i]->target][edges[i]->input_nr];
+      slot = accumulate(slot, *outputs[i]);
+    }
+    return {};
+  }
+
+  std::optional<Value> accumulate(const std::optional<Value>& old, const Value& incoming) {
+    if (!old) return incoming;  // definedness is not metadata
+    if (o_.mode == CaptureMode::kFunctional) {
+      return value(call("torch.add", {ref(old->proxy), ref(incoming.proxy)}), old->meta, true,
+                   kDummySizes);
+    }
+    // InputBuffer::add: in place only for a dense tensor nobody else holds.
+    const bool dense = is_contiguous(read(*old, "strides").meta);
+    const bool unique = read(*old, "use_count").use_count == 1;
+    if (dense && unique) {
+      Value v = *old;
+      v.proxy = call("torch.ops.aten.add_.Tensor", {ref(old->proxy), ref(incoming.proxy)});
+      return v;
+    }
+    return value(call("torch.add", {ref(old->proxy), ref(incoming.proxy)}), old->meta, false,
+                 kDummySizes);
+  }
+
+  Result<Slots> apply(AutogradNodeId v, const AutogradNode& node, const Slots& grads) {
+    const std::size_t n = node.num_outputs;
+    const bool legacy = o_.mode == CaptureMode::kLegacy;
+    std::vector<FxArg> saved;
+    for (TensorId t : node.saved_tensors) saved.push_back(lifted(t));
+    if (node.variable) saved.push_back(lifted(*node.variable));
+    // CopySlices' geometry comes first in Phase A's slot order.
+    std::vector<FxArg> geometry;
+    if (node.kind == AutogradNodeKind::kCopySlices) {
+      geometry.push_back(size_list(node.base.sizes));
+      geometry.push_back(size_list(node.base.strides));
+      geometry.push_back(next_size());
+      geometry.push_back(size_list(node.view.sizes));
+      geometry.push_back(size_list(node.view.strides));
+      geometry.push_back(next_size());
+    }
+    std::vector<FxArg> saved_sizes;
+    for (std::size_t i = 0; i < node.saved_sizes.size(); ++i) saved_sizes.push_back(next_size());
+
+    switch (node.kind) {
+      case AutogradNodeKind::kGraphRoot: {
+        Slots out(n);
+        for (std::size_t i = 0; i < n; ++i) {
+          const auto index = static_cast<std::int64_t>(b_.inputs.size() + i);
+          out[i] = value(getitem(inputs_, index), output_meta(v, i), false, kDummySizes);
+        }
+        return out;
+      }
+      case AutogradNodeKind::kAccumulateGrad: {
+        if (grads[0]) {
+          call("torch.ops.inductor.accumulate_grad_.default", {saved.back(), ref(grads[0]->proxy)});
+        }
+        return Slots{};
+      }
+      case AutogradNodeKind::kFunctional:
+      case AutogradNodeKind::kCopyBackwards: {
+        if (!legacy) {
+          std::vector<FxArg> args{grads_list(grads), needs_input_grad(v)};
+          args.insert(args.end(), saved.begin(), saved.end());
+          args.insert(args.end(), saved_sizes.begin(), saved_sizes.end());
+          return unpack(call("ops." + node.name, std::move(args)), v, n, kDummySizes);
+        }
+        return traced_formula(v, node, grads, saved);
+      }
+      case AutogradNodeKind::kCopySlices: {
+        if (!grads[0]) return Slots(n);
+        std::vector<FxArg> args{grads_list(grads)};
+        args.insert(args.end(), geometry.begin(), geometry.end());
+        if (!legacy) {
+          const FxNodeId prologue = call("copy_slices_prologue", std::move(args));
+          const FxNodeId result = getitem(prologue, 0), slice = getitem(prologue, 1),
+                         clone = getitem(prologue, 2);
+          const FxNodeId inner =
+              call("ops." + node.inner_name, {FxArg::of({ref(clone)}), needs_input_grad(v)});
+          const FxNodeId epilogue = call(
+              "copy_slices_epilogue", {needs_input_grad(v), ref(result), ref(inner), ref(slice)});
+          return unpack(epilogue, v, n, kDummySizes);
+        }
+        // apply_impl on fakes: new_empty_strided reads the grad's dtype and device.
+        (void)read(*grads[0], "dtype");
+        (void)read(*grads[0], "device");
+        const FxNodeId result = call("torch.ops.aten.new_empty_strided.default", std::move(args));
+        const FxNodeId copied =
+            call("torch.ops.aten.copy_.default", {ref(result), ref(grads[0]->proxy)});
+        const FxNodeId view = call("torch.ops.aten.as_strided.default", {ref(copied)});
+        const FxNodeId clone = call("torch.ops.aten.clone.default", {ref(view)});
+        Slots inner_in{value(clone, grads[0]->meta, false, kDummySizes)};
+        AutogradNode inner = node;
+        inner.kind = AutogradNodeKind::kFunctional;
+        inner.name = node.inner_name;
+        CAPSIM_TRY_ASSIGN(Slots res, traced_formula(v, inner, inner_in, {}));
+        Slots out(n);
+        for (std::size_t i = 0; i < n && i < res.size(); ++i) {
+          if (!res[i]) continue;  // branches on definedness: allowed
+          out[i] = value(call("torch.ops.aten.copy_.default", {ref(view), ref(res[i]->proxy)}),
+                         output_meta(v, i), false, kDummySizes);
+        }
+        return out;
+      }
+      case AutogradNodeKind::kCppNode: {
+        if (!legacy) {
+          const std::string target =
+              fmt::format("ops.CppNode{}{}", node.name, cpp_counts_[node.name]++);
+          std::vector<FxArg> args{grads_list(grads), needs_input_grad(v)};
+          args.insert(args.end(), saved.begin(), saved.end());
+          return unpack(call(target, std::move(args)), v, n, kDummySizes);
+        }
+        if (!node.traceable) {
+          return make_error(
+              fmt::format("{}: compiled_args not implemented for non-traceable node: {}",
+                          describe_node(g_, v), node.name));
+        }
+        return traced_formula(v, node, grads, saved);
+      }
+      case AutogradNodeKind::kPyNode: {
+        // Lifted in both modes: call_backward; its outputs are fakes built
+        // from the forward inputs' metadata, not dummies.
+        std::vector<FxArg> args{ref(getitem(hooks_, 0)), FxArg::of(saved)};
+        for (const auto& gslot : grads) args.push_back(gslot ? ref(gslot->proxy) : FxArg::none());
+        const FxNodeId op = call("call_backward", std::move(args));
+        Slots out(n);
+        for (std::size_t i = 0; i < n; ++i) {
+          out[i] = value(getitem(op, static_cast<std::int64_t>(i)), output_meta(v, i), false,
+                         kDummySizes);
+        }
+        return out;
+      }
+      case AutogradNodeKind::kAotBackward: {
+        if (legacy) {
+          // The traced prologue coerces tangents: it reads their metadata.
+          for (const auto& gslot : grads) {
+            if (gslot) {
+              (void)read(*gslot, "sizes");
+              (void)read(*gslot, "strides");
+            }
+          }
+        }
+        std::vector<FxArg> args{FxArg::of(saved), FxArg::of(saved_sizes)};
+        for (const auto& gslot : grads) args.push_back(gslot ? ref(gslot->proxy) : FxArg::none());
+        const FxNodeId pgrads = call("call_aot_bwd_prologue", std::move(args));
+        Slots out(n);
+        for (std::size_t i = 0; i < n; ++i) {
+          // The copied bw_module: one node per output.
+          const FxNodeId copied =
+              call("torch.ops.aten.mul.Tensor",
+                   {ref(getitem(pgrads, static_cast<std::int64_t>(i))), FxArg::integer(1)});
+          FxNodeId result = copied;
+          if (i < node.subclass_outputs) {
+            // The epilogue rebuilds the subclass from its two inner tensors.
+            const FxNodeId other =
+                call("torch.ops.aten.mul.Tensor", {ref(copied), FxArg::integer(1)});
+            result = call("make_subclass", {ref(copied), ref(other)});
+          }
+          out[i] = value(result, output_meta(v, i), true, kAotDummySizes);
+        }
+        return out;
+      }
+    }
+    return make_error("unknown node kind");
+  }
+
+  // The legacy path: the eager formula runs on the proxies, reading their
+  // metadata (complex grads take `real`; every output is an aten op).
+  Result<Slots> traced_formula(AutogradNodeId v, const AutogradNode& node, const Slots& grads,
+                               const std::vector<FxArg>& saved) {
+    Slots out(node.num_outputs);
+    const bool any =
+        std::any_of(grads.begin(), grads.end(), [](const auto& s) { return s.has_value(); });
+    if (!any) return out;
+    const Value& grad =
+        *std::find_if(grads.begin(), grads.end(), [](const auto& s) { return s.has_value(); })
+             ->
+             operator->();
+    FxNodeId x = grad.proxy;
+    if (is_complex(read(grad, "dtype").meta.dtype))
+      x = call("torch.ops.aten.real.default", {ref(x)});
+    for (std::size_t i = 0; i < out.size(); ++i) {
+      std::vector<FxArg> args{ref(x)};
+      if (i < saved.size()) args.push_back(saved[i]);
+      const std::string target = node.kind == AutogradNodeKind::kCopyBackwards
+                                     ? "torch.ops.aten._to_copy.default"
+                                     : "torch.ops.aten.mul.Tensor";
+      out[i] = value(call(target, std::move(args)), output_meta(v, i), false, kDummySizes);
+    }
+    return out;
+  }
+
+  Status validate_outputs(AutogradNodeId v, Slots& outputs) {
+    const auto edges = g_.next_edges(v);
+    if (o_.mode == CaptureMode::kFunctional) {
+      std::vector<FxArg> packed;
+      for (const auto& e : edges) {
+        if (!e) {
+          packed.push_back(FxArg::none());
+          continue;
+        }
+        const TensorMeta& m = g_.node(e->target).inputs[e->input_nr].meta;
+        packed.push_back(FxArg::of({FxArg::string(std::string(dtype_name(m.dtype))),
+                                    FxArg::boolean(m.is_subclass), size_list(m.sizes)}));
+      }
+      const FxNodeId validated =
+          call("validate_outputs", {grads_list(outputs), FxArg::of(std::move(packed))});
+      for (std::size_t i = 0; i < outputs.size(); ++i) {
+        if (outputs[i]) {
+          *outputs[i] = value(getitem(validated, static_cast<std::int64_t>(i)), output_meta(v, i),
+                              true, kDummySizes);
+        }
+      }
+      return {};
+    }
+    // C++ validate_outputs on the proxies: shapes, then dtypes.
+    for (std::size_t i = 0; i < edges.size() && i < outputs.size(); ++i) {
+      if (!edges[i]) continue;
+      const TensorMeta& m = g_.node(edges[i]->target).inputs[edges[i]->input_nr].meta;
+      const FxArg sizes = size_list(m.sizes);
+      if (!outputs[i]) continue;
+      Value& out = *outputs[i];
+      if (read(out, "sizes").meta.sizes != m.sizes) {
+        out.proxy = call("torch.ops.aten.sum_to_size.default", {ref(out.proxy), sizes});
+        out.meta.sizes = m.sizes;
+        out.meta.strides = contiguous_strides(m.sizes);
+      }
+      if (read(out, "dtype").meta.dtype != m.dtype) {
+        out.proxy = call("torch.ops.aten._to_copy.default",
+                         {ref(out.proxy), FxArg::string(std::string(dtype_name(m.dtype)))});
+        out.meta.dtype = m.dtype;
+      }
+    }
+    return {};
+  }
+
+  // --- end_capture ------------------------------------------------------------
+  Status end_capture() {
+    call("FakeCompiledAutogradEngine._exec_final_callbacks_stub", {});
+    CAPSIM_TRY(r_.graph.output({FxArg::of({})}));
+    CAPSIM_TRY(reorder_accumulate_grad_nodes());
+    return dce();
+  }
+
+  bool is_input_like(FxNodeId n) const {
+    const FxNode& node = r_.graph.nodes()[n];
+    if (node.op == FxOp::kPlaceholder) return true;
+    if (node.target != "operator.getitem") return false;
+    const auto uses = r_.graph.uses(n);
+    return !uses.empty() && r_.graph.nodes()[uses[0]].op == FxOp::kPlaceholder;
+  }
+
+  // Each accumulate_grad_ moves to right after the later of its param and its
+  // grad's producer, unless that is an input (a placeholder or its getitem).
+  Status reorder_accumulate_grad_nodes() {
+    std::vector<FxNodeId> order;
+    for (FxNodeId i = 0; i < r_.graph.nodes().size(); ++i) order.push_back(i);
+    for (FxNodeId id = 0; id < r_.graph.nodes().size(); ++id) {
+      if (r_.graph.nodes()[id].target != "torch.ops.inductor.accumulate_grad_.default") continue;
+      const auto uses = r_.graph.uses(id);
+      const FxNodeId anchor =
+          *std::max_element(uses.begin(), uses.end(), [&](FxNodeId a, FxNodeId b) {
+            return std::find(order.begin(), order.end(), a) <
+                   std::find(order.begin(), order.end(), b);
+          });
+      if (is_input_like(anchor)) continue;
+      order.erase(std::find(order.begin(), order.end(), id));
+      order.insert(std::find(order.begin(), order.end(), anchor) + 1, id);
+    }
+    CAPSIM_TRY_ASSIGN(r_.graph, r_.graph.rebuilt(order));
+    return {};
+  }
+
+  Status dce() {
+    static const std::set<std::string> kImpure{
+        "call_hook", "call_backward", "FakeCompiledAutogradEngine._exec_final_callbacks_stub",
+        "torch.ops.inductor.accumulate_grad_.default"};
+    const auto& nodes = r_.graph.nodes();
+    std::vector<bool> keep(nodes.size(), false);
+    for (std::size_t i = nodes.size(); i-- > 0;) {
+      const FxNode& n = nodes[i];
+      const bool impure = n.op != FxOp::kCallFunction || kImpure.count(n.target) != 0 ||
+                          is_input_like(static_cast<FxNodeId>(i)) ||
+                          n.target.rfind("torch.ops.aten.copy_", 0) == 0 ||
+                          n.target == "torch.ops.aten.add_.Tensor";
+      if (impure) keep[i] = true;
+      if (!keep[i]) continue;
+      for (FxNodeId u : r_.graph.uses(static_cast<FxNodeId>(i))) keep[u] = true;
+    }
+    std::vector<FxNodeId> order;
+    for (FxNodeId i = 0; i < nodes.size(); ++i) {
+      if (keep[i]) order.push_back(i);
+    }
+    CAPSIM_TRY_ASSIGN(r_.graph, r_.graph.rebuilt(order));
+    return {};
+  }
+
+  const AutogradGraph& g_;
+  const CollectedBackward& b_;
+  CaptureOptions o_;
+  Rng rng_;
+  CaptureResult r_;
+  FxNodeId inputs_ = 0, sizes_ = 0, scalars_ = 0, hooks_ = 0;
+  std::vector<FxArg> slot_arg_;
+  std::size_t size_cursor_ = 0;
+  std::vector<Slots> buffers_;
+  std::map<std::int64_t, FxNodeId> lifted_;
+  std::map<std::string, std::uint32_t> cpp_counts_;
+  std::uint32_t call_index_ = 0;
+  std::uint32_t call_id_ = 0;
+  std::string_view node_name_;
+};
+
+}  // namespace
+
+Result<CaptureResult> capture_backward(const AutogradGraph& graph,
+                                       const CollectedBackward& backward,
+                                       const CaptureOptions& options) {
+  Capturer capturer(graph, backward, options);
+  return capturer.run();
+}
+
+}  // namespace capsim
