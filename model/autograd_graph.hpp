@@ -99,6 +99,9 @@ struct AutogradNode {
   std::uint32_t subclass_outputs = 0;
   // kAccumulateGrad: the leaf whose .grad it accumulates into.
   std::optional<TensorId> variable;
+  // Saved Scalars: a custom function's constants (CppNode saved_data), lifted
+  // as scalar inputs.
+  std::vector<double> saved_scalars;
 };
 
 // The edge leaving output `output_nr` of a node, into input `input_nr` of

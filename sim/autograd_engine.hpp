@@ -1,2 +1,244 @@
-// Placeholder: the eager autograd engine (issue 4), being written.
+// AutogradEngine: eager autograd on the simulated device, the ground truth
+// for compiled autograd (issue 4; spec compiled-autograd.md §2 and §9).
+//
+// The forward API computes float32 values with the shared kernels and records
+// the backward graph as PyTorch's autograd would: a leaf that requires grad
+// gets an AccumulateGrad node, every differentiable op a functional node
+// ("MulBackward0", ...) with its saved tensors and sizes, the InputMetadata of
+// the grad it receives and one next edge per forward input (an empty slot for
+// an input that needs no grad). An in-place op on a view rebases the base onto
+// a CopySlices node wrapping the op's node; copy_ records CopyBackwards.
+// Custom functions record PyNode or CppNode; compiled_mul records an AOT
+// region's CompiledFunctionBackward (autograd_aot.cpp).
+//
+// backward(root, grad) runs the reachable nodes in the graph's deterministic
+// topological order, sums fan-in grads in execution order (InputBuffer's
+// torch.add, earlier producer first), runs validate_outputs after every node
+// but the AOT backward (sum_to for a broadcast grad, the eager error texts of
+// spec §5 otherwise) and accumulates into the leaves' .grad (steal when None
+// and nobody else holds the grad, add otherwise).
+//
+// Hooks and custom functions' backward bodies are user code: the engine keeps
+// them in side tables keyed by node id, and records their kinds on the nodes.
+// The graph itself is kept as mutable node records (hooks are added after a
+// node exists) and built into an AutogradGraph on demand, with the same ids.
+//
+// Differences from PyTorch, on purpose: the graph is always retained (saved
+// tensors are never freed by a backward); after an in-place op on a view, the
+// view's new grad_fn (AsStridedBackward0) is made at once, not lazily; other
+// views of the same base keep their old grad_fn; there are no version counters.
 #pragma once
+
+#include <map>
+#include <optional>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "model/autograd_graph.hpp"
+#include "model/caching_allocator.hpp"
+#include "model/cpu_backend.hpp"
+#include "model/device_memory.hpp"
+#include "model/tensor_store.hpp"
+
+namespace capsim {
+
+// The device state the engine works on; the caller owns it.
+struct AutogradDevice {
+  DeviceMemory& memory;
+  TensorStore& store;
+  CpuBackend& backend;
+  PoolId pool = kDefaultPool;
+};
+
+// A device owned in one piece, for standalone use (tests, oracles).
+struct OwnedAutogradDevice {
+  DeviceMemory memory;
+  CachingAllocator allocator{memory};
+  TensorStore store{allocator};
+  CpuBackend backend{memory};
+  AutogradDevice device() { return AutogradDevice{memory, store, backend}; }
+};
+
+// The edge a tensor's grad flows into: output `output_nr` of node `node`.
+struct GradFn {
+  AutogradNodeId node = 0;
+  std::uint32_t output_nr = 0;
+  friend bool operator==(const GradFn&, const GradFn&) = default;
+};
+
+// A tensor with its autograd metadata, as a snapshot: an in-place op on a
+// view changes the base's grad_fn, so ask `variable(tensor)` for the current
+// one. Leaves and tensors that need no grad have no grad_fn.
+struct Variable {
+  TensorId tensor;
+  std::optional<GradFn> grad_fn;
+  bool requires_grad = false;
+};
+
+// X(enumerator, name)
+#define CAPSIM_CUSTOM_FUNCTION_KINDS(X)                \
+  X(kPython, "python") /* autograd.Function: PyNode */ \
+  X(kCpp, "cpp")       /* torch::autograd::Function: CppNode */
+
+enum class CustomFunctionKind : std::uint8_t {
+#define CAPSIM_ENUM_(e, name) e,
+  CAPSIM_CUSTOM_FUNCTION_KINDS(CAPSIM_ENUM_)
+#undef CAPSIM_ENUM_
+};
+
+// A user autograd.Function with a fixed formula: forward returns
+// factor * (x0 + x1 + ...) (all inputs of one shape), backward returns
+// grad * factor for every input. `bad_grad_sizes` models a buggy backward
+// (PyTorch's test_invalid_gradients): it returns tensors of these sizes,
+// filled with `factor`, which validate_outputs then reduces or rejects.
+struct CustomFunction {
+  std::string name;  // "MyFn": the node is "MyFnBackward" or "CppNode<MyFn>"
+  CustomFunctionKind kind = CustomFunctionKind::kPython;
+  bool traceable = true;  // CppNode only
+  float factor = 2.0f;
+  std::optional<Dims> bad_grad_sizes;
+};
+
+// What backward() leaves behind besides the leaves' .grad.
+struct BackwardResult {
+  std::vector<AutogradNodeId> executed;  // nodes run, in order (GraphRoot first)
+};
+
+class AutogradEngine {
+ public:
+  explicit AutogradEngine(AutogradDevice device) : device_(device) {}
+  ~AutogradEngine();
+  AutogradEngine(const AutogradEngine&) = delete;
+  AutogradEngine& operator=(const AutogradEngine&) = delete;
+
+  // --- Tensors ---------------------------------------------------------------
+  // A fresh contiguous tensor holding `values` (row-major, numel(sizes) of them).
+  // A leaf that requires grad gets its AccumulateGrad node now.
+  Result<Variable> leaf(const Dims& sizes, std::span<const float> values,
+                        bool requires_grad = true);
+  Result<Variable> constant(const Dims& sizes, std::span<const float> values) {
+    return leaf(sizes, values, /*requires_grad=*/false);
+  }
+  // The current autograd metadata of a tensor the engine made.
+  Result<Variable> variable(TensorId tensor) const;
+  // The values of a tensor, row-major over its sizes (strides honoured).
+  Result<std::vector<float>> read(TensorId tensor) const;
+  // A leaf's .grad, or nullopt while it is None.
+  std::optional<TensorId> grad(const Variable& leaf) const;
+
+  // --- Differentiable ops (broadcasting where PyTorch broadcasts) -------------
+  Result<Variable> mul(const Variable& a, const Variable& b);
+  Result<Variable> add(const Variable& a, const Variable& b);
+  Result<Variable> sum(const Variable& a);  // over all dims, to a 0-d tensor
+  Result<Variable> mm(const Variable& a, const Variable& b);
+  Result<Variable> relu(const Variable& a);
+  Result<Variable> clone(const Variable& a);
+  Result<Variable> expand(const Variable& a, const Dims& sizes);                    // a view
+  Result<Variable> slice(const Variable& a, std::int64_t start, std::int64_t end);  // dim 0 view
+  // Tensor.to(dtype): a copy with the new dtype (values stay float32), whose
+  // grad_fn is ToCopyBackward0, as in PyTorch.
+  Result<Variable> to(const Variable& a, DType dtype);
+  // A fresh tensor that needs no grad (torch.empty(sizes, dtype=...)), zeroed.
+  Result<Variable> zeros(const Dims& sizes, DType dtype = DType::kFloat32);
+
+  // --- In-place ops: return `self` with its new grad_fn ------------------------
+  // self.copy_(src): CopyBackwards, wrapped in CopySlices when self is a view.
+  Result<Variable> copy_(const Variable& self, const Variable& src);
+  // self.mul_(other): MulBackward0, wrapped in CopySlices when self is a view.
+  Result<Variable> mul_(const Variable& self, const Variable& other);
+
+  // --- Custom functions --------------------------------------------------------
+  Result<Variable> apply(const CustomFunction& fn, std::span<const Variable> inputs);
+
+  // --- An AOT-compiled region ------------------------------------------------
+  // A torch.compile'd out = a * b (one shape) whose grad_fn is
+  // CompiledFunctionBackward: the copied AOT graph is mul's backward, and no
+  // validate_outputs follows it. With `subclass_output` the output is a
+  // TwoTensor-like subclass (meta.is_subclass, two inner tensors of equal
+  // values; ops downstream read the first) and the node counts it in
+  // subclass_outputs, for the make_subclass epilogue.
+  Result<Variable> compiled_mul(const Variable& a, const Variable& b, bool subclass_output);
+  // The two inner tensors of a subclass output.
+  Result<std::pair<TensorId, TensorId>> inner_tensors(TensorId subclass) const;
+
+  // --- Hooks (each multiplies what it sees by `scale`) -----------------------
+  // tensor.register_hook: on the node the tensor's grad flows into.
+  Status register_tensor_hook(const Variable& tensor, float scale);
+  // grad_fn.register_prehook / register_hook: on all of a node's inputs or outputs.
+  Status register_prehook(AutogradNodeId node, float scale);
+  Status register_posthook(AutogradNodeId node, float scale);
+  // leaf.register_post_accumulate_grad_hook: scales the leaf's .grad in place.
+  Status register_post_accumulate_grad_hook(const Variable& leaf, float scale);
+
+  // --- Backward ----------------------------------------------------------------
+  // root.backward(grad_output); grad_output is required, as for a non-scalar.
+  Result<BackwardResult> backward(const Variable& root, const Variable& grad_output);
+
+  // --- The recorded graph ------------------------------------------------------
+  std::size_t num_nodes() const { return records_.size(); }
+  const AutogradNode& node(AutogradNodeId id) const;
+  // The recorded graph, ids unchanged.
+  Result<AutogradGraph> graph() const;
+  // The graph a backward from `root` runs: the recorded one plus a GraphRoot
+  // (the last id) with one edge to the root's gradient edge.
+  struct BackwardGraph {
+    AutogradGraph graph;
+    AutogradNodeId root = 0;
+  };
+  Result<BackwardGraph> backward_graph(const Variable& root) const;
+  // The edge a tensor's grad flows into: its grad_fn, or its AccumulateGrad.
+  std::optional<GradFn> gradient_edge(TensorId tensor) const;
+
+ private:
+  struct Record {
+    AutogradNode node;
+    std::vector<std::optional<NextEdge>> next;  // one slot per output
+  };
+  struct Meta {  // autograd metadata of one tensor
+    std::optional<GradFn> grad_fn;
+    bool requires_grad = false;
+    std::optional<AutogradNodeId> accumulate;  // leaves that require grad
+    std::optional<TensorId> view_base;         // differentiable views
+    bool expanded = false;                     // written elements may alias
+  };
+  struct Hook {
+    AutogradHookKind kind;
+    std::uint32_t input_nr = 0;  // kTensorPre only
+    float scale = 1.0f;
+  };
+  friend class BackwardRun;
+
+  // Tensors and kernels.
+  Result<TensorId> fresh(const Dims& sizes, DType dtype = DType::kFloat32);
+  Result<TensorId> view_of(TensorId base, const TensorMeta& meta);
+  Result<Tensor> tensor(TensorId id) const;
+  Status launch(Result<KernelLaunch> launch);
+  Status fill(TensorId out, float value);
+  Status copy_into(TensorId out, TensorId in);                       // in broadcast to out
+  Result<TensorId> binary(KernelKind kind, TensorId a, TensorId b);  // broadcasting
+  Result<TensorId> sum_to(TensorId in, const Dims& sizes);
+  Result<TensorId> transposed(TensorId t);
+  Result<TensorId> matmul(TensorId a, TensorId b);
+  Result<TensorId> scaled(TensorId in, float factor);
+
+  // Graph recording.
+  Result<AutogradNodeId> add_record(AutogradNode node, std::span<const std::optional<GradFn>> next);
+  Result<Variable> finish(TensorId out, AutogradNode node, std::span<const Variable> inputs);
+  Result<Variable> rebase(const Variable& self, AutogradNode node,
+                          std::span<const Variable> inputs);
+  InputMetadata metadata_of(TensorId tensor) const;
+  Result<AutogradGraph> build(std::optional<GradFn> root_edge) const;
+
+  AutogradDevice device_;
+  std::vector<Record> records_;
+  std::map<TensorId, Meta> meta_;
+  std::map<TensorId, TensorId> grads_;  // leaf -> .grad
+  std::map<AutogradNodeId, std::vector<Hook>> hooks_;
+  std::map<AutogradNodeId, CustomFunction> functions_;
+  std::map<TensorId, std::pair<TensorId, TensorId>> subclass_inner_;
+  std::vector<TensorId> owned_;  // released by the destructor, in order
+};
+
+}  // namespace capsim

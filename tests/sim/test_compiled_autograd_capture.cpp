@@ -192,3 +192,38 @@ TEST_CASE("compiled autograd capture: accumulate_grad_ follows its grad's produc
 
 }  // namespace
 }  // namespace capsim
+
+// The two halves joined: graphs the eager engine records, captured.
+#include "sim/autograd_engine.hpp"
+
+namespace capsim {
+namespace {
+
+TEST_CASE("compiled autograd capture: engine graphs (mm, relu, fan-in, CopySlices) read nothing") {
+  OwnedAutogradDevice dev;
+  AutogradEngine engine(dev.device());
+  const std::vector<float> v4{1, 2, 3, 4};
+  const Variable w = engine.leaf({2, 2}, v4).value();
+  const Variable x = engine.constant({2, 2}, v4).value();
+  const Variable h = engine.relu(engine.mm(x, w).value()).value();
+  const Variable y = engine.add(engine.mul(h, h).value(), h).value();  // fan-in into h
+  Variable base = engine.clone(y).value();
+  const Variable part = engine.slice(base, 0, 1).value();
+  (void)engine.mul_(part, engine.constant({1, 2}, std::vector<float>{2, 2}).value()).value();
+  base = engine.variable(base.tensor).value();
+  const Variable loss = engine.sum(base).value();
+  const auto bg = engine.backward_graph(loss).value();
+  const CollectedBackward c = collect_backward(bg.graph, bg.root, dev.store).value();
+  const auto functional = capture_backward(bg.graph, c, {CaptureMode::kFunctional, {}}).value();
+  CHECK(functional.reads.empty());
+  const std::string text = functional.graph.to_text();
+  CHECK(text.find("ops.MmBackward0") != std::string::npos);
+  CHECK(text.find("copy_slices_prologue") != std::string::npos);
+  CHECK(text.find("torch.add") != std::string::npos);
+  const auto legacy = capture_backward(bg.graph, c, {CaptureMode::kLegacy, {}}).value();
+  CHECK_FALSE(legacy.reads.empty());
+  CHECK(legacy.graph.to_text() != text);
+}
+
+}  // namespace
+}  // namespace capsim
