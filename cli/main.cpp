@@ -14,6 +14,7 @@
 #include "model/address.hpp"
 #include "model/digest.hpp"
 #include "sim/adam_replay_job.hpp"
+#include "sim/capture_scenarios.hpp"
 #include "sim/scenarios.hpp"
 
 namespace {
@@ -87,6 +88,29 @@ int print_scenario(const std::string& name) {
   return run.all_hold() ? 0 : 1;
 }
 
+// Prints a compiled-autograd scenario: cache decisions, MetadataReads and the
+// captured graphs, then `metadata reads: N`. A capture that PyTorch itself
+// would reject (the legacy non-traceable CppNode) prints `raised: ...`.
+int print_capture(const std::string& name, const std::string& mode_name) {
+  const capsim::CaptureScenario* s = capsim::find_capture_scenario(name);
+  if (s == nullptr) {
+    return fail(fmt::format("unknown capture scenario '{}' (see capsim capture --list)", name));
+  }
+  const capsim::CaptureMode mode =
+      mode_name == "legacy" ? capsim::CaptureMode::kLegacy : capsim::CaptureMode::kFunctional;
+  fmt::print("capture {} mode={}\n", s->name, capsim::capture_mode_name(mode));
+  fmt::print("mirrors {}\n", s->mirrors);
+  fmt::print("about {}\n", s->description);
+  capsim::CaptureRunLog log;
+  const capsim::Status status = s->run(mode, log);
+  for (const std::string& line : log.lines) fmt::print("{}\n", line);
+  if (!status) fmt::print("raised: {}\n", status.error().message);
+  fmt::print("captures: {} (PyTorch's test expects {}), cache hits: {}\n", log.captures,
+             s->expected_captures, log.hits);
+  fmt::print("metadata reads: {}\n", log.metadata_reads);
+  return 0;
+}
+
 int run_main(int argc, char** argv) {
   CLI::App app{"capsim: a deterministic simulator of graph capture semantics"};
   app.require_subcommand(1);
@@ -109,6 +133,16 @@ int run_main(int argc, char** argv) {
       app.add_subcommand("scenario", "Print the events of a built-in cudagraph-trees scenario");
   scenario->add_option("name", scenario_name, "Scenario name (see --list)");
   scenario->add_flag("--list", scenario_list, "List the built-in scenarios");
+
+  std::string capture_name;
+  std::string capture_mode = "functional";
+  bool capture_list = false;
+  CLI::App* capture = app.add_subcommand(
+      "capture", "Print compiled autograd's capture of a built-in autograd scenario");
+  capture->add_option("name", capture_name, "Scenario name (see --list)");
+  capture->add_option("--mode", capture_mode, "functional (after PR 144707) or legacy (before)")
+      ->check(CLI::IsMember({"functional", "legacy"}));
+  capture->add_flag("--list", capture_list, "List the built-in autograd scenarios");
 
   app.add_subcommand("version", "Print the version");
 
@@ -138,6 +172,16 @@ int run_main(int argc, char** argv) {
     if (scenario_list) return list_scenarios();
     if (scenario_name.empty()) return fail("scenario: give a NAME or --list");
     return print_scenario(scenario_name);
+  }
+  if (capture->parsed()) {
+    if (capture_list) {
+      for (const capsim::CaptureScenario& c : capsim::builtin_capture_scenarios()) {
+        fmt::print("{:<36} {}\n", c.name, c.mirrors);
+      }
+      return 0;
+    }
+    if (capture_name.empty()) return fail("capture: give a NAME or --list");
+    return print_capture(capture_name, capture_mode);
   }
   if (app.got_subcommand("version")) {
     fmt::print("capsim 0.1.0\n");

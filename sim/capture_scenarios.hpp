@@ -1,0 +1,53 @@
+// Built-in compiled-autograd scenarios, behind `capsim capture`.
+//
+// Each mirrors a test of test/inductor/test_compiled_autograd.py (spec §6): it
+// builds one or more backward graphs with the eager engine, runs Phase A and
+// the cache for each backward, and captures on every miss in the chosen mode.
+// The run keeps every captured graph's text, every MetadataRead and every cache
+// decision, so that `capsim capture NAME --mode legacy` shows where the legacy
+// capture read proxy metadata and the functional one did not.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "sim/autograd_engine.hpp"
+#include "sim/compiled_autograd_capture.hpp"
+
+namespace capsim {
+
+struct CaptureRunLog {
+  std::vector<std::string> lines;  // printed in order
+  std::uint64_t captures = 0;
+  std::uint64_t hits = 0;
+  std::uint64_t metadata_reads = 0;
+};
+
+// One backward through compiled autograd: Phase A, the cache, and a capture on
+// a miss. Shared by the scenarios; errors are the capture's own.
+class CompiledAutogradRunner {
+ public:
+  CompiledAutogradRunner(CaptureMode mode, bool dynamic) : mode_(mode), dynamic_(dynamic) {}
+  Status backward(const AutogradEngine& engine, const Variable& root, const TensorStore& store,
+                  CaptureRunLog& log);
+
+ private:
+  CaptureMode mode_;
+  bool dynamic_;
+  CompiledAutogradCache cache_;
+};
+
+struct CaptureScenario {
+  std::string name;
+  std::string mirrors;
+  std::string description;
+  std::uint64_t expected_captures = 0;  // what the PyTorch test asserts (functional mode)
+  std::function<Status(CaptureMode, CaptureRunLog&)> run;
+};
+
+const std::vector<CaptureScenario>& builtin_capture_scenarios();
+const CaptureScenario* find_capture_scenario(const std::string& name);
+
+}  // namespace capsim
