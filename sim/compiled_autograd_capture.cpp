@@ -48,6 +48,7 @@ class Capturer {
     for (const SizeInput& s : b_.sizes) {
       slot_arg_.push_back(s.dynamic ? FxArg::ref(getitem(sizes_, dyn++)) : FxArg::integer(s.value));
     }
+    for (std::size_t i = 0; i < b_.inputs.size(); ++i) input_index_.emplace(b_.inputs[i], i);
     buffers_.assign(g_.num_nodes(), {});
     for (AutogradNodeId v = 0; v < g_.num_nodes(); ++v)
       buffers_[v].resize(g_.node(v).inputs.size());
@@ -94,9 +95,9 @@ class Capturer {
     return v;
   }
   FxArg lifted(TensorId t) {
-    auto it = std::find(b_.inputs.begin(), b_.inputs.end(), t);
-    CAPSIM_CHECK(it != b_.inputs.end(), "a saved tensor that Phase A did not lift");
-    const auto index = static_cast<std::int64_t>(it - b_.inputs.begin());
+    auto it = input_index_.find(t);
+    CAPSIM_CHECK(it != input_index_.end(), "a saved tensor that Phase A did not lift");
+    const auto index = static_cast<std::int64_t>(it->second);
     auto [pos, fresh] = lifted_.emplace(index, 0);
     if (fresh) pos->second = getitem(inputs_, index);
     return ref(pos->second);
@@ -123,9 +124,13 @@ class Capturer {
   }
   // The metadata the eager formula gives output `i`: that of the input it feeds.
   TensorMeta output_meta(AutogradNodeId v, std::size_t i) {
-    const auto edges = g_.next_edges(v);
-    if (i < edges.size() && edges[i])
-      return g_.node(edges[i]->target).inputs[edges[i]->input_nr].meta;
+    if (edges_of_ != v || edges_.empty()) {
+      edges_of_ = v;
+      edges_ = g_.next_edges(v);
+    }
+    if (i < edges_.size() && edges_[i]) {
+      return g_.node(edges_[i]->target).inputs[edges_[i]->input_nr].meta;
+    }
     return contiguous_meta({}).value();
   }
   // One getitem per output of `op`, bound to fresh values.
@@ -442,19 +447,26 @@ class Capturer {
   // Each accumulate_grad_ moves to right after the later of its param and its
   // grad's producer, unless that is an input (a placeholder or its getitem).
   Status reorder_accumulate_grad_nodes() {
-    std::vector<FxNodeId> order;
-    for (FxNodeId i = 0; i < r_.graph.nodes().size(); ++i) order.push_back(i);
-    for (FxNodeId id = 0; id < r_.graph.nodes().size(); ++id) {
-      if (r_.graph.nodes()[id].target != "torch.ops.inductor.accumulate_grad_.default") continue;
+    // Anchors precede their accumulate node in the current order, so one pass
+    // that emits each moved node right after its anchor is enough: linear.
+    const auto& nodes = r_.graph.nodes();
+    std::vector<std::vector<FxNodeId>> after(nodes.size());
+    std::vector<bool> moved(nodes.size(), false);
+    for (FxNodeId id = 0; id < nodes.size(); ++id) {
+      if (nodes[id].target != "torch.ops.inductor.accumulate_grad_.default") continue;
       const auto uses = r_.graph.uses(id);
-      const FxNodeId anchor =
-          *std::max_element(uses.begin(), uses.end(), [&](FxNodeId a, FxNodeId b) {
-            return std::find(order.begin(), order.end(), a) <
-                   std::find(order.begin(), order.end(), b);
-          });
+      CAPSIM_CHECK(!uses.empty());
+      const FxNodeId anchor = *std::max_element(uses.begin(), uses.end());
       if (is_input_like(anchor)) continue;
-      order.erase(std::find(order.begin(), order.end(), id));
-      order.insert(std::find(order.begin(), order.end(), anchor) + 1, id);
+      after[anchor].push_back(id);
+      moved[id] = true;
+    }
+    std::vector<FxNodeId> order;
+    order.reserve(nodes.size());
+    for (FxNodeId id = 0; id < nodes.size(); ++id) {
+      if (moved[id]) continue;
+      order.push_back(id);
+      order.insert(order.end(), after[id].begin(), after[id].end());
     }
     CAPSIM_TRY_ASSIGN(r_.graph, r_.graph.rebuilt(order));
     return {};
@@ -494,6 +506,11 @@ class Capturer {
   std::size_t size_cursor_ = 0;
   std::vector<Slots> buffers_;
   std::map<std::int64_t, FxNodeId> lifted_;
+  std::map<TensorId, std::size_t> input_index_;
+  // next_edges of the node being captured, fetched once per node (a node with
+  // k outputs must not copy its k edges k times).
+  AutogradNodeId edges_of_ = 0;
+  std::vector<std::optional<NextEdge>> edges_;
   std::map<std::string, std::uint32_t> cpp_counts_;
   std::uint32_t call_index_ = 0;
   std::uint32_t call_id_ = 0;

@@ -12,8 +12,9 @@ namespace {
 // tagged text: stable, comparable, and easy to show in a failing test.
 class KeyWriter {
  public:
-  KeyWriter(CollectedBackward& out, std::uint32_t call, bool dynamic, const TensorStore& store)
-      : out_(out), call_(call), dynamic_(dynamic), store_(store) {}
+  KeyWriter(CollectedBackward& out, std::map<TensorId, std::size_t>& input_index,
+            std::uint32_t call, bool dynamic, const TensorStore& store)
+      : out_(out), input_index_(input_index), call_(call), dynamic_(dynamic), store_(store) {}
 
   void tag(std::string_view name, std::string_view value) {
     key_ += fmt::format("{}={};", name, value);
@@ -32,9 +33,9 @@ class KeyWriter {
   // collect(TensorArg): identity, device, dtype, requires_grad; never sizes.
   Status tensor(TensorId id) {
     CAPSIM_TRY_ASSIGN(const Tensor t, store_.tensor(id));
-    std::size_t index = 0;
-    while (index < out_.inputs.size() && out_.inputs[index] != id) ++index;
-    if (index == out_.inputs.size()) out_.inputs.push_back(id);
+    auto [it, fresh] = input_index_.emplace(id, out_.inputs.size());
+    if (fresh) out_.inputs.push_back(id);
+    const std::size_t index = it->second;
     tag("tensor", static_cast<std::int64_t>(index));
     options(t.meta);
     return {};
@@ -49,6 +50,7 @@ class KeyWriter {
 
  private:
   CollectedBackward& out_;
+  std::map<TensorId, std::size_t>& input_index_;  // dedup by identity, O(log n)
   std::uint32_t call_;
   bool dynamic_;
   const TensorStore& store_;
@@ -94,6 +96,7 @@ Result<CollectedBackward> collect_backward(const AutogradGraph& graph, AutogradN
     (void)fresh;
     return it->second;
   };
+  std::map<TensorId, std::size_t> input_index;
   std::vector<AutogradNodeId> worklist{root};
   while (!worklist.empty()) {
     const AutogradNodeId v = worklist.back();
@@ -102,7 +105,7 @@ Result<CollectedBackward> collect_backward(const AutogradGraph& graph, AutogradN
     out.ordered_calls.push_back({v, lookup(v), true});
     const AutogradNode& node = graph.node(v);
     const std::string where = describe_node(graph, v);
-    KeyWriter key(out, call_index, options.dynamic, store);
+    KeyWriter key(out, input_index, call_index, options.dynamic, store);
     key.tag("kind", autograd_node_kind_name(node.kind));
     key.tag("name", node.name);
     key.tag("id", out.ordered_calls.back().id);
