@@ -190,6 +190,79 @@ TEST_CASE("compiled autograd capture: accumulate_grad_ follows its grad's produc
   }
 }
 
+TEST_CASE("compiled autograd capture: arity of proxied ops (I-4) and emission order (I-6)") {
+  Fixture f;
+  f.root = f.add(node(AutogradNodeKind::kGraphRoot, "GraphRoot", 0, 1));
+  AutogradNode mul = node(AutogradNodeKind::kFunctional, "MulBackward0", 1, 2);
+  mul.hooks = {AutogradHookKind::kPre, AutogradHookKind::kPost};
+  const auto m = f.add(mul);
+  AutogradNode acc = node(AutogradNodeKind::kAccumulateGrad, "AccumulateGrad", 1, 0);
+  acc.variable = f.make();
+  const auto w = f.add(acc);
+  f.edge(f.root, 0, m, 0);
+  f.edge(m, 1, w, 0);  // output 0 stays an invalid edge
+  const CaptureResult r = f.capture(CaptureMode::kFunctional);
+  const auto& nodes = r.graph.nodes();
+  std::vector<std::string> order;
+  for (const FxNode& n : nodes) {
+    if (n.target == "call_hook" || n.target == "ops.MulBackward0" ||
+        n.target == "validate_outputs") {
+      order.push_back(n.target);
+    }
+  }
+  // pre-hook, the op, validate_outputs, post-hook.
+  CHECK(order ==
+        std::vector<std::string>{"call_hook", "ops.MulBackward0", "validate_outputs", "call_hook"});
+  // needs_input_grad has one entry per next edge, invalid ones included.
+  for (const FxNode& n : nodes) {
+    if (n.target != "ops.MulBackward0") continue;
+    REQUIRE(n.args.size() >= 2);
+    CHECK(n.args[1].list.size() == 2);
+    CHECK_FALSE(n.args[1].list[0].b);
+    CHECK(n.args[1].list[1].b);
+  }
+}
+
+TEST_CASE("compiled autograd capture: CppNode ops get a fresh counter per name (I-16)") {
+  Fixture f;
+  f.root = f.add(node(AutogradNodeKind::kGraphRoot, "GraphRoot", 0, 2));
+  AutogradNode acc = node(AutogradNodeKind::kAccumulateGrad, "AccumulateGrad", 1, 0);
+  acc.variable = f.make();
+  const auto w = f.add(acc);
+  for (std::uint32_t i = 0; i < 2; ++i) {
+    const auto n = f.add(node(AutogradNodeKind::kCppNode, "MyFn", 1, 1));
+    f.edge(f.root, i, n, 0);
+    f.edge(n, 0, w, 0);
+  }
+  const std::string text = f.capture(CaptureMode::kFunctional).graph.to_text();
+  CHECK(text.find("ops.CppNodeMyFn0") != std::string::npos);
+  CHECK(text.find("ops.CppNodeMyFn1") != std::string::npos);
+  // A new capture starts counting again: the ops are re-bound per capture.
+  CHECK(f.capture(CaptureMode::kFunctional).graph.to_text() == text);
+}
+
+TEST_CASE("compiled autograd capture: static sizes are literals, dynamic ones sizes[i] (I-8)") {
+  Fixture f;
+  f.root = f.add(node(AutogradNodeKind::kGraphRoot, "GraphRoot", 0, 1));
+  AutogradNode sum = node(AutogradNodeKind::kFunctional, "SumBackward0", 1, 1);
+  sum.saved_sizes = {4};
+  const auto s = f.add(sum);
+  AutogradNode acc = node(AutogradNodeKind::kAccumulateGrad, "AccumulateGrad", 1, 0);
+  acc.variable = f.make();
+  const auto w = f.add(acc);
+  f.edge(f.root, 0, s, 0);
+  f.edge(s, 0, w, 0);
+  const CollectedBackward stat = collect_backward(f.g, f.root, f.store).value();
+  const std::string literal = capture_backward(f.g, stat, {}).value().graph.to_text();
+  CHECK(literal.find("ops.SumBackward0]([%getitem], [True], 4)") != std::string::npos);
+  CollectOptions dyn;
+  dyn.dynamic = true;
+  const CollectedBackward dynamic = collect_backward(f.g, f.root, f.store, dyn).value();
+  const std::string symbolic = capture_backward(f.g, dynamic, {}).value().graph.to_text();
+  CHECK(symbolic.find("(%sizes, 0)") != std::string::npos);
+  CHECK(symbolic.find("ops.SumBackward0]([%getitem_") != std::string::npos);
+}
+
 }  // namespace
 }  // namespace capsim
 
