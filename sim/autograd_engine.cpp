@@ -258,14 +258,18 @@ Result<AutogradNodeId> AutogradEngine::add_record(AutogradNode node,
   return static_cast<AutogradNodeId>(records_.size() - 1);
 }
 
+std::vector<std::optional<GradFn>> AutogradEngine::gradient_edges(
+    std::span<const Variable> inputs) const {
+  std::vector<std::optional<GradFn>> next;
+  for (const Variable& v : inputs) next.push_back(gradient_edge(v.tensor));
+  return next;
+}
+
 Result<Variable> AutogradEngine::finish(TensorId out, AutogradNode node,
                                         std::span<const Variable> inputs) {
-  std::vector<std::optional<GradFn>> next;
-  bool requires_grad = false;
-  for (const Variable& v : inputs) {
-    next.push_back(gradient_edge(v.tensor));
-    requires_grad = requires_grad || next.back().has_value();
-  }
+  const std::vector<std::optional<GradFn>> next = gradient_edges(inputs);
+  const bool requires_grad =
+      std::any_of(next.begin(), next.end(), [](const auto& e) { return e.has_value(); });
   if (!requires_grad) return variable(out);
   node.inputs = {metadata_of(out)};
   CAPSIM_TRY_ASSIGN(const AutogradNodeId id, add_record(std::move(node), next));
@@ -437,12 +441,9 @@ Status check_inplace(const char* op, bool leaf_requires_grad, bool view_of_such_
 
 Result<Variable> AutogradEngine::rebase(const Variable& self, AutogradNode node,
                                         std::span<const Variable> inputs) {
-  std::vector<std::optional<GradFn>> next;
-  bool requires_grad = false;
-  for (const Variable& v : inputs) {
-    next.push_back(gradient_edge(v.tensor));
-    requires_grad = requires_grad || next.back().has_value();
-  }
+  std::vector<std::optional<GradFn>> next = gradient_edges(inputs);
+  const bool requires_grad =
+      std::any_of(next.begin(), next.end(), [](const auto& e) { return e.has_value(); });
   if (!requires_grad) return variable(self.tensor);
   const std::optional<TensorId> base = meta_.at(self.tensor).view_base;
   if (!base) {

@@ -225,6 +225,8 @@ class AutogradEngine {
 
   // Graph recording.
   Result<AutogradNodeId> add_record(AutogradNode node, std::span<const std::optional<GradFn>> next);
+  // One next edge per input: where each input's grad flows (none if it needs none).
+  std::vector<std::optional<GradFn>> gradient_edges(std::span<const Variable> inputs) const;
   Result<Variable> finish(TensorId out, AutogradNode node, std::span<const Variable> inputs);
   Result<Variable> rebase(const Variable& self, AutogradNode node,
                           std::span<const Variable> inputs);

@@ -60,8 +60,6 @@ inline std::int64_t sum_field(const World& w, EventKind kind, const std::string&
   for (const Event& e : w.events()) {
     if (e.kind != kind) continue;
     auto f = e.field("function");
-    auto fid = e.field("fid");
-    (void)fid;
     if (!fn.empty() && f != std::optional<std::string_view>(fn)) continue;
     if (auto v = e.field(key)) total += std::stoll(std::string(*v));
   }
@@ -73,12 +71,6 @@ inline std::int64_t tensor_id(const World& w, const std::string& name) {
 }
 inline std::int64_t pending_backward(const World& w) {
   return w.manager() && w.manager()->running_forwards_with_pending_backwards();
-}
-inline std::int64_t root_children_sum(const World& w) {
-  if (!w.manager()) return -1;
-  std::int64_t n = 0;
-  for (std::size_t c : w.manager()->root_children()) n += static_cast<std::int64_t>(c);
-  return n;
 }
 inline std::int64_t roots(const World& w) {
   return w.manager() ? static_cast<std::int64_t>(w.manager()->root_children().size()) : -1;

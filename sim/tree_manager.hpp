@@ -112,8 +112,7 @@ class TreeManager {
   InvariantStatus check_invariants(const GraphNode& node,
                                    const std::vector<TensorId>& inputs) const;
   Result<CallOutcome> execute_node(GraphId id, std::vector<TensorId>& inputs);
-  Result<std::vector<TensorId>> reconstruct_outputs(GraphNode& node,
-                                                    const std::vector<TensorId>& inputs);
+  Result<std::vector<TensorId>> reconstruct_outputs(GraphNode& node);
   Status check_static_inputs_alive(const GraphNode& node, const std::vector<TensorId>& inputs);
   std::string mismatch_reason(const GraphNode& node, const std::vector<TensorId>& inputs,
                               InvariantStatus status) const;

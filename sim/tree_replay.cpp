@@ -129,7 +129,7 @@ Result<CallOutcome> TreeManager::execute_node(GraphId id, std::vector<TensorId>&
                                  {"bytes", std::to_string(bytes)}});
   if (ctx_.verify_replays) CAPSIM_TRY(check_static_inputs_alive(node, inputs));
   CAPSIM_TRY(ctx_.backend.replay(node.graph));
-  CAPSIM_TRY_ASSIGN(std::vector<TensorId> outputs, reconstruct_outputs(node, inputs));
+  CAPSIM_TRY_ASSIGN(std::vector<TensorId> outputs, reconstruct_outputs(node));
   for (TensorId& t : inputs) {
     if (t != TensorId{0}) CAPSIM_TRY(ctx_.refs.drop(t));
   }
@@ -178,8 +178,7 @@ Status TreeManager::check_static_inputs_alive(const GraphNode& node,
   return {};
 }
 
-Result<std::vector<TensorId>> TreeManager::reconstruct_outputs(
-    GraphNode& node, const std::vector<TensorId>& /*inputs*/) {
+Result<std::vector<TensorId>> TreeManager::reconstruct_outputs(GraphNode& node) {
   const std::vector<NodeRef> path = path_to(current_);
   std::vector<TensorId> outputs;
   for (std::uint32_t i = 0; i < node.outputs.size(); ++i) {
