@@ -107,8 +107,12 @@ int print_capture(const std::string& name, const std::string& mode_name) {
   if (!status) fmt::print("raised: {}\n", status.error().message);
   fmt::print("captures: {} (PyTorch's test expects {}), cache hits: {}\n", log.captures,
              s->expected_captures, log.hits);
+  if (mode == capsim::CaptureMode::kFunctional) {
+    fmt::print("compiled backwards run: {}, grads differing from eager: {}\n", log.executed,
+               log.mismatches);
+  }
   fmt::print("metadata reads: {}\n", log.metadata_reads);
-  return 0;
+  return log.mismatches == 0 ? 0 : 1;
 }
 
 int run_main(int argc, char** argv) {

@@ -85,7 +85,10 @@ struct AutogradNode {
   std::uint32_t num_outputs = 0;  // next_edges slots
   std::vector<TensorId> saved_tensors;
   std::vector<std::int64_t> saved_sizes;  // saved SymInt lists: size inputs
-  std::vector<AutogradHookKind> hooks;
+  std::vector<AutogradHookKind> hooks;    // in registration order
+  // Per hook: the input a tensor pre-hook reads (its tensor's output_nr); 0
+  // for the other kinds. Empty means all 0.
+  std::vector<std::uint32_t> hook_inputs;
   // kCopySlices: the wrapped functional node's name, the saved geometries and
   // whether the view was made by a view_fn (which compiled autograd rejects).
   std::string inner_name;

@@ -66,6 +66,12 @@ Status check_fits(const TensorMeta& meta, std::uint64_t storage_nbytes) {
 std::string_view dtype_name(DType dtype) {
   return kDTypeNames[static_cast<int>(dtype)];
 }
+std::optional<DType> dtype_from_name(std::string_view name) {
+  for (std::size_t i = 0; i < std::size(kDTypeNames); ++i) {
+    if (kDTypeNames[i] == name) return static_cast<DType>(i);
+  }
+  return std::nullopt;
+}
 bool is_complex(DType dtype) {
   return dtype == DType::kComplex64;
 }

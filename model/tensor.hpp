@@ -9,6 +9,7 @@
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <string_view>
 #include <vector>
 
@@ -37,6 +38,8 @@ enum class DType : std::uint8_t {
 #undef CAPSIM_ENUM_
 };
 std::string_view dtype_name(DType dtype);
+// The dtype named `name` ("float32", ...), or nullopt.
+std::optional<DType> dtype_from_name(std::string_view name);
 bool is_complex(DType dtype);
 bool is_floating_point(DType dtype);
 

@@ -80,6 +80,10 @@ Result<TensorArg> arg_of(const TensorStore& store, TensorId id) {
 Status AutogradEngine::launch(Result<KernelLaunch> launch) {
   if (!launch) return launch.error();
   if (grid_size(*launch) == 0) return {};
+  if (recording_ != nullptr) {
+    if (recording_->steps.size() >= kMaxSteps) return make_error("lowering: too many steps");
+    recording_->add(*launch);
+  }
   return device_.backend.run_step(Step{*launch, {}});
 }
 
@@ -209,10 +213,16 @@ Result<Variable> AutogradEngine::variable(TensorId id) const {
   return Variable{id, it->second.grad_fn, it->second.requires_grad};
 }
 
-std::optional<TensorId> AutogradEngine::grad(const Variable& leaf) const {
-  const auto it = grads_.find(leaf.tensor);
+std::optional<TensorId> AutogradEngine::grad_of(TensorId leaf) const {
+  const auto it = grads_.find(leaf);
   if (it == grads_.end()) return std::nullopt;
   return it->second;
+}
+
+std::vector<TensorId> AutogradEngine::leaves_with_grad() const {
+  std::vector<TensorId> out;
+  for (const auto& [leaf, grad] : grads_) out.push_back(leaf);
+  return out;
 }
 
 std::optional<GradFn> AutogradEngine::gradient_edge(TensorId id) const {
@@ -554,6 +564,8 @@ Status AutogradEngine::register_tensor_hook(const Variable& t, float scale) {
   const std::optional<GradFn> edge = gradient_edge(t.tensor);
   if (!edge) return make_error("cannot register a hook on a tensor that doesn't require gradient");
   records_[edge->node].node.hooks.push_back(AutogradHookKind::kTensorPre);
+  records_[edge->node].node.hook_inputs.resize(records_[edge->node].node.hooks.size() - 1);
+  records_[edge->node].node.hook_inputs.push_back(edge->output_nr);
   hooks_[edge->node].push_back(Hook{AutogradHookKind::kTensorPre, edge->output_nr, scale});
   return {};
 }

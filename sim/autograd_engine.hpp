@@ -40,6 +40,7 @@
 #include "model/caching_allocator.hpp"
 #include "model/cpu_backend.hpp"
 #include "model/device_memory.hpp"
+#include "model/step_program.hpp"
 #include "model/tensor_store.hpp"
 
 namespace capsim {
@@ -126,7 +127,10 @@ class AutogradEngine {
   // The values of a tensor, row-major over its sizes (strides honoured).
   Result<std::vector<float>> read(TensorId tensor) const;
   // A leaf's .grad, or nullopt while it is None.
-  std::optional<TensorId> grad(const Variable& leaf) const;
+  std::optional<TensorId> grad(const Variable& leaf) const { return grad_of(leaf.tensor); }
+  std::optional<TensorId> grad_of(TensorId leaf) const;
+  // The leaves whose .grad is set, in tensor id order.
+  std::vector<TensorId> leaves_with_grad() const;
 
   // --- Differentiable ops (broadcasting where PyTorch broadcasts) -------------
   Result<Variable> mul(const Variable& a, const Variable& b);
@@ -208,7 +212,9 @@ class AutogradEngine {
     std::uint32_t input_nr = 0;  // kTensorPre only
     float scale = 1.0f;
   };
+  friend class BackwardOps;
   friend class BackwardRun;
+  friend class CompiledBackwardRun;
 
   // Tensors and kernels.
   Result<TensorId> fresh(const Dims& sizes, DType dtype = DType::kFloat32);
@@ -240,7 +246,8 @@ class AutogradEngine {
   std::map<AutogradNodeId, std::vector<Hook>> hooks_;
   std::map<AutogradNodeId, CustomFunction> functions_;
   std::map<TensorId, std::pair<TensorId, TensorId>> subclass_inner_;
-  std::vector<TensorId> owned_;  // released by the destructor, in order
+  std::vector<TensorId> owned_;       // released by the destructor, in order
+  StepProgram* recording_ = nullptr;  // the lowering: launches are also appended here
 };
 
 }  // namespace capsim

@@ -2,33 +2,48 @@
 
 #include <fmt/format.h>
 
+#include <bit>
+
+#include "sim/compiled_autograd_run.hpp"
+
 namespace capsim {
 
-Status CompiledAutogradRunner::backward(const AutogradEngine& engine, const Variable& root,
+Status CompiledAutogradRunner::backward(AutogradEngine& engine, const Variable& root,
                                         const TensorStore& store, CaptureRunLog& log) {
   CAPSIM_TRY_ASSIGN(const auto bg, engine.backward_graph(root));
   CollectOptions options;
   options.dynamic = dynamic_;
-  CAPSIM_TRY_ASSIGN(const CollectedBackward c, collect_backward(bg.graph, bg.root, store, options));
+  CAPSIM_TRY_ASSIGN(CollectedBackward c, collect_backward(bg.graph, bg.root, store, options));
   const CacheDecision d = cache_.lookup(bg.graph, c);
+  mark_dynamic(c, d.dynamic);
   if (d.hit) {
     ++log.hits;
     log.lines.push_back(fmt::format("cache hit ({} node calls)", c.ordered_calls.size()));
-    return {};
+  } else {
+    ++log.captures;
+    log.lines.push_back(fmt::format("cache miss: {}", d.reason));
+    CaptureOptions capture_options;
+    capture_options.mode = mode_;
+    CAPSIM_TRY_ASSIGN(CaptureResult r, capture_backward(bg.graph, c, capture_options));
+    for (const MetadataRead& read : r.reads) {
+      log.lines.push_back(fmt::format("MetadataRead node={} call={} field={} mode={}", read.node,
+                                      read.call, read.field, capture_mode_name(read.mode)));
+    }
+    log.metadata_reads += r.reads.size();
+    std::string text = r.graph.to_text();
+    if (!text.empty() && text.back() == '\n') text.pop_back();
+    log.lines.push_back(std::move(text));
+    graphs_.insert_or_assign(d.entry, std::move(r.graph));
   }
-  ++log.captures;
-  log.lines.push_back(fmt::format("cache miss: {}", d.reason));
-  CaptureOptions capture_options;
-  capture_options.mode = mode_;
-  CAPSIM_TRY_ASSIGN(const CaptureResult r, capture_backward(bg.graph, c, capture_options));
-  for (const MetadataRead& read : r.reads) {
-    log.lines.push_back(fmt::format("MetadataRead node={} call={} field={} mode={}", read.node,
-                                    read.call, read.field, capture_mode_name(read.mode)));
-  }
-  log.metadata_reads += r.reads.size();
-  std::string text = r.graph.to_text();
-  if (!text.empty() && text.back() == '\n') text.pop_back();
-  log.lines.push_back(std::move(text));
+  if (mode_ != CaptureMode::kFunctional) return {};
+  // compiled_fn(inputs, sizes, scalars, hooks): the root grad is ones.
+  CAPSIM_TRY_ASSIGN(const Tensor out, store.tensor(root.tensor));
+  std::vector<float> ones(static_cast<std::size_t>(numel(out.meta.sizes)), 1.0f);
+  CAPSIM_TRY_ASSIGN(const Variable grad, engine.constant(out.meta.sizes, ones));
+  const TensorId root_grads[] = {grad.tensor};
+  CAPSIM_TRY(run_compiled_backward(engine, bg.graph, graphs_.at(d.entry),
+                                   make_call(bg.graph, c, root_grads)));
+  ++log.executed;
   return {};
 }
 
@@ -40,7 +55,24 @@ std::vector<float> iota(std::int64_t n, float start = 1.0f) {
   return v;
 }
 
-// A fresh engine per iteration, as a fresh forward builds a fresh graph.
+// Whether two engines that ran the same forward hold bitwise equal .grads.
+Result<bool> same_grads(const AutogradEngine& a, const AutogradEngine& b) {
+  const std::vector<TensorId> la = a.leaves_with_grad();
+  if (la != b.leaves_with_grad()) return false;
+  for (TensorId leaf : la) {
+    CAPSIM_TRY_ASSIGN(const std::vector<float> x, a.read(*a.grad_of(leaf)));
+    CAPSIM_TRY_ASSIGN(const std::vector<float> y, b.read(*b.grad_of(leaf)));
+    if (x.size() != y.size()) return false;
+    for (std::size_t i = 0; i < x.size(); ++i) {
+      if (std::bit_cast<std::uint32_t>(x[i]) != std::bit_cast<std::uint32_t>(y[i])) return false;
+    }
+  }
+  return true;
+}
+
+// A fresh engine per iteration, as a fresh forward builds a fresh graph. In
+// functional mode each compiled backward is checked against an eager
+// backward of the same forward on a second device.
 Status iterations(int n, CaptureMode mode, bool dynamic, CaptureRunLog& log,
                   const std::function<Result<Variable>(AutogradEngine&, int)>& forward) {
   CompiledAutogradRunner runner(mode, dynamic);
@@ -49,6 +81,20 @@ Status iterations(int n, CaptureMode mode, bool dynamic, CaptureRunLog& log,
     AutogradEngine engine(dev.device());
     CAPSIM_TRY_ASSIGN(const Variable loss, forward(engine, i));
     CAPSIM_TRY(runner.backward(engine, loss, dev.store, log));
+    if (mode != CaptureMode::kFunctional) continue;
+    OwnedAutogradDevice eager_dev;
+    AutogradEngine eager(eager_dev.device());
+    CAPSIM_TRY_ASSIGN(const Variable eager_loss, forward(eager, i));
+    CAPSIM_TRY_ASSIGN(const Tensor out, eager_dev.store.tensor(eager_loss.tensor));
+    std::vector<float> ones(static_cast<std::size_t>(numel(out.meta.sizes)), 1.0f);
+    CAPSIM_TRY_ASSIGN(const Variable grad, eager.constant(out.meta.sizes, ones));
+    CAPSIM_TRY_ASSIGN(const BackwardResult ran, eager.backward(eager_loss, grad));
+    (void)ran;
+    CAPSIM_TRY_ASSIGN(const bool same, same_grads(engine, eager));
+    if (!same) ++log.mismatches;
+    log.lines.push_back(fmt::format("ran the compiled backward: grads of {} leaves {} eager",
+                                    engine.leaves_with_grad().size(),
+                                    same ? "bitwise equal to" : "DIFFER from"));
   }
   return {};
 }

@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -23,20 +24,27 @@ struct CaptureRunLog {
   std::uint64_t captures = 0;
   std::uint64_t hits = 0;
   std::uint64_t metadata_reads = 0;
+  // Functional mode only: backwards run through their captured graph, and
+  // those whose grads differ from an eager backward of the same forward.
+  std::uint64_t executed = 0;
+  std::uint64_t mismatches = 0;
 };
 
-// One backward through compiled autograd: Phase A, the cache, and a capture on
-// a miss. Shared by the scenarios; errors are the capture's own.
+// One backward through compiled autograd: Phase A, the cache, a capture on a
+// miss, and (functional mode) a run of the entry's graph on the engine's
+// tensors, as compiled_fn(inputs, sizes, scalars, hooks). Shared by the
+// scenarios; errors are the capture's or the run's own.
 class CompiledAutogradRunner {
  public:
   CompiledAutogradRunner(CaptureMode mode, bool dynamic) : mode_(mode), dynamic_(dynamic) {}
-  Status backward(const AutogradEngine& engine, const Variable& root, const TensorStore& store,
+  Status backward(AutogradEngine& engine, const Variable& root, const TensorStore& store,
                   CaptureRunLog& log);
 
  private:
   CaptureMode mode_;
   bool dynamic_;
   CompiledAutogradCache cache_;
+  std::map<std::uint64_t, FxGraph> graphs_;  // per cache entry: its latest capture
 };
 
 struct CaptureScenario {

@@ -107,6 +107,30 @@ class Capturer {
                  "capture and Phase A disagree on size slots");
     return slot_arg_[size_cursor_++];
   }
+  // hooks[k] for the next entry of Phase A's lifted hooks, which must be
+  // hook `index` of node `v` (or its backward).
+  FxNodeId next_hook(AutogradNodeId v, std::size_t index, bool backward) {
+    CAPSIM_CHECK(hook_cursor_ < b_.hooks.size(), "capture and Phase A disagree on hooks");
+    const LiftedHook& h = b_.hooks[hook_cursor_];
+    CAPSIM_CHECK(h.node == v && h.backward == backward && (backward || h.index == index),
+                 "capture and Phase A disagree on hooks");
+    return getitem(hooks_, static_cast<std::int64_t>(hook_cursor_++));
+  }
+  // The dtype each output's grad must have, for the formulas that cast
+  // (ToCopyBackward0 and CopyBackwards: their saved TensorOptions). It comes
+  // from the graph's InputMetadata, not from a proxy.
+  FxArg dtypes_of(AutogradNodeId v) {
+    std::vector<FxArg> out;
+    for (const auto& e : g_.next_edges(v)) {
+      out.push_back(e ? FxArg::string(std::string(
+                            dtype_name(g_.node(e->target).inputs[e->input_nr].meta.dtype)))
+                      : FxArg::none());
+    }
+    return FxArg::of(std::move(out));
+  }
+  static bool casts(std::string_view name) {
+    return name == "ToCopyBackward0" || name == "CopyBackwards";
+  }
   FxArg size_list(const Dims& dims) {
     std::vector<FxArg> out;
     for (std::size_t i = 0; i < dims.size(); ++i) out.push_back(next_size());
@@ -154,20 +178,19 @@ class Capturer {
     Slots inputs = buffers_[v];
     // Hooks are proxied in both modes (call_hook); their maybe_clone reads a
     // fake's metadata without recording anything (I-3), so none is read here.
-    std::int64_t hook_index = 0;
-    for (AutogradHookKind h : node.hooks) {
-      if (h != AutogradHookKind::kTensorPre) continue;
-      for (auto& x : inputs) {
-        if (!x) continue;
-        x->proxy = call("call_hook", {ref(getitem(hooks_, hook_index)), ref(x->proxy),
-                                      FxArg::string("tensor_pre_hook")});
+    for (std::size_t h = 0; h < node.hooks.size(); ++h) {
+      if (node.hooks[h] != AutogradHookKind::kTensorPre) continue;
+      const FxNodeId hook = next_hook(v, h, false);
+      const std::size_t slot = h < node.hook_inputs.size() ? node.hook_inputs[h] : 0;
+      if (slot < inputs.size() && inputs[slot]) {
+        inputs[slot]->proxy = call(
+            "call_hook", {ref(hook), ref(inputs[slot]->proxy), FxArg::string("tensor_pre_hook")});
       }
-      ++hook_index;
     }
-    for (AutogradHookKind h : node.hooks) {
-      if (h != AutogradHookKind::kPre) continue;
-      const FxNodeId hooked = call("call_hook", {ref(getitem(hooks_, hook_index++)),
-                                                 grads_list(inputs), FxArg::string("pre_hook")});
+    for (std::size_t h = 0; h < node.hooks.size(); ++h) {
+      if (node.hooks[h] != AutogradHookKind::kPre) continue;
+      const FxNodeId hooked = call("call_hook", {ref(next_hook(v, h, false)), grads_list(inputs),
+                                                 FxArg::string("pre_hook")});
       for (std::size_t i = 0; i < inputs.size(); ++i) {
         if (inputs[i]) inputs[i]->proxy = getitem(hooked, static_cast<std::int64_t>(i));
       }
@@ -183,11 +206,18 @@ class Capturer {
         if (e) (void)size_list(g_.node(e->target).inputs[e->input_nr].meta.sizes);
       }
     }
-    for (AutogradHookKind h : node.hooks) {
-      if (h != AutogradHookKind::kPost && h != AutogradHookKind::kPostAccGrad) continue;
-      call("call_hook",
-           {ref(getitem(hooks_, hook_index++)), grads_list(outputs), grads_list(inputs),
-            FxArg::string(std::string(autograd_hook_kind_name(h)))});
+    for (std::size_t h = 0; h < node.hooks.size(); ++h) {
+      if (node.hooks[h] == AutogradHookKind::kPost) {
+        const FxNodeId hooked = call("call_hook", {ref(next_hook(v, h, false)), grads_list(outputs),
+                                                   grads_list(inputs), FxArg::string("post_hook")});
+        for (std::size_t i = 0; i < outputs.size(); ++i) {
+          if (outputs[i]) outputs[i]->proxy = getitem(hooked, static_cast<std::int64_t>(i));
+        }
+      } else if (node.hooks[h] == AutogradHookKind::kPostAccGrad) {
+        CAPSIM_CHECK(node.variable.has_value(), "a post-accumulate-grad hook off a leaf");
+        call("call_hook", {ref(next_hook(v, h, false)), lifted(*node.variable),
+                           FxArg::string("post_acc_grad_hook")});
+      }
     }
     // Route the outputs into their targets' input buffers (fan-in).
     const auto edges = g_.next_edges(v);
@@ -225,7 +255,7 @@ class Capturer {
     if (node.variable) saved.push_back(lifted(*node.variable));
     // CopySlices' geometry comes first in Phase A's slot order.
     std::vector<FxArg> geometry;
-    if (node.kind == AutogradNodeKind::kCopySlices) {
+    if (node.kind == AutogradNodeKind::kCopySlices || node.name == "AsStridedBackward0") {
       geometry.push_back(size_list(node.base.sizes));
       geometry.push_back(size_list(node.base.strides));
       geometry.push_back(next_size());
@@ -256,7 +286,9 @@ class Capturer {
         if (!legacy) {
           std::vector<FxArg> args{grads_list(grads), needs_input_grad(v)};
           args.insert(args.end(), saved.begin(), saved.end());
+          args.insert(args.end(), geometry.begin(), geometry.end());
           args.insert(args.end(), saved_sizes.begin(), saved_sizes.end());
+          if (casts(node.name)) args.push_back(dtypes_of(v));
           return unpack(call("ops." + node.name, std::move(args)), v, n, kDummySizes);
         }
         return traced_formula(v, node, grads, saved);
@@ -269,8 +301,14 @@ class Capturer {
           const FxNodeId prologue = call("copy_slices_prologue", std::move(args));
           const FxNodeId result = getitem(prologue, 0), slice = getitem(prologue, 1),
                          clone = getitem(prologue, 2);
-          const FxNodeId inner =
-              call("ops." + node.inner_name, {FxArg::of({ref(clone)}), needs_input_grad(v)});
+          // The inner node computes its grad for self whatever CopySlices needs.
+          FxArg inner_needed = needs_input_grad(v);
+          inner_needed.list.at(0) = FxArg::boolean(true);
+          std::vector<FxArg> inner_args{FxArg::of({ref(clone)}), std::move(inner_needed)};
+          inner_args.insert(inner_args.end(), saved.begin(), saved.end());
+          inner_args.insert(inner_args.end(), saved_sizes.begin(), saved_sizes.end());
+          if (casts(node.inner_name)) inner_args.push_back(dtypes_of(v));
+          const FxNodeId inner = call("ops." + node.inner_name, std::move(inner_args));
           const FxNodeId epilogue = call(
               "copy_slices_epilogue", {needs_input_grad(v), ref(result), ref(inner), ref(slice)});
           return unpack(epilogue, v, n, kDummySizes);
@@ -298,8 +336,7 @@ class Capturer {
       }
       case AutogradNodeKind::kCppNode: {
         if (!legacy) {
-          const std::string target =
-              fmt::format("ops.CppNode{}{}", node.name, cpp_counts_[node.name]++);
+          const std::string target = fmt::format("ops.{}{}", node.name, cpp_counts_[node.name]++);
           std::vector<FxArg> args{grads_list(grads), needs_input_grad(v)};
           args.insert(args.end(), saved.begin(), saved.end());
           return unpack(call(target, std::move(args)), v, n, kDummySizes);
@@ -314,7 +351,7 @@ class Capturer {
       case AutogradNodeKind::kPyNode: {
         // Lifted in both modes: call_backward; its outputs are fakes built
         // from the forward inputs' metadata, not dummies.
-        std::vector<FxArg> args{ref(getitem(hooks_, 0)), FxArg::of(saved)};
+        std::vector<FxArg> args{ref(next_hook(v, 0, true)), FxArg::of(saved)};
         for (const auto& gslot : grads) args.push_back(gslot ? ref(gslot->proxy) : FxArg::none());
         const FxNodeId op = call("call_backward", std::move(args));
         Slots out(n);
@@ -337,18 +374,18 @@ class Capturer {
         std::vector<FxArg> args{FxArg::of(saved), FxArg::of(saved_sizes)};
         for (const auto& gslot : grads) args.push_back(gslot ? ref(gslot->proxy) : FxArg::none());
         const FxNodeId pgrads = call("call_aot_bwd_prologue", std::move(args));
+        // The copied bw_module: mul's backward, output i = tangent * saved[1 - i].
+        const FxNodeId tangent = getitem(pgrads, 0);
         Slots out(n);
         for (std::size_t i = 0; i < n; ++i) {
-          // The copied bw_module: one node per output.
-          const FxNodeId copied =
-              call("torch.ops.aten.mul.Tensor",
-                   {ref(getitem(pgrads, static_cast<std::int64_t>(i))), FxArg::integer(1)});
+          const std::size_t other = saved.size() >= 2 ? 1 - std::min<std::size_t>(i, 1) : 0;
+          CAPSIM_CHECK(other < saved.size(), "an AOT backward without saved inputs");
+          const FxNodeId copied = call("torch.ops.aten.mul.Tensor", {ref(tangent), saved[other]});
           FxNodeId result = copied;
           if (i < node.subclass_outputs) {
             // The epilogue rebuilds the subclass from its two inner tensors.
-            const FxNodeId other =
-                call("torch.ops.aten.mul.Tensor", {ref(copied), FxArg::integer(1)});
-            result = call("make_subclass", {ref(copied), ref(other)});
+            const FxNodeId inner = call("torch.ops.aten.clone.default", {ref(copied)});
+            result = call("make_subclass", {ref(copied), ref(inner)});
           }
           out[i] = value(result, output_meta(v, i), true, kAotDummySizes);
         }
@@ -504,6 +541,7 @@ class Capturer {
   FxNodeId inputs_ = 0, sizes_ = 0, scalars_ = 0, hooks_ = 0;
   std::vector<FxArg> slot_arg_;
   std::size_t size_cursor_ = 0;
+  std::size_t hook_cursor_ = 0;
   std::vector<Slots> buffers_;
   std::map<std::int64_t, FxNodeId> lifted_;
   std::map<TensorId, std::size_t> input_index_;

@@ -78,6 +78,21 @@ std::vector<std::uint32_t> dependencies(const AutogradGraph& g, AutogradNodeId r
   return deps;
 }
 
+// The node's entries of the runtime `hooks` list, in LiftedHook's order.
+void lift_hooks(AutogradNodeId v, const AutogradNode& node, std::vector<LiftedHook>& out) {
+  auto each = [&](auto&& pred) {
+    for (std::size_t h = 0; h < node.hooks.size(); ++h) {
+      if (pred(node.hooks[h])) out.push_back({v, static_cast<std::uint32_t>(h), false});
+    }
+  };
+  each([](AutogradHookKind k) { return k == AutogradHookKind::kTensorPre; });
+  each([](AutogradHookKind k) { return k == AutogradHookKind::kPre; });
+  if (node.kind == AutogradNodeKind::kPyNode) out.push_back({v, 0, true});
+  each([](AutogradHookKind k) {
+    return k == AutogradHookKind::kPost || k == AutogradHookKind::kPostAccGrad;
+  });
+}
+
 }  // namespace
 
 Result<CollectedBackward> collect_backward(const AutogradGraph& graph, AutogradNodeId root,
@@ -110,7 +125,13 @@ Result<CollectedBackward> collect_backward(const AutogradGraph& graph, AutogradN
     key.tag("name", node.name);
     key.tag("id", out.ordered_calls.back().id);
     key.tag("hooks", static_cast<std::int64_t>(node.hooks.size()));
-    for (AutogradHookKind h : node.hooks) key.tag("hook", autograd_hook_kind_name(h));
+    for (std::size_t h = 0; h < node.hooks.size(); ++h) {
+      key.tag("hook", autograd_hook_kind_name(node.hooks[h]));
+      if (node.hooks[h] == AutogradHookKind::kTensorPre) {
+        key.tag("hook_input", h < node.hook_inputs.size() ? node.hook_inputs[h] : 0);
+      }
+    }
+    lift_hooks(v, node, out.hooks);
     key.tag("needed", 1);
 
     // compiled_args, per node kind.
@@ -128,6 +149,16 @@ Result<CollectedBackward> collect_backward(const AutogradGraph& graph, AutogradN
         key.sizes(node.view.sizes);
         key.sizes(node.view.strides);
         key.size(node.view.storage_offset);
+        break;
+      case AutogradNodeKind::kFunctional:
+        if (node.name == "AsStridedBackward0") {  // self_geometry, size, stride, offset
+          key.sizes(node.base.sizes);
+          key.sizes(node.base.strides);
+          key.size(node.base.storage_offset);
+          key.sizes(node.view.sizes);
+          key.sizes(node.view.strides);
+          key.size(node.view.storage_offset);
+        }
         break;
       case AutogradNodeKind::kCppNode:
         key.tag("cpp_fn", node.name);  // typeid(T): name and hash
@@ -179,6 +210,7 @@ struct CompiledAutogradCache::TrieNode {
   std::map<std::string, std::unique_ptr<TrieNode>> children;
   // At the leaf: the sizes seen first, and which slots are DYNAMIC.
   bool has_leaf = false;
+  std::uint64_t entry = 0;
   std::vector<std::int64_t> expected_sizes;
   std::vector<bool> dynamic;
 };
@@ -213,6 +245,7 @@ CacheDecision CompiledAutogradCache::lookup(const AutogradGraph& graph,
   }
   if (!node->has_leaf) {
     node->has_leaf = true;
+    node->entry = entries_++;
     for (const SizeInput& s : backward.sizes) {
       node->expected_sizes.push_back(s.value);
       node->dynamic.push_back(s.dynamic);
@@ -238,7 +271,14 @@ CacheDecision CompiledAutogradCache::lookup(const AutogradGraph& graph,
   } else {
     ++captures_;
   }
+  decision.entry = node->entry;
+  decision.dynamic = node->dynamic;
   return decision;
+}
+
+void mark_dynamic(CollectedBackward& backward, const std::vector<bool>& mask) {
+  CAPSIM_CHECK(mask.size() == backward.sizes.size(), "a dynamic mask of another backward");
+  for (std::size_t k = 0; k < mask.size(); ++k) backward.sizes[k].dynamic = mask[k];
 }
 
 }  // namespace capsim

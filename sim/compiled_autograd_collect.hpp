@@ -49,11 +49,23 @@ struct SizeInput {
   std::uint32_t call = 0;  // index into ordered_calls of the node that owns it
 };
 
+// One entry of the `hooks` list a captured graph receives when it runs:
+// PyTorch lifts every hook and every Python backward into it. Per call, in
+// ordered_calls order: tensor pre-hooks, pre-hooks, the PyNode's backward,
+// then post-hooks and post-accumulate-grad hooks (each kind in registration
+// order). The capture indexes `hooks` in the same order.
+struct LiftedHook {
+  AutogradNodeId node = 0;
+  std::uint32_t index = 0;  // into node.hooks; unused for a backward
+  bool backward = false;    // a PyNode's backward (call_backward), not a hook
+};
+
 struct CollectedBackward {
   std::vector<NodeCall> ordered_calls;
   std::vector<std::string> keys;  // per call, in ordered_calls order
   std::vector<SizeInput> sizes;   // in collection order
   std::vector<TensorId> inputs;   // lifted tensors, deduplicated, first use first
+  std::vector<LiftedHook> hooks;  // the runtime `hooks` list, in capture order
 };
 
 struct CollectOptions {
@@ -69,7 +81,15 @@ Result<CollectedBackward> collect_backward(const AutogradGraph& graph, AutogradN
 struct CacheDecision {
   bool hit = false;
   std::string reason;  // PyTorch's verbose-log text for a miss; empty on a hit
+  // The entry (trie leaf) that serves this backward, and its DYNAMIC mask
+  // after this lookup: a capture on a miss must lift exactly those slots as
+  // sizes[j] (see mark_dynamic), and a hit's graph reads exactly those.
+  std::uint64_t entry = 0;
+  std::vector<bool> dynamic;
 };
+
+// Sets each size slot's `dynamic` from a cache decision's mask.
+void mark_dynamic(CollectedBackward& backward, const std::vector<bool>& mask);
 
 // The shadow-graph trie. `lookup` walks it with a backward's keys and checks
 // its sizes; a miss means a capture (counted in `captures`).
@@ -89,6 +109,7 @@ class CompiledAutogradCache {
   std::unique_ptr<TrieNode> root_;
   std::uint64_t captures_ = 0;
   std::uint64_t hits_ = 0;
+  std::uint64_t entries_ = 0;
 };
 
 }  // namespace capsim

@@ -21,6 +21,9 @@ TEST_CASE("capture scenarios: functional captures match PyTorch's counts and rea
     REQUIRE(s.run(CaptureMode::kFunctional, log).ok());
     CHECK(log.captures == s.expected_captures);
     CHECK(log.metadata_reads == 0);
+    // Every backward ran through its graph, with the eager grads (P-equal).
+    CHECK(log.executed == log.captures + log.hits);
+    CHECK(log.mismatches == 0);
   }
 }
 

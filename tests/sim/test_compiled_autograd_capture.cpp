@@ -113,7 +113,7 @@ TEST_CASE(
     "compiled autograd capture: CppNode ops are bound per capture; legacy rejects non-traceable") {
   Fixture f;
   f.root = f.add(node(AutogradNodeKind::kGraphRoot, "GraphRoot", 0, 1));
-  AutogradNode fn = node(AutogradNodeKind::kCppNode, "MyFn", 1, 1);
+  AutogradNode fn = node(AutogradNodeKind::kCppNode, "CppNode<MyFn>", 1, 1);
   fn.traceable = false;
   const auto n = f.add(fn);
   AutogradNode acc = node(AutogradNodeKind::kAccumulateGrad, "AccumulateGrad", 1, 0);
@@ -121,7 +121,7 @@ TEST_CASE(
   const auto w = f.add(acc);
   f.edge(f.root, 0, n, 0);
   f.edge(n, 0, w, 0);
-  CHECK(contains(f.capture(CaptureMode::kFunctional).graph.to_text(), "ops.CppNodeMyFn0"));
+  CHECK(contains(f.capture(CaptureMode::kFunctional).graph.to_text(), "ops.CppNode<MyFn>0"));
   const CollectedBackward c = collect_backward(f.g, f.root, f.store).value();
   auto legacy = capture_backward(f.g, c, CaptureOptions{CaptureMode::kLegacy, {}});
   REQUIRE_FALSE(legacy.ok());
@@ -230,13 +230,13 @@ TEST_CASE("compiled autograd capture: CppNode ops get a fresh counter per name (
   acc.variable = f.make();
   const auto w = f.add(acc);
   for (std::uint32_t i = 0; i < 2; ++i) {
-    const auto n = f.add(node(AutogradNodeKind::kCppNode, "MyFn", 1, 1));
+    const auto n = f.add(node(AutogradNodeKind::kCppNode, "CppNode<MyFn>", 1, 1));
     f.edge(f.root, i, n, 0);
     f.edge(n, 0, w, 0);
   }
   const std::string text = f.capture(CaptureMode::kFunctional).graph.to_text();
-  CHECK(text.find("ops.CppNodeMyFn0") != std::string::npos);
-  CHECK(text.find("ops.CppNodeMyFn1") != std::string::npos);
+  CHECK(text.find("ops.CppNode<MyFn>0") != std::string::npos);
+  CHECK(text.find("ops.CppNode<MyFn>1") != std::string::npos);
   // A new capture starts counting again: the ops are re-bound per capture.
   CHECK(f.capture(CaptureMode::kFunctional).graph.to_text() == text);
 }
