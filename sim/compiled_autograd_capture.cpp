@@ -375,11 +375,15 @@ class Capturer {
         for (const auto& gslot : grads) args.push_back(gslot ? ref(gslot->proxy) : FxArg::none());
         const FxNodeId pgrads = call("call_aot_bwd_prologue", std::move(args));
         // The copied bw_module: mul's backward, output i = tangent * saved[1 - i].
+        if (saved.size() < 2) {
+          return make_error(
+              fmt::format("{}: an AOT backward needs the region's 2 saved inputs, has {}",
+                          describe_node(g_, v), saved.size()));
+        }
         const FxNodeId tangent = getitem(pgrads, 0);
         Slots out(n);
         for (std::size_t i = 0; i < n; ++i) {
-          const std::size_t other = saved.size() >= 2 ? 1 - std::min<std::size_t>(i, 1) : 0;
-          CAPSIM_CHECK(other < saved.size(), "an AOT backward without saved inputs");
+          const std::size_t other = 1 - std::min<std::size_t>(i, 1);
           const FxNodeId copied = call("torch.ops.aten.mul.Tensor", {ref(tangent), saved[other]});
           FxNodeId result = copied;
           if (i < node.subclass_outputs) {

@@ -126,7 +126,8 @@ TEST_CASE(
   auto legacy = capture_backward(f.g, c, CaptureOptions{CaptureMode::kLegacy, {}});
   REQUIRE_FALSE(legacy.ok());
   CHECK(legacy.error().message ==
-        "node 1 (MyFn): compiled_args not implemented for non-traceable node: MyFn");
+        "node 1 (CppNode<MyFn>): compiled_args not implemented for non-traceable node: "
+        "CppNode<MyFn>");
 }
 
 TEST_CASE("compiled autograd capture: CopySlices is prologue, inner op, epilogue") {
@@ -161,6 +162,7 @@ TEST_CASE(
   AutogradNode aot = node(AutogradNodeKind::kAotBackward, "CompiledFunctionBackward", 1, 1);
   aot.subclass_outputs = 1;
   aot.saved_sizes = {4};
+  aot.saved_tensors = {f.make(), f.make()};  // compiled_mul's a and b
   const auto a = f.add(aot);
   AutogradNode acc = node(AutogradNodeKind::kAccumulateGrad, "AccumulateGrad", 1, 0);
   acc.variable = f.make();

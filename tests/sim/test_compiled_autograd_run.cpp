@@ -159,5 +159,39 @@ TEST_CASE("compiled backward: a legacy graph is not executable, and errors name 
   CHECK(st2.error().message.find("index 0 out of range") != std::string::npos);
 }
 
+Result<Variable> unhooked(AutogradEngine& e) {
+  CAPSIM_TRY_ASSIGN(const Variable x, e.leaf({4}, iota(4, 1.0f)));
+  CAPSIM_TRY_ASSIGN(const Variable y, e.mul(x, x));
+  return e.sum(y);
+}
+
+TEST_CASE("compiled autograd capture: hooks add no reads (I-3), no metadata survives (I-9)") {
+  // I-3: hooks run on fakes under disable_proxy_modes_tracing; capsim's hooks
+  // read nothing, so hooks change neither mode's reads.
+  CHECK(Compiled(hooked).captured.reads.empty());
+  CHECK(Compiled(hooked, CaptureMode::kLegacy).captured.reads.size() ==
+        Compiled(unhooked, CaptureMode::kLegacy).captured.reads.size());
+  // I-9: an FxNode holds op, name, target and args only, so the scrub is
+  // structural; the printed graph names no metadata either.
+  const std::string text = Compiled(hooked).captured.graph.to_text();
+  for (const char* word : {"val=", "tensor_meta", "example_value"}) {
+    CAPTURE(word);
+    CHECK(text.find(word) == std::string::npos);
+  }
+}
+
+TEST_CASE("compiled autograd capture: the post-acc-grad hook follows its accumulate (I-11)") {
+  const Compiled c(hooked);
+  const auto& nodes = c.captured.graph.nodes();
+  std::size_t acc = nodes.size(), hook = nodes.size();
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    if (nodes[i].target == "torch.ops.inductor.accumulate_grad_.default") acc = i;
+    if (nodes[i].target == "call_hook" && nodes[i].args.back().s == "post_acc_grad_hook") hook = i;
+  }
+  REQUIRE(acc < nodes.size());
+  REQUIRE(hook < nodes.size());
+  CHECK(acc < hook);
+}
+
 }  // namespace
 }  // namespace capsim
