@@ -117,6 +117,8 @@ Result<TensorMeta> slice(const TensorMeta& base, std::int64_t dim, std::int64_t 
                          std::int64_t end, std::int64_t step = 1);
 // Broadcasts size-1 dims (stride 0) and prepends new leading dims; -1 keeps a size.
 Result<TensorMeta> expand(const TensorMeta& base, const Dims& sizes);
+// PyTorch's broadcast of two shapes, with its error text.
+Result<Dims> broadcast_shape(const Dims& a, const Dims& b);
 
 // The address of element 0 of a tensor over `storage`.
 inline Address data_address(const Storage& storage, const TensorMeta& meta) {

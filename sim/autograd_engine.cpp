@@ -14,24 +14,6 @@ namespace capsim {
 
 namespace {
 
-// PyTorch's broadcast of two shapes, with its error text.
-Result<Dims> broadcast_shape(const Dims& a, const Dims& b) {
-  const std::size_t rank = std::max(a.size(), b.size());
-  Dims out(rank, 1);
-  for (std::size_t i = 0; i < rank; ++i) {
-    const std::int64_t da = i < rank - a.size() ? 1 : a[i - (rank - a.size())];
-    const std::int64_t db = i < rank - b.size() ? 1 : b[i - (rank - b.size())];
-    if (da != db && da != 1 && db != 1) {
-      return make_error(fmt::format(
-          "the size of tensor a ({}) must match the size of tensor b ({}) at non-singleton "
-          "dimension {}",
-          da, db, i));
-    }
-    out[i] = da == 1 ? db : da;
-  }
-  return out;
-}
-
 TensorGeometry geometry_of(const TensorMeta& meta) {
   return TensorGeometry{meta.sizes, meta.strides, meta.storage_offset};
 }

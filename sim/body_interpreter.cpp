@@ -83,7 +83,12 @@ class Interpreter {
         const KernelKind k = op.kind == BodyOpKind::kAdd   ? KernelKind::kAdd
                              : op.kind == BodyOpKind::kSub ? KernelKind::kSub
                                                            : KernelKind::kMul;
-        CAPSIM_TRY_ASSIGN(const TensorId out, fresh(a[0].meta.sizes));
+        // Broadcasting, as torch's binary ops do (a compiled backward's
+        // SumBackward0 multiplies a 0-d grad into its input's shape).
+        CAPSIM_TRY_ASSIGN(const Dims sizes, broadcast_shape(a[0].meta.sizes, a[1].meta.sizes));
+        CAPSIM_TRY_ASSIGN(a[0].meta, expand(a[0].meta, sizes));
+        CAPSIM_TRY_ASSIGN(a[1].meta, expand(a[1].meta, sizes));
+        CAPSIM_TRY_ASSIGN(const TensorId out, fresh(sizes));
         CAPSIM_TRY_ASSIGN(const TensorArg o, arg(out));
         CAPSIM_TRY_ASSIGN(const KernelLaunch l, launch_binary(k, o, a[0], a[1]));
         CAPSIM_TRY(launch(l));

@@ -10,6 +10,7 @@ void add_tree_scenarios(std::vector<Scenario>& out);
 void add_more_tree_scenarios(std::vector<Scenario>& out);
 void add_optimizer_scenarios(std::vector<Scenario>& out);
 void add_rerecord_scenarios(std::vector<Scenario>& out);
+void add_compiled_autograd_scenarios(std::vector<Scenario>& out);
 
 const std::vector<Scenario>& builtin_scenarios() {
   static const std::vector<Scenario> all = [] {
@@ -18,6 +19,7 @@ const std::vector<Scenario>& builtin_scenarios() {
     add_more_tree_scenarios(s);
     add_rerecord_scenarios(s);
     add_optimizer_scenarios(s);
+    add_compiled_autograd_scenarios(s);
     return s;
   }();
   return all;
