@@ -30,6 +30,15 @@ class KeyWriter {
     tag("rank", static_cast<std::int64_t>(dims.size()));
     for (std::int64_t d : dims) size(d, force_dynamic);
   }
+  // Two saved geometries (CopySlices, AsStridedBackward0): sizes, strides and
+  // offset each, as size slots in that order (the capture reads them so).
+  void geometry(const TensorGeometry& base, const TensorGeometry& view) {
+    for (const TensorGeometry* g : {&base, &view}) {
+      sizes(g->sizes);
+      sizes(g->strides);
+      size(g->storage_offset);
+    }
+  }
   // collect(TensorArg): identity, device, dtype, requires_grad; never sizes.
   Status tensor(TensorId id) {
     CAPSIM_TRY_ASSIGN(const Tensor t, store_.tensor(id));
@@ -143,21 +152,11 @@ Result<CollectedBackward> collect_backward(const AutogradGraph& graph, AutogradN
           return make_error(fmt::format("{}: view_fn not supported by compiled autograd", where));
         }
         key.tag("inner", node.inner_name);
-        key.sizes(node.base.sizes);
-        key.sizes(node.base.strides);
-        key.size(node.base.storage_offset);
-        key.sizes(node.view.sizes);
-        key.sizes(node.view.strides);
-        key.size(node.view.storage_offset);
+        key.geometry(node.base, node.view);
         break;
       case AutogradNodeKind::kFunctional:
         if (node.name == "AsStridedBackward0") {  // self_geometry, size, stride, offset
-          key.sizes(node.base.sizes);
-          key.sizes(node.base.strides);
-          key.size(node.base.storage_offset);
-          key.sizes(node.view.sizes);
-          key.sizes(node.view.strides);
-          key.size(node.view.storage_offset);
+          key.geometry(node.base, node.view);
         }
         break;
       case AutogradNodeKind::kCppNode:

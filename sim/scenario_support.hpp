@@ -147,4 +147,23 @@ inline FunctionDef cube(const std::string& name, CompilationMode mode) {
   return f.returns({f.mul(f.mul(x, x), x)});
 }
 
+// The seed PR's model: fwd(x, w1, w2) = x*w1 + x*w2, returning the loss and x
+// (saved for the backward); w1 and w2 are params.
+inline FunctionDef two_param_forward() {
+  FunctionBuilder f("fwd", kForward, {"primals_1", "primals_2", "primals_3"});
+  f.params({1, 2});
+  const ValueIndex x = f.input(0);
+  return f.returns({f.add(f.mul(x, f.input(1)), f.mul(x, f.input(2))), f.alias(x)});
+}
+// Params w1 and w2 ([4, 4]) and a compiled Adam "opt" over them.
+inline void add_two_params_and_adam(ProgramWriter& p) {
+  p.add(param("w1", {4, 4}));
+  p.add(param("w2", {4, 4}));
+  CreateOptimizer opt;
+  opt.name = "opt";
+  opt.kind = OptimizerKind::kAdam;
+  opt.params = {"w1", "w2"};
+  p.add(opt);
+}
+
 }  // namespace capsim::scenario_support

@@ -80,20 +80,9 @@ Scenario compiled_autograd_backward_adam() {
   const Result<CapturedBackward> bwd = capture_model_backward();
   CAPSIM_CHECK(bwd.ok(), "the built-in model's backward must capture and lower");
   ProgramWriter p(s);
-  {
-    FunctionBuilder f("fwd", CompilationMode::kForward, {"primals_1", "primals_2", "primals_3"});
-    f.params({1, 2});
-    const ValueIndex x = f.input(0);
-    p.function(f.returns({f.add(f.mul(x, f.input(1)), f.mul(x, f.input(2))), f.alias(x)}));
-  }
+  p.function(two_param_forward());
   p.function(bwd->def);
-  p.add(param("w1", {4, 4}));
-  p.add(param("w2", {4, 4}));
-  CreateOptimizer opt;
-  opt.name = "opt";
-  opt.kind = OptimizerKind::kAdam;
-  opt.params = {"w1", "w2"};
-  p.add(opt);
+  add_two_params_and_adam(p);
   std::vector<std::string> grads;
   for (std::size_t k = 0; k < bwd->grad_of.size(); ++k) grads.push_back(fmt::format("g{}", k));
   for (std::int64_t i = 0; i < kSteps; ++i) {

@@ -18,28 +18,13 @@ constexpr std::int64_t kSteps = 5;
 
 // fwd(x, w1, w2) = x*w1 + x*w2, saving x. bwd(x, grad) = (grad*x, grad*x).
 void add_model(ProgramWriter& p) {
-  {
-    FunctionBuilder f("fwd", kForward, {"primals_1", "primals_2", "primals_3"});
-    f.params({1, 2});
-    const ValueIndex x = f.input(0);
-    p.function(f.returns({f.add(f.mul(x, f.input(1)), f.mul(x, f.input(2))), f.alias(x)}));
-  }
+  p.function(two_param_forward());
   {
     FunctionBuilder f("bwd", kBackward, {"primals_1", "tangents_1"});
     f.static_inputs({0});
     const ValueIndex g = f.input(1);
     p.function(f.returns({f.mul(g, f.input(0)), f.mul(g, f.input(0))}));
   }
-}
-
-void add_params_and_optimizer(ProgramWriter& p) {
-  p.add(param("w1", {4, 4}));
-  p.add(param("w2", {4, 4}));
-  CreateOptimizer opt;
-  opt.name = "opt";
-  opt.kind = OptimizerKind::kAdam;
-  opt.params = {"w1", "w2"};
-  p.add(opt);
 }
 
 // The forward, then the backward (cudagraphed, or eager with
@@ -78,7 +63,7 @@ Scenario compiled_adam_cudagraphed_backward() {
   s.description = "the backward is cudagraphed: grads are pool outputs, 0 copies per step";
   ProgramWriter p(s);
   add_model(p);
-  add_params_and_optimizer(p);
+  add_two_params_and_adam(p);
   for (std::int64_t i = 0; i < kSteps; ++i) {
     p.add(MarkStepBegin{});
     forward_backward(p, true);
@@ -101,7 +86,7 @@ Scenario compiled_adam_eager_backward() {
   s.description = "the backward is eager: each replay copies every grad into the pool";
   ProgramWriter p(s);
   add_model(p);
-  add_params_and_optimizer(p);
+  add_two_params_and_adam(p);
   for (std::int64_t i = 0; i < kSteps; ++i) {
     forward_backward(p, false);
     p.add(OptimizerStep{"opt"});
@@ -130,7 +115,7 @@ Scenario compiled_adam_static_grads(bool pr_107853_rule) {
   s.options.config.zero_grad_static_error = pr_107853_rule;
   ProgramWriter p(s);
   add_model(p);
-  add_params_and_optimizer(p);
+  add_two_params_and_adam(p);
   for (std::int64_t i = 0; i < kSteps; ++i) {
     forward_backward(p, false);
     if (i == 0) {
@@ -171,7 +156,7 @@ Scenario compiled_adam_optimizer_dropped() {
       "its pool go";
   ProgramWriter p(s);
   add_model(p);
-  add_params_and_optimizer(p);
+  add_two_params_and_adam(p);
   for (std::int64_t i = 0; i < 3; ++i) {
     p.add(tensor("g1", {4, 4}));
     p.add(tensor("g2", {4, 4}));
