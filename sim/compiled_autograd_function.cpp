@@ -35,8 +35,12 @@ using Kind = Lowered::Kind;
 class Lowering {
  public:
   Lowering(const FxGraph& fx, std::string name, std::span<const Dims> sizes,
-           std::vector<std::string> names, std::vector<std::uint32_t> params)
-      : fx_(fx), sizes_(sizes), f_(std::move(name), CompilationMode::kBackward, std::move(names)) {
+           std::vector<std::string> names, std::vector<std::uint32_t> params,
+           const LowerOptions& options)
+      : fx_(fx),
+        options_(options),
+        sizes_(sizes),
+        f_(std::move(name), CompilationMode::kBackward, std::move(names)) {
     f_.params(params);
     f_.static_inputs(std::move(params));
   }
@@ -204,6 +208,7 @@ class Lowering {
       if (args.size() != 2) return make_error("torch.add takes 2 arguments");
       CAPSIM_TRY_ASSIGN(const Lowered* a, value(args[0], "input"));
       CAPSIM_TRY_ASSIGN(const Lowered* b, value(args[1], "other"));
+      if (options_.drop_fan_in_add) return *a;
       CAPSIM_TRY_ASSIGN(const Dims sizes, broadcast_shape(a->sizes, b->sizes));
       return Lowered::of(f_.add(a->value, b->value), sizes);
     }
@@ -227,6 +232,7 @@ class Lowering {
   }
 
   const FxGraph& fx_;
+  const LowerOptions& options_;
   std::span<const Dims> sizes_;
   FunctionBuilder f_;
   std::vector<Lowered> values_;
@@ -239,13 +245,14 @@ class Lowering {
 Result<CompiledBackwardFunction> to_function_def(const FxGraph& fx, std::string name,
                                                  std::span<const Dims> input_sizes,
                                                  std::vector<std::string> input_names,
-                                                 std::vector<std::uint32_t> param_input_idxs) {
+                                                 std::vector<std::uint32_t> param_input_idxs,
+                                                 const LowerOptions& options) {
   if (input_names.size() != input_sizes.size()) {
     return make_error(fmt::format("lowering {}: {} input names for {} inputs", name,
                                   input_names.size(), input_sizes.size()));
   }
   Lowering lowering(fx, std::move(name), input_sizes, std::move(input_names),
-                    std::move(param_input_idxs));
+                    std::move(param_input_idxs), options);
   return lowering.run();
 }
 

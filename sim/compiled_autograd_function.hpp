@@ -32,12 +32,19 @@ struct CompiledBackwardFunction {
   std::vector<std::uint32_t> grad_of;  // per output: the input (a param) it is the grad of
 };
 
+struct LowerOptions {
+  // Negative control for the lowering's property: torch.add lowers to its
+  // first operand, dropping every fan-in contribution but the first.
+  bool drop_fan_in_add = false;
+};
+
 // `input_sizes` and `input_names` describe the call's inputs (the lifted
 // tensors, then the root grads); `param_input_idxs` are the params among them,
 // which become the function's static inputs.
 Result<CompiledBackwardFunction> to_function_def(const FxGraph& fx, std::string name,
                                                  std::span<const Dims> input_sizes,
                                                  std::vector<std::string> input_names,
-                                                 std::vector<std::uint32_t> param_input_idxs);
+                                                 std::vector<std::uint32_t> param_input_idxs,
+                                                 const LowerOptions& options = {});
 
 }  // namespace capsim
