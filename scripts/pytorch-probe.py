@@ -127,17 +127,18 @@ def custom_fn_output_metadata(_, device):
 
 
 def tensor_subclass_basic(_, device):
+    # As PyTorch's test: the TwoTensor is built outside the compiled region and
+    # is the leaf; the region's output is a subclass too.
     from torch.testing._internal.two_tensor import TwoTensor
 
-    a = iota(4, device=device).requires_grad_()
-    b = iota(4, 2.0, device=device).requires_grad_()
+    a = TwoTensor(iota(4, device=device), iota(4, 2.0, device=device)).requires_grad_()
 
     @torch.compile(backend="aot_eager", fullgraph=True)
-    def f(p, q):
-        return TwoTensor(p, q) * TwoTensor(q, p)
+    def f(p):
+        return p * 2
 
-    z = f(a, b)
-    return [a, b], z.sum()
+    z = f(a)
+    return [a], z.sum()
 
 
 SCENARIOS = [
@@ -177,6 +178,52 @@ def cudagraph_tree_probe():
             print(f"  tree_manager.{attr} = {val}")
 
 
+def describe_tree(mgr):
+    """Every recorded node of the tree: its function and input classes."""
+    stack = [(str(k), n) for k, nodes in getattr(mgr, "roots", {}).items() for n in nodes]
+    while stack:
+        key, node = stack.pop()
+        fields = []
+        for attr in ("static_input_idxs", "non_static_input_idx", "cudagraph_managed_idxs",
+                     "expanded_dims"):
+            if hasattr(node, attr):
+                val = getattr(node, attr)
+                fields.append(f"{attr}={sorted(val) if isinstance(val, (set, list, tuple)) else val}")
+        wrapped = getattr(node, "wrapped_function", None)
+        fid = getattr(wrapped, "id", "?")
+        print(f"  node {type(node).__name__} function={fid} " + " ".join(fields))
+        for kids in getattr(node, "children", {}).values():
+            stack.extend((key, k) for k in kids)
+
+
+def compiled_optimizer_probe():
+    """PR 107504's first case on the real system: a cudagraphed backward (the
+    forward compiled with reduce-overhead), then a compiled Adam step."""
+    from torch._inductor import cudagraph_trees
+
+    w1 = torch.randn(4, 4, device="cuda", requires_grad=True)
+    w2 = torch.randn(4, 4, device="cuda", requires_grad=True)
+    opt = torch.optim.Adam([w1, w2], lr=0.01, capturable=True)
+
+    @torch.compile(mode="reduce-overhead")
+    def fwd(x):
+        return x * w1 + x * w2
+
+    @torch.compile(mode="reduce-overhead")
+    def step():
+        opt.step()
+
+    for _ in range(5):
+        torch.compiler.cudagraph_mark_step_begin()
+        x = torch.randn(4, 4, device="cuda")
+        fwd(x).backward(torch.ones(4, 4, device="cuda"))
+        step()
+        opt.zero_grad(set_to_none=True)
+    mgr = cudagraph_trees.get_container(0).tree_manager
+    print(f"== compiled optimizer: graphs recorded={next(mgr.graph_counter)}")
+    describe_tree(mgr)
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
@@ -201,6 +248,13 @@ def main():
         except Exception:
             failures += 1
             print("== cudagraph tree: FAILED")
+            print(traceback.format_exc().rstrip())
+        try:
+            torch._dynamo.reset()
+            compiled_optimizer_probe()
+        except Exception:
+            failures += 1
+            print("== compiled optimizer: FAILED")
             print(traceback.format_exc().rstrip())
     print(f"== probe done: {failures} failed")
     return 0
