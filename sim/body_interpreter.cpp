@@ -149,6 +149,20 @@ class Interpreter {
         return view(values_[op.args[0]], a[0].meta);
       }
       case BodyOpKind::kAlias: return view(values_[op.args[0]], a[0].meta);
+      case BodyOpKind::kTranspose: {
+        if (a[0].meta.sizes.size() != 2) return make_error("t: the operand must be 2-d");
+        TensorMeta meta = a[0].meta;
+        std::swap(meta.sizes[0], meta.sizes[1]);
+        std::swap(meta.strides[0], meta.strides[1]);
+        return view(values_[op.args[0]], meta);
+      }
+      case BodyOpKind::kReluBackward: {
+        CAPSIM_TRY_ASSIGN(const TensorId out, fresh(a[0].meta.sizes));
+        CAPSIM_TRY_ASSIGN(const TensorArg o, arg(out));
+        CAPSIM_TRY_ASSIGN(const KernelLaunch l, launch_relu_backward(o, a[0], a[1]));
+        CAPSIM_TRY(launch(l));
+        return out;
+      }
       case BodyOpKind::kSlice: {
         CAPSIM_TRY_ASSIGN(const TensorMeta meta, slice(a[0].meta, 0, op.start, op.end));
         return view(values_[op.args[0]], meta);

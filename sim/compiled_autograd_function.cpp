@@ -169,7 +169,7 @@ class Lowering {
       return args[0];
     }
     if (t == "ops.MulBackward0" || t == "ops.AddBackward0" || t == "ops.CloneBackward0" ||
-        t == "ops.SumBackward0") {
+        t == "ops.SumBackward0" || t == "ops.ReluBackward0" || t == "ops.MmBackward0") {
       CAPSIM_TRY_ASSIGN(const auto gn, grads_and_needs(args));
       const auto& [g, needed] = gn;
       Lowered out;
@@ -185,6 +185,28 @@ class Lowering {
         }
         if (needed.size() > 1 && needed[1]) {
           CAPSIM_TRY_ASSIGN(out.list[1], mul(*g, *self));
+        }
+      } else if (t == "ops.ReluBackward0") {
+        if (args.size() < 3) return make_error("ReluBackward0 without its result");
+        CAPSIM_TRY_ASSIGN(const Lowered* result, value(args[2], "result"));
+        if (!needed.empty() && needed[0]) {
+          out.list[0] = Lowered::of(f_.relu_backward(g->value, result->value), g->sizes);
+        }
+      } else if (t == "ops.MmBackward0") {
+        // grad_self = grad @ mat2.t(), grad_mat2 = self.t() @ grad, as the engine.
+        if (args.size() < 4) return make_error("MmBackward0 without self and mat2");
+        CAPSIM_TRY_ASSIGN(const Lowered* self, value(args[2], "self"));
+        CAPSIM_TRY_ASSIGN(const Lowered* mat2, value(args[3], "mat2"));
+        if (g->sizes.size() != 2 || self->sizes.size() != 2 || mat2->sizes.size() != 2) {
+          return make_error("MmBackward0 of operands that are not 2-d");
+        }
+        if (!needed.empty() && needed[0]) {
+          out.list[0] =
+              Lowered::of(f_.mm(g->value, f_.t(mat2->value)), {g->sizes[0], mat2->sizes[0]});
+        }
+        if (needed.size() > 1 && needed[1]) {
+          out.list[1] =
+              Lowered::of(f_.mm(f_.t(self->value), g->value), {self->sizes[1], g->sizes[1]});
         }
       } else if (t == "ops.SumBackward0") {
         Dims sizes;

@@ -34,6 +34,10 @@ class FunctionBuilder {
   ValueIndex add_(ValueIndex a, ValueIndex b) { return op(BodyOpKind::kAddInplace, {a, b}); }
   ValueIndex copy_(ValueIndex a, ValueIndex b) { return op(BodyOpKind::kCopyInplace, {a, b}); }
   ValueIndex alias(ValueIndex a) { return op(BodyOpKind::kAlias, {a}); }
+  ValueIndex t(ValueIndex a) { return op(BodyOpKind::kTranspose, {a}); }
+  ValueIndex relu_backward(ValueIndex grad, ValueIndex result) {
+    return op(BodyOpKind::kReluBackward, {grad, result});
+  }
   ValueIndex full(Dims sizes, float value) {
     BodyOp o;
     o.kind = BodyOpKind::kFull;

@@ -108,8 +108,8 @@ std::vector<std::uint32_t> mutated_input_idxs(const FunctionDef& def) {
   std::vector<std::uint32_t> mutated;
   for (std::size_t k = 0; k < def.ops.size(); ++k) {
     const BodyOp& op = def.ops[k];
-    const bool view =
-        op.kind == BodyOpKind::kAlias || op.kind == BodyOpKind::kSlice || body_op_in_place(op.kind);
+    const bool view = op.kind == BodyOpKind::kAlias || op.kind == BodyOpKind::kSlice ||
+                      op.kind == BodyOpKind::kTranspose || body_op_in_place(op.kind);
     if (view) root[n + k] = root[op.args[0]];
     for (std::uint32_t a : body_op_written_args(op.kind)) {
       if (root[op.args[a]]) mutated.push_back(*root[op.args[a]]);

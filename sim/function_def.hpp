@@ -36,6 +36,8 @@ namespace capsim {
   X(kCopyInplace, "copy_", 2, true)                                               \
   X(kAlias, "alias", 1, false) /* a view with the same metadata */                \
   X(kSlice, "slice", 1, false) /* a view of [start, end) along dim 0 */           \
+  X(kTranspose, "t", 1, false) /* a 2-d view with its dims swapped */             \
+  X(kReluBackward, "relu_backward", 2, false) /* grad, result */                  \
   X(kSgd, "sgd", 3, true)      /* param, grad, momentum_buffer */                 \
   X(kAdam, "adam", 5, true)    /* param, grad, exp_avg, exp_avg_sq, step */       \
   X(kAdamW, "adamw", 5, true)

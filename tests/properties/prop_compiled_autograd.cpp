@@ -93,7 +93,7 @@ rc::Gen<AutogradProgram> gen_program() {
               rc::gen::set(&Step::b, rc::gen::inRange<std::size_t>(0, 16))))));
 }
 
-// Programs of the ops whose backward lowers to a tree-manager function body.
+// Programs of ops whose backward lowers to a tree-manager function body.
 rc::Gen<AutogradProgram> gen_body_program() {
   return rc::gen::build<AutogradProgram>(
       rc::gen::set(&AutogradProgram::leaves, rc::gen::inRange(1, 4)),

@@ -24,9 +24,20 @@ struct Model {
   Variable w1, w2, loss;
 };
 
-// loss = sum(x*w1 + x*w2 + w1): Mul, Add, Sum and a fan-in into w1.
-Result<Model> build(AutogradEngine& e, bool hook) {
+// loss = sum(x*w1 + x*w2 + w1): Mul, Add, Sum and a fan-in into w1; with
+// `mlp`, loss = sum(relu(x @ w1) * w2) instead: Mm, Relu, Mul, Sum.
+Result<Model> build(AutogradEngine& e, bool hook, bool mlp = false) {
   Model m;
+  if (mlp) {
+    CAPSIM_TRY_ASSIGN(m.w1, e.leaf({3, 3}, iota(9, -2.0f)));
+    CAPSIM_TRY_ASSIGN(m.w2, e.leaf({2, 3}, iota(6, 0.5f)));
+    CAPSIM_TRY_ASSIGN(const Variable x, e.constant({2, 3}, iota(6, -1.5f)));
+    CAPSIM_TRY_ASSIGN(const Variable h, e.mm(x, m.w1));
+    CAPSIM_TRY_ASSIGN(const Variable r, e.relu(h));
+    CAPSIM_TRY_ASSIGN(const Variable y, e.mul(r, m.w2));
+    CAPSIM_TRY_ASSIGN(m.loss, e.sum(y));
+    return m;
+  }
   CAPSIM_TRY_ASSIGN(m.w1, e.leaf({2, 3}, iota(6, 0.5f)));
   CAPSIM_TRY_ASSIGN(m.w2, e.leaf({2, 3}, iota(6, -1.0f)));
   CAPSIM_TRY_ASSIGN(const Variable x, e.constant({2, 3}, iota(6, 3.0f)));
@@ -54,8 +65,8 @@ struct Lowered {
   CompiledBackwardCall call;
   Result<CompiledBackwardFunction> function = make_error("not lowered");
 
-  explicit Lowered(bool hook) {
-    model = build(engine, hook).value();
+  explicit Lowered(bool hook, bool mlp = false) {
+    model = build(engine, hook, mlp).value();
     const auto bg = engine.backward_graph(model.loss).value();
     const CollectedBackward c = collect_backward(bg.graph, bg.root, dev.store).value();
     const CaptureResult r = capture_backward(bg.graph, c).value();
@@ -76,8 +87,8 @@ struct Lowered {
   }
 };
 
-TEST_CASE("compiled backward as a function body: eager body run == eager engine") {
-  Lowered l(false);
+void check_against_eager(bool mlp) {
+  Lowered l(false, mlp);
   REQUIRE(l.function.ok());
   const CompiledBackwardFunction& f = *l.function;
   CHECK(f.def.mode == CompilationMode::kBackward);
@@ -92,7 +103,7 @@ TEST_CASE("compiled backward as a function body: eager body run == eager engine"
 
   OwnedAutogradDevice eager_dev;
   AutogradEngine eager(eager_dev.device());
-  const Model m = build(eager, false).value();
+  const Model m = build(eager, false, mlp).value();
   const std::vector<float> one{1.0f};
   REQUIRE(eager.backward(m.loss, eager.constant({}, one).value()).ok());
   for (std::size_t k = 0; k < grads.size(); ++k) {
@@ -100,6 +111,15 @@ TEST_CASE("compiled backward as a function body: eager body run == eager engine"
     const TensorId eager_param = param == l.model.w1.tensor ? m.w1.tensor : m.w2.tensor;
     CAPTURE(k);
     CHECK(bits_of(l.engine, grads[k]) == bits_of(eager, *eager.grad_of(eager_param)));
+  }
+}
+
+TEST_CASE("compiled backward as a function body: eager body run == eager engine") {
+  SUBCASE("mul, add, sum, fan-in") {
+    check_against_eager(false);
+  }
+  SUBCASE("mm, relu, mul, sum") {
+    check_against_eager(true);
   }
 }
 
