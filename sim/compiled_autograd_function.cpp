@@ -278,4 +278,19 @@ Result<CompiledBackwardFunction> to_function_def(const FxGraph& fx, std::string 
   return lowering.run();
 }
 
+Result<FunctionInputs> function_inputs(const AutogradEngine& engine, const TensorStore& store,
+                                       const CompiledBackwardCall& call) {
+  FunctionInputs out;
+  for (std::size_t i = 0; i < call.inputs.size(); ++i) {
+    CAPSIM_TRY_ASSIGN(const Tensor t, store.tensor(call.inputs[i]));
+    out.sizes.push_back(t.meta.sizes);
+    out.names.push_back(fmt::format("inputs_{}", i));
+    const Result<Variable> v = engine.variable(call.inputs[i]);
+    if (v.ok() && v->requires_grad && !v->grad_fn) {
+      out.params.push_back(static_cast<std::uint32_t>(i));
+    }
+  }
+  return out;
+}
+
 }  // namespace capsim

@@ -23,6 +23,8 @@
 #include <vector>
 
 #include "model/fx_graph.hpp"
+#include "sim/autograd_engine.hpp"
+#include "sim/compiled_autograd_run.hpp"
 #include "sim/function_def.hpp"
 
 namespace capsim {
@@ -46,5 +48,16 @@ Result<CompiledBackwardFunction> to_function_def(const FxGraph& fx, std::string 
                                                  std::vector<std::string> input_names,
                                                  std::vector<std::uint32_t> param_input_idxs,
                                                  const LowerOptions& options = {});
+
+// The call's inputs as to_function_def takes them: their sizes, the names
+// inputs_0, inputs_1, ..., and as params the leaves that require grad (the
+// AccumulateGrad variables).
+struct FunctionInputs {
+  std::vector<Dims> sizes;
+  std::vector<std::string> names;
+  std::vector<std::uint32_t> params;
+};
+Result<FunctionInputs> function_inputs(const AutogradEngine& engine, const TensorStore& store,
+                                       const CompiledBackwardCall& call);
 
 }  // namespace capsim

@@ -49,21 +49,16 @@ Result<CapturedBackward> capture_model_backward() {
   // x is the forward's saved output "saved"; the root grad is "grad_out".
   const std::map<TensorId, std::string> world_name{
       {x.tensor, "saved"}, {w1.tensor, "w1"}, {w2.tensor, "w2"}, {ones.tensor, "grad_out"}};
+  CAPSIM_TRY_ASSIGN(FunctionInputs in, function_inputs(e, dev.store, call));
   CapturedBackward out;
-  std::vector<Dims> sizes;
-  std::vector<std::string> names;
-  std::vector<std::uint32_t> params;
-  for (std::size_t i = 0; i < call.inputs.size(); ++i) {
-    const auto it = world_name.find(call.inputs[i]);
+  for (TensorId t : call.inputs) {
+    const auto it = world_name.find(t);
     if (it == world_name.end()) return make_error("the capture lifted an unexpected tensor");
-    CAPSIM_TRY_ASSIGN(const Tensor t, dev.store.tensor(call.inputs[i]));
-    sizes.push_back(t.meta.sizes);
-    names.push_back(fmt::format("inputs_{}", i));
     out.args.push_back(it->second);
-    if (it->second == "w1" || it->second == "w2") params.push_back(static_cast<std::uint32_t>(i));
   }
-  CAPSIM_TRY_ASSIGN(CompiledBackwardFunction f,
-                    to_function_def(r.graph, "ca_bwd", sizes, std::move(names), std::move(params)));
+  CAPSIM_TRY_ASSIGN(
+      CompiledBackwardFunction f,
+      to_function_def(r.graph, "ca_bwd", in.sizes, std::move(in.names), std::move(in.params)));
   out.def = std::move(f.def);
   for (std::uint32_t input : f.grad_of) out.grad_of.push_back(out.args.at(input));
   return out;

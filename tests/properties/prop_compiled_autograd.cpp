@@ -271,92 +271,89 @@ Variable ones_like_scalar(AutogradEngine& e) {
   return *g;
 }
 
+// The eager engine's run of a program: the ground truth for P-equal.
+struct EagerRun {
+  OwnedAutogradDevice dev;
+  AutogradEngine engine{dev.device()};
+  explicit EagerRun(const AutogradProgram& p) {
+    auto loss = forward(engine, p, 0.0f);
+    if (!loss) RC_FAIL("forward: " + loss.error().message);
+    auto ran = engine.backward(*loss, ones_like_scalar(engine));
+    if (!ran) RC_FAIL("eager backward: " + ran.error().message);
+  }
+};
+
+// The same program's forward on another device, captured (functional) and
+// ready to be called.
+struct CapturedRun {
+  OwnedAutogradDevice dev;
+  AutogradEngine engine{dev.device()};
+  AutogradEngine::BackwardGraph bg;
+  CaptureResult captured;
+  CompiledBackwardCall call;
+  explicit CapturedRun(const AutogradProgram& p) {
+    auto loss = forward(engine, p, 0.0f);
+    RC_ASSERT(loss.ok());
+    auto g = engine.backward_graph(*loss);
+    RC_ASSERT(g.ok());
+    bg = std::move(g).value();
+    auto c = collect_backward(bg.graph, bg.root, dev.store);
+    RC_ASSERT(c.ok());
+    auto r = capture_backward(bg.graph, *c);
+    if (!r) RC_FAIL("capture: " + r.error().message);
+    captured = std::move(r).value();
+    const TensorId roots[] = {ones_like_scalar(engine).tensor};
+    call = make_call(bg.graph, *c, roots);
+  }
+};
+
 // P-equal: the captured graph, interpreted (or lowered and replayed over
 // poisoned grads), gives the eager grads bit for bit.
 void runs_like_eager(const AutogradProgram& p, RunFault fault, bool lowered) {
-  OwnedAutogradDevice eager_dev;
-  AutogradEngine eager(eager_dev.device());
-  auto eager_loss = forward(eager, p, 0.0f);
-  if (!eager_loss) RC_FAIL("forward: " + eager_loss.error().message);
-  auto ran = eager.backward(*eager_loss, ones_like_scalar(eager));
-  if (!ran) RC_FAIL("eager backward: " + ran.error().message);
-
-  OwnedAutogradDevice dev;
-  AutogradEngine engine(dev.device());
-  auto loss = forward(engine, p, 0.0f);
-  RC_ASSERT(loss.ok());
-  auto bg = engine.backward_graph(*loss);
-  RC_ASSERT(bg.ok());
-  auto c = collect_backward(bg->graph, bg->root, dev.store);
-  RC_ASSERT(c.ok());
-  auto r = capture_backward(bg->graph, *c, {CaptureMode::kFunctional, {}});
-  if (!r) RC_FAIL("capture: " + r.error().message);
-  const TensorId roots[] = {ones_like_scalar(engine).tensor};
-  const CompiledBackwardCall call = make_call(bg->graph, *c, roots);
+  const EagerRun eager(p);
+  CapturedRun run(p);
   if (!lowered) {
     RunOptions options;
     options.fault = fault;
-    const Status st = run_compiled_backward(engine, bg->graph, r->graph, call, options);
+    const Status st =
+        run_compiled_backward(run.engine, run.bg.graph, run.captured.graph, run.call, options);
     if (!st) RC_FAIL("compiled backward: " + st.error().message);
   } else {
-    auto program = lower_compiled_backward(engine, bg->graph, r->graph, call);
+    auto program = lower_compiled_backward(run.engine, run.bg.graph, run.captured.graph, run.call);
     if (!program) RC_FAIL("lowering: " + program.error().message);
     // Poison every .grad, then replay: the program alone must rebuild them.
-    for (TensorId leaf : engine.leaves_with_grad()) {
-      const Tensor t = dev.store.tensor(*engine.grad_of(leaf)).value();
+    for (TensorId leaf : run.engine.leaves_with_grad()) {
+      const Tensor t = run.dev.store.tensor(*run.engine.grad_of(leaf)).value();
       const std::vector<float> nan(static_cast<std::size_t>(numel(t.meta.sizes)), std::nanf(""));
-      RC_ASSERT(
-          dev.memory.write(dev.store.data_address(t.id).value(), std::as_bytes(std::span(nan)))
-              .ok());
+      RC_ASSERT(run.dev.memory
+                    .write(run.dev.store.data_address(t.id).value(), std::as_bytes(std::span(nan)))
+                    .ok());
     }
-    for (const auto& step : program->steps) RC_ASSERT(dev.backend.run_step(step).ok());
+    for (const auto& step : program->steps) RC_ASSERT(run.dev.backend.run_step(step).ok());
   }
-  RC_CLASSIFY(r->graph.to_text().find("torch.add") != std::string::npos, "fan-in");
-  RC_ASSERT(grad_bits(engine) == grad_bits(eager));
+  RC_CLASSIFY(run.captured.graph.to_text().find("torch.add") != std::string::npos, "fan-in");
+  RC_ASSERT(grad_bits(run.engine) == grad_bits(eager.engine));
 }
 
 // P-equal through the tree-manager body: the capture lowered to a FunctionDef
 // and run by the body interpreter gives the eager grads bit for bit.
 void body_runs_like_eager(const AutogradProgram& p, const LowerOptions& options) {
-  OwnedAutogradDevice eager_dev;
-  AutogradEngine eager(eager_dev.device());
-  auto eager_loss = forward(eager, p, 0.0f);
-  if (!eager_loss) RC_FAIL("forward: " + eager_loss.error().message);
-  RC_ASSERT(eager.backward(*eager_loss, ones_like_scalar(eager)).ok());
-
-  OwnedAutogradDevice dev;
-  AutogradEngine engine(dev.device());
-  auto loss = forward(engine, p, 0.0f);
-  RC_ASSERT(loss.ok());
-  auto bg = engine.backward_graph(*loss);
-  RC_ASSERT(bg.ok());
-  auto c = collect_backward(bg->graph, bg->root, dev.store);
-  RC_ASSERT(c.ok());
-  auto r = capture_backward(bg->graph, *c);
-  RC_ASSERT(r.ok());
-  const TensorId roots[] = {ones_like_scalar(engine).tensor};
-  const CompiledBackwardCall call = make_call(bg->graph, *c, roots);
-  std::vector<Dims> sizes;
-  std::vector<std::string> names;
-  std::vector<std::uint32_t> params;
-  for (std::size_t i = 0; i < call.inputs.size(); ++i) {
-    sizes.push_back(dev.store.tensor(call.inputs[i]).value().meta.sizes);
-    names.push_back("inputs_" + std::to_string(i));
-    const Variable v = engine.variable(call.inputs[i]).value();
-    if (v.requires_grad && !v.grad_fn) params.push_back(static_cast<std::uint32_t>(i));
-  }
-  auto f = to_function_def(r->graph, "ca_bwd", sizes, names, params, options);
+  const EagerRun eager(p);
+  CapturedRun run(p);
+  auto in = function_inputs(run.engine, run.dev.store, run.call);
+  RC_ASSERT(in.ok());
+  auto f = to_function_def(run.captured.graph, "ca_bwd", in->sizes, in->names, in->params, options);
   if (!f) RC_FAIL("lowering: " + f.error().message);
-  TensorRefs refs(dev.store);
-  for (TensorId t : call.inputs) refs.hold(t);
-  BodyEnv env{refs, dev.backend};
-  auto outputs = run_body(f->def, call.inputs, env);
+  TensorRefs refs(run.dev.store);
+  for (TensorId t : run.call.inputs) refs.hold(t);
+  BodyEnv env{refs, run.dev.backend};
+  auto outputs = run_body(f->def, run.call.inputs, env);
   if (!outputs) RC_FAIL("body: " + outputs.error().message);
-  RC_ASSERT(outputs->size() == eager.leaves_with_grad().size());
+  RC_ASSERT(outputs->size() == eager.engine.leaves_with_grad().size());
   for (std::size_t k = 0; k < outputs->size(); ++k) {
-    const TensorId param = call.inputs.at(f->grad_of[k]);
-    const auto want = eager.read(*eager.grad_of(param));
-    const auto got = engine.read((*outputs)[k]);
+    const TensorId param = run.call.inputs.at(f->grad_of[k]);
+    const auto want = eager.engine.read(*eager.engine.grad_of(param));
+    const auto got = run.engine.read((*outputs)[k]);
     RC_ASSERT(want.ok() && got.ok());
     std::vector<std::uint32_t> a, b;
     for (float x : *want) a.push_back(std::bit_cast<std::uint32_t>(x));

@@ -73,17 +73,8 @@ struct Lowered {
     const std::vector<float> one{1.0f};
     const TensorId roots[] = {engine.constant({}, one).value().tensor};
     call = make_call(bg.graph, c, roots);
-    std::vector<Dims> sizes;
-    std::vector<std::string> names;
-    std::vector<std::uint32_t> params;
-    for (std::size_t i = 0; i < call.inputs.size(); ++i) {
-      sizes.push_back(dev.store.tensor(call.inputs[i]).value().meta.sizes);
-      names.push_back("inputs_" + std::to_string(i));
-      if (call.inputs[i] == model.w1.tensor || call.inputs[i] == model.w2.tensor) {
-        params.push_back(static_cast<std::uint32_t>(i));
-      }
-    }
-    function = to_function_def(r.graph, "ca_bwd", sizes, names, params);
+    const FunctionInputs in = function_inputs(engine, dev.store, call).value();
+    function = to_function_def(r.graph, "ca_bwd", in.sizes, in.names, in.params);
   }
 };
 
