@@ -129,6 +129,19 @@ enum class InvariantStatus : std::uint8_t {
 };
 std::string_view invariant_status_name(InvariantStatus s);
 
+// Why a recording was made, as traces report it (pytorch#156820 asks for
+// re-record reasons): the failed check of an existing child of the same
+// function, or kSuccess when no child existed (the first recording on this
+// path). For a pointer mismatch, the first input whose pointer changed.
+struct RecordCause {
+  InvariantStatus status = InvariantStatus::kSuccess;
+  std::optional<std::uint32_t> input;
+  Address old_ptr = 0;
+  Address new_ptr = 0;
+};
+// "no_child", "static_input_idx_mismatch", ...: the `reason` of a record event.
+std::string_view record_reason_name(InvariantStatus s);
+
 // X(enumerator, name): ExecutionState.
 #define CAPSIM_EXECUTION_STATES(X) \
   X(kNone, "NONE")                 \

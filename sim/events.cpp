@@ -56,4 +56,13 @@ std::size_t count_events(const std::vector<Event>& events, EventKind kind) {
       std::count_if(events.begin(), events.end(), [&](const Event& e) { return e.kind == kind; }));
 }
 
+std::string format_addresses(const std::vector<std::uint64_t>& addresses) {
+  std::string out = "[";
+  for (std::size_t i = 0; i < addresses.size(); ++i) {
+    if (i != 0) out += ',';
+    out += fmt::format("{:#x}", addresses[i]);
+  }
+  return out + "]";
+}
+
 }  // namespace capsim

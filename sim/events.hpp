@@ -80,4 +80,7 @@ std::string format_list(const std::vector<Int>& values) {
   return out + "]";
 }
 
+// "[0x7f0000000000,0x7f0000000200]": how events write address lists.
+std::string format_addresses(const std::vector<std::uint64_t>& addresses);
+
 }  // namespace capsim

@@ -231,6 +231,7 @@ Result<CallOutcome> TreeManager::run_inner(FunctionId fid, std::vector<TensorId>
     return run_warmup(fid, inputs);
   }
   // 6-7. Replay the first child whose invariants hold.
+  RecordCause cause;
   const bool in_recording = current_ && state_ == ExecutionState::kRecording;
   if (!in_recording) {
     const std::map<FunctionId, std::vector<GraphId>>& children =
@@ -241,6 +242,8 @@ Result<CallOutcome> TreeManager::run_inner(FunctionId fid, std::vector<TensorId>
       for (GraphId child : it->second) {
         const InvariantStatus status = check_invariants(graphs_[child], inputs);
         if (status == InvariantStatus::kSuccess) return execute_node(child, inputs);
+        // A pointer mismatch names the cause over a liveness mismatch.
+        if (!unexpected) cause = record_cause(graphs_[child], inputs, status);
         if (status == InvariantStatus::kStaticInputIdxMismatch ||
             status == InvariantStatus::kCudagraphManagedIdxMismatch) {
           unexpected = status;
@@ -274,7 +277,7 @@ Result<CallOutcome> TreeManager::run_inner(FunctionId fid, std::vector<TensorId>
     if (current_) CAPSIM_TRY(apply_checkpoint_execution_state_in_allocator());
   }
   // 8. Record, as a root or as a child of the current node.
-  return record_function(fid, inputs);
+  return record_function(fid, inputs, cause);
 }
 
 Status TreeManager::drop_all(std::vector<TensorId>& inputs) {

@@ -104,7 +104,8 @@ class TreeManager {
 
   // tree_warmup_record.cpp
   Result<CallOutcome> run_warmup(FunctionId fid, std::vector<TensorId>& inputs);
-  Result<CallOutcome> record_function(FunctionId fid, std::vector<TensorId>& inputs);
+  Result<CallOutcome> record_function(FunctionId fid, std::vector<TensorId>& inputs,
+                                      const RecordCause& cause);
   Status classify_outputs(GraphNode& node, const std::vector<TensorId>& outputs,
                           const std::vector<Address>& input_storage_ptrs);
 
@@ -116,6 +117,9 @@ class TreeManager {
   Status check_static_inputs_alive(const GraphNode& node, const std::vector<TensorId>& inputs);
   std::string mismatch_reason(const GraphNode& node, const std::vector<TensorId>& inputs,
                               InvariantStatus status) const;
+  // The cause a failed check gives a new recording (first changed pointer).
+  RecordCause record_cause(const GraphNode& node, const std::vector<TensorId>& inputs,
+                           InvariantStatus status) const;
 
   // tree_memory.cpp: liveness, checkpoints, pool checks.
   std::vector<NodeRef> path_to(std::optional<NodeRef> node) const;

@@ -35,6 +35,22 @@ InvariantStatus TreeManager::check_invariants(const GraphNode& node,
   return InvariantStatus::kSuccess;
 }
 
+RecordCause TreeManager::record_cause(const GraphNode& node, const std::vector<TensorId>& inputs,
+                                      InvariantStatus status) const {
+  RecordCause cause{status, std::nullopt, 0, 0};
+  if (status != InvariantStatus::kStaticInputIdxMismatch &&
+      status != InvariantStatus::kCudagraphManagedIdxMismatch) {
+    return cause;
+  }
+  const bool managed = status == InvariantStatus::kCudagraphManagedIdxMismatch;
+  for (std::uint32_t i : managed ? node.cudagraph_managed_idxs : node.static_input_idxs) {
+    auto ptr = data_ptr(inputs[i]);
+    const Address old_ptr = node.static_input_data_ptrs[i].value_or(0);
+    if (ptr && *ptr != old_ptr) return RecordCause{status, i, old_ptr, *ptr};
+  }
+  return cause;
+}
+
 std::string TreeManager::mismatch_reason(const GraphNode& node, const std::vector<TensorId>& inputs,
                                          InvariantStatus status) const {
   const bool managed = status == InvariantStatus::kCudagraphManagedIdxMismatch;
@@ -107,6 +123,14 @@ Result<CallOutcome> TreeManager::execute_node(GraphId id, std::vector<TensorId>&
     }
   }
 
+  // The pointers the replay finds at the static positions; a trace checks
+  // them against the recording's (a stale read shows as a difference).
+  std::vector<Address> static_ptrs;
+  for (std::uint32_t i : node.static_input_idxs) {
+    auto ptr = inputs[i] == TensorId{0} ? Result<Address>(Error{}) : data_ptr(inputs[i]);
+    static_ptrs.push_back(ptr ? *ptr : 0);
+  }
+
   // One copy per non-static input into its placeholder (a foreach copy).
   std::uint64_t copies = 0, bytes = 0;
   for (std::uint32_t i : node.non_static_input_idxs) {
@@ -135,8 +159,10 @@ Result<CallOutcome> TreeManager::execute_node(GraphId id, std::vector<TensorId>&
   }
   inputs.clear();
   ++ctx_.counters.replays;
-  std::vector<EventField> fields{
-      {"fid", std::to_string(node.fid)}, {"function", fn.def->name}, {"graph", std::to_string(id)}};
+  std::vector<EventField> fields{{"fid", std::to_string(node.fid)},
+                                 {"function", fn.def->name},
+                                 {"graph", std::to_string(id)},
+                                 {"static_ptrs", format_addresses(static_ptrs)}};
   if (expected) {
     ++ctx_.counters.replay_checks;
     bool equal = true;

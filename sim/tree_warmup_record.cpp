@@ -52,6 +52,17 @@ std::string_view invariant_status_name(InvariantStatus s) {
   return "?";
 }
 
+std::string_view record_reason_name(InvariantStatus s) {
+  switch (s) {
+    case InvariantStatus::kSuccess: return "no_child";
+    case InvariantStatus::kCudagraphManagedIdxMismatch: return "cudagraph_managed_idx_mismatch";
+    case InvariantStatus::kStaticInputIdxMismatch: return "static_input_idx_mismatch";
+    case InvariantStatus::kExpectedDeadIndicesBeforeGraphMismatch:
+      return "expected_dead_indices_before_graph_mismatch";
+  }
+  return "?";
+}
+
 std::string_view execution_state_name(ExecutionState s) {
   switch (s) {
 #define CAPSIM_NAME_(e, name) \
@@ -109,7 +120,8 @@ Result<CallOutcome> TreeManager::run_warmup(FunctionId fid, std::vector<TensorId
   return CallOutcome{CallPath::kWarmup, std::move(outputs)};
 }
 
-Result<CallOutcome> TreeManager::record_function(FunctionId fid, std::vector<TensorId>& inputs) {
+Result<CallOutcome> TreeManager::record_function(FunctionId fid, std::vector<TensorId>& inputs,
+                                                 const RecordCause& cause) {
   if (graphs_.size() >= kMaxGraphNodes) {
     return make_error(fmt::format("more than {} recordings in one tree", kMaxGraphNodes));
   }
@@ -236,6 +248,11 @@ Result<CallOutcome> TreeManager::record_function(FunctionId fid, std::vector<Ten
   update_generation();
   check_memory_pool(path_live_weakrefs(), "after_record");
 
+  // The pointers the graph baked in for its static inputs, in index order.
+  std::vector<Address> static_ptrs;
+  for (std::uint32_t i : stored.static_input_idxs) {
+    static_ptrs.push_back(stored.static_input_data_ptrs[i].value_or(0));
+  }
   ++ctx_.counters.graphs_recorded;
   ctx_.counters.cudagraph_recorded_non_static_inputs += stored.non_static_input_idxs.size();
   ctx_.emit(EventKind::kRecord,
@@ -246,7 +263,15 @@ Result<CallOutcome> TreeManager::record_function(FunctionId fid, std::vector<Ten
              {"static", format_list(stored.static_input_idxs)},
              {"managed", format_list(stored.cudagraph_managed_idxs)},
              {"non_static", format_list(stored.non_static_input_idxs)},
-             {"steps", std::to_string(stored.program_steps)}});
+             {"steps", std::to_string(stored.program_steps)},
+             {"static_ptrs", format_addresses(static_ptrs)},
+             {"reason", std::string(record_reason_name(cause.status))}});
+  if (cause.input) {
+    Event& e = ctx_.events.back();
+    e.fields.push_back({"input", std::to_string(*cause.input)});
+    e.fields.push_back({"old_ptr", hex(cause.old_ptr)});
+    e.fields.push_back({"new_ptr", hex(cause.new_ptr)});
+  }
   return CallOutcome{CallPath::kRecord, std::move(outputs)};
 }
 
