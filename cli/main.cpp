@@ -11,20 +11,18 @@
 #include <exception>
 #include <string>
 
+#include "cli/export_command.hpp"
+#include "cli/trace_commands.hpp"
 #include "model/address.hpp"
 #include "model/digest.hpp"
 #include "sim/adam_replay_job.hpp"
 #include "sim/capture_scenarios.hpp"
 #include "sim/scenarios.hpp"
+#include "traces/replay.hpp"
 
 namespace {
 
-constexpr int kExitBadInput = 2;
-
-int fail(const std::string& message) {
-  std::fprintf(stderr, "capsim: error: %s\n", message.c_str());
-  return kExitBadInput;
-}
+using capsim::cli::fail;
 
 // CLI11 messages can span lines; the contract is one line.
 std::string one_line(std::string s) {
@@ -148,6 +146,29 @@ int run_main(int argc, char** argv) {
       ->check(CLI::IsMember({"functional", "legacy"}));
   capture->add_flag("--list", capture_list, "List the built-in autograd scenarios");
 
+  std::string record_name, record_output;
+  CLI::App* record =
+      app.add_subcommand("record", "Write the trace of a built-in scenario (docs/trace-format.md)");
+  record->add_option("scenario", record_name, "Scenario name (see capsim scenario --list)")
+      ->required();
+  record->add_option("-o,--output", record_output, "The trace file to write")->required();
+
+  std::vector<std::string> replay_files;
+  bool replay_json = false;
+  std::size_t replay_context = 3;
+  CLI::App* replay = app.add_subcommand(
+      "replay", "Re-simulate recorded traces; report the first divergence and every violation");
+  replay->add_option("files", replay_files, "Trace files")->required();
+  replay->add_flag("--json", replay_json, "Print a machine-readable report");
+  replay->add_option("--context", replay_context, "Matching events shown before a divergence")
+      ->check(CLI::Range(std::size_t{0}, capsim::kMaxReplayContext));
+
+  std::string export_chrome, export_trace;
+  CLI::App* export_cmd = app.add_subcommand(
+      "export", "Write a trace as a Chrome trace for Perfetto (docs/chrome-export.md)");
+  export_cmd->add_option("--chrome", export_chrome, "The Chrome trace file to write")->required();
+  export_cmd->add_option("trace", export_trace, "The capsim trace to export")->required();
+
   app.add_subcommand("version", "Print the version");
 
   // CLI11 would call an unknown word "extra" and ask for a subcommand; say what
@@ -187,6 +208,11 @@ int run_main(int argc, char** argv) {
     if (capture_name.empty()) return fail("capture: give a NAME or --list");
     return print_capture(capture_name, capture_mode);
   }
+  if (record->parsed()) return capsim::cli::record_command(record_name, record_output);
+  if (replay->parsed()) {
+    return capsim::cli::replay_command(replay_files, replay_json, replay_context);
+  }
+  if (export_cmd->parsed()) return capsim::cli::export_command(export_chrome, export_trace);
   if (app.got_subcommand("version")) {
     fmt::print("capsim 0.1.0\n");
     return 0;

@@ -32,10 +32,10 @@ class CpuBackend final : public Backend {
 
   // Runs one step now, outside any graph (eager execution uses this).
   Status run_step(const Step& step);
-
- private:
+  // The frozen program of `handle`, read-only (exporters name its kernels).
   Result<const StepProgram*> program(GraphHandle handle) const;
 
+ private:
   DeviceMemory& memory_;
   std::vector<StepProgram> programs_;
 };

@@ -1,6 +1,7 @@
 #include "sim/body_interpreter.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 namespace capsim {
 
@@ -44,6 +45,7 @@ class Interpreter {
   TensorStore& store() { return env_.refs.store(); }
 
   Result<TensorId> fresh(const Dims& sizes) {
+    CAPSIM_TRY(check_value_sizes(sizes));  // broadcasting and mm can grow a result
     CAPSIM_TRY_ASSIGN(const Tensor t, store().empty(sizes, DType::kFloat32, env_.pool));
     env_.refs.hold(t.id);
     created_.push_back(t.id);
@@ -117,6 +119,18 @@ class Interpreter {
       case BodyOpKind::kMm: {
         if (a[0].meta.sizes.size() != 2 || a[1].meta.sizes.size() != 2) {
           return make_error("mm: both operands must be 2-d");
+        }
+        // Checked before the output is allocated (launch_mm refuses shapes
+        // that do not match); an overflowing product is over the limit too.
+        const Dims& x = a[0].meta.sizes;
+        const Dims& y = a[1].meta.sizes;
+        std::int64_t work = 0;
+        if (x[1] == y[0] &&
+            (__builtin_mul_overflow(x[0], x[1], &work) ||
+             __builtin_mul_overflow(work, y[1], &work) || work > kMaxMmMultiplyAdds)) {
+          return make_error(
+              fmt::format("mm of {} by {} needs more than {} multiply-adds, the limit for one op",
+                          x, y, kMaxMmMultiplyAdds));
         }
         CAPSIM_TRY_ASSIGN(const TensorId out, fresh({a[0].meta.sizes[0], a[1].meta.sizes[1]}));
         CAPSIM_TRY_ASSIGN(const TensorArg o, arg(out));

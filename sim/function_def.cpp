@@ -1,6 +1,7 @@
 #include "sim/function_def.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <optional>
@@ -56,6 +57,20 @@ std::string_view compilation_mode_name(CompilationMode mode) {
 #undef CAPSIM_NAME_
   }
   return "?";
+}
+
+Status check_value_sizes(const Dims& sizes) {
+  std::int64_t span = 1;
+  for (const std::int64_t s : sizes) {
+    if (s < 0) return make_error(fmt::format("negative size {} in {}", s, sizes));
+    // span and s are both at most 2^24 here: the product cannot overflow.
+    if (s > kMaxValueElements || (span *= std::max<std::int64_t>(s, 1)) > kMaxValueElements) {
+      return make_error(fmt::format(
+          "sizes {} span more than {} elements, the limit for one tensor (a size of 0 counts as 1)",
+          sizes, kMaxValueElements));
+    }
+  }
+  return {};
 }
 
 Status validate(const FunctionDef& def) {

@@ -99,6 +99,19 @@ struct FunctionDef {
 inline constexpr std::size_t kMaxBodyInputs = 256;
 inline constexpr std::size_t kMaxBodyOps = 4096;
 
+// Limits on what one op may cost, since a body (and the tensors it runs on)
+// can come from an untrusted trace: a tensor that a body or a trace's
+// new_tensor creates spans at most kMaxValueElements elements, counting a size
+// of 0 as 1 so that its strides stay small too; an mm does at most
+// kMaxMmMultiplyAdds multiply-adds. Both are 2^24 (64 MiB of float32, a
+// 256x256 by 256x256 product): far above what a capture scenario needs, far
+// below what would make replaying a hostile trace take minutes or gigabytes.
+inline constexpr std::int64_t kMaxValueElements = std::int64_t{1} << 24;
+inline constexpr std::int64_t kMaxMmMultiplyAdds = std::int64_t{1} << 24;
+
+// An error unless `sizes` (non-negative) span at most kMaxValueElements.
+Status check_value_sizes(const Dims& sizes);
+
 // Checks arities, value references (each op may only use earlier values) and
 // index sets. Errors name the function, the op and the field.
 Status validate(const FunctionDef& def);

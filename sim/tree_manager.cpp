@@ -154,10 +154,14 @@ bool TreeManager::mutation_blocks(FunctionId fid, const std::vector<TensorId>& i
   const WrappedFunction& fn = functions_[fid];
   const std::vector<NodeRef> path = path_to(current_);
   std::size_t instances = 0;
+  std::vector<std::uint32_t> mutated;  // the inputs that block, for the skip event
   for (std::uint32_t idx : fn.mutated_input_idxs) {
     const bool is_static =
         std::binary_search(fn.static_input_idxs.begin(), fn.static_input_idxs.end(), idx);
-    if (!is_static && !is_cuda_graph_recorded_tensor(path, inputs[idx])) ++instances;
+    if (!is_static && !is_cuda_graph_recorded_tensor(path, inputs[idx])) {
+      ++instances;
+      mutated.push_back(idx);
+    }
   }
   const bool blocked = instances > 0;
   mutation_hint_[key] = blocked;
@@ -165,6 +169,7 @@ bool TreeManager::mutation_blocks(FunctionId fid, const std::vector<TensorId>& i
     ++ctx_.counters.cudagraph_skips;
     ctx_.emit(EventKind::kSkip, {{"id", "S1"},
                                  {"fid", std::to_string(fid)},
+                                 {"inputs", format_list(mutated)},
                                  {"message", messages::mutated_inputs(instances)}});
   }
   return blocked;
@@ -188,8 +193,9 @@ Result<CallOutcome> TreeManager::run(FunctionId fid, std::vector<TensorId> input
   if (shut_down_) {
     CAPSIM_TRY(drop_all(inputs));
     ++ctx_.counters.errors;
-    ctx_.emit(EventKind::kError,
-              {{"id", "A1"}, {"type", "AssertionError"}, {"message", messages::after_shutdown()}});
+    ctx_.emit(
+        EventKind::kError,
+        {{"id", "A1"}, {"exception", "AssertionError"}, {"message", messages::after_shutdown()}});
     return CallOutcome{CallPath::kRaised, {}};
   }
   auto outcome = run_inner(fid, inputs);
@@ -263,12 +269,18 @@ Result<CallOutcome> TreeManager::run_inner(FunctionId fid, std::vector<TensorId>
       ++num_rerecord_[{node, fid}];
       if (exceed_rerecord_limit(node, fid)) {
         ++ctx_.counters.cudagraph_skips;
-        ctx_.emit(EventKind::kSkip,
-                  {{"id", "E5"},
-                   {"fid", std::to_string(fid)},
-                   {"message",
-                    messages::rerecord_limit(fid, ctx_.config.cudagraph_unexpected_rerecord_limit,
-                                             node, unexpected_reason)}});
+        std::vector<EventField> fields{{"id", "E5"},
+                                       {"fid", std::to_string(fid)},
+                                       {"reason", std::string(record_reason_name(cause.status))}};
+        if (cause.input) {
+          fields.push_back({"input", std::to_string(*cause.input)});
+          fields.push_back({"old_ptr", hex(cause.old_ptr)});
+          fields.push_back({"new_ptr", hex(cause.new_ptr)});
+        }
+        fields.push_back({"message", messages::rerecord_limit(
+                                         fid, ctx_.config.cudagraph_unexpected_rerecord_limit, node,
+                                         unexpected_reason)});
+        ctx_.emit(EventKind::kSkip, std::move(fields));
         return run_eager_fallback(fid, inputs, "rerecord_limit");
       }
       ++ctx_.counters.rerecords;

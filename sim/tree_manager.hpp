@@ -71,6 +71,12 @@ class TreeManager {
   ExecutionState path_state() const;
   std::optional<NodeRef> current_node() const { return current_; }
   const std::vector<GraphNode>& graphs() const { return graphs_; }
+  // The steps a recorded graph froze, read-only (the Chrome exporter names
+  // each replayed kernel after them).
+  Result<const StepProgram*> graph_program(GraphId id) const {
+    if (id >= graphs_.size()) return make_error("tree manager: unknown graph id");
+    return ctx_.backend.program(graphs_[id].graph);
+  }
   const std::vector<WarmupNode>& warmups() const { return warmups_; }
   const std::map<FunctionId, std::vector<GraphId>>& roots() const { return roots_; }
   bool running_forwards_with_pending_backwards() const {

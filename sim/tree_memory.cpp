@@ -179,12 +179,12 @@ bool TreeManager::check_memory_pool(const std::vector<StorageRef>& live, const c
   ++ctx_.counters.errors;
   if (!missing.empty()) {
     ctx_.emit(EventKind::kError, {{"id", "E6"},
-                                  {"type", "RuntimeError"},
+                                  {"exception", "RuntimeError"},
                                   {"where", where},
                                   {"message", messages::pool_missing(pool_.value, missing)}});
   } else {
     ctx_.emit(EventKind::kError, {{"id", "E7"},
-                                  {"type", "RuntimeError"},
+                                  {"exception", "RuntimeError"},
                                   {"where", where},
                                   {"message", messages::pool_untracked(untracked)}});
   }

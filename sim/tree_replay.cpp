@@ -79,6 +79,14 @@ Result<CallOutcome> TreeManager::execute_node(GraphId id, std::vector<TensorId>&
     CAPSIM_TRY_ASSIGN(expected, eager_reference_outputs(*functions_[graphs_[id].fid].def,
                                                         ctx_.store(), ctx_.memory, inputs));
   }
+  // The pointers the replay finds at the static positions, before managed
+  // inputs leave the list; a trace checks them against the recording's (a
+  // stale read shows as a difference).
+  std::vector<Address> static_ptrs;
+  for (std::uint32_t i : graphs_[id].static_input_idxs) {
+    auto ptr = data_ptr(inputs[i]);
+    static_ptrs.push_back(ptr ? *ptr : 0);
+  }
   // The tail of check_invariants: managed inputs leave the list so that they
   // may die; what died during the recording must now be dead (E3).
   for (std::uint32_t i : graphs_[id].cudagraph_managed_idxs) {
@@ -92,7 +100,7 @@ Result<CallOutcome> TreeManager::execute_node(GraphId id, std::vector<TensorId>&
       if (i.depth < path.size() && is_live(node_outputs(path[i.depth])[i.index])) {
         ++ctx_.counters.errors;
         ctx_.emit(EventKind::kError, {{"id", "E3"},
-                                      {"type", "RuntimeError"},
+                                      {"exception", "RuntimeError"},
                                       {"graph", std::to_string(id)},
                                       {"message", messages::dealloc_during_recording()}});
         return CallOutcome{CallPath::kRaised, {}};
@@ -116,19 +124,11 @@ Result<CallOutcome> TreeManager::execute_node(GraphId id, std::vector<TensorId>&
     if (!changes.empty()) {
       ++ctx_.counters.errors;
       ctx_.emit(EventKind::kError, {{"id", "E4"},
-                                    {"type", "RuntimeError"},
+                                    {"exception", "RuntimeError"},
                                     {"graph", std::to_string(id)},
                                     {"message", messages::static_pointer_changed(changes)}});
       return CallOutcome{CallPath::kRaised, {}};
     }
-  }
-
-  // The pointers the replay finds at the static positions; a trace checks
-  // them against the recording's (a stale read shows as a difference).
-  std::vector<Address> static_ptrs;
-  for (std::uint32_t i : node.static_input_idxs) {
-    auto ptr = inputs[i] == TensorId{0} ? Result<Address>(Error{}) : data_ptr(inputs[i]);
-    static_ptrs.push_back(ptr ? *ptr : 0);
   }
 
   // One copy per non-static input into its placeholder (a foreach copy).

@@ -72,7 +72,7 @@ World::World(WorldOptions options)
 
 World::~World() = default;
 
-Status World::run(const Program& program, const std::function<void(std::size_t)>& after) {
+Status World::begin(const Program& program) {
   if (program.actions.size() > kMaxActions) {
     return make_error(
         fmt::format("program: {} actions, the limit is {}", program.actions.size(), kMaxActions));
@@ -85,13 +85,27 @@ Status World::run(const Program& program, const std::function<void(std::size_t)>
     }
   }
   program_ = &program;
+  return {};
+}
+
+Status World::run_action(std::size_t index, const Action& action) {
+  CAPSIM_CHECK(program_ != nullptr, "run_action before begin");
+  if (index >= kMaxActions) {
+    return make_error(fmt::format("action {}: the limit is {} actions", index, kMaxActions));
+  }
+  ctx_.action = static_cast<std::uint32_t>(index);
+  Status s = step(action);
+  if (!s) {
+    return make_error(
+        fmt::format("action {} ({}): {}", index, action_name(action), s.error().message));
+  }
+  return {};
+}
+
+Status World::run(const Program& program, const std::function<void(std::size_t)>& after) {
+  CAPSIM_TRY(begin(program));
   for (std::size_t i = 0; i < program.actions.size(); ++i) {
-    ctx_.action = static_cast<std::uint32_t>(i);
-    Status s = step(program.actions[i]);
-    if (!s) {
-      return make_error(
-          fmt::format("action {} ({}): {}", i, action_name(program.actions[i]), s.error().message));
-    }
+    CAPSIM_TRY(run_action(i, program.actions[i]));
     if (after) after(i);
   }
   return {};
@@ -270,9 +284,9 @@ bool World::raise_if_poisoned(const std::vector<std::uint64_t>& objects) {
     auto t = store_.tensor(objects_.at(o).tensor);
     if (t && refs_.access_error(t->storage)) {
       ++counters_.errors;
-      ctx_.emit(
-          EventKind::kError,
-          {{"id", "E1"}, {"type", "RuntimeError"}, {"message", messages::overwritten_output()}});
+      ctx_.emit(EventKind::kError, {{"id", "E1"},
+                                    {"exception", "RuntimeError"},
+                                    {"message", messages::overwritten_output()}});
       return true;
     }
   }
@@ -423,13 +437,17 @@ Result<std::optional<FunctionId>> World::compile(const FunctionDef& def,
   fn.static_input_idxs.assign(statics.begin(), statics.end());
   fn.mutated_input_idxs = mutated_input_idxs(def);
   if (!options_.config.cudagraph_support_input_mutation) {
-    std::size_t instances = 0;
-    for (std::uint32_t i : fn.mutated_input_idxs) instances += statics.count(i) == 0;
-    if (instances > 0) {
-      entry.skip_reason = messages::mutated_inputs(instances);
+    std::vector<std::uint32_t> mutated;  // mutated inputs that are not static
+    for (std::uint32_t i : fn.mutated_input_idxs) {
+      if (statics.count(i) == 0) mutated.push_back(i);
+    }
+    if (!mutated.empty()) {
+      entry.skip_reason = messages::mutated_inputs(mutated.size());
       ++counters_.cudagraph_skips;
-      ctx_.emit(EventKind::kSkip,
-                {{"id", "S1"}, {"function", def.name}, {"message", entry.skip_reason}});
+      ctx_.emit(EventKind::kSkip, {{"id", "S1"},
+                                   {"function", def.name},
+                                   {"inputs", format_list(mutated)},
+                                   {"message", entry.skip_reason}});
       return std::optional<FunctionId>{};
     }
   }

@@ -17,6 +17,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "model/rng.hpp"
@@ -44,8 +45,17 @@ class World {
   // Runs every action of `program`; stops at the first bad input. `after`
   // (optional) is called after each action with its index, for probes.
   Status run(const Program& program, const std::function<void(std::size_t)>& after = nullptr);
+  // The same, one action at a time, for streaming replay: `begin` checks the
+  // functions and keeps a pointer to `program` (which must outlive the World;
+  // only its functions are read), then each action runs with its index.
+  Status begin(const Program& program);
+  Status run_action(std::size_t index, const Action& action);
 
   const std::vector<Event>& events() const { return events_; }
+  // Hands over the events emitted so far and forgets them, so that a long
+  // streaming replay holds only the events of the action it is checking.
+  // Every event read through events() afterwards is a later one.
+  std::vector<Event> take_events() { return std::exchange(events_, {}); }
   const Counters& counters() const { return counters_; }
   const CudagraphConfig& config() const { return options_.config; }
   // The current tree manager; null before the first compiled call and after

@@ -145,7 +145,7 @@ Status World::do_zero_grad(const ZeroGrad& a) {
         ++counters_.errors;
         ctx_.emit(EventKind::kError,
                   {{"id", "Z1"},
-                   {"type", "RuntimeError"},
+                   {"exception", "RuntimeError"},
                    {"message", messages::zero_grad_static(fmt::format("param_{}", i))}});
         return {};
       }

@@ -1,0 +1,78 @@
+#include "cli/trace_commands.hpp"
+
+#include <fmt/format.h>
+
+#include <cstdio>
+
+#include "sim/scenarios.hpp"
+#include "traces/record.hpp"
+#include "traces/replay.hpp"
+#include "traces/trace_writer.hpp"
+
+namespace capsim::cli {
+
+int fail(const std::string& message) {
+  std::fprintf(stderr, "capsim: error: %s\n", message.c_str());
+  return kExitBadInput;
+}
+
+int record_command(const std::string& scenario, const std::string& output) {
+  const Scenario* s = find_scenario(scenario);
+  if (s == nullptr) {
+    return fail(fmt::format("unknown scenario '{}' (see capsim scenario --list)", scenario));
+  }
+  Result<std::vector<std::string>> lines = record_scenario(*s);
+  if (!lines) return fail(lines.error().message);
+  Status written = write_trace_file(output, *lines);
+  if (!written) return fail(written.error().message);
+  fmt::print("recorded {}: {} lines to {}\n", scenario, lines->size(), output);
+  return 0;
+}
+
+namespace {
+
+void print_details(const ReplayReport& r) {
+  if (r.divergence) {
+    const Divergence& d = *r.divergence;
+    for (const std::string& c : d.context) fmt::print("  matched   {}\n", c);
+    fmt::print("  recorded  {}\n", d.recorded.empty() ? "(no event)" : d.recorded);
+    fmt::print("  predicted {}\n", d.predicted.empty() ? "(no event)" : d.predicted);
+  }
+  for (const Violation& v : r.violations) {
+    fmt::print("  violation {}:{}: {}: {}\n", r.file, v.line, v.invariant, v.message);
+  }
+}
+
+}  // namespace
+
+int replay_command(const std::vector<std::string>& files, bool json, std::size_t context) {
+  int exit_code = 0;
+  Json all = Json::array();
+  for (const std::string& file : files) {
+    Result<ReplayReport> report = replay_file(file, ReplayOptions{context});
+    if (!report) {
+      if (json) {
+        Json j = Json::object();
+        j["file"] = file;
+        j["error"] = report.error().message;
+        all.push_back(std::move(j));
+      } else {
+        std::fprintf(stderr, "capsim: error: %s\n", report.error().message.c_str());
+      }
+      exit_code = kExitBadInput;
+      continue;
+    }
+    for (const std::string& w : report->warnings) std::fprintf(stderr, "%s\n", w.c_str());
+    if (!report->ok() && exit_code == 0) exit_code = 1;
+    if (json) {
+      all.push_back(report_to_json(*report));
+    } else {
+      fmt::print("{}\n", report_summary(*report));
+      print_details(*report);
+    }
+  }
+  if (json) fmt::print("{}\n", all.dump(2));
+  return exit_code;
+}
+
+}  // namespace capsim::cli

@@ -1,0 +1,21 @@
+// The trace subcommands of the capsim binary: record and replay.
+//
+// Output formatting only; the work is in traces/. Exit codes: 0 when every
+// file matches the model, 1 on a divergence or an invariant violation, 2 on
+// bad input (the error names file, line and column).
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace capsim::cli {
+
+inline constexpr int kExitBadInput = 2;
+
+// Prints "capsim: error: <message>" on stderr and returns kExitBadInput.
+int fail(const std::string& message);
+
+int record_command(const std::string& scenario, const std::string& output);
+int replay_command(const std::vector<std::string>& files, bool json, std::size_t context);
+
+}  // namespace capsim::cli

@@ -1,0 +1,261 @@
+// The Chrome export (traces/chrome_export.hpp): built-in scenarios export to
+// documents that pass the validator, with one replay slice per replay event,
+// its kernels nested in it and named by the re-simulation, one flow arrow per
+// replay, ids unique across tree managers, and the same bytes
+// every time; the validator refuses documents that viewers would misdraw.
+#include <doctest/doctest.h>
+
+#include <map>
+#include <set>
+#include <string>
+
+#include "sim/scenarios.hpp"
+#include "tests/traces/trace_test_support.hpp"
+#include "traces/chrome_export.hpp"
+#include "traces/record.hpp"
+
+namespace capsim {
+namespace {
+
+Result<Json> export_lines(const std::vector<std::string>& lines) {
+  CAPSIM_TRY_ASSIGN(std::unique_ptr<TraceReader> reader, test::reader_of(test::join_lines(lines)));
+  return chrome_trace(*reader);
+}
+
+std::vector<std::string> recorded(const Scenario& s) {
+  Result<std::vector<std::string>> lines = record_scenario(s);
+  REQUIRE(lines.ok());
+  return *lines;
+}
+
+// Lines holding `needle` (and `also`, when given).
+std::size_t count_lines(const std::vector<std::string>& lines, const std::string& needle,
+                        const std::string& also = "") {
+  std::size_t n = 0;
+  for (const std::string& l : lines) {
+    n += l.find(needle) != std::string::npos && l.find(also) != std::string::npos;
+  }
+  return n;
+}
+
+struct Tally {
+  std::size_t replays = 0, tree_replays = 0, records = 0, kernels = 0, starts = 0, finishes = 0;
+  std::size_t step_fallbacks = 0;
+  std::set<std::string> flow_ids;
+};
+
+// Counts, and checks that every kernel slice lies inside the replay slice
+// before it (they are written right after it) with graph_node_id 0, 1, ...
+Tally tally(const Json& doc) {
+  Tally t;
+  const Json& events = doc["traceEvents"];
+  double replay_start = -1, replay_end = -1;
+  std::int64_t next_node = 0;
+  for (auto it = events.begin(); it != events.end(); ++it) {
+    const Json& e = *it;
+    const std::string ph = e["ph"].get<std::string>();
+    const std::string name = e["name"].get<std::string>();
+    if (ph == "s") ++t.starts;
+    if (ph == "f") ++t.finishes;
+    if (ph == "s" || ph == "f") t.flow_ids.insert(e["id"].dump());
+    if (ph != "X") continue;
+    if (name.starts_with("record ")) ++t.records;
+    if (name.starts_with("replay ")) {
+      ++t.replays;
+      t.tree_replays += name.starts_with("replay graph ");
+      replay_start = e["ts"].get<double>();
+      replay_end = replay_start + e["dur"].get<double>();
+      next_node = 0;
+      if (e["args"]["kernel_names"] == "step k") ++t.step_fallbacks;
+    } else if (e["args"].contains("graph_node_id")) {
+      ++t.kernels;
+      CAPTURE(name);
+      CHECK(e["args"]["graph_node_id"].get<std::int64_t>() == next_node++);
+      CHECK(e["ts"].get<double>() > replay_start);
+      CHECK(e["ts"].get<double>() + e["dur"].get<double>() < replay_end);
+    }
+  }
+  return t;
+}
+
+TEST_CASE("chrome export: scenarios export valid, counted, named documents") {
+  for (const char* name :
+       {"rerecord_if_static_input_address_changed", "multi_dispatch_single_compile_param_inputs",
+        "compiled_adam_cudagraphed_backward", "forward_backward", "plain_api_param_reassigned"}) {
+    CAPTURE(name);
+    const Scenario* s = find_scenario(name);
+    REQUIRE(s != nullptr);
+    const std::vector<std::string> lines = recorded(*s);
+    Result<Json> doc = export_lines(lines);
+    REQUIRE(doc.ok());
+    const Status valid = validate_chrome_trace(*doc);
+    INFO((valid ? std::string() : valid.error().message));
+    CHECK(valid.ok());
+    CHECK((*doc)["displayTimeUnit"] == "ms");
+    CHECK((*doc)["otherData"]["kernel_names"] == "simulated");
+
+    const Tally t = tally(*doc);
+    const std::size_t replay_events = count_lines(lines, "\"event\":\"replay\"");
+    const std::size_t plain_replays =
+        count_lines(lines, "\"event\":\"replay\"", "\"api\":\"plain\"");
+    CHECK(t.replays == replay_events);
+    CHECK(t.records == count_lines(lines, "\"event\":\"record\""));
+    // One arrow per replay, from its recording (every replay here has one).
+    CHECK(t.starts == t.replays);
+    CHECK(t.finishes == t.replays);
+    CHECK(t.flow_ids.size() == t.replays);
+    CHECK(t.tree_replays == replay_events - plain_replays);
+    // Plain-API graphs are not in the tree manager: their steps stay "step k".
+    if (t.tree_replays > 0) {
+      CHECK(t.kernels > 0);
+      CHECK(t.step_fallbacks == t.replays - t.tree_replays);
+    }
+  }
+}
+
+TEST_CASE("chrome export: tree replays are named after the recorded kernels") {
+  const std::vector<std::string> lines =
+      recorded(*find_scenario("rerecord_if_static_input_address_changed"));
+  Result<Json> doc = export_lines(lines);
+  REQUIRE(doc.ok());
+  std::map<std::string, std::size_t> names;
+  const Json& events = (*doc)["traceEvents"];
+  for (auto it = events.begin(); it != events.end(); ++it) {
+    if (it->contains("args") && (*it)["args"].contains("graph_node_id")) {
+      ++names[(*it)["name"].get<std::string>()];
+      CHECK((*it)["args"]["step"] != "step");
+    }
+  }
+  REQUIRE(!names.empty());
+  for (const auto& [n, count] : names) CHECK(!n.starts_with("step "));
+}
+
+TEST_CASE("chrome export: the same trace gives the same bytes") {
+  const std::vector<std::string> lines =
+      recorded(*find_scenario("multi_dispatch_single_compile_param_inputs"));
+  Result<Json> a = export_lines(lines);
+  Result<Json> b = export_lines(lines);
+  REQUIRE(a.ok());
+  REQUIRE(b.ok());
+  CHECK(a->dump() == b->dump());
+}
+
+TEST_CASE("chrome export: flow ids stay unique when a reset restarts graph ids") {
+  Scenario s = *find_scenario("rerecord_if_static_input_address_changed");
+  const std::vector<Action> first = s.program.actions;
+  s.program.actions.push_back(Reset{});
+  s.program.actions.insert(s.program.actions.end(), first.begin(), first.end());
+  const std::vector<std::string> lines = recorded(s);
+  REQUIRE(count_lines(lines, "\"event\":\"shutdown\"") >= 1);
+  Result<Json> doc = export_lines(lines);
+  REQUIRE(doc.ok());
+  const Status valid = validate_chrome_trace(*doc);
+  INFO((valid ? std::string() : valid.error().message));
+  CHECK(valid.ok());
+  const Tally t = tally(*doc);
+  CHECK(t.replays == count_lines(lines, "\"event\":\"replay\""));
+  CHECK(t.starts == t.replays);
+  CHECK(t.flow_ids.size() == t.replays);
+  CHECK(t.step_fallbacks == 0);
+}
+
+TEST_CASE("chrome export: replays fall back to \"step k\" where the model cannot name them") {
+  std::vector<std::string> lines =
+      recorded(*find_scenario("rerecord_if_static_input_address_changed"));
+  // A trace whose first recording has another step count than the model's.
+  std::vector<std::string> other = lines;
+  for (std::string& l : other) {
+    const std::size_t at = l.find("\"steps\":3");
+    if (l.find("\"event\":\"record\"") == std::string::npos || at == std::string::npos) continue;
+    l.replace(at, 9, "\"steps\":4");
+    break;
+  }
+  Result<Json> doc = export_lines(other);
+  REQUIRE(doc.ok());
+  CHECK(validate_chrome_trace(*doc).ok());
+  Tally t = tally(*doc);
+  CHECK(t.step_fallbacks == count_lines(other, "\"event\":\"replay\"", "\"graph\":0,"));
+  CHECK(t.step_fallbacks > 0);
+
+  // A trace the model refuses part-way: the export goes on, unnamed.
+  for (std::string& l : lines) {
+    if (l.find("\"index\":5,") != std::string::npos) {
+      l = l.substr(0, l.find("\"action\":\"")) + "\"action\":\"read\",\"name\":\"nope\"}";
+    }
+  }
+  doc = export_lines(lines);
+  REQUIRE(doc.ok());
+  CHECK(validate_chrome_trace(*doc).ok());
+  CHECK((*doc)["otherData"]["kernel_names"].get<std::string>().find("unknown tensor 'nope'") !=
+        std::string::npos);
+  t = tally(*doc);
+  CHECK(t.replays == count_lines(lines, "\"event\":\"replay\""));
+  CHECK(t.step_fallbacks == t.replays);  // the refusal came before the first recording
+}
+
+TEST_CASE("chrome export: bad input is an error naming file and line") {
+  std::vector<std::string> lines =
+      recorded(*find_scenario("rerecord_if_static_input_address_changed"));
+  lines.push_back("{\"seq\":999,\"type\":\"event\"}");
+  Result<Json> doc = export_lines(lines);
+  REQUIRE(!doc.ok());
+  CHECK(doc.error().message.starts_with("mem.jsonl:" + std::to_string(lines.size()) + ":"));
+}
+
+Json minimal_document() {
+  return Json::parse(R"({"traceEvents":[
+    {"name":"process_name","ph":"M","ts":0,"pid":1,"tid":1,"args":{"name":"dev"}},
+    {"name":"record","ph":"X","ts":0,"dur":3,"pid":1,"tid":1,"args":{}},
+    {"name":"replay","ph":"X","ts":5,"dur":4,"pid":1,"tid":1,"args":{}},
+    {"name":"k","ph":"X","ts":6,"dur":1,"pid":1,"tid":1,"args":{}},
+    {"name":"g","cat":"graph","ph":"s","id":7,"ts":1,"pid":1,"tid":1},
+    {"name":"g","cat":"graph","ph":"f","bp":"e","id":7,"ts":5.5,"pid":1,"tid":1}
+  ],"displayTimeUnit":"ms"})");
+}
+
+TEST_CASE("chrome export: the validator refuses broken documents") {
+  CHECK(validate_chrome_trace(minimal_document()).ok());
+
+  auto refused = [](const Json& doc, const std::string& needle) {
+    const Status s = validate_chrome_trace(doc);
+    REQUIRE(!s.ok());
+    CAPTURE(s.error().message);
+    CHECK(s.error().message.find(needle) != std::string::npos);
+  };
+  Json d = minimal_document();
+  d["traceEvents"][1].erase("dur");
+  refused(d, "traceEvents[1]: X event without a non-negative 'dur'");
+
+  d = minimal_document();
+  d["traceEvents"][1]["dur"] = -1;
+  refused(d, "non-negative 'dur'");
+
+  d = minimal_document();
+  d["traceEvents"].erase(5);  // the f side of flow 7
+  refused(d, "flow id 7 has no matching f event");
+
+  d = minimal_document();
+  d["traceEvents"][5]["id"] = 8;
+  refused(d, "has no matching");
+
+  d = minimal_document();
+  d["traceEvents"][4]["ts"] = 4;  // between the two slices
+  refused(d, "lies inside no X event");
+
+  d = minimal_document();
+  d["traceEvents"][3]["dur"] = 10;  // the kernel outlives its replay
+  refused(d, "without nesting");
+
+  d = minimal_document();
+  d["traceEvents"][0]["name"] = "process_colour";
+  refused(d, "unknown metadata");
+
+  d = minimal_document();
+  d["traceEvents"][2].erase("ts");
+  refused(d, "missing 'ts'");
+
+  refused(Json::array(), "traceEvents array");
+}
+
+}  // namespace
+}  // namespace capsim

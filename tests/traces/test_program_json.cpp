@@ -1,0 +1,402 @@
+// The JSON form of programs and configs (traces/program_json.hpp): every
+// built-in scenario survives the round trip through text, each action kind
+// reads from a hand-written line, and bad lines fail with a message that
+// names the field.
+#include <doctest/doctest.h>
+#include <fmt/format.h>
+
+#include <bit>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <set>
+#include <string>
+
+#include "sim/function_builder.hpp"
+#include "sim/scenarios.hpp"
+#include "tests/traces/trace_test_support.hpp"
+#include "traces/program_json.hpp"
+#include "traces/trace_format.hpp"
+
+namespace capsim {
+namespace {
+
+// Through text, as a trace line goes.
+Result<Action> action_via_text(const Json& j) {
+  const Json line = Json::parse(j.dump());
+  CAPSIM_TRY_ASSIGN(ObjectReader r, ObjectReader::of(line, ""));
+  return action_from_json(r);
+}
+Result<Action> parse_action(const std::string& text) {
+  return action_via_text(Json::parse(text));
+}
+
+Result<FunctionDef> function_via_text(const Json& j) {
+  const Json line = Json::parse(j.dump());
+  CAPSIM_TRY_ASSIGN(ObjectReader r, ObjectReader::of(line, ""));
+  return function_from_json(r);
+}
+
+std::string action_error(const std::string& text) {
+  const Result<Action> a = parse_action(text);
+  REQUIRE_FALSE(a.ok());
+  return a.error().message;
+}
+std::string function_error(const std::string& text) {
+  const Result<FunctionDef> f = function_via_text(Json::parse(text));
+  REQUIRE_FALSE(f.ok());
+  return f.error().message;
+}
+
+std::uint32_t bits(float f) {
+  return std::bit_cast<std::uint32_t>(f);
+}
+
+bool starts_with(const std::string& s, std::string_view prefix) {
+  return s.starts_with(prefix);
+}
+
+}  // namespace
+
+TEST_CASE("program_json: every built-in scenario's functions and actions round-trip") {
+  std::set<std::string> action_kinds;
+  std::set<std::string> op_kinds;
+  for (const Scenario& s : builtin_scenarios()) {
+    CAPTURE(s.name);
+    for (const FunctionDef& def : s.program.functions) {
+      CAPTURE(def.name);
+      const Json j = function_to_json(def);
+      const Result<FunctionDef> back = function_via_text(j);
+      REQUIRE_MESSAGE(back.ok(), back.error().message);
+      CHECK(function_to_json(*back).dump() == j.dump());
+      CHECK(back->ops.size() == def.ops.size());
+      for (const BodyOp& op : def.ops) op_kinds.insert(std::string(body_op_name(op.kind)));
+    }
+    for (std::size_t i = 0; i < s.program.actions.size(); ++i) {
+      CAPTURE(i);
+      const Action& a = s.program.actions[i];
+      const Json j = action_to_json(a);
+      const Result<Action> back = action_via_text(j);
+      REQUIRE_MESSAGE(back.ok(), back.error().message);
+      CHECK(back->index() == a.index());
+      CHECK(action_to_json(*back).dump() == j.dump());
+      action_kinds.insert(std::string(action_name(a)));
+    }
+  }
+  MESSAGE("action kinds covered by scenarios: " << action_kinds.size() << ", op kinds "
+                                                << op_kinds.size());
+  CHECK(action_kinds.size() >= 10);
+}
+
+TEST_CASE("program_json: op-specific fields round-trip bit-exactly") {
+  FunctionBuilder f("opt", CompilationMode::kInference, {"p", "g", "m", "a", "b", "s"});
+  const ValueIndex full = f.full({2, 3}, 0.1f);
+  f.slice(full, 1, -1);
+  FunctionDef def = f.returns({full});
+  BodyOp sgd;
+  sgd.kind = BodyOpKind::kSgd;
+  sgd.args = {0, 1, 2};
+  sgd.sgd = {1e-45f, 0.9f, -0.0f, std::numeric_limits<float>::max(), true};
+  def.ops.push_back(sgd);
+  for (BodyOpKind k : {BodyOpKind::kAdam, BodyOpKind::kAdamW}) {
+    BodyOp adam;
+    adam.kind = k;
+    adam.args = {0, 1, 3, 4, 5};
+    adam.adam = {3e-4f, 0.85f, 0.9999f, 1e-8f, 1.0f / 3.0f};
+    def.ops.push_back(adam);
+  }
+  def.static_input_idxs = {0, 2};
+  def.param_input_idxs = {0};
+  REQUIRE(validate(def).ok());
+
+  const Json j = function_to_json(def);
+  CHECK(j["ops"][0].dump() == R"({"op":"full","args":[],"sizes":[2,3],"scalar":0.1})");
+  CHECK(j["ops"][1].dump() == R"({"op":"slice","args":[6],"start":1,"end":-1})");
+  const Result<FunctionDef> back = function_via_text(j);
+  REQUIRE_MESSAGE(back.ok(), back.error().message);
+  CHECK(function_to_json(*back).dump() == j.dump());
+  CHECK(back->ops[0].sizes == Dims{2, 3});
+  CHECK(bits(back->ops[0].scalar) == bits(0.1f));
+  CHECK(back->ops[1].start == 1);
+  CHECK(back->ops[1].end == -1);
+  const SgdHyper& s = back->ops[2].sgd;
+  CHECK(bits(s.lr) == bits(1e-45f));
+  CHECK(bits(s.dampening) == bits(-0.0f));
+  CHECK(bits(s.weight_decay) == bits(std::numeric_limits<float>::max()));
+  CHECK(s.nesterov);
+  CHECK(back->ops[4].kind == BodyOpKind::kAdamW);
+  CHECK(bits(back->ops[4].adam.weight_decay) == bits(1.0f / 3.0f));
+  CHECK(bits(back->ops[4].adam.eps) == bits(1e-8f));
+  CHECK(back->mode == CompilationMode::kInference);
+  CHECK(back->static_input_idxs == std::vector<std::uint32_t>{0, 2});
+}
+
+TEST_CASE("program_json: finite floats round-trip bit-exactly through text") {
+  // A sweep over the bit patterns (both signs, denormals, the extremes); the
+  // writer prints the shortest text, so this guards its double rounding.
+  std::size_t checked = 0;
+  const std::uint32_t extremes[] = {0x00000001u, 0x007fffffu, 0x00800000u,
+                                    0x7f7fffffu, 0x80000000u, 0xff7fffffu};
+  auto check = [&](std::uint32_t b) {
+    const float f = std::bit_cast<float>(b);
+    if (!std::isfinite(f)) return;
+    NewTensor t;
+    t.name = "x";
+    t.fill = f;
+    const Result<Action> back = action_via_text(action_to_json(t));
+    REQUIRE_MESSAGE(back.ok(), back.error().message);
+    const auto& fill = std::get<NewTensor>(*back).fill;
+    REQUIRE(fill.has_value());
+    CHECK_MESSAGE(bits(*fill) == b, "bits " << b);
+    ++checked;
+  };
+  for (std::uint32_t b : extremes) check(b);
+  for (std::uint64_t b = 0; b <= 0xffffffffu; b += 40503) check(static_cast<std::uint32_t>(b));
+  CHECK(checked > 100000);
+}
+
+TEST_CASE("program_json: config round-trips with each field changed") {
+  const CudagraphConfig d;
+  CHECK(config_to_json(d).dump() ==
+        R"({"inline_inbuilt_nn_modules":true,"cudagraph_support_input_mutation":true,)"
+        R"("cudagraph_unexpected_rerecord_limit":128,"skip_cudagraph_warmup":false,)"
+        R"("force_cudagraphs_warmup":false,"slow_path_cudagraph_asserts":true,)"
+        R"("zero_grad_static_error":false,"plain_api":false,"poison_freed":false})");
+  // Flipping each field one at a time catches a field forgotten on one side.
+  const Json base = config_to_json(d);
+  for (auto it = base.begin(); it != base.end(); ++it) {
+    CAPTURE(it.key());
+    Json changed = base;
+    changed[it.key()] = it->is_boolean() ? Json(!it->get<bool>()) : Json(7);
+    const Result<CudagraphConfig> c = config_from_json(Json::parse(changed.dump()), "config");
+    REQUIRE_MESSAGE(c.ok(), c.error().message);
+    CHECK_FALSE(*c == d);
+    CHECK(config_to_json(*c) == changed);
+  }
+  Json missing = base;
+  missing.erase("plain_api");
+  CHECK(config_from_json(missing, "config").error().message == "field 'config.plain_api': missing");
+  Json wrong = base;
+  wrong["skip_cudagraph_warmup"] = 1;
+  CHECK(config_from_json(wrong, "config").error().message ==
+        "field 'config.skip_cudagraph_warmup': expected a boolean, got an integer");
+}
+
+TEST_CASE("program_json: each action kind reads from a hand-written line") {
+  const char* lines[] = {
+      R"({"action":"new_tensor","name":"x","sizes":[4,2],"fill":0.5,"offset":1,"parameter":true})",
+      R"({"action":"mark_static","name":"p.grad","guard":true})",
+      R"({"action":"call","function":"fwd","args":["x","p"],"outputs":["y",""],"int_key":[4],"new_invocation":false,"consume":["x"]})",
+      R"({"action":"eager_call","function":"f","args":["x"],"outputs":["y"]})",
+      R"({"action":"del","name":"y"})",
+      R"({"action":"read","name":"y"})",
+      R"({"action":"reassign_data","name":"p","fill":2.0})",
+      R"({"action":"mark_step_begin"})",
+      R"({"action":"set_to_running_backward"})",
+      R"({"action":"accumulate_grad","param":"p","grad":"g"})",
+      R"({"action":"create_optimizer","name":"opt","kind":"adamw","params":["p"],"adam":{"lr":0.001,"beta1":0.9,"beta2":0.999,"eps":1e-08,"weight_decay":0.01}})",
+      R"({"action":"optimizer_step","name":"opt"})",
+      R"({"action":"zero_grad","name":"opt","set_to_none":false})",
+      R"({"action":"drop_optimizer","name":"opt"})",
+      R"({"action":"reset"})",
+  };
+  static_assert(std::size(lines) == std::variant_size_v<Action>);
+  for (std::size_t i = 0; i < std::size(lines); ++i) {
+    CAPTURE(lines[i]);
+    const Result<Action> a = parse_action(lines[i]);
+    REQUIRE_MESSAGE(a.ok(), a.error().message);
+    CHECK(a->index() == i);
+    // Each line is written exactly as the writer would write it.
+    CHECK(action_to_json(*a).dump() == lines[i]);
+  }
+
+  const auto t = std::get<NewTensor>(*parse_action(lines[0]));
+  CHECK(t.name == "x");
+  CHECK(t.sizes == Dims{4, 2});
+  CHECK(t.fill == 0.5f);
+  CHECK(t.offset == 1);
+  CHECK(t.parameter);
+  const auto c = std::get<Call>(*parse_action(lines[2]));
+  CHECK(c.args == std::vector<std::string>{"x", "p"});
+  CHECK(c.outputs == std::vector<std::string>{"y", ""});
+  CHECK(c.int_key == std::vector<std::int64_t>{4});
+  CHECK(c.new_invocation == false);
+  CHECK(c.consume == std::vector<std::string>{"x"});
+  const auto o = std::get<CreateOptimizer>(*parse_action(lines[10]));
+  CHECK(o.kind == OptimizerKind::kAdamW);
+  CHECK(bits(o.adam.eps) == bits(1e-8f));
+  CHECK(bits(o.adam.weight_decay) == bits(0.01f));
+  CHECK(std::get<ZeroGrad>(*parse_action(lines[12])).set_to_none == false);
+
+  // Defaults: absent optional fields read as their defaults.
+  const auto plain =
+      std::get<NewTensor>(*parse_action(R"({"action":"new_tensor","name":"x","sizes":[]})"));
+  CHECK_FALSE(plain.fill.has_value());
+  CHECK(plain.offset == 0);
+  CHECK_FALSE(plain.parameter);
+  const auto bare =
+      std::get<Call>(*parse_action(R"({"action":"call","function":"f","args":[],"outputs":[]})"));
+  CHECK_FALSE(bare.new_invocation.has_value());
+  CHECK(bare.int_key.empty());
+  const auto sgd = std::get<CreateOptimizer>(*parse_action(
+      R"({"action":"create_optimizer","name":"o","kind":"sgd","params":["p"],)"
+      R"("sgd":{"lr":0.1,"momentum":0.9,"dampening":0,"weight_decay":0,"nesterov":true}})"));
+  CHECK(sgd.kind == OptimizerKind::kSgd);
+  CHECK(sgd.sgd.nesterov);
+  CHECK(bits(sgd.sgd.lr) == bits(0.1f));
+}
+
+TEST_CASE("program_json: bad action lines name the field") {
+  CHECK(starts_with(action_error(R"({"action":"del","name":"x","colour":1})"),
+                    "field 'colour': unknown field"));
+  CHECK(parse_action(R"({"action":"del","name":"x","x_note":"kept for the reader"})").ok());
+  CHECK(action_error(R"({"action":"frob"})") ==
+        "field 'action': unknown action 'frob' (known: new_tensor, mark_static, call, "
+        "eager_call, del, read, reassign_data, mark_step_begin, set_to_running_backward, "
+        "accumulate_grad, create_optimizer, optimizer_step, zero_grad, drop_optimizer, reset)");
+  CHECK(action_error(R"({"action":"del","name":3})") ==
+        "field 'name': expected a string, got an integer");
+  CHECK(action_error(R"({"action":"accumulate_grad","param":"p"})") == "field 'grad': missing");
+  CHECK(action_error(R"({"name":"x"})") == "field 'action': missing");
+  CHECK(action_error(R"({"action":"new_tensor","name":"x","sizes":[2],"fill":1e40})") ==
+        "field 'fill': number out of float32 range");
+  CHECK(action_error(R"({"action":"new_tensor","name":"x","sizes":[2],"offset":1.5})") ==
+        "field 'offset': expected an integer, got a number with a fraction or exponent");
+  CHECK(action_error(R"({"action":"new_tensor","name":"x","sizes":[2,-1]})") ==
+        "field 'sizes[1]': negative size -1");
+  CHECK(action_error(R"({"action":"new_tensor","name":"x","sizes":[1,1,1,1,1,1,1,1,1]})") ==
+        "field 'sizes': 9 entries, the limit is 8");
+  CHECK(action_error(R"({"action":"call","function":"f","args":["a",2],"outputs":[]})") ==
+        "field 'args[1]': expected a string, got an integer");
+  CHECK(action_error(R"({"action":"create_optimizer","name":"o","kind":"lion","params":[]})") ==
+        "field 'kind': unknown optimizer kind 'lion' (known: sgd, adam, adamw)");
+  // Only the hyper-parameters of the kind: `sgd` on an Adam optimizer is refused.
+  CHECK(starts_with(action_error(R"({"action":"create_optimizer","name":"o","kind":"adam",)"
+                                 R"("params":["p"],"adam":{"lr":1,"beta1":0.9,"beta2":0.9,)"
+                                 R"("eps":1,"weight_decay":0},"sgd":{}})"),
+                    "field 'sgd': unknown field"));
+  CHECK(action_error(R"({"action":"create_optimizer","name":"o","kind":"adam","params":["p"],)"
+                     R"("adam":{"lr":1,"beta1":0.9,"beta2":0.9,"eps":1}})") ==
+        "field 'adam.weight_decay': missing");
+
+  const std::string long_name(kMaxJsonNameBytes + 1, 'n');
+  CHECK(action_error(R"({"action":"read","name":")" + long_name + R"("})") ==
+        "field 'name': name of 257 bytes, the limit is 256");
+  Json many = Json::parse(R"({"action":"eager_call","function":"f","outputs":[]})");
+  many["args"] = std::vector<std::string>(kMaxBodyInputs + 1, "a");
+  CHECK(action_via_text(many).error().message == "field 'args': 257 entries, the limit is 256");
+}
+
+TEST_CASE("program_json: a tensor of more than kMaxValueElements elements is refused") {
+  // The simulator allocates and fills every tensor: without the limit, one
+  // line of 60 bytes would ask for 4 GiB (or, with a size of 0 in front, for
+  // strides that overflow).
+  static_assert(kMaxValueElements == 16777216);
+  CHECK(parse_action(R"({"action":"new_tensor","name":"x","sizes":[4096,4096]})").ok());
+  CHECK(parse_action(R"({"action":"new_tensor","name":"x","sizes":[16777216]})").ok());
+  CHECK(parse_action(R"({"action":"new_tensor","name":"x","sizes":[0,4096,4096]})").ok());
+  const std::string too_big =
+      "field 'sizes': sizes {} span more than 16777216 elements, the limit for one tensor (a "
+      "size of 0 counts as 1)";
+  CHECK(action_error(R"({"action":"new_tensor","name":"x","sizes":[16777217]})") ==
+        fmt::format(fmt::runtime(too_big), "[16777217]"));
+  CHECK(action_error(R"({"action":"new_tensor","name":"x","sizes":[4097,4096]})") ==
+        fmt::format(fmt::runtime(too_big), "[4097, 4096]"));
+  CHECK(action_error(R"({"action":"new_tensor","name":"x","sizes":[1000000000,1000000000]})") ==
+        fmt::format(fmt::runtime(too_big), "[1000000000, 1000000000]"));
+  CHECK(action_error(
+            R"({"action":"new_tensor","name":"x","sizes":[0,1099511627776,1099511627776]})") ==
+        fmt::format(fmt::runtime(too_big), "[0, 1099511627776, 1099511627776]"));
+  CHECK(
+      action_error(
+          R"({"action":"new_tensor","name":"x","sizes":[9223372036854775807,9223372036854775807]})") ==
+      fmt::format(fmt::runtime(too_big), "[9223372036854775807, 9223372036854775807]"));
+}
+
+TEST_CASE("program_json: an op whose result or work passes the limits fails the replay") {
+  // Sizes within the limit can still ask for a huge result (broadcasting) or
+  // for hours of multiply-adds (mm): the body interpreter refuses both.
+  const std::string header = header_line(TraceHeader{});
+  auto replay = [&](const std::string& op, const std::string& a, const std::string& b) {
+    const std::string text =
+        header + "\n" +
+        R"({"seq":1,"type":"function","function":"f","mode":"inference","inputs":["a","b"],)"
+        R"("ops":[)" +
+        op +
+        R"(],"outputs":[2],"static_input_idxs":[],"param_input_idxs":[]})"
+        "\n" +
+        R"({"seq":2,"type":"action","index":0,"action":"new_tensor","name":"a","sizes":)" + a +
+        "}\n" + R"({"seq":3,"type":"action","index":1,"action":"new_tensor","name":"b","sizes":)" +
+        b + "}\n" +
+        R"({"seq":4,"type":"action","index":2,"action":"call","function":"f","args":["a","b"],)"
+        R"("outputs":["c"]})"
+        "\n";
+    return test::replay_text(text);
+  };
+  auto replay_error = [&](const std::string& op, const std::string& a, const std::string& b) {
+    const Result<ReplayReport> report = replay(op, a, b);
+    REQUIRE_FALSE(report.ok());
+    return report.error().message;
+  };
+  const std::string mm = R"({"op":"mm","args":[0,1]})";
+  const std::string add = R"({"op":"add","args":[0,1]})";
+  CHECK(replay(mm, "[256,256]", "[256,256]").ok());  // exactly the limit
+  CHECK(replay_error(mm, "[512,256]", "[256,256]") ==
+        "mem.jsonl:5:1: action 2 (call): function 'f': op 0 (mm): mm of [512, 256] by [256, 256] "
+        "needs more than 16777216 multiply-adds, the limit for one op");
+  CHECK(replay_error(add, "[4096,1]", "[1,8192]") ==
+        "mem.jsonl:5:1: action 2 (call): function 'f': op 0 (add): sizes [4096, 8192] span more "
+        "than 16777216 elements, the limit for one tensor (a size of 0 counts as 1)");
+}
+
+TEST_CASE("program_json: bad function lines name the field") {
+  const std::string ok =
+      R"({"function":"f","mode":"forward","inputs":["a","b"],)"
+      R"("ops":[{"op":"add","args":[0,1]},{"op":"full","args":[],"sizes":[2],"scalar":1}],)"
+      R"("outputs":[2,3],"static_input_idxs":[0],"param_input_idxs":[]})";
+  CHECK(function_via_text(Json::parse(ok)).ok());
+  auto with = [&](const std::string& from, const std::string& to) {
+    std::string s = ok;
+    const auto at = s.find(from);
+    REQUIRE(at != std::string::npos);
+    return s.replace(at, from.size(), to);
+  };
+  CHECK(function_error(with(R"("args":[0,1])", R"("args":[0,5])")) ==
+        "field 'ops[0].args[1]': value 5 is not defined before op 0");
+  CHECK(function_error(with(R"("args":[0,1])", R"("args":[0])")) ==
+        "field 'ops[0].args': 'add' takes 2 args, got 1");
+  CHECK(function_error(with(R"("op":"add")", R"("op":"div")")) ==
+        "field 'ops[0].op': unknown op 'div' (known: add, sub, mul, neg, relu, sum, mm, clone, "
+        "full, add_, copy_, alias, slice, t, relu_backward, sgd, adam, adamw)");
+  CHECK(starts_with(function_error(with(R"("args":[0,1])", R"("args":[0,1],"scalar":2)")),
+                    "field 'ops[0].scalar': unknown field"));
+  CHECK(function_error(with(R"("scalar":1)", R"("scalar":1e40)")) ==
+        "field 'ops[1].scalar': number out of float32 range");
+  CHECK(function_error(with(R"("sizes":[2])", R"("sizes":[-1])")) ==
+        "field 'ops[1].sizes[0]': negative size -1");
+  CHECK(function_error(with(R"("outputs":[2,3])", R"("outputs":[2,4])")) ==
+        "field 'outputs[1]': value 4 is not defined");
+  CHECK(function_error(with(R"("static_input_idxs":[0])", R"("static_input_idxs":[2])")) ==
+        "field 'static_input_idxs[0]': index 2 is not an input");
+  CHECK(function_error(with(R"("static_input_idxs":[0])", R"("static_input_idxs":[1.5])")) ==
+        "field 'static_input_idxs[0]': expected an integer, got a number with a fraction or "
+        "exponent");
+  CHECK(function_error(with(R"("mode":"forward")", R"("mode":"eager")")) ==
+        "field 'mode': unknown mode 'eager' (known: forward, backward, inference)");
+  CHECK(function_error(with(R"("ops":[)", R"("ops":[3,)")) ==
+        "field 'ops[0]': expected an object, got an integer");
+  CHECK(function_error(with(R"(,"param_input_idxs":[])", "")) ==
+        "field 'param_input_idxs': missing");
+
+  CHECK(function_error(with(R"("sizes":[2])", R"("sizes":[8192,4096])")) ==
+        "field 'ops[1].sizes': sizes [8192, 4096] span more than 16777216 elements, the limit "
+        "for one tensor (a size of 0 counts as 1)");
+
+  Json big = Json::parse(ok);
+  big["ops"] = Json::array();
+  for (std::size_t k = 0; k <= kMaxBodyOps; ++k)
+    big["ops"].push_back(Json::parse(R"({"op":"neg","args":[0]})"));
+  CHECK(function_via_text(big).error().message == "field 'ops': 4097 entries, the limit is 4096");
+}
+
+}  // namespace capsim

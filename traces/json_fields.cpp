@@ -1,0 +1,198 @@
+#include "traces/json_fields.hpp"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <limits>
+
+namespace capsim {
+
+Error field_error(std::string_view path, std::string_view problem) {
+  return make_error(fmt::format("field '{}': {}", path, problem));
+}
+
+namespace {
+
+std::string_view type_name(const Json& v) {
+  switch (v.type()) {
+    case Json::value_t::null: return "null";
+    case Json::value_t::object: return "an object";
+    case Json::value_t::array: return "an array";
+    case Json::value_t::string: return "a string";
+    case Json::value_t::boolean: return "a boolean";
+    case Json::value_t::number_integer:
+    case Json::value_t::number_unsigned: return "an integer";
+    case Json::value_t::number_float: return "a number with a fraction or exponent";
+    case Json::value_t::binary:
+    case Json::value_t::discarded: break;
+  }
+  return "an unsupported value";
+}
+
+Error wrong_type(std::string_view path, std::string_view expected, const Json& got) {
+  return field_error(path, fmt::format("expected {}, got {}", expected, type_name(got)));
+}
+
+}  // namespace
+
+Result<std::int64_t> json_integer(const Json& value, std::string_view path) {
+  if (value.is_number_integer() && !value.is_number_unsigned()) {
+    return value.get<std::int64_t>();
+  }
+  if (value.is_number_unsigned()) {
+    const auto u = value.get<std::uint64_t>();
+    if (u > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())) {
+      return field_error(path, "integer out of range (more than 2^63-1)");
+    }
+    return static_cast<std::int64_t>(u);
+  }
+  if (value.is_number_float()) {
+    // nlohmann stores an integer literal beyond uint64 as a double.
+    const double d = value.get<double>();
+    if (std::isfinite(d) && std::trunc(d) == d) {
+      return field_error(path, "integer out of range (more than 2^63-1)");
+    }
+    return wrong_type(path, "an integer", value);
+  }
+  return wrong_type(path, "an integer", value);
+}
+
+Result<float> json_float32(const Json& value, std::string_view path) {
+  if (!value.is_number()) return wrong_type(path, "a number", value);
+  const double d = value.get<double>();
+  if (!std::isfinite(d) || std::fabs(d) > static_cast<double>(std::numeric_limits<float>::max())) {
+    return field_error(path, "number out of float32 range");
+  }
+  return static_cast<float>(d);
+}
+
+Result<Address> json_address(const Json& value, std::string_view path) {
+  if (!value.is_string()) return wrong_type(path, "a hex address string \"0x...\"", value);
+  const std::string& s = value.get_ref<const std::string&>();
+  if (s.size() < 3 || s.size() > 18 || s[0] != '0' || s[1] != 'x') {
+    return field_error(
+        path, fmt::format("expected a hex address \"0x...\", got \"{}\"", s.substr(0, 40)));
+  }
+  Address a = 0;
+  for (std::size_t i = 2; i < s.size(); ++i) {
+    const char c = s[i];
+    int digit = -1;
+    if (c >= '0' && c <= '9') digit = c - '0';
+    if (c >= 'a' && c <= 'f') digit = c - 'a' + 10;
+    if (digit < 0) {
+      return field_error(path, fmt::format("expected lower-case hex digits, got \"{}\"", s));
+    }
+    a = a * 16 + static_cast<Address>(digit);
+  }
+  return a;
+}
+
+Result<ObjectReader> ObjectReader::of(const Json& object, std::string path) {
+  if (!object.is_object()) return wrong_type(path.empty() ? "<line>" : path, "an object", object);
+  return ObjectReader(object, std::move(path));
+}
+
+std::string ObjectReader::path_of(std::string_view key) const {
+  return path_.empty() ? std::string(key) : fmt::format("{}.{}", path_, key);
+}
+
+void ObjectReader::skip(std::string_view key) {
+  known_.emplace(key);
+}
+
+bool ObjectReader::has(std::string_view key) const {
+  return object_->contains(key);
+}
+
+Result<const Json*> ObjectReader::value(std::string_view key) {
+  known_.emplace(key);
+  auto it = object_->find(key);
+  if (it == object_->end()) return field_error(path_of(key), "missing");
+  return &*it;
+}
+
+Result<std::int64_t> ObjectReader::integer(std::string_view key) {
+  CAPSIM_TRY_ASSIGN(const Json* v, value(key));
+  return json_integer(*v, path_of(key));
+}
+
+Result<std::uint64_t> ObjectReader::unsigned_integer(std::string_view key) {
+  CAPSIM_TRY_ASSIGN(const Json* v, value(key));
+  if (v->is_number_unsigned()) return v->get<std::uint64_t>();
+  CAPSIM_TRY_ASSIGN(const std::int64_t i, json_integer(*v, path_of(key)));
+  if (i < 0) return field_error(path_of(key), "expected a non-negative integer");
+  return static_cast<std::uint64_t>(i);
+}
+
+Result<bool> ObjectReader::boolean(std::string_view key) {
+  CAPSIM_TRY_ASSIGN(const Json* v, value(key));
+  if (!v->is_boolean()) return wrong_type(path_of(key), "a boolean", *v);
+  return v->get<bool>();
+}
+
+Result<std::string> ObjectReader::string(std::string_view key) {
+  CAPSIM_TRY_ASSIGN(const Json* v, value(key));
+  if (!v->is_string()) return wrong_type(path_of(key), "a string", *v);
+  return v->get<std::string>();
+}
+
+Result<float> ObjectReader::float32(std::string_view key) {
+  CAPSIM_TRY_ASSIGN(const Json* v, value(key));
+  return json_float32(*v, path_of(key));
+}
+
+Result<Address> ObjectReader::address(std::string_view key) {
+  CAPSIM_TRY_ASSIGN(const Json* v, value(key));
+  return json_address(*v, path_of(key));
+}
+
+Result<std::vector<std::int64_t>> ObjectReader::integer_list(std::string_view key) {
+  CAPSIM_TRY_ASSIGN(const Json* v, value(key));
+  if (!v->is_array()) return wrong_type(path_of(key), "an array of integers", *v);
+  std::vector<std::int64_t> out;
+  out.reserve(v->size());
+  for (std::size_t i = 0; i < v->size(); ++i) {
+    CAPSIM_TRY_ASSIGN(const std::int64_t x,
+                      json_integer((*v)[i], fmt::format("{}[{}]", path_of(key), i)));
+    out.push_back(x);
+  }
+  return out;
+}
+
+Result<std::vector<std::uint32_t>> ObjectReader::index_list(std::string_view key) {
+  CAPSIM_TRY_ASSIGN(const std::vector<std::int64_t> ints, integer_list(key));
+  std::vector<std::uint32_t> out;
+  out.reserve(ints.size());
+  for (std::size_t i = 0; i < ints.size(); ++i) {
+    if (ints[i] < 0 || ints[i] > std::numeric_limits<std::uint32_t>::max()) {
+      return field_error(fmt::format("{}[{}]", path_of(key), i), "index out of range");
+    }
+    out.push_back(static_cast<std::uint32_t>(ints[i]));
+  }
+  return out;
+}
+
+Result<std::vector<std::string>> ObjectReader::string_list(std::string_view key) {
+  CAPSIM_TRY_ASSIGN(const Json* v, value(key));
+  if (!v->is_array()) return wrong_type(path_of(key), "an array of strings", *v);
+  std::vector<std::string> out;
+  out.reserve(v->size());
+  for (std::size_t i = 0; i < v->size(); ++i) {
+    if (!(*v)[i].is_string()) {
+      return wrong_type(fmt::format("{}[{}]", path_of(key), i), "a string", (*v)[i]);
+    }
+    out.push_back((*v)[i].get<std::string>());
+  }
+  return out;
+}
+
+Status ObjectReader::finish() const {
+  for (auto it = object_->begin(); it != object_->end(); ++it) {
+    const std::string& key = it.key();
+    if (key.starts_with("x_") || known_.count(key) != 0) continue;
+    return field_error(path_of(key), "unknown field (extensions must start with \"x_\")");
+  }
+  return {};
+}
+
+}  // namespace capsim

@@ -1,0 +1,75 @@
+// Strict reading of one JSON object of a trace line.
+//
+// The trace format refuses unknown fields (docs/trace-format.md §Compatibility),
+// so every object is read through an ObjectReader: each getter marks its key as
+// known, and `finish()` fails on the first key that no getter asked for,
+// except extension keys that start with "x_". Errors are values whose message
+// starts with `field '<path>'`, where path is the dotted path from the line's
+// root (`ops[2].scalar`); the trace reader turns that into file:line:column.
+//
+// Numbers are checked, not converted silently: an integer field refuses a
+// fraction and anything outside int64, a float field refuses what a float32
+// cannot hold.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "model/address.hpp"
+#include "model/result.hpp"
+
+namespace capsim {
+
+// Insertion-ordered, so that lines are written in the order the format lists
+// their fields, and so are byte-stable without sorting.
+using Json = nlohmann::ordered_json;
+
+// "field 'path': problem".
+Error field_error(std::string_view path, std::string_view problem);
+
+class ObjectReader {
+ public:
+  // `path` is the object's own path ("" for the line itself).
+  static Result<ObjectReader> of(const Json& object, std::string path);
+
+  // Keys the caller handles itself (the envelope's `seq` and `type`).
+  void skip(std::string_view key);
+  bool has(std::string_view key) const;
+
+  // A required field; errors name the field and the type it should have.
+  Result<std::int64_t> integer(std::string_view key);
+  Result<std::uint64_t> unsigned_integer(std::string_view key);
+  Result<bool> boolean(std::string_view key);
+  Result<std::string> string(std::string_view key);
+  Result<float> float32(std::string_view key);
+  // A hex string "0x..." (addresses are never JSON numbers: they pass 2^53).
+  Result<Address> address(std::string_view key);
+  Result<std::vector<std::int64_t>> integer_list(std::string_view key);
+  Result<std::vector<std::uint32_t>> index_list(std::string_view key);
+  Result<std::vector<std::string>> string_list(std::string_view key);
+  // The raw value, for nested objects and arrays; marks the key as known.
+  Result<const Json*> value(std::string_view key);
+
+  // Fails on the first key that was neither read nor skipped (document order).
+  Status finish() const;
+
+  std::string path_of(std::string_view key) const;
+
+ private:
+  ObjectReader(const Json& object, std::string path) : object_(&object), path_(std::move(path)) {}
+  const Json* object_;
+  std::string path_;
+  std::set<std::string, std::less<>> known_;
+};
+
+// Value checks shared with array elements (`path` names the element).
+Result<std::int64_t> json_integer(const Json& value, std::string_view path);
+Result<float> json_float32(const Json& value, std::string_view path);
+Result<Address> json_address(const Json& value, std::string_view path);
+
+}  // namespace capsim

@@ -1,0 +1,518 @@
+#include "traces/program_json.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <array>
+#include <cmath>
+#include <cstdlib>
+#include <limits>
+#include <utility>
+#include <variant>
+
+namespace capsim {
+namespace {
+
+// A call's outputs may name every value of the body.
+constexpr std::size_t kMaxOutputs = kMaxBodyInputs + kMaxBodyOps;
+
+// `out = *value`, or value's error: one field per statement, without the
+// scope CAPSIM_TRY_ASSIGN needs (switch cases, if/else).
+template <typename T, typename U>
+Status assign(T& out, Result<U> value) {
+  if (!value.ok()) return value.error();
+  out = std::move(value).value();
+  return {};
+}
+
+// The float as the double with the fewest decimal digits that reads back to
+// the same float32 ("0.1", not "0.10000000149011612"), so lines stay short
+// and readable. The shortest float text goes through a double on the way back
+// (double rounding), so the result is checked and the exact widening is the
+// fallback. Non-finite floats have no JSON number: nlohmann writes null, and
+// reading refuses it.
+Json float_json(float f) {
+  if (std::isfinite(f)) {
+    const std::string shortest = fmt::format("{}", f);
+    const double d = std::strtod(shortest.c_str(), nullptr);
+    // The shortest text of FLT_MAX reads as a double above FLT_MAX, which
+    // json_float32 refuses: keep such values exact.
+    const bool in_range = std::fabs(d) <= static_cast<double>(std::numeric_limits<float>::max());
+    if (in_range && static_cast<float>(d) == f && std::signbit(d) == std::signbit(f)) {
+      return Json(d);
+    }
+  }
+  return Json(static_cast<double>(f));
+}
+
+Status check_name(const std::string& s, std::string_view path) {
+  if (s.size() > kMaxJsonNameBytes) {
+    return field_error(
+        path, fmt::format("name of {} bytes, the limit is {}", s.size(), kMaxJsonNameBytes));
+  }
+  return {};
+}
+
+Result<std::string> read_name(ObjectReader& r, std::string_view key) {
+  CAPSIM_TRY_ASSIGN(std::string s, r.string(key));
+  CAPSIM_TRY(check_name(s, r.path_of(key)));
+  return s;
+}
+
+// Checked before the elements are converted, so that a huge list costs nothing.
+Status check_length(ObjectReader& r, std::string_view key, std::size_t limit) {
+  CAPSIM_TRY_ASSIGN(const Json* v, r.value(key));
+  if (v->is_array() && v->size() > limit) {
+    return field_error(r.path_of(key),
+                       fmt::format("{} entries, the limit is {}", v->size(), limit));
+  }
+  return {};
+}
+
+Result<std::vector<std::string>> read_names(ObjectReader& r, std::string_view key,
+                                            std::size_t limit) {
+  CAPSIM_TRY(check_length(r, key, limit));
+  CAPSIM_TRY_ASSIGN(std::vector<std::string> names, r.string_list(key));
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    CAPSIM_TRY(check_name(names[i], fmt::format("{}[{}]", r.path_of(key), i)));
+  }
+  return names;
+}
+
+Result<std::vector<std::uint32_t>> read_indices(ObjectReader& r, std::string_view key,
+                                                std::size_t limit) {
+  CAPSIM_TRY(check_length(r, key, limit));
+  return r.index_list(key);
+}
+
+Result<Dims> read_sizes(ObjectReader& r, std::string_view key) {
+  CAPSIM_TRY(check_length(r, key, kMaxRank));
+  CAPSIM_TRY_ASSIGN(Dims sizes, r.integer_list(key));
+  for (std::size_t i = 0; i < sizes.size(); ++i) {
+    if (sizes[i] < 0) {
+      return field_error(fmt::format("{}[{}]", r.path_of(key), i),
+                         fmt::format("negative size {}", sizes[i]));
+    }
+  }
+  // The simulator really allocates and fills every tensor: a line of 30 bytes
+  // must not ask for gigabytes.
+  if (const Status s = check_value_sizes(sizes); !s.ok()) {
+    return field_error(r.path_of(key), s.error().message);
+  }
+  return sizes;
+}
+
+// A nested object, read strictly under its own path (`ops[2].sgd.lr`).
+Result<ObjectReader> nested(ObjectReader& parent, std::string_view key) {
+  CAPSIM_TRY_ASSIGN(const Json* v, parent.value(key));
+  return ObjectReader::of(*v, parent.path_of(key));
+}
+
+Json sgd_json(const SgdHyper& h) {
+  return {{"lr", float_json(h.lr)},
+          {"momentum", float_json(h.momentum)},
+          {"dampening", float_json(h.dampening)},
+          {"weight_decay", float_json(h.weight_decay)},
+          {"nesterov", h.nesterov}};
+}
+Result<SgdHyper> read_sgd(ObjectReader& parent) {
+  CAPSIM_TRY_ASSIGN(ObjectReader r, nested(parent, "sgd"));
+  SgdHyper h;
+  CAPSIM_TRY(assign(h.lr, r.float32("lr")));
+  CAPSIM_TRY(assign(h.momentum, r.float32("momentum")));
+  CAPSIM_TRY(assign(h.dampening, r.float32("dampening")));
+  CAPSIM_TRY(assign(h.weight_decay, r.float32("weight_decay")));
+  CAPSIM_TRY(assign(h.nesterov, r.boolean("nesterov")));
+  CAPSIM_TRY(r.finish());
+  return h;
+}
+
+Json adam_json(const AdamHyper& h) {
+  return {{"lr", float_json(h.lr)},
+          {"beta1", float_json(h.beta1)},
+          {"beta2", float_json(h.beta2)},
+          {"eps", float_json(h.eps)},
+          {"weight_decay", float_json(h.weight_decay)}};
+}
+Result<AdamHyper> read_adam(ObjectReader& parent) {
+  CAPSIM_TRY_ASSIGN(ObjectReader r, nested(parent, "adam"));
+  AdamHyper h;
+  CAPSIM_TRY(assign(h.lr, r.float32("lr")));
+  CAPSIM_TRY(assign(h.beta1, r.float32("beta1")));
+  CAPSIM_TRY(assign(h.beta2, r.float32("beta2")));
+  CAPSIM_TRY(assign(h.eps, r.float32("eps")));
+  CAPSIM_TRY(assign(h.weight_decay, r.float32("weight_decay")));
+  CAPSIM_TRY(r.finish());
+  return h;
+}
+
+// The value named `name`, or an error that lists the known names.
+template <typename E>
+Result<E> from_name(std::string_view name, std::string_view path, std::string_view what,
+                    const std::vector<std::pair<std::string_view, E>>& names) {
+  std::vector<std::string_view> known;
+  for (const auto& [n, e] : names) {
+    if (n == name) return e;
+    known.push_back(n);
+  }
+  return field_error(
+      path, fmt::format("unknown {} '{}' (known: {})", what, name, fmt::join(known, ", ")));
+}
+
+// --- Functions -------------------------------------------------------------
+
+Json op_json(const BodyOp& op) {
+  Json j = Json::object();
+  j["op"] = std::string(body_op_name(op.kind));
+  j["args"] = op.args;
+  switch (op.kind) {
+    case BodyOpKind::kFull:
+      j["sizes"] = op.sizes;
+      j["scalar"] = float_json(op.scalar);
+      break;
+    case BodyOpKind::kSlice:
+      j["start"] = op.start;
+      j["end"] = op.end;
+      break;
+    case BodyOpKind::kSgd: j["sgd"] = sgd_json(op.sgd); break;
+    case BodyOpKind::kAdam:
+    case BodyOpKind::kAdamW: j["adam"] = adam_json(op.adam); break;
+    default: break;  // the other kinds read no field but their args
+  }
+  return j;
+}
+
+// Op k of a body with n inputs. Arity and references are checked here, with
+// the precise path, rather than left to validate().
+Result<BodyOp> read_op(const Json& j, const std::string& path, std::size_t k, std::size_t n) {
+  CAPSIM_TRY_ASSIGN(ObjectReader r, ObjectReader::of(j, path));
+  BodyOp op;
+  CAPSIM_TRY_ASSIGN(const std::string name, r.string("op"));
+  CAPSIM_TRY_ASSIGN(op.kind, body_op_from_name(name, r.path_of("op")));
+  const auto arity = static_cast<std::size_t>(body_op_arity(op.kind));
+  CAPSIM_TRY_ASSIGN(const Json* args, r.value("args"));
+  if (args->is_array() && args->size() != arity) {
+    return field_error(r.path_of("args"),
+                       fmt::format("'{}' takes {} args, got {}", name, arity, args->size()));
+  }
+  CAPSIM_TRY_ASSIGN(op.args, r.index_list("args"));
+  for (std::size_t i = 0; i < op.args.size(); ++i) {
+    if (op.args[i] >= n + k) {
+      return field_error(fmt::format("{}[{}]", r.path_of("args"), i),
+                         fmt::format("value {} is not defined before op {}", op.args[i], k));
+    }
+  }
+  switch (op.kind) {
+    case BodyOpKind::kFull:
+      CAPSIM_TRY(assign(op.sizes, read_sizes(r, "sizes")));
+      CAPSIM_TRY(assign(op.scalar, r.float32("scalar")));
+      break;
+    case BodyOpKind::kSlice:
+      CAPSIM_TRY(assign(op.start, r.integer("start")));
+      CAPSIM_TRY(assign(op.end, r.integer("end")));
+      break;
+    case BodyOpKind::kSgd: CAPSIM_TRY(assign(op.sgd, read_sgd(r))); break;
+    case BodyOpKind::kAdam:
+    case BodyOpKind::kAdamW: CAPSIM_TRY(assign(op.adam, read_adam(r))); break;
+    default: break;  // refused by finish() below if present
+  }
+  CAPSIM_TRY(r.finish());
+  return op;
+}
+
+// Every entry of `key` below `bound`; else "<noun> <entry> is not <what>".
+Status check_below(const ObjectReader& r, std::string_view key,
+                   const std::vector<std::uint32_t>& idxs, std::size_t bound, std::string_view noun,
+                   std::string_view what) {
+  for (std::size_t i = 0; i < idxs.size(); ++i) {
+    if (idxs[i] >= bound) {
+      return field_error(fmt::format("{}[{}]", r.path_of(key), i),
+                         fmt::format("{} {} is not {}", noun, idxs[i], what));
+    }
+  }
+  return {};
+}
+
+// --- Actions ---------------------------------------------------------------
+//
+// Each kind writes its struct's fields under the member names. To keep lines
+// short, a field equal to its default is left out where that default is the
+// common case: an unset std::optional, an empty int_key or consume, offset 0,
+// parameter false, guard false. Reading takes an absent field as that default
+// (and accepts it written out). Everything else is always written and required.
+
+void write_fields(Json& j, const NewTensor& a) {
+  j["name"] = a.name;
+  j["sizes"] = a.sizes;
+  if (a.fill) j["fill"] = float_json(*a.fill);
+  if (a.offset != 0) j["offset"] = a.offset;
+  if (a.parameter) j["parameter"] = true;
+}
+Status read_fields(ObjectReader& r, NewTensor& a) {
+  CAPSIM_TRY(assign(a.name, read_name(r, "name")));
+  CAPSIM_TRY(assign(a.sizes, read_sizes(r, "sizes")));
+  if (r.has("fill")) CAPSIM_TRY(assign(a.fill, r.float32("fill")));
+  if (r.has("offset")) CAPSIM_TRY(assign(a.offset, r.integer("offset")));
+  if (r.has("parameter")) CAPSIM_TRY(assign(a.parameter, r.boolean("parameter")));
+  return {};
+}
+
+void write_fields(Json& j, const MarkStatic& a) {
+  j["name"] = a.name;
+  if (a.guard) j["guard"] = true;
+}
+Status read_fields(ObjectReader& r, MarkStatic& a) {
+  CAPSIM_TRY(assign(a.name, read_name(r, "name")));
+  if (r.has("guard")) CAPSIM_TRY(assign(a.guard, r.boolean("guard")));
+  return {};
+}
+
+void write_fields(Json& j, const Call& a) {
+  j["function"] = a.function;
+  j["args"] = a.args;
+  j["outputs"] = a.outputs;
+  if (!a.int_key.empty()) j["int_key"] = a.int_key;
+  if (a.new_invocation) j["new_invocation"] = *a.new_invocation;
+  if (!a.consume.empty()) j["consume"] = a.consume;
+}
+Status read_fields(ObjectReader& r, Call& a) {
+  CAPSIM_TRY(assign(a.function, read_name(r, "function")));
+  CAPSIM_TRY(assign(a.args, read_names(r, "args", kMaxBodyInputs)));
+  CAPSIM_TRY(assign(a.outputs, read_names(r, "outputs", kMaxOutputs)));
+  if (r.has("int_key")) {
+    CAPSIM_TRY(check_length(r, "int_key", kMaxBodyInputs));
+    CAPSIM_TRY(assign(a.int_key, r.integer_list("int_key")));
+  }
+  if (r.has("new_invocation")) CAPSIM_TRY(assign(a.new_invocation, r.boolean("new_invocation")));
+  if (r.has("consume")) CAPSIM_TRY(assign(a.consume, read_names(r, "consume", kMaxBodyInputs)));
+  return {};
+}
+
+void write_fields(Json& j, const EagerCall& a) {
+  j["function"] = a.function;
+  j["args"] = a.args;
+  j["outputs"] = a.outputs;
+}
+Status read_fields(ObjectReader& r, EagerCall& a) {
+  CAPSIM_TRY(assign(a.function, read_name(r, "function")));
+  CAPSIM_TRY(assign(a.args, read_names(r, "args", kMaxBodyInputs)));
+  CAPSIM_TRY(assign(a.outputs, read_names(r, "outputs", kMaxOutputs)));
+  return {};
+}
+
+// The kinds that are one name.
+template <typename A>
+concept NameOnly = std::is_same_v<A, Del> || std::is_same_v<A, Read> ||
+    std::is_same_v<A, OptimizerStep> || std::is_same_v<A, DropOptimizer>;
+template <NameOnly A>
+void write_fields(Json& j, const A& a) {
+  j["name"] = a.name;
+}
+template <NameOnly A>
+Status read_fields(ObjectReader& r, A& a) {
+  return assign(a.name, read_name(r, "name"));
+}
+
+// The kinds without fields.
+template <typename A>
+concept Empty = std::is_same_v<A, MarkStepBegin> || std::is_same_v<A, SetToRunningBackward> ||
+    std::is_same_v<A, Reset>;
+template <Empty A>
+void write_fields(Json&, const A&) {}
+template <Empty A>
+Status read_fields(ObjectReader&, A&) {
+  return {};
+}
+
+void write_fields(Json& j, const ReassignData& a) {
+  j["name"] = a.name;
+  if (a.fill) j["fill"] = float_json(*a.fill);
+}
+Status read_fields(ObjectReader& r, ReassignData& a) {
+  CAPSIM_TRY(assign(a.name, read_name(r, "name")));
+  if (r.has("fill")) CAPSIM_TRY(assign(a.fill, r.float32("fill")));
+  return {};
+}
+
+void write_fields(Json& j, const AccumulateGrad& a) {
+  j["param"] = a.param;
+  j["grad"] = a.grad;
+}
+Status read_fields(ObjectReader& r, AccumulateGrad& a) {
+  CAPSIM_TRY(assign(a.param, read_name(r, "param")));
+  return assign(a.grad, read_name(r, "grad"));
+}
+
+// Only the hyper-parameters of `kind` are written: the others are never read
+// by the optimizer, and one spelling per optimizer keeps traces comparable.
+void write_fields(Json& j, const CreateOptimizer& a) {
+  j["name"] = a.name;
+  j["kind"] = std::string(optimizer_kind_name(a.kind));
+  j["params"] = a.params;
+  if (a.kind == OptimizerKind::kSgd) {
+    j["sgd"] = sgd_json(a.sgd);
+  } else {
+    j["adam"] = adam_json(a.adam);
+  }
+}
+Status read_fields(ObjectReader& r, CreateOptimizer& a) {
+  CAPSIM_TRY(assign(a.name, read_name(r, "name")));
+  CAPSIM_TRY_ASSIGN(const std::string kind, r.string("kind"));
+  CAPSIM_TRY(assign(a.kind, optimizer_kind_from_name(kind, r.path_of("kind"))));
+  CAPSIM_TRY(assign(a.params, read_names(r, "params", kMaxBodyInputs)));
+  if (a.kind == OptimizerKind::kSgd) return assign(a.sgd, read_sgd(r));
+  return assign(a.adam, read_adam(r));
+}
+
+// set_to_none is always written: its default (true) is the surprising one.
+void write_fields(Json& j, const ZeroGrad& a) {
+  j["name"] = a.name;
+  j["set_to_none"] = a.set_to_none;
+}
+Status read_fields(ObjectReader& r, ZeroGrad& a) {
+  CAPSIM_TRY(assign(a.name, read_name(r, "name")));
+  CAPSIM_TRY(assign(a.set_to_none, r.boolean("set_to_none")));
+  return {};
+}
+
+// One default-constructed action of each kind, in variant order.
+template <std::size_t... I>
+std::array<Action, sizeof...(I)> default_actions(std::index_sequence<I...>) {
+  return {Action(std::in_place_index<I>)...};
+}
+const std::array<Action, std::variant_size_v<Action>>& action_kinds() {
+  static const auto kinds =
+      default_actions(std::make_index_sequence<std::variant_size_v<Action>>{});
+  return kinds;
+}
+
+}  // namespace
+
+// --- Names -----------------------------------------------------------------
+
+// The X-macro lists give the (name, enumerator) pairs; trailing columns are
+// ignored.
+#define CAPSIM_PAIR_(e, n, ...) {n, Enum::e},
+
+Result<BodyOpKind> body_op_from_name(std::string_view name, std::string_view path) {
+  using Enum = BodyOpKind;
+  return from_name<Enum>(name, path, "op", {CAPSIM_BODY_OPS(CAPSIM_PAIR_)});
+}
+
+Result<OptimizerKind> optimizer_kind_from_name(std::string_view name, std::string_view path) {
+  using Enum = OptimizerKind;
+  return from_name<Enum>(name, path, "optimizer kind", {CAPSIM_OPTIMIZER_KINDS(CAPSIM_PAIR_)});
+}
+
+Result<CompilationMode> compilation_mode_from_name(std::string_view name, std::string_view path) {
+  using Enum = CompilationMode;
+  return from_name<Enum>(name, path, "mode", {CAPSIM_COMPILATION_MODES(CAPSIM_PAIR_)});
+}
+
+#undef CAPSIM_PAIR_
+
+// --- Config ----------------------------------------------------------------
+// A field added to CudagraphConfig must be added to both functions; the test
+// flips every written field, and the reader requires them all.
+
+Json config_to_json(const CudagraphConfig& c) {
+  return {{"inline_inbuilt_nn_modules", c.inline_inbuilt_nn_modules},
+          {"cudagraph_support_input_mutation", c.cudagraph_support_input_mutation},
+          {"cudagraph_unexpected_rerecord_limit", c.cudagraph_unexpected_rerecord_limit},
+          {"skip_cudagraph_warmup", c.skip_cudagraph_warmup},
+          {"force_cudagraphs_warmup", c.force_cudagraphs_warmup},
+          {"slow_path_cudagraph_asserts", c.slow_path_cudagraph_asserts},
+          {"zero_grad_static_error", c.zero_grad_static_error},
+          {"plain_api", c.plain_api},
+          {"poison_freed", c.poison_freed}};
+}
+
+Result<CudagraphConfig> config_from_json(const Json& j, std::string path) {
+  CAPSIM_TRY_ASSIGN(ObjectReader r, ObjectReader::of(j, std::move(path)));
+  CudagraphConfig c;
+  CAPSIM_TRY(assign(c.inline_inbuilt_nn_modules, r.boolean("inline_inbuilt_nn_modules")));
+  CAPSIM_TRY(
+      assign(c.cudagraph_support_input_mutation, r.boolean("cudagraph_support_input_mutation")));
+  CAPSIM_TRY(assign(c.cudagraph_unexpected_rerecord_limit,
+                    r.integer("cudagraph_unexpected_rerecord_limit")));
+  CAPSIM_TRY(assign(c.skip_cudagraph_warmup, r.boolean("skip_cudagraph_warmup")));
+  CAPSIM_TRY(assign(c.force_cudagraphs_warmup, r.boolean("force_cudagraphs_warmup")));
+  CAPSIM_TRY(assign(c.slow_path_cudagraph_asserts, r.boolean("slow_path_cudagraph_asserts")));
+  CAPSIM_TRY(assign(c.zero_grad_static_error, r.boolean("zero_grad_static_error")));
+  CAPSIM_TRY(assign(c.plain_api, r.boolean("plain_api")));
+  CAPSIM_TRY(assign(c.poison_freed, r.boolean("poison_freed")));
+  CAPSIM_TRY(r.finish());
+  return c;
+}
+
+// --- Functions -------------------------------------------------------------
+
+Json function_to_json(const FunctionDef& def) {
+  Json j = Json::object();
+  j["function"] = def.name;
+  j["mode"] = std::string(compilation_mode_name(def.mode));
+  j["inputs"] = def.input_names;
+  Json ops = Json::array();
+  for (const BodyOp& op : def.ops) ops.push_back(op_json(op));
+  j["ops"] = std::move(ops);
+  j["outputs"] = def.outputs;
+  j["static_input_idxs"] = def.static_input_idxs;
+  j["param_input_idxs"] = def.param_input_idxs;
+  return j;
+}
+
+Result<FunctionDef> function_from_json(ObjectReader& r) {
+  FunctionDef def;
+  CAPSIM_TRY_ASSIGN(def.name, read_name(r, "function"));
+  CAPSIM_TRY_ASSIGN(const std::string mode, r.string("mode"));
+  CAPSIM_TRY_ASSIGN(def.mode, compilation_mode_from_name(mode, r.path_of("mode")));
+  CAPSIM_TRY_ASSIGN(def.input_names, read_names(r, "inputs", kMaxBodyInputs));
+  const std::size_t n = def.input_names.size();
+
+  CAPSIM_TRY(check_length(r, "ops", kMaxBodyOps));
+  CAPSIM_TRY_ASSIGN(const Json* ops, r.value("ops"));
+  if (!ops->is_array()) return field_error(r.path_of("ops"), "expected an array of op objects");
+  def.ops.reserve(ops->size());
+  for (std::size_t k = 0; k < ops->size(); ++k) {
+    CAPSIM_TRY_ASSIGN(BodyOp op,
+                      read_op((*ops)[k], fmt::format("{}[{}]", r.path_of("ops"), k), k, n));
+    def.ops.push_back(std::move(op));
+  }
+
+  CAPSIM_TRY_ASSIGN(def.outputs, read_indices(r, "outputs", kMaxOutputs));
+  CAPSIM_TRY(check_below(r, "outputs", def.outputs, n + def.ops.size(), "value", "defined"));
+  CAPSIM_TRY_ASSIGN(def.static_input_idxs, read_indices(r, "static_input_idxs", kMaxBodyInputs));
+  CAPSIM_TRY(check_below(r, "static_input_idxs", def.static_input_idxs, n, "index", "an input"));
+  CAPSIM_TRY_ASSIGN(def.param_input_idxs, read_indices(r, "param_input_idxs", kMaxBodyInputs));
+  CAPSIM_TRY(check_below(r, "param_input_idxs", def.param_input_idxs, n, "index", "an input"));
+  CAPSIM_TRY(r.finish());
+  // The checks above give precise paths; validate() stays the one authority,
+  // so a rule added there is enforced here too.
+  if (const Status s = validate(def); !s.ok()) {
+    return field_error(r.path_of("ops"), s.error().message);
+  }
+  return def;
+}
+
+// --- Actions ---------------------------------------------------------------
+
+Json action_to_json(const Action& a) {
+  Json j = Json::object();
+  j["action"] = std::string(action_name(a));
+  std::visit([&](const auto& x) { write_fields(j, x); }, a);
+  return j;
+}
+
+Result<Action> action_from_json(ObjectReader& r) {
+  CAPSIM_TRY_ASSIGN(const std::string name, r.string("action"));
+  std::vector<std::pair<std::string_view, std::size_t>> names;
+  for (const Action& kind : action_kinds()) names.emplace_back(action_name(kind), kind.index());
+  CAPSIM_TRY_ASSIGN(const std::size_t index,
+                    from_name<std::size_t>(name, r.path_of("action"), "action", names));
+  Action action = action_kinds()[index];
+  CAPSIM_TRY(std::visit([&](auto& x) { return read_fields(r, x); }, action));
+  CAPSIM_TRY(r.finish());
+  return action;
+}
+
+}  // namespace capsim

@@ -1,0 +1,295 @@
+#include "traces/replay.hpp"
+
+#include <fmt/format.h>
+
+#include <deque>
+#include <map>
+
+#include "sim/world.hpp"
+#include "traces/event_schema.hpp"
+
+namespace capsim {
+
+namespace {
+
+// The first field where two events differ, or nullopt when they are equal.
+// Fields compare as sets: a producer may write them in any order.
+std::optional<std::string> first_difference(const Event& predicted, const Event& recorded) {
+  if (predicted.kind != recorded.kind) return std::string("event");
+  if (predicted.action != recorded.action) return std::string("action");
+  std::map<std::string_view, std::string_view> model;
+  for (const EventField& f : predicted.fields) {
+    if (!is_diagnostic_field(f.key)) model[f.key] = f.value;
+  }
+  for (const EventField& f : recorded.fields) {
+    auto it = model.find(f.key);
+    if (it == model.end() || it->second != f.value) return f.key;
+    model.erase(it);
+  }
+  if (!model.empty()) return std::string(model.begin()->first);
+  return std::nullopt;
+}
+
+// Invariants that the recorded events must satisfy whoever produced them.
+class RecordedChecks {
+ public:
+  void observe(const TraceItem& item, std::vector<Violation>& out) {
+    const Event& e = item.event;
+    if (e.kind == EventKind::kShutdown) graphs_.clear();  // graph ids restart per tree
+    const std::optional<std::string_view> graph = e.field("graph");
+    if (!graph || e.field("api")) return;
+    if (e.kind == EventKind::kRecord) {
+      Recording& r = graphs_[std::string(*graph)];
+      r.static_ptrs = std::string(e.field("static_ptrs").value_or(""));
+      r.static_idxs = std::string(e.field("static").value_or(""));
+      r.non_static = count_items(e.field("non_static").value_or("[]"));
+      r.line = item.line;
+      return;
+    }
+    auto it = graphs_.find(std::string(*graph));
+    if (it == graphs_.end()) return;
+    const Recording& r = it->second;
+    if (e.kind == EventKind::kReplay) {
+      const std::string ptrs(e.field("static_ptrs").value_or(""));
+      if (!ptrs.empty() && !r.static_ptrs.empty() && ptrs != r.static_ptrs) {
+        out.push_back({item.line, "static_pointers_stable",
+                       fmt::format("replay of graph {} found static pointers {} (inputs {}), but "
+                                   "its recording at line {} baked in {}: the graph reads stale "
+                                   "memory, a re-record was due",
+                                   *graph, ptrs, r.static_idxs, r.line, r.static_ptrs)});
+      }
+    }
+    if (e.kind == EventKind::kCopyIn) {
+      const std::string copies(e.field("copies").value_or(""));
+      if (copies != std::to_string(r.non_static)) {
+        out.push_back({item.line, "copies_non_static_only",
+                       fmt::format("copy-in for graph {} copied {} inputs, but its recording at "
+                                   "line {} has {} non-static inputs",
+                                   *graph, copies, r.line, r.non_static)});
+      }
+    }
+  }
+
+ private:
+  struct Recording {
+    std::string static_ptrs;
+    std::string static_idxs;
+    std::size_t non_static = 0;
+    std::size_t line = 0;
+  };
+  static std::size_t count_items(std::string_view list) {
+    if (list.size() <= 2) return 0;
+    std::size_t n = 1;
+    for (char c : list) n += c == ',';
+    return n;
+  }
+  std::map<std::string, Recording> graphs_;
+};
+
+class Replayer {
+ public:
+  Replayer(TraceReader& reader, const ReplayOptions& options)
+      : reader_(reader), options_(options) {}
+
+  Result<ReplayReport> run() {
+    report_.file = reader_.name();
+    report_.header = reader_.header();
+    WorldOptions wo;
+    wo.config = reader_.header().config;
+    wo.seed = reader_.header().seed;
+    wo.verify_replays = true;
+    world_ = std::make_unique<World>(wo);
+    for (;;) {
+      CAPSIM_TRY_ASSIGN(std::optional<TraceItem> item, reader_.next());
+      if (!item) break;
+      switch (item->type) {
+        case TraceLineType::kHeader: break;  // the reader refuses a second header
+        case TraceLineType::kFunction:
+          program_.functions.push_back(std::move(item->function));
+          break;
+        case TraceLineType::kAction: CAPSIM_TRY(on_action(*item)); break;
+        case TraceLineType::kEvent: on_event(*item); break;
+      }
+    }
+    report_.lines = reader_.lines_read();
+    report_.warnings = reader_.warnings();
+    // A cut trace ends wherever the recorder was killed: the last action's
+    // missing events are not a divergence.
+    if (!reader_.truncated()) unmatched_predictions(reader_.lines_read() + 1);
+    return std::move(report_);
+  }
+
+ private:
+  Status on_action(const TraceItem& item) {
+    if (!begun_) {
+      Status s = world_->begin(program_);
+      if (!s) return bad_line(item.line, s.error().message);
+      begun_ = true;
+    }
+    unmatched_predictions(item.line);
+    ++report_.actions;
+    const Counters before = world_->counters();
+    Status s = world_->run_action(item.action_index, item.action);
+    if (!s) return bad_line(item.line, s.error().message);
+    // Taken, not copied: the World keeps no history, so memory stays flat
+    // however long the trace is.
+    for (Event& e : world_->take_events()) {
+      if (reader_.header().observed(e.kind)) predicted_.push_back(std::move(e));
+    }
+    const Counters& after = world_->counters();
+    if (after.replay_mismatches > before.replay_mismatches) {
+      violate(item.line, "replay_equals_eager",
+              fmt::format("action {}: a replay's outputs differ from eager execution on the same "
+                          "inputs",
+                          item.action_index));
+    }
+    if (after.static_violations > before.static_violations) {
+      violate(item.line, "static_inputs_alive",
+              fmt::format("action {}: a replay read a static input whose storage was freed or "
+                          "moved since the recording",
+                          item.action_index));
+    }
+    return {};
+  }
+
+  void on_event(const TraceItem& item) {
+    ++report_.events_recorded;
+    std::vector<Violation> found;
+    recorded_checks_.observe(item, found);
+    for (Violation& v : found) violate(v.line, v.invariant, v.message);
+    if (report_.divergence) return;
+    if (predicted_.empty()) {
+      diverge(item.line, "", item.text, "");
+      return;
+    }
+    const Event p = std::move(predicted_.front());
+    predicted_.pop_front();
+    if (std::optional<std::string> field = first_difference(p, item.event)) {
+      diverge(item.line, *field, item.text, predicted_text(p, item.line));
+      return;
+    }
+    ++report_.events_matched;
+    context_.push_back(fmt::format("{}: {}", item.line, item.text));
+    if (context_.size() > options_.context) context_.pop_front();
+  }
+
+  // Events the model predicted that the trace does not have before `line`.
+  void unmatched_predictions(std::size_t line) {
+    if (predicted_.empty()) return;
+    if (!report_.divergence) diverge(line, "", "", predicted_text(predicted_.front(), line));
+    predicted_.clear();
+  }
+
+  std::string predicted_text(const Event& e, std::size_t line) const {
+    Result<std::string> text = event_line(line - 1, e);
+    return text ? *text : format_event(e);
+  }
+
+  void diverge(std::size_t line, std::string field, std::string recorded, std::string predicted) {
+    report_.divergence = Divergence{line,
+                                    std::move(field),
+                                    std::move(recorded),
+                                    std::move(predicted),
+                                    {context_.begin(), context_.end()}};
+    predicted_.clear();
+  }
+
+  void violate(std::size_t line, std::string invariant, std::string message) {
+    ++violations_;
+    if (report_.violations.size() < kMaxReportedViolations) {
+      report_.violations.push_back({line, std::move(invariant), std::move(message)});
+    }
+  }
+
+  Error bad_line(std::size_t line, const std::string& message) const {
+    return make_error(fmt::format("{}:{}:1: {}", reader_.name(), line, printable_message(message)));
+  }
+
+  TraceReader& reader_;
+  ReplayOptions options_;
+  ReplayReport report_;
+  Program program_;
+  std::unique_ptr<World> world_;
+  bool begun_ = false;
+  std::deque<Event> predicted_;
+  std::deque<std::string> context_;
+  RecordedChecks recorded_checks_;
+  std::size_t violations_ = 0;
+};
+
+}  // namespace
+
+Result<ReplayReport> replay_trace(TraceReader& reader, const ReplayOptions& options) {
+  if (options.context > kMaxReplayContext) {
+    return make_error(
+        fmt::format("--context {}: the limit is {}", options.context, kMaxReplayContext));
+  }
+  return Replayer(reader, options).run();
+}
+
+Result<ReplayReport> replay_file(const std::string& path, const ReplayOptions& options) {
+  CAPSIM_TRY_ASSIGN(std::unique_ptr<TraceReader> reader, TraceReader::open(path));
+  return replay_trace(*reader, options);
+}
+
+std::string report_summary(const ReplayReport& r) {
+  if (r.divergence) {
+    const Divergence& d = *r.divergence;
+    std::string what;
+    if (d.recorded.empty()) {
+      what = "the model predicts an event the trace does not have";
+    } else if (d.predicted.empty()) {
+      what = "the trace has an event the model does not predict";
+    } else {
+      what = fmt::format("field '{}' differs from the model", d.field);
+    }
+    return fmt::format(
+        "{}:{}: diverged: {} ({} of {} recorded events matched before it{})", r.file, d.line, what,
+        r.events_matched, r.events_recorded,
+        r.violations.empty() ? "" : fmt::format("; {} invariant violations", r.violations.size()));
+  }
+  if (!r.violations.empty()) {
+    const Violation& v = r.violations.front();
+    return fmt::format("{}:{}: invariant {} violated: {} ({} violations)", r.file, v.line,
+                       v.invariant, v.message, r.violations.size());
+  }
+  return fmt::format("{}: ok, {} actions, {} events match the model", r.file, r.actions,
+                     r.events_matched);
+}
+
+Json report_to_json(const ReplayReport& r) {
+  Json j = Json::object();
+  j["file"] = r.file;
+  j["ok"] = r.ok();
+  j["producer"] = r.header.producer;
+  j["name"] = r.header.name;
+  j["lines"] = r.lines;
+  j["actions"] = r.actions;
+  j["events_recorded"] = r.events_recorded;
+  j["events_matched"] = r.events_matched;
+  if (r.divergence) {
+    const Divergence& d = *r.divergence;
+    Json dj = Json::object();
+    dj["line"] = d.line;
+    dj["field"] = d.field;
+    dj["recorded"] = d.recorded.empty() ? Json(nullptr) : Json(d.recorded);
+    dj["predicted"] = d.predicted.empty() ? Json(nullptr) : Json(d.predicted);
+    dj["context"] = d.context;
+    j["divergence"] = std::move(dj);
+  } else {
+    j["divergence"] = nullptr;
+  }
+  Json vs = Json::array();
+  for (const Violation& v : r.violations) {
+    Json vj = Json::object();
+    vj["line"] = v.line;
+    vj["invariant"] = v.invariant;
+    vj["message"] = v.message;
+    vs.push_back(std::move(vj));
+  }
+  j["violations"] = std::move(vs);
+  j["warnings"] = r.warnings;
+  return j;
+}
+
+}  // namespace capsim

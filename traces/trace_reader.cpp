@@ -1,0 +1,280 @@
+#include "traces/trace_reader.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <fstream>
+
+#include "traces/event_schema.hpp"
+#include "traces/program_json.hpp"
+
+namespace capsim {
+
+namespace {
+
+// nlohmann's parse errors read "[json.exception.parse_error.101] parse error at
+// line 1, column 7: syntax error ..."; keep what follows the position.
+std::string parse_problem(const std::string& what) {
+  const std::size_t colon = what.find(": ");
+  return colon == std::string::npos ? what : what.substr(colon + 2);
+}
+
+// The last key of a field path: "ops[2].scalar" -> "scalar", "args[1]" -> "args".
+std::string last_key(std::string_view path) {
+  const std::size_t dot = path.rfind('.');
+  if (dot != std::string_view::npos) path.remove_prefix(dot + 1);
+  const std::size_t bracket = path.find('[');
+  return std::string(path.substr(0, bracket));
+}
+
+// The deepest nesting of arrays and objects, outside strings. Lines are
+// checked before parsing because a parsed value is destroyed recursively, and
+// a line of a million '[' must not take the stack with it.
+std::size_t nesting_depth(std::string_view line) {
+  std::size_t depth = 0, deepest = 0;
+  bool in_string = false, escaped = false;
+  for (char c : line) {
+    if (in_string) {
+      if (escaped) {
+        escaped = false;
+      } else if (c == '\\') {
+        escaped = true;
+      } else if (c == '"') {
+        in_string = false;
+      }
+      continue;
+    }
+    if (c == '"') in_string = true;
+    if (c == '[' || c == '{') deepest = std::max(deepest, ++depth);
+    if ((c == ']' || c == '}') && depth > 0) --depth;
+  }
+  return deepest;
+}
+
+// The length of the valid UTF-8 sequence at the start of `s` (RFC 3629: no
+// overlong forms, no surrogates, nothing above U+10FFFF), or 0.
+std::size_t utf8_sequence(std::string_view s) {
+  const auto byte = [&](std::size_t i) { return static_cast<unsigned char>(s[i]); };
+  const auto tail = [&](std::size_t i, unsigned lo = 0x80, unsigned hi = 0xbf) {
+    return i < s.size() && byte(i) >= lo && byte(i) <= hi;
+  };
+  const unsigned c = byte(0);
+  if (c < 0x80) return 1;
+  if (c >= 0xc2 && c <= 0xdf) return tail(1) ? 2 : 0;
+  if (c >= 0xe0 && c <= 0xef) {
+    const bool second = c == 0xe0 ? tail(1, 0xa0) : c == 0xed ? tail(1, 0x80, 0x9f) : tail(1);
+    return second && tail(2) ? 3 : 0;
+  }
+  if (c >= 0xf0 && c <= 0xf4) {
+    const bool second = c == 0xf0 ? tail(1, 0x90) : c == 0xf4 ? tail(1, 0x80, 0x8f) : tail(1);
+    return second && tail(2) && tail(3) ? 4 : 0;
+  }
+  return 0;
+}
+
+}  // namespace
+
+std::string printable_message(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  while (!text.empty()) {
+    const auto c = static_cast<unsigned char>(text.front());
+    const std::size_t n = utf8_sequence(text);
+    if (n == 0 || c < 0x20 || c == 0x7f) {
+      out += fmt::format("\\x{:02x}", c);
+      text.remove_prefix(1);
+    } else {
+      out.append(text.substr(0, n));
+      text.remove_prefix(n);
+    }
+  }
+  return out;
+}
+
+Result<std::unique_ptr<TraceReader>> TraceReader::open(const std::string& path) {
+  auto in = std::make_unique<std::ifstream>(path, std::ios::binary);
+  if (!*in) return make_error(fmt::format("{}: cannot open the file", printable_message(path)));
+  return open(std::move(in), path);
+}
+
+Result<std::unique_ptr<TraceReader>> TraceReader::open(std::unique_ptr<std::istream> in,
+                                                       std::string name) {
+  std::unique_ptr<TraceReader> r(new TraceReader(std::move(in), std::move(name)));
+  CAPSIM_TRY_ASSIGN(const bool got, r->read_raw_line());
+  if (!got) return make_error(fmt::format("{}:1:1: empty file: no header line", r->name_));
+  if (nesting_depth(r->raw_) > kMaxTraceNesting) {
+    return r->error_at(1, fmt::format("nesting deeper than {} levels", kMaxTraceNesting));
+  }
+  Json j;
+  try {
+    j = Json::parse(r->raw_);
+  } catch (const Json::exception& e) {
+    return r->error_at(1, "invalid JSON in the header line: " + parse_problem(e.what()));
+  }
+  if (!j.is_object() || !j.contains("type") || j["type"] != "header") {
+    return r->error_at(
+        1, "missing header: the first line must be {\"seq\":0,\"type\":\"header\",...}");
+  }
+  CAPSIM_TRY_ASSIGN(ObjectReader obj, ObjectReader::of(j, ""));
+  const Result<std::int64_t> seq = obj.integer("seq");
+  if (!seq) return r->field_error_at(seq.error());
+  if (*seq != 0) return r->field_error_at(field_error("seq", "the header's seq must be 0"));
+  obj.skip("type");
+  Result<TraceHeader> header = header_from_json(obj);
+  if (!header) return r->field_error_at(header.error());
+  r->header_ = std::move(header).value();
+  r->next_seq_ = 1;
+  return r;
+}
+
+Result<bool> TraceReader::read_raw_line() {
+  raw_.clear();
+  std::streambuf* buf = in_->rdbuf();
+  bool any = false;
+  for (;;) {
+    const int c = buf->sbumpc();
+    if (c == std::char_traits<char>::eof()) {
+      terminated_ = false;
+      break;
+    }
+    any = true;
+    ++bytes_;
+    if (c == '\n') {
+      terminated_ = true;
+      break;
+    }
+    if (raw_.size() >= kMaxTraceLineBytes) {
+      ++line_;
+      return error_at(kMaxTraceLineBytes + 1,
+                      fmt::format("line longer than the limit of {} bytes", kMaxTraceLineBytes));
+    }
+    raw_.push_back(static_cast<char>(c));
+  }
+  if (!any) return false;
+  ++line_;
+  if (line_ > kMaxTraceLines) {
+    return error_at(1, fmt::format("more than {} lines", kMaxTraceLines));
+  }
+  return true;
+}
+
+Error TraceReader::error_at(std::size_t column, const std::string& what) const {
+  return make_error(fmt::format("{}:{}:{}: {}", name_, line_, column, printable_message(what)));
+}
+
+Error TraceReader::field_error_at(const Error& e) const {
+  // Messages from the payload readers start with "field '<path>'".
+  std::size_t column = 1;
+  const std::string& m = e.message;
+  if (m.starts_with("field '")) {
+    const std::size_t end = m.find('\'', 7);
+    if (end != std::string::npos) {
+      const std::string key = "\"" + last_key(std::string_view(m).substr(7, end - 7)) + "\":";
+      const std::size_t at = raw_.find(key);
+      if (at != std::string::npos) column = at + 1;
+    }
+  }
+  return error_at(column, m);
+}
+
+Result<std::optional<TraceItem>> TraceReader::next() {
+  for (;;) {
+    CAPSIM_TRY_ASSIGN(const bool got, read_raw_line());
+    if (!got) return std::optional<TraceItem>{};
+    if (raw_.empty() && !terminated_) return std::optional<TraceItem>{};
+    if (nesting_depth(raw_) > kMaxTraceNesting) {
+      return error_at(1, fmt::format("nesting deeper than {} levels", kMaxTraceNesting));
+    }
+    Json j;
+    try {
+      j = Json::parse(raw_);
+    } catch (const Json::exception& e) {
+      if (!terminated_) {
+        // What a killed recorder leaves: the prefix before it is the trace.
+        truncated_ = true;
+        warnings_.push_back(fmt::format(
+            "{}:{}:1: warning: the last line is truncated ({} bytes, no newline); replaying the {} "
+            "lines before it",
+            name_, line_, raw_.size(), line_ - 1));
+        return std::optional<TraceItem>{};
+      }
+      std::size_t column = 1;
+      if (const auto* pe = dynamic_cast<const Json::parse_error*>(&e)) column = pe->byte;
+      return error_at(column, "invalid JSON: " + parse_problem(e.what()));
+    }
+    Result<TraceItem> item = parse_line(j);
+    if (!item) return field_error_at(item.error());
+    return std::optional<TraceItem>(std::move(item).value());
+  }
+}
+
+Result<TraceItem> TraceReader::parse_line(const Json& j) {
+  CAPSIM_TRY_ASSIGN(ObjectReader r, ObjectReader::of(j, ""));
+  CAPSIM_TRY_ASSIGN(const std::int64_t seq, r.integer("seq"));
+  if (seq < 0 || static_cast<std::uint64_t>(seq) != next_seq_) {
+    return field_error(
+        "seq",
+        static_cast<std::uint64_t>(seq) < next_seq_
+            ? fmt::format("sequence number {} repeats or goes back (expected {})", seq, next_seq_)
+            : fmt::format("sequence number {} skips ahead (expected {})", seq, next_seq_));
+  }
+  ++next_seq_;
+  CAPSIM_TRY_ASSIGN(const std::string type, r.string("type"));
+  TraceItem item;
+  item.line = line_;
+  item.text = raw_;
+  if (type == "function") {
+    if (last_action_) return field_error("type", "a function line after the first action");
+    if (++functions_ > kMaxTraceFunctions) {
+      return field_error("type", fmt::format("more than {} functions", kMaxTraceFunctions));
+    }
+    item.type = TraceLineType::kFunction;
+    CAPSIM_TRY_ASSIGN(item.function, function_from_json(r));
+    return item;
+  }
+  if (type == "action") {
+    item.type = TraceLineType::kAction;
+    CAPSIM_TRY_ASSIGN(const std::int64_t index, r.integer("index"));
+    const std::size_t expected = last_action_ ? *last_action_ + 1 : 0;
+    if (index < 0 || static_cast<std::size_t>(index) != expected) {
+      return field_error(
+          "index", fmt::format("action index {} out of order (expected {})", index, expected));
+    }
+    if (expected >= kMaxActions) {
+      return field_error("index", fmt::format("more than {} actions", kMaxActions));
+    }
+    last_action_ = expected;
+    item.action_index = expected;
+    CAPSIM_TRY_ASSIGN(item.action, action_from_json(r));
+    return item;
+  }
+  if (type == "event") {
+    item.type = TraceLineType::kEvent;
+    CAPSIM_TRY_ASSIGN(const std::int64_t action, r.integer("action"));
+    if (!last_action_ || action < 0 || static_cast<std::size_t>(action) != *last_action_) {
+      return field_error(
+          "action", last_action_ ? fmt::format("event names action {}, but the latest action is {}",
+                                               action, *last_action_)
+                                 : std::string("an event before the first action"));
+    }
+    CAPSIM_TRY_ASSIGN(const std::string kind_name, r.string("event"));
+    const std::optional<EventKind> kind = event_kind_from_name(kind_name);
+    if (!kind) {
+      return field_error("event", fmt::format("unknown event kind '{}'", kind_name.substr(0, 64)));
+    }
+    if (!header_.observed(*kind)) {
+      return field_error(
+          "event", fmt::format("event kind '{}' is not in the header's observes list", kind_name));
+    }
+    item.event.kind = *kind;
+    item.event.action = static_cast<std::uint32_t>(action);
+    CAPSIM_TRY_ASSIGN(item.event.fields, event_fields_from_json(*kind, j));
+    return item;
+  }
+  if (type == "header") return field_error("type", "a second header line");
+  return field_error("type", fmt::format("unknown line type '{}' (expected function, action or "
+                                         "event)",
+                                         type.substr(0, 64)));
+}
+
+}  // namespace capsim

@@ -1,0 +1,92 @@
+// A streaming reader of capsim-trace files (docs/trace-format.md).
+//
+// It reads one line at a time and never holds more than one line, so a trace
+// of any length reads in constant memory. Each line is checked completely
+// before it is handed out: JSON syntax and UTF-8, the envelope (`seq` with no
+// gaps or repeats, a known `type`, the order header < functions < actions and
+// events, action indices 0, 1, 2, ..., events naming the latest action), and
+// the payload against its schema. Every error is one line,
+// "<file>:<line>:<column>: <what>", where the column points at the offending
+// field's key when the problem is a field.
+//
+// A last line without its newline that does not parse is what a killed
+// recorder leaves: it becomes a warning, and the valid prefix is the trace.
+#pragma once
+
+#include <cstdint>
+#include <istream>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "sim/events.hpp"
+#include "sim/function_def.hpp"
+#include "sim/program.hpp"
+#include "traces/trace_format.hpp"
+
+namespace capsim {
+
+struct TraceItem {
+  std::size_t line = 0;  // 1-based
+  TraceLineType type = TraceLineType::kEvent;
+  std::string text;              // the line as read, for reports
+  FunctionDef function;          // kFunction
+  std::size_t action_index = 0;  // kAction
+  Action action;                 // kAction
+  Event event;                   // kEvent
+};
+
+// `text` with every byte that is not part of valid UTF-8, and every control
+// character, written as \xNN. Messages name the file and quote the input (a
+// parse error's last token, a cut field value); this keeps each one a line of
+// valid UTF-8 whatever the bytes, as `capsim replay --json` needs (nlohmann
+// refuses to write invalid UTF-8).
+std::string printable_message(std::string_view text);
+
+class TraceReader {
+ public:
+  // Opens `path` and reads the header. A missing file, an empty file or a bad
+  // header is an error naming the file.
+  static Result<std::unique_ptr<TraceReader>> open(const std::string& path);
+  // The same over any stream; `name` stands for the file in messages.
+  static Result<std::unique_ptr<TraceReader>> open(std::unique_ptr<std::istream> in,
+                                                   std::string name);
+
+  const TraceHeader& header() const { return header_; }
+  const std::string& name() const { return name_; }
+  // The next line after the header; nullopt at the end of the trace.
+  Result<std::optional<TraceItem>> next();
+  // Non-fatal findings (a truncated last line), one line each.
+  const std::vector<std::string>& warnings() const { return warnings_; }
+  // True when the trace ended in a cut line (its prefix was read).
+  bool truncated() const { return truncated_; }
+  std::size_t lines_read() const { return line_; }
+  std::uint64_t bytes_read() const { return bytes_; }
+
+ private:
+  TraceReader(std::unique_ptr<std::istream> in, const std::string& name)
+      : in_(std::move(in)), name_(printable_message(name)) {}
+  // Reads the next raw line into `raw_`; false at the end. Sets `terminated_`.
+  Result<bool> read_raw_line();
+  Error error_at(std::size_t column, const std::string& what) const;
+  // A payload error "field 'a.b[2]': ..." gets the column of the key "b".
+  Error field_error_at(const Error& e) const;
+  Result<TraceItem> parse_line(const Json& j);
+
+  std::unique_ptr<std::istream> in_;
+  std::string name_;
+  std::string raw_;
+  bool terminated_ = true;
+  std::size_t line_ = 0;
+  std::uint64_t bytes_ = 0;
+  TraceHeader header_;
+  std::uint64_t next_seq_ = 0;
+  std::size_t functions_ = 0;
+  std::optional<std::size_t> last_action_;
+  std::vector<std::string> warnings_;
+  bool truncated_ = false;
+};
+
+}  // namespace capsim
