@@ -473,6 +473,9 @@ std::string describe_action(const Action& action) {
                              a.set_to_none ? "True" : "False");
         } else if constexpr (std::is_same_v<A, DropOptimizer>) {
           return "del " + a.name;
+        } else if constexpr (std::is_same_v<A, RunCaptureScenario>) {
+          return fmt::format("run_capture_scenario({}, mode={})", a.name,
+                             capture_mode_name(a.mode));
         } else {
           return "torch._dynamo.reset()";
         }

@@ -3,7 +3,9 @@
 #include <fmt/format.h>
 
 #include <bit>
+#include <span>
 
+#include "model/digest.hpp"
 #include "sim/compiled_autograd_run.hpp"
 
 namespace capsim {
@@ -16,22 +18,47 @@ Status CompiledAutogradRunner::backward(AutogradEngine& engine, const Variable& 
   CAPSIM_TRY_ASSIGN(CollectedBackward c, collect_backward(bg.graph, bg.root, store, options));
   const CacheDecision d = cache_.lookup(bg.graph, c);
   mark_dynamic(c, d.dynamic);
+  const std::string backward = std::to_string(log.backwards++);
+  const std::string node_calls = std::to_string(c.ordered_calls.size());
   if (d.hit) {
     ++log.hits;
     log.lines.push_back(fmt::format("cache hit ({} node calls)", c.ordered_calls.size()));
+    log.events.push_back(
+        {EventKind::kCaCacheHit, 0, {{"backward", backward}, {"node_calls", node_calls}}});
   } else {
     ++log.captures;
     log.lines.push_back(fmt::format("cache miss: {}", d.reason));
+    log.events.push_back({EventKind::kCaCacheMiss,
+                          0,
+                          {{"backward", backward},
+                           {"node_calls", node_calls},
+                           {"reason", std::string(d.miss_kind)},
+                           {"autograd_node", d.miss_node},
+                           {"call", std::to_string(d.miss_call)},
+                           {"message", d.reason}}});
     CaptureOptions capture_options;
     capture_options.mode = mode_;
     CAPSIM_TRY_ASSIGN(CaptureResult r, capture_backward(bg.graph, c, capture_options));
     for (const MetadataRead& read : r.reads) {
       log.lines.push_back(fmt::format("MetadataRead node={} call={} field={} mode={}", read.node,
                                       read.call, read.field, capture_mode_name(read.mode)));
+      log.events.push_back({EventKind::kMetadataRead,
+                            0,
+                            {{"backward", backward},
+                             {"call", std::to_string(read.call)},
+                             {"autograd_node", read.node},
+                             {"metadata", read.field},
+                             {"mode", std::string(capture_mode_name(read.mode))}}});
     }
     log.metadata_reads += r.reads.size();
     std::string text = r.graph.to_text();
     if (!text.empty() && text.back() == '\n') text.pop_back();
+    log.events.push_back({EventKind::kCaCapture,
+                          0,
+                          {{"backward", backward},
+                           {"mode", std::string(capture_mode_name(mode_))},
+                           {"graph_nodes", std::to_string(r.graph.nodes().size())},
+                           {"graph_digest", digest_hex(fnv1a64(std::as_bytes(std::span(text))))}}});
     log.lines.push_back(std::move(text));
     graphs_.insert_or_assign(d.entry, std::move(r.graph));
   }
@@ -53,6 +80,16 @@ std::vector<float> iota(std::int64_t n, float start = 1.0f) {
   std::vector<float> v(static_cast<std::size_t>(n));
   for (std::size_t i = 0; i < v.size(); ++i) v[i] = start + static_cast<float>(i) * 0.25f;
   return v;
+}
+
+// FNV-1a 64 over the float32 bytes of every leaf's .grad, leaves in order.
+Result<std::string> grads_digest(const AutogradEngine& engine) {
+  std::uint64_t hash = fnv1a64({});  // the empty input: FNV-1a's offset basis
+  for (TensorId leaf : engine.leaves_with_grad()) {
+    CAPSIM_TRY_ASSIGN(const std::vector<float> g, engine.read(*engine.grad_of(leaf)));
+    hash = fnv1a64(std::as_bytes(std::span(g)), hash);
+  }
+  return digest_hex(hash);
 }
 
 // Whether two engines that ran the same forward hold bitwise equal .grads.
@@ -92,6 +129,13 @@ Status iterations(int n, CaptureMode mode, bool dynamic, CaptureRunLog& log,
     (void)ran;
     CAPSIM_TRY_ASSIGN(const bool same, same_grads(engine, eager));
     if (!same) ++log.mismatches;
+    CAPSIM_TRY_ASSIGN(const std::string digest, grads_digest(engine));
+    log.events.push_back({EventKind::kCaRun,
+                          0,
+                          {{"backward", std::to_string(log.backwards - 1)},
+                           {"leaves", std::to_string(engine.leaves_with_grad().size())},
+                           {"digest", digest},
+                           {"matches_eager", same ? "true" : "false"}}});
     log.lines.push_back(fmt::format("ran the compiled backward: grads of {} leaves {} eager",
                                     engine.leaves_with_grad().size(),
                                     same ? "bitwise equal to" : "DIFFER from"));

@@ -5,7 +5,10 @@
 // the cache for each backward, and captures on every miss in the chosen mode.
 // The run keeps every captured graph's text, every MetadataRead and every cache
 // decision, so that `capsim capture NAME --mode legacy` shows where the legacy
-// capture read proxy metadata and the functional one did not.
+// capture read proxy metadata and the functional one did not. The same run is
+// also a list of events, which a World emits when a program runs a scenario
+// as one `capture_scenario` action, so that traces hold compiled autograd's
+// observations too (docs/trace-format.md).
 #pragma once
 
 #include <cstdint>
@@ -16,11 +19,18 @@
 
 #include "sim/autograd_engine.hpp"
 #include "sim/compiled_autograd_capture.hpp"
+#include "sim/events.hpp"
 
 namespace capsim {
 
 struct CaptureRunLog {
   std::vector<std::string> lines;  // printed in order
+  // The same run as events, for traces (their `action` is left 0: a World
+  // that runs the scenario as one action sets it): per backward a
+  // ca_cache_hit, or a ca_cache_miss, its metadata_reads and a ca_capture;
+  // then, in functional mode, a ca_run.
+  std::vector<Event> events;
+  std::uint64_t backwards = 0;
   std::uint64_t captures = 0;
   std::uint64_t hits = 0;
   std::uint64_t metadata_reads = 0;

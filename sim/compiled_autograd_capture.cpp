@@ -8,16 +8,6 @@
 
 namespace capsim {
 
-std::string_view capture_mode_name(CaptureMode mode) {
-  switch (mode) {
-#define CAPSIM_NAME_(e, name) \
-  case CaptureMode::e: return name;
-    CAPSIM_CAPTURE_MODES(CAPSIM_NAME_)
-#undef CAPSIM_NAME_
-  }
-  return "?";
-}
-
 namespace {
 
 // A value bound to a proxy. Its metadata is reachable only through

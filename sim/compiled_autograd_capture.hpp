@@ -25,20 +25,10 @@
 
 #include "model/fx_graph.hpp"
 #include "model/rng.hpp"
+#include "sim/capture_mode.hpp"
 #include "sim/compiled_autograd_collect.hpp"
 
 namespace capsim {
-
-// X(enumerator, name)
-#define CAPSIM_CAPTURE_MODES(X) \
-  X(kFunctional, "functional")  \
-  X(kLegacy, "legacy")
-enum class CaptureMode : std::uint8_t {
-#define CAPSIM_ENUM_(e, name) e,
-  CAPSIM_CAPTURE_MODES(CAPSIM_ENUM_)
-#undef CAPSIM_ENUM_
-};
-std::string_view capture_mode_name(CaptureMode mode);
 
 struct MetadataRead {
   std::uint32_t call = 0;  // NodeCall id

@@ -232,11 +232,13 @@ CacheDecision CompiledAutogradCache::lookup(const AutogradGraph& graph,
           previous += std::to_string(k.size());
         }
         decision.hit = false;
+        decision.miss_kind = "new_autograd_node";
+        decision.miss_node = graph.node(backward.ordered_calls[i].node).name;
+        decision.miss_call = backward.ordered_calls[i].id;
         decision.reason = fmt::format(
             "Cache miss due to new autograd node: {} (NodeCall {}) with key size {}, previous key "
             "sizes=[{}]",
-            graph.node(backward.ordered_calls[i].node).name, backward.ordered_calls[i].id,
-            backward.keys[i].size(), previous);
+            decision.miss_node, decision.miss_call, backward.keys[i].size(), previous);
       }
       it = node->children.emplace(backward.keys[i], std::make_unique<TrieNode>()).first;
     }
@@ -259,9 +261,12 @@ CacheDecision CompiledAutogradCache::lookup(const AutogradGraph& graph,
       if (decision.hit) {
         const NodeCall& call = backward.ordered_calls[backward.sizes[k].call];
         decision.hit = false;
+        decision.miss_kind = "changed_shapes";
+        decision.miss_node = graph.node(call.node).name;
+        decision.miss_call = call.id;
         decision.reason = fmt::format(
             "Cache miss due to changed shapes: marking size idx {} of {} (NodeCall {}) as dynamic",
-            k, graph.node(call.node).name, call.id);
+            k, decision.miss_node, decision.miss_call);
       }
     }
   }

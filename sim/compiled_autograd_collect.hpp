@@ -30,6 +30,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "model/autograd_graph.hpp"
@@ -81,6 +82,12 @@ Result<CollectedBackward> collect_backward(const AutogradGraph& graph, AutogradN
 struct CacheDecision {
   bool hit = false;
   std::string reason;  // PyTorch's verbose-log text for a miss; empty on a hit
+  // A miss as data, for traces: "new_autograd_node" (a key the trie lacks) or
+  // "changed_shapes" (a STATIC size slot changed and became DYNAMIC), and the
+  // node call the verbose log names. Empty and 0 on a hit.
+  std::string_view miss_kind;
+  std::string miss_node;
+  std::uint32_t miss_call = 0;
   // The entry (trie leaf) that serves this backward, and its DYNAMIC mask
   // after this lookup: a capture on a miss must lift exactly those slots as
   // sizes[j] (see mark_dynamic), and a hit's graph reads exactly those.

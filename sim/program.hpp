@@ -4,7 +4,8 @@
 // that matter for capture semantics: make tensors and parameters, call compiled
 // functions (each call of a torch.compile-wrapped callable is a new
 // invocation), run eager code, accumulate grads, step and zero optimizers,
-// reassign `.data`, mark steps, drop references and read values. Names refer
+// reassign `.data`, mark steps, drop references, read values and run a
+// compiled-autograd scenario. Names refer
 // to Python objects; an object keeps its identity (and its static mark and its
 // .grad) when its `.data` is reassigned, as in PyTorch.
 #pragma once
@@ -17,6 +18,7 @@
 #include <vector>
 
 #include "model/kernel_launch.hpp"
+#include "sim/capture_mode.hpp"
 #include "sim/function_def.hpp"
 
 namespace capsim {
@@ -109,10 +111,18 @@ struct DropOptimizer {
 };
 // torch._dynamo.reset(): the tree manager is shut down, compiled code dropped.
 struct Reset {};
+// A built-in compiled-autograd scenario (sim/capture_scenarios.hpp), run as
+// one action: its cache decisions, proxy metadata reads, captures and runs
+// become this action's events. Coarse on purpose: the World's own tensors are
+// not autograd variables yet, so a program cannot build the graph itself.
+struct RunCaptureScenario {
+  std::string name;
+  CaptureMode mode = CaptureMode::kFunctional;
+};
 
 using Action = std::variant<NewTensor, MarkStatic, Call, EagerCall, Del, Read, ReassignData,
                             MarkStepBegin, SetToRunningBackward, AccumulateGrad, CreateOptimizer,
-                            OptimizerStep, ZeroGrad, DropOptimizer, Reset>;
+                            OptimizerStep, ZeroGrad, DropOptimizer, Reset, RunCaptureScenario>;
 // The action kinds' names, in variant order.
 std::string_view action_name(const Action& action);
 

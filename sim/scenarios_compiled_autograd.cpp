@@ -1,14 +1,18 @@
-// Built-in scenarios, part 5: the two seeds joined. The backward that the
-// tree manager records is not written by hand: it is compiled autograd's
-// functional capture of the model's autograd graph, lowered to a function body
-// (compiled_autograd_function.hpp). Its grads are pool outputs, so the compiled
-// Adam step that follows replays with no grad copies, as in PR 107504's first
-// case.
+// Built-in scenarios, part 5: compiled autograd.
+//
+// First the two seeds joined. The backward that the tree manager records is
+// not written by hand: it is compiled autograd's functional capture of the
+// model's autograd graph, lowered to a function body
+// (compiled_autograd_function.hpp). Its grads are pool outputs, so the
+// compiled Adam step that follows replays with no grad copies, as in PR
+// 107504's first case. Then every capture scenario as a one-action program
+// (ca_<name>), and the legacy capture of one as a negative control.
 #include <fmt/format.h>
 
 #include <map>
 
 #include "sim/autograd_engine.hpp"
+#include "sim/capture_scenarios.hpp"
 #include "sim/compiled_autograd_capture.hpp"
 #include "sim/compiled_autograd_function.hpp"
 #include "sim/compiled_autograd_run.hpp"
@@ -102,10 +106,46 @@ Scenario compiled_autograd_backward_adam() {
   return s;
 }
 
+// A capture scenario (`capsim capture`) as a one-action program, so that
+// compiled autograd's observations are traces too: ca_<name>, and
+// ca_<name>_legacy for the capture before PR 144707. The legacy one is the
+// corpus's negative control: it reads proxy metadata, which replay reports as
+// a violation of no_proxy_metadata_reads.
+Scenario capture_program(const CaptureScenario& c, CaptureMode mode,
+                         std::int64_t expected_reads = 0) {
+  Scenario s;
+  const bool legacy = mode == CaptureMode::kLegacy;
+  s.name = fmt::format("ca_{}{}", c.name, legacy ? "_legacy" : "");
+  s.mirrors = c.mirrors;
+  s.description = legacy ? fmt::format("{} (legacy capture: reads proxy metadata)", c.description)
+                         : c.description;
+  ProgramWriter p(s);
+  p.add(RunCaptureScenario{c.name, mode});
+  const std::int64_t captures = static_cast<std::int64_t>(c.expected_captures);
+  s.expect = [captures, expected_reads](const World& w, const auto&) {
+    return std::vector<Expectation>{
+        {"captures (cache misses), as PyTorch's test asserts", captures,
+         events_of(w, EventKind::kCaCacheMiss)},
+        {"proxy metadata reads", expected_reads, events_of(w, EventKind::kMetadataRead)},
+        {"compiled backwards whose grads differ from eager", 0,
+         static_cast<std::int64_t>(w.counters().ca_mismatches)}};
+  };
+  return s;
+}
+
+// The legacy capture of `basic` (mm, relu, sum) reads these proxy metadata
+// fields (`capsim capture basic --mode legacy` lists them).
+constexpr std::int64_t kLegacyBasicReads = 9;
+
 }  // namespace
 
 void add_compiled_autograd_scenarios(std::vector<Scenario>& out) {
   out.push_back(compiled_autograd_backward_adam());
+  for (const CaptureScenario& c : builtin_capture_scenarios()) {
+    out.push_back(capture_program(c, CaptureMode::kFunctional));
+  }
+  out.push_back(
+      capture_program(*find_capture_scenario("basic"), CaptureMode::kLegacy, kLegacyBasicReads));
 }
 
 }  // namespace capsim

@@ -51,7 +51,8 @@ std::string_view action_name(const Action& action) {
                                                 "optimizer_step",
                                                 "zero_grad",
                                                 "drop_optimizer",
-                                                "reset"};
+                                                "reset",
+                                                "run_capture_scenario"};
   static_assert(std::size(kNames) == std::variant_size_v<Action>);
   return kNames[action.index()];
 }
@@ -136,6 +137,7 @@ Status World::step(const Action& action) {
         if constexpr (std::is_same_v<A, ZeroGrad>) return do_zero_grad(a);
         if constexpr (std::is_same_v<A, DropOptimizer>) return do_drop_optimizer(a);
         if constexpr (std::is_same_v<A, Reset>) return do_reset();
+        if constexpr (std::is_same_v<A, RunCaptureScenario>) return do_run_capture_scenario(a);
       },
       action);
 }

@@ -106,6 +106,7 @@ class World {
   Status do_zero_grad(const ZeroGrad& a);
   Status do_drop_optimizer(const DropOptimizer& a);
   Status do_reset();
+  Status do_run_capture_scenario(const RunCaptureScenario& a);
 
   // The compiled call shared by Call and OptimizerStep.
   Status call_compiled(const FunctionDef& def, const std::vector<std::uint64_t>& args,

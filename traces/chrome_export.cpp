@@ -117,7 +117,8 @@ class Exporter {
     Json args = action_to_json(item.action);
     std::string name(action_name(item.action));
     for (const char* key : {"name", "function"}) {
-      if (args.contains(key) && args[key].is_string()) name += " " + args[key].get<std::string>();
+      if (args.contains(key) && args[key].is_string())
+        name.append(" ").append(args[key].get<std::string>());
     }
     args["index"] = item.action_index;
     args["line"] = item.line;
@@ -221,7 +222,7 @@ class Exporter {
       case EventKind::kAlignClone:
       case EventKind::kRead: {
         std::string name = kind;
-        if (e.kind == EventKind::kRead) name += " " + text_field(e, "name");
+        if (e.kind == EventKind::kRead) name.append(" ").append(text_field(e, "name"));
         if (e.kind == EventKind::kAlignClone)
           name += fmt::format(" {} input {}", fn, text_field(e, "input"));
         device(std::move(name), 1, std::move(args));
@@ -240,6 +241,12 @@ class Exporter {
       case EventKind::kOutput:
       case EventKind::kOptimizer:
       case EventKind::kZeroGrad:
+      // Compiled autograd captures on the host, outside any graph.
+      case EventKind::kCaCacheHit:
+      case EventKind::kCaCacheMiss:
+      case EventKind::kMetadataRead:
+      case EventKind::kCaCapture:
+      case EventKind::kCaRun:
         events_.push_back(instant(kind, kChromeHostPid, kChromeHostTid, cursor_, std::move(args)));
         ++cursor_;
         break;

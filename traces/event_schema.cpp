@@ -64,7 +64,7 @@ constexpr FieldSpec kFieldSpecs[] = {
     {"name", FT::kText, "a program name (tensor, output or optimizer)"},
     {"ptr", FT::kAddress, "the output's data pointer"},
     {"numel", FT::kInt, "elements read"},
-    {"digest", FT::kDigest, "FNV-1a 64 of the float32 bytes read"},
+    {"digest", FT::kDigest, "FNV-1a 64 of the float32 bytes read (ca_run: every leaf's .grad)"},
     {"values", FT::kText, "a preview of the first values, for people"},
     {"demoted", FT::kBool, "the input left the static set"},
     {"id", FT::kText, "capsim's id of the PyTorch message (E1..E7, S1, W1, Z1, A1, E5)"},
@@ -81,6 +81,15 @@ constexpr FieldSpec kFieldSpecs[] = {
     {"set_to_none", FT::kBool, "zero_grad's argument"},
     {"grads", FT::kInt, "grads that zero_grad changed"},
     {"graphs", FT::kInt, "recorded graphs the tree manager held"},
+    {"backward", FT::kInt, "compiled autograd: the backward's index in the scenario run, from 0"},
+    {"node_calls", FT::kInt, "NodeCalls in the backward's ordered_calls"},
+    {"autograd_node", FT::kText, "an autograd node's name (MulBackward0, AccumulateGrad, ...)"},
+    {"call", FT::kInt, "a NodeCall id: the node's position in ordered_calls"},
+    {"metadata", FT::kText, "the proxy metadata read: sizes, strides, dtype, device or use_count"},
+    {"mode", FT::kText, "the capture mode: functional (after PR 144707) or legacy (before)"},
+    {"graph_nodes", FT::kInt, "nodes of the captured FX graph"},
+    {"graph_digest", FT::kDigest, "FNV-1a 64 of the captured FX graph's text form"},
+    {"leaves", FT::kInt, "leaves whose .grad the compiled backward produced"},
 };
 
 // Per kind, in the order the simulator writes them. `true` marks a field
@@ -121,6 +130,14 @@ constexpr EventFieldUse kOptimizer[] = {R("name"),         R("what"),          O
                                         O("static_grads"), O("params_alive")};
 constexpr EventFieldUse kZeroGrad[] = {R("name"), R("set_to_none"), R("grads")};
 constexpr EventFieldUse kShutdown[] = {O("graphs"), O("reason")};
+constexpr EventFieldUse kCaCacheHit[] = {R("backward"), R("node_calls")};
+constexpr EventFieldUse kCaCacheMiss[] = {R("backward"),      R("node_calls"), R("reason"),
+                                          O("autograd_node"), O("call"),       O("message")};
+constexpr EventFieldUse kMetadataRead[] = {R("backward"), R("call"), R("autograd_node"),
+                                           R("metadata"), R("mode")};
+constexpr EventFieldUse kCaCapture[] = {R("backward"), R("mode"), R("graph_nodes"),
+                                        R("graph_digest")};
+constexpr EventFieldUse kCaRun[] = {R("backward"), R("leaves"), R("digest"), O("matches_eager")};
 #undef R
 #undef O
 
@@ -286,6 +303,11 @@ std::span<const EventFieldUse> event_fields_of(EventKind kind) {
     case EventKind::kOptimizer: return kOptimizer;
     case EventKind::kZeroGrad: return kZeroGrad;
     case EventKind::kShutdown: return kShutdown;
+    case EventKind::kCaCacheHit: return kCaCacheHit;
+    case EventKind::kCaCacheMiss: return kCaCacheMiss;
+    case EventKind::kMetadataRead: return kMetadataRead;
+    case EventKind::kCaCapture: return kCaCapture;
+    case EventKind::kCaRun: return kCaRun;
   }
   return {};
 }

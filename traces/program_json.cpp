@@ -146,6 +146,10 @@ Result<AdamHyper> read_adam(ObjectReader& parent) {
   return h;
 }
 
+// The X-macro lists give the (name, enumerator) pairs; trailing columns are
+// ignored. Used with `using Enum = ...;` in scope.
+#define CAPSIM_PAIR_(e, n, ...) {n, Enum::e},
+
 // The value named `name`, or an error that lists the known names.
 template <typename E>
 Result<E> from_name(std::string_view name, std::string_view path, std::string_view what,
@@ -375,6 +379,18 @@ Status read_fields(ObjectReader& r, ZeroGrad& a) {
   return {};
 }
 
+void write_fields(Json& j, const RunCaptureScenario& a) {
+  j["name"] = a.name;
+  j["mode"] = std::string(capture_mode_name(a.mode));
+}
+Status read_fields(ObjectReader& r, RunCaptureScenario& a) {
+  CAPSIM_TRY(assign(a.name, read_name(r, "name")));
+  CAPSIM_TRY_ASSIGN(const std::string mode, r.string("mode"));
+  using Enum = CaptureMode;
+  return assign(a.mode, from_name<Enum>(mode, r.path_of("mode"), "capture mode",
+                                        {CAPSIM_CAPTURE_MODES(CAPSIM_PAIR_)}));
+}
+
 // One default-constructed action of each kind, in variant order.
 template <std::size_t... I>
 std::array<Action, sizeof...(I)> default_actions(std::index_sequence<I...>) {
@@ -389,10 +405,6 @@ const std::array<Action, std::variant_size_v<Action>>& action_kinds() {
 }  // namespace
 
 // --- Names -----------------------------------------------------------------
-
-// The X-macro lists give the (name, enumerator) pairs; trailing columns are
-// ignored.
-#define CAPSIM_PAIR_(e, n, ...) {n, Enum::e},
 
 Result<BodyOpKind> body_op_from_name(std::string_view name, std::string_view path) {
   using Enum = BodyOpKind;

@@ -35,6 +35,10 @@ class RecordedChecks {
  public:
   void observe(const TraceItem& item, std::vector<Violation>& out) {
     const Event& e = item.event;
+    if (e.kind == EventKind::kMetadataRead) {
+      observe_metadata_read(item, out);
+      return;
+    }
     if (e.kind == EventKind::kShutdown) graphs_.clear();  // graph ids restart per tree
     const std::optional<std::string_view> graph = e.field("graph");
     if (!graph || e.field("api")) return;
@@ -71,6 +75,22 @@ class RecordedChecks {
   }
 
  private:
+  // The initial compiled-autograd capture must not read proxy metadata
+  // (PR 144707): a read means the graph depends on dummy values. One
+  // violation per backward, at its first read.
+  void observe_metadata_read(const TraceItem& item, std::vector<Violation>& out) {
+    const Event& e = item.event;
+    const std::string backward(e.field("backward").value_or(""));
+    if (backward == last_read_backward_) return;
+    last_read_backward_ = backward;
+    out.push_back({item.line, "no_proxy_metadata_reads",
+                   fmt::format("the capture of backward {} read the {} of {}'s proxy (NodeCall {}, "
+                               "{} mode): its graph depends on dummy metadata",
+                               backward, e.field("metadata").value_or("?"),
+                               e.field("autograd_node").value_or("?"),
+                               e.field("call").value_or("?"), e.field("mode").value_or("?"))});
+  }
+
   struct Recording {
     std::string static_ptrs;
     std::string static_idxs;
@@ -84,6 +104,7 @@ class RecordedChecks {
     return n;
   }
   std::map<std::string, Recording> graphs_;
+  std::string last_read_backward_;
 };
 
 class Replayer {
@@ -142,6 +163,12 @@ class Replayer {
               fmt::format("action {}: a replay's outputs differ from eager execution on the same "
                           "inputs",
                           item.action_index));
+    }
+    if (after.ca_mismatches > before.ca_mismatches) {
+      violate(item.line, "compiled_backward_equals_eager",
+              fmt::format("action {}: {} compiled-autograd backwards gave grads that differ from "
+                          "an eager backward of the same forward",
+                          item.action_index, after.ca_mismatches - before.ca_mismatches));
     }
     if (after.static_violations > before.static_violations) {
       violate(item.line, "static_inputs_alive",
@@ -232,6 +259,12 @@ Result<ReplayReport> replay_file(const std::string& path, const ReplayOptions& o
   return replay_trace(*reader, options);
 }
 
+namespace {
+std::string violations_count(std::size_t n) {
+  return fmt::format("{} invariant violation{}", n, n == 1 ? "" : "s");
+}
+}  // namespace
+
 std::string report_summary(const ReplayReport& r) {
   if (r.divergence) {
     const Divergence& d = *r.divergence;
@@ -246,12 +279,12 @@ std::string report_summary(const ReplayReport& r) {
     return fmt::format(
         "{}:{}: diverged: {} ({} of {} recorded events matched before it{})", r.file, d.line, what,
         r.events_matched, r.events_recorded,
-        r.violations.empty() ? "" : fmt::format("; {} invariant violations", r.violations.size()));
+        r.violations.empty() ? "" : fmt::format("; {}", violations_count(r.violations.size())));
   }
   if (!r.violations.empty()) {
     const Violation& v = r.violations.front();
-    return fmt::format("{}:{}: invariant {} violated: {} ({} violations)", r.file, v.line,
-                       v.invariant, v.message, r.violations.size());
+    return fmt::format("{}:{}: invariant {} violated: {} ({} in all)", r.file, v.line,
+                       v.invariant, v.message, violations_count(r.violations.size()));
   }
   return fmt::format("{}: ok, {} actions, {} events match the model", r.file, r.actions,
                      r.events_matched);

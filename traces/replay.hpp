@@ -11,10 +11,12 @@
 //   - from the recorded events alone (they hold for any producer): a replay
 //     that found other static pointers than its recording baked in
 //     (`static_pointers_stable`), a copy-in of other than the recording's
-//     non-static inputs (`copies_non_static_only`);
+//     non-static inputs (`copies_non_static_only`), a compiled-autograd
+//     capture that read proxy metadata (`no_proxy_metadata_reads`);
 //   - from the re-simulation, which checks every replay against eager
-//     execution (`replay_equals_eager`) and every static input it reads
-//     (`static_inputs_alive`).
+//     execution (`replay_equals_eager`), every static input it reads
+//     (`static_inputs_alive`), and every compiled-autograd backward against
+//     an eager backward (`compiled_backward_equals_eager`).
 // Bad input (a malformed line, an action the World refuses) is an Error
 // naming file:line:column; a divergence or a violation is a report.
 #pragma once

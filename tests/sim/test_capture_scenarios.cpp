@@ -52,5 +52,47 @@ TEST_CASE("capture scenarios: the same scenario prints the same lines twice") {
   }
 }
 
+// The kinds of a log's events, in order.
+std::vector<EventKind> kinds(const CaptureRunLog& log) {
+  std::vector<EventKind> out;
+  for (const Event& e : log.events) out.push_back(e.kind);
+  return out;
+}
+
+TEST_CASE("capture scenarios: the events say what the lines say, as data") {
+  using K = EventKind;
+  CaptureRunLog log;
+  REQUIRE(find_capture_scenario("basic")->run(CaptureMode::kFunctional, log).ok());
+  // Three backwards of the same graph: a miss with its capture, then hits;
+  // each runs its graph.
+  CHECK(kinds(log) == std::vector<EventKind>{K::kCaCacheMiss, K::kCaCapture, K::kCaRun,
+                                             K::kCaCacheHit, K::kCaRun, K::kCaCacheHit, K::kCaRun});
+  const Event& miss = log.events[0];
+  CHECK(miss.field("reason") == "new_autograd_node");
+  CHECK(miss.field("autograd_node") == "GraphRoot");
+  CHECK(miss.field("backward") == "0");
+  CHECK(log.events[3].field("backward") == "1");
+  CHECK(log.events[1].field("mode") == "functional");
+  // The same grads every time, bitwise equal to eager.
+  CHECK(log.events[2].field("digest") == log.events[4].field("digest"));
+  CHECK(log.events[2].field("matches_eager") == "true");
+
+  CaptureRunLog shapes;
+  REQUIRE(find_capture_scenario("dynamic_shapes")->run(CaptureMode::kFunctional, shapes).ok());
+  std::vector<std::string> reasons;
+  for (const Event& e : shapes.events) {
+    if (e.kind == K::kCaCacheMiss) reasons.emplace_back(*e.field("reason"));
+  }
+  CHECK(reasons == std::vector<std::string>{"new_autograd_node", "changed_shapes"});
+
+  CaptureRunLog legacy;
+  REQUIRE(find_capture_scenario("basic")->run(CaptureMode::kLegacy, legacy).ok());
+  CHECK(count_events(legacy.events, K::kMetadataRead) == legacy.metadata_reads);
+  CHECK(count_events(legacy.events, K::kCaRun) == 0);  // legacy graphs are not run
+  for (const Event& e : legacy.events) {
+    if (e.kind == K::kMetadataRead) CHECK(e.field("mode") == "legacy");
+  }
+}
+
 }  // namespace
 }  // namespace capsim

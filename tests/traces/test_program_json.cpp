@@ -199,6 +199,7 @@ TEST_CASE("program_json: each action kind reads from a hand-written line") {
       R"({"action":"zero_grad","name":"opt","set_to_none":false})",
       R"({"action":"drop_optimizer","name":"opt"})",
       R"({"action":"reset"})",
+      R"({"action":"run_capture_scenario","name":"basic","mode":"legacy"})",
   };
   static_assert(std::size(lines) == std::variant_size_v<Action>);
   for (std::size_t i = 0; i < std::size(lines); ++i) {
@@ -227,6 +228,7 @@ TEST_CASE("program_json: each action kind reads from a hand-written line") {
   CHECK(bits(o.adam.eps) == bits(1e-8f));
   CHECK(bits(o.adam.weight_decay) == bits(0.01f));
   CHECK(std::get<ZeroGrad>(*parse_action(lines[12])).set_to_none == false);
+  CHECK(std::get<RunCaptureScenario>(*parse_action(lines[15])).mode == CaptureMode::kLegacy);
 
   // Defaults: absent optional fields read as their defaults.
   const auto plain =
@@ -253,7 +255,10 @@ TEST_CASE("program_json: bad action lines name the field") {
   CHECK(action_error(R"({"action":"frob"})") ==
         "field 'action': unknown action 'frob' (known: new_tensor, mark_static, call, "
         "eager_call, del, read, reassign_data, mark_step_begin, set_to_running_backward, "
-        "accumulate_grad, create_optimizer, optimizer_step, zero_grad, drop_optimizer, reset)");
+        "accumulate_grad, create_optimizer, optimizer_step, zero_grad, drop_optimizer, reset, "
+        "run_capture_scenario)");
+  CHECK(action_error(R"({"action":"run_capture_scenario","name":"basic","mode":"eager"})") ==
+        "field 'mode': unknown capture mode 'eager' (known: functional, legacy)");
   CHECK(action_error(R"({"action":"del","name":3})") ==
         "field 'name': expected a string, got an integer");
   CHECK(action_error(R"({"action":"accumulate_grad","param":"p"})") == "field 'grad': missing");
