@@ -1,6 +1,7 @@
 # The two commands of README.md, plus benchmarks and the sanitizer build.
 # Each target installs missing packages, configures and builds as needed.
-#   make run    build (default preset) and run the main job on built-in defaults
+#   make run    build (default preset) and run the main job, `capsim check`, on
+#               built-in defaults (every property, then every negative control)
 #   make test   the same, then the whole test suite through ctest
 #   make bench  release build, then the Google Benchmark suite
 #   make asan   ASan + UBSan build, then the whole test suite
@@ -22,11 +23,16 @@ endef
 
 run: deps
 	$(call build_preset,default)
-	./build/default/cli/capsim run
+	./build/default/cli/capsim check
+	@echo
+	@echo "Next: build/default/cli/capsim check --list          (the catalogue)"
+	@echo "      build/default/cli/capsim replay traces/corpus/*.jsonl   (replay the recorded runs)"
+	@echo "      build/default/cli/capsim scenario --list       (the PyTorch tests it mirrors)"
+	@echo "      docs/properties.md, docs/trace-format.md"
 
 test: deps
 	$(call build_preset,default)
-	./build/default/cli/capsim run
+	./build/default/cli/capsim check --no-progress
 	$(CTEST) --preset default -j $(JOBS)
 
 bench: deps

@@ -11,6 +11,7 @@
 #include <exception>
 #include <string>
 
+#include "cli/check_command.hpp"
 #include "cli/export_command.hpp"
 #include "cli/trace_commands.hpp"
 #include "model/address.hpp"
@@ -169,6 +170,31 @@ int run_main(int argc, char** argv) {
   export_cmd->add_option("--chrome", export_chrome, "The Chrome trace file to write")->required();
   export_cmd->add_option("trace", export_trace, "The capsim trace to export")->required();
 
+  capsim::cli::CheckCommandOptions check_options;
+  std::string check_shard = "0/1";
+  std::uint64_t check_case = 0;
+  CLI::App* check = app.add_subcommand(
+      "check", "Run the property catalogue over generated cases (docs/properties.md)");
+  check->add_option("--property", check_options.run.patterns,
+                    "Only properties matching this shell glob (repeatable)");
+  check->add_option("--cases", check_options.run.cases, "Cases per property")
+      ->check(CLI::Range(std::uint64_t{1}, capsim::kMaxCases));
+  check->add_option("--seed", check_options.run.seed, "The run's seed");
+  check->add_option("--shard", check_shard, "K/N: run the cases whose index is K modulo N");
+  check->add_option("--max-size", check_options.run.max_size, "The largest case size")
+      ->check(CLI::Range(0, capsim::kMaxMaxSize));
+  CLI::Option* check_case_option =
+      check->add_option("--case", check_case, "Run only this case index (a reproduction)");
+  check->add_flag("--controls,!--no-controls", check_options.run.controls,
+                  "Run every negative control after the properties (the default); fail if one "
+                  "is not caught");
+  check->add_flag("--list", check_options.list, "Print the catalogue");
+  check->add_flag("--json", check_options.json, "Print the report as JSON");
+  check->add_option("--junit", check_options.junit, "Write a JUnit XML report to this file");
+  check->add_option("--save-failures", check_options.save_failures,
+                    "Write each failure's counterexample (text, and a trace) into this folder");
+  check->add_flag("!--no-progress", check_options.progress, "No progress bar on stderr");
+
   app.add_subcommand("version", "Print the version");
 
   // CLI11 would call an unknown word "extra" and ask for a subcommand; say what
@@ -213,6 +239,19 @@ int run_main(int argc, char** argv) {
     return capsim::cli::replay_command(replay_files, replay_json, replay_context);
   }
   if (export_cmd->parsed()) return capsim::cli::export_command(export_chrome, export_trace);
+  if (check->parsed()) {
+    unsigned k = 0, n = 0;
+    char rest = 0;
+    if (std::sscanf(check_shard.c_str(), "%u/%u%c", &k, &n, &rest) != 2 || n == 0 || k >= n ||
+        n > capsim::kMaxShards) {
+      return fail(fmt::format("--shard '{}': expected K/N with 0 <= K < N <= {}", check_shard,
+                              capsim::kMaxShards));
+    }
+    check_options.run.shard = k;
+    check_options.run.shards = n;
+    if (check_case_option->count() > 0) check_options.run.only_case = check_case;
+    return capsim::cli::check_command(check_options);
+  }
   if (app.got_subcommand("version")) {
     fmt::print("capsim 0.1.0\n");
     return 0;

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 #include <sstream>
 
 #include "sim/function_builder.hpp"
@@ -186,6 +187,7 @@ class Lowering {
       add(c);
     }
     for (std::size_t s = 0; s < plan_.steps.size(); ++s) lower_step(plan_.steps[s], s);
+    drop_unused_tensors();
     return std::move(g_);
   }
 
@@ -208,6 +210,59 @@ class Lowering {
     return name;
   }
   std::string param(std::uint32_t i) const { return fmt::format("p{}", i % params_); }
+
+  // Params, marked tensors and c0 are made up front, whether or not a call
+  // takes them. Those that nothing uses are dropped (with their mark_static
+  // and del), so that a shrunk counterexample shows only what matters.
+  void drop_unused_tensors() {
+    std::set<std::string> used;
+    auto use = [&used](const std::vector<std::string>& names) {
+      used.insert(names.begin(), names.end());
+    };
+    for (const Action& a : g_.program.actions) {
+      std::visit(
+          [&](const auto& x) {
+            using A = std::decay_t<decltype(x)>;
+            if constexpr (std::is_same_v<A, Call>) {
+              use(x.args);
+              use(x.outputs);
+              use(x.consume);
+            } else if constexpr (std::is_same_v<A, EagerCall>) {
+              use(x.args);
+              use(x.outputs);
+            } else if constexpr (std::is_same_v<A, Read> || std::is_same_v<A, ReassignData>) {
+              used.insert(x.name);
+            } else if constexpr (std::is_same_v<A, AccumulateGrad>) {
+              used.insert(x.param);
+              used.insert(x.grad);
+            } else if constexpr (std::is_same_v<A, CreateOptimizer>) {
+              use(x.params);
+            }
+          },
+          a);
+    }
+    auto unused = [&used](const Action& a) {
+      return std::visit(
+          [&](const auto& x) {
+            using A = std::decay_t<decltype(x)>;
+            if constexpr (std::is_same_v<A, NewTensor> || std::is_same_v<A, MarkStatic> ||
+                          std::is_same_v<A, Del>) {
+              return used.count(x.name) == 0;
+            }
+            return false;
+          },
+          a);
+    };
+    std::vector<Action> actions;
+    std::vector<std::vector<ArgKnowledge>> knowledge;
+    for (std::size_t i = 0; i < g_.program.actions.size(); ++i) {
+      if (unused(g_.program.actions[i])) continue;
+      actions.push_back(std::move(g_.program.actions[i]));
+      knowledge.push_back(std::move(g_.knowledge[i]));
+    }
+    g_.program.actions = std::move(actions);
+    g_.knowledge = std::move(knowledge);
+  }
 
   void lower_step(const StepPlan& step, std::size_t s) {
     ++g_.steps;

@@ -104,11 +104,13 @@ Status validate(const FunctionDef& def) {
           fmt::format("function '{}': outputs: value {} is not defined", def.name, v));
     }
   }
-  for (const auto* set : {&def.static_input_idxs, &def.param_input_idxs}) {
+  const std::pair<const char*, const std::vector<std::uint32_t>*> sets[] = {
+      {"static_input_idxs", &def.static_input_idxs}, {"param_input_idxs", &def.param_input_idxs}};
+  for (const auto& [set_name, set] : sets) {
     for (std::uint32_t i : *set) {
       if (i >= n) {
         return make_error(
-            fmt::format("function '{}': static_input_idxs: index {} is not an input", def.name, i));
+            fmt::format("function '{}': {}: index {} is not an input", def.name, set_name, i));
       }
     }
   }

@@ -138,6 +138,13 @@ Result<CallOutcome> TreeManager::execute_node(GraphId id, std::vector<TensorId>&
     const TensorArg& dst = *node.placeholders[i];
     CAPSIM_TRY_ASSIGN(const TensorArg src, tensor_arg(ctx_.store(), inputs[i]));
     ++copies;
+#ifdef CAPSIM_INJECTED_BUG
+    // A deliberately wrong model, compiled in only with -DCAPSIM_INJECT_BUG=ON
+    // (docs/properties.md): an off-by-one that counts the first non-static
+    // input but never copies it, so the replay reads whatever its placeholder
+    // last held.
+    if (copies == 1) continue;
+#endif
     if (numel(dst.meta) == 0) continue;
     CAPSIM_TRY_ASSIGN(const KernelLaunch copy, launch_copy(dst, src));
     CAPSIM_TRY(ctx_.backend.run_step(Step{copy, {}}));

@@ -60,9 +60,16 @@ Result<std::int64_t> json_integer(const Json& value, std::string_view path) {
 Result<float> json_float32(const Json& value, std::string_view path) {
   if (!value.is_number()) return wrong_type(path, "a number", value);
   const double d = value.get<double>();
-  if (!std::isfinite(d) || std::fabs(d) > static_cast<double>(std::numeric_limits<float>::max())) {
+  // Round to nearest, as a float32 parse would: a number above FLT_MAX by less
+  // than half an ulp of the top binade (2^103) is FLT_MAX. That includes
+  // FLT_MAX's own shortest text, 3.4028235e+38, which as a double lies above it.
+  constexpr double kMax = static_cast<double>(std::numeric_limits<float>::max());
+  constexpr double kHalfUlp = 0x1p103;
+  if (!std::isfinite(d) || std::fabs(d) >= kMax + kHalfUlp) {
     return field_error(path, "number out of float32 range");
   }
+  if (std::fabs(d) > kMax)
+    return d > 0 ? std::numeric_limits<float>::max() : -std::numeric_limits<float>::max();
   return static_cast<float>(d);
 }
 

@@ -35,8 +35,9 @@ Json float_json(float f) {
   if (std::isfinite(f)) {
     const std::string shortest = fmt::format("{}", f);
     const double d = std::strtod(shortest.c_str(), nullptr);
-    // The shortest text of FLT_MAX reads as a double above FLT_MAX, which
-    // json_float32 refuses: keep such values exact.
+    // The shortest text of FLT_MAX reads as a double above FLT_MAX; json_float32
+    // rounds it back, but the double itself is kept exact here so that the
+    // value round-trips through any JSON reader.
     const bool in_range = std::fabs(d) <= static_cast<double>(std::numeric_limits<float>::max());
     if (in_range && static_cast<float>(d) == f && std::signbit(d) == std::signbit(f)) {
       return Json(d);

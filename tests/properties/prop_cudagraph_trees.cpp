@@ -15,6 +15,7 @@
 using namespace capsim;
 using capsim::testing::rc_expect_failure;
 using capsim::testing::rc_prop;
+using capsim::testing::rc_require;
 
 namespace {
 
@@ -52,36 +53,31 @@ std::unique_ptr<World> draw_and_run(const WorldOptions& options, GeneratedProgra
   return world;
 }
 
-// Fails the property with the check's message.
-void require(const CheckResult& r) {
-  if (r) RC_FAIL(*r);
-}
-
 void replays_match_eager(const WorldOptions& options, std::size_t* checked) {
   GeneratedProgram g;
   auto world = draw_and_run(options, g);
   if (checked != nullptr && world->counters().replay_checks > 0) ++*checked;
-  require(check_replays_match_eager(*world));
+  rc_require(check_replays_match_eager(*world));
 }
 
 void static_inputs_stable(const WorldOptions& options) {
   GeneratedProgram g;
   auto world = draw_and_run(options, g);
-  require(check_static_inputs_stable(*world));
+  rc_require(check_static_inputs_stable(*world));
 }
 
 void copies_are_the_non_static_inputs(const WorldOptions& options) {
   GeneratedProgram g;
   auto world = draw_and_run(options, g);
   RC_CLASSIFY(world->counters().copies > 0, "copies made");
-  require(check_copies(*world, g));
+  rc_require(check_copies(*world, g));
 }
 
 void pool_holds_the_live_outputs(const WorldOptions& options, std::size_t* checkpointed) {
   GeneratedProgram g;
   auto world = draw_and_run(options, g);
   if (checkpointed != nullptr && world->counters().checkpoints > 0) ++*checkpointed;
-  require(check_pool(*world));
+  rc_require(check_pool(*world));
 }
 
 // Validity under every configuration the tests use: no bad input, and none of
@@ -114,7 +110,7 @@ void same_program_same_events(bool vary_seed) {
   Status status;
   auto second = run_generated(g, options_with(), status);
   RC_ASSERT(status.ok());
-  require(check_same_events(*first, *second));
+  rc_require(check_same_events(*first, *second));
 }
 
 }  // namespace

@@ -13,11 +13,18 @@
 #include <doctest/doctest.h>
 #include <rapidcheck.h>
 
+#include <optional>
 #include <sstream>
 #include <string>
 #include <utility>
 
 namespace capsim::testing {
+
+// Fails the running property with a plain check's line (the checks of
+// properties/ return nullopt when the property holds).
+inline void rc_require(const std::optional<std::string>& failure) {
+  if (failure) RC_FAIL(*failure);
+}
 
 inline std::string rc_property_id(const std::string& name) {
   const doctest::TestCaseData* tc = doctest::getContextOptions()->currentTest;

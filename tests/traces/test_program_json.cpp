@@ -265,6 +265,13 @@ TEST_CASE("program_json: bad action lines name the field") {
   CHECK(action_error(R"({"name":"x"})") == "field 'action': missing");
   CHECK(action_error(R"({"action":"new_tensor","name":"x","sizes":[2],"fill":1e40})") ==
         "field 'fill': number out of float32 range");
+  // FLT_MAX's shortest text reads as a double just above FLT_MAX: it rounds to
+  // FLT_MAX, as a float32 parse would; half an ulp more is out of range.
+  const auto top = std::get<NewTensor>(
+      *parse_action(R"({"action":"new_tensor","name":"x","sizes":[2],"fill":-3.4028235e+38})"));
+  CHECK(bits(*top.fill) == bits(-std::numeric_limits<float>::max()));
+  CHECK(action_error(R"({"action":"new_tensor","name":"x","sizes":[2],"fill":3.4028236e+38})") ==
+        "field 'fill': number out of float32 range");
   CHECK(action_error(R"({"action":"new_tensor","name":"x","sizes":[2],"offset":1.5})") ==
         "field 'offset': expected an integer, got a number with a fraction or exponent");
   CHECK(action_error(R"({"action":"new_tensor","name":"x","sizes":[2,-1]})") ==

@@ -1,0 +1,185 @@
+// The check subcommand (see check_command.hpp).
+#include "cli/check_command.hpp"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <filesystem>
+
+#include "cli/check_report.hpp"
+#include "cli/trace_commands.hpp"
+#include "properties/catalogue.hpp"
+#include "traces/trace_writer.hpp"
+
+namespace capsim::cli {
+
+namespace {
+
+inline constexpr int kExitFailed = 1;
+inline constexpr int kExitInterrupted = 130;
+
+// Set by SIGINT, polled between cases. The only global in capsim: a signal
+// handler can reach nothing else.
+volatile std::sig_atomic_t g_interrupted = 0;
+
+extern "C" void on_sigint(int) {
+  g_interrupted = 1;
+}
+
+void print_catalogue() {
+  for (const Property& p : property_catalogue()) {
+    fmt::print("{}\n    {}\n    spec: {}\n    generator: {}\n    control: {}\n", p.name,
+               p.statement, p.spec, p.generator, p.control);
+  }
+}
+
+// A one-line progress bar on stderr, redrawn in place; only on a terminal,
+// so that CI logs get no control characters.
+class Progress {
+ public:
+  explicit Progress(bool enabled) : enabled_(enabled && ::isatty(STDERR_FILENO) == 1) {}
+  void update(const Property& p, bool control, std::uint64_t done, std::uint64_t total) {
+    if (!enabled_) return;
+    std::fprintf(stderr, "\r\033[K%s%.*s %llu/%llu", control ? "control " : "",
+                 static_cast<int>(p.name.size()), p.name.data(),
+                 static_cast<unsigned long long>(done), static_cast<unsigned long long>(total));
+    std::fflush(stderr);
+  }
+  void clear() {
+    if (!enabled_) return;
+    std::fprintf(stderr, "\r\033[K");
+    std::fflush(stderr);
+  }
+
+ private:
+  bool enabled_;
+};
+
+// One counterexample, as <stem>.txt (what the text report printed) and, where
+// the input is a program, <stem>.jsonl (its run as a trace, which `capsim
+// replay` re-simulates).
+Status save_case(const std::string& stem, const std::vector<std::string>& text,
+                 const CaseResult& failure) {
+  std::vector<std::string> lines;  // one per line: entries may hold several
+  for (const std::string& entry : text) {
+    std::size_t start = 0;
+    for (std::size_t nl; (nl = entry.find('\n', start)) != std::string::npos; start = nl + 1) {
+      lines.push_back(entry.substr(start, nl - start));
+    }
+    lines.push_back(entry.substr(start));
+  }
+  CAPSIM_TRY(write_trace_file(stem + ".txt", lines));
+  if (!failure.trace) return {};
+  Result<std::vector<std::string>> trace = failure.trace();
+  if (!trace) {
+    return make_error(fmt::format("{}.jsonl: the counterexample does not record: {}", stem,
+                                  trace.error().message));
+  }
+  return write_trace_file(stem + ".jsonl", *trace);
+}
+
+// Every failing property's counterexample as DIR/<name>.case<I>.*, and every
+// caught control's as DIR/<name>.control.case<I>.* (its trace comes from the
+// broken model, so the sound model's replay diverges from it).
+Status save_failures(const std::string& dir, const CheckReport& report) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) return make_error(fmt::format("--save-failures {}: {}", dir, ec.message()));
+  const std::filesystem::path base(dir);
+  for (const PropertyOutcome& p : report.properties) {
+    if (!p.failed) continue;
+    CAPSIM_TRY(save_case((base / fmt::format("{}.case{}", p.property->name, p.case_index)).string(),
+                         property_lines(report.options, p), p.failure));
+  }
+  for (const ControlOutcome& c : report.controls) {
+    if (!c.caught()) continue;
+    std::vector<std::string> text = control_lines(c);
+    text.push_back(fmt::format("        {}", c.failure.message));
+    text.push_back("        the smallest failing input:");
+    text.push_back(c.failure.counterexample);
+    CAPSIM_TRY(save_case(
+        (base / fmt::format("{}.control.case{}", c.property->name, c.case_index)).string(), text,
+        c.failure));
+  }
+  return {};
+}
+
+void print_lines(const std::vector<std::string>& lines) {
+  for (const std::string& l : lines) fmt::print("{}\n", l);
+  std::fflush(stdout);
+}
+
+}  // namespace
+
+int check_command(const CheckCommandOptions& options) {
+  if (options.list) {
+    print_catalogue();
+    return 0;
+  }
+  Result<std::vector<const Property*>> selected = select_properties(options.run.patterns);
+  if (!selected) return fail(selected.error().message);
+
+  g_interrupted = 0;
+  struct sigaction action {};
+  action.sa_handler = on_sigint;
+  sigemptyset(&action.sa_mask);
+  struct sigaction previous {};
+  ::sigaction(SIGINT, &action, &previous);
+
+  const CheckOptions& o = options.run;
+  if (!options.json) {
+    fmt::print("capsim check: {} properties, {} cases each, seed {}, shard {}/{}, max size {}\n",
+               selected->size(), o.only_case ? 1 : o.cases, o.seed, o.shard, o.shards, o.max_size);
+    std::fflush(stdout);
+  }
+  Progress progress(options.progress);
+  bool controls_header = false;
+  CheckHooks hooks;
+  hooks.on_case = [&](const Property& p, bool control, std::uint64_t done, std::uint64_t total) {
+    progress.update(p, control, done, total);
+  };
+  hooks.on_property = [&](const PropertyOutcome& p) {
+    progress.clear();
+    if (!options.json) print_lines(property_lines(o, p));
+  };
+  hooks.on_control = [&](const ControlOutcome& c) {
+    progress.clear();
+    if (options.json) return;
+    if (!controls_header) {
+      fmt::print("negative controls (each must make its property fail):\n");
+      controls_header = true;
+    }
+    print_lines(control_lines(c));
+  };
+  hooks.should_stop = [] { return g_interrupted != 0; };
+
+  const auto start = std::chrono::steady_clock::now();
+  Result<CheckReport> report = run_check(o, hooks);
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  progress.clear();
+  ::sigaction(SIGINT, &previous, nullptr);
+  if (!report) return fail(report.error().message);
+
+  if (options.json) {
+    fmt::print("{}\n", report_json(*report, true).dump(2));
+  } else {
+    fmt::print("{}\n", summary_line(*report, seconds));
+  }
+  std::fflush(stdout);
+  if (!options.junit.empty()) {
+    const Status s = write_trace_file(options.junit, junit_lines(*report, *selected));
+    if (!s) return fail(s.error().message);
+  }
+  if (!options.save_failures.empty()) {
+    const Status s = save_failures(options.save_failures, *report);
+    if (!s) return fail(s.error().message);
+  }
+  if (report->interrupted) return kExitInterrupted;
+  return report->ok() ? 0 : kExitFailed;
+}
+
+}  // namespace capsim::cli

@@ -1,0 +1,230 @@
+// The shapes of a CheckReport (see check_report.hpp).
+#include "cli/check_report.hpp"
+
+#include <fmt/format.h>
+
+#include <sstream>
+
+namespace capsim::cli {
+
+namespace {
+
+std::string seed_text(std::uint64_t seed) {
+  return fmt::format("{:#018x}", seed);
+}
+
+// The lines of `text`, each prefixed with `indent`.
+void append_indented(std::vector<std::string>& out, const std::string& text,
+                     const std::string& indent) {
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) out.push_back(indent + line);
+}
+
+void append_failure(std::vector<std::string>& out, const CaseResult& f) {
+  out.push_back(fmt::format("        {}", f.message));
+  out.push_back(fmt::format(
+      "        shrunk in {} steps ({} checks{}); the smallest failing input:", f.shrink_steps,
+      f.evaluations, f.shrink_cut ? ", stopped at the limit" : ""));
+  append_indented(out, f.counterexample, "          ");
+}
+
+// XML text and attribute values: the five characters that have a meaning,
+// and the control characters XML 1.0 cannot hold at all.
+std::string xml_escape(std::string_view text) {
+  std::string out;
+  for (char c : text) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      case '\'': out += "&apos;"; break;
+      default:
+        if (static_cast<unsigned char>(c) < 0x20 && c != '\n' && c != '\t') {
+          out += '?';
+        } else {
+          out += c;
+        }
+    }
+  }
+  return out;
+}
+
+// The failing (or, for a control, catching) case of `o`, with its reproduction.
+Json failure_json(const CheckOptions& options, const CasesOutcome& o, bool control) {
+  const CaseResult& f = o.failure;
+  Json j = Json::object();
+  j["case"] = o.case_index;
+  j["case_seed"] = seed_text(o.case_seed);
+  j["size"] = o.size;
+  j["message"] = f.message;
+  j["counterexample"] = f.counterexample;
+  j["shrink_steps"] = f.shrink_steps;
+  j["evaluations"] = f.evaluations;
+  j["shrink_cut"] = f.shrink_cut;
+  j["reproduce"] = reproduce_command(options, *o.property, o.case_index, control);
+  return j;
+}
+
+}  // namespace
+
+std::string reproduce_command(const CheckOptions& options, const Property& property,
+                              std::uint64_t case_index, bool control) {
+  return fmt::format("capsim check --property {} --seed {} --max-size {} --case {}{}",
+                     property.name, options.seed, options.max_size, case_index,
+                     control ? "" : " --no-controls");
+}
+
+std::vector<std::string> property_lines(const CheckOptions& options, const PropertyOutcome& p) {
+  std::vector<std::string> out;
+  out.push_back(fmt::format("  {}  {:<38} {:>6} cases {:>8.2f} s", p.failed ? "FAIL" : "pass",
+                            p.property->name, p.cases_run, p.seconds));
+  if (!p.failed) return out;
+  out.push_back(fmt::format("        case {} (case seed {}, size {}) fails:", p.case_index,
+                            seed_text(p.case_seed), p.size));
+  append_failure(out, p.failure);
+  out.push_back(fmt::format("        reproduce: {}",
+                            reproduce_command(options, *p.property, p.case_index, false)));
+  return out;
+}
+
+std::vector<std::string> control_lines(const ControlOutcome& c) {
+  std::vector<std::string> out;
+  if (!c.caught()) {
+    out.push_back(fmt::format("  NOT CAUGHT  {:<32} {:>6} cases: {}", c.property->name, c.cases_run,
+                              c.property->control));
+    out.push_back(
+        "        a property that cannot fail checks nothing: strengthen it or its "
+        "control");
+    return out;
+  }
+  out.push_back(fmt::format("  caught  {:<36} at case {:<4} {}", c.property->name, c.case_index,
+                            c.property->control));
+  return out;
+}
+
+std::string summary_line(const CheckReport& report, double seconds) {
+  std::size_t failed = 0, caught = 0;
+  for (const PropertyOutcome& p : report.properties) failed += p.failed;
+  for (const ControlOutcome& c : report.controls) caught += c.caught();
+  std::string controls;
+  if (report.options.controls) {
+    controls = fmt::format("; controls: {} caught, {} not caught", caught,
+                           report.controls.size() - caught);
+  }
+  return fmt::format("{}: {} properties passed, {} failed{}{} ({:.1f} s)",
+                     report.interrupted ? "interrupted" : (report.ok() ? "ok" : "FAILED"),
+                     report.properties.size() - failed, failed, controls,
+                     report.interrupted ? "; the run was cut short" : "", seconds);
+}
+
+Json report_json(const CheckReport& report, bool with_timing) {
+  const CheckOptions& o = report.options;
+  Json j = Json::object();
+  j["format"] = "capsim-check";
+  j["version"] = 1;
+  j["seed"] = o.seed;
+  j["cases"] = o.cases;
+  j["shard"] = fmt::format("{}/{}", o.shard, o.shards);
+  j["max_size"] = o.max_size;
+  if (o.only_case) j["only_case"] = *o.only_case;
+  j["ok"] = report.ok();
+  j["interrupted"] = report.interrupted;
+  Json properties = Json::array();
+  for (const PropertyOutcome& p : report.properties) {
+    Json pj = Json::object();
+    pj["name"] = p.property->name;
+    pj["statement"] = p.property->statement;
+    pj["spec"] = p.property->spec;
+    pj["result"] = p.failed ? "fail" : "pass";
+    pj["cases_run"] = p.cases_run;
+    pj["evaluations"] = p.evaluations;
+    if (p.failed) pj["failure"] = failure_json(o, p, false);
+    properties.push_back(std::move(pj));
+  }
+  j["properties"] = std::move(properties);
+  Json controls = Json::array();
+  for (const ControlOutcome& c : report.controls) {
+    Json cj = Json::object();
+    cj["name"] = c.property->name;
+    cj["control"] = c.property->control;
+    cj["caught"] = c.caught();
+    cj["cases_run"] = c.cases_run;
+    if (c.caught()) cj["failure"] = failure_json(o, c, true);
+    controls.push_back(std::move(cj));
+  }
+  j["controls"] = std::move(controls);
+  if (with_timing) {
+    Json t = Json::object();
+    for (const PropertyOutcome& p : report.properties) {
+      t[std::string(p.property->name)] = {
+          {"seconds", p.seconds},
+          {"cases_per_second", p.seconds > 0 ? static_cast<double>(p.cases_run) / p.seconds : 0}};
+    }
+    j["timing"] = std::move(t);
+  }
+  return j;
+}
+
+std::vector<std::string> junit_lines(const CheckReport& report,
+                                     const std::vector<const Property*>& selected) {
+  std::size_t failures = 0, skipped = 0;
+  for (const PropertyOutcome& p : report.properties) failures += p.failed;
+  for (const ControlOutcome& c : report.controls) failures += !c.caught();
+  const std::size_t controls_expected = report.options.controls ? selected.size() : 0;
+  const std::size_t tests = selected.size() + controls_expected;
+  skipped = tests - report.properties.size() - report.controls.size();
+  std::vector<std::string> out{"<?xml version=\"1.0\" encoding=\"UTF-8\"?>"};
+  out.push_back(fmt::format(
+      "<testsuite name=\"capsim check\" tests=\"{}\" failures=\"{}\" errors=\"0\" skipped=\"{}\">",
+      tests, failures, skipped));
+  auto find_property = [&](const Property* p) -> const PropertyOutcome* {
+    for (const PropertyOutcome& o : report.properties) {
+      if (o.property == p) return &o;
+    }
+    return nullptr;
+  };
+  auto find_control = [&](const Property* p) -> const ControlOutcome* {
+    for (const ControlOutcome& o : report.controls) {
+      if (o.property == p) return &o;
+    }
+    return nullptr;
+  };
+  for (const Property* p : selected) {
+    const PropertyOutcome* o = find_property(p);
+    out.push_back(
+        fmt::format("  <testcase classname=\"capsim.properties\" name=\"{}\" time=\"{:.3f}\">",
+                    xml_escape(p->name), o ? o->seconds : 0.0));
+    if (o == nullptr) {
+      out.push_back("    <skipped message=\"the run was interrupted\"/>");
+    } else if (o->failed) {
+      out.push_back(fmt::format(
+          "    <failure message=\"{}\">{}</failure>", xml_escape(o->failure.message),
+          xml_escape(fmt::format("case {}, size {}\n{}\nreproduce: {}", o->case_index, o->size,
+                                 o->failure.counterexample,
+                                 reproduce_command(report.options, *p, o->case_index, false)))));
+    }
+    out.push_back("  </testcase>");
+  }
+  if (report.options.controls) {
+    for (const Property* p : selected) {
+      const ControlOutcome* c = find_control(p);
+      out.push_back(
+          fmt::format("  <testcase classname=\"capsim.controls\" name=\"{}\" time=\"{:.3f}\">",
+                      xml_escape(p->name), c ? c->seconds : 0.0));
+      if (c == nullptr) {
+        out.push_back("    <skipped message=\"the run was interrupted\"/>");
+      } else if (!c->caught()) {
+        out.push_back(
+            fmt::format("    <failure message=\"negative control not caught in {} cases: {}\"/>",
+                        c->cases_run, xml_escape(p->control)));
+      }
+      out.push_back("  </testcase>");
+    }
+  }
+  out.push_back("</testsuite>");
+  return out;
+}
+
+}  // namespace capsim::cli

@@ -1,0 +1,33 @@
+// How `capsim check` shows a CheckReport: the text a person reads, the JSON a
+// tool reads, and the JUnit XML that CI systems read.
+//
+// Everything but the times is a function of the options: the same seed and
+// shard give the same text lines, the same JSON (its "timing" object aside)
+// and the same JUnit file (its time attributes aside).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "properties/check_runner.hpp"
+#include "traces/json_fields.hpp"
+
+namespace capsim::cli {
+
+// The command that runs exactly this case again.
+std::string reproduce_command(const CheckOptions& options, const Property& property,
+                              std::uint64_t case_index, bool control);
+
+// "PASS  name  100 cases  1.23 s", and a failure's details, indented.
+std::vector<std::string> property_lines(const CheckOptions& options, const PropertyOutcome& p);
+std::vector<std::string> control_lines(const ControlOutcome& c);
+std::string summary_line(const CheckReport& report, double seconds);
+
+// `with_timing` adds the "timing" object, the only part that varies between
+// two runs with the same options.
+Json report_json(const CheckReport& report, bool with_timing);
+
+std::vector<std::string> junit_lines(const CheckReport& report,
+                                     const std::vector<const Property*>& selected);
+
+}  // namespace capsim::cli

@@ -1,0 +1,35 @@
+// The compiled-autograd properties as plain checks over one AutogradProgram.
+//
+// Shared by the RapidCheck tests (tests/properties/prop_compiled_autograd.cpp)
+// and the `capsim check` catalogue. Each returns nullopt when the property
+// holds, else one line. Spec: /work/shared/spec/compiled-autograd.md §1.3,
+// §3 and §4.
+#pragma once
+
+#include "properties/autograd_programs.hpp"
+#include "properties/cudagraph_checks.hpp"
+#include "sim/capture_mode.hpp"
+#include "sim/compiled_autograd_run.hpp"
+
+namespace capsim {
+
+// Every leaf's .grad as bits, in leaf order: how the properties compare grads
+// (bitwise, never with a tolerance).
+Result<std::vector<std::vector<std::uint32_t>>> leaf_grad_bits(const AutogradEngine& e);
+
+// P-no-read: the initial capture in `mode` reads no proxy metadata.
+CheckResult check_no_metadata_read(const AutogradProgram& p, CaptureMode mode);
+
+// P-independent: perturbing every proxy's metadata (three seeds) leaves the
+// captured graph's text byte-identical.
+CheckResult check_independent_of_metadata(const AutogradProgram& p, CaptureMode mode);
+
+// P-cache: a second backward of the same program with other values is a
+// cache hit, with exactly one capture in all.
+CheckResult check_second_backward_hits(const AutogradProgram& p);
+
+// P-equal: the functional graph, run by the FX interpreter with `fault`,
+// leaves every leaf's .grad bitwise equal to the eager engine's.
+CheckResult check_runs_like_eager(const AutogradProgram& p, RunFault fault);
+
+}  // namespace capsim

@@ -1,0 +1,190 @@
+// The check runner (see check_runner.hpp).
+#include "properties/check_runner.hpp"
+
+#include <fmt/format.h>
+#include <fnmatch.h>
+
+#include <chrono>
+#include <exception>
+#include <span>
+
+#include "model/digest.hpp"
+#include "model/rng.hpp"
+#include "properties/catalogue.hpp"
+
+namespace capsim {
+
+namespace {
+
+// A case that throws (RapidCheck's GenerationFailure, a std::bad_alloc) is a
+// failure with that text, not a crash of the runner.
+CaseResult run_case(const Property& p, std::uint64_t seed, int size, bool control) {
+  try {
+    return p.run(seed, size, control);
+  } catch (const std::exception& e) {
+    CaseResult r;
+    r.failed = true;
+    r.evaluations = 1;
+    r.message = fmt::format("exception: {}", e.what());
+    return r;
+  }
+}
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+bool stop_requested(const CheckHooks& hooks) {
+  return hooks.should_stop && hooks.should_stop();
+}
+
+// The case indices first, first + step, ... below end.
+struct CaseRange {
+  std::uint64_t first = 0;
+  std::uint64_t step = 1;
+  std::uint64_t end = 0;
+  std::uint64_t size() const { return first < end ? (end - first + step - 1) / step : 0; }
+};
+
+// Runs `p`'s cases in `range` (its control when `control`) until the first
+// failure. Returns false when a stop request cut it short.
+bool run_cases(const Property& p, const CheckOptions& options, const CaseRange& range, bool control,
+               const CheckHooks& hooks, CasesOutcome& out) {
+  out.property = &p;
+  const auto start = std::chrono::steady_clock::now();
+  bool finished = true;
+  for (std::uint64_t i = range.first; i < range.end; i += range.step) {
+    if (stop_requested(hooks)) {
+      finished = false;
+      break;
+    }
+    const std::uint64_t seed = case_seed(options.seed, p.name, i);
+    const int size = case_size(i, options.max_size);
+    CaseResult r = run_case(p, seed, size, control);
+    ++out.cases_run;
+    out.evaluations += r.evaluations;
+    if (hooks.on_case) hooks.on_case(p, control, out.cases_run, range.size());
+    if (r.failed) {
+      out.failed = true;
+      out.case_index = i;
+      out.case_seed = seed;
+      out.size = size;
+      out.failure = std::move(r);
+      break;
+    }
+  }
+  out.seconds = seconds_since(start);
+  return finished;
+}
+
+}  // namespace
+
+bool CheckReport::ok() const {
+  if (interrupted) return false;
+  for (const PropertyOutcome& p : properties) {
+    if (p.failed) return false;
+  }
+  for (const ControlOutcome& c : controls) {
+    if (!c.caught()) return false;
+  }
+  return true;
+}
+
+Result<std::vector<const Property*>> select_properties(const std::vector<std::string>& patterns) {
+  return select_properties(property_catalogue(), patterns);
+}
+
+Result<std::vector<const Property*>> select_properties(std::span<const Property> catalogue,
+                                                       const std::vector<std::string>& patterns) {
+  std::vector<const Property*> out;
+  for (const std::string& pattern : patterns) {
+    bool matched = false;
+    for (const Property& p : catalogue) {
+      matched |= ::fnmatch(pattern.c_str(), std::string(p.name).c_str(), 0) == 0;
+    }
+    if (!matched) {
+      return make_error(
+          fmt::format("--property '{}': matches no property (see capsim check --list)", pattern));
+    }
+  }
+  for (const Property& p : catalogue) {
+    bool selected = patterns.empty();
+    for (const std::string& pattern : patterns) {
+      selected |= ::fnmatch(pattern.c_str(), std::string(p.name).c_str(), 0) == 0;
+    }
+    if (selected) out.push_back(&p);
+  }
+  return out;
+}
+
+std::uint64_t case_seed(std::uint64_t seed, std::string_view property, std::uint64_t index) {
+  // splitmix64 advances its state by a fixed odd constant per draw, so
+  // starting `index` steps further is the index-th draw of one stream per
+  // (seed, property).
+  const std::uint64_t stream = fnv1a64(std::as_bytes(std::span(property)), seed);
+  return Rng(stream + index * 0x9e3779b97f4a7c15ull).next();
+}
+
+int case_size(std::uint64_t index, int max_size) {
+  CAPSIM_CHECK(max_size >= 0);
+  return static_cast<int>(index % (static_cast<std::uint64_t>(max_size) + 1));
+}
+
+Result<CheckReport> run_check(const CheckOptions& options, const CheckHooks& hooks) {
+  return run_check(property_catalogue(), options, hooks);
+}
+
+Result<CheckReport> run_check(std::span<const Property> catalogue, const CheckOptions& options,
+                              const CheckHooks& hooks) {
+  if (options.shards == 0 || options.shards > kMaxShards || options.shard >= options.shards) {
+    return make_error(fmt::format("--shard {}/{}: needs 0 <= K < N <= {}", options.shard,
+                                  options.shards, kMaxShards));
+  }
+  if (options.cases == 0 || options.cases > kMaxCases) {
+    return make_error(fmt::format("--cases {}: needs 1 to {}", options.cases, kMaxCases));
+  }
+  if (options.max_size < 0 || options.max_size > kMaxMaxSize) {
+    return make_error(fmt::format("--max-size {}: needs 0 to {}", options.max_size, kMaxMaxSize));
+  }
+  CAPSIM_TRY_ASSIGN(const std::vector<const Property*> selected,
+                    select_properties(catalogue, options.patterns));
+  CheckReport report;
+  report.options = options;
+  const bool one = options.only_case.has_value();
+  const std::uint64_t only = options.only_case.value_or(0);
+  if (one && only >= kMaxCases) {
+    return make_error(fmt::format("--case {}: needs 0 to {}", only, kMaxCases - 1));
+  }
+  // This shard's cases; controls run over every case index, not only this
+  // shard's (each stops at its first catch, so they cost little, and a
+  // control must not pass merely because a shard is small).
+  const CaseRange shard_cases =
+      one ? CaseRange{only, 1, only + 1} : CaseRange{options.shard, options.shards, options.cases};
+  const CaseRange all_cases = one ? shard_cases : CaseRange{0, 1, options.cases};
+
+  if (options.properties) {
+    for (const Property* p : selected) {
+      PropertyOutcome out;
+      if (!run_cases(*p, options, shard_cases, false, hooks, out)) {
+        report.interrupted = true;  // a property cut short is left out: it did not run
+        return report;
+      }
+      if (hooks.on_property) hooks.on_property(out);
+      report.properties.push_back(std::move(out));
+    }
+  }
+  if (options.controls) {
+    for (const Property* p : selected) {
+      ControlOutcome out;
+      if (!run_cases(*p, options, all_cases, true, hooks, out)) {
+        report.interrupted = true;  // a property cut short is left out: it did not run
+        return report;
+      }
+      if (hooks.on_control) hooks.on_control(out);
+      report.controls.push_back(std::move(out));
+    }
+  }
+  return report;
+}
+
+}  // namespace capsim

@@ -1,0 +1,100 @@
+// The runner behind `capsim check`: which properties, which cases, which
+// shard, and what each found.
+//
+// A case is a pure function of (seed, property name, case index): its seed is
+// derived from those three and its size from the index alone, so a shard
+// (`--shard K/N` runs the cases whose index is K modulo N) runs exactly the
+// cases the unsharded run would, and a failure is reproduced by its seed and
+// index whatever else ran. Each property stops at its first failing case,
+// which is shrunk (property.hpp). A control runs the property against its
+// broken model over the same case indices until it fails; a control that
+// never fails is a defect of the catalogue, and the run fails.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "model/result.hpp"
+#include "properties/property.hpp"
+
+namespace capsim {
+
+// The default cases per property: a full `capsim check` (every property and
+// every control) stays under 60 s on a 2-core machine (docs/performance.md).
+inline constexpr std::uint64_t kDefaultCases = 500;
+inline constexpr std::uint64_t kMaxCases = std::uint64_t{1} << 32;
+inline constexpr int kDefaultMaxSize = 100;
+inline constexpr int kMaxMaxSize = 10000;
+inline constexpr std::uint32_t kMaxShards = 1u << 16;
+
+struct CheckOptions {
+  std::vector<std::string> patterns;  // shell globs over property names; none: all
+  std::uint64_t cases = kDefaultCases;
+  std::uint64_t seed = 0;
+  std::uint32_t shard = 0;  // run the cases whose index is `shard` modulo `shards`
+  std::uint32_t shards = 1;
+  int max_size = kDefaultMaxSize;  // sizes cycle 0, 1, ..., max_size, 0, ...
+  bool properties = true;          // false: only the controls (a test of the catalogue)
+  bool controls = true;
+  // Only this case index (a reproduction): `cases` and the shard are ignored.
+  std::optional<std::uint64_t> only_case;
+};
+
+// What one property's cases found: how many ran and, if one failed, that
+// case (its index, seed and size) and what the shrunk input was.
+struct CasesOutcome {
+  const Property* property = nullptr;
+  std::uint64_t cases_run = 0;
+  bool failed = false;
+  std::uint64_t case_index = 0;
+  std::uint64_t case_seed = 0;
+  int size = 0;
+  CaseResult failure;
+  std::uint64_t evaluations = 0;  // checks run, shrinking included
+  double seconds = 0;             // wall time: reported, never compared
+};
+struct PropertyOutcome : CasesOutcome {};
+// A control's cases: a failure is the expected catch.
+struct ControlOutcome : CasesOutcome {
+  bool caught() const { return failed; }
+};
+
+struct CheckReport {
+  CheckOptions options;
+  std::vector<PropertyOutcome> properties;
+  std::vector<ControlOutcome> controls;
+  bool interrupted = false;  // the run stopped early (`should_stop`)
+  bool ok() const;
+};
+
+// The properties of `catalogue` whose names match any pattern (all when there
+// is none), in catalogue order; an error names a pattern that matches nothing.
+Result<std::vector<const Property*>> select_properties(std::span<const Property> catalogue,
+                                                       const std::vector<std::string>& patterns);
+// The same over property_catalogue().
+Result<std::vector<const Property*>> select_properties(const std::vector<std::string>& patterns);
+
+std::uint64_t case_seed(std::uint64_t seed, std::string_view property, std::uint64_t index);
+int case_size(std::uint64_t index, int max_size);
+
+// Hooks for the CLI: `on_case` after every case (for a progress bar), and
+// `should_stop`, polled between cases (Ctrl-C). Both may be empty.
+struct CheckHooks {
+  std::function<void(const Property&, bool control, std::uint64_t done, std::uint64_t total)>
+      on_case;
+  std::function<void(const PropertyOutcome&)> on_property;
+  std::function<void(const ControlOutcome&)> on_control;
+  std::function<bool()> should_stop;
+};
+
+// Runs the selected properties of `catalogue` (property_catalogue() for the
+// first form), then their controls.
+Result<CheckReport> run_check(const CheckOptions& options, const CheckHooks& hooks = {});
+Result<CheckReport> run_check(std::span<const Property> catalogue, const CheckOptions& options,
+                              const CheckHooks& hooks = {});
+
+}  // namespace capsim

@@ -1,0 +1,112 @@
+// Property: one entry of the catalogue that `capsim check` runs.
+//
+// A property is a statement about the model that must hold for every input a
+// generator can make, plus the negative control that proves it can fail: the
+// same check against a deliberately broken model (a TreeFault, the plain
+// CUDA-graph API, the legacy capture), which must be caught. The runner
+// (check_runner.hpp) owns seeds, sizes, shards and case counts; a property
+// owns its generator, its check and how a counterexample reads. Generation and
+// shrinking are RapidCheck's: `make_case` draws an rc::Shrinkable from a case
+// seed and, on a failure, walks its shrinks greedily, as RapidCheck's own
+// runner does, but one case at a time, so that a case is a pure function of
+// (case seed, size) whatever the shard.
+#pragma once
+
+#include <rapidcheck.h>
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "model/result.hpp"
+
+namespace capsim {
+
+// The limit on shrink evaluations for one failing case: a shrink that has not
+// converged by then reports what it has (and says so).
+inline constexpr std::uint32_t kMaxShrinkEvaluations = 2000;
+
+// What one case found: nothing, or a failure with its shrunk counterexample.
+struct CaseResult {
+  bool failed = false;
+  std::string message;         // the check's line for the shrunk input
+  std::string counterexample;  // the shrunk input, readable (a program)
+  std::uint32_t shrink_steps = 0;
+  std::uint32_t evaluations = 0;  // checks run for this case, shrinking included
+  bool shrink_cut = false;        // kMaxShrinkEvaluations was reached
+  // The shrunk input's run as trace lines (docs/trace-format.md), for
+  // `--save-failures`; empty when the property's inputs are not programs.
+  std::function<Result<std::vector<std::string>>()> trace;
+};
+
+// One case: the input drawn from `case_seed` at `size`, checked against the
+// sound model, or against the property's broken one when `control` is set.
+using CaseFunction = std::function<CaseResult(std::uint64_t case_seed, int size, bool control)>;
+
+struct Property {
+  std::string_view name;       // stable: "cudagraphs.replay-equals-eager"
+  std::string_view statement;  // one line
+  std::string_view spec;       // where it comes from: "cudagraph-trees.md §10.6"
+  std::string_view generator;  // what the inputs are
+  std::string_view control;    // the broken model that must make it fail
+  CaseFunction run;
+};
+
+// A check: nullopt when the property holds for `input`, else one line.
+template <typename T>
+using PropertyCheck = std::function<std::optional<std::string>(const T& input, bool control)>;
+
+// The run of an input as trace lines, against the sound model or, for a
+// control, the broken one.
+template <typename T>
+using TraceOf = std::function<Result<std::vector<std::string>>(const T& input, bool control)>;
+
+// Binds a RapidCheck generator, a check, a printer and (optionally) a trace
+// writer into a CaseFunction.
+template <typename T>
+CaseFunction make_case(rc::Gen<T> gen, PropertyCheck<T> check,
+                       std::function<std::string(const T&)> describe, TraceOf<T> trace_of = {}) {
+  return [gen = std::move(gen), check = std::move(check), describe = std::move(describe),
+          trace_of = std::move(trace_of)](std::uint64_t case_seed, int size, bool control) {
+    CaseResult result;
+    rc::Shrinkable<T> current = gen(rc::Random(case_seed), size);
+    ++result.evaluations;
+    std::optional<std::string> failure = check(current.value(), control);
+    if (!failure) return result;
+    result.failed = true;
+    // Greedy: take the first shrink that still fails, and start again from
+    // it, until no shrink fails (a local minimum) or the budget is spent.
+    for (bool progressed = true; progressed;) {
+      progressed = false;
+      rc::Seq<rc::Shrinkable<T>> shrinks = current.shrinks();
+      while (rc::Maybe<rc::Shrinkable<T>> next = shrinks.next()) {
+        if (result.evaluations >= kMaxShrinkEvaluations) {
+          result.shrink_cut = true;
+          break;
+        }
+        ++result.evaluations;
+        std::optional<std::string> f = check(next->value(), control);
+        if (!f) continue;
+        current = std::move(*next);
+        failure = std::move(f);
+        ++result.shrink_steps;
+        progressed = true;
+        break;
+      }
+    }
+    result.message = std::move(*failure);
+    T shrunk = current.value();
+    result.counterexample = describe(shrunk);
+    if (trace_of) {
+      result.trace = [trace_of, shrunk = std::move(shrunk), control] {
+        return trace_of(shrunk, control);
+      };
+    }
+    return result;
+  };
+}
+
+}  // namespace capsim

@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# check.sh CAPSIM: `capsim check` as CI meets it.
+#  - the same seed and shard give the same --json report, its "timing" object
+#    (the last key) aside;
+#  - the reproduce command printed for a caught control, run again, fails the
+#    same way (the same shrunk counterexample);
+#  - --junit writes a complete file and no temporary one; a SIGINT exits 130
+#    with a partial summary and a valid partial JUnit file.
+set -u
+capsim=$1
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+fail() { echo "$*"; exit 1; }
+without_timing() { sed '/"timing"/,$d' "$1"; }
+
+args=(check --property 'cudagraphs.*' --cases 40 --seed 9 --json --no-controls)
+"$capsim" "${args[@]}" >"$dir/a.json" || fail "check failed: $(cat "$dir/a.json")"
+"$capsim" "${args[@]}" >"$dir/b.json" || fail "check failed"
+grep -q '"timing"' "$dir/a.json" || fail "no timing object"
+cmp -s <(without_timing "$dir/a.json") <(without_timing "$dir/b.json") ||
+  fail "two runs with one seed differ: $(diff <(without_timing "$dir/a.json") <(without_timing "$dir/b.json"))"
+
+# A control's failure and its reproduction.
+"$capsim" check --property cudagraphs.replay-equals-eager --cases 50 --json >"$dir/c.json" ||
+  fail "check with controls failed: $(cat "$dir/c.json")"
+repro=$(sed -n 's/^ *"reproduce": "\(.*\)"$/\1/p' "$dir/c.json" | head -1)
+[ -n "$repro" ] || fail "no reproduce command in $(cat "$dir/c.json")"
+read -r -a words <<<"${repro#capsim }"
+"$capsim" "${words[@]}" --json >"$dir/d.json" || fail "reproduction failed: $(cat "$dir/d.json")"
+first=$(grep '"counterexample"' "$dir/c.json" | head -1)
+again=$(grep '"counterexample"' "$dir/d.json" | head -1)
+[ -n "$first" ] && [ "$first" = "$again" ] || fail "the reproduction differs: $first vs $again"
+
+# --save-failures: a caught control's counterexample as text and as a trace,
+# recorded from the broken model, so that the sound model's replay fails on it.
+"$capsim" check --property cudagraphs.copies-only-non-static --cases 20 --save-failures "$dir/f" \
+  >/dev/null || fail "check --save-failures failed"
+trace=$(ls "$dir"/f/cudagraphs.copies-only-non-static.control.case*.jsonl 2>/dev/null | head -1)
+[ -n "$trace" ] || fail "no saved trace: $(ls "$dir/f")"
+[ -e "${trace%.jsonl}.txt" ] || fail "no saved text"
+"$capsim" replay "$trace" >"$dir/r.out" 2>&1
+rc=$?
+[ "$rc" = 1 ] || fail "replay of the saved control trace exited $rc: $(cat "$dir/r.out")"
+
+# JUnit, complete.
+"$capsim" check --property 'capture.*' --cases 20 --junit "$dir/j.xml" >/dev/null ||
+  fail "check --junit failed"
+grep -q '<testsuite name="capsim check" tests="6" failures="0"' "$dir/j.xml" ||
+  fail "unexpected JUnit: $(cat "$dir/j.xml")"
+[ "$(tail -1 "$dir/j.xml")" = "</testsuite>" ] || fail "JUnit file not closed"
+[ ! -e "$dir/j.xml.tmp" ] || fail "temporary JUnit file left behind"
+
+# Interrupted: exit 130, a summary that says so, a valid partial JUnit file.
+"$capsim" check --cases 100000 --junit "$dir/p.xml" --no-progress >"$dir/p.out" 2>&1 &
+pid=$!
+sleep 1
+kill -INT "$pid"
+wait "$pid"
+rc=$?
+[ "$rc" = 130 ] || fail "interrupted run exited $rc: $(cat "$dir/p.out")"
+grep -q '^interrupted: ' "$dir/p.out" || fail "no partial summary: $(cat "$dir/p.out")"
+grep -q '<skipped message="the run was interrupted"/>' "$dir/p.xml" ||
+  fail "partial JUnit without skipped tests: $(cat "$dir/p.xml")"
+[ "$(tail -1 "$dir/p.xml")" = "</testsuite>" ] || fail "partial JUnit file not closed"
+exit 0
