@@ -1,10 +1,16 @@
 #include "model/device_memory.hpp"
 
 #include <fmt/format.h>
+#include <sys/mman.h>
+
 #include <cstring>
 #include <utility>
 
 namespace capsim {
+
+void DeviceMemory::Unmapper::operator()(std::byte* p) const {
+  if (p != nullptr) ::munmap(p, bytes);
+}
 
 std::string hex(Address address) {
   return fmt::format("{:#x}", address);
@@ -31,11 +37,13 @@ Result<AddressRange> DeviceMemory::map_segment(std::uint64_t bytes) {
         bytes, options_.capacity_bytes, mapped_bytes_));
   }
   const AddressRange range{next_base_, bytes};
-  auto* backing = static_cast<std::byte*>(std::calloc(bytes, 1));  // zero-filled
-  if (backing == nullptr) {
+  void* backing = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1,
+                         0);  // zero-filled, lazily
+  if (backing == MAP_FAILED) {
     return make_error(fmt::format("the host could not back a segment of {} bytes", bytes));
   }
-  Segment segment{range, std::unique_ptr<std::byte, FreeDeleter>(backing)};
+  Segment segment{range, std::unique_ptr<std::byte, Unmapper>(static_cast<std::byte*>(backing),
+                                                              Unmapper{bytes})};
   segments_.emplace(range.base, std::move(segment));
   next_base_ += bytes;
   mapped_bytes_ += bytes;
