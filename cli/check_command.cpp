@@ -155,6 +155,10 @@ int check_command(const CheckCommandOptions& options) {
     print_lines(control_lines(c));
   };
   hooks.should_stop = [] { return g_interrupted != 0; };
+  hooks.clock = [] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+  };
 
   const auto start = std::chrono::steady_clock::now();
   Result<CheckReport> report = run_check(o, hooks);

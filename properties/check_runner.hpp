@@ -89,6 +89,9 @@ struct CheckHooks {
   std::function<void(const PropertyOutcome&)> on_property;
   std::function<void(const ControlOutcome&)> on_control;
   std::function<bool()> should_stop;
+  // Seconds on a monotonic clock, for the reported times; the library itself
+  // reads no clock. Empty: every `seconds` stays 0.
+  std::function<double()> clock;
 };
 
 // Runs the selected properties of `catalogue` (property_catalogue() for the
