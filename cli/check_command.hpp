@@ -23,6 +23,11 @@ struct CheckCommandOptions {
   // text and as a trace.
   std::string save_failures;
   bool progress = true;  // a progress bar on stderr, when it is a terminal
+  bool stats = false;    // print the coverage probes after the summary
+  // Fail (exit 1) when a probe that is not rare was never hit: for the full
+  // default run, where every such probe must be reached.
+  bool require_probes = false;
+  std::string backend = "cpu";  // "cpu" (the model) or "cuda" (issue 8)
 };
 
 int check_command(const CheckCommandOptions& options);

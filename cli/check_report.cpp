@@ -89,6 +89,17 @@ std::vector<std::string> property_lines(const CheckOptions& options, const Prope
   return out;
 }
 
+std::vector<std::string> regression_lines(const RegressionOutcome& r) {
+  std::vector<std::string> out{
+      fmt::format("  {}  regression {}", r.failed ? "FAIL" : "pass", r.file)};
+  if (r.failed) {
+    out.push_back(fmt::format("        {}", r.message));
+    out.push_back(
+        fmt::format("        a saved counterexample of {} fails again", r.property->name));
+  }
+  return out;
+}
+
 std::vector<std::string> control_lines(const ControlOutcome& c) {
   std::vector<std::string> out;
   if (!c.caught()) {
@@ -105,17 +116,23 @@ std::vector<std::string> control_lines(const ControlOutcome& c) {
 }
 
 std::string summary_line(const CheckReport& report, double seconds) {
-  std::size_t failed = 0, caught = 0;
+  std::size_t failed = 0, caught = 0, regressions_failed = 0;
   for (const PropertyOutcome& p : report.properties) failed += p.failed;
   for (const ControlOutcome& c : report.controls) caught += c.caught();
+  for (const RegressionOutcome& r : report.regressions) regressions_failed += r.failed;
+  std::string regressions;
+  if (!report.regressions.empty()) {
+    regressions = fmt::format("regressions: {} passed, {} failed; ",
+                              report.regressions.size() - regressions_failed, regressions_failed);
+  }
   std::string controls;
   if (report.options.controls) {
     controls = fmt::format("; controls: {} caught, {} not caught", caught,
                            report.controls.size() - caught);
   }
-  return fmt::format("{}: {} properties passed, {} failed{}{} ({:.1f} s)",
+  return fmt::format("{}: {}{} properties passed, {} failed{}{} ({:.1f} s)",
                      report.interrupted ? "interrupted" : (report.ok() ? "ok" : "FAILED"),
-                     report.properties.size() - failed, failed, controls,
+                     regressions, report.properties.size() - failed, failed, controls,
                      report.interrupted ? "; the run was cut short" : "", seconds);
 }
 
@@ -131,6 +148,14 @@ Json report_json(const CheckReport& report, bool with_timing) {
   if (o.only_case) j["only_case"] = *o.only_case;
   j["ok"] = report.ok();
   j["interrupted"] = report.interrupted;
+  Json regressions = Json::array();
+  for (const RegressionOutcome& r : report.regressions) {
+    Json rj = {
+        {"file", r.file}, {"property", r.property->name}, {"result", r.failed ? "fail" : "pass"}};
+    if (r.failed) rj["message"] = r.message;
+    regressions.push_back(std::move(rj));
+  }
+  j["regressions"] = std::move(regressions);
   Json properties = Json::array();
   for (const PropertyOutcome& p : report.properties) {
     Json pj = Json::object();
@@ -155,6 +180,14 @@ Json report_json(const CheckReport& report, bool with_timing) {
     controls.push_back(std::move(cj));
   }
   j["controls"] = std::move(controls);
+  // Cases per coverage probe, over the properties that ran.
+  const ProbeCounts counts = report.probes();
+  Json probes = Json::array();
+  for (std::size_t i = 0; i < kProbeCount; ++i) {
+    probes.push_back(
+        {{"name", kProbes[i].name}, {"rare", kProbes[i].rare}, {"cases", counts.cases[i]}});
+  }
+  j["probes"] = std::move(probes);
   if (with_timing) {
     Json t = Json::object();
     for (const PropertyOutcome& p : report.properties) {
@@ -167,14 +200,31 @@ Json report_json(const CheckReport& report, bool with_timing) {
   return j;
 }
 
+std::vector<std::string> probe_lines(const CheckReport& report) {
+  const ProbeCounts counts = report.probes();
+  std::uint64_t cases = 0;
+  for (const PropertyOutcome& p : report.properties) cases += p.cases_run;
+  std::vector<std::string> out{
+      fmt::format("coverage probes (cases that reached each path, of {}):", cases)};
+  for (std::size_t i = 0; i < kProbeCount; ++i) {
+    const std::uint64_t n = counts.cases[i];
+    const char* mark = n > 0 ? "  " : (kProbes[i].rare ? "  " : "!!");
+    out.push_back(fmt::format("{}{:<22} {:>7}  {:>5.1f} %  {}{}", mark, kProbes[i].name, n,
+                              cases > 0 ? 100.0 * static_cast<double>(n) / cases : 0.0,
+                              kProbes[i].what, kProbes[i].rare ? " (rare)" : ""));
+  }
+  return out;
+}
+
 std::vector<std::string> junit_lines(const CheckReport& report,
                                      const std::vector<const Property*>& selected) {
   std::size_t failures = 0, skipped = 0;
   for (const PropertyOutcome& p : report.properties) failures += p.failed;
   for (const ControlOutcome& c : report.controls) failures += !c.caught();
+  for (const RegressionOutcome& r : report.regressions) failures += r.failed;
   const std::size_t controls_expected = report.options.controls ? selected.size() : 0;
-  const std::size_t tests = selected.size() + controls_expected;
-  skipped = tests - report.properties.size() - report.controls.size();
+  const std::size_t tests = report.regressions.size() + selected.size() + controls_expected;
+  skipped = tests - report.regressions.size() - report.properties.size() - report.controls.size();
   std::vector<std::string> out{"<?xml version=\"1.0\" encoding=\"UTF-8\"?>"};
   out.push_back(fmt::format(
       "<testsuite name=\"capsim check\" tests=\"{}\" failures=\"{}\" errors=\"0\" skipped=\"{}\">",
@@ -191,6 +241,15 @@ std::vector<std::string> junit_lines(const CheckReport& report,
     }
     return nullptr;
   };
+  for (const RegressionOutcome& r : report.regressions) {
+    out.push_back(
+        fmt::format("  <testcase classname=\"capsim.regressions\" name=\"{}\" time=\"0.000\">",
+                    xml_escape(r.file)));
+    if (r.failed) {
+      out.push_back(fmt::format("    <failure message=\"{}\"/>", xml_escape(r.message)));
+    }
+    out.push_back("  </testcase>");
+  }
   for (const Property* p : selected) {
     const PropertyOutcome* o = find_property(p);
     out.push_back(

@@ -21,11 +21,16 @@ std::string reproduce_command(const CheckOptions& options, const Property& prope
 // "PASS  name  100 cases  1.23 s", and a failure's details, indented.
 std::vector<std::string> property_lines(const CheckOptions& options, const PropertyOutcome& p);
 std::vector<std::string> control_lines(const ControlOutcome& c);
+std::vector<std::string> regression_lines(const RegressionOutcome& r);
 std::string summary_line(const CheckReport& report, double seconds);
 
 // `with_timing` adds the "timing" object, the only part that varies between
 // two runs with the same options.
 Json report_json(const CheckReport& report, bool with_timing);
+
+// One line per coverage probe: its name, the cases that hit it, their share
+// and what it counts; a probe that is not rare and was never hit gets "!!".
+std::vector<std::string> probe_lines(const CheckReport& report);
 
 std::vector<std::string> junit_lines(const CheckReport& report,
                                      const std::vector<const Property*>& selected);

@@ -194,6 +194,18 @@ int run_main(int argc, char** argv) {
   check->add_option("--save-failures", check_options.save_failures,
                     "Write each failure's counterexample (text, and a trace) into this folder");
   check->add_flag("!--no-progress", check_options.progress, "No progress bar on stderr");
+  check_options.run.regressions_dir = CAPSIM_REGRESSIONS_DIR;
+  check->add_option("--regressions", check_options.run.regressions_dir,
+                    "The failure corpus to replay first (default: the source tree's "
+                    "properties/regressions)");
+  check->add_flag_callback(
+      "--no-regressions", [&check_options] { check_options.run.regressions_dir.clear(); },
+      "Replay no saved counterexamples");
+  check->add_flag("--stats", check_options.stats, "Print how often each coverage probe was hit");
+  check->add_flag("--require-probes", check_options.require_probes,
+                  "Fail when a probe that is not rare was never hit");
+  check->add_option("--backend", check_options.backend, "cpu (the model) or cuda (issue 8)")
+      ->check(CLI::IsMember({"cpu", "cuda"}));
 
   app.add_subcommand("version", "Print the version");
 

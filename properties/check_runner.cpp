@@ -4,12 +4,14 @@
 #include <fmt/format.h>
 #include <fnmatch.h>
 
+#include <algorithm>
 #include <exception>
 #include <span>
 
 #include "model/digest.hpp"
 #include "model/rng.hpp"
 #include "properties/catalogue.hpp"
+#include "properties/regressions.hpp"
 
 namespace capsim {
 
@@ -59,6 +61,7 @@ bool run_cases(const Property& p, const CheckOptions& options, const CaseRange& 
     CaseResult r = run_case(p, seed, size, control);
     ++out.cases_run;
     out.evaluations += r.evaluations;
+    if (!control) out.probes.add(r.probes);
     if (hooks.on_case) hooks.on_case(p, control, out.cases_run, range.size());
     if (r.failed) {
       out.failed = true;
@@ -77,6 +80,9 @@ bool run_cases(const Property& p, const CheckOptions& options, const CaseRange& 
 
 bool CheckReport::ok() const {
   if (interrupted) return false;
+  for (const RegressionOutcome& r : regressions) {
+    if (r.failed) return false;
+  }
   for (const PropertyOutcome& p : properties) {
     if (p.failed) return false;
   }
@@ -84,6 +90,21 @@ bool CheckReport::ok() const {
     if (!c.caught()) return false;
   }
   return true;
+}
+
+ProbeCounts CheckReport::probes() const {
+  ProbeCounts all;
+  for (const PropertyOutcome& p : properties) all.add(p.probes);
+  return all;
+}
+
+std::vector<std::string_view> CheckReport::missed_probes() const {
+  const ProbeCounts all = probes();
+  std::vector<std::string_view> out;
+  for (std::size_t i = 0; i < kProbeCount; ++i) {
+    if (!kProbes[i].rare && all.cases[i] == 0) out.push_back(kProbes[i].name);
+  }
+  return out;
 }
 
 Result<std::vector<const Property*>> select_properties(const std::vector<std::string>& patterns) {
@@ -158,6 +179,32 @@ Result<CheckReport> run_check(std::span<const Property> catalogue, const CheckOp
       one ? CaseRange{only, 1, only + 1} : CaseRange{options.shard, options.shards, options.cases};
   const CaseRange all_cases = one ? shard_cases : CaseRange{0, 1, options.cases};
 
+  if (!options.regressions_dir.empty() && options.properties) {
+    CAPSIM_TRY_ASSIGN(const std::vector<Regression> saved,
+                      load_regressions(options.regressions_dir, catalogue));
+    for (const Regression& r : saved) {
+      const auto it = std::find_if(selected.begin(), selected.end(),
+                                   [&r](const Property* p) { return p->name == r.property; });
+      if (it == selected.end()) continue;
+      if (stop_requested(hooks)) {
+        report.interrupted = true;
+        return report;
+      }
+      RegressionOutcome out;
+      out.property = *it;
+      out.file = r.file;
+      std::optional<std::string> failure;
+      try {
+        failure = (*it)->regression(r);
+      } catch (const std::exception& e) {
+        failure = fmt::format("exception: {}", e.what());
+      }
+      out.failed = failure.has_value();
+      out.message = failure.value_or("");
+      if (hooks.on_regression) hooks.on_regression(out);
+      report.regressions.push_back(std::move(out));
+    }
+  }
   if (options.properties) {
     for (const Property* p : selected) {
       PropertyOutcome out;

@@ -42,6 +42,8 @@ struct CheckOptions {
   bool controls = true;
   // Only this case index (a reproduction): `cases` and the shard are ignored.
   std::optional<std::uint64_t> only_case;
+  // The failure corpus (regressions.hpp), replayed before any case; "" for none.
+  std::string regressions_dir;
 };
 
 // What one property's cases found: how many ran and, if one failed, that
@@ -56,6 +58,7 @@ struct CasesOutcome {
   CaseResult failure;
   std::uint64_t evaluations = 0;  // checks run, shrinking included
   double seconds = 0;             // wall time: reported, never compared
+  ProbeCounts probes;             // sound cases only
 };
 struct PropertyOutcome : CasesOutcome {};
 // A control's cases: a failure is the expected catch.
@@ -63,12 +66,25 @@ struct ControlOutcome : CasesOutcome {
   bool caught() const { return failed; }
 };
 
+// One saved counterexample, checked again.
+struct RegressionOutcome {
+  const Property* property = nullptr;
+  std::string file;
+  bool failed = false;
+  std::string message;  // the check's line when it failed
+};
+
 struct CheckReport {
   CheckOptions options;
+  std::vector<RegressionOutcome> regressions;
   std::vector<PropertyOutcome> properties;
   std::vector<ControlOutcome> controls;
   bool interrupted = false;  // the run stopped early (`should_stop`)
   bool ok() const;
+  // Cases per probe over every property.
+  ProbeCounts probes() const;
+  // The probes not marked rare that no case hit, by name.
+  std::vector<std::string_view> missed_probes() const;
 };
 
 // The properties of `catalogue` whose names match any pattern (all when there
@@ -86,6 +102,7 @@ int case_size(std::uint64_t index, int max_size);
 struct CheckHooks {
   std::function<void(const Property&, bool control, std::uint64_t done, std::uint64_t total)>
       on_case;
+  std::function<void(const RegressionOutcome&)> on_regression;
   std::function<void(const PropertyOutcome&)> on_property;
   std::function<void(const ControlOutcome&)> on_control;
   std::function<bool()> should_stop;
@@ -94,8 +111,10 @@ struct CheckHooks {
   std::function<double()> clock;
 };
 
-// Runs the selected properties of `catalogue` (property_catalogue() for the
-// first form), then their controls.
+// Replays the regressions of the selected properties of `catalogue`
+// (property_catalogue() for the first form), then runs their cases, then
+// their controls. A shard replays every regression, as a control runs every
+// case: each is one program, and a shard must not skip a known failure.
 Result<CheckReport> run_check(const CheckOptions& options, const CheckHooks& hooks = {});
 Result<CheckReport> run_check(std::span<const Property> catalogue, const CheckOptions& options,
                               const CheckHooks& hooks = {});

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <map>
 #include <set>
 
@@ -75,7 +76,9 @@ CheckResult check_copies(const World& world, const GeneratedProgram& generated) 
       const auto statics = parse_index_list(*e.field("static"));
       const auto copied = parse_index_list(*e.field("non_static"));
       non_static[field_u64(e, "graph")] = copied;
-      // The generator's own view of which inputs the program made static.
+      // The generator's own view of which inputs the program made static
+      // (none for a saved regression, which is a program without it).
+      if (generated.knowledge.empty()) continue;
       const auto& know = generated.knowledge.at(e.action);
       if (statics.size() + copied.size() != know.size()) {
         return fmt::format("recording has {} inputs, the call passed {} {}",
@@ -105,8 +108,8 @@ CheckResult check_copies(const World& world, const GeneratedProgram& generated) 
                            it->second.size(), where(e));
       }
       const std::uint64_t bytes =
-          copies * static_cast<std::uint64_t>(generated.numel) * kElementBytes;
-      if (field_u64(e, "bytes") != bytes) {
+          copies * static_cast<std::uint64_t>(generated.numel_of(e.action)) * kElementBytes;
+      if (generated.numel != 0 && field_u64(e, "bytes") != bytes) {
         return fmt::format("{} bytes copied, {} expected {}", field_u64(e, "bytes"), bytes,
                            where(e));
       }
@@ -133,6 +136,58 @@ CheckResult check_pool(const World& world) {
         field_u64(e, "pool_blocks_after") != field_u64(e, "live")) {
       return fmt::format("checkpoint left {} blocks for {} live outputs {}",
                          field_u64(e, "pool_blocks_after"), field_u64(e, "live"), where(e));
+    }
+  }
+  return std::nullopt;
+}
+
+CheckResult check_finalizer_releases(const World& world) {
+  for (const Event& e : world.events()) {
+    if (e.kind == EventKind::kOptimizer && e.field("what") == "dropped" &&
+        field_u64(e, "state_alive") != 0) {
+      return fmt::format("{} state buffers outlive their optimizer {}", field_u64(e, "state_alive"),
+                         where(e));
+    }
+  }
+  return std::nullopt;
+}
+
+CheckResult check_optimizer_state_static(const World& world) {
+  struct Live {
+    std::uint64_t params = 0;
+    std::map<std::uint32_t, std::string> state_ptrs;  // input index -> first recorded pointer
+  };
+  std::map<std::string, Live, std::less<>> optimizers;  // by step function name
+  for (const Event& e : world.events()) {
+    if (e.kind == EventKind::kOptimizer && e.field("what") == "created") {
+      optimizers[fmt::format("{}.step", *e.field("name"))] = Live{field_u64(e, "params"), {}};
+    } else if (e.kind == EventKind::kOptimizer && e.field("what") == "dropped") {
+      optimizers.erase(fmt::format("{}.step", *e.field("name")));
+    } else if (e.kind == EventKind::kRecord && e.field("function")) {
+      auto it = optimizers.find(*e.field("function"));
+      if (it == optimizers.end()) continue;
+      const auto statics = parse_index_list(*e.field("static"));
+      const std::string ptrs(e.field("static_ptrs").value_or(""));
+      // "[0x1, 0x2]" -> each pointer, in the order of `statics`.
+      std::vector<std::string> listed;
+      for (std::size_t at = ptrs.find("0x"); at != std::string::npos; at = ptrs.find("0x", at)) {
+        std::size_t end = at + 2;
+        while (end < ptrs.size() && std::isxdigit(static_cast<unsigned char>(ptrs[end]))) ++end;
+        listed.push_back(ptrs.substr(at, end - at));
+        at = end;
+      }
+      if (listed.size() != statics.size()) {
+        return fmt::format("{} static inputs but {} pointers {}", statics.size(), listed.size(),
+                           where(e));
+      }
+      for (std::size_t k = 0; k < statics.size(); ++k) {
+        if (statics[k] < 2 * it->second.params) continue;  // params and grads may move
+        auto [first, fresh] = it->second.state_ptrs.emplace(statics[k], listed[k]);
+        if (!fresh && first->second != listed[k]) {
+          return fmt::format("state input {} moved from {} to {} {}", statics[k], first->second,
+                             listed[k], where(e));
+        }
+      }
     }
   }
   return std::nullopt;

@@ -37,6 +37,13 @@ CheckResult check_copies(const World& world, const GeneratedProgram& generated);
 // live blocks equal to the live tracked outputs: no E6/E7, and each
 // checkpoint left exactly its live set allocated (§5.6, §5.7, §10.5).
 CheckResult check_pool(const World& world);
+// optimizer.finalizer-releases: every dropped optimizer left none of its
+// state alive (compiled-optimizer finalizer, PR 107504; spec §6).
+CheckResult check_finalizer_releases(const World& world);
+// cudagraphs.static-never-reallocated: between an optimizer's creation and
+// its drop, every recording of its step bakes in the same address for each
+// state buffer: the state is updated in place, never reallocated (§6).
+CheckResult check_optimizer_state_static(const World& world);
 // Determinism: the same event log, event for event.
 CheckResult check_same_events(const World& a, const World& b);
 

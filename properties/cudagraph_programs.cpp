@@ -8,6 +8,7 @@
 #include <set>
 #include <sstream>
 
+#include "model/check.hpp"
 #include "sim/function_builder.hpp"
 
 namespace capsim {
@@ -21,6 +22,12 @@ struct LoweredFunction {
   std::vector<SlotKind> slots;
   std::vector<bool> output_full;  // the output has sizes {numel}
   bool mutates = false;
+  bool slices = false;  // a slice's bounds are fixed at numel
+  // Only data slots and no slice: the body is valid at any size.
+  bool resizable() const {
+    return !slices &&
+           std::all_of(slots.begin(), slots.end(), [](SlotKind k) { return k == SlotKind::kData; });
+  }
 };
 
 // A body value: 0-d, or 1-d of `length` elements.
@@ -117,6 +124,7 @@ LoweredFunction lower_function(const FunctionPlan& p, std::size_t index,
         const std::int64_t start = op.start % len;
         const std::int64_t end = start + 1 + static_cast<std::int64_t>(op.length % (len - start));
         f.slice(s, start, end);
+        out.slices = true;
         result = Value{false, end - start};
         break;
       }
@@ -148,6 +156,7 @@ class Lowering {
  public:
   explicit Lowering(const ProgramPlan& plan) : plan_(plan) {
     g_.seed = plan.seed;
+    g_.swarm_off = plan.swarm_off;
     g_.numel = 4 + plan.numel % 13;
     params_ = 1 + plan.params % 3;
   }
@@ -183,33 +192,60 @@ class Lowering {
       }
       if (c.params.empty()) c.params.push_back("p0");
       opt_params_ = c.params;
-      has_grad_.assign(opt_params_.size(), false);
+      optimizer_ = c;
       add(c);
     }
     for (std::size_t s = 0; s < plan_.steps.size(); ++s) lower_step(plan_.steps[s], s);
+    forget_demoted_slots();
     drop_unused_tensors();
+    for (std::size_t i = 0; i < g_.program.actions.size(); ++i) {
+      if (const auto* c = std::get_if<Call>(&g_.program.actions[i]);
+          c != nullptr && std::any_of(c->args.begin(), c->args.end(), [this](const auto& a) {
+            return older_inputs_.count(a) != 0;
+          })) {
+        g_.contract_end = i;
+        break;
+      }
+    }
     return std::move(g_);
   }
 
  private:
-  NewTensor tensor(std::string name, std::int64_t offset = 0) const {
+  NewTensor tensor(std::string name, std::int64_t offset = 0,
+                   std::int64_t numel = kDefaultNumel) const {
     NewTensor t;
     t.name = std::move(name);
-    t.sizes = {g_.numel};
+    t.sizes = {numel == kDefaultNumel ? g_.numel : numel};
     t.offset = offset;
     return t;
   }
-  void add(Action a, std::vector<ArgKnowledge> k = {}) {
+  void add(Action a, std::vector<ArgKnowledge> k = {}, std::int64_t numel = kDefaultNumel) {
     g_.program.actions.push_back(std::move(a));
     g_.knowledge.push_back(std::move(k));
+    g_.numel_at.push_back(numel);
   }
-  std::string fresh_eager(std::vector<std::string>& temps, std::int64_t offset = 0) {
+  std::string fresh_eager(std::vector<std::string>& temps, std::int64_t offset = 0,
+                          std::int64_t numel = kDefaultNumel) {
     const std::string name = fmt::format("x{}", next_fresh_++);
-    add(tensor(name, offset));
+    add(tensor(name, offset, numel));
     temps.push_back(name);
     return name;
   }
   std::string param(std::uint32_t i) const { return fmt::format("p{}", i % params_); }
+
+  // An unaligned static input is demoted when its function's key compiles,
+  // and the choice sticks for every later call of that key (and a guard
+  // failure compiles it afresh), so the generator only knows that such a slot
+  // may be either, in every call of the function.
+  void forget_demoted_slots() {
+    for (const auto& [action, function] : call_functions_) {
+      for (std::size_t j = 0; j < g_.knowledge[action].size(); ++j) {
+        if (demoted_slots_.count({function, j}) != 0) {
+          g_.knowledge[action][j] = ArgKnowledge::kUnknown;
+        }
+      }
+    }
+  }
 
   // Params, marked tensors and c0 are made up front, whether or not a call
   // takes them. Those that nothing uses are dropped (with their mark_static
@@ -255,13 +291,16 @@ class Lowering {
     };
     std::vector<Action> actions;
     std::vector<std::vector<ArgKnowledge>> knowledge;
+    std::vector<std::int64_t> numel_at;
     for (std::size_t i = 0; i < g_.program.actions.size(); ++i) {
       if (unused(g_.program.actions[i])) continue;
       actions.push_back(std::move(g_.program.actions[i]));
       knowledge.push_back(std::move(g_.knowledge[i]));
+      numel_at.push_back(g_.numel_at[i]);
     }
     g_.program.actions = std::move(actions);
     g_.knowledge = std::move(knowledge);
+    g_.numel_at = std::move(numel_at);
   }
 
   void lower_step(const StepPlan& step, std::size_t s) {
@@ -279,12 +318,24 @@ class Lowering {
     for (auto it = dels_.begin(); it != dels_.end();) {
       if (it->first <= s) {
         add(Del{it->second});
+        deleted_.insert(it->second);
+        std::erase(older_outputs_, it->second);
         it = dels_.erase(it);
       } else {
         ++it;
       }
     }
     if (step.reassign_after) reassign(*step.reassign_after);
+    if (step.drop_optimizer && optimizer_) {
+      add(DropOptimizer{optimizer_->name});
+      add(*optimizer_);
+      ++g_.optimizer_drops;
+    }
+    // What this step kept and did not delete may be used later, by the
+    // kept-across-a-generation fault only.
+    for (std::string& name : step_outputs) {
+      if (deleted_.count(name) == 0) older_outputs_.push_back(std::move(name));
+    }
   }
 
   void reassign(std::uint32_t i) {
@@ -297,9 +348,14 @@ class Lowering {
   void lower_call(const CallPlan& call, bool first, std::size_t s,
                   std::vector<std::string>& step_outputs) {
     if (call.reassign_before) reassign(*call.reassign_before);
-    const LoweredFunction& f = functions_[call.function % functions_.size()];
+    const std::size_t function_index = call.function % functions_.size();
+    const LoweredFunction& f = functions_[function_index];
     std::vector<std::string> temps, args;
     std::vector<ArgKnowledge> know;
+    // The size-change fault: every input is a fresh tensor of another size.
+    const std::int64_t grow = f.resizable() ? call.grow % 4 : 0;
+    const std::int64_t numel = grow != 0 ? g_.numel + grow : kDefaultNumel;
+    bool may_raise = false;  // an input may be an overwritten output (E1)
     std::uint32_t param_slot = 0, marked_slot = 0;
     // A mutating body gets params[base], params[base + 1], ...: pairwise distinct.
     std::uint32_t param_base = 0;
@@ -323,22 +379,36 @@ class Lowering {
                                   (!f.mutates || marked_slot < marked_.size());
           if (persistent) {
             args.push_back(marked_[(f.mutates ? marked_slot : ap.pick) % marked_.size()]);
+            know.push_back(ArgKnowledge::kStatic);
           } else {
+            // The unaligned-static fault: remove_unaligned_input_idxs demotes
+            // it when its key compiles, and a later call of that key keeps the
+            // compiled choice, so the generator cannot tell which.
+            const std::int64_t offset = ap.static_offset % 4;
             const std::string name = fmt::format("m{}", next_fresh_++);
-            add(tensor(name));
+            add(tensor(name, offset));
             add(MarkStatic{name, ap.pick % 2 == 1});
             temps.push_back(name);
             args.push_back(name);
+            if (offset != 0) {
+              ++g_.unaligned_statics;
+              demoted_slots_.insert({function_index, j});
+              maybe_unaligned_.insert(name);
+            }
+            know.push_back(ArgKnowledge::kStatic);
           }
           ++marked_slot;
-          know.push_back(ArgKnowledge::kStatic);
           break;
         }
         case SlotKind::kSaved: {
-          // Static (count_tangents) whatever it gets; always 16-byte aligned.
+          // Static (count_tangents) whatever it gets; 16-byte aligned unless an
+          // output aliases an unaligned static input.
           const std::uint32_t source = f.mutates ? 3 : ap.source % 3;
           if (source == 0 && !step_outputs.empty()) {
             args.push_back(step_outputs[ap.pick % step_outputs.size()]);
+            if (maybe_unaligned_.count(args.back()) != 0) {
+              demoted_slots_.insert({function_index, j});
+            }
             ++g_.managed_candidates;
           } else if (source == 2 && !marked_.empty()) {
             args.push_back(marked_[ap.pick % marked_.size()]);
@@ -351,16 +421,22 @@ class Lowering {
           break;
         }
         case SlotKind::kData: {
-          const std::uint32_t source = f.mutates ? 0 : ap.source % 3;
+          const std::uint32_t source = f.mutates || grow != 0 ? 0 : ap.source % 4;
           if (source == 2 && !step_outputs.empty()) {
             args.push_back(step_outputs[ap.pick % step_outputs.size()]);
             ++g_.managed_candidates;
+            know.push_back(ArgKnowledge::kUnknown);
+          } else if (source == 3 && !older_outputs_.empty()) {
+            args.push_back(older_outputs_[ap.pick % older_outputs_.size()]);
+            older_inputs_.insert(args.back());
+            ++g_.older_outputs;
+            may_raise = true;
             know.push_back(ArgKnowledge::kUnknown);
           } else if (source == 1) {
             args.push_back("c0");
             know.push_back(ArgKnowledge::kNonStatic);
           } else {
-            args.push_back(fresh_eager(temps, ap.offset % 4));
+            args.push_back(fresh_eager(temps, ap.offset % 4, numel));
             know.push_back(ArgKnowledge::kNonStatic);
           }
           break;
@@ -370,21 +446,33 @@ class Lowering {
     Call c;
     c.function = f.def.name;
     c.args = args;
+    if (grow != 0) {
+      c.int_key = {numel};
+      ++g_.size_changes;
+    }
     // Only the first call of a step may start a torch.compile invocation.
     if (!first) c.new_invocation = false;
+    // An output may alias an unaligned static input (a recording bakes the
+    // unaligned address in), and then so may a static slot it feeds.
+    const bool unaligned_in = std::any_of(args.begin(), args.end(), [this](const std::string& a) {
+      return maybe_unaligned_.count(a) != 0;
+    });
     std::vector<std::string> kept;
     for (std::size_t k = 0; k < f.output_full.size(); ++k) {
-      if ((call.keep_mask >> k) & 1u) {
+      // A call that may raise binds nothing: Python skips the assignment.
+      if (!may_raise && ((call.keep_mask >> k) & 1u)) {
         const std::string name = fmt::format("o{}", next_output_++);
         c.outputs.push_back(name);
         kept.push_back(name);
-        if (f.output_full[k]) step_outputs.push_back(name);
+        if (unaligned_in) maybe_unaligned_.insert(name);
+        if (f.output_full[k] && grow == 0) step_outputs.push_back(name);
         if (call.hold < 4) dels_.emplace(s + call.hold, name);
       } else {
         c.outputs.push_back("");
       }
     }
-    add(c, know);
+    call_functions_.emplace_back(g_.program.actions.size(), function_index);
+    add(c, know, numel);
     ++g_.calls;
     for (const std::string& t : temps) add(Del{t});
     if (call.read && !kept.empty()) add(Read{kept.front()});
@@ -396,7 +484,6 @@ class Lowering {
       add(tensor(g));
       add(AccumulateGrad{opt_params_[i], g});
       add(Del{g});
-      has_grad_[i] = true;
       if (step.mark_grads) add(MarkStatic{opt_params_[i] + ".grad", false});
     }
     const std::size_t n = opt_params_.size();
@@ -420,8 +507,14 @@ class Lowering {
   std::vector<LoweredFunction> functions_;
   std::vector<std::string> marked_;
   std::vector<std::string> opt_params_;
-  std::vector<bool> has_grad_;
+  std::optional<CreateOptimizer> optimizer_;
   std::multimap<std::size_t, std::string> dels_;  // step -> kept output to delete
+  std::set<std::string> deleted_;
+  std::vector<std::string> older_outputs_;  // kept outputs of earlier steps, alive
+  std::vector<std::pair<std::size_t, std::size_t>> call_functions_;  // action -> function
+  std::set<std::pair<std::size_t, std::size_t>> demoted_slots_;      // (function, slot)
+  std::set<std::string> maybe_unaligned_;  // names whose data pointer may be unaligned
+  std::set<std::string> older_inputs_;     // outputs passed on after their step
   std::size_t next_fresh_ = 0, next_output_ = 0;
 };
 
@@ -441,6 +534,17 @@ std::string join(const std::vector<std::string>& v, const char* sep = ", ") {
 
 GeneratedProgram lower(const ProgramPlan& plan) {
   return Lowering(plan).run();
+}
+
+GeneratedProgram within_contract(GeneratedProgram generated) {
+  if (!generated.contract_end) return generated;
+  const std::size_t n = *generated.contract_end;
+  CAPSIM_CHECK(n <= generated.program.actions.size());
+  generated.program.actions.resize(n);
+  generated.knowledge.resize(n);
+  generated.numel_at.resize(n);
+  generated.contract_end.reset();
+  return generated;
 }
 
 std::string describe_function(const FunctionDef& def) {
@@ -541,6 +645,11 @@ std::string describe_action(const Action& action) {
 std::string describe(const GeneratedProgram& generated) {
   std::ostringstream os;
   os << "# seed " << generated.seed << ", numel " << generated.numel << "\n";
+  if (!generated.swarm_off.empty()) os << "# swarm: off " << join(generated.swarm_off) << "\n";
+  if (generated.contract_end) {
+    os << fmt::format("# #{} takes an output kept across a generation (PyTorch's contract ends)\n",
+                      *generated.contract_end);
+  }
   for (const FunctionDef& def : generated.program.functions) os << describe_function(def);
   for (std::size_t i = 0; i < generated.program.actions.size(); ++i) {
     os << fmt::format("#{:<3} ", i) << describe_action(generated.program.actions[i]) << "\n";

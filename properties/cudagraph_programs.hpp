@@ -12,15 +12,23 @@
 //
 // How validity is kept without running the program:
 //   - every tensor has sizes {numel}, except the 0-d and sliced values inside
-//     bodies, which are never fed to another call;
+//     bodies, which are never fed to another call, and the inputs of a
+//     size-change fault, whose outputs are never used;
 //   - outputs of a call are used as inputs (or read) only in the same step,
-//     i.e. before the next new torch.compile invocation or mark_step_begin, so
-//     no input is ever an output freed by a new generation (E1);
+//     i.e. before the next new torch.compile invocation or mark_step_begin,
+//     except by the kept-across-a-generation fault: such a call may raise E1
+//     (the output was overwritten), so it binds no outputs of its own;
 //   - no call consumes its inputs, so no recording expects a path output to
 //     die during the graph (E3); the config keeps re-record mode (no E4);
 //   - a function that mutates an input gets pairwise distinct tensors (the
 //     eager oracle copies aliasing inputs separately), and static slots only
-//     get 16-byte aligned tensors (so none is demoted for alignment).
+//     get 16-byte aligned tensors, except by the unaligned-static fault.
+//
+// Faults (a param's .data reassigned, zero_grad(set_to_none) on a grad, an
+// optimizer dropped, an output kept across a generation, a size change, an
+// input mutated, an unaligned static input) are plan fields like any other,
+// so they shrink; the generator switches whole features off per case (swarm
+// testing), so that a case without, say, mark_step reaches what mark_step hides.
 #pragma once
 
 #include <cstdint>
@@ -78,9 +86,12 @@ struct FunctionPlan {
 //                eager tensor; 2: a persistent marked tensor [pick]
 //   data slot:   source 0: a fresh eager tensor (offset `offset` elements, so
 //                1..3 is misaligned); 1: the persistent eager tensor; 2: an
-//                output of this step [pick]
+//                output of this step [pick]; 3 (a fault): an output of an
+//                earlier step [pick], kept across a generation
 struct ArgPlan {
   std::uint32_t source = 0, pick = 0, offset = 0;
+  // A fresh marked tensor's offset: 1..3 is the unaligned-static fault.
+  std::uint32_t static_offset = 0;
 };
 
 struct CallPlan {
@@ -90,6 +101,9 @@ struct CallPlan {
   std::uint32_t hold = 0;       // kept outputs die `hold` steps later (>= 4: never)
   bool read = false;            // read the first kept output
   std::optional<std::uint32_t> reassign_before;  // `params[i].data = ...` first
+  // A fault, for functions of data slots and no slice: every input has `grow` more
+  // elements than the program's tensors (a new symint, so a new graph).
+  std::uint32_t grow = 0;
 };
 
 struct StepPlan {
@@ -100,6 +114,9 @@ struct StepPlan {
   bool mark_grads = false;      // mark_static_address(p.grad) before the step
   std::uint32_t zero_grad = 0;  // 0: none; 1: set_to_none; 2: fill zeros
   std::optional<std::uint32_t> reassign_after;
+  // A fault: the optimizer goes out of scope after the step (its finalizer
+  // runs) and a new one is made over the same params.
+  bool drop_optimizer = false;
 };
 
 struct OptimizerPlan {
@@ -115,6 +132,9 @@ struct ProgramPlan {
   std::vector<FunctionPlan> functions;  // at least one after lowering
   std::optional<OptimizerPlan> optimizer;
   std::vector<StepPlan> steps;
+  // The swarm (shown in counterexamples only): the features this case
+  // switched off, by name (cudagraph_programs_rc.hpp).
+  std::vector<std::string> swarm_off;
 };
 
 // --- The lowered program and the generator's bookkeeping -----------------------
@@ -125,6 +145,7 @@ enum class ArgKnowledge : std::uint8_t {
   kStatic,     // made static by the program: never copied
   kNonStatic,  // a plain eager tensor: always copied at replay
 };
+inline constexpr std::int64_t kDefaultNumel = 0;  // GeneratedProgram::numel_at: the program's
 
 struct GeneratedProgram {
   Program program;
@@ -133,12 +154,32 @@ struct GeneratedProgram {
   // Per action: the knowledge of each input index (empty unless the action
   // is a Call or an OptimizerStep).
   std::vector<std::vector<ArgKnowledge>> knowledge;
+  // Per action: the element count of a call's tensors when a size-change
+  // fault made it differ from `numel` (else kDefaultNumel).
+  std::vector<std::int64_t> numel_at;
+  std::vector<std::string> swarm_off;
+  // The first action that breaks PyTorch's contract: a call that takes an
+  // output kept across a generation. From there PyTorch promises nothing (a
+  // replayed output is overwritten silently, spec §5.5), so the tree
+  // properties check the program before it (`within_contract`).
+  std::optional<std::size_t> contract_end;
   // Tallies, for coverage labels.
   std::size_t calls = 0, steps = 0, reassigns = 0, optimizer_steps = 0, mark_steps = 0;
   std::size_t managed_candidates = 0;  // args that are outputs of the same step
+  // The faults this program holds.
+  std::size_t older_outputs = 0, size_changes = 0, unaligned_statics = 0, optimizer_drops = 0;
+
+  // The element count of the tensors of action `index`.
+  std::int64_t numel_of(std::size_t index) const {
+    const std::int64_t n = index < numel_at.size() ? numel_at[index] : kDefaultNumel;
+    return n == kDefaultNumel ? numel : n;
+  }
 };
 
 GeneratedProgram lower(const ProgramPlan& plan);
+
+// `generated` cut before its contract_end (unchanged when it has none).
+GeneratedProgram within_contract(GeneratedProgram generated);
 
 // One line per function and per action, in a Python-like notation.
 std::string describe(const GeneratedProgram& generated);

@@ -9,6 +9,9 @@
 #include <rapidcheck.h>
 
 #include <ostream>
+#include <string>
+#include <string_view>
+#include <vector>
 
 #include "properties/cudagraph_programs.hpp"
 
@@ -60,19 +63,69 @@ inline rc::Gen<std::optional<std::uint32_t>> maybe_param(std::uint32_t one_in) {
   });
 }
 
-inline rc::Gen<OpPlan> op() {
-  return rc::gen::exec([] {
+// Swarm testing (Groce et al., ISSTA 2012): each case switches a random
+// subset of these features off, so that a program without, say, mark_step or
+// the optimizer reaches the interleavings those would mask. A feature that is
+// off is never drawn; one that is on keeps its usual weight. Faults are
+// features like the rest.
+// X(enumerator, name)
+#define CAPSIM_SWARM_FEATURES(X)                                                       \
+  X(kMarkStep, "mark_step")                                                            \
+  X(kEagerBackward, "eager_backward")                                                  \
+  X(kBackwardGraphs, "backward_graphs")                                                \
+  X(kOptimizer, "optimizer")                                                           \
+  X(kMarkGrads, "mark_grads")                                                          \
+  X(kZeroGrad, "zero_grad") /* set_to_none=True is the grad-set-to-None fault */       \
+  X(kSlice, "slice")                                                                   \
+  X(kStaticMutation, "static_mutation")                                                \
+  X(kInputMutation, "input_mutation")                                                  \
+  X(kMisalignedInputs, "misaligned_inputs")                                            \
+  X(kReassign, "reassign_data")                      /* fault: p.data = ... */         \
+  X(kKeepAcrossGeneration, "keep_across_generation") /* fault: may raise E1 */         \
+  X(kSizeChange, "size_change")                      /* fault: a new symint */         \
+  X(kUnalignedStatic, "unaligned_static")            /* fault: demoted static input */ \
+  X(kDropOptimizer, "drop_optimizer")                /* fault: the finalizer runs */
+enum class SwarmFeature : std::uint8_t {
+#define CAPSIM_ENUM_(e, name) e,
+  CAPSIM_SWARM_FEATURES(CAPSIM_ENUM_)
+#undef CAPSIM_ENUM_
+      kCount
+};
+inline constexpr std::string_view kSwarmFeatureNames[] = {
+#define CAPSIM_NAME_(e, name) name,
+    CAPSIM_SWARM_FEATURES(CAPSIM_NAME_)
+#undef CAPSIM_NAME_
+};
+
+struct Swarm {
+  std::vector<bool> on;  // one per feature
+  bool has(SwarmFeature f) const { return on.at(static_cast<std::size_t>(f)); }
+  std::vector<std::string> off_names() const {
+    std::vector<std::string> out;
+    for (std::size_t i = 0; i < on.size(); ++i) {
+      if (!on[i]) out.emplace_back(kSwarmFeatureNames[i]);
+    }
+    return out;
+  }
+};
+
+// Each feature on with probability 1/2; shrinks towards off.
+inline rc::Gen<Swarm> swarm() {
+  return rc::gen::map(rc::gen::container<std::vector<bool>>(
+                          static_cast<std::size_t>(SwarmFeature::kCount), sometimes(2)),
+                      [](std::vector<bool> on) { return Swarm{std::move(on)}; });
+}
+
+inline rc::Gen<OpPlan> op(const Swarm& sw) {
+  std::vector<std::pair<std::uint32_t, PlanOp>> menu = {
+      {4, PlanOp::kAdd}, {3, PlanOp::kMul},   {2, PlanOp::kNeg},  {2, PlanOp::kRelu},
+      {1, PlanOp::kSum}, {2, PlanOp::kClone}, {2, PlanOp::kAlias}};
+  if (sw.has(SwarmFeature::kSlice)) menu.emplace_back(1, PlanOp::kSlice);
+  if (sw.has(SwarmFeature::kStaticMutation)) menu.emplace_back(2, PlanOp::kAddStatic);
+  if (sw.has(SwarmFeature::kInputMutation)) menu.emplace_back(1, PlanOp::kAddData);
+  return rc::gen::exec([menu] {
     OpPlan o;
-    o.op = *weighted<PlanOp>({{4, PlanOp::kAdd},
-                              {3, PlanOp::kMul},
-                              {2, PlanOp::kNeg},
-                              {2, PlanOp::kRelu},
-                              {1, PlanOp::kSum},
-                              {2, PlanOp::kClone},
-                              {2, PlanOp::kAlias},
-                              {1, PlanOp::kSlice},
-                              {2, PlanOp::kAddStatic},
-                              {1, PlanOp::kAddData}});
+    o.op = *weighted<PlanOp>(menu);
     o.a = *small(16);
     o.b = *small(16);
     o.start = *small(16);
@@ -81,78 +134,93 @@ inline rc::Gen<OpPlan> op() {
   });
 }
 
-inline rc::Gen<FunctionPlan> function() {
-  return rc::gen::exec([] {
+inline rc::Gen<FunctionPlan> function(const Swarm& sw) {
+  return rc::gen::exec([sw] {
     FunctionPlan f;
-    f.mode = *weighted<CompilationMode>({{3, CompilationMode::kInference},
-                                         {2, CompilationMode::kForward},
-                                         {1, CompilationMode::kBackward}});
+    std::vector<std::pair<std::uint32_t, CompilationMode>> modes = {
+        {3, CompilationMode::kInference}, {2, CompilationMode::kForward}};
+    if (sw.has(SwarmFeature::kBackwardGraphs)) modes.emplace_back(1, CompilationMode::kBackward);
+    f.mode = *weighted<CompilationMode>(modes);
     f.params = *small(3);
     f.marked = *small(2);
     f.saved = *small(2);
     f.data = *small(3);
-    f.ops = *rc::gen::resize(5, rc::gen::container<std::vector<OpPlan>>(op()));
+    f.ops = *rc::gen::resize(5, rc::gen::container<std::vector<OpPlan>>(op(sw)));
     f.outputs = *rc::gen::resize(3, rc::gen::container<std::vector<std::uint32_t>>(small(16)));
     return f;
   });
 }
 
-inline rc::Gen<ArgPlan> arg() {
-  return rc::gen::exec([] {
+inline rc::Gen<ArgPlan> arg(const Swarm& sw) {
+  return rc::gen::exec([sw] {
     ArgPlan a;
-    a.source = *small(3);
+    a.source = *small(sw.has(SwarmFeature::kKeepAcrossGeneration) ? 4 : 3);
     a.pick = *small(8);
-    a.offset = *weighted<std::uint32_t>({{6, 0}, {1, 1}, {1, 4}});
+    a.offset = sw.has(SwarmFeature::kMisalignedInputs)
+                   ? *weighted<std::uint32_t>({{6, 0}, {1, 1}, {1, 4}})
+                   : *weighted<std::uint32_t>({{6, 0}, {1, 4}});
+    if (sw.has(SwarmFeature::kUnalignedStatic)) {
+      a.static_offset = *weighted<std::uint32_t>({{3, 0}, {1, 1}});
+    }
     return a;
   });
 }
 
-inline rc::Gen<CallPlan> call() {
-  return rc::gen::exec([] {
+inline rc::Gen<CallPlan> call(const Swarm& sw) {
+  return rc::gen::exec([sw] {
     CallPlan c;
     c.function = *small(4);
-    c.args = *rc::gen::container<std::vector<ArgPlan>>(5, arg());
+    c.args = *rc::gen::container<std::vector<ArgPlan>>(5, arg(sw));
     c.keep_mask = *small(8);
     c.hold = *weighted<std::uint32_t>({{4, 0}, {2, 1}, {1, 2}, {1, 4}});
     c.read = *sometimes(4);
-    c.reassign_before = *maybe_param(10);
+    if (sw.has(SwarmFeature::kReassign)) c.reassign_before = *maybe_param(10);
+    if (sw.has(SwarmFeature::kSizeChange) && *sometimes(4)) c.grow = 1 + *small(3);
     return c;
   });
 }
 
-inline rc::Gen<StepPlan> step() {
-  return rc::gen::exec([] {
+inline rc::Gen<StepPlan> step(const Swarm& sw) {
+  return rc::gen::exec([sw] {
     StepPlan s;
-    s.mark_step = *sometimes(6);
+    if (sw.has(SwarmFeature::kMarkStep)) s.mark_step = *sometimes(6);
     s.calls =
-        *rc::gen::resize(4, rc::gen::nonEmpty(rc::gen::container<std::vector<CallPlan>>(call())));
-    s.running_backward = *sometimes(3);
+        *rc::gen::resize(4, rc::gen::nonEmpty(rc::gen::container<std::vector<CallPlan>>(call(sw))));
+    if (sw.has(SwarmFeature::kEagerBackward)) s.running_backward = *sometimes(3);
     s.optimizer_step = *sometimes(2);
-    s.mark_grads = *sometimes(5);
-    s.zero_grad = *small(3);
-    s.reassign_after = *maybe_param(8);
+    if (sw.has(SwarmFeature::kMarkGrads)) s.mark_grads = *sometimes(5);
+    if (sw.has(SwarmFeature::kZeroGrad)) s.zero_grad = *small(3);
+    if (sw.has(SwarmFeature::kReassign)) s.reassign_after = *maybe_param(8);
+    if (sw.has(SwarmFeature::kDropOptimizer)) s.drop_optimizer = *sometimes(6);
     return s;
   });
 }
 
-inline rc::Gen<ProgramPlan> program() {
-  return rc::gen::exec([] {
+// A program under the swarm `sw`.
+inline rc::Gen<ProgramPlan> program(const Swarm& sw) {
+  return rc::gen::exec([sw] {
     ProgramPlan p;
+    p.swarm_off = sw.off_names();
     p.seed = *uniform<std::uint64_t>(0, 1u << 20);
     p.numel = *small(13);
     p.params = *small(3);
     p.marked_guards = *rc::gen::resize(2, rc::gen::container<std::vector<bool>>(sometimes(2)));
     p.functions = *rc::gen::resize(
-        3, rc::gen::nonEmpty(rc::gen::container<std::vector<FunctionPlan>>(function())));
-    if (*sometimes(3)) {
+        3, rc::gen::nonEmpty(rc::gen::container<std::vector<FunctionPlan>>(function(sw))));
+    if (sw.has(SwarmFeature::kOptimizer)) {
       OptimizerPlan o;
       o.kind = *rc::gen::element(OptimizerKind::kSgd, OptimizerKind::kAdam, OptimizerKind::kAdamW);
       o.param_mask = 1 + *small(7);
       p.optimizer = o;
     }
-    p.steps = *rc::gen::resize(10, rc::gen::container<std::vector<StepPlan>>(step()));
+    p.steps = *rc::gen::resize(10, rc::gen::container<std::vector<StepPlan>>(step(sw)));
     return p;
   });
+}
+
+// A program under a random swarm: the catalogue's generator.
+inline rc::Gen<ProgramPlan> program() {
+  return rc::gen::exec([] { return *program(*swarm()); });
 }
 
 }  // namespace rc_gen

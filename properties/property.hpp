@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "model/result.hpp"
+#include "properties/probes.hpp"
 
 namespace capsim {
 
@@ -40,11 +41,19 @@ struct CaseResult {
   // The shrunk input's run as trace lines (docs/trace-format.md), for
   // `--save-failures`; empty when the property's inputs are not programs.
   std::function<Result<std::vector<std::string>>()> trace;
+  // The coverage probes the case's first (unshrunk) input hit; sound runs only.
+  ProbeSet probes;
 };
 
 // One case: the input drawn from `case_seed` at `size`, checked against the
 // sound model, or against the property's broken one when `control` is set.
 using CaseFunction = std::function<CaseResult(std::uint64_t case_seed, int size, bool control)>;
+
+struct Regression;
+
+// A saved counterexample (regressions.hpp), checked again in the sound model:
+// nullopt when the property now holds for it, else one line.
+using RegressionCheck = std::function<std::optional<std::string>(const Regression&)>;
 
 struct Property {
   std::string_view name;       // stable: "cudagraphs.replay-equals-eager"
@@ -52,12 +61,19 @@ struct Property {
   std::string_view spec;       // where it comes from: "cudagraph-trees.md §10.6"
   std::string_view generator;  // what the inputs are
   std::string_view control;    // the broken model that must make it fail
-  CaseFunction run;
+  CaseFunction run = {};
+  // Empty for properties whose inputs are not programs.
+  RegressionCheck regression = {};
 };
 
 // A check: nullopt when the property holds for `input`, else one line.
 template <typename T>
 using PropertyCheck = std::function<std::optional<std::string>(const T& input, bool control)>;
+// The same, which also reports the coverage probes its run hit into `probes`
+// when that is not null (the first evaluation of a sound case only).
+template <typename T>
+using ProbedCheck =
+    std::function<std::optional<std::string>(const T& input, bool control, ProbeSet* probes)>;
 
 // The run of an input as trace lines, against the sound model or, for a
 // control, the broken one.
@@ -67,15 +83,18 @@ using TraceOf = std::function<Result<std::vector<std::string>>(const T& input, b
 // Binds a RapidCheck generator, a check, a printer and (optionally) a trace
 // writer into a CaseFunction.
 template <typename T>
-CaseFunction make_case(rc::Gen<T> gen, PropertyCheck<T> check,
-                       std::function<std::string(const T&)> describe, TraceOf<T> trace_of = {}) {
-  return [gen = std::move(gen), check = std::move(check), describe = std::move(describe),
+CaseFunction make_probed_case(rc::Gen<T> gen, ProbedCheck<T> probed,
+                              std::function<std::string(const T&)> describe,
+                              TraceOf<T> trace_of = {}) {
+  return [gen = std::move(gen), probed = std::move(probed), describe = std::move(describe),
           trace_of = std::move(trace_of)](std::uint64_t case_seed, int size, bool control) {
     CaseResult result;
     rc::Shrinkable<T> current = gen(rc::Random(case_seed), size);
     ++result.evaluations;
-    std::optional<std::string> failure = check(current.value(), control);
+    std::optional<std::string> failure =
+        probed(current.value(), control, control ? nullptr : &result.probes);
     if (!failure) return result;
+    auto check = [&probed](const T& input, bool c) { return probed(input, c, nullptr); };
     result.failed = true;
     // Greedy: take the first shrink that still fails, and start again from
     // it, until no shrink fails (a local minimum) or the budget is spent.
@@ -107,6 +126,18 @@ CaseFunction make_case(rc::Gen<T> gen, PropertyCheck<T> check,
     }
     return result;
   };
+}
+
+// The same for a check that reports no probes.
+template <typename T>
+CaseFunction make_case(rc::Gen<T> gen, PropertyCheck<T> check,
+                       std::function<std::string(const T&)> describe, TraceOf<T> trace_of = {}) {
+  return make_probed_case<T>(
+      std::move(gen),
+      [check = std::move(check)](const T& input, bool control, ProbeSet*) {
+        return check(input, control);
+      },
+      std::move(describe), std::move(trace_of));
 }
 
 }  // namespace capsim

@@ -55,9 +55,11 @@ CheckResult check_trace_round_trip(const GeneratedProgram& generated, TreeFault 
   return std::nullopt;
 }
 
-CheckResult check_trace_bytes_deterministic(const GeneratedProgram& generated) {
+CheckResult check_trace_bytes_deterministic(const GeneratedProgram& generated, bool vary_seed) {
+  GeneratedProgram again = generated;
+  if (vary_seed) ++again.seed;
   const Result<std::string> a = record_generated(generated, TreeFault::kNone);
-  const Result<std::string> b = record_generated(generated, TreeFault::kNone);
+  const Result<std::string> b = record_generated(again, TreeFault::kNone);
   if (!a) return "bad input: " + a.error().message;
   if (!b) return "bad input: " + b.error().message;
   if (*a == *b) return std::nullopt;

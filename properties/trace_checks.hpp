@@ -28,7 +28,9 @@ Result<std::string> record_generated(const GeneratedProgram& generated, TreeFaul
 // model with no divergence and no invariant violation.
 CheckResult check_trace_round_trip(const GeneratedProgram& generated, TreeFault recorded_with);
 
-// Two recordings of the same program give identical bytes.
-CheckResult check_trace_bytes_deterministic(const GeneratedProgram& generated);
+// Two recordings of the same program give identical bytes; `vary_seed` (the
+// negative control) records the second with another seed.
+CheckResult check_trace_bytes_deterministic(const GeneratedProgram& generated,
+                                            bool vary_seed = false);
 
 }  // namespace capsim

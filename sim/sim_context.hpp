@@ -46,14 +46,16 @@ struct Counters {
   std::uint64_t ca_mismatches = 0;
 };
 
-// Deliberately broken tree managers, for negative controls only: each property
+// Deliberately broken tree managers (and optimizers), for negative controls only: each property
 // must fail against one of these. Never set outside tests.
 // X(enumerator, name)
 #define CAPSIM_TREE_FAULTS(X)                                                       \
   X(kNone, "none")                                                                  \
   X(kSkipCopyIn, "skip_copy_in")                     /* replays copy no inputs */   \
   X(kRestoreKeepsAll, "restore_keeps_all")           /* checkpoints free nothing */ \
-  X(kIgnoreStaticPointers, "ignore_static_pointers") /* never re-record */
+  X(kIgnoreStaticPointers, "ignore_static_pointers") /* never re-record */          \
+  X(kFinalizerKeepsState, "finalizer_keeps_state")   /* state outlives a drop */    \
+  X(kMoveOptimizerState, "move_optimizer_state")     /* state moves, unguarded */
 enum class TreeFault : std::uint8_t {
 #define CAPSIM_ENUM_(e, name) e,
   CAPSIM_TREE_FAULTS(CAPSIM_ENUM_)

@@ -96,6 +96,9 @@ Result<CallOutcome> TreeManager::run_warmup(FunctionId fid, std::vector<TensorId
   current_ = NodeRef{true, static_cast<std::uint32_t>(warmups_.size() - 1)};
   state_ = ExecutionState::kWarmup;
   update_generation();
+  // PyTorch's warmup node is current and the function warm by the time its
+  // run reads the inputs' storages and raises.
+  if (raise_if_overwritten(inputs, "warmup")) return CallOutcome{CallPath::kRaised, {}};
   if (!already_warm) check_memory_pool(parent_live, "before_warmup");
 
   BodyEnv env{ctx_.refs, ctx_.backend, pool_, nullptr};
@@ -126,6 +129,9 @@ Result<CallOutcome> TreeManager::record_function(FunctionId fid, std::vector<Ten
     return make_error(fmt::format("more than {} recordings in one tree", kMaxGraphNodes));
   }
   CAPSIM_CHECK(!current_ || !current_->warmup, "a recording never follows a warmup node");
+  // CUDAGraphNode's constructor raises before the node joins the tree (PyTorch
+  // has drawn a graph id by then; capsim numbers only nodes that exist).
+  if (raise_if_overwritten(inputs, "recording")) return CallOutcome{CallPath::kRaised, {}};
   const WrappedFunction& fn = functions_[fid];
   GraphNode node;
   node.id = static_cast<GraphId>(graphs_.size());

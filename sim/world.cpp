@@ -322,6 +322,18 @@ Status World::do_reassign(const ReassignData& a) {
   return refs_.drop(previous);
 }
 
+Status World::move_to_fresh_copy(PyObject& o) {
+  CAPSIM_TRY_ASSIGN(const Tensor old, store_.tensor(o.tensor));
+  CAPSIM_TRY_ASSIGN(const TensorId fresh, fresh_tensor(old.meta.sizes, 0.0f, 0));
+  CAPSIM_TRY_ASSIGN(const TensorArg dst, tensor_arg(store_, fresh));
+  CAPSIM_TRY_ASSIGN(const TensorArg src, tensor_arg(store_, o.tensor));
+  CAPSIM_TRY_ASSIGN(const KernelLaunch copy, launch_copy(dst, src));
+  CAPSIM_TRY(backend_.run_step(Step{copy, {}}));
+  const TensorId previous = o.tensor;
+  o.tensor = fresh;
+  return refs_.drop(previous);
+}
+
 Status World::do_eager_call(const EagerCall& a) {
   CAPSIM_TRY_ASSIGN(const FunctionDef* def, function(a.function));
   if (a.args.size() != def->num_inputs()) {

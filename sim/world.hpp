@@ -100,6 +100,8 @@ class World {
   Status do_eager_call(const EagerCall& a);
   Status do_read(const Read& a);
   Status do_reassign(const ReassignData& a);
+  // `o.data = o.clone()`: the same object and values in a new storage.
+  Status move_to_fresh_copy(PyObject& o);
   Status do_accumulate_grad(const AccumulateGrad& a);
   Status do_create_optimizer(const CreateOptimizer& a);
   Status do_optimizer_step(const OptimizerStep& a);

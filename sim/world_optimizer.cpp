@@ -98,7 +98,9 @@ Status World::do_optimizer_step(const OptimizerStep& a) {
         CAPSIM_TRY_ASSIGN(const TensorId s, fresh_tensor(sizes, fill, 0));
         const std::uint64_t o = new_object(s);
         ref(o);
-        objects_.at(o).static_guard = true;
+        // (The move_optimizer_state control marks it without a guard, so that
+        // a move re-records at once instead of recompiling.)
+        objects_.at(o).static_guard = options_.fault != TreeFault::kMoveOptimizerState;
         state.push_back(o);
         return {};
       };
@@ -127,7 +129,15 @@ Status World::do_optimizer_step(const OptimizerStep& a) {
                {"static_params", std::to_string(opt.params.size())},
                {"static_state", std::to_string(opt.graph_attributes.size() - opt.params.size())},
                {"static_grads", std::to_string(static_grads)}});
+  } else if (options_.fault == TreeFault::kMoveOptimizerState && opt.steps_taken == 2) {
+    // The control of cudagraphs.static-never-reallocated: the state moves to
+    // new storage once, after the step was warmed up and recorded, so that the
+    // next call re-records over the new addresses.
+    for (const auto& state : opt.state) {
+      for (std::uint64_t o : state) CAPSIM_TRY(move_to_fresh_copy(objects_.at(o)));
+    }
   }
+  ++opt.steps_taken;
   std::vector<std::uint64_t> args = opt.params;
   args.insert(args.end(), grads.begin(), grads.end());
   for (const auto& state : opt.state) args.insert(args.end(), state.begin(), state.end());
@@ -179,8 +189,14 @@ Status World::do_drop_optimizer(const DropOptimizer& a) {
   optimizers_.erase(it);
   std::vector<TensorId> param_tensors;
   for (std::uint64_t p : opt->params) param_tensors.push_back(objects_.at(p).tensor);
+  std::vector<TensorId> state_tensors;
+  for (const auto& state : opt->state) {
+    for (std::uint64_t o : state) state_tensors.push_back(objects_.at(o).tensor);
+  }
   // The finalizer: the graph module forgets its static attributes.
-  for (std::uint64_t o : opt->graph_attributes) CAPSIM_TRY(unref(o));
+  if (options_.fault != TreeFault::kFinalizerKeepsState) {
+    for (std::uint64_t o : opt->graph_attributes) CAPSIM_TRY(unref(o));
+  }
   for (const auto& state : opt->state) {
     for (std::uint64_t o : state) CAPSIM_TRY(unref(o));
   }
@@ -196,7 +212,8 @@ Status World::do_drop_optimizer(const DropOptimizer& a) {
   ctx_.emit(EventKind::kOptimizer,
             {{"name", a.name},
              {"what", "dropped"},
-             {"params_alive", std::to_string(live_storages_of(param_tensors))}});
+             {"params_alive", std::to_string(live_storages_of(param_tensors))},
+             {"state_alive", std::to_string(live_storages_of(state_tensors))}});
   if (manager_ && live_cudagraphified_ == 0) {
     CAPSIM_TRY(shutdown_manager("last_cudagraphified_function_died"));
   }

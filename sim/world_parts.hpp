@@ -34,6 +34,7 @@ struct World::Optimizer {
   std::vector<std::vector<std::uint64_t>> state;  // per param, referenced
   std::vector<std::uint64_t> graph_attributes;    // referenced until dropped
   std::unique_ptr<FunctionDef> step;              // built when first traced
+  std::uint64_t steps_taken = 0;
 };
 
 }  // namespace capsim

@@ -70,7 +70,7 @@ constexpr FieldSpec kFieldSpecs[] = {
     {"id", FT::kText, "capsim's id of the PyTorch message (E1..E7, S1, W1, Z1, A1, E5)"},
     {"exception", FT::kText, "the Python exception type"},
     {"message", FT::kText, "PyTorch's exact text"},
-    {"where", FT::kText, "which pool check raised"},
+    {"where", FT::kText, "which pool check raised, or which tree path raised E1"},
     {"what", FT::kText, "created, traced or dropped"},
     {"kind", FT::kText, "the optimizer kind: sgd, adam or adamw"},
     {"params", FT::kInt, "params the optimizer holds"},
@@ -78,6 +78,7 @@ constexpr FieldSpec kFieldSpecs[] = {
     {"static_state", FT::kInt, "state tensors marked static"},
     {"static_grads", FT::kInt, "grads that were static (mark_static_address)"},
     {"params_alive", FT::kInt, "param storages still alive after the drop"},
+    {"state_alive", FT::kInt, "optimizer state storages still alive after the drop"},
     {"set_to_none", FT::kBool, "zero_grad's argument"},
     {"grads", FT::kInt, "grads that zero_grad changed"},
     {"graphs", FT::kInt, "recorded graphs the tree manager held"},
@@ -127,7 +128,7 @@ constexpr EventFieldUse kOutput[] = {R("name"), R("ptr")};
 constexpr EventFieldUse kRead[] = {R("name"), R("numel"), R("digest"), O("values")};
 constexpr EventFieldUse kOptimizer[] = {R("name"),         R("what"),          O("kind"),
                                         O("params"),       O("static_params"), O("static_state"),
-                                        O("static_grads"), O("params_alive")};
+                                        O("static_grads"), O("params_alive"),  O("state_alive")};
 constexpr EventFieldUse kZeroGrad[] = {R("name"), R("set_to_none"), R("grads")};
 constexpr EventFieldUse kShutdown[] = {O("graphs"), O("reason")};
 constexpr EventFieldUse kCaCacheHit[] = {R("backward"), R("node_calls")};

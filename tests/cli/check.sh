@@ -5,7 +5,10 @@
 #  - the reproduce command printed for a caught control, run again, fails the
 #    same way (the same shrunk counterexample);
 #  - --junit writes a complete file and no temporary one; a SIGINT exits 130
-#    with a partial summary and a valid partial JUnit file.
+#    with a partial summary and a valid partial JUnit file;
+#  - the failure corpus is replayed first (and not with --no-regressions);
+#    --stats prints the coverage probes, --json counts them, and
+#    --require-probes fails a run too small to reach them.
 set -u
 capsim=$1
 dir=$(mktemp -d)
@@ -49,6 +52,23 @@ grep -q '<testsuite name="capsim check" tests="6" failures="0"' "$dir/j.xml" ||
   fail "unexpected JUnit: $(cat "$dir/j.xml")"
 [ "$(tail -1 "$dir/j.xml")" = "</testsuite>" ] || fail "JUnit file not closed"
 [ ! -e "$dir/j.xml.tmp" ] || fail "temporary JUnit file left behind"
+
+# The failure corpus, the probes.
+"$capsim" check --property 'cudagraphs.pool-accounting' --cases 5 --no-controls --stats \
+  >"$dir/s.out" || fail "check --stats failed: $(cat "$dir/s.out")"
+grep -q '^  pass  regression cudagraphs.pool-accounting\.' "$dir/s.out" ||
+  fail "no regression replayed: $(cat "$dir/s.out")"
+grep -q '^coverage probes' "$dir/s.out" || fail "no probes: $(cat "$dir/s.out")"
+"$capsim" check --property 'cudagraphs.pool-accounting' --cases 5 --no-controls --no-regressions \
+  >"$dir/n.out" || fail "check --no-regressions failed"
+! grep -q 'regression' "$dir/n.out" || fail "--no-regressions replayed: $(cat "$dir/n.out")"
+grep -q '"probes": \[' "$dir/a.json" || fail "no probes in --json"
+grep -q '"regressions": \[' "$dir/a.json" || fail "no regressions in --json"
+"$capsim" check --property 'capture.equals-eager' --cases 5 --no-controls --require-probes \
+  >"$dir/q.out" 2>&1
+rc=$?
+[ "$rc" = 1 ] || fail "--require-probes on a small run exited $rc: $(cat "$dir/q.out")"
+grep -q 'coverage probes never hit: warmup' "$dir/q.out" || fail "no missed probes: $(cat "$dir/q.out")"
 
 # Interrupted: exit 130, a summary that says so, a valid partial JUnit file.
 "$capsim" check --cases 100000 --junit "$dir/p.xml" --no-progress >"$dir/p.out" 2>&1 &

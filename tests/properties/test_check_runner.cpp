@@ -6,11 +6,14 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <set>
 
 #include "properties/catalogue.hpp"
 #include "properties/check_runner.hpp"
+#include "properties/regressions.hpp"
 
 namespace capsim {
 namespace {
@@ -185,6 +188,90 @@ TEST_CASE("check catalogue: every control is caught within the default case coun
     CHECK(c.caught());
     CHECK(c.case_index < kDefaultCases);
   }
+}
+
+TEST_CASE("check runner: probes count the cases that hit them; unhit common probes are missed") {
+  Property p;
+  p.name = "test.probes";
+  p.statement = "hits the record probe on even cases";
+  p.control = "none";
+  std::uint64_t calls = 0;
+  p.run = [&calls](std::uint64_t, int, bool) {
+    CaseResult r;
+    r.evaluations = 1;
+    if (calls++ % 2 == 0) r.probes.set(static_cast<std::size_t>(CoverageProbe::kRecord));
+    return r;
+  };
+  const std::vector<Property> one{p};
+  const Result<CheckReport> report = run_check(one, options(10));
+  REQUIRE(report.ok());
+  CHECK(report->probes().cases[static_cast<std::size_t>(CoverageProbe::kRecord)] == 5);
+  const auto missed = report->missed_probes();
+  CHECK(std::count(missed.begin(), missed.end(), "record") == 0);
+  CHECK(std::count(missed.begin(), missed.end(), "replay") == 1);
+  CHECK(std::count(missed.begin(), missed.end(), "re-record-limit") == 0);  // rare
+}
+
+// The whole default run (about 10 s optimised): skipped under the sanitizers,
+// where it would cost minutes and find nothing that the sound build's run
+// does not (the probes count paths, not memory errors).
+#if defined(__SANITIZE_ADDRESS__)
+constexpr bool kSanitized = true;
+#else
+constexpr bool kSanitized = false;
+#endif
+
+TEST_CASE("check catalogue: the default run reaches every coverage probe not marked rare" *
+          doctest::skip(kSanitized)) {
+  CheckOptions o;
+  o.controls = false;
+  REQUIRE(o.cases == kDefaultCases);
+  const Result<CheckReport> report = run_check(o);
+  REQUIRE(report.ok());
+  CHECK(report->ok());
+  for (std::string_view missed : report->missed_probes()) {
+    CAPTURE(missed);
+    CHECK_MESSAGE(false, "a coverage probe was never hit by the default run");
+  }
+}
+
+TEST_CASE("check regressions: the corpus loads, replays first and passes; bad names are errors") {
+  const std::string corpus = std::string(CAPSIM_SOURCE_DIR) + "/properties/regressions";
+  const Result<std::vector<Regression>> saved = load_regressions(corpus, property_catalogue());
+  REQUIRE(saved.ok());
+  REQUIRE_FALSE(saved->empty());
+  CheckOptions o = options(1);
+  o.regressions_dir = corpus;
+  const Result<CheckReport> report = run_check(o);
+  REQUIRE(report.ok());
+  CHECK(report->regressions.size() == saved->size());
+  for (const RegressionOutcome& r : report->regressions) {
+    CAPTURE(r.file);
+    CHECK_FALSE(r.failed);
+  }
+  // Only the selected properties' regressions run.
+  o.patterns = {"capture.*"};
+  const Result<CheckReport> none = run_check(o);
+  REQUIRE(none.ok());
+  CHECK(none->regressions.empty());
+
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / "capsim-test-regressions";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  std::filesystem::copy_file(std::filesystem::path(corpus) / saved->front().file,
+                             dir / "no-such-property.x.jsonl");
+  const auto bad_name = load_regressions(dir.string(), property_catalogue());
+  REQUIRE_FALSE(bad_name.ok());
+  CHECK(bad_name.error().message.find("no-such-property.x.jsonl") != std::string::npos);
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "capture.equals-eager.x.jsonl") << "{}\n";
+  const auto not_programs = load_regressions(dir.string(), property_catalogue());
+  REQUIRE_FALSE(not_programs.ok());
+  CHECK(not_programs.error().message.find("does not replay regressions") != std::string::npos);
+  std::filesystem::remove_all(dir);
+  CHECK(load_regressions(dir.string(), property_catalogue())->empty());  // no folder: none
 }
 
 }  // namespace

@@ -235,6 +235,25 @@ TEST_CASE("invariant 15: from warmup or recording, a new generation poisons kept
   CHECK(count_where(run.events, EventKind::kError, "id", "E1") == 2);
 }
 
+// Found by capsim check's kept-across-a-generation fault: the new-generation
+// dealloc runs inside the very call that takes the kept output, so the output
+// is freed after the World's own E1 check passed. PyTorch raises at the first
+// touch of the input's storage (CUDAWarmupNode.run reads every input's
+// data_ptr); before the fix capsim warmed up over the freed block (E7).
+TEST_CASE("invariant 15: a kept output freed by this call's new generation raises E1 in it") {
+  Program p;
+  p.functions.push_back(cube("f", kInference));
+  p.functions.push_back(cube("g", kInference));
+  p.actions.push_back(tensor("x", {4}));
+  p.actions.push_back(call("f", {"x"}, {"kept"}));  // a warmup output, in the pool
+  p.actions.push_back(call("g", {"kept"}, {""}));   // new invocation: dealloc, then warmup
+  auto w = run_program(p);
+  CHECK(count_where(w->events(), EventKind::kError, "id", "E1") == 1);
+  CHECK(count_where(w->events(), EventKind::kError, "where", "warmup") == 1);
+  CHECK(count_where(w->events(), EventKind::kError, "id", "E7") == 0);
+  CHECK(count_where(w->events(), EventKind::kWarmup, "function", "g") == 0);
+}
+
 TEST_CASE("invariant 15: from execution, the next replay overwrites a kept cached output") {
   Program p;
   FunctionBuilder f("foo", kInference, {"primals_1"});

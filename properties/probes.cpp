@@ -1,0 +1,80 @@
+// Coverage probes (see probes.hpp): each read off events or off a program.
+#include "properties/probes.hpp"
+
+#include "properties/autograd_programs.hpp"
+#include "sim/world.hpp"
+
+namespace capsim {
+
+namespace {
+
+bool is(const Event& e, std::string_view key, std::string_view value) {
+  return e.field(key) == std::optional<std::string_view>(value);
+}
+
+void set(ProbeSet& s, CoverageProbe p) {
+  s.set(static_cast<std::size_t>(p));
+}
+
+}  // namespace
+
+ProbeSet tree_probes(const World& world) {
+  ProbeSet s;
+  for (const Event& e : world.events()) {
+    switch (e.kind) {
+      case EventKind::kWarmup: set(s, CoverageProbe::kWarmup); break;
+      case EventKind::kRecord:
+        set(s, CoverageProbe::kRecord);
+        if (e.field("managed") && !is(e, "managed", "[]")) set(s, CoverageProbe::kManagedInput);
+        if (is(e, "reason", "static_input_idx_mismatch") ||
+            is(e, "reason", "cudagraph_managed_idx_mismatch")) {
+          set(s, CoverageProbe::kRerecord);
+        }
+        if (is(e, "reason", "expected_dead_indices_before_graph_mismatch")) {
+          set(s, CoverageProbe::kLivenessSibling);
+        }
+        break;
+      case EventKind::kReplay: set(s, CoverageProbe::kReplay); break;
+      case EventKind::kSkip:
+        if (is(e, "id", "E5")) set(s, CoverageProbe::kRerecordLimit);
+        break;
+      case EventKind::kCheckpoint: set(s, CoverageProbe::kCheckpoint); break;
+      case EventKind::kDealloc: set(s, CoverageProbe::kGenerationDealloc); break;
+      case EventKind::kError:
+        if (is(e, "id", "E1")) set(s, CoverageProbe::kOverwrittenOutput);
+        break;
+      case EventKind::kEager:
+        if (is(e, "reason", "mutated_inputs")) set(s, CoverageProbe::kMutationGate);
+        break;
+      case EventKind::kAlignClone:
+        set(s, is(e, "demoted", "true") ? CoverageProbe::kAlignmentDemotion
+                                        : CoverageProbe::kMisalignedClone);
+        break;
+      case EventKind::kCompile:
+        if (is(e, "recompile", "true")) set(s, CoverageProbe::kGuardRecompile);
+        if (e.field("int_key") && !is(e, "int_key", "[]")) set(s, CoverageProbe::kNewSymint);
+        break;
+      case EventKind::kOptimizer:
+        if (is(e, "what", "dropped")) set(s, CoverageProbe::kOptimizerDropped);
+        break;
+      case EventKind::kShutdown: set(s, CoverageProbe::kManagerShutdown); break;
+      case EventKind::kWarning:
+        if (is(e, "id", "W1")) set(s, CoverageProbe::kPendingBackward);
+        break;
+      default: break;
+    }
+  }
+  return s;
+}
+
+ProbeSet autograd_probes(const AutogradProgram& program) {
+  ProbeSet s;
+  for (const AutogradStep& step : program.steps) {
+    const auto kind = static_cast<AutogradStepKind>(step.kind);
+    if (kind == AutogradStepKind::kCopySlices) set(s, CoverageProbe::kCopySlicesCapture);
+    if (kind == AutogradStepKind::kAotSubclass) set(s, CoverageProbe::kSubclassRebuild);
+  }
+  return s;
+}
+
+}  // namespace capsim

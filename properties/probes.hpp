@@ -1,0 +1,88 @@
+// Coverage probes: how often `capsim check` reaches the model's rare paths.
+//
+// A probe is a path of the model that a property only tests when a generated
+// program reaches it: a re-record, a checkpoint, the mutation gate, an
+// alignment demotion, an E1, a CopySlices capture. Each case reports the set
+// of probes its (unshrunk, sound) run hit; the runner counts cases per probe,
+// `capsim check --stats` and `--json` print the counts, and
+// `--require-probes` fails a run in which a probe that is not marked rare was
+// never hit, so that a generator change cannot silently stop covering a path.
+// Rare probes need a configuration the catalogue does not draw (the
+// re-record limit only binds with inline_inbuilt_nn_modules off) or a program
+// shape it seldom makes (the manager shuts down when the last cudagraphified
+// function dies: an optimizer dropped when nothing else was compiled).
+#pragma once
+
+#include <array>
+#include <bitset>
+#include <cstdint>
+#include <string_view>
+
+namespace capsim {
+
+class World;
+struct AutogradProgram;
+
+// X(enumerator, name, rare, what it counts)
+#define CAPSIM_PROBES(X)                                                                          \
+  X(kWarmup, "warmup", false, "a warmup run in the pool")                                         \
+  X(kRecord, "record", false, "a recording")                                                      \
+  X(kReplay, "replay", false, "a replay")                                                         \
+  X(kManagedInput, "managed-input", false, "a recording with a cudagraph-managed input")          \
+  X(kRerecord, "re-record", false, "a recording after a static or managed pointer changed")       \
+  X(kLivenessSibling, "liveness-sibling", false,                                                  \
+    "a sibling recorded because expected_dead_indices_before_graph did not hold")                 \
+  X(kRerecordLimit, "re-record-limit", true, "E5: the re-record limit sent a call to eager")      \
+  X(kCheckpoint, "checkpoint", false, "apply_checkpoint_execution_state_in_allocator")            \
+  X(kGenerationDealloc, "generation-dealloc", false,                                              \
+    "a new generation freed a warmup or recording path's outputs")                                \
+  X(kOverwrittenOutput, "E1", false, "an output overwritten by a later generation was used")      \
+  X(kMutationGate, "mutation-gate", false, "a mutated plain input sent a call to eager")          \
+  X(kAlignmentDemotion, "alignment-demotion", false, "an unaligned static input was demoted")     \
+  X(kMisalignedClone, "misaligned-clone", false, "a misaligned non-static input was cloned")      \
+  X(kGuardRecompile, "guard-recompile", false, "a static-address guard failed: a recompile")      \
+  X(kNewSymint, "new-symint", false, "a call with a new int key compiled a new function")         \
+  X(kOptimizerDropped, "optimizer-dropped", false, "an optimizer's finalizer ran")                \
+  X(kManagerShutdown, "manager-shutdown", true, "the tree manager was shut down")                 \
+  X(kPendingBackward, "pending-backward", false, "W1: pending backwards kept a path from ending") \
+  X(kCopySlicesCapture, "copyslices-capture", false, "a compiled-autograd capture of CopySlices") \
+  X(kSubclassRebuild, "subclass-rebuild", false,                                                  \
+    "a compiled-autograd capture that rebuilds a tensor subclass")
+enum class CoverageProbe : std::uint8_t {
+#define CAPSIM_ENUM_(e, name, rare, what) e,
+  CAPSIM_PROBES(CAPSIM_ENUM_)
+#undef CAPSIM_ENUM_
+      kCount
+};
+inline constexpr std::size_t kProbeCount = static_cast<std::size_t>(CoverageProbe::kCount);
+
+struct ProbeInfo {
+  std::string_view name;
+  bool rare;
+  std::string_view what;
+};
+inline constexpr std::array<ProbeInfo, kProbeCount> kProbes = {{
+#define CAPSIM_INFO_(e, name, rare, what) {name, rare, what},
+    CAPSIM_PROBES(CAPSIM_INFO_)
+#undef CAPSIM_INFO_
+}};
+
+using ProbeSet = std::bitset<kProbeCount>;
+
+// Cases per probe.
+struct ProbeCounts {
+  std::array<std::uint64_t, kProbeCount> cases{};
+  void add(const ProbeSet& hit) {
+    for (std::size_t i = 0; i < kProbeCount; ++i) cases[i] += hit[i] ? 1 : 0;
+  }
+  void add(const ProbeCounts& other) {
+    for (std::size_t i = 0; i < kProbeCount; ++i) cases[i] += other.cases[i];
+  }
+};
+
+// The probes a finished World's events show.
+ProbeSet tree_probes(const World& world);
+// The probes an autograd program reaches when compiled autograd captures it.
+ProbeSet autograd_probes(const AutogradProgram& program);
+
+}  // namespace capsim
