@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <map>
 #include <set>
-#include <sstream>
 
 #include "model/check.hpp"
 #include "sim/function_builder.hpp"
@@ -191,7 +190,6 @@ class Lowering {
         if ((plan_.optimizer->param_mask >> i) & 1u) c.params.push_back(fmt::format("p{}", i));
       }
       if (c.params.empty()) c.params.push_back("p0");
-      opt_params_ = c.params;
       optimizer_ = c;
       add(c);
     }
@@ -479,14 +477,15 @@ class Lowering {
   }
 
   void lower_optimizer_step(const StepPlan& step) {
-    for (std::size_t i = 0; i < opt_params_.size(); ++i) {
+    const std::vector<std::string>& opt_params = optimizer_->params;
+    for (std::size_t i = 0; i < opt_params.size(); ++i) {
       const std::string g = fmt::format("g{}", next_fresh_++);
       add(tensor(g));
-      add(AccumulateGrad{opt_params_[i], g});
+      add(AccumulateGrad{opt_params[i], g});
       add(Del{g});
-      if (step.mark_grads) add(MarkStatic{opt_params_[i] + ".grad", false});
+      if (step.mark_grads) add(MarkStatic{opt_params[i] + ".grad", false});
     }
-    const std::size_t n = opt_params_.size();
+    const std::size_t n = opt_params.size();
     const std::size_t per = plan_.optimizer->kind == OptimizerKind::kSgd ? 1 : 3;
     std::vector<ArgKnowledge> know(n, ArgKnowledge::kStatic);
     know.insert(know.end(), n, ArgKnowledge::kUnknown);  // grads: marked or not
@@ -506,7 +505,6 @@ class Lowering {
   std::uint32_t params_ = 1;
   std::vector<LoweredFunction> functions_;
   std::vector<std::string> marked_;
-  std::vector<std::string> opt_params_;
   std::optional<CreateOptimizer> optimizer_;
   std::multimap<std::size_t, std::string> dels_;  // step -> kept output to delete
   std::set<std::string> deleted_;
@@ -517,18 +515,6 @@ class Lowering {
   std::set<std::string> older_inputs_;     // outputs passed on after their step
   std::size_t next_fresh_ = 0, next_output_ = 0;
 };
-
-std::string dims(const Dims& d) {
-  std::string out = "[";
-  for (std::size_t i = 0; i < d.size(); ++i) out += (i ? ", " : "") + std::to_string(d[i]);
-  return out + "]";
-}
-
-std::string join(const std::vector<std::string>& v, const char* sep = ", ") {
-  std::string out;
-  for (std::size_t i = 0; i < v.size(); ++i) out += (i ? sep : "") + v[i];
-  return out;
-}
 
 }  // namespace
 
@@ -545,120 +531,6 @@ GeneratedProgram within_contract(GeneratedProgram generated) {
   generated.numel_at.resize(n);
   generated.contract_end.reset();
   return generated;
-}
-
-std::string describe_function(const FunctionDef& def) {
-  std::vector<std::string> inputs;
-  for (std::uint32_t i = 0; i < def.num_inputs(); ++i) {
-    std::string tag;
-    if (std::count(def.param_input_idxs.begin(), def.param_input_idxs.end(), i)) tag = "param";
-    if (std::count(def.static_input_idxs.begin(), def.static_input_idxs.end(), i)) {
-      tag += tag.empty() ? "static" : ",static";
-    }
-    inputs.push_back(fmt::format("v{}{}", i, tag.empty() ? "" : ":" + tag));
-  }
-  std::string out =
-      fmt::format("def {}({}):  # {}\n", def.name, join(inputs), compilation_mode_name(def.mode));
-  const std::size_t n = def.num_inputs();
-  for (std::size_t k = 0; k < def.ops.size(); ++k) {
-    const BodyOp& op = def.ops[k];
-    std::vector<std::string> args;
-    for (ValueIndex v : op.args) args.push_back(fmt::format("v{}", v));
-    if (op.kind == BodyOpKind::kSlice) {
-      args.push_back(fmt::format("{}:{}", op.start, op.end));
-    } else if (op.kind == BodyOpKind::kFull) {
-      args.push_back(dims(op.sizes));
-      args.push_back(fmt::format("{}", op.scalar));
-    }
-    out += fmt::format("    v{} = {}({})\n", n + k, body_op_name(op.kind), join(args));
-  }
-  std::vector<std::string> outs;
-  for (ValueIndex v : def.outputs) outs.push_back(fmt::format("v{}", v));
-  out += fmt::format("    return {}\n", join(outs));
-  return out;
-}
-
-std::string describe_action(const Action& action) {
-  return std::visit(
-      [](const auto& a) -> std::string {
-        using A = std::decay_t<decltype(a)>;
-        if constexpr (std::is_same_v<A, NewTensor>) {
-          std::string what = a.parameter ? "Parameter(randn" : "randn";
-          if (a.fill) what = fmt::format("{}full", a.parameter ? "Parameter(" : "");
-          std::string extra = a.fill ? fmt::format(", {}", *a.fill) : "";
-          if (a.offset != 0) extra += fmt::format(", offset={}", a.offset);
-          return fmt::format("{} = {}({}{}){}", a.name, what, dims(a.sizes), extra,
-                             a.parameter ? ")" : "");
-        } else if constexpr (std::is_same_v<A, MarkStatic>) {
-          return fmt::format("mark_static_address({}, guard={})", a.name,
-                             a.guard ? "True" : "False");
-        } else if constexpr (std::is_same_v<A, Call>) {
-          std::vector<std::string> outs;
-          for (const std::string& o : a.outputs) outs.push_back(o.empty() ? "_" : o);
-          std::string line =
-              fmt::format("{} = {}({})", outs.empty() ? "_" : join(outs), a.function, join(a.args));
-          if (a.new_invocation) {
-            line += *a.new_invocation ? "  # new invocation" : "  # same invocation";
-          }
-          if (!a.consume.empty()) line += "  # consumes " + join(a.consume);
-          if (!a.int_key.empty()) {
-            std::vector<std::string> k;
-            for (auto v : a.int_key) k.push_back(std::to_string(v));
-            line += "  # int key " + join(k);
-          }
-          return line;
-        } else if constexpr (std::is_same_v<A, EagerCall>) {
-          return fmt::format("{} = eager {}({})", join(a.outputs), a.function, join(a.args));
-        } else if constexpr (std::is_same_v<A, Del>) {
-          return "del " + a.name;
-        } else if constexpr (std::is_same_v<A, Read>) {
-          return fmt::format("read({})", a.name);
-        } else if constexpr (std::is_same_v<A, ReassignData>) {
-          return fmt::format("{}.data = {}", a.name,
-                             a.fill ? fmt::format("full_like({}, {})", a.name, *a.fill)
-                                    : fmt::format("randn_like({})", a.name));
-        } else if constexpr (std::is_same_v<A, MarkStepBegin>) {
-          return "cudagraph_mark_step_begin()";
-        } else if constexpr (std::is_same_v<A, SetToRunningBackward>) {
-          return "set_to_running_backward()";
-        } else if constexpr (std::is_same_v<A, AccumulateGrad>) {
-          return fmt::format("accumulate_grad({}, {})", a.param, a.grad);
-        } else if constexpr (std::is_same_v<A, CreateOptimizer>) {
-          return fmt::format("{} = {}([{}])", a.name, optimizer_kind_name(a.kind), join(a.params));
-        } else if constexpr (std::is_same_v<A, OptimizerStep>) {
-          return a.name + ".step()";
-        } else if constexpr (std::is_same_v<A, ZeroGrad>) {
-          return fmt::format("{}.zero_grad(set_to_none={})", a.name,
-                             a.set_to_none ? "True" : "False");
-        } else if constexpr (std::is_same_v<A, DropOptimizer>) {
-          return "del " + a.name;
-        } else if constexpr (std::is_same_v<A, RunCaptureScenario>) {
-          return fmt::format("run_capture_scenario({}, mode={})", a.name,
-                             capture_mode_name(a.mode));
-        } else {
-          return "torch._dynamo.reset()";
-        }
-      },
-      action);
-}
-
-std::string describe(const GeneratedProgram& generated) {
-  std::ostringstream os;
-  os << "# seed " << generated.seed << ", numel " << generated.numel << "\n";
-  if (!generated.swarm_off.empty()) os << "# swarm: off " << join(generated.swarm_off) << "\n";
-  if (generated.contract_end) {
-    os << fmt::format("# #{} takes an output kept across a generation (PyTorch's contract ends)\n",
-                      *generated.contract_end);
-  }
-  for (const FunctionDef& def : generated.program.functions) os << describe_function(def);
-  for (std::size_t i = 0; i < generated.program.actions.size(); ++i) {
-    os << fmt::format("#{:<3} ", i) << describe_action(generated.program.actions[i]) << "\n";
-  }
-  return os.str();
-}
-
-std::ostream& operator<<(std::ostream& os, const GeneratedProgram& generated) {
-  return os << "\n" << describe(generated);
 }
 
 }  // namespace capsim

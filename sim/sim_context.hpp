@@ -15,6 +15,7 @@
 #include "model/device_memory.hpp"
 #include "sim/cudagraph_config.hpp"
 #include "sim/events.hpp"
+#include "sim/messages.hpp"
 #include "sim/tensor_refs.hpp"
 
 namespace capsim {
@@ -89,6 +90,24 @@ struct SimContext {
     events.push_back(Event{kind, action, std::move(fields)});
   }
   TensorStore& store() { return refs.store(); }
+
+  // E1: true, after emitting the error, when one of `tensors` (null ids are
+  // skipped) is over a storage that dealloc_current_path_weakrefs marked.
+  // `where` (the tree path that touched it) is left out when empty.
+  bool raise_if_overwritten(const std::vector<TensorId>& tensors, std::string where = {}) {
+    for (TensorId t : tensors) {
+      if (t == TensorId{0}) continue;
+      auto tensor = store().tensor(t);
+      if (!tensor || !refs.access_error(tensor->storage)) continue;
+      ++counters.errors;
+      std::vector<EventField> fields{{"id", "E1"}, {"exception", "RuntimeError"}};
+      if (!where.empty()) fields.push_back({"where", std::move(where)});
+      fields.push_back({"message", messages::overwritten_output()});
+      emit(EventKind::kError, std::move(fields));
+      return true;
+    }
+    return false;
+  }
 };
 
 }  // namespace capsim

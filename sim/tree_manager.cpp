@@ -188,21 +188,6 @@ Result<CallOutcome> TreeManager::run_eager_fallback(FunctionId fid, std::vector<
   return CallOutcome{CallPath::kEager, std::move(outputs)};
 }
 
-bool TreeManager::raise_if_overwritten(const std::vector<TensorId>& inputs, const char* where) {
-  for (TensorId t : inputs) {
-    if (t == TensorId{0}) continue;
-    auto tensor = ctx_.store().tensor(t);
-    if (!tensor || !ctx_.refs.access_error(tensor->storage)) continue;
-    ++ctx_.counters.errors;
-    ctx_.emit(EventKind::kError, {{"id", "E1"},
-                                  {"exception", "RuntimeError"},
-                                  {"where", where},
-                                  {"message", messages::overwritten_output()}});
-    return true;
-  }
-  return false;
-}
-
 Result<CallOutcome> TreeManager::run(FunctionId fid, std::vector<TensorId> inputs) {
   CAPSIM_CHECK(fid < functions_.size(), "run of an unknown FunctionId");
   if (shut_down_) {

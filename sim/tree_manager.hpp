@@ -107,10 +107,6 @@ class TreeManager {
                                          std::string reason);
   std::optional<GraphId> current_graph_id() const;
   std::optional<std::int64_t> current_node_id() const;
-  // E1 at the first touch of an input's storage: the new-generation dealloc
-  // of this very call may have freed an input that was a path output. `where`
-  // names the path ("warmup", "recording", "replay"). True when it raised.
-  bool raise_if_overwritten(const std::vector<TensorId>& inputs, const char* where);
 
   // tree_warmup_record.cpp
   Result<CallOutcome> run_warmup(FunctionId fid, std::vector<TensorId>& inputs);

@@ -111,7 +111,7 @@ Result<CallOutcome> TreeManager::execute_node(GraphId id, std::vector<TensorId>&
   state_ = ExecutionState::kExecution;
   update_generation();
   // The node is current when its run reads the inputs (to copy them) and raises.
-  if (raise_if_overwritten(inputs, "replay")) return CallOutcome{CallPath::kRaised, {}};
+  if (ctx_.raise_if_overwritten(inputs, "replay")) return CallOutcome{CallPath::kRaised, {}};
   GraphNode& node = graphs_[id];
   const WrappedFunction& fn = functions_[node.fid];
 

@@ -98,7 +98,7 @@ Result<CallOutcome> TreeManager::run_warmup(FunctionId fid, std::vector<TensorId
   update_generation();
   // PyTorch's warmup node is current and the function warm by the time its
   // run reads the inputs' storages and raises.
-  if (raise_if_overwritten(inputs, "warmup")) return CallOutcome{CallPath::kRaised, {}};
+  if (ctx_.raise_if_overwritten(inputs, "warmup")) return CallOutcome{CallPath::kRaised, {}};
   if (!already_warm) check_memory_pool(parent_live, "before_warmup");
 
   BodyEnv env{ctx_.refs, ctx_.backend, pool_, nullptr};
@@ -131,7 +131,7 @@ Result<CallOutcome> TreeManager::record_function(FunctionId fid, std::vector<Ten
   CAPSIM_CHECK(!current_ || !current_->warmup, "a recording never follows a warmup node");
   // CUDAGraphNode's constructor raises before the node joins the tree (PyTorch
   // has drawn a graph id by then; capsim numbers only nodes that exist).
-  if (raise_if_overwritten(inputs, "recording")) return CallOutcome{CallPath::kRaised, {}};
+  if (ctx_.raise_if_overwritten(inputs, "recording")) return CallOutcome{CallPath::kRaised, {}};
   const WrappedFunction& fn = functions_[fid];
   GraphNode node;
   node.id = static_cast<GraphId>(graphs_.size());

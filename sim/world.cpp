@@ -282,17 +282,9 @@ Status World::do_mark_static(const MarkStatic& a) {
 }
 
 bool World::raise_if_poisoned(const std::vector<std::uint64_t>& objects) {
-  for (std::uint64_t o : objects) {
-    auto t = store_.tensor(objects_.at(o).tensor);
-    if (t && refs_.access_error(t->storage)) {
-      ++counters_.errors;
-      ctx_.emit(EventKind::kError, {{"id", "E1"},
-                                    {"exception", "RuntimeError"},
-                                    {"message", messages::overwritten_output()}});
-      return true;
-    }
-  }
-  return false;
+  std::vector<TensorId> tensors;
+  for (std::uint64_t o : objects) tensors.push_back(objects_.at(o).tensor);
+  return ctx_.raise_if_overwritten(tensors);
 }
 
 Status World::do_read(const Read& a) {
