@@ -5,13 +5,14 @@
 #   make test   the same, then the whole test suite through ctest
 #   make bench  release build, then the Google Benchmark suite
 #   make asan   ASan + UBSan build, then the whole test suite
+#   make docs-images  the pictures of docs/gallery.md, drawn by capsim from the corpus
 # JOBS defaults to the number of cores.
 
 JOBS ?= $(shell nproc)
 CMAKE ?= cmake
 CTEST ?= ctest
 
-.PHONY: deps run test bench asan clean
+.PHONY: deps run test bench asan docs-images clean
 
 deps:
 	@bash scripts/install-deps.sh
@@ -42,6 +43,10 @@ bench: deps
 asan: deps
 	$(call build_preset,asan)
 	$(CTEST) --preset asan -j $(JOBS)
+
+docs-images: deps
+	$(call build_preset,default)
+	bash scripts/docs-images.sh build/default/cli/capsim
 
 clean:
 	rm -rf build

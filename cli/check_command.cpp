@@ -12,6 +12,10 @@
 #include "cli/check_report.hpp"
 #include "cli/trace_commands.hpp"
 #include "properties/catalogue.hpp"
+#include "render/dot_writer.hpp"
+#include "render/graph_diff.hpp"
+#include "render/graphviz_output.hpp"
+#include "render/trace_graphs.hpp"
 #include "traces/trace_writer.hpp"
 
 namespace capsim::cli {
@@ -58,9 +62,24 @@ class Progress {
   bool enabled_;
 };
 
+// <stem>.dot beside a saved trace: its tree, drawn from the recorded events;
+// when the sound model's replay predicts another tree (a control's trace
+// comes from a broken model), the diff of the two instead. DOT only: a layout
+// is for the person who opens it (`dot -Tsvg`, or capsim render).
+Status save_drawing(const std::string& stem) {
+  CAPSIM_TRY_ASSIGN(const TraceGraphs graphs, collect_trace_graphs(stem + ".jsonl"));
+  CAPSIM_TRY_ASSIGN(const DrawGraph recorded, pick_graph(graphs, {"tree", ""}));
+  CAPSIM_TRY_ASSIGN(const DrawGraph predicted, pick_graph(graphs, {"tree", "predicted"}));
+  const GraphDiff diff = diff_graphs(recorded, predicted);
+  const std::string dot =
+      diff.counts.identical() ? to_dot(recorded) : to_dot(merge_diff(recorded, predicted, diff));
+  CAPSIM_TRY(write_drawing(dot, stem + ".dot", {}));
+  return {};
+}
+
 // One counterexample, as <stem>.txt (what the text report printed) and, where
 // the input is a program, <stem>.jsonl (its run as a trace, which `capsim
-// replay` re-simulates).
+// replay` re-simulates) and <stem>.dot (its drawing, above).
 Status save_case(const std::string& stem, const std::vector<std::string>& text,
                  const CaseResult& failure) {
   std::vector<std::string> lines;  // one per line: entries may hold several
@@ -78,7 +97,8 @@ Status save_case(const std::string& stem, const std::vector<std::string>& text,
     return make_error(fmt::format("{}.jsonl: the counterexample does not record: {}", stem,
                                   trace.error().message));
   }
-  return write_trace_file(stem + ".jsonl", *trace);
+  CAPSIM_TRY(write_trace_file(stem + ".jsonl", *trace));
+  return save_drawing(stem);
 }
 
 // Every failing property's counterexample as DIR/<name>.case<I>.*, and every

@@ -13,9 +13,12 @@
 
 #include "cli/check_command.hpp"
 #include "cli/export_command.hpp"
+#include "cli/render_commands.hpp"
 #include "cli/trace_commands.hpp"
 #include "model/address.hpp"
 #include "model/digest.hpp"
+#include "render/draw_graph.hpp"
+#include "render/graphviz_output.hpp"
 #include "sim/adam_replay_job.hpp"
 #include "sim/capture_scenarios.hpp"
 #include "sim/scenarios.hpp"
@@ -164,6 +167,44 @@ int run_main(int argc, char** argv) {
   replay->add_option("--context", replay_context, "Matching events shown before a divergence")
       ->check(CLI::Range(std::size_t{0}, capsim::kMaxReplayContext));
 
+  std::string replay_dot;
+  replay->add_option("--dot", replay_dot,
+                     "On a divergence, draw the recorded tree against the predicted one "
+                     "(FILE.dot, .svg or .png; one trace only)");
+
+  capsim::cli::DrawOptions draw_options;
+  auto add_draw_options = [&draw_options](CLI::App* sub) {
+    sub->add_option("--graph", draw_options.graph,
+                    "KIND[:ID]: tree, tree:predicted, program:G, autograd:B, fx:B, pool[:LINE]");
+    sub->add_option("-o,--output", draw_options.output,
+                    "FILE.dot, FILE.svg or FILE.png (default: DOT on stdout)");
+    sub->add_flag("--changes-only", draw_options.changes_only,
+                  "Keep only what changed and its neighbours");
+    sub->add_option("--layout-timeout", draw_options.timeout_s, "Seconds Graphviz may lay out")
+        ->check(CLI::Range(std::uint32_t{1}, capsim::kMaxLayoutTimeout));
+    sub->add_option("--max-nodes", draw_options.max_nodes,
+                    "Fold or cut drawings above this many nodes before a layout")
+        ->check(CLI::Range(std::size_t{10}, capsim::kMaxDrawNodes));
+  };
+  std::string render_trace;
+  bool render_list = false;
+  CLI::App* render = app.add_subcommand(
+      "render",
+      "Draw a graph of a trace: its tree, a recording, a capture, the pool (docs/gallery.md)");
+  render->add_option("trace", render_trace, "The trace (TRACE or TRACE#KIND[:ID])")->required();
+  render->add_flag("--list", render_list, "List the graphs the trace has");
+  add_draw_options(render);
+
+  std::string diff_a, diff_b;
+  bool diff_predicted = false;
+  CLI::App* diff = app.add_subcommand(
+      "diff", "Draw the differences of two graphs (two traces, TRACE#KIND:ID, or --predicted)");
+  diff->add_option("a", diff_a, "The first graph: TRACE or TRACE#KIND[:ID]")->required();
+  diff->add_option("b", diff_b, "The second graph (left out with --predicted)");
+  diff->add_flag("--predicted", diff_predicted,
+                 "The trace's recorded tree against capsim's own replay of it");
+  add_draw_options(diff);
+
   std::string export_chrome, export_trace;
   CLI::App* export_cmd = app.add_subcommand(
       "export", "Write a trace as a Chrome trace for Perfetto (docs/chrome-export.md)");
@@ -248,7 +289,20 @@ int run_main(int argc, char** argv) {
   }
   if (record->parsed()) return capsim::cli::record_command(record_name, record_output);
   if (replay->parsed()) {
-    return capsim::cli::replay_command(replay_files, replay_json, replay_context);
+    if (!replay_dot.empty()) {
+      if (replay_files.size() != 1) return fail("replay --dot: give exactly one trace");
+      if (auto f = capsim::output_format_of(replay_dot); !f) return fail(f.error().message);
+    }
+    const int replayed = capsim::cli::replay_command(replay_files, replay_json, replay_context);
+    if (replayed != 1 || replay_dot.empty()) return replayed;
+    const int drawn = capsim::cli::divergence_dot(replay_files[0], replay_dot);
+    return drawn == 0 ? replayed : drawn;
+  }
+  if (render->parsed()) {
+    return capsim::cli::render_command(render_trace, render_list, draw_options);
+  }
+  if (diff->parsed()) {
+    return capsim::cli::diff_command(diff_a, diff_b, diff_predicted, draw_options);
   }
   if (export_cmd->parsed()) return capsim::cli::export_command(export_chrome, export_trace);
   if (check->parsed()) {

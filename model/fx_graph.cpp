@@ -152,14 +152,19 @@ void write_arg(const FxGraph& g, const FxArg& a, std::string& out) {
 }
 }  // namespace
 
+std::string fx_args_text(const FxGraph& graph, const std::vector<FxArg>& args) {
+  std::string out;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    if (i != 0) out += ", ";
+    write_arg(graph, args[i], out);
+  }
+  return out;
+}
+
 std::string FxGraph::to_text() const {
   std::string out = fmt::format("graph {}:\n", name_);
   for (const FxNode& n : nodes_) {
-    std::string args;
-    for (std::size_t i = 0; i < n.args.size(); ++i) {
-      if (i != 0) args += ", ";
-      write_arg(*this, n.args[i], args);
-    }
+    const std::string args = fx_args_text(*this, n.args);
     if (n.op == FxOp::kOutput) {
       out += fmt::format("    return ({})\n", args);
     } else {

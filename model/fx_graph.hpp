@@ -131,6 +131,9 @@ class FxGraph {
   std::map<std::string, std::uint32_t> name_counts_;
 };
 
+// A node's arguments as to_text writes them, without the parentheses.
+std::string fx_args_text(const FxGraph& graph, const std::vector<FxArg>& args);
+
 // torch.fx's snake case: "MulBackward0" -> "mul_backward0"; the last dotted
 // component of a target only, or the op of "torch.ops.aten.mul.Tensor" ("mul").
 std::string fx_snake_case(std::string_view target);

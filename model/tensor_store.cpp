@@ -117,4 +117,11 @@ Result<Address> TensorStore::data_address(TensorId id) const {
   return capsim::data_address(storages_.at(t->storage).storage, t->meta);
 }
 
+std::vector<Storage> TensorStore::storages() const {
+  std::vector<Storage> out;
+  out.reserve(storages_.size());
+  for (const auto& [id, entry] : storages_) out.push_back(entry.storage);
+  return out;
+}
+
 }  // namespace capsim

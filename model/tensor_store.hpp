@@ -49,6 +49,8 @@ class TensorStore {
   // The address of element 0 of a live tensor.
   Result<Address> data_address(TensorId id) const;
   std::size_t live_tensors() const { return tensors_.size(); }
+  // The storages the store holds, in id order.
+  std::vector<Storage> storages() const;
 
  private:
   struct StorageEntry {

@@ -18,7 +18,8 @@ Status CompiledAutogradRunner::backward(AutogradEngine& engine, const Variable& 
   CAPSIM_TRY_ASSIGN(CollectedBackward c, collect_backward(bg.graph, bg.root, store, options));
   const CacheDecision d = cache_.lookup(bg.graph, c);
   mark_dynamic(c, d.dynamic);
-  const std::string backward = std::to_string(log.backwards++);
+  const std::uint64_t backward_index = log.backwards++;
+  const std::string backward = std::to_string(backward_index);
   const std::string node_calls = std::to_string(c.ordered_calls.size());
   if (d.hit) {
     ++log.hits;
@@ -61,6 +62,10 @@ Status CompiledAutogradRunner::backward(AutogradEngine& engine, const Variable& 
                            {"graph_digest", digest_hex(fnv1a64(std::as_bytes(std::span(text))))}}});
     log.lines.push_back(std::move(text));
     graphs_.insert_or_assign(d.entry, std::move(r.graph));
+  }
+  if (log.observer) {
+    log.observer(
+        {backward_index, mode_, &bg.graph, &store, d.hit ? nullptr : &graphs_.at(d.entry)});
   }
   if (mode_ != CaptureMode::kFunctional) return {};
   // compiled_fn(inputs, sizes, scalars, hooks): the root grad is ones.

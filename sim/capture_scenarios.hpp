@@ -23,7 +23,20 @@
 
 namespace capsim {
 
+// What a run shows an observer of each backward (render/ draws these): the
+// autograd graph the forward built, the store its saved tensors live in and,
+// on a cache miss, the graph just captured (null on a hit).
+struct BackwardView {
+  std::uint64_t backward = 0;  // index in the run, from 0
+  CaptureMode mode = CaptureMode::kFunctional;
+  const AutogradGraph* graph = nullptr;
+  const TensorStore* store = nullptr;
+  const FxGraph* captured = nullptr;
+};
+
 struct CaptureRunLog {
+  // Called once per backward, after its cache decision and capture; optional.
+  std::function<void(const BackwardView&)> observer;
   std::vector<std::string> lines;  // printed in order
   // The same run as events, for traces (their `action` is left 0: a World
   // that runs the scenario as one action sets it): per backward a

@@ -565,4 +565,10 @@ Status World::call_compiled(const FunctionDef& def, const std::vector<std::uint6
   return bind_outputs(outcome.outputs, outputs);
 }
 
+std::vector<std::pair<std::string, TensorId>> World::bound_names() const {
+  std::vector<std::pair<std::string, TensorId>> out;
+  for (const auto& [name, object] : names_) out.emplace_back(name, objects_.at(object).tensor);
+  return out;
+}
+
 }  // namespace capsim

@@ -27,12 +27,17 @@
 
 namespace capsim {
 
+struct BackwardView;  // sim/capture_scenarios.hpp
+
 struct WorldOptions {
   CudagraphConfig config;
   std::uint64_t seed = 0;
   // Compare every replay with eager execution (P-replay); costs a scratch run.
   bool verify_replays = false;
   TreeFault fault = TreeFault::kNone;  // negative controls only
+  // Shown every backward of a run_capture_scenario action (render/ draws
+  // its graphs); optional, and it observes only.
+  std::function<void(std::size_t action, const BackwardView&)> on_backward;
 };
 
 class World {
@@ -75,6 +80,9 @@ class World {
   // Storages a dropped optimizer's params still have alive.
   std::size_t live_storages_of(const std::vector<TensorId>& tensors) const;
   const TensorStore& store() const { return store_; }
+  // Every bound name and the tensor it refers to now, in name order (the pool
+  // drawing names each block's owner with them).
+  std::vector<std::pair<std::string, TensorId>> bound_names() const;
   const CachingAllocator& allocator() const { return allocator_; }
 
  private:

@@ -16,6 +16,9 @@ Status World::do_run_capture_scenario(const RunCaptureScenario& a) {
         fmt::format("capture scenario '{}': unknown (see capsim capture --list)", a.name));
   }
   CaptureRunLog log;
+  if (options_.on_backward) {
+    log.observer = [this](const BackwardView& view) { options_.on_backward(ctx_.action, view); };
+  }
   CAPSIM_TRY(scenario->run(a.mode, log));
   for (Event& e : log.events) ctx_.emit(e.kind, std::move(e.fields));
   counters_.ca_captures += log.captures;

@@ -20,6 +20,7 @@
 #include "sim/world.hpp"
 #include "traces/event_schema.hpp"
 #include "traces/program_json.hpp"
+#include "traces/trace_simulation.hpp"
 
 namespace capsim {
 
@@ -62,7 +63,7 @@ struct StepLabel {
   std::string_view kind;
 };
 
-class Exporter {
+class Exporter : public TraceVisitor {
  public:
   explicit Exporter(TraceReader& reader) : reader_(reader) {}
 
@@ -80,22 +81,8 @@ class Exporter {
       events_.push_back(metadata("thread_name", l.pid, l.tid, {{"name", l.thread}}));
     }
     WorldOptions wo;
-    wo.config = h.config;
-    wo.seed = h.seed;
     wo.verify_replays = false;  // its verdicts are diagnostics; the export needs names only
-    world_ = std::make_unique<World>(wo);
-    for (;;) {
-      CAPSIM_TRY_ASSIGN(std::optional<TraceItem> item, reader_.next());
-      if (!item) break;
-      switch (item->type) {
-        case TraceLineType::kHeader: break;  // the reader refuses a second header
-        case TraceLineType::kFunction:
-          program_.functions.push_back(std::move(item->function));
-          break;
-        case TraceLineType::kAction: on_action(*item); break;
-        case TraceLineType::kEvent: CAPSIM_TRY(on_event(*item)); break;
-      }
-    }
+    CAPSIM_TRY(walk_trace(reader_, wo, *this));
     close_action();
     Json doc = Json::object();
     doc["traceEvents"] = std::move(events_);
@@ -109,8 +96,21 @@ class Exporter {
     return doc;
   }
 
+  Status before_action(const TraceItem& item, const World&) override {
+    open_action(item);
+    return {};
+  }
+  Status on_unsimulated_action(const TraceItem& item) override {
+    open_action(item);
+    return {};
+  }
+  Result<bool> after_action(const TraceItem& item, World& world, const Status& ran) override {
+    return simulate(item, world, ran);
+  }
+  Status on_event(const TraceItem& item) override { return on_event_line(item); }
+
  private:
-  void on_action(const TraceItem& item) {
+  void open_action(const TraceItem& item) {
     close_action();
     action_start_ = clock_;
     cursor_ = clock_;
@@ -124,7 +124,6 @@ class Exporter {
     args["line"] = item.line;
     action_slice_ = events_.size();
     events_.push_back(slice(std::move(name), kChromeHostPid, kChromeHostTid, clock_, 1, args));
-    simulate(item);
   }
 
   // The host slice ends where the action's last event ends.
@@ -136,19 +135,15 @@ class Exporter {
     action_slice_.reset();
   }
 
-  // Runs the action in the model and keeps the steps of every graph it
-  // records. A refusal stops the simulation, not the export.
-  void simulate(const TraceItem& item) {
-    if (!simulated_) return;
-    Status s = begun_ ? Status{} : world_->begin(program_);
-    begun_ = true;
-    if (s) s = world_->run_action(item.action_index, item.action);
-    if (!s) {
+  // Keeps the steps of every graph the action recorded in the model. A
+  // refusal stops the simulation, not the export.
+  bool simulate(const TraceItem& item, World& world, const Status& ran) {
+    if (!ran) {
       simulated_ = false;
-      sim_note_ = fmt::format("the model refused line {}: {}", item.line, s.error().message);
-      return;
+      sim_note_ = fmt::format("the model refused line {}: {}", item.line, ran.error().message);
+      return false;
     }
-    const std::vector<Event>& events = world_->events();
+    const std::vector<Event>& events = world.events();
     std::vector<GraphKey> recorded;
     for (; seen_ < events.size(); ++seen_) {
       const Event& e = events[seen_];
@@ -159,7 +154,7 @@ class Exporter {
     }
     // Only graphs of the manager alive now: a shutdown later in the action
     // took the earlier ones with it.
-    const TreeManager* m = world_->manager();
+    const TreeManager* m = world.manager();
     for (const GraphKey& key : recorded) {
       if (m == nullptr || key.first != model_gen_ || key.second < 0) continue;
       Result<const StepProgram*> program = m->graph_program(static_cast<GraphId>(key.second));
@@ -175,9 +170,10 @@ class Exporter {
       }
       model_steps_[key] = std::move(labels);
     }
+    return true;
   }
 
-  Status on_event(const TraceItem& item) {
+  Status on_event_line(const TraceItem& item) {
     const Event& e = item.event;
     Result<Json> fields = event_fields_to_json(e);
     if (!fields) {
@@ -313,9 +309,6 @@ class Exporter {
   std::map<std::string, Recording> records_;       // by "generation:graph" or "plain:function"
   std::map<std::uint64_t, std::uint64_t> arrows_;  // per generation
 
-  Program program_;
-  std::unique_ptr<World> world_;
-  bool begun_ = false;
   bool simulated_ = true;
   std::string sim_note_;
   std::size_t seen_ = 0;

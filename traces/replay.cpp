@@ -7,6 +7,7 @@
 
 #include "sim/world.hpp"
 #include "traces/event_schema.hpp"
+#include "traces/trace_simulation.hpp"
 
 namespace capsim {
 
@@ -107,7 +108,7 @@ class RecordedChecks {
   std::string last_read_backward_;
 };
 
-class Replayer {
+class Replayer : public TraceVisitor {
  public:
   Replayer(TraceReader& reader, const ReplayOptions& options)
       : reader_(reader), options_(options) {}
@@ -116,22 +117,8 @@ class Replayer {
     report_.file = reader_.name();
     report_.header = reader_.header();
     WorldOptions wo;
-    wo.config = reader_.header().config;
-    wo.seed = reader_.header().seed;
     wo.verify_replays = true;
-    world_ = std::make_unique<World>(wo);
-    for (;;) {
-      CAPSIM_TRY_ASSIGN(std::optional<TraceItem> item, reader_.next());
-      if (!item) break;
-      switch (item->type) {
-        case TraceLineType::kHeader: break;  // the reader refuses a second header
-        case TraceLineType::kFunction:
-          program_.functions.push_back(std::move(item->function));
-          break;
-        case TraceLineType::kAction: CAPSIM_TRY(on_action(*item)); break;
-        case TraceLineType::kEvent: on_event(*item); break;
-      }
-    }
+    CAPSIM_TRY(walk_trace(reader_, wo, *this));
     report_.lines = reader_.lines_read();
     report_.warnings = reader_.warnings();
     // A cut trace ends wherever the recorder was killed: the last action's
@@ -140,66 +127,65 @@ class Replayer {
     return std::move(report_);
   }
 
- private:
-  Status on_action(const TraceItem& item) {
-    if (!begun_) {
-      Status s = world_->begin(program_);
-      if (!s) return bad_line(item.line, s.error().message);
-      begun_ = true;
-    }
+  Status before_action(const TraceItem& item, const World& world) override {
     unmatched_predictions(item.line);
     ++report_.actions;
-    const Counters before = world_->counters();
-    Status s = world_->run_action(item.action_index, item.action);
-    if (!s) return bad_line(item.line, s.error().message);
+    before_ = world.counters();
+    return {};
+  }
+
+  Result<bool> after_action(const TraceItem& item, World& world, const Status& ran) override {
+    if (!ran) return bad_line(item.line, ran.error().message);
     // Taken, not copied: the World keeps no history, so memory stays flat
     // however long the trace is.
-    for (Event& e : world_->take_events()) {
+    for (Event& e : world.take_events()) {
       if (reader_.header().observed(e.kind)) predicted_.push_back(std::move(e));
     }
-    const Counters& after = world_->counters();
-    if (after.replay_mismatches > before.replay_mismatches) {
+    const Counters& after = world.counters();
+    if (after.replay_mismatches > before_.replay_mismatches) {
       violate(item.line, "replay_equals_eager",
               fmt::format("action {}: a replay's outputs differ from eager execution on the same "
                           "inputs",
                           item.action_index));
     }
-    if (after.ca_mismatches > before.ca_mismatches) {
+    if (after.ca_mismatches > before_.ca_mismatches) {
       violate(item.line, "compiled_backward_equals_eager",
               fmt::format("action {}: {} compiled-autograd backwards gave grads that differ from "
                           "an eager backward of the same forward",
-                          item.action_index, after.ca_mismatches - before.ca_mismatches));
+                          item.action_index, after.ca_mismatches - before_.ca_mismatches));
     }
-    if (after.static_violations > before.static_violations) {
+    if (after.static_violations > before_.static_violations) {
       violate(item.line, "static_inputs_alive",
               fmt::format("action {}: a replay read a static input whose storage was freed or "
                           "moved since the recording",
                           item.action_index));
     }
-    return {};
+    return true;
   }
 
-  void on_event(const TraceItem& item) {
+  Status on_event(const TraceItem& item) override {
     ++report_.events_recorded;
     std::vector<Violation> found;
     recorded_checks_.observe(item, found);
     for (Violation& v : found) violate(v.line, v.invariant, v.message);
-    if (report_.divergence) return;
+    if (report_.divergence) return {};
     if (predicted_.empty()) {
       diverge(item.line, "", item.text, "");
-      return;
+      return {};
     }
     const Event p = std::move(predicted_.front());
     predicted_.pop_front();
     if (std::optional<std::string> field = first_difference(p, item.event)) {
       diverge(item.line, *field, item.text, predicted_text(p, item.line));
-      return;
+      return {};
     }
     ++report_.events_matched;
     context_.push_back(fmt::format("{}: {}", item.line, item.text));
     if (context_.size() > options_.context) context_.pop_front();
+    return {};
   }
 
+ private:
   // Events the model predicted that the trace does not have before `line`.
   void unmatched_predictions(std::size_t line) {
     if (predicted_.empty()) return;
@@ -235,9 +221,7 @@ class Replayer {
   TraceReader& reader_;
   ReplayOptions options_;
   ReplayReport report_;
-  Program program_;
-  std::unique_ptr<World> world_;
-  bool begun_ = false;
+  Counters before_;
   std::deque<Event> predicted_;
   std::deque<std::string> context_;
   RecordedChecks recorded_checks_;
@@ -283,8 +267,8 @@ std::string report_summary(const ReplayReport& r) {
   }
   if (!r.violations.empty()) {
     const Violation& v = r.violations.front();
-    return fmt::format("{}:{}: invariant {} violated: {} ({} in all)", r.file, v.line,
-                       v.invariant, v.message, violations_count(r.violations.size()));
+    return fmt::format("{}:{}: invariant {} violated: {} ({} in all)", r.file, v.line, v.invariant,
+                       v.message, violations_count(r.violations.size()));
   }
   return fmt::format("{}: ok, {} actions, {} events match the model", r.file, r.actions,
                      r.events_matched);

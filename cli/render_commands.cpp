@@ -1,0 +1,155 @@
+#include "cli/render_commands.hpp"
+
+#include <fmt/format.h>
+
+#include <cstdio>
+
+#include "cli/trace_commands.hpp"
+#include "render/dot_writer.hpp"
+#include "render/fold.hpp"
+#include "render/graph_diff.hpp"
+#include "render/graphviz_output.hpp"
+#include "render/trace_graphs.hpp"
+
+namespace capsim::cli {
+
+namespace {
+
+// "TRACE" or "TRACE#KIND[:ID]".
+struct Operand {
+  std::string file;
+  std::optional<GraphSpec> spec;
+};
+
+Result<Operand> parse_operand(const std::string& text, const std::string& flag_graph) {
+  Operand op;
+  const std::size_t hash = text.rfind('#');
+  std::string graph = flag_graph;
+  if (hash != std::string::npos) {
+    op.file = text.substr(0, hash);
+    graph = text.substr(hash + 1);
+  } else {
+    op.file = text;
+  }
+  if (!graph.empty()) {
+    CAPSIM_TRY_ASSIGN(op.spec, parse_graph_spec(graph));
+  }
+  return op;
+}
+
+std::optional<std::size_t> pool_line(const std::optional<GraphSpec>& spec) {
+  if (!spec || spec->kind != "pool" || spec->id.empty()) return std::nullopt;
+  return static_cast<std::size_t>(std::stoull(spec->id));
+}
+
+// Writes or prints the drawing; 0, 1 (Graphviz failed) or 2 (bad output).
+int emit(const DrawGraph& drawing, const DrawOptions& options, const std::string& summary) {
+  if (!options.output.empty()) {
+    // Checked before any work is written: an unknown extension is bad usage.
+    Result<OutputFormat> format = output_format_of(options.output);
+    if (!format) return fail(format.error().message);
+  }
+  DrawGraph fitted = drawing;
+  if (options.changes_only) fitted = changes_only(drawing);
+  std::string folded;
+  const bool laid_out = !options.output.empty() && !options.output.ends_with(".dot");
+  if (laid_out) fitted = fit_for_layout(fitted, options.max_nodes, &folded);
+  const std::string dot = to_dot(fitted);
+  if (options.output.empty()) {
+    std::fwrite(dot.data(), 1, dot.size(), stdout);
+    if (!summary.empty()) std::fprintf(stderr, "%s\n", summary.c_str());
+    return 0;
+  }
+  if (!folded.empty()) std::fprintf(stderr, "capsim: note: %s\n", folded.c_str());
+  Result<std::vector<std::string>> written =
+      write_drawing(dot, options.output, LayoutOptions{options.timeout_s});
+  if (!written) {
+    const std::string& m = written.error().message;
+    // The layout failing is not the user's input; a path we cannot write is.
+    if (m.find("graphviz") != std::string::npos) {
+      std::fprintf(stderr, "capsim: error: %s\n", m.c_str());
+      return 1;
+    }
+    return fail(m);
+  }
+  std::string files;
+  for (const std::string& f : *written) files += (files.empty() ? "" : " and ") + f;
+  fmt::print("wrote {}: {} nodes, {} edges{}\n", files, fitted.nodes.size(), fitted.edges.size(),
+             summary.empty() ? "" : "; " + summary);
+  return 0;
+}
+
+}  // namespace
+
+int render_command(const std::string& trace, bool list, const DrawOptions& options) {
+  Result<Operand> op = parse_operand(trace, options.graph);
+  if (!op) return fail(op.error().message);
+  Result<TraceGraphs> graphs = collect_trace_graphs(op->file, pool_line(op->spec));
+  if (!graphs) return fail(graphs.error().message);
+  if (list) {
+    for (const std::string& name : graphs->names()) fmt::print("{}\n", name);
+    return 0;
+  }
+  const GraphSpec spec = op->spec ? *op->spec : default_graph(*graphs);
+  Result<DrawGraph> drawing = pick_graph(*graphs, spec);
+  if (!drawing) return fail(drawing.error().message);
+  return emit(*drawing, options, "");
+}
+
+int diff_command(const std::string& a, const std::string& b, bool predicted,
+                 const DrawOptions& options) {
+  DrawGraph left, right;
+  if (predicted) {
+    if (!b.empty()) return fail("diff --predicted takes one trace");
+    Result<Operand> op = parse_operand(a, options.graph);
+    if (!op) return fail(op.error().message);
+    if (op->spec && op->spec->kind != "tree") {
+      return fail(fmt::format(
+          "diff --predicted: --graph {}: a trace records only its events, so only the tree can "
+          "be held against the prediction",
+          op->spec->text()));
+    }
+    Result<TraceGraphs> graphs = collect_trace_graphs(op->file);
+    if (!graphs) return fail(graphs.error().message);
+    left = *pick_graph(*graphs, {"tree", ""});
+    right = *pick_graph(*graphs, {"tree", "predicted"});
+  } else {
+    if (b.empty()) return fail("diff: give two operands, A and B (or --predicted TRACE)");
+    Result<Operand> oa = parse_operand(a, options.graph);
+    if (!oa) return fail(oa.error().message);
+    Result<Operand> ob = parse_operand(b, options.graph);
+    if (!ob) return fail(ob.error().message);
+    Result<TraceGraphs> ga = collect_trace_graphs(oa->file, pool_line(oa->spec));
+    if (!ga) return fail(ga.error().message);
+    const GraphSpec sa = oa->spec ? *oa->spec : default_graph(*ga);
+    Result<DrawGraph> da = pick_graph(*ga, sa);
+    if (!da) return fail(da.error().message);
+    Result<TraceGraphs> gb = ob->file == oa->file && pool_line(ob->spec) == pool_line(oa->spec)
+                                 ? std::move(ga)
+                                 : collect_trace_graphs(ob->file, pool_line(ob->spec));
+    if (!gb) return fail(gb.error().message);
+    const GraphSpec sb = ob->spec ? *ob->spec : sa;
+    Result<DrawGraph> db = pick_graph(*gb, sb);
+    if (!db) return fail(db.error().message);
+    left = std::move(*da);
+    right = std::move(*db);
+  }
+  const GraphDiff diff = diff_graphs(left, right);
+  const int drawn = emit(merge_diff(left, right, diff), options, diff_summary(diff.counts));
+  if (drawn != 0) return drawn;
+  return diff.counts.identical() ? 0 : 1;
+}
+
+int divergence_dot(const std::string& trace, const std::string& output) {
+  Result<TraceGraphs> graphs = collect_trace_graphs(trace);
+  if (!graphs) return fail(graphs.error().message);
+  const DrawGraph recorded = *pick_graph(*graphs, {"tree", ""});
+  const DrawGraph predicted = *pick_graph(*graphs, {"tree", "predicted"});
+  const GraphDiff diff = diff_graphs(recorded, predicted);
+  DrawOptions options;
+  options.output = output;
+  return emit(merge_diff(recorded, predicted, diff), options,
+              "recorded tree against capsim's prediction: " + diff_summary(diff.counts));
+}
+
+}  // namespace capsim::cli

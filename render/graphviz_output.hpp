@@ -1,0 +1,64 @@
+// Writing a drawing to disk: DOT always, SVG or PNG through libgvc.
+//
+// Graphviz runs in-process (libgvc and cgraph, no `dot` subprocess), but in a
+// forked child: a layout can take minutes on an unlucky graph and `dot` is
+// known to segfault on some (anchors §4.4), so the child gets an alarm of
+// `timeout_s` seconds from the kernel (no clock is read here) and a crash or
+// a timeout is an error value in the parent, never the end of capsim. Every
+// file is written to FILE.tmp and renamed, so a failed or interrupted render
+// leaves nothing partial behind. Beside an SVG or PNG the DOT it came from is
+// kept (FILE.dot), as the anchors advise: the text can be diffed and laid out
+// again by hand.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "model/result.hpp"
+
+namespace capsim {
+
+// X(enumerator, extension)
+#define CAPSIM_OUTPUT_FORMATS(X) \
+  X(kDot, "dot")                 \
+  X(kSvg, "svg")                 \
+  X(kPng, "png")
+
+enum class OutputFormat : std::uint8_t {
+#define CAPSIM_ENUM_(e, name) e,
+  CAPSIM_OUTPUT_FORMATS(CAPSIM_ENUM_)
+#undef CAPSIM_ENUM_
+};
+std::string_view output_format_name(OutputFormat format);
+// From FILE's extension; the error names the file and the formats known.
+Result<OutputFormat> output_format_of(std::string_view path);
+
+struct LayoutOptions {
+  std::uint32_t timeout_s = 60;
+};
+inline constexpr std::uint32_t kMaxLayoutTimeout = 3600;
+
+// Writes `dot` to `path` in the format its extension names (and, for SVG and
+// PNG, the DOT beside it). Returns the paths written, in order.
+Result<std::vector<std::string>> write_drawing(const std::string& dot, const std::string& path,
+                                               const LayoutOptions& options);
+
+// Lays `dot` out and renders it in memory, in a child as above (tests, bench).
+Result<std::string> render_in_memory(const std::string& dot, OutputFormat format,
+                                     const LayoutOptions& options);
+
+// What cgraph reads back from DOT text: node and edge counts, by the value of
+// their `class` attribute ("" when absent).
+struct DotCounts {
+  std::size_t nodes = 0;
+  std::size_t edges = 0;
+  std::map<std::string, std::size_t> node_classes;
+  std::map<std::string, std::size_t> edge_classes;
+};
+Result<DotCounts> parse_dot(const std::string& dot);
+
+}  // namespace capsim

@@ -1,0 +1,63 @@
+// Every graph of a trace, by name: what `capsim render` and `capsim diff`
+// choose from.
+//
+// A trace is read and re-simulated (with its recorded config and seed) once;
+// on the way the collector keeps
+//   - `tree`: the cudagraph tree drawn from the trace's own events, and
+//     `tree:predicted`, drawn from the events the model predicts (only the
+//     kinds the producer observes), so the two diff;
+//   - `program:G` (`program:T.G` in the T-th tree after a shutdown): each
+//     recording's StepProgram, drawn right after the action that recorded it,
+//     with its pointers resolved against that moment's inputs and pool;
+//   - `autograd:B` and `fx:B`: the autograd graph of the B-th compiled-
+//     autograd backward of the trace (counted across its capture actions) and
+//     the graph it captured (a cache hit captures none);
+//   - `pool` or `pool:LINE`: the cudagraph pool's layout after the last action
+//     on or before trace line LINE (the end of the trace when LINE is left
+//     out or past the end).
+// The graphs that exist in a recording but not in the model (a PyTorch trace
+// carries no StepProgram) come from the model's re-simulation: render and
+// diff say what they drew from.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "render/draw_graph.hpp"
+#include "sim/events.hpp"
+
+namespace capsim {
+
+// "KIND" or "KIND:ID", as --graph takes it.
+struct GraphSpec {
+  std::string kind;
+  std::string id;
+  std::string text() const { return id.empty() ? kind : kind + ":" + id; }
+};
+// The error names the flag's value and the kinds known.
+Result<GraphSpec> parse_graph_spec(std::string_view text);
+
+struct TraceGraphs {
+  std::string file;
+  std::vector<Event> recorded;
+  std::vector<Event> predicted;
+  std::map<std::string, DrawGraph> graphs;  // "program:0", "fx:1", "pool:40", ...
+  // The names one can pass to --graph, sorted ("tree" and "tree:predicted" first).
+  std::vector<std::string> names() const;
+};
+
+// Reads and re-simulates `path`. `pool_at` asks for the pool's layout at a
+// line (see above; 0: the end). Bad input is an Error naming file:line.
+Result<TraceGraphs> collect_trace_graphs(const std::string& path,
+                                         std::optional<std::size_t> pool_at = std::nullopt);
+
+// The drawing `spec` names; the error lists what the trace has.
+Result<DrawGraph> pick_graph(const TraceGraphs& graphs, const GraphSpec& spec);
+
+// The kind drawn when --graph is left out: the tree when the run has
+// cudagraph events, else the first captured FX graph, else the tree.
+GraphSpec default_graph(const TraceGraphs& graphs);
+
+}  // namespace capsim

@@ -1,0 +1,329 @@
+#include "render/tree_drawing.hpp"
+
+#include <fmt/format.h>
+
+#include <map>
+#include <optional>
+#include <vector>
+
+#include "render/state_colours.hpp"
+
+namespace capsim {
+
+namespace {
+
+std::string field(const Event& e, std::string_view key, std::string_view fallback = "?") {
+  return std::string(e.field(key).value_or(fallback));
+}
+
+// Event fields were checked by the trace reader or written by the model; a
+// value that is still not a number draws as 0 rather than failing a picture.
+std::uint64_t as_number(std::string_view text) {
+  std::uint64_t v = 0;
+  for (char c : text) {
+    if (c < '0' || c > '9') return v;
+    v = v * 10 + static_cast<std::uint64_t>(c - '0');
+  }
+  return v;
+}
+
+void set_row(DrawNode& n, std::string_view key, std::string value) {
+  for (DrawAttr& a : n.attrs) {
+    if (a.key == key) {
+      a.value = std::move(value);
+      return;
+    }
+  }
+  n.attrs.push_back({std::string(key), std::move(value), std::nullopt, false});
+}
+
+class TreeBuilder {
+ public:
+  explicit TreeBuilder(std::string name) {
+    g_.name = std::move(name);
+    g_.kind = "tree";
+  }
+
+  void on(const Event& e) {
+    switch (e.kind) {
+      case EventKind::kWarmup: warmup(e); break;
+      case EventKind::kRecord: record(e); break;
+      case EventKind::kReplay: replay(e); break;
+      case EventKind::kCopyIn: copy_in(e); break;
+      case EventKind::kCheckpoint: checkpoint(e); break;
+      case EventKind::kPathEnd: path_.clear(); break;
+      case EventKind::kShutdown: shutdown(); break;
+      case EventKind::kError: error(e); break;
+      case EventKind::kEager: ++eager_; break;
+      case EventKind::kCaCacheHit:
+      case EventKind::kCaCacheMiss:
+      case EventKind::kCaCapture:
+      case EventKind::kCaRun:
+      case EventKind::kMetadataRead: backward(e); break;
+      default: break;
+    }
+  }
+
+  DrawGraph finish() {
+    for (auto& [index, st] : state_) {
+      DrawNode& n = g_.nodes[index];
+      std::string_view fill = state_fill::kTrusted;
+      std::string state = "recorded";
+      if (st.warmup) {
+        fill = state_fill::kInert;
+        state = "warmup";
+      } else if (st.replays > 0) {
+        fill = state_fill::kInUse;
+        state = fmt::format("replayed x{}", st.replays);
+      }
+      if (st.rerecord) {
+        fill = state_fill::kMoved;
+        state = "re-recorded, " + state;
+      }
+      if (st.errors > 0) {
+        fill = state_fill::kError;
+        state += fmt::format(", {} errors", st.errors);
+      }
+      n.fill = std::string(fill);
+      set_row(n, "state", state);
+      if (st.copied_bytes > 0) set_row(n, "copied in", fmt::format("{} bytes", st.copied_bytes));
+    }
+    if (eager_ > 0) g_.notes.push_back(fmt::format("{} calls fell back to eager", eager_));
+    return std::move(g_);
+  }
+
+ private:
+  struct NodeState {
+    bool warmup = false;
+    bool rerecord = false;
+    std::uint64_t replays = 0;
+    std::uint64_t copied_bytes = 0;
+    std::uint64_t errors = 0;
+    std::uint32_t depth = 0;
+  };
+
+  std::string prefix() const { return tree_ == 0 ? "" : fmt::format("t{}.", tree_); }
+
+  std::uint32_t root() {
+    const std::string id = fmt::format("t{}", tree_);
+    if (std::optional<std::uint32_t> r = g_.find(id)) return *r;
+    DrawNode n;
+    n.id = id;
+    n.kind = "tree";
+    n.target = "tree";
+    n.title = fmt::format("cudagraph tree {}", tree_);
+    n.fill = std::string(state_fill::kPlain);
+    return g_.add_node(std::move(n));
+  }
+
+  // The node at `depth - 1` of the current path, or the tree's root.
+  std::uint32_t parent_at(std::uint32_t depth) {
+    if (depth > 0 && path_.size() >= depth) return path_[depth - 1];
+    return root();
+  }
+
+  void enter(std::uint32_t index, std::uint32_t depth) {
+    if (path_.size() > depth) path_.resize(depth);
+    while (path_.size() < depth) path_.push_back(root());  // a path the trace did not show
+    path_.push_back(index);
+  }
+
+  std::uint32_t node_for(const std::string& id) {
+    if (std::optional<std::uint32_t> i = g_.find(id)) return *i;
+    return add(id, "graph", "?", id);
+  }
+
+  std::uint32_t add(const std::string& id, std::string kind, std::string target,
+                    std::string title) {
+    DrawNode n;
+    n.id = id;
+    n.kind = std::move(kind);
+    n.target = std::move(target);
+    n.title = std::move(title);
+    const std::uint32_t index = g_.add_node(std::move(n));
+    state_[index];
+    return index;
+  }
+
+  void warmup(const Event& e) {
+    const std::string node = field(e, "node");
+    const std::string id = prefix() + "w" + (node.starts_with('-') ? node.substr(1) : node);
+    const auto depth = static_cast<std::uint32_t>(as_number(field(e, "depth", "0")));
+    if (g_.find(id)) return;  // a trace that repeats a node id: draw it once
+    const std::uint32_t parent = parent_at(depth);
+    const std::uint32_t index =
+        add(id, "warmup", field(e, "function"), fmt::format("warmup node {}", node));
+    DrawNode& n = g_.nodes[index];
+    set_row(n, "function", fmt::format("{} (fid {})", field(e, "function"), field(e, "fid")));
+    set_row(n, "depth", std::to_string(depth));
+    state_[index].warmup = true;
+    state_[index].depth = depth;
+    g_.add_edge(parent, index);
+    enter(index, depth);
+  }
+
+  void record(const Event& e) {
+    if (e.field("api")) {
+      plain(e);
+      return;
+    }
+    const std::string graph = field(e, "graph");
+    const std::string id = prefix() + "g" + graph;
+    if (g_.find(id)) return;
+    const std::string parent_field = field(e, "parent", "null");
+    std::uint32_t parent = root();
+    std::uint32_t depth = 0;
+    if (parent_field != "null" && parent_field != "None" && !parent_field.empty()) {
+      parent = node_for(prefix() + "g" + parent_field);
+      depth = state_[parent].depth + 1;
+    }
+    const std::uint32_t index =
+        add(id, "graph", field(e, "function"), fmt::format("graph {}", graph));
+    DrawNode& n = g_.nodes[index];
+    set_row(n, "function", fmt::format("{} (fid {})", field(e, "function"), field(e, "fid")));
+    const std::string reason = field(e, "reason", "no_child");
+    set_row(n, "recorded", fmt::format("action {}", e.action));
+    set_row(n, "reason", reason);
+    if (e.field("input")) {
+      set_row(n, "moved",
+              fmt::format("input {}: {} -> {}", field(e, "input"), field(e, "old_ptr"),
+                          field(e, "new_ptr")));
+    }
+    set_row(n, "static", field(e, "static", "[]"));
+    set_row(n, "non_static", field(e, "non_static", "[]"));
+    if (field(e, "managed", "[]") != "[]") set_row(n, "managed", field(e, "managed"));
+    set_row(n, "steps", field(e, "steps"));
+    NodeState& st = state_[index];
+    st.depth = depth;
+    st.rerecord = reason != "no_child";
+    g_.add_edge(parent, index, st.rerecord ? "re-record" : "");
+    enter(index, depth);
+  }
+
+  void plain(const Event& e) {
+    const std::string id = fmt::format("plain.{}", field(e, "function"));
+    if (g_.find(id)) return;
+    const std::uint32_t index = add(id, "plain", field(e, "function"),
+                                    fmt::format("torch.cuda.graph {}", field(e, "function")));
+    set_row(g_.nodes[index], "steps", field(e, "steps"));
+  }
+
+  void replay(const Event& e) {
+    if (e.field("api")) {
+      if (auto i = g_.find(fmt::format("plain.{}", field(e, "function")))) ++state_[*i].replays;
+      return;
+    }
+    const std::uint32_t index = node_for(prefix() + "g" + field(e, "graph"));
+    ++state_[index].replays;
+    enter(index, state_[index].depth);
+  }
+
+  void copy_in(const Event& e) {
+    if (!e.field("graph")) return;
+    const std::uint32_t index = node_for(prefix() + "g" + field(e, "graph"));
+    state_[index].copied_bytes += as_number(field(e, "bytes", "0"));
+  }
+
+  void checkpoint(const Event& e) {
+    const std::string node = field(e, "node");
+    const std::string target_id =
+        prefix() + (node.starts_with('-') ? "w" + node.substr(1) : "g" + node);
+    const std::uint32_t target = node_for(target_id);
+    DrawNode n;
+    n.id = fmt::format("{}checkpoint{}", prefix(), field(e, "count"));
+    if (g_.find(n.id)) return;
+    n.kind = "checkpoint";
+    n.target = "checkpoint";
+    n.title = fmt::format("checkpoint #{}", field(e, "count"));
+    n.fill = std::string(state_fill::kCheckpoint);
+    n.attrs.push_back({"at", fmt::format("action {}", e.action), std::nullopt, false});
+    n.attrs.push_back({"live storages", field(e, "live"), std::nullopt, false});
+    n.attrs.push_back(
+        {"pool blocks",
+         fmt::format("{} -> {}", field(e, "pool_blocks_before"), field(e, "pool_blocks_after")),
+         std::nullopt, false});
+    const std::uint32_t index = g_.add_node(std::move(n));
+    g_.add_edge(target, index, "restored to", /*dotted=*/true);
+  }
+
+  void shutdown() {
+    ++tree_;
+    path_.clear();
+  }
+
+  void error(const Event& e) {
+    if (!e.field("graph")) return;
+    const std::uint32_t index = node_for(prefix() + "g" + field(e, "graph"));
+    ++state_[index].errors;
+    set_row(g_.nodes[index], "error",
+            fmt::format("{} ({})", field(e, "id"), field(e, "where", "")));
+  }
+
+  void backward(const Event& e) {
+    // Backwards count from 0 in each capture action, so the action is part
+    // of the id.
+    const std::string b = field(e, "backward");
+    const std::string id = fmt::format("ca.a{}.b{}", e.action, b);
+    std::optional<std::uint32_t> index = g_.find(id);
+    if (!index) {
+      index = g_.add_node({id,
+                           "backward",
+                           "backward",
+                           fmt::format("compiled autograd backward {} (action {})", b, e.action),
+                           {},
+                           std::string(state_fill::kPlain),
+                           DiffClass::kNone,
+                           {},
+                           false});
+      if (last_backward_) g_.add_edge(*last_backward_, *index, "next");
+      last_backward_ = index;
+    }
+    DrawNode& n = g_.nodes[*index];
+    switch (e.kind) {
+      case EventKind::kCaCacheHit:
+        n.target = "cache_hit";
+        n.fill = std::string(state_fill::kInUse);
+        set_row(n, "cache", "hit");
+        set_row(n, "node calls", field(e, "node_calls"));
+        break;
+      case EventKind::kCaCacheMiss:
+        n.target = "cache_miss";
+        n.fill = std::string(state_fill::kTrusted);
+        set_row(n, "cache",
+                fmt::format("miss: {} ({})", field(e, "reason"), field(e, "autograd_node", "")));
+        set_row(n, "node calls", field(e, "node_calls"));
+        break;
+      case EventKind::kMetadataRead: {
+        ++metadata_reads_[*index];
+        set_row(n, "metadata reads", std::to_string(metadata_reads_[*index]));
+        n.fill = std::string(state_fill::kError);
+        break;
+      }
+      case EventKind::kCaCapture:
+        set_row(n, "captured",
+                fmt::format("{} nodes, {} mode", field(e, "graph_nodes"), field(e, "mode")));
+        set_row(n, "graph digest", field(e, "graph_digest"));
+        break;
+      case EventKind::kCaRun: set_row(n, "grads digest", field(e, "digest")); break;
+      default: break;
+    }
+  }
+
+  DrawGraph g_;
+  std::map<std::uint32_t, NodeState> state_;
+  std::map<std::uint32_t, std::uint64_t> metadata_reads_;
+  std::vector<std::uint32_t> path_;
+  std::uint32_t tree_ = 0;
+  std::uint64_t eager_ = 0;
+  std::optional<std::uint32_t> last_backward_;
+};
+
+}  // namespace
+
+DrawGraph draw_tree(std::span<const Event> events, std::string name) {
+  TreeBuilder builder(std::move(name));
+  for (const Event& e : events) builder.on(e);
+  return builder.finish();
+}
+
+}  // namespace capsim
