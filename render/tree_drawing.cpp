@@ -52,7 +52,7 @@ class TreeBuilder {
       case EventKind::kCopyIn: copy_in(e); break;
       case EventKind::kCheckpoint: checkpoint(e); break;
       case EventKind::kPathEnd: path_.clear(); break;
-      case EventKind::kShutdown: shutdown(); break;
+      case EventKind::kShutdown: shutdown(e); break;
       case EventKind::kError: error(e); break;
       case EventKind::kEager: ++eager_; break;
       case EventKind::kCaCacheHit:
@@ -246,7 +246,13 @@ class TreeBuilder {
     g_.add_edge(target, index, "restored to", /*dotted=*/true);
   }
 
-  void shutdown() {
+  // The manager was dropped: its graphs are gone, and a later compiled call
+  // starts tree t+1 (graph ids restart at 0).
+  void shutdown(const Event& e) {
+    std::string note = fmt::format("cudagraph tree {} shut down by action {}", tree_, e.action);
+    if (e.field("reason")) note += fmt::format(" ({})", field(e, "reason"));
+    if (e.field("graphs")) note += fmt::format(", holding {} graphs", field(e, "graphs"));
+    g_.notes.push_back(std::move(note));
     ++tree_;
     path_.clear();
   }
