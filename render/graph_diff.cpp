@@ -107,49 +107,154 @@ std::string_view match_pass_name(MatchPass pass) {
   return "?";
 }
 
-GraphDiff diff_graphs(const DrawGraph& a, const DrawGraph& b, DiffFault fault) {
+namespace {
+
+// Which node of `b` each node of `a` is paired with, and by which pass.
+struct NodePairing {
+  std::vector<std::optional<std::uint32_t>> a_to_b, b_to_a;
+  std::vector<MatchPass> pass_of_b;
+};
+
+NodePairing pair_nodes(const DrawGraph& a, const DrawGraph& b, DiffFault fault) {
   const bool last = fault == DiffFault::kLastCandidate;
   const std::size_t na = a.nodes.size();
   const std::size_t nb = b.nodes.size();
-  std::vector<std::optional<std::uint32_t>> a_to_b(na), b_to_a(nb);
-  std::vector<MatchPass> pass_of_b(nb, MatchPass::kUnmatched);
-
+  NodePairing p{std::vector<std::optional<std::uint32_t>>(na),
+                std::vector<std::optional<std::uint32_t>>(nb),
+                std::vector<MatchPass>(nb, MatchPass::kUnmatched)};
   // 1. Stable ids.
   for (std::uint32_t j = 0; j < nb; ++j) {
     if (std::optional<std::uint32_t> i = a.find(b.nodes[j].id)) {
-      a_to_b[*i] = j;
-      b_to_a[j] = *i;
-      pass_of_b[j] = MatchPass::kById;
+      p.a_to_b[*i] = j;
+      p.b_to_a[j] = *i;
+      p.pass_of_b[j] = MatchPass::kById;
     }
   }
   // 2. Structure.
   const std::vector<std::uint64_t> ha = structural_hashes(a);
   const std::vector<std::uint64_t> hb = structural_hashes(b);
   match_by_key<std::uint64_t>(
-      na, nb, a_to_b, b_to_a, pass_of_b, MatchPass::kByHash, [&](std::uint32_t i) { return ha[i]; },
-      [&](std::uint32_t j) { return hb[j]; }, last);
+      na, nb, p.a_to_b, p.b_to_a, p.pass_of_b, MatchPass::kByHash,
+      [&](std::uint32_t i) { return ha[i]; }, [&](std::uint32_t j) { return hb[j]; }, last);
   // 3. Kind and target.
   using KindKey = std::pair<std::string_view, std::string_view>;
   match_by_key<KindKey>(
-      na, nb, a_to_b, b_to_a, pass_of_b, MatchPass::kByKind,
+      na, nb, p.a_to_b, p.b_to_a, p.pass_of_b, MatchPass::kByKind,
       [&](std::uint32_t i) { return KindKey(a.nodes[i].kind, a.nodes[i].target); },
       [&](std::uint32_t j) { return KindKey(b.nodes[j].kind, b.nodes[j].target); }, last);
+  return p;
+}
 
+// The (source entry, label) pairs of a node's in-edges, sorted: what
+// "inputs" compares, in the diff's entry numbering shared by both graphs.
+std::vector<std::pair<std::uint32_t, std::string_view>> inputs_of(
+    const DrawGraph& g, const std::vector<std::uint32_t>& in,
+    const std::vector<std::uint32_t>& entry_of) {
+  std::vector<std::pair<std::uint32_t, std::string_view>> inputs;
+  for (std::uint32_t e : in) inputs.emplace_back(entry_of[g.edges[e].from], g.edges[e].label);
+  std::sort(inputs.begin(), inputs.end());
+  return inputs;
+}
+
+// What differs between the two nodes of a pair, sorted and unique.
+std::vector<std::string> changed_rows(const DrawNode& x, const DrawNode& y, bool inputs_differ) {
+  std::vector<std::string> changed;
+  if (x.kind != y.kind) changed.push_back("kind");
+  if (x.target != y.target) changed.push_back("target");
+  if (x.title != y.title) changed.push_back("title");
+  if (inputs_differ) changed.push_back("inputs");
+  const auto ax = attr_map(x);
+  const auto ay = attr_map(y);
+  for (const auto& [key, value] : ax) {
+    auto it = ay.find(key);
+    if (it == ay.end() || it->second != value) changed.emplace_back(key);
+  }
+  for (const auto& [key, value] : ay) {
+    if (!ax.contains(key)) changed.emplace_back(key);
+  }
+  std::sort(changed.begin(), changed.end());
+  changed.erase(std::unique(changed.begin(), changed.end()), changed.end());
+  return changed;
+}
+
+// Edges as a multiset of (source entry, target entry, label): b's edges in
+// order, same or added; then a's that found no partner, removed.
+std::vector<EdgeMatch> match_edges(const DrawGraph& a, const DrawGraph& b,
+                                   const std::vector<std::uint32_t>& entry_of_a,
+                                   const std::vector<std::uint32_t>& entry_of_b) {
+  using EdgeKey = std::tuple<std::uint32_t, std::uint32_t, std::string_view>;
+  std::map<EdgeKey, std::deque<std::uint32_t>> a_edges;
+  for (std::uint32_t e = 0; e < a.edges.size(); ++e) {
+    const DrawEdge& edge = a.edges[e];
+    a_edges[{entry_of_a[edge.from], entry_of_a[edge.to], edge.label}].push_back(e);
+  }
+  std::vector<EdgeMatch> matches;
+  std::vector<bool> a_edge_used(a.edges.size(), false);
+  for (std::uint32_t e = 0; e < b.edges.size(); ++e) {
+    const DrawEdge& edge = b.edges[e];
+    EdgeMatch m;
+    m.b = e;
+    m.cls = DiffClass::kAdded;
+    auto it = a_edges.find({entry_of_b[edge.from], entry_of_b[edge.to], edge.label});
+    if (it != a_edges.end() && !it->second.empty()) {
+      m.a = it->second.front();
+      a_edge_used[*m.a] = true;
+      it->second.pop_front();
+      m.cls = DiffClass::kSame;
+    }
+    matches.push_back(m);
+  }
+  for (std::uint32_t e = 0; e < a.edges.size(); ++e) {
+    if (!a_edge_used[e]) matches.push_back({e, std::nullopt, DiffClass::kRemoved});
+  }
+  return matches;
+}
+
+DiffCounts count_classes(const GraphDiff& diff) {
+  DiffCounts c;
+  for (const NodeMatch& m : diff.nodes) {
+    switch (m.cls) {
+      case DiffClass::kSame: ++c.same; break;
+      case DiffClass::kChanged: ++c.changed; break;
+      case DiffClass::kAdded: ++c.added; break;
+      case DiffClass::kRemoved: ++c.removed; break;
+      case DiffClass::kNone: CAPSIM_CHECK(false, "a diff classifies every node");
+    }
+  }
+  for (const EdgeMatch& m : diff.edges) {
+    switch (m.cls) {
+      case DiffClass::kSame: ++c.edges_same; break;
+      case DiffClass::kAdded: ++c.edges_added; break;
+      case DiffClass::kRemoved: ++c.edges_removed; break;
+      default: CAPSIM_CHECK(false, "an edge is same, added or removed");
+    }
+  }
+  return c;
+}
+
+}  // namespace
+
+GraphDiff diff_graphs(const DrawGraph& a, const DrawGraph& b, DiffFault fault) {
+  const std::size_t na = a.nodes.size();
+  const std::size_t nb = b.nodes.size();
+  const NodePairing pairing = pair_nodes(a, b, fault);
+
+  // One entry per pair (in b's order), then per removed node (in a's): the
+  // numbering under which inputs and edges of both graphs compare.
   GraphDiff diff;
-  // Entry index of each node: the key under which inputs and edges compare.
   std::vector<std::uint32_t> entry_of_a(na), entry_of_b(nb);
   for (std::uint32_t j = 0; j < nb; ++j) {
     NodeMatch m;
     m.b = j;
-    m.a = b_to_a[j];
-    m.pass = pass_of_b[j];
+    m.a = pairing.b_to_a[j];
+    m.pass = pairing.pass_of_b[j];
     m.cls = m.a ? DiffClass::kSame : DiffClass::kAdded;
     entry_of_b[j] = static_cast<std::uint32_t>(diff.nodes.size());
     if (m.a) entry_of_a[*m.a] = entry_of_b[j];
     diff.nodes.push_back(std::move(m));
   }
   for (std::uint32_t i = 0; i < na; ++i) {
-    if (a_to_b[i]) continue;
+    if (pairing.a_to_b[i]) continue;
     NodeMatch m;
     m.a = i;
     m.cls = DiffClass::kRemoved;
@@ -157,85 +262,18 @@ GraphDiff diff_graphs(const DrawGraph& a, const DrawGraph& b, DiffFault fault) {
     diff.nodes.push_back(std::move(m));
   }
 
-  // Changed rows of the matched pairs.
   const auto in_a = a.in_edges();
   const auto in_b = b.in_edges();
-  auto inputs_of = [](const DrawGraph& g, const std::vector<std::uint32_t>& in,
-                      const std::vector<std::uint32_t>& entry_of) {
-    std::vector<std::pair<std::uint32_t, std::string_view>> inputs;
-    for (std::uint32_t e : in) inputs.emplace_back(entry_of[g.edges[e].from], g.edges[e].label);
-    std::sort(inputs.begin(), inputs.end());
-    return inputs;
-  };
   for (NodeMatch& m : diff.nodes) {
     if (!m.a || !m.b) continue;
-    const DrawNode& x = a.nodes[*m.a];
-    const DrawNode& y = b.nodes[*m.b];
-    if (x.kind != y.kind) m.changed.push_back("kind");
-    if (x.target != y.target) m.changed.push_back("target");
-    if (x.title != y.title) m.changed.push_back("title");
-    if (fault != DiffFault::kIgnoreInputs &&
-        inputs_of(a, in_a[*m.a], entry_of_a) != inputs_of(b, in_b[*m.b], entry_of_b)) {
-      m.changed.push_back("inputs");
-    }
-    const auto ax = attr_map(x);
-    const auto ay = attr_map(y);
-    for (const auto& [key, value] : ax) {
-      auto it = ay.find(key);
-      if (it == ay.end() || it->second != value) m.changed.emplace_back(key);
-    }
-    for (const auto& [key, value] : ay) {
-      if (!ax.contains(key)) m.changed.emplace_back(key);
-    }
-    std::sort(m.changed.begin(), m.changed.end());
-    m.changed.erase(std::unique(m.changed.begin(), m.changed.end()), m.changed.end());
+    const bool inputs_differ =
+        fault != DiffFault::kIgnoreInputs &&
+        inputs_of(a, in_a[*m.a], entry_of_a) != inputs_of(b, in_b[*m.b], entry_of_b);
+    m.changed = changed_rows(a.nodes[*m.a], b.nodes[*m.b], inputs_differ);
     if (!m.changed.empty()) m.cls = DiffClass::kChanged;
   }
-
-  // Edges, as a multiset of (source entry, target entry, label).
-  using EdgeKey = std::tuple<std::uint32_t, std::uint32_t, std::string_view>;
-  std::map<EdgeKey, std::deque<std::uint32_t>> a_edges;
-  for (std::uint32_t e = 0; e < a.edges.size(); ++e) {
-    const DrawEdge& edge = a.edges[e];
-    a_edges[{entry_of_a[edge.from], entry_of_a[edge.to], edge.label}].push_back(e);
-  }
-  std::vector<bool> a_edge_used(a.edges.size(), false);
-  for (std::uint32_t e = 0; e < b.edges.size(); ++e) {
-    const DrawEdge& edge = b.edges[e];
-    EdgeMatch m;
-    m.b = e;
-    auto it = a_edges.find({entry_of_b[edge.from], entry_of_b[edge.to], edge.label});
-    if (it != a_edges.end() && !it->second.empty()) {
-      m.a = it->second.front();
-      a_edge_used[*m.a] = true;
-      it->second.pop_front();
-      m.cls = DiffClass::kSame;
-    } else {
-      m.cls = DiffClass::kAdded;
-    }
-    diff.edges.push_back(m);
-  }
-  for (std::uint32_t e = 0; e < a.edges.size(); ++e) {
-    if (!a_edge_used[e]) diff.edges.push_back({e, std::nullopt, DiffClass::kRemoved});
-  }
-
-  for (const NodeMatch& m : diff.nodes) {
-    switch (m.cls) {
-      case DiffClass::kSame: ++diff.counts.same; break;
-      case DiffClass::kChanged: ++diff.counts.changed; break;
-      case DiffClass::kAdded: ++diff.counts.added; break;
-      case DiffClass::kRemoved: ++diff.counts.removed; break;
-      case DiffClass::kNone: CAPSIM_CHECK(false, "a diff classifies every node");
-    }
-  }
-  for (const EdgeMatch& m : diff.edges) {
-    switch (m.cls) {
-      case DiffClass::kSame: ++diff.counts.edges_same; break;
-      case DiffClass::kAdded: ++diff.counts.edges_added; break;
-      case DiffClass::kRemoved: ++diff.counts.edges_removed; break;
-      default: CAPSIM_CHECK(false, "an edge is same, added or removed");
-    }
-  }
+  diff.edges = match_edges(a, b, entry_of_a, entry_of_b);
+  diff.counts = count_classes(diff);
   CAPSIM_CHECK(diff.counts.same + diff.counts.changed + diff.counts.added == nb);
   CAPSIM_CHECK(diff.counts.same + diff.counts.changed + diff.counts.removed == na);
   return diff;

@@ -37,6 +37,61 @@ void set_row(DrawNode& n, std::string_view key, std::string value) {
   n.attrs.push_back({std::string(key), std::move(value), std::nullopt, false});
 }
 
+// Compiled autograd's backwards, one box each, chained in run order: the
+// cache decision, metadata reads, the captured graph and the grads.
+class BackwardChain {
+ public:
+  void on(const Event& e, DrawGraph& g) {
+    // Backwards count from 0 in each capture action, so the action is part
+    // of the id.
+    const std::string b = field(e, "backward");
+    const std::string id = fmt::format("ca.a{}.b{}", e.action, b);
+    std::optional<std::uint32_t> index = g.find(id);
+    if (!index) {
+      DrawNode box;
+      box.id = id;
+      box.kind = "backward";
+      box.target = "backward";
+      box.title = fmt::format("compiled autograd backward {} (action {})", b, e.action);
+      box.fill = std::string(state_fill::kPlain);
+      index = g.add_node(std::move(box));
+      if (last_) g.add_edge(*last_, *index, "next");
+      last_ = index;
+    }
+    DrawNode& n = g.nodes[*index];
+    switch (e.kind) {
+      case EventKind::kCaCacheHit:
+        n.target = "cache_hit";
+        n.fill = std::string(state_fill::kInUse);
+        set_row(n, "cache", "hit");
+        set_row(n, "node calls", field(e, "node_calls"));
+        break;
+      case EventKind::kCaCacheMiss:
+        n.target = "cache_miss";
+        n.fill = std::string(state_fill::kTrusted);
+        set_row(n, "cache",
+                fmt::format("miss: {} ({})", field(e, "reason"), field(e, "autograd_node", "")));
+        set_row(n, "node calls", field(e, "node_calls"));
+        break;
+      case EventKind::kMetadataRead:
+        set_row(n, "metadata reads", std::to_string(++metadata_reads_[*index]));
+        n.fill = std::string(state_fill::kError);
+        break;
+      case EventKind::kCaCapture:
+        set_row(n, "captured",
+                fmt::format("{} nodes, {} mode", field(e, "graph_nodes"), field(e, "mode")));
+        set_row(n, "graph digest", field(e, "graph_digest"));
+        break;
+      case EventKind::kCaRun: set_row(n, "grads digest", field(e, "digest")); break;
+      default: break;
+    }
+  }
+
+ private:
+  std::map<std::uint32_t, std::uint64_t> metadata_reads_;
+  std::optional<std::uint32_t> last_;
+};
+
 class TreeBuilder {
  public:
   explicit TreeBuilder(std::string name) {
@@ -59,7 +114,7 @@ class TreeBuilder {
       case EventKind::kCaCacheMiss:
       case EventKind::kCaCapture:
       case EventKind::kCaRun:
-      case EventKind::kMetadataRead: backward(e); break;
+      case EventKind::kMetadataRead: backwards_.on(e, g_); break;
       default: break;
     }
   }
@@ -265,63 +320,12 @@ class TreeBuilder {
             fmt::format("{} ({})", field(e, "id"), field(e, "where", "")));
   }
 
-  void backward(const Event& e) {
-    // Backwards count from 0 in each capture action, so the action is part
-    // of the id.
-    const std::string b = field(e, "backward");
-    const std::string id = fmt::format("ca.a{}.b{}", e.action, b);
-    std::optional<std::uint32_t> index = g_.find(id);
-    if (!index) {
-      index = g_.add_node({id,
-                           "backward",
-                           "backward",
-                           fmt::format("compiled autograd backward {} (action {})", b, e.action),
-                           {},
-                           std::string(state_fill::kPlain),
-                           DiffClass::kNone,
-                           {},
-                           false});
-      if (last_backward_) g_.add_edge(*last_backward_, *index, "next");
-      last_backward_ = index;
-    }
-    DrawNode& n = g_.nodes[*index];
-    switch (e.kind) {
-      case EventKind::kCaCacheHit:
-        n.target = "cache_hit";
-        n.fill = std::string(state_fill::kInUse);
-        set_row(n, "cache", "hit");
-        set_row(n, "node calls", field(e, "node_calls"));
-        break;
-      case EventKind::kCaCacheMiss:
-        n.target = "cache_miss";
-        n.fill = std::string(state_fill::kTrusted);
-        set_row(n, "cache",
-                fmt::format("miss: {} ({})", field(e, "reason"), field(e, "autograd_node", "")));
-        set_row(n, "node calls", field(e, "node_calls"));
-        break;
-      case EventKind::kMetadataRead: {
-        ++metadata_reads_[*index];
-        set_row(n, "metadata reads", std::to_string(metadata_reads_[*index]));
-        n.fill = std::string(state_fill::kError);
-        break;
-      }
-      case EventKind::kCaCapture:
-        set_row(n, "captured",
-                fmt::format("{} nodes, {} mode", field(e, "graph_nodes"), field(e, "mode")));
-        set_row(n, "graph digest", field(e, "graph_digest"));
-        break;
-      case EventKind::kCaRun: set_row(n, "grads digest", field(e, "digest")); break;
-      default: break;
-    }
-  }
-
   DrawGraph g_;
   std::map<std::uint32_t, NodeState> state_;
-  std::map<std::uint32_t, std::uint64_t> metadata_reads_;
+  BackwardChain backwards_;
   std::vector<std::uint32_t> path_;
   std::uint32_t tree_ = 0;
   std::uint64_t eager_ = 0;
-  std::optional<std::uint32_t> last_backward_;
 };
 
 }  // namespace
