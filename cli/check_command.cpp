@@ -10,6 +10,7 @@
 #include <filesystem>
 
 #include "cli/check_report.hpp"
+#include "cli/reference_backends.hpp"
 #include "cli/trace_commands.hpp"
 #include "properties/catalogue.hpp"
 #include "render/dot_writer.hpp"
@@ -33,8 +34,8 @@ extern "C" void on_sigint(int) {
   g_interrupted = 1;
 }
 
-void print_catalogue() {
-  for (const Property& p : property_catalogue()) {
+void print_catalogue(std::span<const Property> catalogue) {
+  for (const Property& p : catalogue) {
     fmt::print("{}\n    {}\n    spec: {}\n    generator: {}\n    control: {}\n", p.name,
                p.statement, p.spec, p.generator, p.control);
   }
@@ -135,15 +136,18 @@ void print_lines(const std::vector<std::string>& lines) {
 }  // namespace
 
 int check_command(const CheckCommandOptions& options) {
+  if (Status s = check_backend_usable(options.backend); !s) return fail(s.error().message);
+  // Beside a reference backend, the catalogue gains reference.agrees.
+  const std::vector<Property> catalogue =
+      options.backend == "cpu"
+          ? property_catalogue()
+          : catalogue_with_reference(mirror_factory(options.backend), kMirrorControl);
   if (options.list) {
-    print_catalogue();
+    print_catalogue(catalogue);
     return 0;
   }
-  if (options.backend != "cpu") {
-    // The CUDA reference backend (issue 8) is not part of this build yet.
-    return fail(fmt::format("--backend {}: this build checks the CPU model only", options.backend));
-  }
-  Result<std::vector<const Property*>> selected = select_properties(options.run.patterns);
+  Result<std::vector<const Property*>> selected =
+      select_properties(catalogue, options.run.patterns);
   if (!selected) return fail(selected.error().message);
 
   g_interrupted = 0;
@@ -189,7 +193,7 @@ int check_command(const CheckCommandOptions& options) {
   };
 
   const auto start = std::chrono::steady_clock::now();
-  Result<CheckReport> report = run_check(o, hooks);
+  Result<CheckReport> report = run_check(catalogue, o, hooks);
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   progress.clear();

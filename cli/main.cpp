@@ -156,6 +156,12 @@ int run_main(int argc, char** argv) {
   record->add_option("scenario", record_name, "Scenario name (see capsim scenario --list)")
       ->required();
   record->add_option("-o,--output", record_output, "The trace file to write")->required();
+  std::string record_backend = "cpu";
+  record
+      ->add_option("--backend", record_backend,
+                   "cpu (the model), host or cuda (the model beside that reference backend; "
+                   "docs/cuda-reference.md)")
+      ->check(CLI::IsMember({"cpu", "host", "cuda"}));
 
   std::vector<std::string> replay_files;
   bool replay_json = false;
@@ -245,8 +251,11 @@ int run_main(int argc, char** argv) {
   check->add_flag("--stats", check_options.stats, "Print how often each coverage probe was hit");
   check->add_flag("--require-probes", check_options.require_probes,
                   "Fail when a probe that is not rare was never hit");
-  check->add_option("--backend", check_options.backend, "cpu (the model) or cuda (issue 8)")
-      ->check(CLI::IsMember({"cpu", "cuda"}));
+  check
+      ->add_option("--backend", check_options.backend,
+                   "cpu (the model), host or cuda (adds reference.agrees: the model beside that "
+                   "reference backend; docs/cuda-reference.md)")
+      ->check(CLI::IsMember({"cpu", "host", "cuda"}));
 
   app.add_subcommand("version", "Print the version");
 
@@ -287,7 +296,9 @@ int run_main(int argc, char** argv) {
     if (capture_name.empty()) return fail("capture: give a NAME or --list");
     return print_capture(capture_name, capture_mode);
   }
-  if (record->parsed()) return capsim::cli::record_command(record_name, record_output);
+  if (record->parsed()) {
+    return capsim::cli::record_command(record_name, record_output, record_backend);
+  }
   if (replay->parsed()) {
     if (!replay_dot.empty()) {
       if (replay_files.size() != 1) return fail("replay --dot: give exactly one trace");

@@ -4,6 +4,7 @@
 
 #include <cstdio>
 
+#include "cli/reference_backends.hpp"
 #include "sim/scenarios.hpp"
 #include "traces/record.hpp"
 #include "traces/replay.hpp"
@@ -16,12 +17,26 @@ int fail(const std::string& message) {
   return kExitBadInput;
 }
 
-int record_command(const std::string& scenario, const std::string& output) {
+int record_command(const std::string& scenario, const std::string& output,
+                   const std::string& backend) {
   const Scenario* s = find_scenario(scenario);
   if (s == nullptr) {
     return fail(fmt::format("unknown scenario '{}' (see capsim scenario --list)", scenario));
   }
-  Result<std::vector<std::string>> lines = record_scenario(*s);
+  if (Status usable = check_backend_usable(backend); !usable) return fail(usable.error().message);
+  Result<std::vector<std::string>> lines = std::vector<std::string>{};
+  if (backend == "cpu") {
+    lines = record_scenario(*s);
+  } else {
+    Result<std::unique_ptr<ReplayMirror>> mirror = make_mirror(backend, false);
+    if (!mirror) return fail(mirror.error().message);
+    lines = record_scenario_on(*s, **mirror);
+    // A reference that disagrees with the model is a finding, not bad input.
+    if (!lines) {
+      std::fprintf(stderr, "capsim: %s\n", lines.error().message.c_str());
+      return 1;
+    }
+  }
   if (!lines) return fail(lines.error().message);
   Status written = write_trace_file(output, *lines);
   if (!written) return fail(written.error().message);

@@ -15,7 +15,11 @@ inline constexpr int kExitBadInput = 2;
 // Prints "capsim: error: <message>" on stderr and returns kExitBadInput.
 int fail(const std::string& message);
 
-int record_command(const std::string& scenario, const std::string& output);
+// `backend`: cpu (the model's trace), host or cuda (the model beside that
+// reference backend; the trace's producer is capsim-cuda and it carries the
+// reference's evidence: docs/cuda-reference.md).
+int record_command(const std::string& scenario, const std::string& output,
+                   const std::string& backend = "cpu");
 int replay_command(const std::vector<std::string>& files, bool json, std::size_t context);
 
 }  // namespace capsim::cli

@@ -126,6 +126,27 @@ int launch_and_wait(const KernelLaunch& launch, float* const* p) {
   return cudaDeviceSynchronize();
 }
 
+const void* kernel_function(KernelKind kind) {
+  switch (kind) {
+    case KernelKind::kFill: return reinterpret_cast<const void*>(&fill_kernel);
+    case KernelKind::kCopy: return reinterpret_cast<const void*>(&copy_kernel);
+    case KernelKind::kAdd:
+    case KernelKind::kSub:
+    case KernelKind::kMul:
+    case KernelKind::kDiv: return reinterpret_cast<const void*>(&binary_kernel);
+    case KernelKind::kNeg: return reinterpret_cast<const void*>(&neg_kernel);
+    case KernelKind::kRelu: return reinterpret_cast<const void*>(&relu_kernel);
+    case KernelKind::kReluBackward: return reinterpret_cast<const void*>(&relu_backward_kernel);
+    case KernelKind::kSum: return reinterpret_cast<const void*>(&sum_kernel);
+    case KernelKind::kMm: return reinterpret_cast<const void*>(&mm_kernel);
+    case KernelKind::kSgd: return reinterpret_cast<const void*>(&sgd_kernel);
+    case KernelKind::kAdamPowers: return reinterpret_cast<const void*>(&adam_powers_kernel);
+    case KernelKind::kAdam:
+    case KernelKind::kAdamW: return reinterpret_cast<const void*>(&adam_kernel);
+  }
+  return nullptr;
+}
+
 int device_malloc(float** out, std::size_t bytes) {
   return cudaMalloc(reinterpret_cast<void**>(out), bytes);
 }

@@ -16,6 +16,11 @@ namespace capsim::cuda {
 // waits for it. Returns the cudaError_t as an int (0 is success).
 int launch_and_wait(const KernelLaunch& launch, float* const* device_pointers);
 
+// The __global__ function that runs `kind` (binary kinds share one, as do
+// Adam and AdamW: kernel_abi.hpp's op code and constant tell them apart), as
+// the host stub a kernel node's `func` holds.
+const void* kernel_function(KernelKind kind);
+
 // Thin wrappers so that tests need no CUDA headers.
 int device_malloc(float** out, std::size_t bytes);
 int device_free(float* ptr);

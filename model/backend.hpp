@@ -16,6 +16,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -35,12 +36,21 @@ class Backend {
   virtual ~Backend() = default;
 
   virtual std::string_view name() const = 0;
+  // The machine behind it, for reports and trace headers ("NVIDIA H200
+  // (sm_90), driver 13.0, runtime 13.0"); the name by default.
+  virtual std::string describe() const { return std::string(name()); }
   virtual Status materialize(const MemoryLayout& layout) = 0;
   virtual Result<GraphHandle> instantiate(const StepProgram& program) = 0;
   virtual Status replay(GraphHandle handle) = 0;
   virtual Status read(Address address, std::span<std::byte> out) = 0;
   virtual Status write(Address address, std::span<const std::byte> in) = 0;
   virtual Result<std::vector<PointerUse>> baked_pointers(GraphHandle handle) const = 0;
+  // The ids the backend's allocator gave the buffers `handle` bakes, in
+  // baked order without repeats (the CUDA driver's BUFFER_IDs); none for a
+  // backend without such ids.
+  virtual Result<std::vector<std::uint64_t>> buffer_ids(GraphHandle) const {
+    return std::vector<std::uint64_t>{};
+  }
 };
 
 }  // namespace capsim

@@ -151,7 +151,9 @@ Result<GraphHandle> CpuBackend::instantiate(const StepProgram& program) {
     }
   }
   programs_.push_back(program);
-  return GraphHandle{static_cast<std::uint32_t>(programs_.size() - 1)};
+  const GraphHandle handle{static_cast<std::uint32_t>(programs_.size() - 1)};
+  if (mirror_ != nullptr) mirror_->instantiated(handle, programs_.back(), memory_);
+  return handle;
 }
 
 Result<const StepProgram*> CpuBackend::program(GraphHandle handle) const {
@@ -183,8 +185,26 @@ Status CpuBackend::run_step(const Step& step) {
 Status CpuBackend::replay(GraphHandle handle) {
   auto p = program(handle);
   if (!p) return p.error();
+  if (mirror_ != nullptr) mirror_->before_replay(handle, memory_);
   for (const Step& step : (*p)->steps) CAPSIM_TRY(run_step(step));
+  if (mirror_ != nullptr) mirror_->after_replay(handle, memory_);
   return {};
+}
+
+Result<GraphEvidence> CpuBackend::evidence(GraphHandle handle) const {
+  if (mirror_ != nullptr) {
+    if (std::optional<GraphEvidence> e = mirror_->evidence(handle)) return std::move(*e);
+    // Never the model's own digests in the mirror's name.
+    return make_error(
+        fmt::format("{} backend: {}", mirror_->name(),
+                    mirror_->disagreement().value_or(fmt::format(
+                        "no evidence of graph {} (it has not replayed)", handle.value))));
+  }
+  CAPSIM_TRY_ASSIGN(const StepProgram* p, program(handle));
+  const std::vector<PointerUse> baked = pointer_uses(*p);
+  return graph_evidence(baked, [this](Address address, std::span<std::byte> out) {
+    return memory_.read(address, out);
+  });
 }
 
 Status CpuBackend::read(Address address, std::span<std::byte> out) {

@@ -12,6 +12,8 @@
 
 #include "model/backend.hpp"
 #include "model/device_memory.hpp"
+#include "model/graph_evidence.hpp"
+#include "model/replay_mirror.hpp"
 
 namespace capsim {
 
@@ -35,9 +37,20 @@ class CpuBackend final : public Backend {
   // The frozen program of `handle`, read-only (exporters name its kernels).
   Result<const StepProgram*> program(GraphHandle handle) const;
 
+  // A mirror that runs every instantiated program and every replay too
+  // (model/replay_mirror.hpp); null for none. Not owned; it must outlive the
+  // backend's use.
+  void set_mirror(ReplayMirror* mirror) { mirror_ = mirror; }
+  const ReplayMirror* mirror() const { return mirror_; }
+  // The evidence of `handle` as it stands after its last replay: the
+  // mirror's when there is one (the CUDA backend's readings), else the
+  // model's own, from its program and memory.
+  Result<GraphEvidence> evidence(GraphHandle handle) const;
+
  private:
   DeviceMemory& memory_;
   std::vector<StepProgram> programs_;
+  ReplayMirror* mirror_ = nullptr;
 };
 
 // Runs one kernel launch on the host over `memory`.

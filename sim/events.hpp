@@ -41,7 +41,8 @@ namespace capsim {
   X(kCaCacheMiss, "ca_cache_miss")  /* compiled autograd: a new capture */        \
   X(kMetadataRead, "metadata_read") /* a capture read a proxy's metadata */       \
   X(kCaCapture, "ca_capture")       /* the captured graph */                      \
-  X(kCaRun, "ca_run")               /* the captured graph ran */
+  X(kCaRun, "ca_run")               /* the captured graph ran */                  \
+  X(kDevice, "device")              /* a backend's evidence of a replay */
 
 enum class EventKind : std::uint8_t {
 #define CAPSIM_ENUM_(e, name) e,

@@ -13,6 +13,8 @@
 #include "model/caching_allocator.hpp"
 #include "model/cpu_backend.hpp"
 #include "model/device_memory.hpp"
+#include "model/digest.hpp"
+#include "model/graph_evidence.hpp"
 #include "sim/cudagraph_config.hpp"
 #include "sim/events.hpp"
 #include "sim/messages.hpp"
@@ -84,12 +86,36 @@ struct SimContext {
   bool verify_replays = false;
   TreeFault fault = TreeFault::kNone;
   std::uint32_t action = 0;  // the program action being run
+  // Emit a `device` event after each record and replay (WorldOptions).
+  bool device_evidence = false;
 
   void emit(EventKind kind, std::vector<EventField> fields) {
     CAPSIM_CHECK(events.size() < kMaxEvents, "event limit reached");
     events.push_back(Event{kind, action, std::move(fields)});
   }
   TensorStore& store() { return refs.store(); }
+
+  // The evidence of the replay of `graph` that just ran, taken before
+  // anything else touches memory; nullopt unless device_evidence is on.
+  Result<std::optional<GraphEvidence>> replay_evidence(GraphHandle graph) const {
+    if (!device_evidence) return std::optional<GraphEvidence>();
+    CAPSIM_TRY_ASSIGN(GraphEvidence e, backend.evidence(graph));
+    return std::optional<GraphEvidence>(std::move(e));
+  }
+  // The `device` event of that evidence, after the record or replay event
+  // it belongs to.
+  void emit_device(const std::optional<GraphEvidence>& evidence) {
+    if (!evidence) return;
+    std::vector<EventField> fields{{"baked", std::to_string(evidence->baked)},
+                                   {"baked_digest", digest_hex(evidence->baked_digest)},
+                                   {"digest", digest_hex(evidence->written_digest)}};
+    // The driver's ids cannot be predicted by a model: an extension field,
+    // which readers skip and replays do not compare.
+    if (!evidence->buffer_ids.empty()) {
+      fields.push_back({"x_buffer_ids", format_list(evidence->buffer_ids)});
+    }
+    emit(EventKind::kDevice, std::move(fields));
+  }
 
   // E1: true, after emitting the error, when one of `tensors` (null ids are
   // skipped) is over a storage that dealloc_current_path_weakrefs marked.

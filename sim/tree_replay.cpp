@@ -162,6 +162,7 @@ Result<CallOutcome> TreeManager::execute_node(GraphId id, std::vector<TensorId>&
                                  {"bytes", std::to_string(bytes)}});
   if (ctx_.verify_replays) CAPSIM_TRY(check_static_inputs_alive(node, inputs));
   CAPSIM_TRY(ctx_.backend.replay(node.graph));
+  CAPSIM_TRY_ASSIGN(const std::optional<GraphEvidence> evidence, ctx_.replay_evidence(node.graph));
   CAPSIM_TRY_ASSIGN(std::vector<TensorId> outputs, reconstruct_outputs(node));
   for (TensorId& t : inputs) {
     if (t != TensorId{0}) CAPSIM_TRY(ctx_.refs.drop(t));
@@ -184,6 +185,7 @@ Result<CallOutcome> TreeManager::execute_node(GraphId id, std::vector<TensorId>&
     fields.push_back({"matches_eager", equal ? "true" : "false"});
   }
   ctx_.emit(EventKind::kReplay, std::move(fields));
+  ctx_.emit_device(evidence);
   return CallOutcome{CallPath::kReplay, std::move(outputs)};
 }
 

@@ -222,6 +222,7 @@ Result<CallOutcome> TreeManager::record_function(FunctionId fid, std::vector<Ten
   CAPSIM_TRY(ctx_.backend.materialize(ctx_.memory.layout()));
   CAPSIM_TRY_ASSIGN(node.graph, ctx_.backend.instantiate(program));
   CAPSIM_TRY(ctx_.backend.replay(node.graph));
+  CAPSIM_TRY_ASSIGN(const std::optional<GraphEvidence> evidence, ctx_.replay_evidence(node.graph));
   node.program_steps = program.steps.size();
   // The boxed call cleared the input list; the placeholders die with it.
   CAPSIM_TRY(drop_all(inputs));
@@ -278,6 +279,7 @@ Result<CallOutcome> TreeManager::record_function(FunctionId fid, std::vector<Ten
     e.fields.push_back({"old_ptr", hex(cause.old_ptr)});
     e.fields.push_back({"new_ptr", hex(cause.new_ptr)});
   }
+  ctx_.emit_device(evidence);
   return CallOutcome{CallPath::kRecord, std::move(outputs)};
 }
 

@@ -69,6 +69,8 @@ World::World(WorldOptions options)
            options_.config, events_,    counters_, generations_} {
   ctx_.verify_replays = options_.verify_replays;
   ctx_.fault = options_.fault;
+  ctx_.device_evidence = options_.device_evidence;
+  backend_.set_mirror(options_.mirror);
 }
 
 World::~World() = default;

@@ -38,6 +38,14 @@ struct WorldOptions {
   // Shown every backward of a run_capture_scenario action (render/ draws
   // its graphs); optional, and it observes only.
   std::function<void(std::size_t action, const BackwardView&)> on_backward;
+  // A second backend that runs every graph too and compares it with the
+  // model (model/replay_mirror.hpp): the CUDA reference backend. Not owned;
+  // it must outlive the World. It observes only: the events are the same.
+  ReplayMirror* mirror = nullptr;
+  // A `device` event after each record and replay, with the evidence of the
+  // replay: the mirror's when there is one, else the model's (traces whose
+  // producer is the CUDA backend carry them; docs/trace-format.md).
+  bool device_evidence = false;
 };
 
 class World {

@@ -41,6 +41,8 @@ Status World::call_plain(const FunctionDef& def, const std::vector<std::uint64_t
     CAPSIM_TRY(backend_.materialize(memory_.layout()));
     CAPSIM_TRY_ASSIGN(graph->graph, backend_.instantiate(program));
     CAPSIM_TRY(backend_.replay(graph->graph));
+    CAPSIM_TRY_ASSIGN(const std::optional<GraphEvidence> evidence,
+                      ctx_.replay_evidence(graph->graph));
     for (TensorId t : outs) {
       refs_.pin(t);
       graph->outputs.push_back(t);
@@ -49,6 +51,7 @@ Status World::call_plain(const FunctionDef& def, const std::vector<std::uint64_t
     ctx_.emit(EventKind::kRecord, {{"function", def.name},
                                    {"api", "plain"},
                                    {"steps", std::to_string(program.steps.size())}});
+    ctx_.emit_device(evidence);
     it = plain_graphs_.emplace(&def, std::move(graph)).first;
     // The capture's outputs are handed out as they are.
     return bind_outputs(outs, outputs);
@@ -83,6 +86,7 @@ Status World::call_plain(const FunctionDef& def, const std::vector<std::uint64_t
     }
   }
   CAPSIM_TRY(backend_.replay(graph.graph));
+  CAPSIM_TRY_ASSIGN(const std::optional<GraphEvidence> evidence, ctx_.replay_evidence(graph.graph));
   ++counters_.replays;
   std::vector<EventField> fields{{"function", def.name}, {"api", "plain"}};
   if (expected) {
@@ -97,6 +101,7 @@ Status World::call_plain(const FunctionDef& def, const std::vector<std::uint64_t
     fields.push_back({"matches_eager", equal ? "true" : "false"});
   }
   ctx_.emit(EventKind::kReplay, std::move(fields));
+  ctx_.emit_device(evidence);
   for (TensorId t : graph.outputs) refs_.hold(t);
   return bind_outputs(graph.outputs, outputs);
 }

@@ -243,6 +243,8 @@ class Exporter : public TraceVisitor {
       case EventKind::kMetadataRead:
       case EventKind::kCaCapture:
       case EventKind::kCaRun:
+      // A backend's evidence of the replay just drawn.
+      case EventKind::kDevice:
         events_.push_back(instant(kind, kChromeHostPid, kChromeHostTid, cursor_, std::move(args)));
         ++cursor_;
         break;

@@ -64,7 +64,9 @@ constexpr FieldSpec kFieldSpecs[] = {
     {"name", FT::kText, "a program name (tensor, output or optimizer)"},
     {"ptr", FT::kAddress, "the output's data pointer"},
     {"numel", FT::kInt, "elements read"},
-    {"digest", FT::kDigest, "FNV-1a 64 of the float32 bytes read (ca_run: every leaf's .grad)"},
+    {"digest", FT::kDigest,
+     "FNV-1a 64 of the float32 bytes read (ca_run: every leaf's .grad; device: every range the "
+     "graph writes, after the replay)"},
     {"values", FT::kText, "a preview of the first values, for people"},
     {"demoted", FT::kBool, "the input left the static set"},
     {"id", FT::kText, "capsim's id of the PyTorch message (E1..E7, S1, W1, Z1, A1, E5)"},
@@ -91,6 +93,9 @@ constexpr FieldSpec kFieldSpecs[] = {
     {"graph_nodes", FT::kInt, "nodes of the captured FX graph"},
     {"graph_digest", FT::kDigest, "FNV-1a 64 of the captured FX graph's text form"},
     {"leaves", FT::kInt, "leaves whose .grad the compiled backward produced"},
+    {"baked", FT::kInt, "pointer arguments baked into the replayed graph"},
+    {"baked_digest", FT::kDigest,
+     "FNV-1a 64 of each baked pointer's (step, argument, address, bytes) as 64-bit words"},
 };
 
 // Per kind, in the order the simulator writes them. `true` marks a field
@@ -139,6 +144,7 @@ constexpr EventFieldUse kMetadataRead[] = {R("backward"), R("call"), R("autograd
 constexpr EventFieldUse kCaCapture[] = {R("backward"), R("mode"), R("graph_nodes"),
                                         R("graph_digest")};
 constexpr EventFieldUse kCaRun[] = {R("backward"), R("leaves"), R("digest"), O("matches_eager")};
+constexpr EventFieldUse kDevice[] = {R("baked"), R("baked_digest"), R("digest")};
 #undef R
 #undef O
 
@@ -309,6 +315,7 @@ std::span<const EventFieldUse> event_fields_of(EventKind kind) {
     case EventKind::kMetadataRead: return kMetadataRead;
     case EventKind::kCaCapture: return kCaCapture;
     case EventKind::kCaRun: return kCaRun;
+    case EventKind::kDevice: return kDevice;
   }
   return {};
 }
@@ -338,6 +345,12 @@ Result<Json> event_fields_to_json(const Event& event) {
   Json out = Json::object();
   for (const EventField& f : event.fields) {
     if (is_diagnostic_field(f.key)) continue;
+    // An extension (a producer's own observation, such as the CUDA driver's
+    // buffer ids) is written as text; readers skip it.
+    if (f.key.starts_with("x_")) {
+      out[f.key] = f.value;
+      continue;
+    }
     const FieldSpec* spec = find_field_spec(f.key);
     if (spec == nullptr || find_use(event.kind, f.key) == nullptr) {
       return make_error(

@@ -8,24 +8,46 @@ namespace capsim {
 
 TraceHeader scenario_header(const Scenario& scenario) {
   TraceHeader h;
-  h.producer = "capsim";
+  h.producer = std::string(kModelProducer);
   h.name = scenario.name;
   h.seed = scenario.options.seed;
   h.config = scenario.options.config;
   return h;
 }
 
-Result<std::vector<std::string>> record_scenario(const Scenario& scenario) {
+namespace {
+Result<std::vector<std::string>> record(const Scenario& scenario, ReplayMirror* mirror) {
   if (scenario.options.fault != TreeFault::kNone) {
     return make_error(
         fmt::format("scenario '{}': a negative-control fault is not recordable", scenario.name));
   }
   WorldOptions options = scenario.options;
   options.verify_replays = false;  // its verdicts are diagnostics, not observations
+  options.mirror = mirror;
+  options.device_evidence = mirror != nullptr;
+  TraceHeader header = scenario_header(scenario);
+  if (mirror != nullptr) {
+    header.producer = std::string(kCudaProducer);
+    header.extensions.push_back({"x_device", mirror->describe()});
+  }
   World world(options);
   Status s = world.run(scenario.program);
   if (!s) return make_error(fmt::format("scenario '{}': {}", scenario.name, s.error().message));
-  return trace_lines(scenario_header(scenario), scenario.program, world.events());
+  if (mirror != nullptr && mirror->disagreement()) {
+    return make_error(fmt::format("scenario '{}': the {} backend disagrees with the model: {}",
+                                  scenario.name, mirror->name(), *mirror->disagreement()));
+  }
+  return trace_lines(header, scenario.program, world.events());
+}
+}  // namespace
+
+Result<std::vector<std::string>> record_scenario(const Scenario& scenario) {
+  return record(scenario, nullptr);
+}
+
+Result<std::vector<std::string>> record_scenario_on(const Scenario& scenario,
+                                                    ReplayMirror& mirror) {
+  return record(scenario, &mirror);
 }
 
 }  // namespace capsim

@@ -39,6 +39,10 @@ Json header_to_json(const TraceHeader& header) {
     for (EventKind k : *header.observes) kinds.push_back(event_kind_name(k));
     j["observes"] = std::move(kinds);
   }
+  for (const auto& [key, value] : header.extensions) {
+    CAPSIM_CHECK(key.starts_with("x_"), "header extensions start with x_");
+    j[key] = value;
+  }
   return j;
 }
 

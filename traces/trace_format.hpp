@@ -46,6 +46,10 @@ enum class TraceLineType : std::uint8_t {
 };
 std::string_view trace_line_type_name(TraceLineType type);
 
+// The producer names that capsim writes.
+inline constexpr std::string_view kModelProducer = "capsim";
+inline constexpr std::string_view kCudaProducer = "capsim-cuda";
+
 struct TraceHeader {
   std::int64_t version = kTraceVersion;
   // Who wrote it: "capsim" (the model), "capsim-cuda" (the CUDA reference)
@@ -58,8 +62,14 @@ struct TraceHeader {
   // The event kinds the producer observed; replay compares only these. None:
   // every kind (a capsim trace).
   std::optional<std::vector<EventKind>> observes;
+  // Extension fields ("x_device": the GPU a capsim-cuda trace ran on),
+  // written in this order; readers skip every "x_" field.
+  std::vector<std::pair<std::string, std::string>> extensions;
 
   bool observed(EventKind kind) const;
+  // A trace of the CUDA reference backend carries a `device` event after
+  // each record and replay; a re-simulation predicts them too.
+  bool has_device_evidence() const { return producer == kCudaProducer; }
 };
 
 Json header_to_json(const TraceHeader& header);

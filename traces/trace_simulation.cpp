@@ -20,6 +20,7 @@ Status TraceVisitor::on_end(const World&) {
 Status walk_trace(TraceReader& reader, WorldOptions options, TraceVisitor& visitor) {
   options.config = reader.header().config;
   options.seed = reader.header().seed;
+  options.device_evidence = reader.header().has_device_evidence();
   World world(std::move(options));
   Program program;  // its functions only; World::begin keeps a pointer to it
   bool begun = false;

@@ -346,14 +346,4 @@ TEST_CASE("adam_powers then adam or adamw, 5 steps") {
 }  // namespace
 }  // namespace capsim
 
-int main(int argc, char** argv) {
-  // First, before any other CUDA call: is there a device at all?
-  const capsim::cuda::DeviceProbe probe = capsim::cuda::probe_devices();
-  if (probe.device_count == 0) {
-    std::printf("no CUDA device: skipped (%s)\n", probe.reason.c_str());
-    return capsim::cuda::kSkipExitCode;
-  }
-  doctest::Context context;
-  context.applyCommandLine(argc, argv);
-  return context.run();
-}
+#include "tests/support/device_test_main.hpp"

@@ -1,0 +1,148 @@
+#include "cuda_reference/reference_mirror.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstring>
+
+namespace capsim::cuda {
+
+namespace {
+
+// "0x7f0000000040: the model has 1.5 (0x3fc00000), cuda has 1.5000001
+// (0x3fc00001)": the float32 word that holds the first differing byte.
+std::string describe_difference(Address segment, std::uint64_t offset, const std::byte* model,
+                                const std::byte* target, std::uint64_t segment_bytes,
+                                std::string_view target_name) {
+  const std::uint64_t word = offset & ~std::uint64_t{3};
+  if (word + 4 > segment_bytes) {
+    return fmt::format("{}: the model has byte {:#04x}, {} has {:#04x}", hex(segment + offset),
+                       static_cast<unsigned>(model[offset]), target_name,
+                       static_cast<unsigned>(target[offset]));
+  }
+  std::uint32_t m = 0, t = 0;
+  std::memcpy(&m, model + word, 4);
+  std::memcpy(&t, target + word, 4);
+  float mf = 0, tf = 0;
+  std::memcpy(&mf, &m, 4);
+  std::memcpy(&tf, &t, 4);
+  return fmt::format("{}: the model has {} ({:#010x}), {} has {} ({:#010x})", hex(segment + word),
+                     mf, m, target_name, tf, t);
+}
+
+}  // namespace
+
+void ReferenceMirror::disagree(std::string what) {
+  if (!disagreement_) disagreement_ = std::move(what);
+}
+
+Status ReferenceMirror::materialize(const DeviceMemory& memory) {
+  // Segments are only ever added (never unmapped), so the count says whether
+  // the target has seen them all.
+  const MemoryLayout layout = memory.layout();
+  if (layout.segments.size() == mapped_segments_) return {};
+  CAPSIM_TRY(target_.materialize(layout));
+  mapped_segments_ = layout.segments.size();
+  return {};
+}
+
+void ReferenceMirror::instantiated(GraphHandle handle, const StepProgram& program,
+                                   const DeviceMemory& memory) {
+  if (stopped()) return;
+  if (Status s = materialize(memory); !s) return disagree(s.error().message);
+  Result<GraphHandle> target = target_.instantiate(program);
+  if (!target) {
+    return disagree(fmt::format("graph '{}': {}", program.name, target.error().message));
+  }
+  ++stats_.graphs;
+  graphs_[handle.value] = Graph{*target, program.name, 0, std::nullopt};
+  // The baked pointers as the target holds them (the CUDA backend: read back
+  // from the driver, translated to simulated addresses) against the
+  // program's own.
+  Result<std::vector<PointerUse>> baked = target_.baked_pointers(*target);
+  if (!baked) return disagree(fmt::format("graph '{}': {}", program.name, baked.error().message));
+  const std::vector<PointerUse> want = pointer_uses(program);
+  if (*baked == want) return;
+  if (baked->size() != want.size()) {
+    return disagree(fmt::format("graph '{}': {} bakes {} pointers, the model {}", program.name,
+                                target_.name(), baked->size(), want.size()));
+  }
+  const auto [got, expected] = std::mismatch(baked->begin(), baked->end(), want.begin());
+  disagree(fmt::format("graph '{}': step {} argument {}: {} bakes [{}, +{}), the model [{}, +{})",
+                       program.name, expected->step, expected->arg, target_.name(),
+                       hex(got->range.base), got->range.bytes, hex(expected->range.base),
+                       expected->range.bytes));
+}
+
+void ReferenceMirror::before_replay(GraphHandle handle, const DeviceMemory& memory) {
+  if (stopped()) return;
+  if (graphs_.count(handle.value) == 0) {
+    return disagree(fmt::format("graph {} replays but was never instantiated", handle.value));
+  }
+  if (Status s = materialize(memory); !s) return disagree(s.error().message);
+  if (fault_ == MirrorFault::kSkipUpload && uploaded_once_) return;
+  uploaded_once_ = true;
+  for (const AddressRange& segment : memory.layout().segments) {
+    Result<const std::byte*> bytes = memory.resolve(segment.base, segment.bytes);
+    if (!bytes) return disagree(bytes.error().message);
+    if (Status s = target_.write(segment.base, {*bytes, segment.bytes}); !s) {
+      return disagree(
+          fmt::format("copying segment {} in: {}", hex(segment.base), s.error().message));
+    }
+    stats_.bytes_uploaded += segment.bytes;
+  }
+}
+
+Status ReferenceMirror::compare(const Graph& graph, const DeviceMemory& memory) {
+  std::vector<std::byte> theirs;
+  for (const AddressRange& segment : memory.layout().segments) {
+    CAPSIM_TRY_ASSIGN(const std::byte* ours, memory.resolve(segment.base, segment.bytes));
+    theirs.resize(segment.bytes);
+    CAPSIM_TRY(target_.read(segment.base, theirs));
+    stats_.bytes_compared += segment.bytes;
+    if (std::memcmp(ours, theirs.data(), segment.bytes) == 0) continue;
+    const auto at = std::mismatch(theirs.begin(), theirs.end(), ours);
+    const std::uint64_t offset = static_cast<std::uint64_t>(at.first - theirs.begin());
+    return make_error(fmt::format("graph '{}' replay {}: {}", graph.name, graph.replays,
+                                  describe_difference(segment.base, offset, ours, theirs.data(),
+                                                      segment.bytes, target_.name())));
+  }
+  return {};
+}
+
+Status ReferenceMirror::record_evidence(Graph& graph) {
+  CAPSIM_TRY_ASSIGN(const std::vector<PointerUse> baked, target_.baked_pointers(graph.target));
+  CAPSIM_TRY_ASSIGN(GraphEvidence e,
+                    graph_evidence(baked, [this](Address address, std::span<std::byte> out) {
+                      return target_.read(address, out);
+                    }));
+  CAPSIM_TRY_ASSIGN(e.buffer_ids, target_.buffer_ids(graph.target));
+  graph.evidence = std::move(e);
+  return {};
+}
+
+void ReferenceMirror::after_replay(GraphHandle handle, const DeviceMemory& memory) {
+  if (stopped()) return;
+  Graph& graph = graphs_.at(handle.value);
+  ++graph.replays;
+  ++stats_.replays;
+  graph.evidence.reset();
+  if (Status s = target_.replay(graph.target); !s) {
+    return disagree(
+        fmt::format("graph '{}' replay {}: {}", graph.name, graph.replays, s.error().message));
+  }
+  if (Status s = compare(graph, memory); !s) return disagree(s.error().message);
+  if (Status s = record_evidence(graph); !s) {
+    return disagree(
+        fmt::format("graph '{}' replay {}: {}", graph.name, graph.replays, s.error().message));
+  }
+}
+
+std::optional<GraphEvidence> ReferenceMirror::evidence(GraphHandle handle) const {
+  if (stopped()) return std::nullopt;
+  auto it = graphs_.find(handle.value);
+  if (it == graphs_.end()) return std::nullopt;
+  return it->second.evidence;
+}
+
+}  // namespace capsim::cuda

@@ -1,0 +1,95 @@
+// ReferenceMirror: any Backend, run beside the model and compared with it.
+//
+// The ReplayMirror (model/replay_mirror.hpp) that `capsim check --backend
+// cuda` and `capsim record --backend cuda` attach to a World: it instantiates
+// every program the model instantiates on its target backend (the CUDA
+// backend; a second CPU backend over its own memory in the host tests), and
+// around every replay it
+//   1. maps any new segment and copies every segment of the model's memory
+//      into the target, so that the graph starts from the model's bytes;
+//   2. replays its own graph;
+//   3. compares the target's memory with the model's, every segment, bit for
+//      bit, and keeps the evidence (baked pointers, written digest, buffer
+//      ids) as the target reports it.
+// At instantiation it also compares the target's baked pointers (read back
+// from the driver, translated to simulated addresses) with the program's.
+// The first disagreement is kept, with the graph, the replay, the address
+// and both values, and the mirror stops checking.
+//
+// Plain C++ over the Backend interface, so that every rule is tested without
+// a GPU (tests/cuda_host/test_reference_mirror.cpp).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "model/backend.hpp"
+#include "model/replay_mirror.hpp"
+
+namespace capsim::cuda {
+
+// Deliberately broken mirrors, for negative controls only.
+// X(enumerator, name)
+#define CAPSIM_MIRROR_FAULTS(X) \
+  X(kNone, "none")              \
+  X(kSkipUpload, "skip_upload") /* memory is copied in before the first replay only */
+enum class MirrorFault : std::uint8_t {
+#define CAPSIM_ENUM_(e, name) e,
+  CAPSIM_MIRROR_FAULTS(CAPSIM_ENUM_)
+#undef CAPSIM_ENUM_
+};
+
+struct MirrorStats {
+  std::uint64_t graphs = 0;
+  std::uint64_t replays = 0;
+  std::uint64_t bytes_uploaded = 0;
+  std::uint64_t bytes_compared = 0;
+};
+
+class ReferenceMirror final : public ReplayMirror {
+ public:
+  explicit ReferenceMirror(Backend& target, MirrorFault fault = MirrorFault::kNone)
+      : target_(target), fault_(fault) {}
+  // The same, owning its target.
+  explicit ReferenceMirror(std::unique_ptr<Backend> target, MirrorFault fault = MirrorFault::kNone)
+      : owned_(std::move(target)), target_(*owned_), fault_(fault) {}
+
+  std::string_view name() const override { return target_.name(); }
+  std::string describe() const override { return target_.describe(); }
+  void instantiated(GraphHandle handle, const StepProgram& program,
+                    const DeviceMemory& memory) override;
+  void before_replay(GraphHandle handle, const DeviceMemory& memory) override;
+  void after_replay(GraphHandle handle, const DeviceMemory& memory) override;
+  std::optional<GraphEvidence> evidence(GraphHandle handle) const override;
+  const std::optional<std::string>& disagreement() const override { return disagreement_; }
+
+  const MirrorStats& stats() const { return stats_; }
+
+ private:
+  struct Graph {
+    GraphHandle target;
+    std::string name;
+    std::uint64_t replays = 0;
+    std::optional<GraphEvidence> evidence;
+  };
+  bool stopped() const { return disagreement_.has_value(); }
+  void disagree(std::string what);
+  Status materialize(const DeviceMemory& memory);
+  Status compare(const Graph& graph, const DeviceMemory& memory);
+  Status record_evidence(Graph& graph);
+
+  std::unique_ptr<Backend> owned_;  // declared first: target_ may refer to it
+  Backend& target_;
+  MirrorFault fault_;
+  std::map<std::uint32_t, Graph> graphs_;  // by the model's handle
+  std::uint64_t mapped_segments_ = 0;
+  bool uploaded_once_ = false;
+  std::optional<std::string> disagreement_;
+  MirrorStats stats_;
+};
+
+}  // namespace capsim::cuda

@@ -1,0 +1,168 @@
+// The reference mirror (cuda_reference/reference_mirror.hpp) without a GPU:
+// its target is HostBackend, the CPU kernels over a memory of their own, or
+// a wrapper around it that breaks one rule. The same protocol runs the CUDA
+// backend on a GPU (tests/cuda/test_cuda_backend.cpp).
+#include <doctest/doctest.h>
+
+#include <memory>
+#include <string>
+
+#include "cuda_reference/host_backend.hpp"
+#include "cuda_reference/reference_mirror.hpp"
+#include "model/cpu_backend.hpp"
+#include "sim/scenarios.hpp"
+#include "tests/support/mirrored_run.hpp"
+#include "traces/record.hpp"
+
+namespace capsim::cuda {
+namespace {
+
+using testing::run_mirrored;
+
+const Scenario& scenario(const std::string& name) {
+  const Scenario* s = find_scenario(name);
+  REQUIRE(s != nullptr);
+  return *s;
+}
+
+// HostBackend with one rule broken, to show the mirror catches it.
+class SkewedBackend final : public Backend {
+ public:
+  enum class Skew { kBakedPointer, kWrongValue, kBufferIds };
+  explicit SkewedBackend(Skew skew) : skew_(skew) {}
+  std::string_view name() const override { return "skewed"; }
+  Status materialize(const MemoryLayout& layout) override { return inner_.materialize(layout); }
+  Result<GraphHandle> instantiate(const StepProgram& p) override { return inner_.instantiate(p); }
+  Status replay(GraphHandle h) override {
+    CAPSIM_TRY(inner_.replay(h));
+    if (skew_ != Skew::kWrongValue) return {};
+    // One bit of the last written range flipped, as a kernel that rounds
+    // differently would leave it.
+    CAPSIM_TRY_ASSIGN(const std::vector<PointerUse> uses, inner_.baked_pointers(h));
+    for (auto it = uses.rbegin(); it != uses.rend(); ++it) {
+      if (it->access == Access::kRead || it->range.bytes < 4) continue;
+      std::byte b[4];
+      CAPSIM_TRY(inner_.read(it->range.base, b));
+      b[0] ^= std::byte{1};
+      return inner_.write(it->range.base, b);
+    }
+    return {};
+  }
+  Status read(Address a, std::span<std::byte> out) override { return inner_.read(a, out); }
+  Status write(Address a, std::span<const std::byte> in) override { return inner_.write(a, in); }
+  Result<std::vector<PointerUse>> baked_pointers(GraphHandle h) const override {
+    CAPSIM_TRY_ASSIGN(std::vector<PointerUse> uses, inner_.baked_pointers(h));
+    if (skew_ == Skew::kBakedPointer && !uses.empty()) uses.back().range.base += 4;
+    return uses;
+  }
+  Result<std::vector<std::uint64_t>> buffer_ids(GraphHandle h) const override {
+    if (skew_ != Skew::kBufferIds) return std::vector<std::uint64_t>{};
+    return std::vector<std::uint64_t>{41, 42 + h.value};
+  }
+
+ private:
+  Skew skew_;
+  HostBackend inner_;
+};
+
+TEST_CASE("reference mirror: a host backend agrees with the model on every built-in scenario") {
+  for (const Scenario& s : builtin_scenarios()) {
+    CAPTURE(s.name);
+    HostBackend host;
+    ReferenceMirror mirror(host);
+    const testing::MirroredRun run = run_mirrored(s, mirror);
+    CHECK_FALSE(mirror.disagreement().has_value());
+    CHECK(static_cast<bool>(run.model_status) == static_cast<bool>(run.mirrored_status));
+    // The same events, the device evidence (computed by the model on one
+    // side, read from the host backend on the other) included.
+    CHECK(run.model_events == run.mirrored_events);
+    CHECK(mirror.stats().replays == run.device_events);
+  }
+}
+
+TEST_CASE("reference mirror: the plain API's stale read is reproduced, not corrected") {
+  // make_graphed_callables reads a reassigned param at its old address: the
+  // model predicts stale values, and the mirror must compute the same bits.
+  const Scenario& s = scenario("plain_api_param_reassigned");
+  HostBackend host;
+  ReferenceMirror mirror(host);
+  const testing::MirroredRun run = run_mirrored(s, mirror);
+  REQUIRE_FALSE(mirror.disagreement().has_value());
+  CHECK(run.device_events >= 2);
+  CHECK(run.model_events == run.mirrored_events);
+  CHECK(run_scenario(s).all_hold());  // the scenario asserts the stale read itself
+}
+
+TEST_CASE("reference mirror: memory copied in only once is caught (the control)") {
+  HostBackend host;
+  ReferenceMirror mirror(host, MirrorFault::kSkipUpload);
+  run_mirrored(scenario("compiled_adam_cudagraphed_backward"), mirror);
+  REQUIRE(mirror.disagreement().has_value());
+  CHECK(mirror.disagreement()->find("the model has") != std::string::npos);
+}
+
+TEST_CASE("reference mirror: a baked pointer that differs from the program's is caught") {
+  SkewedBackend skewed(SkewedBackend::Skew::kBakedPointer);
+  ReferenceMirror mirror(skewed);
+  run_mirrored(scenario("run_simple"), mirror);
+  REQUIRE(mirror.disagreement().has_value());
+  CHECK(mirror.disagreement()->find("skewed bakes [") != std::string::npos);
+}
+
+TEST_CASE("reference mirror: one flipped bit after a replay is caught, with both values") {
+  SkewedBackend skewed(SkewedBackend::Skew::kWrongValue);
+  ReferenceMirror mirror(skewed);
+  const testing::MirroredRun run = run_mirrored(scenario("run_simple"), mirror);
+  REQUIRE(mirror.disagreement().has_value());
+  CHECK(mirror.disagreement()->find("replay 1: 0x7f") != std::string::npos);
+  CHECK(mirror.disagreement()->find("skewed has") != std::string::npos);
+  // The World fails at the device event: no evidence in a disagreeing
+  // mirror's name.
+  CHECK_FALSE(run.mirrored_status);
+}
+
+TEST_CASE("reference mirror: buffer ids ride along as an extension the model does not compare") {
+  SkewedBackend skewed(SkewedBackend::Skew::kBufferIds);
+  ReferenceMirror mirror(skewed);
+  const testing::MirroredRun run = run_mirrored(scenario("run_simple"), mirror);
+  REQUIRE_FALSE(mirror.disagreement().has_value());
+  REQUIRE_FALSE(run.buffer_ids.empty());
+  CHECK(run.buffer_ids.front() == "[41,42]");
+  CHECK(run.model_events == run.mirrored_events);
+}
+
+TEST_CASE("reference mirror: a recording beside it is a capsim-cuda trace with device events") {
+  HostBackend host;
+  ReferenceMirror mirror(host);
+  Result<std::vector<std::string>> lines = record_scenario_on(scenario("run_simple"), mirror);
+  REQUIRE(lines);
+  CHECK(lines->front().find(R"("producer":"capsim-cuda")") != std::string::npos);
+  CHECK(lines->front().find(R"("x_device":"host")") != std::string::npos);
+  std::size_t device = 0;
+  for (const std::string& l : *lines) device += l.find(R"("event":"device")") != std::string::npos;
+  CHECK(device == mirror.stats().replays);
+}
+
+TEST_CASE("model: without a mirror, evidence is the model's own and needs a replay") {
+  DeviceMemory memory;
+  CpuBackend backend(memory);
+  const AddressRange seg = memory.map_segment(2 * kMiB).value();
+  StepProgram p{"g", {}};
+  p.add(MemsetStep{seg.base, 64, 1});
+  const GraphHandle h = backend.instantiate(p).value();
+  REQUIRE(backend.replay(h));
+  const Result<GraphEvidence> e = backend.evidence(h);
+  REQUIRE(e);
+  CHECK(e->baked == 1);
+  CHECK(e->buffer_ids.empty());
+  // A mirror that holds no evidence is never papered over with the model's.
+  HostBackend host;
+  ReferenceMirror mirror(host);
+  backend.set_mirror(&mirror);
+  const Result<GraphEvidence> none = backend.evidence(h);
+  REQUIRE_FALSE(none);
+  CHECK(none.error().message.find("no evidence of graph 0") != std::string::npos);
+}
+
+}  // namespace
+}  // namespace capsim::cuda
