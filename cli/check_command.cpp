@@ -69,12 +69,9 @@ class Progress {
 // is for the person who opens it (`dot -Tsvg`, or capsim render).
 Status save_drawing(const std::string& stem) {
   CAPSIM_TRY_ASSIGN(const TraceGraphs graphs, collect_trace_graphs(stem + ".jsonl"));
-  CAPSIM_TRY_ASSIGN(const DrawGraph recorded, pick_graph(graphs, {"tree", ""}));
-  CAPSIM_TRY_ASSIGN(const DrawGraph predicted, pick_graph(graphs, {"tree", "predicted"}));
-  const GraphDiff diff = diff_graphs(recorded, predicted);
-  const std::string dot =
-      diff.counts.identical() ? to_dot(recorded) : to_dot(merge_diff(recorded, predicted, diff));
-  CAPSIM_TRY(write_drawing(dot, stem + ".dot", {}));
+  CAPSIM_TRY_ASSIGN(const TreeAgainstPrediction trees, tree_against_prediction(graphs));
+  // DOT needs no layout, so nothing can fail but the writing itself.
+  CAPSIM_TRY(write_drawing(to_dot(trees.drawing()), stem + ".dot", {}));
   return {};
 }
 

@@ -61,19 +61,17 @@ int emit(const DrawGraph& drawing, const DrawOptions& options, const std::string
     return 0;
   }
   if (!folded.empty()) std::fprintf(stderr, "capsim: note: %s\n", folded.c_str());
-  Result<std::vector<std::string>> written =
+  Result<WrittenDrawing> written =
       write_drawing(dot, options.output, LayoutOptions{options.timeout_s});
-  if (!written) {
-    const std::string& m = written.error().message;
-    // The layout failing is not the user's input; a path we cannot write is.
-    if (m.find("graphviz") != std::string::npos) {
-      std::fprintf(stderr, "capsim: error: %s\n", m.c_str());
-      return 1;
-    }
-    return fail(m);
+  // A path we cannot write is the user's input (exit 2); a layout that
+  // failed is not (exit 1), and its DOT is on disk.
+  if (!written) return fail(written.error().message);
+  if (written->layout_failure) {
+    std::fprintf(stderr, "capsim: error: %s\n", written->layout_failure->c_str());
+    return 1;
   }
   std::string files;
-  for (const std::string& f : *written) files += (files.empty() ? "" : " and ") + f;
+  for (const std::string& f : written->files) files += (files.empty() ? "" : " and ") + f;
   fmt::print("wrote {}: {} nodes, {} edges{}\n", files, fitted.nodes.size(), fitted.edges.size(),
              summary.empty() ? "" : "; " + summary);
   return 0;
@@ -111,8 +109,10 @@ int diff_command(const std::string& a, const std::string& b, bool predicted,
     }
     Result<TraceGraphs> graphs = collect_trace_graphs(op->file);
     if (!graphs) return fail(graphs.error().message);
-    left = *pick_graph(*graphs, {"tree", ""});
-    right = *pick_graph(*graphs, {"tree", "predicted"});
+    Result<TreeAgainstPrediction> trees = tree_against_prediction(*graphs);
+    if (!trees) return fail(trees.error().message);
+    left = std::move(trees->recorded);
+    right = std::move(trees->predicted);
   } else {
     if (b.empty()) return fail("diff: give two operands, A and B (or --predicted TRACE)");
     Result<Operand> oa = parse_operand(a, options.graph);
@@ -143,13 +143,12 @@ int diff_command(const std::string& a, const std::string& b, bool predicted,
 int divergence_dot(const std::string& trace, const std::string& output) {
   Result<TraceGraphs> graphs = collect_trace_graphs(trace);
   if (!graphs) return fail(graphs.error().message);
-  const DrawGraph recorded = *pick_graph(*graphs, {"tree", ""});
-  const DrawGraph predicted = *pick_graph(*graphs, {"tree", "predicted"});
-  const GraphDiff diff = diff_graphs(recorded, predicted);
+  Result<TreeAgainstPrediction> trees = tree_against_prediction(*graphs);
+  if (!trees) return fail(trees.error().message);
   DrawOptions options;
   options.output = output;
-  return emit(merge_diff(recorded, predicted, diff), options,
-              "recorded tree against capsim's prediction: " + diff_summary(diff.counts));
+  return emit(merge_diff(trees->recorded, trees->predicted, trees->diff), options,
+              "recorded tree against capsim's prediction: " + diff_summary(trees->diff.counts));
 }
 
 }  // namespace capsim::cli

@@ -153,24 +153,25 @@ Result<std::string> render_in_memory(const std::string& dot, OutputFormat format
   return bytes;
 }
 
-Result<std::vector<std::string>> write_drawing(const std::string& dot, const std::string& path,
-                                               const LayoutOptions& options) {
+Result<WrittenDrawing> write_drawing(const std::string& dot, const std::string& path,
+                                     const LayoutOptions& options) {
   CAPSIM_TRY_ASSIGN(const OutputFormat format, output_format_of(path));
-  std::vector<std::string> written;
+  WrittenDrawing written;
   if (format != OutputFormat::kDot) {
     const std::string dot_path = std::filesystem::path(path).replace_extension(".dot").string();
     CAPSIM_TRY(write_atomically(dot_path, dot));
-    written.push_back(dot_path);
+    written.files.push_back(dot_path);
     Result<std::string> bytes = render_in_memory(dot, format, options);
     if (!bytes) {
-      return make_error(
-          fmt::format("{}: {} (the DOT is in {})", path, bytes.error().message, dot_path));
+      written.layout_failure =
+          fmt::format("{}: {} (the DOT is in {})", path, bytes.error().message, dot_path);
+      return written;
     }
     CAPSIM_TRY(write_atomically(path, *bytes));
   } else {
     CAPSIM_TRY(write_atomically(path, dot));
   }
-  written.push_back(path);
+  written.files.push_back(path);
   return written;
 }
 

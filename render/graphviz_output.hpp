@@ -14,6 +14,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -42,10 +43,20 @@ struct LayoutOptions {
 };
 inline constexpr std::uint32_t kMaxLayoutTimeout = 3600;
 
+// What write_drawing wrote, in order. A layout that failed (Graphviz could
+// not parse or lay out the DOT, crashed, timed out, or has no renderer for
+// the format) is no error of the caller's input: the DOT is written, no
+// image is, and `layout_failure` says why (naming the image and the DOT).
+struct WrittenDrawing {
+  std::vector<std::string> files;
+  std::optional<std::string> layout_failure;
+};
+
 // Writes `dot` to `path` in the format its extension names (and, for SVG and
-// PNG, the DOT beside it). Returns the paths written, in order.
-Result<std::vector<std::string>> write_drawing(const std::string& dot, const std::string& path,
-                                               const LayoutOptions& options);
+// PNG, the DOT beside it), each through a temporary file and a rename. An
+// Error is bad output: an unknown extension, a path that cannot be written.
+Result<WrittenDrawing> write_drawing(const std::string& dot, const std::string& path,
+                                     const LayoutOptions& options);
 
 // Lays `dot` out and renders it in memory, in a child as above (tests, bench).
 Result<std::string> render_in_memory(const std::string& dot, OutputFormat format,

@@ -257,4 +257,16 @@ GraphSpec default_graph(const TraceGraphs& graphs) {
   return {"tree", ""};
 }
 
+Result<TreeAgainstPrediction> tree_against_prediction(const TraceGraphs& graphs) {
+  TreeAgainstPrediction t;
+  CAPSIM_TRY_ASSIGN(t.recorded, pick_graph(graphs, {"tree", ""}));
+  CAPSIM_TRY_ASSIGN(t.predicted, pick_graph(graphs, {"tree", "predicted"}));
+  t.diff = diff_graphs(t.recorded, t.predicted);
+  return t;
+}
+
+DrawGraph TreeAgainstPrediction::drawing() const {
+  return diff.counts.identical() ? recorded : merge_diff(recorded, predicted, diff);
+}
+
 }  // namespace capsim

@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "render/draw_graph.hpp"
+#include "render/graph_diff.hpp"
 #include "sim/events.hpp"
 
 namespace capsim {
@@ -59,5 +60,17 @@ Result<DrawGraph> pick_graph(const TraceGraphs& graphs, const GraphSpec& spec);
 // The kind drawn when --graph is left out: the tree when the run has
 // cudagraph events, else the first captured FX graph, else the tree.
 GraphSpec default_graph(const TraceGraphs& graphs);
+
+// The trace's tree, drawn from its own events, against the tree drawn from
+// the model's prediction of them: what `capsim diff --predicted`, `capsim
+// replay --dot` and the drawings of saved counterexamples show.
+struct TreeAgainstPrediction {
+  DrawGraph recorded;
+  DrawGraph predicted;
+  GraphDiff diff;
+  // The recorded tree when the two are identical, else the merged diff.
+  DrawGraph drawing() const;
+};
+Result<TreeAgainstPrediction> tree_against_prediction(const TraceGraphs& graphs);
 
 }  // namespace capsim

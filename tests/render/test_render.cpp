@@ -490,7 +490,7 @@ TEST_CASE("render: bad --graph, format and output path are errors") {
   CHECK(output_format_of("dir/x.svg").value() == OutputFormat::kSvg);
 
   const std::string dot = to_dot(hub_graph());
-  const Result<std::vector<std::string>> written = write_drawing(dot, "/nonexistent-dir/x.svg", {});
+  const Result<WrittenDrawing> written = write_drawing(dot, "/nonexistent-dir/x.svg", {});
   REQUIRE_FALSE(written.ok());
   CHECK(written.error().message.find("/nonexistent-dir/") != std::string::npos);
   for (const char* leftover : {"/nonexistent-dir/x.svg", "/nonexistent-dir/x.dot",
@@ -503,9 +503,10 @@ TEST_CASE("render: write_drawing renames into place and keeps the DOT beside an 
   const fs::path dir = test_dir();
   const std::string dot = to_dot(hub_graph());
 
-  const Result<std::vector<std::string>> svg = write_drawing(dot, (dir / "g.svg").string(), {});
+  const Result<WrittenDrawing> svg = write_drawing(dot, (dir / "g.svg").string(), {});
   REQUIRE(svg.ok());
-  CHECK(*svg == std::vector<std::string>{(dir / "g.dot").string(), (dir / "g.svg").string()});
+  CHECK(svg->files == std::vector<std::string>{(dir / "g.dot").string(), (dir / "g.svg").string()});
+  CHECK_FALSE(svg->layout_failure.has_value());
   CHECK(read_file(dir / "g.dot") == dot);
   CHECK(read_file(dir / "g.svg").starts_with("<?xml"));
 
@@ -514,11 +515,14 @@ TEST_CASE("render: write_drawing renames into place and keeps the DOT beside an 
   REQUIRE(write_drawing(dot, (dir / "d.dot").string(), {}).ok());
   CHECK(read_file(dir / "d.dot") == dot);
 
-  // A failed layout writes no image, and the DOT it could not lay out stays.
-  const Result<std::vector<std::string>> bad =
+  // A failed layout is a value, not an error: no image is written, and the
+  // DOT it could not lay out stays.
+  const Result<WrittenDrawing> bad =
       write_drawing("digraph { a -> }", (dir / "bad.svg").string(), {});
-  REQUIRE_FALSE(bad.ok());
-  CHECK(bad.error().message.find((dir / "bad.dot").string()) != std::string::npos);
+  REQUIRE(bad.ok());
+  CHECK(bad->files == std::vector<std::string>{(dir / "bad.dot").string()});
+  REQUIRE(bad->layout_failure.has_value());
+  CHECK(bad->layout_failure->find((dir / "bad.dot").string()) != std::string::npos);
 
   CHECK(files_in(dir) ==
         std::vector<std::string>{"bad.dot", "d.dot", "g.dot", "g.svg", "p.dot", "p.png"});
