@@ -55,14 +55,22 @@ void ReferenceMirror::instantiated(GraphHandle handle, const StepProgram& progra
     return disagree(fmt::format("graph '{}': {}", program.name, target.error().message));
   }
   ++stats_.graphs;
-  graphs_[handle.value] = Graph{*target, program.name, 0, std::nullopt};
+  Graph& graph = graphs_[handle.value];
+  graph.target = *target;
+  graph.name = program.name;
   // The baked pointers as the target holds them (the CUDA backend: read back
   // from the driver, translated to simulated addresses) against the
   // program's own.
   Result<std::vector<PointerUse>> baked = target_.baked_pointers(*target);
   if (!baked) return disagree(fmt::format("graph '{}': {}", program.name, baked.error().message));
   const std::vector<PointerUse> want = pointer_uses(program);
-  if (*baked == want) return;
+  if (*baked == want) {
+    Result<std::vector<std::uint64_t>> ids = target_.buffer_ids(*target);
+    if (!ids) return disagree(fmt::format("graph '{}': {}", program.name, ids.error().message));
+    graph.baked = std::move(*baked);
+    graph.buffer_ids = std::move(*ids);
+    return;
+  }
   if (baked->size() != want.size()) {
     return disagree(fmt::format("graph '{}': {} bakes {} pointers, the model {}", program.name,
                                 target_.name(), baked->size(), want.size()));
@@ -111,12 +119,11 @@ Status ReferenceMirror::compare(const Graph& graph, const DeviceMemory& memory) 
 }
 
 Status ReferenceMirror::record_evidence(Graph& graph) {
-  CAPSIM_TRY_ASSIGN(const std::vector<PointerUse> baked, target_.baked_pointers(graph.target));
   CAPSIM_TRY_ASSIGN(GraphEvidence e,
-                    graph_evidence(baked, [this](Address address, std::span<std::byte> out) {
+                    graph_evidence(graph.baked, [this](Address address, std::span<std::byte> out) {
                       return target_.read(address, out);
                     }));
-  CAPSIM_TRY_ASSIGN(e.buffer_ids, target_.buffer_ids(graph.target));
+  e.buffer_ids = graph.buffer_ids;
   graph.evidence = std::move(e);
   return {};
 }

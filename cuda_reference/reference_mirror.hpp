@@ -74,6 +74,11 @@ class ReferenceMirror final : public ReplayMirror {
     GraphHandle target;
     std::string name;
     std::uint64_t replays = 0;
+    // Read from the target once, at instantiation: a graph's baked pointers
+    // and buffers never change (the CUDA backend re-checks that itself after
+    // every replay), so each replay's evidence reuses them.
+    std::vector<PointerUse> baked;
+    std::vector<std::uint64_t> buffer_ids;
     std::optional<GraphEvidence> evidence;
   };
   bool stopped() const { return disagreement_.has_value(); }

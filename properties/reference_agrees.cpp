@@ -35,7 +35,7 @@ std::optional<std::string> compare_runs(const GeneratedProgram& generated, bool 
   if (!mirror) return fmt::format("{}: the reference backend: {}", api, mirror.error().message);
   options.mirror = mirror->get();
   Status mirrored_status;
-  std::unique_ptr<World> mirrored = run_generated(generated, options, mirrored_status);
+  const std::unique_ptr<World> mirrored = run_generated(generated, options, mirrored_status);
   if (const auto& d = (*mirror)->disagreement()) {
     return fmt::format("{}: the {} backend disagrees: {}", api, (*mirror)->name(), *d);
   }
@@ -53,7 +53,6 @@ std::optional<std::string> compare_runs(const GeneratedProgram& generated, bool 
                        i < ours.size() ? format_event(ours[i]) : "(none)", (*mirror)->name(),
                        i < theirs.size() ? format_event(theirs[i]) : "(none)");
   }
-  mirrored.reset();  // before its mirror
   return std::nullopt;
 }
 
