@@ -113,7 +113,13 @@ std::string describe_action(const Action& action) {
         } else if constexpr (std::is_same_v<A, RunCaptureScenario>) {
           return fmt::format("run_capture_scenario({}, mode={})", a.name,
                              capture_mode_name(a.mode));
+        } else if constexpr (std::is_same_v<A, DefineAutogradGraph>) {
+          return fmt::format("{} = <autograd graph of {} nodes>", a.name, a.nodes.size());
+        } else if constexpr (std::is_same_v<A, CompiledBackward>) {
+          return fmt::format("compiled_backward({}, dynamic={})", a.graph,
+                             a.dynamic ? "True" : "False");
         } else {
+          static_assert(std::is_same_v<A, Reset>);
           return "torch._dynamo.reset()";
         }
       },

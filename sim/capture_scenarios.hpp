@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -52,6 +53,20 @@ struct CaptureRunLog {
   std::uint64_t executed = 0;
   std::uint64_t mismatches = 0;
 };
+
+// Phase A, the cache and, on a miss, the initial capture in `mode` of one
+// backward over `graph` from `root`: its lines and events go to `log` (a hit,
+// or a miss with its metadata reads and its ca_capture). Shared by the
+// scenarios' runner and by recorded graphs (sim/recorded_autograd.hpp).
+struct BackwardCapture {
+  std::uint64_t backward = 0;  // index in the log's run
+  CacheDecision decision;
+  CollectedBackward collected;
+  std::optional<FxGraph> captured;  // on a miss
+};
+Result<BackwardCapture> capture_one_backward(const AutogradGraph& graph, AutogradNodeId root,
+                                             const TensorStore& store, CompiledAutogradCache& cache,
+                                             CaptureMode mode, bool dynamic, CaptureRunLog& log);
 
 // One backward through compiled autograd: Phase A, the cache, a capture on a
 // miss, and (functional mode) a run of the entry's graph on the engine's

@@ -186,9 +186,13 @@ class Capturer {
       }
     }
     CAPSIM_TRY_ASSIGN(Slots outputs, apply(v, node, inputs));
+    // The functional capture validates the GraphRoot's outputs too, as
+    // PyTorch 2.11 does (its graphs open with a validate_outputs of the root
+    // grads; docs/fidelity.md); the legacy capture keeps the older order.
+    const bool validates_root = o_.mode == CaptureMode::kFunctional;
     if (node.kind != AutogradNodeKind::kAotBackward &&
         node.kind != AutogradNodeKind::kAccumulateGrad &&
-        node.kind != AutogradNodeKind::kGraphRoot) {
+        (node.kind != AutogradNodeKind::kGraphRoot || validates_root)) {
       CAPSIM_TRY(validate_outputs(v, outputs));
     } else {
       // Keep the size cursor in step with Phase A: edge metadata sizes.
@@ -485,11 +489,23 @@ class Capturer {
     std::vector<bool> moved(nodes.size(), false);
     for (FxNodeId id = 0; id < nodes.size(); ++id) {
       if (nodes[id].target != "torch.ops.inductor.accumulate_grad_.default") continue;
-      const auto uses = r_.graph.uses(id);
-      CAPSIM_CHECK(!uses.empty());
-      const FxNodeId anchor = *std::max_element(uses.begin(), uses.end());
-      if (is_input_like(anchor)) continue;
-      after[anchor].push_back(id);
+      // The anchor is the latest argument that is not an input: PyTorch lifts
+      // every input at the top of the graph, capsim lifts an input where it is
+      // first used, so an input must not count as "later" here.
+      std::optional<FxNodeId> anchor;
+      for (FxNodeId u : r_.graph.uses(id)) {
+        if (!is_input_like(u) && (!anchor || u > *anchor)) anchor = u;
+      }
+      if (!anchor) continue;
+      // An input lifted after the anchor (capsim lifts where first used)
+      // moves with the node, just before it; its own argument is a placeholder.
+      for (FxNodeId u : r_.graph.uses(id)) {
+        if (u > *anchor && !moved[u] && is_input_like(u)) {
+          after[*anchor].push_back(u);
+          moved[u] = true;
+        }
+      }
+      after[*anchor].push_back(id);
       moved[id] = true;
     }
     std::vector<FxNodeId> order;

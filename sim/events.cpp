@@ -65,4 +65,25 @@ std::string format_addresses(const std::vector<std::uint64_t>& addresses) {
   return out + "]";
 }
 
+std::string format_text_list(const std::vector<std::string>& values) {
+  std::string out = "[";
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    if (i != 0) out += ',';
+    out += '"';
+    for (const char c : values[i]) {
+      const auto u = static_cast<unsigned char>(c);
+      if (c == '"' || c == '\\') {
+        out += '\\';
+        out += c;
+      } else if (u < 0x20) {
+        out += fmt::format("\\u{:04x}", u);
+      } else {
+        out += c;
+      }
+    }
+    out += '"';
+  }
+  return out + "]";
+}
+
 }  // namespace capsim

@@ -42,7 +42,8 @@ namespace capsim {
   X(kMetadataRead, "metadata_read") /* a capture read a proxy's metadata */       \
   X(kCaCapture, "ca_capture")       /* the captured graph */                      \
   X(kCaRun, "ca_run")               /* the captured graph ran */                  \
-  X(kDevice, "device")              /* a backend's evidence of a replay */
+  X(kDevice, "device")              /* a backend's evidence of a replay */        \
+  X(kCaGraph, "ca_graph")           /* compiled autograd: the captured calls */
 
 enum class EventKind : std::uint8_t {
 #define CAPSIM_ENUM_(e, name) e,
@@ -86,6 +87,10 @@ std::string format_list(const std::vector<Int>& values) {
   }
   return out + "]";
 }
+
+// "[\"a\",\"b\"]": how events write string lists (a JSON array: quotes,
+// backslashes and control characters escaped as JSON does).
+std::string format_text_list(const std::vector<std::string>& values);
 
 // "[0x7f0000000000,0x7f0000000200]": how events write address lists.
 std::string format_addresses(const std::vector<std::uint64_t>& addresses);

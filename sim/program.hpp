@@ -20,6 +20,7 @@
 #include "model/kernel_launch.hpp"
 #include "sim/capture_mode.hpp"
 #include "sim/function_def.hpp"
+#include "sim/recorded_graph.hpp"
 
 namespace capsim {
 
@@ -114,15 +115,17 @@ struct Reset {};
 // A built-in compiled-autograd scenario (sim/capture_scenarios.hpp), run as
 // one action: its cache decisions, proxy metadata reads, captures and runs
 // become this action's events. Coarse on purpose: the World's own tensors are
-// not autograd variables yet, so a program cannot build the graph itself.
+// not autograd variables yet, so a program cannot build the graph itself
+// (a trace of real PyTorch gives it instead: DefineAutogradGraph).
 struct RunCaptureScenario {
   std::string name;
   CaptureMode mode = CaptureMode::kFunctional;
 };
 
-using Action = std::variant<NewTensor, MarkStatic, Call, EagerCall, Del, Read, ReassignData,
-                            MarkStepBegin, SetToRunningBackward, AccumulateGrad, CreateOptimizer,
-                            OptimizerStep, ZeroGrad, DropOptimizer, Reset, RunCaptureScenario>;
+using Action =
+    std::variant<NewTensor, MarkStatic, Call, EagerCall, Del, Read, ReassignData, MarkStepBegin,
+                 SetToRunningBackward, AccumulateGrad, CreateOptimizer, OptimizerStep, ZeroGrad,
+                 DropOptimizer, Reset, RunCaptureScenario, DefineAutogradGraph, CompiledBackward>;
 // The action kinds' names, in variant order.
 std::string_view action_name(const Action& action);
 

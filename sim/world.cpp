@@ -10,6 +10,7 @@
 #include "sim/body_interpreter.hpp"
 #include "sim/eager_oracle.hpp"
 #include "sim/messages.hpp"
+#include "sim/recorded_autograd.hpp"
 #include "sim/world_parts.hpp"
 
 namespace capsim {
@@ -52,7 +53,9 @@ std::string_view action_name(const Action& action) {
                                                 "zero_grad",
                                                 "drop_optimizer",
                                                 "reset",
-                                                "run_capture_scenario"};
+                                                "run_capture_scenario",
+                                                "autograd_graph",
+                                                "compiled_backward"};
   static_assert(std::size(kNames) == std::variant_size_v<Action>);
   return kNames[action.index()];
 }
@@ -140,6 +143,8 @@ Status World::step(const Action& action) {
         if constexpr (std::is_same_v<A, DropOptimizer>) return do_drop_optimizer(a);
         if constexpr (std::is_same_v<A, Reset>) return do_reset();
         if constexpr (std::is_same_v<A, RunCaptureScenario>) return do_run_capture_scenario(a);
+        if constexpr (std::is_same_v<A, DefineAutogradGraph>) return do_define_autograd_graph(a);
+        if constexpr (std::is_same_v<A, CompiledBackward>) return do_compiled_backward(a);
       },
       action);
 }

@@ -27,7 +27,8 @@
 
 namespace capsim {
 
-struct BackwardView;  // sim/capture_scenarios.hpp
+struct BackwardView;     // sim/capture_scenarios.hpp
+class RecordedAutograd;  // sim/recorded_autograd.hpp
 
 struct WorldOptions {
   CudagraphConfig config;
@@ -125,6 +126,8 @@ class World {
   Status do_drop_optimizer(const DropOptimizer& a);
   Status do_reset();
   Status do_run_capture_scenario(const RunCaptureScenario& a);
+  Status do_define_autograd_graph(const DefineAutogradGraph& a);
+  Status do_compiled_backward(const CompiledBackward& a);
 
   // The compiled call shared by Call and OptimizerStep.
   Status call_compiled(const FunctionDef& def, const std::vector<std::uint64_t>& args,
@@ -190,6 +193,9 @@ class World {
   std::map<std::string, std::unique_ptr<Optimizer>> optimizers_;
   // Step functions of dropped optimizers: a live manager may still name them.
   std::vector<std::unique_ptr<FunctionDef>> retired_defs_;
+  // The autograd graphs of a recorded PyTorch run and compiled autograd's
+  // cache over them; made on the first autograd_graph action.
+  std::unique_ptr<RecordedAutograd> recorded_autograd_;
 };
 
 }  // namespace capsim

@@ -1,10 +1,12 @@
-// World: the run_capture_scenario action. The scenario runs on its own
-// autograd devices (sim/capture_scenarios.hpp), not on the World's memory, so
-// the action touches no pool, tensor or tree state: it only adds events and
-// counters.
+// World: the compiled-autograd actions. run_capture_scenario runs a built-in
+// scenario on its own autograd devices (sim/capture_scenarios.hpp);
+// autograd_graph and compiled_backward work on graphs a recorder of real
+// PyTorch walked (sim/recorded_autograd.hpp). None of them touches the World's
+// memory, pools, tensors or trees: they only add events and counters.
 #include <fmt/format.h>
 
 #include "sim/capture_scenarios.hpp"
+#include "sim/recorded_autograd.hpp"
 #include "sim/world.hpp"
 
 namespace capsim {
@@ -24,6 +26,23 @@ Status World::do_run_capture_scenario(const RunCaptureScenario& a) {
   counters_.ca_captures += log.captures;
   counters_.ca_metadata_reads += log.metadata_reads;
   counters_.ca_mismatches += log.mismatches;
+  return {};
+}
+
+Status World::do_define_autograd_graph(const DefineAutogradGraph& a) {
+  if (!recorded_autograd_) recorded_autograd_ = std::make_unique<RecordedAutograd>();
+  return recorded_autograd_->define(a);
+}
+
+Status World::do_compiled_backward(const CompiledBackward& a) {
+  if (!recorded_autograd_) {
+    return make_error(
+        fmt::format("autograd graph '{}': no autograd_graph action defined it", a.graph));
+  }
+  const std::uint64_t before = recorded_autograd_->captures();
+  CAPSIM_TRY_ASSIGN(std::vector<Event> events, recorded_autograd_->compiled_backward(a));
+  for (Event& e : events) ctx_.emit(e.kind, std::move(e.fields));
+  counters_.ca_captures += recorded_autograd_->captures() - before;
   return {};
 }
 

@@ -96,6 +96,10 @@ constexpr FieldSpec kFieldSpecs[] = {
     {"baked", FT::kInt, "pointer arguments baked into the replayed graph"},
     {"baked_digest", FT::kDigest,
      "FNV-1a 64 of each baked pointer's (step, argument, address, bytes) as 64-bit words"},
+    {"captured", FT::kBool, "compiled autograd captured a new graph (a cache miss)"},
+    {"targets", FT::kTextList,
+     "the captured graph's call targets in graph order (compared in canonical names, "
+     "docs/fidelity.md)"},
 };
 
 // Per kind, in the order the simulator writes them. `true` marks a field
@@ -145,6 +149,7 @@ constexpr EventFieldUse kCaCapture[] = {R("backward"), R("mode"), R("graph_nodes
                                         R("graph_digest")};
 constexpr EventFieldUse kCaRun[] = {R("backward"), R("leaves"), R("digest"), O("matches_eager")};
 constexpr EventFieldUse kDevice[] = {R("baked"), R("baked_digest"), R("digest")};
+constexpr EventFieldUse kCaGraph[] = {R("backward"), R("captured"), O("targets")};
 #undef R
 #undef O
 
@@ -220,6 +225,14 @@ std::optional<Json> text_to_json(FieldType type, std::string_view text) {
     case FT::kDigest:
       if (!is_digest(text)) return std::nullopt;
       return Json(std::string(text));
+    case FT::kTextList: {
+      Json out = Json::parse(text, nullptr, /*allow_exceptions=*/false);
+      if (!out.is_array()) return std::nullopt;
+      for (const Json& e : out) {
+        if (!e.is_string()) return std::nullopt;
+      }
+      return out;
+    }
   }
   return std::nullopt;
 }
@@ -268,6 +281,16 @@ Result<std::string> json_to_text(FieldType type, const Json& v, const std::strin
         return field_error(path, "expected a digest of 16 lower-case hex digits");
       }
       return v.get<std::string>();
+    case FT::kTextList: {
+      if (!v.is_array()) return field_error(path, "expected an array of strings");
+      std::vector<std::string> items;
+      for (std::size_t i = 0; i < v.size(); ++i) {
+        if (!v[i].is_string())
+          return field_error(fmt::format("{}[{}]", path, i), "expected a string");
+        items.push_back(v[i].get<std::string>());
+      }
+      return format_text_list(items);
+    }
   }
   return field_error(path, "unsupported field type");
 }
@@ -316,6 +339,7 @@ std::span<const EventFieldUse> event_fields_of(EventKind kind) {
     case EventKind::kCaCapture: return kCaCapture;
     case EventKind::kCaRun: return kCaRun;
     case EventKind::kDevice: return kDevice;
+    case EventKind::kCaGraph: return kCaGraph;
   }
   return {};
 }

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <limits>
 
 namespace capsim {
@@ -200,6 +201,27 @@ Status ObjectReader::finish() const {
     return field_error(path_of(key), "unknown field (extensions must start with \"x_\")");
   }
   return {};
+}
+
+// The float as the double with the fewest decimal digits that reads back to
+// the same float32 ("0.1", not "0.10000000149011612"), so lines stay short
+// and readable. The shortest float text goes through a double on the way back
+// (double rounding), so the result is checked and the exact widening is the
+// fallback. Non-finite floats have no JSON number: nlohmann writes null, and
+// reading refuses it.
+Json float_json(float f) {
+  if (std::isfinite(f)) {
+    const std::string shortest = fmt::format("{}", f);
+    const double d = std::strtod(shortest.c_str(), nullptr);
+    // The shortest text of FLT_MAX reads as a double above FLT_MAX; json_float32
+    // rounds it back, but the double itself is kept exact here so that the
+    // value round-trips through any JSON reader.
+    const bool in_range = std::fabs(d) <= static_cast<double>(std::numeric_limits<float>::max());
+    if (in_range && static_cast<float>(d) == f && std::signbit(d) == std::signbit(f)) {
+      return Json(d);
+    }
+  }
+  return Json(static_cast<double>(f));
 }
 
 }  // namespace capsim

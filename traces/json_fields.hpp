@@ -12,12 +12,15 @@
 // cannot hold.
 #pragma once
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
 #include <set>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "model/address.hpp"
@@ -71,5 +74,26 @@ class ObjectReader {
 Result<std::int64_t> json_integer(const Json& value, std::string_view path);
 Result<float> json_float32(const Json& value, std::string_view path);
 Result<Address> json_address(const Json& value, std::string_view path);
+
+// A float32 as the JSON number with the fewest decimal digits that reads back
+// to the same bits ("0.1", not "0.10000000149011612").
+Json float_json(float f);
+
+// The X-macro lists give the (name, enumerator) pairs; trailing columns are
+// ignored. Used with `using Enum = ...;` in scope.
+#define CAPSIM_PAIR_(e, n, ...) {n, Enum::e},
+
+// The value named `name`, or an error that lists the known names.
+template <typename E>
+Result<E> from_name(std::string_view name, std::string_view path, std::string_view what,
+                    const std::vector<std::pair<std::string_view, E>>& names) {
+  std::vector<std::string_view> known;
+  for (const auto& [n, e] : names) {
+    if (n == name) return e;
+    known.push_back(n);
+  }
+  return field_error(
+      path, fmt::format("unknown {} '{}' (known: {})", what, name, fmt::join(known, ", ")));
+}
 
 }  // namespace capsim

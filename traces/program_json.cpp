@@ -10,6 +10,8 @@
 #include <utility>
 #include <variant>
 
+#include "traces/recorded_graph_json.hpp"
+
 namespace capsim {
 namespace {
 
@@ -23,27 +25,6 @@ Status assign(T& out, Result<U> value) {
   if (!value.ok()) return value.error();
   out = std::move(value).value();
   return {};
-}
-
-// The float as the double with the fewest decimal digits that reads back to
-// the same float32 ("0.1", not "0.10000000149011612"), so lines stay short
-// and readable. The shortest float text goes through a double on the way back
-// (double rounding), so the result is checked and the exact widening is the
-// fallback. Non-finite floats have no JSON number: nlohmann writes null, and
-// reading refuses it.
-Json float_json(float f) {
-  if (std::isfinite(f)) {
-    const std::string shortest = fmt::format("{}", f);
-    const double d = std::strtod(shortest.c_str(), nullptr);
-    // The shortest text of FLT_MAX reads as a double above FLT_MAX; json_float32
-    // rounds it back, but the double itself is kept exact here so that the
-    // value round-trips through any JSON reader.
-    const bool in_range = std::fabs(d) <= static_cast<double>(std::numeric_limits<float>::max());
-    if (in_range && static_cast<float>(d) == f && std::signbit(d) == std::signbit(f)) {
-      return Json(d);
-    }
-  }
-  return Json(static_cast<double>(f));
 }
 
 Status check_name(const std::string& s, std::string_view path) {
@@ -145,23 +126,6 @@ Result<AdamHyper> read_adam(ObjectReader& parent) {
   CAPSIM_TRY(assign(h.weight_decay, r.float32("weight_decay")));
   CAPSIM_TRY(r.finish());
   return h;
-}
-
-// The X-macro lists give the (name, enumerator) pairs; trailing columns are
-// ignored. Used with `using Enum = ...;` in scope.
-#define CAPSIM_PAIR_(e, n, ...) {n, Enum::e},
-
-// The value named `name`, or an error that lists the known names.
-template <typename E>
-Result<E> from_name(std::string_view name, std::string_view path, std::string_view what,
-                    const std::vector<std::pair<std::string_view, E>>& names) {
-  std::vector<std::string_view> known;
-  for (const auto& [n, e] : names) {
-    if (n == name) return e;
-    known.push_back(n);
-  }
-  return field_error(
-      path, fmt::format("unknown {} '{}' (known: {})", what, name, fmt::join(known, ", ")));
 }
 
 // --- Functions -------------------------------------------------------------
@@ -390,6 +354,19 @@ Status read_fields(ObjectReader& r, RunCaptureScenario& a) {
   using Enum = CaptureMode;
   return assign(a.mode, from_name<Enum>(mode, r.path_of("mode"), "capture mode",
                                         {CAPSIM_CAPTURE_MODES(CAPSIM_PAIR_)}));
+}
+
+void write_fields(Json& j, const DefineAutogradGraph& a) {
+  write_recorded_graph(j, a);
+}
+Status read_fields(ObjectReader& r, DefineAutogradGraph& a) {
+  return read_recorded_graph(r, a);
+}
+void write_fields(Json& j, const CompiledBackward& a) {
+  write_compiled_backward(j, a);
+}
+Status read_fields(ObjectReader& r, CompiledBackward& a) {
+  return read_compiled_backward(r, a);
 }
 
 // One default-constructed action of each kind, in variant order.

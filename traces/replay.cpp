@@ -5,6 +5,7 @@
 #include <deque>
 #include <map>
 
+#include "sim/fx_target_names.hpp"
 #include "sim/world.hpp"
 #include "traces/event_schema.hpp"
 #include "traces/trace_simulation.hpp"
@@ -13,18 +14,33 @@ namespace capsim {
 
 namespace {
 
+// A field's value as replay compares it. A captured graph's targets compare
+// structurally: in canonical names, plumbing dropped (sim/fx_target_names.hpp,
+// docs/fidelity.md), so that PyTorch's qualified names meet capsim's.
+std::string comparable(const EventField& f) {
+  if (f.key != "targets") return f.value;
+  const Json list = Json::parse(f.value, nullptr, /*allow_exceptions=*/false);
+  if (!list.is_array()) return f.value;
+  std::vector<std::string> raw;
+  for (const Json& t : list) {
+    if (!t.is_string()) return f.value;
+    raw.push_back(t.get<std::string>());
+  }
+  return format_text_list(canonical_call_targets(raw));
+}
+
 // The first field where two events differ, or nullopt when they are equal.
 // Fields compare as sets: a producer may write them in any order.
 std::optional<std::string> first_difference(const Event& predicted, const Event& recorded) {
   if (predicted.kind != recorded.kind) return std::string("event");
   if (predicted.action != recorded.action) return std::string("action");
-  std::map<std::string_view, std::string_view> model;
+  std::map<std::string_view, std::string> model;
   for (const EventField& f : predicted.fields) {
-    if (!is_diagnostic_field(f.key)) model[f.key] = f.value;
+    if (!is_diagnostic_field(f.key)) model[f.key] = comparable(f);
   }
   for (const EventField& f : recorded.fields) {
     auto it = model.find(f.key);
-    if (it == model.end() || it->second != f.value) return f.key;
+    if (it == model.end() || it->second != comparable(f)) return f.key;
     model.erase(it);
   }
   if (!model.empty()) return std::string(model.begin()->first);

@@ -200,6 +200,8 @@ TEST_CASE("program_json: each action kind reads from a hand-written line") {
       R"({"action":"drop_optimizer","name":"opt"})",
       R"({"action":"reset"})",
       R"({"action":"run_capture_scenario","name":"basic","mode":"legacy"})",
+      R"({"action":"autograd_graph","name":"g","root":0,"tensors":[{"name":"t","sizes":[2],"dtype":"float64","requires_grad":true}],"nodes":[{"name":"MulBackward0","kind":"functional","inputs":[{"sizes":[2],"dtype":"float32"}],"next":[[1,0],null],"saved":["t"],"saved_sizes":[2],"saved_scalars":[0.5],"hooks":["pre_hook"]},{"name":"AccumulateGrad","kind":"AccumulateGrad","inputs":[{"sizes":[2],"dtype":"float64"}],"next":[],"variable":"t"}]})",
+      R"({"action":"compiled_backward","graph":"g","dynamic":false})",
   };
   static_assert(std::size(lines) == std::variant_size_v<Action>);
   for (std::size_t i = 0; i < std::size(lines); ++i) {
@@ -256,7 +258,7 @@ TEST_CASE("program_json: bad action lines name the field") {
         "field 'action': unknown action 'frob' (known: new_tensor, mark_static, call, "
         "eager_call, del, read, reassign_data, mark_step_begin, set_to_running_backward, "
         "accumulate_grad, create_optimizer, optimizer_step, zero_grad, drop_optimizer, reset, "
-        "run_capture_scenario)");
+        "run_capture_scenario, autograd_graph, compiled_backward)");
   CHECK(action_error(R"({"action":"run_capture_scenario","name":"basic","mode":"eager"})") ==
         "field 'mode': unknown capture mode 'eager' (known: functional, legacy)");
   CHECK(action_error(R"({"action":"del","name":3})") ==

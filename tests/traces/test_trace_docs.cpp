@@ -45,7 +45,8 @@ TEST_CASE("trace format docs: every kind and field is documented") {
   for (std::string_view action :
        {"new_tensor", "mark_static", "call", "eager_call", "del", "read", "reassign_data",
         "mark_step_begin", "set_to_running_backward", "accumulate_grad", "create_optimizer",
-        "optimizer_step", "zero_grad", "drop_optimizer", "reset", "run_capture_scenario"}) {
+        "optimizer_step", "zero_grad", "drop_optimizer", "reset", "run_capture_scenario",
+        "autograd_graph", "compiled_backward"}) {
     CHECK_MESSAGE(documents(spec, action), "action ", action);
   }
 }

@@ -1,0 +1,146 @@
+#include "sim/recorded_autograd.hpp"
+
+#include <fmt/format.h>
+
+#include "sim/autograd_engine.hpp"
+#include "sim/capture_scenarios.hpp"
+#include "sim/fx_target_names.hpp"
+
+namespace capsim {
+
+struct RecordedAutograd::Built {
+  OwnedAutogradDevice device;
+  AutogradGraph graph;
+  AutogradNodeId root = 0;  // the GraphRoot
+};
+
+RecordedAutograd::RecordedAutograd() = default;
+RecordedAutograd::~RecordedAutograd() = default;
+
+namespace {
+
+Result<InputMetadata> input_metadata(const RecordedInput& in) {
+  CAPSIM_TRY_ASSIGN(TensorMeta meta, contiguous_meta(in.sizes, in.dtype));
+  return InputMetadata{meta};
+}
+
+}  // namespace
+
+Status RecordedAutograd::define(const DefineAutogradGraph& walk) {
+  if (graphs_.count(walk.name) != 0) {
+    return make_error(fmt::format("autograd graph '{}' is defined twice", walk.name));
+  }
+  if (walk.nodes.empty()) return make_error("an autograd graph needs at least its root node");
+  if (walk.nodes.size() > kMaxRecordedNodes) {
+    return make_error(
+        fmt::format("{} nodes: more than the limit of {}", walk.nodes.size(), kMaxRecordedNodes));
+  }
+  if (walk.tensors.size() > kMaxRecordedTensors) {
+    return make_error(fmt::format("{} tensors: more than the limit of {}", walk.tensors.size(),
+                                  kMaxRecordedTensors));
+  }
+  if (walk.root >= walk.nodes.size()) {
+    return make_error(
+        fmt::format("root {}: no such node ({} nodes)", walk.root, walk.nodes.size()));
+  }
+  auto built = std::make_unique<Built>();
+  std::map<std::string, TensorId, std::less<>> tensors;
+  for (const RecordedTensor& t : walk.tensors) {
+    CAPSIM_TRY_ASSIGN(const Tensor base, built->device.store.empty(t.sizes, t.dtype));
+    TensorMeta meta = base.meta;
+    meta.requires_grad = t.requires_grad;
+    CAPSIM_TRY_ASSIGN(const Tensor view, built->device.store.view(base.id, meta));
+    if (!tensors.emplace(t.name, view.id).second) {
+      return make_error(fmt::format("tensor '{}' is listed twice", t.name));
+    }
+  }
+  auto tensor = [&](const std::string& name, std::size_t node) -> Result<TensorId> {
+    const auto it = tensors.find(name);
+    if (it == tensors.end()) {
+      return make_error(
+          fmt::format("node {}: tensor '{}' is not in the graph's tensors", node, name));
+    }
+    return it->second;
+  };
+  for (std::size_t i = 0; i < walk.nodes.size(); ++i) {
+    const RecordedNode& r = walk.nodes[i];
+    AutogradNode node;
+    node.kind = r.kind;
+    node.name = r.name;
+    for (const RecordedInput& in : r.inputs) {
+      CAPSIM_TRY_ASSIGN(InputMetadata m, input_metadata(in));
+      node.inputs.push_back(std::move(m));
+    }
+    node.num_outputs = static_cast<std::uint32_t>(r.next.size());
+    for (const std::string& s : r.saved) {
+      CAPSIM_TRY_ASSIGN(const TensorId id, tensor(s, i));
+      node.saved_tensors.push_back(id);
+    }
+    node.saved_sizes = r.saved_sizes;
+    node.saved_scalars.assign(r.saved_scalars.begin(), r.saved_scalars.end());
+    node.hooks = r.hooks;
+    node.inner_name = r.inner;
+    if (r.kind == AutogradNodeKind::kCopySlices && r.inner.empty()) {
+      return make_error(fmt::format("node {} (CopySlices): 'inner' names the wrapped node", i));
+    }
+    if (r.kind == AutogradNodeKind::kAccumulateGrad) {
+      if (r.variable.empty()) {
+        return make_error(fmt::format("node {} (AccumulateGrad): 'variable' names the leaf", i));
+      }
+      CAPSIM_TRY_ASSIGN(node.variable, tensor(r.variable, i));
+    } else if (!r.variable.empty()) {
+      return make_error(
+          fmt::format("node {} ({}): only AccumulateGrad has a 'variable'", i, r.name));
+    }
+    CAPSIM_TRY_ASSIGN(const AutogradNodeId id, built->graph.add_node(std::move(node)));
+    CAPSIM_CHECK(id == i);
+  }
+  for (std::size_t i = 0; i < walk.nodes.size(); ++i) {
+    const auto& next = walk.nodes[i].next;
+    for (std::size_t out = 0; out < next.size(); ++out) {
+      if (!next[out]) continue;
+      if (next[out]->target >= walk.nodes.size()) {
+        return make_error(fmt::format("node {} output {}: edge into node {}, which does not exist",
+                                      i, out, next[out]->target));
+      }
+      CAPSIM_TRY(built->graph.add_edge(static_cast<AutogradNodeId>(i),
+                                       static_cast<std::uint32_t>(out), next[out]->target,
+                                       next[out]->input_nr));
+    }
+  }
+  // The GraphRoot: one output, into input 0 of the loss's grad_fn.
+  AutogradNode root;
+  root.kind = AutogradNodeKind::kGraphRoot;
+  root.name = "GraphRoot";
+  root.num_outputs = 1;
+  CAPSIM_TRY_ASSIGN(built->root, built->graph.add_node(std::move(root)));
+  CAPSIM_TRY(built->graph.add_edge(built->root, 0, walk.root, 0));
+  CAPSIM_TRY(built->graph.check_acyclic());
+  graphs_.emplace(walk.name, std::move(built));
+  return {};
+}
+
+Result<std::vector<Event>> RecordedAutograd::compiled_backward(const CompiledBackward& call) {
+  const auto it = graphs_.find(call.graph);
+  if (it == graphs_.end()) {
+    return make_error(
+        fmt::format("autograd graph '{}': no autograd_graph action defined it", call.graph));
+  }
+  const Built& b = *it->second;
+  CaptureRunLog log;
+  log.backwards = backwards_;
+  CAPSIM_TRY_ASSIGN(BackwardCapture capture,
+                    capture_one_backward(b.graph, b.root, b.device.store, cache_,
+                                         CaptureMode::kFunctional, call.dynamic, log));
+  backwards_ = log.backwards;
+  std::vector<Event> events = std::move(log.events);
+  std::vector<EventField> fields{{"backward", std::to_string(capture.backward)},
+                                 {"captured", capture.captured ? "true" : "false"}};
+  if (capture.captured) {
+    fields.push_back({"targets", format_text_list(canonical_call_targets(*capture.captured))});
+  }
+  events.push_back({EventKind::kCaGraph, 0, std::move(fields)});
+  return events;
+}
+
+}  // namespace capsim

@@ -1,0 +1,188 @@
+// Recorded autograd graphs (the autograd_graph and compiled_backward actions):
+// the JSON form round-trips, a World captures them as compiled autograd does,
+// replay compares the captured targets structurally, and bad graphs are
+// refused with the node that is wrong.
+#include <doctest/doctest.h>
+
+#include <string>
+
+#include "sim/fx_target_names.hpp"
+#include "sim/world.hpp"
+#include "tests/traces/trace_test_support.hpp"
+#include "traces/program_json.hpp"
+
+namespace capsim {
+namespace {
+
+const std::string kHeader =
+    R"({"seq":0,"type":"header","format":"capsim-trace","version":1,"producer":"pytorch",)"
+    R"("capsim_version":"0.1.0","name":"mul_sum","seed":0,"config":{"inline_inbuilt_nn_modules":true,)"
+    R"("cudagraph_support_input_mutation":true,"cudagraph_unexpected_rerecord_limit":128,)"
+    R"("skip_cudagraph_warmup":false,"force_cudagraphs_warmup":false,"slow_path_cudagraph_asserts":true,)"
+    R"("zero_grad_static_error":false,"plain_api":false,"poison_freed":false},"observes":["ca_graph"]})";
+
+// (x * y).sum() with x, y of 4 elements, as PyTorch 2.11 walks it.
+std::string graph_action(int seq, int index, const std::string& name) {
+  return R"({"seq":)" + std::to_string(seq) + R"(,"type":"action","index":)" +
+         std::to_string(index) + R"(,"action":"autograd_graph","name":")" + name +
+         R"(","root":0,"tensors":[{"name":"t0","sizes":[4],"dtype":"float32","requires_grad":true},)"
+         R"({"name":"t1","sizes":[4],"dtype":"float32","requires_grad":true}],"nodes":[)"
+         R"({"name":"SumBackward0","kind":"functional","inputs":[{"sizes":[],"dtype":"float32"}],"next":[[1,0]],"saved_sizes":[4]},)"
+         R"({"name":"MulBackward0","kind":"functional","inputs":[{"sizes":[4],"dtype":"float32"}],"next":[[2,0],[3,0]],"saved":["t0","t1"]},)"
+         R"({"name":"AccumulateGrad","kind":"AccumulateGrad","inputs":[{"sizes":[4],"dtype":"float32"}],"next":[],"variable":"t0"},)"
+         R"({"name":"AccumulateGrad","kind":"AccumulateGrad","inputs":[{"sizes":[4],"dtype":"float32"}],"next":[],"variable":"t1"}]})";
+}
+
+std::string backward_action(int seq, int index, const std::string& graph) {
+  return R"({"seq":)" + std::to_string(seq) + R"(,"type":"action","index":)" +
+         std::to_string(index) + R"(,"action":"compiled_backward","graph":")" + graph +
+         R"(","dynamic":true})";
+}
+
+// PyTorch 2.11's captured targets for that graph, as the recorder writes them.
+const std::string kTorchTargets =
+    R"(["operator.getitem","operator.getitem","operator.getitem","operator.getitem",)"
+    R"("operator.getitem","operator.getitem","operator.getitem",)"
+    R"("torch._dynamo.external_utils.unwrap_maybe_dynamic_int",)"
+    R"("torch._dynamo.external_utils.unwrap_maybe_dynamic_int",)"
+    R"("torch._dynamo.external_utils.unwrap_maybe_dynamic_int",)"
+    R"("torch._dynamo.external_utils.unwrap_maybe_dynamic_int",)"
+    R"("torch._dynamo.compiled_autograd.ops.validate_outputs","operator.getitem",)"
+    R"("torch._dynamo.compiled_autograd.ops.SumBackward0","operator.getitem",)"
+    R"("torch._dynamo.compiled_autograd.ops.validate_outputs","operator.getitem",)"
+    R"("torch._dynamo.compiled_autograd.ops.MulBackward0","operator.getitem","operator.getitem",)"
+    R"("torch._dynamo.compiled_autograd.ops.validate_outputs","operator.getitem",)"
+    R"("torch._dynamo.external_utils.call_accumulate_grad","operator.getitem",)"
+    R"("torch._dynamo.external_utils.call_accumulate_grad",)"
+    R"("torch._dynamo.external_utils.FakeCompiledAutogradEngine._exec_final_callbacks_stub"])";
+
+std::string event(int seq, int action, const std::string& fields) {
+  return R"({"seq":)" + std::to_string(seq) + R"(,"type":"event","action":)" +
+         std::to_string(action) + R"(,"event":"ca_graph",)" + fields + "}";
+}
+
+std::string two_backwards(const std::string& targets) {
+  return test::join_lines({kHeader, graph_action(1, 0, "g0"), backward_action(2, 1, "g0"),
+                           event(3, 1, R"("backward":0,"captured":true,"targets":)" + targets),
+                           graph_action(4, 2, "g1"), backward_action(5, 3, "g1"),
+                           event(6, 3, R"("backward":1,"captured":false)")});
+}
+
+TEST_CASE("recorded graph: canonical FX target names") {
+  CHECK(canonical_fx_target("torch._dynamo.compiled_autograd.ops.MulBackward0") ==
+        "ops.MulBackward0");
+  CHECK(canonical_fx_target("torch__dynamo_compiled_autograd_ops_MulBackward0") ==
+        "ops.MulBackward0");
+  CHECK(canonical_fx_target("torch._dynamo.compiled_autograd.ops.validate_outputs") ==
+        "validate_outputs");
+  CHECK(canonical_fx_target("torch._dynamo.external_utils.call_hook") == "call_hook");
+  CHECK(canonical_fx_target("ops.MulBackward0") == "ops.MulBackward0");  // capsim's own
+  CHECK(!canonical_fx_target("operator.getitem"));
+  CHECK(!canonical_fx_target("torch._dynamo.external_utils.unwrap_maybe_dynamic_int"));
+}
+
+TEST_CASE("recorded graph: the actions round-trip through JSON byte for byte") {
+  for (const std::string& line : {graph_action(1, 0, "g0"), backward_action(2, 1, "g0")}) {
+    CAPTURE(line);
+    Json j = Json::parse(line);
+    for (const char* k : {"seq", "type", "index"}) j.erase(k);
+    auto r = ObjectReader::of(j, "");
+    REQUIRE(r.ok());
+    auto action = action_from_json(*r);
+    REQUIRE_MESSAGE(action.ok(), action.error().message);
+    CHECK(action_to_json(*action).dump() == j.dump());
+  }
+}
+
+TEST_CASE("recorded graph: a capture, then a cache hit; PyTorch's targets match capsim's") {
+  const auto report = test::replay_text(two_backwards(kTorchTargets));
+  REQUIRE_MESSAGE(report.ok(), report.error().message);
+  const std::string why =
+      report->divergence ? report->divergence->recorded + "\n" + report->divergence->predicted : "";
+  INFO(why);
+  CHECK(!report->divergence);
+  CHECK(report->events_matched == 2);
+}
+
+TEST_CASE("recorded graph: negative control, a missing call is a divergence at targets") {
+  std::string targets = kTorchTargets;
+  const std::string mul = R"("torch._dynamo.compiled_autograd.ops.MulBackward0",)";
+  targets.erase(targets.find(mul), mul.size());
+  const auto report = test::replay_text(two_backwards(targets));
+  REQUIRE(report.ok());
+  REQUIRE(report->divergence);
+  CHECK(report->divergence->line == 4);
+  CHECK(report->divergence->field == "targets");
+}
+
+TEST_CASE("recorded graph: a different graph shape misses the cache (dynamic=false)") {
+  WorldOptions options;
+  World world(options);
+  Program p;
+  for (int i = 0; i < 2; ++i) {
+    Json j = Json::parse(graph_action(1, 0, "g" + std::to_string(i)));
+    for (const char* k : {"seq", "type", "index"}) j.erase(k);
+    if (i == 1) {
+      // A larger x and y: static sizes change, one recapture.
+      for (auto& t : j["tensors"]) t["sizes"] = {5};
+      for (int n = 1; n < 4; ++n) j["nodes"][n]["inputs"][0]["sizes"] = {5};
+      j["nodes"][0]["saved_sizes"] = {5};
+    }
+    auto r = ObjectReader::of(j, "");
+    REQUIRE(r.ok());
+    auto a = action_from_json(*r);
+    REQUIRE(a.ok());
+    p.actions.push_back(*a);
+    p.actions.push_back(CompiledBackward{"g" + std::to_string(i), false});
+  }
+  REQUIRE(world.run(p).ok());
+  std::vector<std::string> captured;
+  for (const Event& e : world.events()) {
+    if (e.kind == EventKind::kCaGraph) captured.emplace_back(*e.field("captured"));
+  }
+  CHECK(captured == std::vector<std::string>{"true", "true"});
+}
+
+TEST_CASE("recorded graph: bad graphs are refused with the node that is wrong") {
+  auto run_with = [](const std::function<void(Json&)>& edit) {
+    Json j = Json::parse(graph_action(1, 0, "g0"));
+    for (const char* k : {"seq", "type", "index"}) j.erase(k);
+    edit(j);
+    auto r = ObjectReader::of(j, "");
+    if (!r.ok()) return r.error().message;
+    auto a = action_from_json(*r);
+    if (!a.ok()) return a.error().message;
+    World world(WorldOptions{});
+    Program p;
+    p.actions.push_back(*a);
+    p.actions.push_back(CompiledBackward{"g0", true});
+    const Status s = world.run(p);
+    return s.ok() ? std::string() : s.error().message;
+  };
+  CHECK(run_with([](Json& j) {
+          j["nodes"][1]["next"][0] = {9, 0};
+        }).find("node 1 output 0: edge into node 9") != std::string::npos);
+  CHECK(run_with([](Json& j) {
+          j["nodes"][1]["saved"][0] = "nope";
+        }).find("node 1: tensor 'nope'") != std::string::npos);
+  CHECK(run_with([](Json& j) {
+          j["nodes"][0]["kind"] = "GraphRoot";
+        }).find("field 'nodes[0].kind'") != std::string::npos);
+  CHECK(run_with([](Json& j) {
+          j["nodes"][2]["next"] = {{0, 0}};
+        }).find("cycle") != std::string::npos);
+  CHECK(run_with([](Json& j) {
+          j["nodes"][2].erase("variable");
+        }).find("node 2 (AccumulateGrad): 'variable'") != std::string::npos);
+  CHECK(run_with([](Json& j) { j["nodes"][1]["bogus"] = 1; }).find("field 'nodes[1].bogus'") !=
+        std::string::npos);
+  World world(WorldOptions{});
+  Program p;
+  p.actions.push_back(CompiledBackward{"nowhere", true});
+  const Status s = world.run(p);
+  REQUIRE(!s.ok());
+  CHECK(s.error().message.find("autograd graph 'nowhere'") != std::string::npos);
+}
+
+}  // namespace
+}  // namespace capsim

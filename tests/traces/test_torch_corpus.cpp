@@ -1,0 +1,106 @@
+// The corpus of real PyTorch traces (traces/corpus/torch/, recorded by
+// traces/torch/): every trace replays, and its first divergence is exactly
+// the one docs/fidelity.md lists for it ("none" for most). The list is read
+// from the document itself, so that fixing a difference in capsim fails this
+// test until the document says so too, and a new trace needs a line there.
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "tests/traces/trace_test_support.hpp"
+
+namespace capsim {
+namespace {
+
+const std::filesystem::path kSource(CAPSIM_SOURCE_DIR);
+const std::filesystem::path kTorchCorpus = kSource / "traces/corpus/torch";
+
+std::string read_file(const std::filesystem::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// The ```expected-divergences block of docs/fidelity.md: per trace file,
+// "none" or "LINE FIELD" (the first divergence replay reports).
+std::map<std::string, std::string> expected_divergences() {
+  std::istringstream doc(read_file(kSource / "docs/fidelity.md"));
+  std::map<std::string, std::string> out;
+  bool inside = false;
+  for (std::string line; std::getline(doc, line);) {
+    if (line == "```expected-divergences") {
+      inside = true;
+      continue;
+    }
+    if (!inside) continue;
+    if (line == "```") break;
+    const std::size_t space = line.find(' ');
+    if (space == std::string::npos) continue;
+    out[line.substr(0, space)] = line.substr(space + 1);
+  }
+  return out;
+}
+
+std::set<std::string> corpus_files() {
+  std::set<std::string> found;
+  if (!std::filesystem::exists(kTorchCorpus)) return found;
+  for (const auto& entry : std::filesystem::directory_iterator(kTorchCorpus)) {
+    if (entry.path().extension() == ".jsonl") found.insert(entry.path().filename().string());
+  }
+  return found;
+}
+
+TEST_CASE("torch corpus: docs/fidelity.md lists exactly the traces of traces/corpus/torch") {
+  const auto expected = expected_divergences();
+  std::set<std::string> listed;
+  for (const auto& [file, what] : expected) listed.insert(file);
+  CHECK(!listed.empty());
+  CHECK(listed == corpus_files());
+}
+
+TEST_CASE("torch corpus: every trace replays with exactly the divergences docs/fidelity.md lists") {
+  const auto expected = expected_divergences();
+  for (const std::string& file : corpus_files()) {
+    CAPTURE(file);
+    const std::string text = read_file(kTorchCorpus / file);
+    const auto report = test::replay_text(text);
+    REQUIRE_MESSAGE(report.ok(), report.error().message);
+    const auto it = expected.find(file);
+    REQUIRE(it != expected.end());
+    std::string got = "none";
+    if (report->divergence) {
+      got = fmt::format("{} {}", report->divergence->line, report->divergence->field);
+    }
+    const std::string recorded = report->divergence ? report->divergence->recorded : "";
+    const std::string predicted = report->divergence ? report->divergence->predicted : "";
+    INFO("recorded: ", recorded, "\npredicted: ", predicted);
+    CHECK(got == it->second);
+    CHECK(report->violations.empty());
+    CHECK(report->header.producer == "pytorch");
+  }
+}
+
+TEST_CASE("torch corpus: a malformed recorder output is refused with file, line and field") {
+  const std::set<std::string> files = corpus_files();
+  REQUIRE(!files.empty());
+  const std::string text = read_file(kTorchCorpus / *files.begin());
+  // A node without its kind: the recorder must write one for every node.
+  const std::size_t at = text.find(",\"kind\":\"");
+  REQUIRE(at != std::string::npos);
+  const std::size_t end = text.find('"', at + 9);
+  std::string broken = text;
+  broken.erase(at, end + 1 - at);
+  const std::string error = test::read_error(broken);
+  CHECK(error.find("field 'nodes[") != std::string::npos);
+  CHECK(error.find("kind") != std::string::npos);
+}
+
+}  // namespace
+}  // namespace capsim

@@ -1,0 +1,213 @@
+"""Writes capsim-trace version 1 files (JSON Lines), without importing torch.
+
+This module knows the envelope of docs/trace-format.md: the header line, action
+lines and event lines, their `seq` and `index` counters, the key order
+producers use, and the write-to-FILE.tmp-then-rename rule. It does not know
+what an autograd graph is; the recorder hands it ready field dictionaries.
+Keeping torch out of it lets its unit tests run with a plain python3.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from typing import Any, Mapping, Optional, Sequence
+
+FORMAT = "capsim-trace"
+VERSION = 1
+CAPSIM_VERSION = "0.1.0"
+
+# The nine header config fields, in the order the spec's table lists them.
+CONFIG_KEYS = (
+    "inline_inbuilt_nn_modules",
+    "cudagraph_support_input_mutation",
+    "cudagraph_unexpected_rerecord_limit",
+    "skip_cudagraph_warmup",
+    "force_cudagraphs_warmup",
+    "slow_path_cudagraph_asserts",
+    "zero_grad_static_error",
+    "plain_api",
+    "poison_freed",
+)
+
+# Limits from docs/trace-format.md section 8 (a line) and section 5 (names).
+MAX_LINE_BYTES = 1 << 20
+MAX_NAME_BYTES = 256
+
+
+class TraceWriteError(ValueError):
+    """A line the format cannot hold (NaN, a too-long line, a bad order)."""
+
+
+def _check_value(value: Any, where: str) -> None:
+    # json.dumps would write NaN/Infinity, which are not JSON and which the
+    # format cannot represent; refuse them here with a useful location.
+    if isinstance(value, float) and not math.isfinite(value):
+        raise TraceWriteError(f"{where}: non-finite float {value!r}")
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if not isinstance(key, str):
+                raise TraceWriteError(f"{where}: non-string key {key!r}")
+            _check_value(item, f"{where}.{key}")
+    elif isinstance(value, (list, tuple)):
+        for i, item in enumerate(value):
+            _check_value(item, f"{where}[{i}]")
+
+
+def encode_line(fields: Mapping[str, Any]) -> str:
+    """One compact JSON line, keys in insertion order, ended by a newline.
+
+    Floats come out as Python's repr (json uses float.__repr__), UTF-8 is kept
+    as is (ensure_ascii=False).
+    """
+    _check_value(dict(fields), "line")
+    text = json.dumps(
+        fields, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+    )
+    if len(text.encode("utf-8")) + 1 > MAX_LINE_BYTES:
+        raise TraceWriteError(f"line longer than {MAX_LINE_BYTES} bytes")
+    return text + "\n"
+
+
+def check_name(name: str) -> str:
+    if not isinstance(name, str) or not name:
+        raise TraceWriteError(f"name must be a non-empty string, got {name!r}")
+    if len(name.encode("utf-8")) > MAX_NAME_BYTES:
+        raise TraceWriteError(f"name longer than {MAX_NAME_BYTES} bytes: {name!r}")
+    return name
+
+
+class TraceWriter:
+    """Writes one trace: a header, then actions each followed by their events.
+
+    Use as a context manager. Lines go to PATH.tmp and are flushed one by one
+    (a killed recorder leaves a valid prefix); a clean exit renames PATH.tmp to
+    PATH, an exception removes PATH.tmp so that no partial trace is left under
+    either name.
+    """
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.tmp_path = path + ".tmp"
+        self._file = None
+        self._seq = 0
+        self._next_action = 0
+        self._header_written = False
+
+    # -- file lifetime -------------------------------------------------------
+
+    def __enter__(self) -> "TraceWriter":
+        self._file = open(self.tmp_path, "w", encoding="utf-8", newline="\n")
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        assert self._file is not None
+        self._file.close()
+        self._file = None
+        if exc_type is None:
+            if not self._header_written:
+                os.remove(self.tmp_path)
+                raise TraceWriteError("trace closed without a header line")
+            os.replace(self.tmp_path, self.path)
+        else:
+            os.remove(self.tmp_path)
+
+    def _emit(self, fields: Mapping[str, Any]) -> None:
+        if self._file is None:
+            raise TraceWriteError("writer is not open (use it as a context manager)")
+        self._file.write(encode_line(fields))
+        self._file.flush()
+        self._seq += 1
+
+    # -- lines ---------------------------------------------------------------
+
+    def header(
+        self,
+        *,
+        producer: str,
+        name: str,
+        seed: int,
+        config: Mapping[str, Any],
+        observes: Optional[Sequence[str]] = None,
+        extensions: Optional[Mapping[str, Any]] = None,
+    ) -> None:
+        """Line 0. `config` must hold exactly the nine fields of CONFIG_KEYS;
+        `extensions` are x_ fields appended after the standard ones."""
+        if self._seq != 0:
+            raise TraceWriteError("the header must be the first line")
+        missing = [k for k in CONFIG_KEYS if k not in config]
+        extra = [k for k in config if k not in CONFIG_KEYS]
+        if missing or extra:
+            raise TraceWriteError(f"config: missing {missing}, unknown {extra}")
+        if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
+            raise TraceWriteError(f"seed must be a non-negative integer, got {seed!r}")
+        fields: dict[str, Any] = {
+            "seq": 0,
+            "type": "header",
+            "format": FORMAT,
+            "version": VERSION,
+            "producer": producer,
+            "capsim_version": CAPSIM_VERSION,
+            "name": check_name(name),
+            "seed": seed,
+            # Re-ordered into the spec's order whatever order the caller used.
+            "config": {k: config[k] for k in CONFIG_KEYS},
+        }
+        if observes is not None:
+            fields["observes"] = list(observes)
+        fields.update(_extensions(extensions))
+        self._emit(fields)
+        self._header_written = True
+
+    def action(self, action: str, fields: Mapping[str, Any]) -> int:
+        """An action line; returns its index (for the events it causes)."""
+        if not self._header_written:
+            raise TraceWriteError("an action before the header")
+        index = self._next_action
+        line: dict[str, Any] = {
+            "seq": self._seq,
+            "type": "action",
+            "index": index,
+            "action": action,
+        }
+        _merge(line, fields)
+        self._emit(line)
+        self._next_action += 1
+        return index
+
+    def event(self, action_index: int, event: str, fields: Mapping[str, Any]) -> None:
+        """An event line caused by the latest action, which must be action_index."""
+        if self._next_action == 0 or action_index != self._next_action - 1:
+            raise TraceWriteError(
+                f"an event must name the latest action ({self._next_action - 1}),"
+                f" got {action_index}"
+            )
+        line: dict[str, Any] = {
+            "seq": self._seq,
+            "type": "event",
+            "action": action_index,
+            "event": event,
+        }
+        _merge(line, fields)
+        self._emit(line)
+
+    @property
+    def lines_written(self) -> int:
+        return self._seq
+
+
+def _extensions(extensions: Optional[Mapping[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in (extensions or {}).items():
+        if not key.startswith("x_"):
+            raise TraceWriteError(f"extension field {key!r} must start with x_")
+        out[key] = value
+    return out
+
+
+def _merge(line: dict[str, Any], fields: Mapping[str, Any]) -> None:
+    for key, value in fields.items():
+        if key in line:
+            raise TraceWriteError(f"field {key!r} clashes with the envelope")
+        line[key] = value
