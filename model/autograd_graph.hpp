@@ -100,8 +100,11 @@ struct AutogradNode {
   // kAotBackward: outputs that are tensor subclasses (TwoTensor-like), rebuilt
   // by make_subclass from two inner tensors each.
   std::uint32_t subclass_outputs = 0;
-  // kAccumulateGrad: the leaf whose .grad it accumulates into.
+  // kAccumulateGrad: the leaf whose .grad it accumulates into, and whether
+  // that .grad is defined when the backward starts (compiled autograd's key
+  // holds it: a defined grad is another specialization than None).
   std::optional<TensorId> variable;
+  bool variable_grad_defined = false;
   // Saved Scalars: a custom function's constants (CppNode saved_data), lifted
   // as scalar inputs.
   std::vector<double> saved_scalars;

@@ -272,7 +272,11 @@ Result<Variable> AutogradEngine::finish(TensorId out, AutogradNode node,
 
 Result<AutogradGraph> AutogradEngine::build(std::optional<GradFn> root_edge) const {
   AutogradGraph graph;
-  for (const Record& r : records_) CAPSIM_TRY(graph.add_node(r.node));
+  for (const Record& r : records_) {
+    AutogradNode node = r.node;
+    if (node.variable) node.variable_grad_defined = grad_of(*node.variable).has_value();
+    CAPSIM_TRY(graph.add_node(std::move(node)));
+  }
   for (std::size_t id = 0; id < records_.size(); ++id) {
     const auto& next = records_[id].next;
     for (std::size_t k = 0; k < next.size(); ++k) {

@@ -168,7 +168,12 @@ Result<CollectedBackward> collect_backward(const AutogradGraph& graph, AutogradN
       default: break;
     }
     for (TensorId t : node.saved_tensors) CAPSIM_TRY(key.tensor(t));
-    if (node.variable) CAPSIM_TRY(key.tensor(*node.variable));
+    if (node.variable) {
+      CAPSIM_TRY(key.tensor(*node.variable));
+      // AccumulateGrad collects the leaf's .grad too: None and a defined
+      // grad are different specializations (zero_grad(set_to_none=False)).
+      key.tag("variable_grad", node.variable_grad_defined ? "defined" : "none");
+    }
     key.tag("saved_sizes", static_cast<std::int64_t>(node.saved_sizes.size()));
     for (std::int64_t s : node.saved_sizes) key.size(s, symints_dynamic);
 

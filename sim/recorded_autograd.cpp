@@ -45,11 +45,13 @@ Status RecordedAutograd::define(const DefineAutogradGraph& walk) {
   }
   auto built = std::make_unique<Built>();
   std::map<std::string, TensorId, std::less<>> tensors;
+  std::map<std::string, bool, std::less<>> grad_defined;
   for (const RecordedTensor& t : walk.tensors) {
     CAPSIM_TRY_ASSIGN(const Tensor base, built->device.store.empty(t.sizes, t.dtype));
     TensorMeta meta = base.meta;
     meta.requires_grad = t.requires_grad;
     CAPSIM_TRY_ASSIGN(const Tensor view, built->device.store.view(base.id, meta));
+    grad_defined[t.name] = t.grad_defined;
     if (!tensors.emplace(t.name, view.id).second) {
       return make_error(fmt::format("tensor '{}' is listed twice", t.name));
     }
@@ -88,6 +90,7 @@ Status RecordedAutograd::define(const DefineAutogradGraph& walk) {
         return make_error(fmt::format("node {} (AccumulateGrad): 'variable' names the leaf", i));
       }
       CAPSIM_TRY_ASSIGN(node.variable, tensor(r.variable, i));
+      node.variable_grad_defined = grad_defined.at(r.variable);
     } else if (!r.variable.empty()) {
       return make_error(
           fmt::format("node {} ({}): only AccumulateGrad has a 'variable'", i, r.name));

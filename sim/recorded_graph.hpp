@@ -27,6 +27,9 @@ struct RecordedTensor {
   Dims sizes;
   DType dtype = DType::kFloat32;
   bool requires_grad = false;
+  // A leaf's .grad is defined when the backward starts (AccumulateGrad's
+  // specialization key holds it).
+  bool grad_defined = false;
 };
 
 // The InputMetadata of one node input: the shape and dtype of the grad it

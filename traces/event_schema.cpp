@@ -392,7 +392,8 @@ Result<Json> event_fields_to_json(const Event& event) {
   return out;
 }
 
-Result<std::vector<EventField>> event_fields_from_json(EventKind kind, const Json& line) {
+Result<std::vector<EventField>> event_fields_from_json(EventKind kind, const Json& line,
+                                                       bool partial) {
   std::vector<EventField> fields;
   for (auto it = line.begin(); it != line.end(); ++it) {
     const std::string& key = it.key();
@@ -407,7 +408,7 @@ Result<std::vector<EventField>> event_fields_from_json(EventKind kind, const Jso
     fields.push_back({key, std::move(text)});
   }
   for (const EventFieldUse& u : event_fields_of(kind)) {
-    if (u.required && !line.contains(u.key)) {
+    if (u.required && !partial && !line.contains(u.key)) {
       return field_error(u.key,
                          fmt::format("missing (event '{}' requires it)", event_kind_name(kind)));
     }

@@ -70,6 +70,8 @@ inline constexpr std::string_view kEventEnvelopeKeys[] = {"seq", "type", "action
 // order, so that fields -> json -> fields is the identity. Skips the envelope
 // keys and "x_" extensions; refuses a field the kind does not allow, a value
 // of the wrong type and a missing required field.
-Result<std::vector<EventField>> event_fields_from_json(EventKind kind, const Json& line);
+// `partial` (a recorder of a real run) lifts the check for required fields.
+Result<std::vector<EventField>> event_fields_from_json(EventKind kind, const Json& line,
+                                                       bool partial = false);
 
 }  // namespace capsim

@@ -68,6 +68,7 @@ Result<RecordedInput> read_input(const Json& j, std::string path) {
 Json tensor_json(const RecordedTensor& t) {
   Json j = {{"name", t.name}, {"sizes", t.sizes}, {"dtype", std::string(dtype_name(t.dtype))}};
   if (t.requires_grad) j["requires_grad"] = true;
+  if (t.grad_defined) j["grad_defined"] = true;
   return j;
 }
 
@@ -84,6 +85,9 @@ Result<RecordedTensor> read_tensor(const Json& j, std::string path) {
   CAPSIM_TRY_ASSIGN(t.dtype, dtype_at(r, "dtype"));
   if (r.has("requires_grad")) {
     CAPSIM_TRY_ASSIGN(t.requires_grad, r.boolean("requires_grad"));
+  }
+  if (r.has("grad_defined")) {
+    CAPSIM_TRY_ASSIGN(t.grad_defined, r.boolean("grad_defined"));
   }
   CAPSIM_TRY(r.finish());
   return t;

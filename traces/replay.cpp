@@ -5,47 +5,14 @@
 #include <deque>
 #include <map>
 
-#include "sim/fx_target_names.hpp"
 #include "sim/world.hpp"
+#include "traces/event_compare.hpp"
 #include "traces/event_schema.hpp"
 #include "traces/trace_simulation.hpp"
 
 namespace capsim {
 
 namespace {
-
-// A field's value as replay compares it. A captured graph's targets compare
-// structurally: in canonical names, plumbing dropped (sim/fx_target_names.hpp,
-// docs/fidelity.md), so that PyTorch's qualified names meet capsim's.
-std::string comparable(const EventField& f) {
-  if (f.key != "targets") return f.value;
-  const Json list = Json::parse(f.value, nullptr, /*allow_exceptions=*/false);
-  if (!list.is_array()) return f.value;
-  std::vector<std::string> raw;
-  for (const Json& t : list) {
-    if (!t.is_string()) return f.value;
-    raw.push_back(t.get<std::string>());
-  }
-  return format_text_list(canonical_call_targets(raw));
-}
-
-// The first field where two events differ, or nullopt when they are equal.
-// Fields compare as sets: a producer may write them in any order.
-std::optional<std::string> first_difference(const Event& predicted, const Event& recorded) {
-  if (predicted.kind != recorded.kind) return std::string("event");
-  if (predicted.action != recorded.action) return std::string("action");
-  std::map<std::string_view, std::string> model;
-  for (const EventField& f : predicted.fields) {
-    if (!is_diagnostic_field(f.key)) model[f.key] = comparable(f);
-  }
-  for (const EventField& f : recorded.fields) {
-    auto it = model.find(f.key);
-    if (it == model.end() || it->second != comparable(f)) return f.key;
-    model.erase(it);
-  }
-  if (!model.empty()) return std::string(model.begin()->first);
-  return std::nullopt;
-}
 
 // Invariants that the recorded events must satisfy whoever produced them.
 class RecordedChecks {
@@ -127,7 +94,7 @@ class RecordedChecks {
 class Replayer : public TraceVisitor {
  public:
   Replayer(TraceReader& reader, const ReplayOptions& options)
-      : reader_(reader), options_(options) {}
+      : reader_(reader), options_(options), comparison_(reader.header().observes_real_run()) {}
 
   Result<ReplayReport> run() {
     report_.file = reader_.name();
@@ -191,7 +158,7 @@ class Replayer : public TraceVisitor {
     }
     const Event p = std::move(predicted_.front());
     predicted_.pop_front();
-    if (std::optional<std::string> field = first_difference(p, item.event)) {
+    if (std::optional<std::string> field = comparison_.first_difference(p, item.event)) {
       diverge(item.line, *field, item.text, predicted_text(p, item.line));
       return {};
     }
@@ -236,6 +203,7 @@ class Replayer : public TraceVisitor {
 
   TraceReader& reader_;
   ReplayOptions options_;
+  EventComparison comparison_;
   ReplayReport report_;
   Counters before_;
   std::deque<Event> predicted_;

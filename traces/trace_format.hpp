@@ -49,6 +49,8 @@ std::string_view trace_line_type_name(TraceLineType type);
 // The producer names that capsim writes.
 inline constexpr std::string_view kModelProducer = "capsim";
 inline constexpr std::string_view kCudaProducer = "capsim-cuda";
+// A recorder of real PyTorch runs (traces/torch/).
+inline constexpr std::string_view kPytorchProducer = "pytorch";
 
 struct TraceHeader {
   std::int64_t version = kTraceVersion;
@@ -70,6 +72,10 @@ struct TraceHeader {
   // A trace of the CUDA reference backend carries a `device` event after
   // each record and replay; a re-simulation predicts them too.
   bool has_device_evidence() const { return producer == kCudaProducer; }
+  // A recorder of a real run writes the fields it could observe, not every
+  // field capsim requires, and real pointers: replay compares the fields an
+  // event has, and addresses by their order of first appearance.
+  bool observes_real_run() const { return producer == kPytorchProducer; }
 };
 
 Json header_to_json(const TraceHeader& header);

@@ -270,7 +270,8 @@ Result<TraceItem> TraceReader::parse_line(const Json& j) {
     }
     item.event.kind = *kind;
     item.event.action = static_cast<std::uint32_t>(action);
-    CAPSIM_TRY_ASSIGN(item.event.fields, event_fields_from_json(*kind, j));
+    CAPSIM_TRY_ASSIGN(item.event.fields,
+                      event_fields_from_json(*kind, j, header_.observes_real_run()));
     return item;
   }
   if (type == "header") return field_error("type", "a second header line");

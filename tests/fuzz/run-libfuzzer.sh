@@ -68,10 +68,12 @@ unity_b=(
 unity_c=(
   sim/world_capture.cpp sim/capture_scenarios.cpp sim/autograd_engine.cpp sim/autograd_aot.cpp
   sim/compiled_autograd_collect.cpp sim/compiled_autograd_capture.cpp
+  sim/recorded_autograd.cpp sim/fx_target_names.cpp
 )
 unity_d=(
   sim/autograd_backward.cpp sim/autograd_backward_ops.cpp sim/compiled_autograd_run.cpp
   model/autograd_graph.cpp model/fx_graph.cpp
+  traces/recorded_graph_json.cpp traces/event_compare.cpp
 )
 # -gline-tables-only: file:line in every stack trace, at a fraction of -g's cost.
 flags="-std=c++20 -O1 -gline-tables-only -fsanitize=fuzzer,address,undefined"

@@ -143,6 +143,32 @@ TEST_CASE("recorded graph: a different graph shape misses the cache (dynamic=fal
   CHECK(captured == std::vector<std::string>{"true", "true"});
 }
 
+TEST_CASE("recorded graph: a leaf's .grad, defined or None, is part of AccumulateGrad's key") {
+  // zero_grad(set_to_none=False): the second backward finds .grad defined
+  // and captures again; the third hits.
+  Program p;
+  for (int i = 0; i < 3; ++i) {
+    Json j = Json::parse(graph_action(1, 0, "g" + std::to_string(i)));
+    for (const char* k : {"seq", "type", "index"}) j.erase(k);
+    if (i > 0) {
+      for (auto& t : j["tensors"]) t["grad_defined"] = true;
+    }
+    auto r = ObjectReader::of(j, "");
+    REQUIRE(r.ok());
+    auto a = action_from_json(*r);
+    REQUIRE(a.ok());
+    p.actions.push_back(*a);
+    p.actions.push_back(CompiledBackward{"g" + std::to_string(i), true});
+  }
+  World world(WorldOptions{});
+  REQUIRE(world.run(p).ok());
+  std::vector<std::string> captured;
+  for (const Event& e : world.events()) {
+    if (e.kind == EventKind::kCaGraph) captured.emplace_back(*e.field("captured"));
+  }
+  CHECK(captured == std::vector<std::string>{"true", "true", "false"});
+}
+
 TEST_CASE("recorded graph: bad graphs are refused with the node that is wrong") {
   auto run_with = [](const std::function<void(Json&)>& edit) {
     Json j = Json::parse(graph_action(1, 0, "g0"));

@@ -154,6 +154,12 @@ class TensorTable:
             self._by_id[id(t)] = name
             self._by_storage.setdefault(key, name)
             self._keep.append(t)
+        # AccumulateGrad's key holds the leaf's .grad: whether it is defined
+        # when the backward starts decides a cache hit (zero_grad(set_to_none=
+        # False) leaves it defined).
+        if t.grad is not None:
+            entry = self.entries[int(name[1:])]
+            entry["grad_defined"] = True
         return name
 
 

@@ -1,0 +1,56 @@
+// How replay compares a recorded event with the event the model predicted.
+//
+// Two events match when their kinds, action indices and fields are equal,
+// fields compared as sets. Two refinements make traces from other producers
+// comparable:
+//  - a captured graph's `targets` compare in canonical names, plumbing
+//    dropped (sim/fx_target_names.hpp): structurally, for every producer;
+//  - a real run (producer `pytorch`) writes the fields it could observe and
+//    real pointers. Only the recorded event's fields are compared, and every
+//    address (hex fields, and the decimal pointers in PyTorch's message texts)
+//    is replaced by its ordinal in order of first appearance, counted
+//    separately on each side: what is compared is "the same pointer again"
+//    against "a new pointer", never the numbers (docs/fidelity.md).
+// Ordinals are assigned while comparing, in event order and, within an event,
+// in the recorded event's field order, so both sides count the same fields.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+
+#include "sim/events.hpp"
+
+namespace capsim {
+
+// Addresses in order of first appearance: the first is #0, a new one #1, ...
+class AddressOrder {
+ public:
+  std::string ordinal(std::uint64_t address);
+  // Every "0x..." in an address or address-list text.
+  std::string translate_hex(std::string_view text);
+  // Every decimal number of 10 or more digits (a pointer as PyTorch prints
+  // it) in a free text.
+  std::string translate_decimal(std::string_view text);
+
+ private:
+  std::map<std::uint64_t, std::size_t> seen_;
+};
+
+class EventComparison {
+ public:
+  explicit EventComparison(bool real_run) : real_run_(real_run) {}
+  // The first field where the events differ ("event", "action" or a key),
+  // or nullopt when they match.
+  std::optional<std::string> first_difference(const Event& predicted, const Event& recorded);
+
+ private:
+  std::string comparable(const EventField& f, AddressOrder& order) const;
+
+  bool real_run_;
+  AddressOrder model_;
+  AddressOrder trace_;
+};
+
+}  // namespace capsim
