@@ -471,4 +471,30 @@ for s in $scenarios; do
   fi
 done
 
+# 6. Real PyTorch: the cudagraph-tree programs of traces/torch, recorded on this
+# GPU when its python imports torch, in what is left of the budget, then
+# replayed through the model (informative: docs/fidelity.md says what to expect).
+torch_left=$(tlimit 300)
+if [ "$torch_left" -lt 60 ]; then
+  row "pytorch cudagraphs" "not run (time)" "$torch_left s left of the budget" info
+elif ! timeout 60 "${CAPSIM_PYTHON:-python3}" -c 'import torch' >/dev/null 2>&1 &&
+  [ ! -x build/torch-venv/bin/python ]; then
+  row "pytorch cudagraphs" "not run" "no python that imports torch" info
+else
+  timeout -k 5 "$torch_left" scripts/record-torch-cudagraphs.sh "$outdir/torch" > "$outdir/logs/torch.log" 2>&1
+  trc=$?
+  if [ "$trc" -eq 77 ]; then
+    row "pytorch cudagraphs" "no GPU" "$(first_line "$outdir/logs/torch.log")" nogpu
+  else
+    while IFS= read -r line; do
+      row "pytorch $(printf '%s' "$line" | cut -d: -f1)" "$(printf '%s' "$line" | cut -d: -f2- | cut -c2-60)" "" info
+    done < <(grep -v '^#' "$outdir/torch/summary.txt" 2>/dev/null)
+    for t in "$outdir"/torch/*.jsonl; do
+      [ -f "$t" ] || continue
+      run_timed "$(tlimit 30)" "$capsim" replay "$t" > "$outdir/logs/torch-$(basename "$t" .jsonl).replay.log" 2>&1
+      row "replay torch/$(basename "$t")" "exit $?" "$(first_line "$outdir/logs/torch-$(basename "$t" .jsonl).replay.log" | sed 's|^.*/||' | cut -c1-100)" info
+    done
+  fi
+fi
+
 finish

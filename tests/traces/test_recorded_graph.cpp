@@ -4,7 +4,9 @@
 // refused with the node that is wrong.
 #include <doctest/doctest.h>
 
+#include <functional>
 #include <string>
+#include <vector>
 
 #include "sim/fx_target_names.hpp"
 #include "sim/world.hpp"
@@ -37,6 +39,36 @@ std::string backward_action(int seq, int index, const std::string& graph) {
   return R"({"seq":)" + std::to_string(seq) + R"(,"type":"action","index":)" +
          std::to_string(index) + R"(,"action":"compiled_backward","graph":")" + graph +
          R"(","dynamic":true})";
+}
+
+// The autograd_graph action named `name`, edited as JSON first, then read:
+// the action, or the reader's error.
+Result<Action> edited_graph(const std::string& name, const std::function<void(Json&)>& edit) {
+  Json j = Json::parse(graph_action(1, 0, name));
+  for (const char* k : {"seq", "type", "index"}) j.erase(k);
+  edit(j);
+  CAPSIM_TRY_ASSIGN(ObjectReader r, ObjectReader::of(j, ""));
+  return action_from_json(r);
+}
+
+// The ca_graph `captured` of each backward of `graphs` (edited as above).
+std::vector<std::string> captured_of(const std::vector<std::function<void(Json&)>>& graphs,
+                                     bool dynamic) {
+  Program p;
+  for (std::size_t i = 0; i < graphs.size(); ++i) {
+    const std::string name = "g" + std::to_string(i);
+    auto a = edited_graph(name, graphs[i]);
+    REQUIRE_MESSAGE(a.ok(), a.error().message);
+    p.actions.push_back(*a);
+    p.actions.push_back(CompiledBackward{name, dynamic});
+  }
+  World world(WorldOptions{});
+  REQUIRE(world.run(p).ok());
+  std::vector<std::string> captured;
+  for (const Event& e : world.events()) {
+    if (e.kind == EventKind::kCaGraph) captured.emplace_back(*e.field("captured"));
+  }
+  return captured;
 }
 
 // PyTorch 2.11's captured targets for that graph, as the recorder writes them.
@@ -116,67 +148,30 @@ TEST_CASE("recorded graph: negative control, a missing call is a divergence at t
 }
 
 TEST_CASE("recorded graph: a different graph shape misses the cache (dynamic=false)") {
-  WorldOptions options;
-  World world(options);
-  Program p;
-  for (int i = 0; i < 2; ++i) {
-    Json j = Json::parse(graph_action(1, 0, "g" + std::to_string(i)));
-    for (const char* k : {"seq", "type", "index"}) j.erase(k);
-    if (i == 1) {
-      // A larger x and y: static sizes change, one recapture.
-      for (auto& t : j["tensors"]) t["sizes"] = {5};
-      for (int n = 1; n < 4; ++n) j["nodes"][n]["inputs"][0]["sizes"] = {5};
-      j["nodes"][0]["saved_sizes"] = {5};
-    }
-    auto r = ObjectReader::of(j, "");
-    REQUIRE(r.ok());
-    auto a = action_from_json(*r);
-    REQUIRE(a.ok());
-    p.actions.push_back(*a);
-    p.actions.push_back(CompiledBackward{"g" + std::to_string(i), false});
-  }
-  REQUIRE(world.run(p).ok());
-  std::vector<std::string> captured;
-  for (const Event& e : world.events()) {
-    if (e.kind == EventKind::kCaGraph) captured.emplace_back(*e.field("captured"));
-  }
-  CHECK(captured == std::vector<std::string>{"true", "true"});
+  const auto same = [](Json&) {};
+  const auto larger = [](Json& j) {  // a larger x and y: static sizes change
+    for (auto& t : j["tensors"]) t["sizes"] = {5};
+    for (int n = 1; n < 4; ++n) j["nodes"][n]["inputs"][0]["sizes"] = {5};
+    j["nodes"][0]["saved_sizes"] = {5};
+  };
+  CHECK(captured_of({same, larger}, false) == std::vector<std::string>{"true", "true"});
+  CHECK(captured_of({same, larger}, true) == std::vector<std::string>{"true", "false"});
 }
 
 TEST_CASE("recorded graph: a leaf's .grad, defined or None, is part of AccumulateGrad's key") {
   // zero_grad(set_to_none=False): the second backward finds .grad defined
   // and captures again; the third hits.
-  Program p;
-  for (int i = 0; i < 3; ++i) {
-    Json j = Json::parse(graph_action(1, 0, "g" + std::to_string(i)));
-    for (const char* k : {"seq", "type", "index"}) j.erase(k);
-    if (i > 0) {
-      for (auto& t : j["tensors"]) t["grad_defined"] = true;
-    }
-    auto r = ObjectReader::of(j, "");
-    REQUIRE(r.ok());
-    auto a = action_from_json(*r);
-    REQUIRE(a.ok());
-    p.actions.push_back(*a);
-    p.actions.push_back(CompiledBackward{"g" + std::to_string(i), true});
-  }
-  World world(WorldOptions{});
-  REQUIRE(world.run(p).ok());
-  std::vector<std::string> captured;
-  for (const Event& e : world.events()) {
-    if (e.kind == EventKind::kCaGraph) captured.emplace_back(*e.field("captured"));
-  }
-  CHECK(captured == std::vector<std::string>{"true", "true", "false"});
+  const auto none = [](Json&) {};
+  const auto defined = [](Json& j) {
+    for (auto& t : j["tensors"]) t["grad_defined"] = true;
+  };
+  CHECK(captured_of({none, defined, defined}, true) ==
+        std::vector<std::string>{"true", "true", "false"});
 }
 
 TEST_CASE("recorded graph: bad graphs are refused with the node that is wrong") {
   auto run_with = [](const std::function<void(Json&)>& edit) {
-    Json j = Json::parse(graph_action(1, 0, "g0"));
-    for (const char* k : {"seq", "type", "index"}) j.erase(k);
-    edit(j);
-    auto r = ObjectReader::of(j, "");
-    if (!r.ok()) return r.error().message;
-    auto a = action_from_json(*r);
+    auto a = edited_graph("g0", edit);
     if (!a.ok()) return a.error().message;
     World world(WorldOptions{});
     Program p;

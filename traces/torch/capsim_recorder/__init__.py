@@ -5,7 +5,13 @@ autograd graph PyTorch built and what compiled autograd captured from it, in
 the capsim-trace format (docs/trace-format.md). Run it as
 `python -m capsim_recorder --out DIR` from traces/torch; see README.md.
 
-Only trace_writer is importable without torch.
+The cudagraph half (`--cudagraphs`, GPU) records torch.compile(mode=
+"reduce-overhead") programs: what the cudagraph-tree manager did, with the
+compiled graphs translated into capsim function lines (cudagraph_*.py,
+aten_translate.py).
+
+Importable without torch: trace_writer, aten_translate, cudagraph_events,
+cudagraph_session, cudagraph_hooks.
 """
 
 __version__ = "0.1.0"

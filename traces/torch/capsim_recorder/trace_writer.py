@@ -160,6 +160,18 @@ class TraceWriter:
         self._emit(fields)
         self._header_written = True
 
+    def function(self, fields: Mapping[str, Any]) -> None:
+        """A function line (section 4): after the header, before any action.
+        `fields` starts with "function" (the name); the envelope is added."""
+        if not self._header_written:
+            raise TraceWriteError("a function line before the header")
+        if self._next_action != 0:
+            raise TraceWriteError("a function line after an action")
+        check_name(fields.get("function", ""))
+        line: dict[str, Any] = {"seq": self._seq, "type": "function"}
+        _merge(line, fields)
+        self._emit(line)
+
     def action(self, action: str, fields: Mapping[str, Any]) -> int:
         """An action line; returns its index (for the events it causes)."""
         if not self._header_written:

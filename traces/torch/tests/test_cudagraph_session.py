@@ -1,0 +1,280 @@
+"""The cudagraph session end to end without a GPU or torch: a hand-made graph
+translation, the compile hooks' wrappers (GraphCall, PartitionRun), the
+observer over the stand-in manager (fake_tree.py), and the trace the session
+writes. If capsim is built (build/default/cli/capsim), its reader must accept
+the trace.
+
+Run: python3 -m unittest discover -s traces/torch/tests
+"""
+
+import gc
+import importlib
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.abspath(os.path.join(HERE, "..", "..", ".."))
+sys.path.insert(0, os.path.join(HERE, ".."))
+sys.path.insert(0, HERE)
+
+from capsim_recorder.aten_translate import GraphTranslation, NodeTranslation  # noqa: E402
+from capsim_recorder.cudagraph_events import TreeObserver  # noqa: E402
+from capsim_recorder.cudagraph_hooks import GraphCall, PartitionRun  # noqa: E402
+from capsim_recorder.cudagraph_session import PartitionRecord, Session  # noqa: E402
+
+import fake_tree  # noqa: E402
+
+CONFIG = {
+    "inline_inbuilt_nn_modules": True,
+    "cudagraph_support_input_mutation": True,
+    "cudagraph_unexpected_rerecord_limit": 128,
+    "skip_cudagraph_warmup": False,
+    "force_cudagraphs_warmup": False,
+    "slow_path_cudagraph_asserts": True,
+    "zero_grad_static_error": False,
+    "plain_api": False,
+    "poison_freed": False,
+}
+CAPSIM = os.environ.get("CAPSIM_BIN") or os.path.join(ROOT, "build", "default", "cli", "capsim")
+
+
+def capsim_usable():
+    """A built capsim at least as new as its trace reader's sources (the
+    reader accepts a pytorch trace's events without their required fields
+    only since then)."""
+    if not os.path.exists(CAPSIM):
+        return False
+    newest = max(os.path.getmtime(os.path.join(ROOT, "traces", f))
+                 for f in ("trace_reader.cpp", "event_schema.cpp", "program_json.cpp"))
+    return os.environ.get("CAPSIM_BIN") is not None or os.path.getmtime(CAPSIM) >= newest
+
+
+def mm_translation(untranslated=False):
+    """primals_1 (a weight) and primals_2 (an input): out = primals_2 @ t(primals_1)."""
+    nodes = {
+        "permute": NodeTranslation([("t", [("n", "primals_1")], {})]),
+        "mm": NodeTranslation([("mm", [("n", "primals_2"), ("n", "permute")], {})]),
+    }
+    bad = {}
+    if untranslated:
+        del nodes["mm"]
+        bad["mm"] = "aten.fancy.default"
+    return GraphTranslation(
+        placeholders=["primals_1", "primals_2"],
+        placeholder_is_tensor=[True, True],
+        placeholder_problem={},
+        nodes=nodes,
+        untranslated=bad,
+        inputs_of={"permute": ["primals_1"], "mm": ["primals_2", "permute"]},
+        order=["permute", "mm"],
+        outputs=["mm"],
+        output_is_tensor=[True],
+    )
+
+
+class SessionTest(unittest.TestCase):
+    def setUp(self):
+        importlib.reload(fake_tree)
+        self.dir = tempfile.TemporaryDirectory()
+        self.generation = 0
+        self.session = Session("fake_program", generation_fn=lambda: self.generation)
+        self.observer = TreeObserver(
+            self.session, fake_tree.CUDAGraphTreeManager, fake_tree.CUDAGraphNode,
+            skip_log_modules=[fake_tree],
+        ).install()
+        self.mgr = fake_tree.CUDAGraphTreeManager()
+        self.ptr = 0x7F0000100000
+
+    def tearDown(self):
+        self.observer.uninstall()
+        self.dir.cleanup()
+
+    def compiled(self, untranslated=False, static=(0,), same_output=None):
+        """What the compile hooks build for one cudagraphified graph."""
+        s = self.session
+        g = s.new_graph(7, "forward", None, list(static))
+        g.translation, g.translate_error = mm_translation(untranslated), None
+        part = PartitionRecord(g, 0, list(static), ["primals_1", "primals_2"])
+        g.partitions.append(part)
+        s.finish_graph(g, None)
+        state = {}
+        mgr = self.mgr
+
+        def model(inputs):
+            inputs.clear()  # Inductor's boxed calling convention
+            if same_output is not None:
+                return [same_output]
+            self.ptr += 0x200
+            return [fake_tree.FakeTensor(self.ptr, (3, 2))]
+
+        def deferred(inputs):  # cudagraphify_impl's cache, reduced to one key
+            if "fn" not in state:
+                state["fn"], out = mgr.add_function(model, inputs, list(static), None,
+                                                    fake_tree.CompilationMode.FORWARD, (), (), (), None)
+                return out
+            return state["fn"](inputs)
+
+        return GraphCall(s, g, PartitionRun(s, part, deferred))
+
+    def new_tensor(self, name, t, kind="input"):
+        fields = {"name": name, "sizes": list(t.size())}
+        if kind == "param":
+            fields["parameter"] = True
+        self.session.action("new_tensor", fields)
+        self.session.registry.bind(t, name, kind)
+        return t
+
+    def write(self):
+        path = os.path.join(self.dir.name, "t.jsonl")
+        counts = self.session.write(path, producer="pytorch", seed=0, config=CONFIG,
+                                    extensions={"x_device": "fake"})
+        with open(path, encoding="utf-8") as f:
+            lines = [json.loads(line) for line in f]
+        return path, counts, lines
+
+    def run_program(self, fn):
+        w = self.new_tensor("w", fake_tree.FakeTensor(0x7F0000000000, (2, 4)), kind="param")
+        outs = []
+        for step in range(3):
+            self.generation += 1  # Dynamo entered the compiled frame
+            x = self.new_tensor("x", fake_tree.FakeTensor(0x7F0000001000 + step * 0x200, (3, 4)))
+            outs.append(fn([w, x])[0])
+            del x
+        return w, outs
+
+    def test_trace_of_three_calls(self):
+        fn = self.compiled()
+        w, outs = self.run_program(fn)
+        del outs[0]  # the program drops its first output
+        gc.collect()
+        path, counts, lines = self.write()
+        self.assertEqual(self.observer.failures, [])
+        header, function = lines[0], lines[1]
+        self.assertEqual(header["observes"][:4], ["compile", "warmup", "record", "replay"])
+        self.assertNotIn("x_untranslated", header)
+        self.assertEqual(
+            {k: function[k] for k in ("function", "mode", "inputs", "ops", "outputs", "static_input_idxs", "param_input_idxs")},
+            {
+                "function": "fwd0",
+                "mode": "forward",
+                "inputs": ["primals_1", "primals_2"],
+                "ops": [{"op": "t", "args": [0]}, {"op": "mm", "args": [1, 2]}],
+                "outputs": [3],
+                "static_input_idxs": [0],
+                "param_input_idxs": [0],
+            },
+        )
+        actions = [(l["action"], l.get("name") or l.get("function")) for l in lines if l["type"] == "action"]
+        self.assertEqual(
+            actions,
+            [("new_tensor", "w"), ("new_tensor", "x"), ("call", "fwd0"),
+             ("del", "x"), ("new_tensor", "x"), ("call", "fwd0"),
+             ("del", "x"), ("new_tensor", "x"), ("call", "fwd0"),
+             ("del", "fwd0_1_0"), ("del", "x")],
+        )
+        calls = [l for l in lines if l.get("action") == "call"]
+        self.assertEqual(calls[0]["args"], ["w", "x"])
+        self.assertEqual(calls[0]["outputs"], ["fwd0_1_0"])
+        self.assertNotIn("new_invocation", calls[0])  # a forward: new by default
+        events = [l["event"] for l in lines if l["type"] == "event"]
+        self.assertEqual(events, ["compile", "warmup", "path_end", "record", "path_end", "copy_in", "replay"])
+        self.assertEqual(counts["functions"], ["fwd0"])
+        if capsim_usable():
+            r = subprocess.run([CAPSIM, "replay", "--json", path], capture_output=True, text=True, timeout=60)
+            self.assertNotEqual(r.returncode, 2, r.stdout + r.stderr)
+
+    def test_an_input_that_dies_in_the_call_is_consumed(self):
+        fn = self.compiled()
+        w = self.new_tensor("w", fake_tree.FakeTensor(0x7F0000000000, (2, 4)), kind="param")
+        self.generation += 1
+        fn([w, fake_tree.FakeTensor(0x7F0000002000, (3, 4))])  # nobody else holds the input
+        _, _, lines = self.write()
+        actions = [l for l in lines if l["type"] == "action"]
+        self.assertEqual(actions[1]["action"], "new_tensor")
+        self.assertEqual(actions[1]["name"], "t0")
+        self.assertEqual(actions[2]["args"], ["w", "t0"])
+        self.assertEqual(actions[2]["consume"], ["t0"])
+
+    def test_same_generation_is_not_a_new_invocation(self):
+        fn = self.compiled()
+        w = self.new_tensor("w", fake_tree.FakeTensor(0x7F0000000000, (2, 4)), kind="param")
+        x = self.new_tensor("x", fake_tree.FakeTensor(0x7F0000001000, (3, 4)))
+        self.generation += 1
+        fn([w, x])
+        fn([w, x])  # no Dynamo frame in between
+        _, _, lines = self.write()
+        calls = [l for l in lines if l.get("action") == "call"]
+        self.assertNotIn("new_invocation", calls[0])
+        self.assertIs(calls[1]["new_invocation"], False)
+
+    def test_untranslated_keeps_events_on_standalone_actions(self):
+        fn = self.compiled(untranslated=True)
+        self.run_program(fn)
+        path, counts, lines = self.write()
+        header = lines[0]
+        self.assertEqual(header["x_untranslated"], ["aten.fancy.default"])
+        self.assertFalse(any(l["type"] == "function" for l in lines))
+        kinds = {l["action"] for l in lines if l["type"] == "action"}
+        self.assertLessEqual(kinds, {"new_tensor", "mark_static", "reassign_data", "mark_step_begin", "read"})
+        moved = [l for l in lines if l["type"] == "event"]
+        self.assertEqual(len(moved), 7)
+        self.assertTrue(all(e["x_from"] == "call fwd0" for e in moved))
+        if capsim_usable():
+            r = subprocess.run([CAPSIM, "replay", "--json", path], capture_output=True, text=True, timeout=60)
+            self.assertNotEqual(r.returncode, 2, r.stdout + r.stderr)
+
+    def test_a_cached_output_gets_a_new_name_each_replay(self):
+        cached = fake_tree.FakeTensor(0x7F0000300000, (3, 2))
+        fn = self.compiled(same_output=cached)
+        w = self.new_tensor("w", fake_tree.FakeTensor(0x7F0000000000, (2, 4)), kind="param")
+        x = self.new_tensor("x", fake_tree.FakeTensor(0x7F0000001000, (3, 4)))
+        # The fake model hands out the same object every call, as a replay
+        # hands out its cached outputs.
+        outs = []
+        for _ in range(3):
+            self.generation += 1
+            outs.append(fn([w, x])[0])
+        self.assertTrue(all(o is cached for o in outs))
+        _, _, lines = self.write()
+        calls = [l for l in lines if l.get("action") == "call"]
+        self.assertEqual([c["outputs"] for c in calls], [["fwd0_1_0"], ["fwd0_2_0"], ["fwd0_3_0"]])
+        del cached
+
+    def test_optimizer_step_inputs_in_capsim_order(self):
+        class Opt:
+            def __init__(self, params, state):
+                self.param_groups = [{"params": params}]
+                self.state = state
+
+        s = self.session
+        p = [fake_tree.FakeTensor(0x1000 * (i + 1), (2, 2)) for i in range(2)]
+        state = {}
+        for i, q in enumerate(p):
+            q.grad = fake_tree.FakeTensor(0x10000 + 0x100 * i, (2, 2))
+            state[q] = {
+                "exp_avg": fake_tree.FakeTensor(0x20000 + 0x100 * i, (2, 2)),
+                "exp_avg_sq": fake_tree.FakeTensor(0x30000 + 0x100 * i, (2, 2)),
+                "step": fake_tree.FakeTensor(0x40000 + 0x100 * i, ()),
+            }
+        opt = Opt(p, state)
+        import weakref
+
+        s.optimizers["opt"] = (weakref.ref(opt), ["w1", "w2"], "adam")
+        # PyTorch's order (as in 2.11's CPU graph): params, then each state, grads last.
+        real = [p[0], p[1], state[p[0]]["step"], state[p[0]]["exp_avg"], state[p[0]]["exp_avg_sq"],
+                state[p[1]]["step"], state[p[1]]["exp_avg"], state[p[1]]["exp_avg_sq"], p[0].grad, p[1].grad]
+        remap = s._step_remap("opt", real, [])
+        self.assertEqual([remap(i) for i in range(10)], [0, 1, 6, 4, 5, 9, 7, 8, 2, 3])
+        self.assertEqual(s.step_inputs["opt"][:3], ["param_0", "param_1", "step_0"])
+        # An input that is none of those: PyTorch's indices, and a note.
+        remap = s._step_remap("opt", real[:-1] + [fake_tree.FakeTensor(0x99, (2, 2))], [])
+        self.assertEqual(remap(9), 9)
+        self.assertTrue(any("opt.step" in n for n in s.notes))
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,184 @@
+"""The aten -> capsim translation (capsim_recorder.aten_translate) on graphs
+torch produces on the CPU: the same AOTAutograd graphs, after Inductor's
+decompositions, that Inductor compiles on the GPU. Skipped without torch.
+
+Run: build/torch-venv/bin/python -m unittest discover -s traces/torch/tests
+"""
+
+import importlib.util
+import os
+import sys
+import unittest
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+
+from capsim_recorder import aten_translate as at  # noqa: E402
+
+HAVE_TORCH = importlib.util.find_spec("torch") is not None
+
+
+def capture(fn, *args, dynamic=False, backward=True):
+    """The forward (and backward) graphs AOTAutograd makes for fn, with
+    Inductor's decomposition table, as compile_fx would hand them on."""
+    import torch
+    from torch._dynamo.backends.common import aot_autograd
+    from torch._inductor.decomposition import select_decomp_table
+
+    graphs = []
+
+    from functorch.compile import make_boxed_func
+
+    def keep(gm, example_inputs):
+        graphs.append(gm)
+        return make_boxed_func(gm.forward)
+
+    torch.compiler.reset()
+    backend = aot_autograd(fw_compiler=keep, bw_compiler=keep, decompositions=select_decomp_table())
+    out = torch.compile(fn, backend=backend, dynamic=dynamic)(*args)
+    if backward:
+        out.sum().backward()
+    return graphs
+
+
+@unittest.skipUnless(HAVE_TORCH, "torch is not installed in this python")
+class TranslateTest(unittest.TestCase):
+    def setUp(self):
+        import torch
+
+        self.torch = torch
+        torch.manual_seed(0)
+
+    def mlp(self, bias=False):
+        torch = self.torch
+        return torch.nn.Sequential(
+            torch.nn.Linear(4, 8, bias=bias), torch.nn.ReLU(), torch.nn.Linear(8, 2, bias=bias)
+        )
+
+    def test_mlp_forward_and_backward(self):
+        fwd, bwd = capture(self.mlp(), self.torch.randn(3, 4))
+        f = at.build_function(at.translate_graph(fwd))
+        self.assertTrue(f.ok, f.untranslated)
+        self.assertEqual(f.inputs, ["primals_1", "primals_2", "primals_3"])
+        # (This capture keeps an aten.alias of the saved relu that Inductor's
+        # own passes remove; it translates to capsim's alias.)
+        self.assertEqual([op["op"] for op in f.ops if op["op"] != "alias"], ["t", "mm", "relu", "t", "mm"])
+        # mm(x, t(w1)): the weight is primals_1, the input primals_2.
+        self.assertEqual(f.ops[1]["args"], [1, 3])
+        b = at.build_function(at.translate_graph(bwd))
+        self.assertTrue(b.ok, b.untranslated)
+        self.assertIn("relu_backward", [op["op"] for op in b.ops])
+        self.assertNotIn("where", [op["op"] for op in b.ops])
+        # The grad of the input x (no requires_grad) is None: left out.
+        self.assertEqual(b.dropped_outputs, [1])
+        self.assertEqual(len(b.outputs), 2)
+
+    def test_bias_grads_are_untranslated(self):
+        _fwd, bwd = capture(self.mlp(bias=True), self.torch.randn(3, 4))
+        b = at.build_function(at.translate_graph(bwd))
+        self.assertFalse(b.ok)
+        self.assertEqual(at.op_names(b.untranslated), ["aten.sum.dim_IntList", "aten.view.default"])
+        self.assertEqual(b.ops, [])
+
+    def test_addmm_is_mm_then_add(self):
+        fwd, _ = capture(self.torch.nn.Linear(4, 2), self.torch.randn(3, 4))
+        f = at.build_function(at.translate_graph(fwd))
+        self.assertTrue(f.ok, f.untranslated)
+        ops = [op["op"] for op in f.ops]
+        self.assertEqual(ops, ["t", "mm", "add"])
+        mm_value = len(f.inputs) + 1
+        self.assertEqual(f.ops[2]["args"][0], mm_value)
+
+    def test_threshold_backward_without_decomposition(self):
+        torch = self.torch
+        from torch.fx.experimental.proxy_tensor import make_fx
+
+        def bwd(grad, result):
+            return torch.ops.aten.threshold_backward(grad, result, 0)
+
+        gm = make_fx(bwd)(torch.randn(3), torch.randn(3))
+        f = at.build_function(at.translate_graph(gm))
+        self.assertEqual(f.ops, [{"op": "relu_backward", "args": [0, 1]}])
+
+    def test_scalars_become_full(self):
+        torch = self.torch
+        from torch.fx.experimental.proxy_tensor import make_fx
+
+        gm = make_fx(lambda x: (x * 2.5 + 1).neg())(torch.randn(3))
+        f = at.build_function(at.translate_graph(gm))
+        self.assertTrue(f.ok, f.untranslated)
+        self.assertEqual(
+            f.ops,
+            [
+                {"op": "full", "args": [], "sizes": [], "scalar": 2.5},
+                {"op": "mul", "args": [0, 1]},
+                {"op": "full", "args": [], "sizes": [], "scalar": 1.0},
+                {"op": "add", "args": [2, 3]},
+                {"op": "neg", "args": [4]},
+            ],
+        )
+
+    def test_slice_clone_copy(self):
+        torch = self.torch
+        from torch.fx.experimental.proxy_tensor import make_fx
+
+        def fn(x, y):
+            z = x[1:3].clone()
+            return z.sum(), torch.ops.aten.copy_(y, x)
+
+        gm = make_fx(fn)(torch.randn(5, 2), torch.randn(5, 2))
+        f = at.build_function(at.translate_graph(gm))
+        self.assertTrue(f.ok, f.untranslated)
+        self.assertEqual(
+            [(op["op"], op.get("start"), op.get("end")) for op in f.ops],
+            [("slice", 1, 3), ("clone", None, None), ("sum", None, None), ("copy_", None, None)],
+        )
+
+    def test_unknown_op_is_reported_not_guessed(self):
+        torch = self.torch
+        from torch.fx.experimental.proxy_tensor import make_fx
+
+        gm = make_fx(lambda x: torch.sigmoid(x) * x)(torch.randn(3))
+        f = at.build_function(at.translate_graph(gm))
+        self.assertFalse(f.ok)
+        self.assertEqual(at.op_names(f.untranslated), ["aten.sigmoid.default"])
+
+    def test_symint_placeholders_are_not_inputs(self):
+        torch = self.torch
+        lin = torch.nn.Linear(4, 2, bias=False)
+        fwd, bwd = capture(lin, torch.randn(5, 4), dynamic=True)
+        tr = at.translate_graph(fwd)
+        f = at.build_function(tr)
+        self.assertTrue(f.ok, f.untranslated)
+        ints = [i for i, t in enumerate(tr.placeholder_is_tensor) if not t]
+        self.assertTrue(ints, "expected a SymInt placeholder")
+        self.assertEqual(f.int_positions, ints)
+        self.assertEqual(len(f.inputs), len(tr.placeholders) - len(ints))
+
+    def test_partition_positions(self):
+        fwd, _ = capture(self.mlp(), self.torch.randn(3, 4))
+        tr = at.translate_graph(fwd)
+        # Only the first output, over all inputs: the second mm's chain.
+        f = at.build_function(tr, [0, 1, 2], [0])
+        self.assertTrue(f.ok)
+        self.assertEqual(len(f.outputs), 1)
+        # A partition input that is not a graph input cannot be translated.
+        g = at.build_function(tr, [0, None, 2], [0])
+        self.assertFalse(g.ok)
+        self.assertIn("partition input that is not a graph input", g.untranslated)
+        # Leaving out an input the outputs need.
+        h = at.build_function(tr, [0, 2], [0])
+        self.assertFalse(h.ok)
+
+
+class F32Test(unittest.TestCase):
+    def test_shortest(self):
+        self.assertEqual(at.f32(0.09999999999999998), 0.1)
+        self.assertEqual(at.f32(0.0010000000000000009), 0.001)
+        self.assertEqual(at.f32(1e-08), 1e-08)
+        self.assertEqual(at.f32(0.999), 0.999)
+        with self.assertRaises(at.TranslationError):
+            at.f32(float("nan"))
+
+
+if __name__ == "__main__":
+    unittest.main()
