@@ -87,7 +87,7 @@ def _cudagraphs(parser: argparse.ArgumentParser, args: argparse.Namespace) -> in
         return 77
     from .cudagraph_recorder import record_all
 
-    bad = record_all(names, args.out, args.device, args.timeout, args.summary)
+    bad = record_all(PROGRAMS, names, args.out, args.device, args.timeout, args.summary)
     return 1 if bad else 0
 
 

@@ -400,20 +400,20 @@ def write_session(session: Session, path: str, name: str, device: torch.device,
     return session.write(path, producer=PRODUCER, seed=SEED, config=torch_config(), extensions=extensions)
 
 
-def record_all(names: Sequence[str], out_dir: str, device: str, timeout_s: Optional[int],
-               summary_path: Optional[str] = None) -> int:
-    """Records each program into out_dir/NAME.jsonl; one line per program in
-    summary_path (appended and flushed as each ends). Returns the number of
-    programs that did not record cleanly."""
-    from .cudagraph_programs import PROGRAMS
-
+def record_all(programs: dict, names: Sequence[str], out_dir: str, device: str,
+               timeout_s: Optional[int], summary_path: Optional[str] = None) -> int:
+    """Records each named program of `programs` (cudagraph_programs.PROGRAMS,
+    passed in so that this module does not import the programs that import it)
+    into out_dir/NAME.jsonl; one line per program in summary_path (appended and
+    flushed as each ends). Returns the number of programs that did not record
+    cleanly."""
     os.makedirs(out_dir, exist_ok=True)
     bad = 0
     for name in names:
         path = os.path.join(out_dir, f"{name}.jsonl")
         print(f"{name}: recording", file=sys.stderr, flush=True)
         try:
-            s = record_cudagraph_program(PROGRAMS[name], path, device=device, timeout_s=timeout_s)
+            s = record_cudagraph_program(programs[name], path, device=device, timeout_s=timeout_s)
             if s["status"] == "recorded":
                 line = (f"{name}: recorded, {s['actions']} actions, {s['events']} events, "
                         f"functions {s['functions']}")
