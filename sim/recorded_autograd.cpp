@@ -47,12 +47,14 @@ Status RecordedAutograd::define(const DefineAutogradGraph& walk) {
   std::map<std::string, TensorId, std::less<>> tensors;
   std::map<std::string, bool, std::less<>> grad_defined;
   for (const RecordedTensor& t : walk.tensors) {
-    CAPSIM_TRY_ASSIGN(const Tensor base, built->device.store.empty(t.sizes, t.dtype));
-    TensorMeta meta = base.meta;
+    // Metadata only, over no memory: a capture reads a lifted tensor's
+    // options, never its values, so nothing is allocated however many
+    // graphs a trace defines.
+    CAPSIM_TRY_ASSIGN(TensorMeta meta, contiguous_meta(t.sizes, t.dtype));
     meta.requires_grad = t.requires_grad;
-    CAPSIM_TRY_ASSIGN(const Tensor view, built->device.store.view(base.id, meta));
+    CAPSIM_TRY_ASSIGN(const Tensor tensor, built->device.store.from_address(0, meta, kDefaultPool));
     grad_defined[t.name] = t.grad_defined;
-    if (!tensors.emplace(t.name, view.id).second) {
+    if (!tensors.emplace(t.name, tensor.id).second) {
       return make_error(fmt::format("tensor '{}' is listed twice", t.name));
     }
   }

@@ -2,7 +2,8 @@
 // walked (the `autograd_graph` and `compiled_backward` actions).
 //
 // `define` rebuilds an AutogradGraph from a RecordedGraph walk, with one
-// tensor per recorded tensor (metadata only: a capture never reads values) and
+// tensor per recorded tensor (metadata over no memory: a capture never reads
+// values, so a graph costs its nodes and nothing more) and
 // a GraphRoot added with one edge into the root node, as autograd adds it.
 // `compiled_backward` runs what PyTorch runs on loss.backward() under compiled
 // autograd: Phase A (ordered_calls, keys, sizes), the cache over every backward

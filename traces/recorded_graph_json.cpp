@@ -77,8 +77,8 @@ Result<RecordedTensor> read_tensor(const Json& j, std::string path) {
   RecordedTensor t;
   CAPSIM_TRY_ASSIGN(t.name, name_at(r, "name"));
   CAPSIM_TRY_ASSIGN(t.sizes, sizes_at(r, "sizes"));
-  // The World allocates every recorded tensor: a short line must not ask for
-  // gigabytes.
+  // The same bound as a new_tensor's, so that a recorded tensor could be
+  // materialised one day (the World keeps only its metadata today).
   if (const Status s = check_value_sizes(t.sizes); !s.ok()) {
     return field_error(r.path_of("sizes"), s.error().message);
   }
