@@ -31,6 +31,21 @@ CONFIG_KEYS = (
     "poison_freed",
 )
 
+# capsim's defaults for those settings (sim/cudagraph_config.hpp), which are
+# PyTorch 2.11's; a recorder writes the values it reads from PyTorch instead.
+DEFAULT_CONFIG = {
+    "inline_inbuilt_nn_modules": True,
+    "cudagraph_support_input_mutation": True,
+    "cudagraph_unexpected_rerecord_limit": 128,
+    "skip_cudagraph_warmup": False,
+    "force_cudagraphs_warmup": False,
+    "slow_path_cudagraph_asserts": True,
+    "zero_grad_static_error": False,
+    "plain_api": False,
+    "poison_freed": False,
+}
+assert tuple(DEFAULT_CONFIG) == CONFIG_KEYS
+
 # Limits from docs/trace-format.md section 8 (a line) and section 5 (names).
 MAX_LINE_BYTES = 1 << 20
 MAX_NAME_BYTES = 256

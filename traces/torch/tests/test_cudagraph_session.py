@@ -26,19 +26,10 @@ from capsim_recorder.cudagraph_events import TreeObserver  # noqa: E402
 from capsim_recorder.cudagraph_hooks import GraphCall, PartitionRun  # noqa: E402
 from capsim_recorder.cudagraph_session import PartitionRecord, Session  # noqa: E402
 
+from capsim_recorder.trace_writer import DEFAULT_CONFIG as CONFIG  # noqa: E402
+
 import fake_tree  # noqa: E402
 
-CONFIG = {
-    "inline_inbuilt_nn_modules": True,
-    "cudagraph_support_input_mutation": True,
-    "cudagraph_unexpected_rerecord_limit": 128,
-    "skip_cudagraph_warmup": False,
-    "force_cudagraphs_warmup": False,
-    "slow_path_cudagraph_asserts": True,
-    "zero_grad_static_error": False,
-    "plain_api": False,
-    "poison_freed": False,
-}
 CAPSIM = os.environ.get("CAPSIM_BIN") or os.path.join(ROOT, "build", "default", "cli", "capsim")
 
 

@@ -14,22 +14,12 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 
 from capsim_recorder.trace_writer import (  # noqa: E402
     CONFIG_KEYS,
+    DEFAULT_CONFIG as CONFIG,
     TraceWriteError,
     TraceWriter,
     encode_line,
 )
 
-CONFIG = {
-    "inline_inbuilt_nn_modules": True,
-    "cudagraph_support_input_mutation": True,
-    "cudagraph_unexpected_rerecord_limit": 128,
-    "skip_cudagraph_warmup": False,
-    "force_cudagraphs_warmup": False,
-    "slow_path_cudagraph_asserts": True,
-    "zero_grad_static_error": False,
-    "plain_api": False,
-    "poison_freed": False,
-}
 
 EXPECTED_HEADER = (
     '{"seq":0,"type":"header","format":"capsim-trace","version":1,'
