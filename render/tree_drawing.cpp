@@ -7,6 +7,8 @@
 #include <vector>
 
 #include "render/state_colours.hpp"
+#include "sim/fx_target_names.hpp"
+#include "traces/json_fields.hpp"
 
 namespace capsim {
 
@@ -25,6 +27,19 @@ std::uint64_t as_number(std::string_view text) {
     v = v * 10 + static_cast<std::uint64_t>(c - '0');
   }
   return v;
+}
+
+// The calls of a captured graph's `targets` (a JSON string array), counted
+// in canonical names: plumbing (getitem, unwraps) left out, so that a
+// recorded PyTorch graph and capsim's prediction count alike.
+std::size_t canonical_calls(const std::string& targets) {
+  const Json list = Json::parse(targets, nullptr, /*allow_exceptions=*/false);
+  if (!list.is_array()) return 0;
+  std::vector<std::string> raw;
+  for (const Json& t : list) {
+    if (t.is_string()) raw.push_back(t.get<std::string>());
+  }
+  return canonical_call_targets(raw).size();
 }
 
 void set_row(DrawNode& n, std::string_view key, std::string value) {
@@ -83,6 +98,17 @@ class BackwardChain {
         set_row(n, "graph digest", field(e, "graph_digest"));
         break;
       case EventKind::kCaRun: set_row(n, "grads digest", field(e, "digest")); break;
+      // A recorded PyTorch backward says only this much (docs/fidelity.md).
+      case EventKind::kCaGraph: {
+        const bool captured = field(e, "captured") == "true";
+        if (n.target == "backward") {
+          n.target = captured ? "cache_miss" : "cache_hit";
+          n.fill = std::string(captured ? state_fill::kTrusted : state_fill::kInUse);
+        }
+        set_row(n, "captured", captured ? "yes" : "no (a cached graph)");
+        if (captured) set_row(n, "calls", std::to_string(canonical_calls(field(e, "targets"))));
+        break;
+      }
       default: break;
     }
   }
@@ -114,6 +140,7 @@ class TreeBuilder {
       case EventKind::kCaCacheMiss:
       case EventKind::kCaCapture:
       case EventKind::kCaRun:
+      case EventKind::kCaGraph:
       case EventKind::kMetadataRead: backwards_.on(e, g_); break;
       default: break;
     }

@@ -125,7 +125,8 @@ Status RecordedAutograd::define(const DefineAutogradGraph& walk) {
   return {};
 }
 
-Result<std::vector<Event>> RecordedAutograd::compiled_backward(const CompiledBackward& call) {
+Result<std::vector<Event>> RecordedAutograd::compiled_backward(
+    const CompiledBackward& call, const std::function<void(const BackwardView&)>& observer) {
   const auto it = graphs_.find(call.graph);
   if (it == graphs_.end()) {
     return make_error(
@@ -138,6 +139,10 @@ Result<std::vector<Event>> RecordedAutograd::compiled_backward(const CompiledBac
                     capture_one_backward(b.graph, b.root, b.device.store, cache_,
                                          CaptureMode::kFunctional, call.dynamic, log));
   backwards_ = log.backwards;
+  if (observer) {
+    observer({capture.backward, CaptureMode::kFunctional, &b.graph, &b.device.store,
+              capture.captured ? &*capture.captured : nullptr});
+  }
   std::vector<Event> events = std::move(log.events);
   std::vector<EventField> fields{{"backward", std::to_string(capture.backward)},
                                  {"captured", capture.captured ? "true" : "false"}};

@@ -15,6 +15,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -25,6 +26,8 @@
 #include "sim/recorded_graph.hpp"
 
 namespace capsim {
+
+struct BackwardView;  // sim/capture_scenarios.hpp
 
 class RecordedAutograd {
  public:
@@ -37,7 +40,11 @@ class RecordedAutograd {
   // index out of range, an unknown tensor, a cycle, a name defined twice.
   Status define(const DefineAutogradGraph& walk);
   // The events of one backward, their `action` left 0 for the caller to set.
-  Result<std::vector<Event>> compiled_backward(const CompiledBackward& call);
+  // `observer` (optional) is shown the backward's graph and, on a miss, the
+  // graph just captured, as the scenarios' runner shows them (render/).
+  Result<std::vector<Event>> compiled_backward(
+      const CompiledBackward& call,
+      const std::function<void(const BackwardView&)>& observer = nullptr);
 
   std::uint64_t captures() const { return cache_.captures(); }
 

@@ -40,7 +40,11 @@ Status World::do_compiled_backward(const CompiledBackward& a) {
         fmt::format("autograd graph '{}': no autograd_graph action defined it", a.graph));
   }
   const std::uint64_t before = recorded_autograd_->captures();
-  CAPSIM_TRY_ASSIGN(std::vector<Event> events, recorded_autograd_->compiled_backward(a));
+  std::function<void(const BackwardView&)> observer;
+  if (options_.on_backward) {
+    observer = [this](const BackwardView& view) { options_.on_backward(ctx_.action, view); };
+  }
+  CAPSIM_TRY_ASSIGN(std::vector<Event> events, recorded_autograd_->compiled_backward(a, observer));
   for (Event& e : events) ctx_.emit(e.kind, std::move(e.fields));
   counters_.ca_captures += recorded_autograd_->captures() - before;
   return {};
