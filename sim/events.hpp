@@ -92,6 +92,17 @@ std::string format_list(const std::vector<Int>& values) {
 // backslashes and control characters escaped as JSON does).
 std::string format_text_list(const std::vector<std::string>& values);
 
+// "[[0],[1,2],[]]": how events write lists of index lists.
+template <typename Int>
+std::string format_index_lists(const std::vector<std::vector<Int>>& lists) {
+  std::string out = "[";
+  for (std::size_t i = 0; i < lists.size(); ++i) {
+    if (i != 0) out += ',';
+    out += format_list(lists[i]);
+  }
+  return out + "]";
+}
+
 // "[0x7f0000000000,0x7f0000000200]": how events write address lists.
 std::string format_addresses(const std::vector<std::uint64_t>& addresses);
 

@@ -1,5 +1,6 @@
 #include "sim/fx_target_names.hpp"
 
+#include <algorithm>
 #include <array>
 #include <utility>
 
@@ -72,6 +73,63 @@ std::vector<std::string> canonical_call_targets(const FxGraph& graph) {
     if (n.op == FxOp::kCallFunction) raw.push_back(n.target);
   }
   return canonical_call_targets(raw);
+}
+
+CanonicalCalls canonical_calls(const std::vector<std::string>& targets,
+                               const std::vector<std::vector<std::uint32_t>>& uses) {
+  CanonicalCalls out;
+  // Per raw call: its canonical index if kept; else the kept calls it reaches.
+  std::vector<std::optional<std::uint32_t>> kept(targets.size());
+  std::vector<std::vector<std::uint32_t>> reaches(targets.size());
+  for (std::size_t i = 0; i < targets.size(); ++i) {
+    std::vector<std::uint32_t> deps;
+    if (i < uses.size()) {
+      for (std::uint32_t u : uses[i]) {
+        if (u >= i) continue;
+        if (kept[u]) {
+          deps.push_back(*kept[u]);
+        } else {
+          deps.insert(deps.end(), reaches[u].begin(), reaches[u].end());
+        }
+      }
+    }
+    std::sort(deps.begin(), deps.end());
+    deps.erase(std::unique(deps.begin(), deps.end()), deps.end());
+    if (auto name = canonical_fx_target(targets[i])) {
+      kept[i] = static_cast<std::uint32_t>(out.targets.size());
+      out.targets.push_back(std::move(*name));
+      out.uses.push_back(std::move(deps));
+    } else {
+      reaches[i] = std::move(deps);
+    }
+  }
+  return out;
+}
+
+std::vector<std::vector<std::uint32_t>> call_uses(const FxGraph& graph) {
+  std::vector<std::optional<std::uint32_t>> call_index(graph.nodes().size());
+  std::vector<std::vector<std::uint32_t>> out;
+  for (FxNodeId id = 0; id < graph.nodes().size(); ++id) {
+    if (graph.nodes()[id].op != FxOp::kCallFunction) continue;
+    std::vector<std::uint32_t> refs;
+    for (FxNodeId u : graph.uses(id)) {
+      if (!call_index[u]) continue;
+      if (std::find(refs.begin(), refs.end(), *call_index[u]) == refs.end()) {
+        refs.push_back(*call_index[u]);
+      }
+    }
+    call_index[id] = static_cast<std::uint32_t>(out.size());
+    out.push_back(std::move(refs));
+  }
+  return out;
+}
+
+CanonicalCalls canonical_calls(const FxGraph& graph) {
+  std::vector<std::string> targets;
+  for (const FxNode& n : graph.nodes()) {
+    if (n.op == FxOp::kCallFunction) targets.push_back(n.target);
+  }
+  return canonical_calls(targets, call_uses(graph));
 }
 
 }  // namespace capsim

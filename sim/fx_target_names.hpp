@@ -12,6 +12,7 @@
 // lists the map.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -28,5 +29,26 @@ std::optional<std::string> canonical_fx_target(std::string_view target);
 // ones left out.
 std::vector<std::string> canonical_call_targets(const FxGraph& graph);
 std::vector<std::string> canonical_call_targets(const std::vector<std::string>& targets);
+
+// A captured graph's calls and their dataflow, in canonical form: the kept
+// calls (as canonical_call_targets), and per kept call the kept calls its
+// arguments reach, directly or through dropped ones (a getitem of a
+// validate_outputs reaches the validate_outputs), as sorted indices into the
+// kept calls, each once. Argument positions and constants are not part of it:
+// capsim and PyTorch pass the same values in different argument layouts.
+struct CanonicalCalls {
+  std::vector<std::string> targets;
+  std::vector<std::vector<std::uint32_t>> uses;
+  friend bool operator==(const CanonicalCalls&, const CanonicalCalls&) = default;
+};
+// `uses[i]`: the calls (indices into `targets`) that call i's arguments name.
+// An index out of range or not earlier than i is ignored (bad input is the
+// reader's to refuse; this only compares).
+CanonicalCalls canonical_calls(const std::vector<std::string>& targets,
+                               const std::vector<std::vector<std::uint32_t>>& uses);
+// The same of an FxGraph (its placeholders are not calls).
+CanonicalCalls canonical_calls(const FxGraph& graph);
+// `uses` of an FxGraph as canonical_calls takes it, in raw call indices.
+std::vector<std::vector<std::uint32_t>> call_uses(const FxGraph& graph);
 
 }  // namespace capsim

@@ -147,7 +147,9 @@ Result<std::vector<Event>> RecordedAutograd::compiled_backward(
   std::vector<EventField> fields{{"backward", std::to_string(capture.backward)},
                                  {"captured", capture.captured ? "true" : "false"}};
   if (capture.captured) {
-    fields.push_back({"targets", format_text_list(canonical_call_targets(*capture.captured))});
+    const CanonicalCalls calls = canonical_calls(*capture.captured);
+    fields.push_back({"targets", format_text_list(calls.targets)});
+    fields.push_back({"uses", format_index_lists(calls.uses)});
   }
   events.push_back({EventKind::kCaGraph, 0, std::move(fields)});
   return events;

@@ -70,16 +70,44 @@ std::string AddressOrder::translate_decimal(std::string_view text) {
   return out;
 }
 
-std::string EventComparison::comparable(const EventField& f, AddressOrder& order) const {
-  if (f.key == "targets") {
-    const Json list = Json::parse(f.value, nullptr, /*allow_exceptions=*/false);
-    if (!list.is_array()) return f.value;
-    std::vector<std::string> raw;
-    for (const Json& t : list) {
-      if (!t.is_string()) return f.value;
-      raw.push_back(t.get<std::string>());
+namespace {
+
+// A captured graph's calls as the event holds them: `targets` and `uses`
+// parsed (a field that does not parse compares as its text).
+std::optional<CanonicalCalls> calls_of(const Event& e) {
+  const std::optional<std::string_view> targets = e.field("targets");
+  if (!targets) return std::nullopt;
+  const Json t = Json::parse(*targets, nullptr, /*allow_exceptions=*/false);
+  if (!t.is_array()) return std::nullopt;
+  std::vector<std::string> raw;
+  for (const Json& x : t) {
+    if (!x.is_string()) return std::nullopt;
+    raw.push_back(x.get<std::string>());
+  }
+  std::vector<std::vector<std::uint32_t>> uses;
+  if (const std::optional<std::string_view> u = e.field("uses")) {
+    const Json j = Json::parse(*u, nullptr, /*allow_exceptions=*/false);
+    if (!j.is_array()) return std::nullopt;
+    for (const Json& list : j) {
+      std::vector<std::uint32_t> refs;
+      for (const Json& i : list) {
+        if (!i.is_number_unsigned() || i.get<std::uint64_t>() >= raw.size()) return std::nullopt;
+        refs.push_back(static_cast<std::uint32_t>(i.get<std::uint64_t>()));
+      }
+      uses.push_back(std::move(refs));
     }
-    return format_text_list(canonical_call_targets(raw));
+  }
+  return canonical_calls(raw, uses);
+}
+
+}  // namespace
+
+std::string EventComparison::comparable(const Event& e, const EventField& f,
+                                        AddressOrder& order) const {
+  if (f.key == "targets" || f.key == "uses") {
+    const std::optional<CanonicalCalls> calls = calls_of(e);
+    if (!calls) return f.value;
+    return f.key == "targets" ? format_text_list(calls->targets) : format_index_lists(calls->uses);
   }
   if (!real_run_) return f.value;
   const FieldSpec* spec = find_field_spec(f.key);
@@ -102,7 +130,9 @@ std::optional<std::string> EventComparison::first_difference(const Event& predic
   for (const EventField& f : recorded.fields) {
     auto it = model.find(f.key);
     if (it == model.end()) return f.key;
-    if (comparable(*it->second, model_) != comparable(f, trace_)) return f.key;
+    if (comparable(predicted, *it->second, model_) != comparable(recorded, f, trace_)) {
+      return f.key;
+    }
     model.erase(it);
   }
   // A real run compares what it observed; capsim's own traces every field.

@@ -4,7 +4,8 @@
 // fields compared as sets. Two refinements make traces from other producers
 // comparable:
 //  - a captured graph's `targets` compare in canonical names, plumbing
-//    dropped (sim/fx_target_names.hpp): structurally, for every producer;
+//    dropped, and its `uses` as the canonical dataflow between those calls
+//    (sim/fx_target_names.hpp): structurally, for every producer;
 //  - a real run (producer `pytorch`) writes the fields it could observe and
 //    real pointers. Only the recorded event's fields are compared, and every
 //    address (hex fields, and the decimal pointers in PyTorch's message texts)
@@ -46,7 +47,7 @@ class EventComparison {
   std::optional<std::string> first_difference(const Event& predicted, const Event& recorded);
 
  private:
-  std::string comparable(const EventField& f, AddressOrder& order) const;
+  std::string comparable(const Event& e, const EventField& f, AddressOrder& order) const;
 
   bool real_run_;
   AddressOrder model_;

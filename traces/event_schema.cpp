@@ -100,6 +100,9 @@ constexpr FieldSpec kFieldSpecs[] = {
     {"targets", FT::kTextList,
      "the captured graph's call targets in graph order (compared in canonical names, "
      "docs/fidelity.md)"},
+    {"uses", FT::kIntLists,
+     "per call of `targets`, the calls its arguments refer to (indices into `targets`; compared "
+     "as canonical dataflow, docs/fidelity.md)"},
 };
 
 // Per kind, in the order the simulator writes them. `true` marks a field
@@ -149,7 +152,7 @@ constexpr EventFieldUse kCaCapture[] = {R("backward"), R("mode"), R("graph_nodes
                                         R("graph_digest")};
 constexpr EventFieldUse kCaRun[] = {R("backward"), R("leaves"), R("digest"), O("matches_eager")};
 constexpr EventFieldUse kDevice[] = {R("baked"), R("baked_digest"), R("digest")};
-constexpr EventFieldUse kCaGraph[] = {R("backward"), R("captured"), O("targets")};
+constexpr EventFieldUse kCaGraph[] = {R("backward"), R("captured"), O("targets"), O("uses")};
 #undef R
 #undef O
 
@@ -233,6 +236,17 @@ std::optional<Json> text_to_json(FieldType type, std::string_view text) {
       }
       return out;
     }
+    case FT::kIntLists: {
+      Json out = Json::parse(text, nullptr, /*allow_exceptions=*/false);
+      if (!out.is_array()) return std::nullopt;
+      for (const Json& e : out) {
+        if (!e.is_array()) return std::nullopt;
+        for (const Json& i : e) {
+          if (!i.is_number_integer()) return std::nullopt;
+        }
+      }
+      return out;
+    }
   }
   return std::nullopt;
 }
@@ -290,6 +304,23 @@ Result<std::string> json_to_text(FieldType type, const Json& v, const std::strin
         items.push_back(v[i].get<std::string>());
       }
       return format_text_list(items);
+    }
+    case FT::kIntLists: {
+      if (!v.is_array()) return field_error(path, "expected an array of integer arrays");
+      std::string text = "[";
+      for (std::size_t i = 0; i < v.size(); ++i) {
+        const std::string item = fmt::format("{}[{}]", path, i);
+        if (!v[i].is_array()) return field_error(item, "expected an array of integers");
+        std::vector<std::int64_t> ints;
+        for (std::size_t k = 0; k < v[i].size(); ++k) {
+          CAPSIM_TRY_ASSIGN(const std::int64_t x,
+                            json_integer(v[i][k], fmt::format("{}[{}]", item, k)));
+          ints.push_back(x);
+        }
+        if (i != 0) text += ',';
+        text += format_list(ints);
+      }
+      return text + "]";
     }
   }
   return field_error(path, "unsupported field type");

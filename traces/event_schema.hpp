@@ -28,6 +28,7 @@ namespace capsim {
   X(kAddress, "address", "hex string \"0x...\", a device address in bytes") \
   X(kAddressList, "address_list", "array of hex address strings")           \
   X(kTextList, "text_list", "array of strings")                             \
+  X(kIntLists, "int_lists", "array of integer arrays")                      \
   X(kDigest, "digest", "16 lower-case hex digits: FNV-1a 64 over float32 bytes")
 enum class FieldType : std::uint8_t {
 #define CAPSIM_ENUM_(e, name, json) e,

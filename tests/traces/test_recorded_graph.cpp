@@ -113,6 +113,25 @@ TEST_CASE("recorded graph: canonical FX target names") {
   CHECK(!canonical_fx_target("torch._dynamo.external_utils.unwrap_maybe_dynamic_int"));
 }
 
+TEST_CASE("recorded graph: canonical dataflow reaches through dropped calls") {
+  // validate_outputs -> getitem -> MulBackward0 -> getitem, getitem ->
+  // accumulate(unwrap(getitem)) : the getitems and the unwrap drop out.
+  const std::vector<std::string> targets{"torch._dynamo.compiled_autograd.ops.validate_outputs",
+                                         "operator.getitem",
+                                         "torch._dynamo.compiled_autograd.ops.MulBackward0",
+                                         "operator.getitem",
+                                         "operator.getitem",
+                                         "unwrap_maybe_dynamic_int",
+                                         "torch._dynamo.external_utils.call_accumulate_grad"};
+  const std::vector<std::vector<std::uint32_t>> uses{{}, {0}, {1}, {2}, {2}, {}, {3, 5, 4}};
+  const CanonicalCalls c = canonical_calls(targets, uses);
+  CHECK(c.targets == std::vector<std::string>{"validate_outputs", "ops.MulBackward0",
+                                              "torch.ops.inductor.accumulate_grad_.default"});
+  CHECK(c.uses == std::vector<std::vector<std::uint32_t>>{{}, {0}, {1}});
+  // Canonical form is a fixed point.
+  CHECK(canonical_calls(c.targets, c.uses) == c);
+}
+
 TEST_CASE("recorded graph: the actions round-trip through JSON byte for byte") {
   for (const std::string& line : {graph_action(1, 0, "g0"), backward_action(2, 1, "g0")}) {
     CAPTURE(line);

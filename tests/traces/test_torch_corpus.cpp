@@ -87,6 +87,26 @@ TEST_CASE("torch corpus: every trace replays with exactly the divergences docs/f
   }
 }
 
+TEST_CASE("torch corpus: negative control, a captured graph with its dataflow cut diverges") {
+  // Every call of hooks.jsonl's first capture made to use nothing: the same
+  // calls in the same order, but not the graph capsim predicts.
+  std::string text = read_file(kTorchCorpus / "hooks.jsonl");
+  const std::size_t at = text.find("\"uses\":[[");
+  REQUIRE(at != std::string::npos);
+  const std::size_t end = text.find("]]", at);
+  std::string cut = "\"uses\":[";
+  const std::string old = text.substr(at, end + 2 - at);
+  std::size_t entries = 0;  // one '[' per call after the outer one
+  for (std::size_t i = cut.size(); i < old.size(); ++i) entries += old[i] == '[' ? 1 : 0;
+  for (std::size_t i = 0; i < entries; ++i) cut += i == 0 ? "[]" : ",[]";
+  text.replace(at, old.size(), cut + "]");
+  const auto report = test::replay_text(text);
+  REQUIRE_MESSAGE(report.ok(), report.error().message);
+  REQUIRE(report->divergence);
+  CHECK(report->divergence->field == "uses");
+  CHECK(report->divergence->line == 4);
+}
+
 TEST_CASE("torch corpus: a malformed recorder output is refused with file, line and field") {
   const std::set<std::string> files = corpus_files();
   REQUIRE(!files.empty());

@@ -9,6 +9,7 @@ reads three things per backward:
 
   captured  counters["compiled_autograd"]["captures"] went up   (internal)
   targets   the call_function targets of the captured graph      (torch.fx, public)
+  uses      per call, the calls its arguments refer to            (torch.fx, public)
   message   the verbose log's "Cache miss ..." line              (internal logger)
 
 Entry points: torch._dynamo.compiled_autograd._enable (internal; the public
@@ -36,6 +37,7 @@ CACHE_MISS_PREFIX = "Cache miss"
 class BackwardResult:
     captured: bool
     targets: list[str] = field(default_factory=list)
+    uses: list[list[int]] = field(default_factory=list)
     message: Optional[str] = None
 
 
@@ -60,6 +62,22 @@ def graph_targets(gm: torch.fx.GraphModule) -> list[str]:
             continue
         target = node.target
         out.append(target if isinstance(target, str) else _get_qualified_name(target))
+    return out
+
+
+def graph_uses(gm: torch.fx.GraphModule) -> list[list[int]]:
+    """Per call_function node (in the order of graph_targets), the calls its
+    arguments refer to, as indices into that list, in order of first
+    appearance, each once. Placeholders are not calls and are left out; the
+    argument structure beyond that (constants, nesting, positions) is not
+    written."""
+    calls = [n for n in gm.graph.nodes if n.op == "call_function"]
+    index = {n: i for i, n in enumerate(calls)}
+    out = []
+    for n in calls:
+        refs: list[int] = []
+        torch.fx.node.map_arg((n.args, n.kwargs), lambda a: refs.append(index[a]) if a in index else None)
+        out.append(list(dict.fromkeys(refs)))
     return out
 
 
@@ -128,5 +146,6 @@ class CompiledAutogradCapture:
         return BackwardResult(
             captured=True,
             targets=graph_targets(graphs[0]),
+            uses=graph_uses(graphs[0]),
             message=misses[0] if misses else None,
         )

@@ -101,6 +101,7 @@ class Recorder:
         event: dict[str, Any] = {"backward": k, "captured": result.captured}
         if result.captured:
             event["targets"] = result.targets
+            event["uses"] = result.uses
         if result.message is not None:
             event["x_message"] = result.message
         self.writer.event(index, "ca_graph", event)
