@@ -466,15 +466,16 @@ TEST_CASE("render: every corpus trace's tree is the tree capsim predicts") {
   }
 }
 
-TEST_CASE("render: a real PyTorch trace draws its graphs, and its tree diffs where capsim differs") {
+TEST_CASE(
+    "render: a real PyTorch trace draws its graphs, and its tree diffs where capsim differs") {
   const Result<TraceGraphs> hooks = collect_trace_graphs(kCorpus + "/torch/hooks.jsonl");
   REQUIRE(hooks.ok());
   // PyTorch's autograd graph of each backward, capsim's capture of the first.
   for (const char* key : {"autograd:0", "autograd:1", "autograd:2", "fx:0"}) {
     CHECK_MESSAGE(hooks->graphs.contains(key), key);
   }
-  CHECK(diff_graphs(hooks->graphs.at("tree"), hooks->graphs.at("tree:predicted"))
-            .counts.identical());
+  CHECK(
+      diff_graphs(hooks->graphs.at("tree"), hooks->graphs.at("tree:predicted")).counts.identical());
   // The AOT region's body (docs/fidelity.md (1)): the first backward's calls differ.
   const Result<TraceGraphs> aot =
       collect_trace_graphs(kCorpus + "/torch/twotensor_compiled_region.jsonl");
