@@ -7,8 +7,7 @@
 #include <vector>
 
 #include "render/state_colours.hpp"
-#include "sim/fx_target_names.hpp"
-#include "traces/json_fields.hpp"
+#include "traces/event_compare.hpp"
 
 namespace capsim {
 
@@ -27,19 +26,6 @@ std::uint64_t as_number(std::string_view text) {
     v = v * 10 + static_cast<std::uint64_t>(c - '0');
   }
   return v;
-}
-
-// The calls of a captured graph's `targets` (a JSON string array), counted
-// in canonical names: plumbing (getitem, unwraps) left out, so that a
-// recorded PyTorch graph and capsim's prediction count alike.
-std::size_t canonical_calls(const std::string& targets) {
-  const Json list = Json::parse(targets, nullptr, /*allow_exceptions=*/false);
-  if (!list.is_array()) return 0;
-  std::vector<std::string> raw;
-  for (const Json& t : list) {
-    if (t.is_string()) raw.push_back(t.get<std::string>());
-  }
-  return canonical_call_targets(raw).size();
 }
 
 void set_row(DrawNode& n, std::string_view key, std::string value) {
@@ -106,7 +92,9 @@ class BackwardChain {
           n.fill = std::string(captured ? state_fill::kTrusted : state_fill::kInUse);
         }
         set_row(n, "captured", captured ? "yes" : "no (a cached graph)");
-        if (captured) set_row(n, "calls", std::to_string(canonical_calls(field(e, "targets"))));
+        if (const auto calls = captured_calls(e); captured && calls) {
+          set_row(n, "calls", std::to_string(calls->targets.size()));
+        }
         break;
       }
       default: break;

@@ -70,11 +70,7 @@ std::string AddressOrder::translate_decimal(std::string_view text) {
   return out;
 }
 
-namespace {
-
-// A captured graph's calls as the event holds them: `targets` and `uses`
-// parsed (a field that does not parse compares as its text).
-std::optional<CanonicalCalls> calls_of(const Event& e) {
+std::optional<CanonicalCalls> captured_calls(const Event& e) {
   const std::optional<std::string_view> targets = e.field("targets");
   if (!targets) return std::nullopt;
   const Json t = Json::parse(*targets, nullptr, /*allow_exceptions=*/false);
@@ -100,12 +96,10 @@ std::optional<CanonicalCalls> calls_of(const Event& e) {
   return canonical_calls(raw, uses);
 }
 
-}  // namespace
-
 std::string EventComparison::comparable(const Event& e, const EventField& f,
                                         AddressOrder& order) const {
   if (f.key == "targets" || f.key == "uses") {
-    const std::optional<CanonicalCalls> calls = calls_of(e);
+    const std::optional<CanonicalCalls> calls = captured_calls(e);
     if (!calls) return f.value;
     return f.key == "targets" ? format_text_list(calls->targets) : format_index_lists(calls->uses);
   }

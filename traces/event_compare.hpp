@@ -22,8 +22,14 @@
 #include <string>
 
 #include "sim/events.hpp"
+#include "sim/fx_target_names.hpp"
 
 namespace capsim {
+
+// A ca_graph event's captured calls in canonical form, from its `targets`
+// and `uses` (sim/fx_target_names.hpp); nullopt when it has no targets or
+// they do not parse (replay then compares the text as it is).
+std::optional<CanonicalCalls> captured_calls(const Event& e);
 
 // Addresses in order of first appearance: the first is #0, a new one #1, ...
 class AddressOrder {
