@@ -5,7 +5,9 @@
 
 #include <cstdio>
 
+#include "cli/input_guards.hpp"
 #include "cli/trace_commands.hpp"
+#include "model/output_file.hpp"
 #include "traces/chrome_export.hpp"
 #include "traces/trace_writer.hpp"
 
@@ -31,10 +33,13 @@ std::vector<std::string> document_lines(const Json& doc) {
 
 }  // namespace
 
-int export_command(const std::string& chrome_out, const std::string& trace) {
+int export_command(const std::string& chrome_out, const std::string& trace,
+                   std::uint64_t memory_budget_bytes) {
+  const std::string outputs[] = {chrome_out}, inputs[] = {trace};
+  if (int refused = refuse_outputs_onto_inputs(outputs, inputs)) return refused;
   Result<std::unique_ptr<TraceReader>> reader = TraceReader::open(trace);
   if (!reader) return fail(reader.error().message);
-  Result<Json> doc = chrome_trace(**reader);
+  Result<Json> doc = chrome_trace(**reader, memory_budget_bytes);
   if (!doc) return fail(doc.error().message);
   for (const std::string& w : (*reader)->warnings()) std::fprintf(stderr, "%s\n", w.c_str());
   // A viewer would drop or misdraw what fails here, so nothing is written.
@@ -54,7 +59,9 @@ int export_command(const std::string& chrome_out, const std::string& trace) {
     if (ph == "X" && it->contains("args") && (*it)["args"].contains("graph_node_id")) ++kernels;
     if (ph == "s") ++flows;
   }
-  fmt::print("exported {} to {}: {} trace events, {} replays, {} replayed steps, {} flows\n", trace,
+  // With "-" the export is stdout, and the summary must not join it.
+  fmt::print(chrome_out == kStdoutPath ? stderr : stdout,
+             "exported {} to {}: {} trace events, {} replays, {} replayed steps, {} flows\n", trace,
              chrome_out, events.size(), replays, kernels, flows);
   return 0;
 }

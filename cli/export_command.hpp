@@ -6,10 +6,12 @@
 // line and column).
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 namespace capsim::cli {
 
-int export_command(const std::string& chrome_out, const std::string& trace);
+int export_command(const std::string& chrome_out, const std::string& trace,
+                   std::uint64_t memory_budget_bytes);
 
 }  // namespace capsim::cli

@@ -13,6 +13,7 @@
 
 #include "cli/check_command.hpp"
 #include "cli/export_command.hpp"
+#include "cli/input_guards.hpp"
 #include "cli/render_commands.hpp"
 #include "cli/trace_commands.hpp"
 #include "model/address.hpp"
@@ -66,7 +67,8 @@ int list_scenarios() {
 int print_scenario(const std::string& name) {
   const capsim::Scenario* s = capsim::find_scenario(name);
   if (s == nullptr) {
-    return fail(fmt::format("unknown scenario '{}' (see capsim scenario --list)", name));
+    return fail(fmt::format("unknown scenario '{}'{} (see capsim scenario --list)", name,
+                            capsim::cli::did_you_mean(name, capsim::cli::scenario_names())));
   }
   const capsim::CudagraphConfig& c = s->options.config;
   fmt::print("scenario {}\n", s->name);
@@ -95,8 +97,15 @@ int print_scenario(const std::string& name) {
 // would reject (the legacy non-traceable CppNode) prints `raised: ...`.
 int print_capture(const std::string& name, const std::string& mode_name) {
   const capsim::CaptureScenario* s = capsim::find_capture_scenario(name);
+  // The corpus names its traces ca_NAME.jsonl; take that name too.
+  if (s == nullptr && name.starts_with("ca_")) s = capsim::find_capture_scenario(name.substr(3));
   if (s == nullptr) {
-    return fail(fmt::format("unknown capture scenario '{}' (see capsim capture --list)", name));
+    std::vector<std::string> known;
+    for (const capsim::CaptureScenario& c : capsim::builtin_capture_scenarios()) {
+      known.push_back(c.name);
+    }
+    return fail(fmt::format("unknown capture scenario '{}'{} (see capsim capture --list)", name,
+                            capsim::cli::did_you_mean(name, known)));
   }
   const capsim::CaptureMode mode =
       mode_name == "legacy" ? capsim::CaptureMode::kLegacy : capsim::CaptureMode::kFunctional;
@@ -120,13 +129,17 @@ int print_capture(const std::string& name, const std::string& mode_name) {
 int run_main(int argc, char** argv) {
   CLI::App app{"capsim: a deterministic simulator of graph capture semantics"};
   app.require_subcommand(1);
+  // Every option's default in --help (subcommands copy this when made).
+  app.option_defaults()->always_capture_default();
+  app.set_version_flag("--version", fmt::format("capsim {}", capsim::kCapsimVersion));
 
   capsim::AdamReplayJobOptions run_options;
   CLI::App* run = app.add_subcommand(
       "run", "Record one AdamW step as a step program and replay it (the main job)");
   run->add_option("--steps", run_options.steps, "Replays to run")
       ->check(CLI::Range(std::int64_t{1}, capsim::kMaxJobSteps));
-  run->add_option("--seed", run_options.seed, "Seed of the one RNG");
+  run->add_option("--seed", run_options.seed, "Seed of the one RNG")
+      ->check(capsim::cli::unsigned_64_bit());
   run->add_option("--numel", run_options.numel, "Elements per param")
       ->check(CLI::Range(std::int64_t{1}, capsim::kMaxJobNumel));
   run->add_option("--params", run_options.params, "Number of params")
@@ -165,13 +178,15 @@ int run_main(int argc, char** argv) {
 
   std::vector<std::string> replay_files;
   bool replay_json = false;
-  std::size_t replay_context = 3;
+  capsim::ReplayOptions replay_options;
   CLI::App* replay = app.add_subcommand(
       "replay", "Re-simulate recorded traces; report the first divergence and every violation");
   replay->add_option("files", replay_files, "Trace files")->required();
   replay->add_flag("--json", replay_json, "Print a machine-readable report");
-  replay->add_option("--context", replay_context, "Matching events shown before a divergence")
+  replay
+      ->add_option("--context", replay_options.context, "Matching events shown before a divergence")
       ->check(CLI::Range(std::size_t{0}, capsim::kMaxReplayContext));
+  capsim::cli::add_memory_budget_option(replay, replay_options.memory_budget_bytes);
 
   std::string replay_dot;
   replay->add_option("--dot", replay_dot,
@@ -191,6 +206,7 @@ int run_main(int argc, char** argv) {
     sub->add_option("--max-nodes", draw_options.max_nodes,
                     "Fold or cut drawings above this many nodes before a layout")
         ->check(CLI::Range(std::size_t{10}, capsim::kMaxDrawNodes));
+    capsim::cli::add_memory_budget_option(sub, draw_options.memory_budget_bytes);
   };
   std::string render_trace;
   bool render_list = false;
@@ -216,6 +232,8 @@ int run_main(int argc, char** argv) {
       "export", "Write a trace as a Chrome trace for Perfetto (docs/chrome-export.md)");
   export_cmd->add_option("--chrome", export_chrome, "The Chrome trace file to write")->required();
   export_cmd->add_option("trace", export_trace, "The capsim trace to export")->required();
+  std::uint64_t export_budget = capsim::kDefaultMemoryBudget;
+  capsim::cli::add_memory_budget_option(export_cmd, export_budget);
 
   capsim::cli::CheckCommandOptions check_options;
   std::string check_shard = "0/1";
@@ -226,12 +244,14 @@ int run_main(int argc, char** argv) {
                     "Only properties matching this shell glob (repeatable)");
   check->add_option("--cases", check_options.run.cases, "Cases per property")
       ->check(CLI::Range(std::uint64_t{1}, capsim::kMaxCases));
-  check->add_option("--seed", check_options.run.seed, "The run's seed");
+  check->add_option("--seed", check_options.run.seed, "The run's seed")
+      ->check(capsim::cli::unsigned_64_bit());
   check->add_option("--shard", check_shard, "K/N: run the cases whose index is K modulo N");
   check->add_option("--max-size", check_options.run.max_size, "The largest case size")
       ->check(CLI::Range(0, capsim::kMaxMaxSize));
   CLI::Option* check_case_option =
-      check->add_option("--case", check_case, "Run only this case index (a reproduction)");
+      check->add_option("--case", check_case, "Run only this case index (a reproduction)")
+          ->check(capsim::cli::unsigned_64_bit());
   check->add_flag("--controls,!--no-controls", check_options.run.controls,
                   "Run every negative control after the properties (the default); fail if one "
                   "is not caught");
@@ -242,9 +262,11 @@ int run_main(int argc, char** argv) {
                     "Write each failure's counterexample (text, and a trace) into this folder");
   check->add_flag("!--no-progress", check_options.progress, "No progress bar on stderr");
   check_options.run.regressions_dir = CAPSIM_REGRESSIONS_DIR;
-  check->add_option("--regressions", check_options.run.regressions_dir,
-                    "The failure corpus to replay first (default: the source tree's "
-                    "properties/regressions)");
+  check
+      ->add_option("--regressions", check_options.run.regressions_dir,
+                   "The failure corpus to replay first (default: the source tree's "
+                   "properties/regressions)")
+      ->check(CLI::ExistingDirectory);
   check->add_flag_callback(
       "--no-regressions", [&check_options] { check_options.run.regressions_dir.clear(); },
       "Replay no saved counterexamples");
@@ -257,7 +279,7 @@ int run_main(int argc, char** argv) {
                    "reference backend; docs/cuda-reference.md)")
       ->check(CLI::IsMember({"cpu", "host", "cuda"}));
 
-  app.add_subcommand("version", "Print the version");
+  app.add_subcommand("version", "Print the version (as --version)");
 
   // CLI11 would call an unknown word "extra" and ask for a subcommand; say what
   // happened instead.
@@ -277,6 +299,9 @@ int run_main(int argc, char** argv) {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp&) {
     std::fputs(app.help().c_str(), stdout);
+    return 0;
+  } catch (const CLI::CallForVersion& e) {
+    std::printf("%s\n", e.what());
     return 0;
   } catch (const CLI::ParseError& e) {
     return fail(one_line(e.what()));
@@ -303,10 +328,15 @@ int run_main(int argc, char** argv) {
     if (!replay_dot.empty()) {
       if (replay_files.size() != 1) return fail("replay --dot: give exactly one trace");
       if (auto f = capsim::output_format_of(replay_dot); !f) return fail(f.error().message);
+      if (int refused = capsim::cli::refuse_outputs_onto_inputs(
+              capsim::cli::drawing_outputs(replay_dot), replay_files)) {
+        return refused;
+      }
     }
-    const int replayed = capsim::cli::replay_command(replay_files, replay_json, replay_context);
+    const int replayed = capsim::cli::replay_command(replay_files, replay_json, replay_options);
     if (replayed != 1 || replay_dot.empty()) return replayed;
-    const int drawn = capsim::cli::divergence_dot(replay_files[0], replay_dot);
+    const int drawn = capsim::cli::divergence_dot(replay_files[0], replay_dot,
+                                                  replay_options.memory_budget_bytes);
     return drawn == 0 ? replayed : drawn;
   }
   if (render->parsed()) {
@@ -315,7 +345,9 @@ int run_main(int argc, char** argv) {
   if (diff->parsed()) {
     return capsim::cli::diff_command(diff_a, diff_b, diff_predicted, draw_options);
   }
-  if (export_cmd->parsed()) return capsim::cli::export_command(export_chrome, export_trace);
+  if (export_cmd->parsed()) {
+    return capsim::cli::export_command(export_chrome, export_trace, export_budget);
+  }
   if (check->parsed()) {
     unsigned k = 0, n = 0;
     char rest = 0;
@@ -330,7 +362,7 @@ int run_main(int argc, char** argv) {
     return capsim::cli::check_command(check_options);
   }
   if (app.got_subcommand("version")) {
-    fmt::print("capsim 0.1.0\n");
+    fmt::print("capsim {}\n", capsim::kCapsimVersion);
     return 0;
   }
   return print_run(run_options);
@@ -340,8 +372,10 @@ int run_main(int argc, char** argv) {
 
 int main(int argc, char** argv) {
   try {
-    return run_main(argc, argv);
+    return capsim::cli::finish_stdout(run_main(argc, argv));
   } catch (const std::exception& e) {
+    // fmt::print throws when stdout cannot take its bytes (a full disk).
+    if (std::ferror(stdout)) return capsim::cli::finish_stdout(0);
     // A library bug, not user input; still one line, never a stack trace.
     std::fprintf(stderr, "capsim: internal error: %s\n", one_line(e.what()).c_str());
     return 70;

@@ -4,7 +4,9 @@
 
 #include <cstdio>
 
+#include "cli/input_guards.hpp"
 #include "cli/trace_commands.hpp"
+#include "model/output_file.hpp"
 #include "render/dot_writer.hpp"
 #include "render/fold.hpp"
 #include "render/graph_diff.hpp"
@@ -44,18 +46,20 @@ std::optional<std::size_t> pool_line(const std::optional<GraphSpec>& spec) {
 
 // Writes or prints the drawing; 0, 1 (Graphviz failed) or 2 (bad output).
 int emit(const DrawGraph& drawing, const DrawOptions& options, const std::string& summary) {
+  OutputFormat format_of_output = OutputFormat::kDot;
   if (!options.output.empty()) {
     // Checked before any work is written: an unknown extension is bad usage.
     Result<OutputFormat> format = output_format_of(options.output);
     if (!format) return fail(format.error().message);
+    format_of_output = *format;
   }
   DrawGraph fitted = drawing;
   if (options.changes_only) fitted = changes_only(drawing);
   std::string folded;
-  const bool laid_out = !options.output.empty() && !options.output.ends_with(".dot");
+  const bool laid_out = !options.output.empty() && format_of_output != OutputFormat::kDot;
   if (laid_out) fitted = fit_for_layout(fitted, options.max_nodes, &folded);
   const std::string dot = to_dot(fitted);
-  if (options.output.empty()) {
+  if (options.output.empty() || options.output == kStdoutPath) {
     std::fwrite(dot.data(), 1, dot.size(), stdout);
     if (!summary.empty()) std::fprintf(stderr, "%s\n", summary.c_str());
     return 0;
@@ -82,7 +86,12 @@ int emit(const DrawGraph& drawing, const DrawOptions& options, const std::string
 int render_command(const std::string& trace, bool list, const DrawOptions& options) {
   Result<Operand> op = parse_operand(trace, options.graph);
   if (!op) return fail(op.error().message);
-  Result<TraceGraphs> graphs = collect_trace_graphs(op->file, pool_line(op->spec));
+  const std::string inputs[] = {op->file};
+  if (int refused = refuse_outputs_onto_inputs(drawing_outputs(options.output), inputs)) {
+    return refused;
+  }
+  Result<TraceGraphs> graphs =
+      collect_trace_graphs(op->file, pool_line(op->spec), options.memory_budget_bytes);
   if (!graphs) return fail(graphs.error().message);
   if (list) {
     for (const std::string& name : graphs->names()) fmt::print("{}\n", name);
@@ -107,7 +116,12 @@ int diff_command(const std::string& a, const std::string& b, bool predicted,
           "be held against the prediction",
           op->spec->text()));
     }
-    Result<TraceGraphs> graphs = collect_trace_graphs(op->file);
+    const std::string inputs[] = {op->file};
+    if (int refused = refuse_outputs_onto_inputs(drawing_outputs(options.output), inputs)) {
+      return refused;
+    }
+    Result<TraceGraphs> graphs =
+        collect_trace_graphs(op->file, std::nullopt, options.memory_budget_bytes);
     if (!graphs) return fail(graphs.error().message);
     Result<TreeAgainstPrediction> trees = tree_against_prediction(*graphs);
     if (!trees) return fail(trees.error().message);
@@ -119,14 +133,20 @@ int diff_command(const std::string& a, const std::string& b, bool predicted,
     if (!oa) return fail(oa.error().message);
     Result<Operand> ob = parse_operand(b, options.graph);
     if (!ob) return fail(ob.error().message);
-    Result<TraceGraphs> ga = collect_trace_graphs(oa->file, pool_line(oa->spec));
+    const std::string inputs[] = {oa->file, ob->file};
+    if (int refused = refuse_outputs_onto_inputs(drawing_outputs(options.output), inputs)) {
+      return refused;
+    }
+    Result<TraceGraphs> ga =
+        collect_trace_graphs(oa->file, pool_line(oa->spec), options.memory_budget_bytes);
     if (!ga) return fail(ga.error().message);
     const GraphSpec sa = oa->spec ? *oa->spec : default_graph(*ga);
     Result<DrawGraph> da = pick_graph(*ga, sa);
     if (!da) return fail(da.error().message);
-    Result<TraceGraphs> gb = ob->file == oa->file && pool_line(ob->spec) == pool_line(oa->spec)
-                                 ? std::move(ga)
-                                 : collect_trace_graphs(ob->file, pool_line(ob->spec));
+    Result<TraceGraphs> gb =
+        ob->file == oa->file && pool_line(ob->spec) == pool_line(oa->spec)
+            ? std::move(ga)
+            : collect_trace_graphs(ob->file, pool_line(ob->spec), options.memory_budget_bytes);
     if (!gb) return fail(gb.error().message);
     const GraphSpec sb = ob->spec ? *ob->spec : sa;
     Result<DrawGraph> db = pick_graph(*gb, sb);
@@ -140,8 +160,9 @@ int diff_command(const std::string& a, const std::string& b, bool predicted,
   return diff.counts.identical() ? 0 : 1;
 }
 
-int divergence_dot(const std::string& trace, const std::string& output) {
-  Result<TraceGraphs> graphs = collect_trace_graphs(trace);
+int divergence_dot(const std::string& trace, const std::string& output,
+                   std::uint64_t memory_budget_bytes) {
+  Result<TraceGraphs> graphs = collect_trace_graphs(trace, std::nullopt, memory_budget_bytes);
   if (!graphs) return fail(graphs.error().message);
   Result<TreeAgainstPrediction> trees = tree_against_prediction(*graphs);
   if (!trees) return fail(trees.error().message);

@@ -21,6 +21,7 @@ struct DrawOptions {
   bool changes_only = false;
   std::uint32_t timeout_s = 60;
   std::size_t max_nodes = 2000;
+  std::uint64_t memory_budget_bytes = std::uint64_t{1} << 30;  // sim/world.hpp's default
 };
 
 int render_command(const std::string& trace, bool list, const DrawOptions& options);
@@ -30,6 +31,7 @@ int diff_command(const std::string& a, const std::string& b, bool predicted,
                  const DrawOptions& options);
 // After a replay that diverged: the recorded tree against the predicted one,
 // written to `output`. Returns the line to print, or the error.
-int divergence_dot(const std::string& trace, const std::string& output);
+int divergence_dot(const std::string& trace, const std::string& output,
+                   std::uint64_t memory_budget_bytes);
 
 }  // namespace capsim::cli

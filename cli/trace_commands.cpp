@@ -4,7 +4,9 @@
 
 #include <cstdio>
 
+#include "cli/input_guards.hpp"
 #include "cli/reference_backends.hpp"
+#include "model/output_file.hpp"
 #include "sim/scenarios.hpp"
 #include "traces/record.hpp"
 #include "traces/replay.hpp"
@@ -21,7 +23,8 @@ int record_command(const std::string& scenario, const std::string& output,
                    const std::string& backend) {
   const Scenario* s = find_scenario(scenario);
   if (s == nullptr) {
-    return fail(fmt::format("unknown scenario '{}' (see capsim scenario --list)", scenario));
+    return fail(fmt::format("unknown scenario '{}'{} (see capsim scenario --list)", scenario,
+                            did_you_mean(scenario, scenario_names())));
   }
   if (Status usable = check_backend_usable(backend); !usable) return fail(usable.error().message);
   Result<std::vector<std::string>> lines = std::vector<std::string>{};
@@ -40,7 +43,9 @@ int record_command(const std::string& scenario, const std::string& output,
   if (!lines) return fail(lines.error().message);
   Status written = write_trace_file(output, *lines);
   if (!written) return fail(written.error().message);
-  fmt::print("recorded {}: {} lines to {}\n", scenario, lines->size(), output);
+  // With "-" the trace is stdout, and the summary must not join it.
+  std::fprintf(output == kStdoutPath ? stderr : stdout, "recorded %s: %zu lines to %s\n",
+               scenario.c_str(), lines->size(), output.c_str());
   return 0;
 }
 
@@ -60,12 +65,14 @@ void print_details(const ReplayReport& r) {
 
 }  // namespace
 
-int replay_command(const std::vector<std::string>& files, bool json, std::size_t context) {
+int replay_command(const std::vector<std::string>& files, bool json, const ReplayOptions& options) {
   int exit_code = 0;
+  std::size_t matched = 0, findings = 0, unread = 0;
   Json all = Json::array();
   for (const std::string& file : files) {
-    Result<ReplayReport> report = replay_file(file, ReplayOptions{context});
+    Result<ReplayReport> report = replay_file(file, options);
     if (!report) {
+      ++unread;
       if (json) {
         Json j = Json::object();
         j["file"] = file;
@@ -79,6 +86,7 @@ int replay_command(const std::vector<std::string>& files, bool json, std::size_t
     }
     for (const std::string& w : report->warnings) std::fprintf(stderr, "%s\n", w.c_str());
     if (!report->ok() && exit_code == 0) exit_code = 1;
+    ++(report->ok() ? matched : findings);
     if (json) {
       all.push_back(report_to_json(*report));
     } else {
@@ -87,6 +95,12 @@ int replay_command(const std::vector<std::string>& files, bool json, std::size_t
     }
   }
   if (json) fmt::print("{}\n", all.dump(2));
+  if (!json && files.size() > 1) {
+    fmt::print(
+        "replayed {} traces: {} match, {} diverge or report invariant violations, {} could "
+        "not be read\n",
+        files.size(), matched, findings, unread);
+  }
   return exit_code;
 }
 

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "traces/replay.hpp"
+
 namespace capsim::cli {
 
 inline constexpr int kExitBadInput = 2;
@@ -20,6 +22,8 @@ int fail(const std::string& message);
 // reference's evidence: docs/cuda-reference.md).
 int record_command(const std::string& scenario, const std::string& output,
                    const std::string& backend = "cpu");
-int replay_command(const std::vector<std::string>& files, bool json, std::size_t context);
+// More than one file ends with a summary line: how many match, diverge or
+// report violations, and could not be read.
+int replay_command(const std::vector<std::string>& files, bool json, const ReplayOptions& options);
 
 }  // namespace capsim::cli

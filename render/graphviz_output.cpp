@@ -7,42 +7,18 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "model/output_file.hpp"
+
 #include <fmt/format.h>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <vector>
 
 namespace capsim {
 
 namespace {
-
-Status write_atomically(const std::string& path, std::string_view bytes) {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) {
-      return make_error(fmt::format("{}: cannot write: {}", path, std::strerror(errno)));
-    }
-    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    out.flush();
-    if (!out) {
-      std::error_code ignored;
-      std::filesystem::remove(tmp, ignored);
-      return make_error(fmt::format("{}: write failed", path));
-    }
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) {
-    std::error_code ignored;
-    std::filesystem::remove(tmp, ignored);
-    return make_error(fmt::format("{}: cannot rename {}: {}", path, tmp, ec.message()));
-  }
-  return {};
-}
 
 // The child's exit codes.
 constexpr int kChildParseFailed = 3;
@@ -106,6 +82,15 @@ Result<OutputFormat> output_format_of(std::string_view path) {
   if (ext == "." name) return OutputFormat::e;
   CAPSIM_OUTPUT_FORMATS(CAPSIM_CASE_)
 #undef CAPSIM_CASE_
+  // Standard output, a device or a FIFO has no extension to go by: DOT, the
+  // text form, is what a pipe wants.
+  std::error_code ec;
+  const auto status = std::filesystem::status(path, ec);
+  if (path == kStdoutPath ||
+      (!ec && std::filesystem::exists(status) && !std::filesystem::is_regular_file(status) &&
+       !std::filesystem::is_directory(status))) {
+    return OutputFormat::kDot;
+  }
   return make_error(
       fmt::format("{}: unknown output extension '{}' (use .dot, .svg or .png)", path, ext));
 }
@@ -153,13 +138,21 @@ Result<std::string> render_in_memory(const std::string& dot, OutputFormat format
   return bytes;
 }
 
+Result<std::vector<std::string>> drawing_files(const std::string& path) {
+  CAPSIM_TRY_ASSIGN(const OutputFormat format, output_format_of(path));
+  if (format == OutputFormat::kDot) return std::vector<std::string>{path};
+  return std::vector<std::string>{std::filesystem::path(path).replace_extension(".dot").string(),
+                                  path};
+}
+
 Result<WrittenDrawing> write_drawing(const std::string& dot, const std::string& path,
                                      const LayoutOptions& options) {
   CAPSIM_TRY_ASSIGN(const OutputFormat format, output_format_of(path));
   WrittenDrawing written;
   if (format != OutputFormat::kDot) {
-    const std::string dot_path = std::filesystem::path(path).replace_extension(".dot").string();
-    CAPSIM_TRY(write_atomically(dot_path, dot));
+    CAPSIM_TRY_ASSIGN(const std::vector<std::string> files, drawing_files(path));
+    const std::string& dot_path = files.front();
+    CAPSIM_TRY(write_output_file(dot_path, dot));
     written.files.push_back(dot_path);
     Result<std::string> bytes = render_in_memory(dot, format, options);
     if (!bytes) {
@@ -167,9 +160,9 @@ Result<WrittenDrawing> write_drawing(const std::string& dot, const std::string& 
           fmt::format("{}: {} (the DOT is in {})", path, bytes.error().message, dot_path);
       return written;
     }
-    CAPSIM_TRY(write_atomically(path, *bytes));
+    CAPSIM_TRY(write_output_file(path, *bytes));
   } else {
-    CAPSIM_TRY(write_atomically(path, dot));
+    CAPSIM_TRY(write_output_file(path, dot));
   }
   written.files.push_back(path);
   return written;

@@ -5,8 +5,9 @@
 // known to segfault on some (anchors §4.4), so the child gets an alarm of
 // `timeout_s` seconds from the kernel (no clock is read here) and a crash or
 // a timeout is an error value in the parent, never the end of capsim. Every
-// file is written to FILE.tmp and renamed, so a failed or interrupted render
-// leaves nothing partial behind. Beside an SVG or PNG the DOT it came from is
+// file goes through model/output_file.hpp (a temporary renamed into place for
+// a regular file, in place for a device or a FIFO), so a failed or
+// interrupted render leaves nothing partial behind. Beside an SVG or PNG the DOT it came from is
 // kept (FILE.dot), as the anchors advise: the text can be diffed and laid out
 // again by hand.
 #pragma once
@@ -52,9 +53,13 @@ struct WrittenDrawing {
   std::optional<std::string> layout_failure;
 };
 
+// The files write_drawing(path) writes: for SVG and PNG the DOT beside it
+// first, then `path`. A command refuses any of them that is one of its inputs.
+Result<std::vector<std::string>> drawing_files(const std::string& path);
+
 // Writes `dot` to `path` in the format its extension names (and, for SVG and
-// PNG, the DOT beside it), each through a temporary file and a rename. An
-// Error is bad output: an unknown extension, a path that cannot be written.
+// PNG, the DOT beside it), each through an OutputFile. An Error is bad
+// output: an unknown extension, a path that cannot be written.
 Result<WrittenDrawing> write_drawing(const std::string& dot, const std::string& path,
                                      const LayoutOptions& options);
 

@@ -56,14 +56,18 @@ std::vector<BufferName> recording_buffers(const TreeManager& manager, const Grap
 
 class Collector : public TraceVisitor {
  public:
-  Collector(std::string path, std::optional<std::size_t> pool_at)
-      : path_(std::move(path)), pool_at_(pool_at.value_or(0)) {}
+  Collector(TraceReader& reader, std::optional<std::size_t> pool_at,
+            std::uint64_t memory_budget_bytes)
+      : path_(reader.name()),
+        pool_at_(pool_at.value_or(0)),
+        memory_budget_bytes_(memory_budget_bytes),
+        reader_(&reader) {}
 
   Result<TraceGraphs> run() {
-    CAPSIM_TRY_ASSIGN(std::unique_ptr<TraceReader> reader, TraceReader::open(path_));
-    reader_ = reader.get();
+    TraceReader* reader = reader_;
     out_.file = reader->name();
     WorldOptions wo;
+    wo.memory_budget_bytes = memory_budget_bytes_;
     wo.on_backward = [this](std::size_t action, const BackwardView& view) {
       on_backward(action, view);
     };
@@ -174,8 +178,9 @@ class Collector : public TraceVisitor {
 
   std::string path_;
   std::size_t pool_at_ = 0;  // 0: the end
+  std::uint64_t memory_budget_bytes_;
   TraceGraphs out_;
-  const TraceReader* reader_ = nullptr;
+  TraceReader* reader_ = nullptr;
   bool pool_taken_ = false;
   std::uint64_t manager_seen_ = 0;
   std::size_t graphs_seen_ = 0;
@@ -185,8 +190,15 @@ class Collector : public TraceVisitor {
 }  // namespace
 
 Result<TraceGraphs> collect_trace_graphs(const std::string& path,
-                                         std::optional<std::size_t> pool_at) {
-  return Collector(path, pool_at).run();
+                                         std::optional<std::size_t> pool_at,
+                                         std::uint64_t memory_budget_bytes) {
+  CAPSIM_TRY_ASSIGN(std::unique_ptr<TraceReader> reader, TraceReader::open(path));
+  return collect_trace_graphs(*reader, pool_at, memory_budget_bytes);
+}
+
+Result<TraceGraphs> collect_trace_graphs(TraceReader& reader, std::optional<std::size_t> pool_at,
+                                         std::uint64_t memory_budget_bytes) {
+  return Collector(reader, pool_at, memory_budget_bytes).run();
 }
 
 Result<GraphSpec> parse_graph_spec(std::string_view text) {

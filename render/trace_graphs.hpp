@@ -28,6 +28,8 @@
 #include "render/draw_graph.hpp"
 #include "render/graph_diff.hpp"
 #include "sim/events.hpp"
+#include "sim/world.hpp"
+#include "traces/trace_reader.hpp"
 
 namespace capsim {
 
@@ -52,7 +54,11 @@ struct TraceGraphs {
 // Reads and re-simulates `path`. `pool_at` asks for the pool's layout at a
 // line (see above; 0: the end). Bad input is an Error naming file:line.
 Result<TraceGraphs> collect_trace_graphs(const std::string& path,
-                                         std::optional<std::size_t> pool_at = std::nullopt);
+                                         std::optional<std::size_t> pool_at = std::nullopt,
+                                         std::uint64_t memory_budget_bytes = kDefaultMemoryBudget);
+// The same over a reader that has read the header (fuzzing reads from memory).
+Result<TraceGraphs> collect_trace_graphs(TraceReader& reader, std::optional<std::size_t> pool_at,
+                                         std::uint64_t memory_budget_bytes = kDefaultMemoryBudget);
 
 // The drawing `spec` names; the error lists what the trace has.
 Result<DrawGraph> pick_graph(const TraceGraphs& graphs, const GraphSpec& spec);

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include <map>
 #include <optional>
 #include <vector>
@@ -186,16 +188,21 @@ class TreeBuilder {
     return g_.add_node(std::move(n));
   }
 
-  // The node at `depth - 1` of the current path, or the tree's root.
+  // The node at `depth - 1` of the current path, or the tree's root (also
+  // where the trace skipped that depth).
   std::uint32_t parent_at(std::uint32_t depth) {
-    if (depth > 0 && path_.size() >= depth) return path_[depth - 1];
-    return root();
+    if (depth == 0) return root();
+    const auto at =
+        std::lower_bound(path_.begin(), path_.end(), depth - 1,
+                         [](const PathEntry& p, std::uint32_t d) { return p.depth < d; });
+    return at != path_.end() && at->depth == depth - 1 ? at->node : root();
   }
 
+  // The path holds only the nodes the trace showed, by depth, so a depth the
+  // trace claims costs nothing: no depth may size work.
   void enter(std::uint32_t index, std::uint32_t depth) {
-    if (path_.size() > depth) path_.resize(depth);
-    while (path_.size() < depth) path_.push_back(root());  // a path the trace did not show
-    path_.push_back(index);
+    while (!path_.empty() && path_.back().depth >= depth) path_.pop_back();
+    path_.push_back(PathEntry{depth, index});
   }
 
   std::uint32_t node_for(const std::string& id) {
@@ -338,7 +345,11 @@ class TreeBuilder {
   DrawGraph g_;
   std::map<std::uint32_t, NodeState> state_;
   BackwardChain backwards_;
-  std::vector<std::uint32_t> path_;
+  struct PathEntry {
+    std::uint32_t depth;
+    std::uint32_t node;
+  };
+  std::vector<PathEntry> path_;  // ascending depths
   std::uint32_t tree_ = 0;
   std::uint64_t eager_ = 0;
 };

@@ -28,7 +28,7 @@ draw rerecord-program-diff diff "$corpus/rerecord_if_static_input_address_change
 # 2. Compiled autograd before and after PR 144707: the legacy capture traced
 #    the ops inline (and read proxy metadata); the functional capture calls
 #    each node's backward as an opaque op and validates its outputs.
-draw legacy-vs-functional-capture diff "$corpus/ca_basic_legacy.jsonl" "$corpus/ca_basic.jsonl" \
+draw legacy-vs-functional-capture diff "$corpus/hazards/ca_basic_legacy.jsonl" "$corpus/ca_basic.jsonl" \
   --graph fx:0
 draw autograd-graph render "$corpus/ca_basic.jsonl" --graph autograd:0
 # 3. A tree with checkpoints: the allocator restored to graph 0's state when a

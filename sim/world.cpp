@@ -22,6 +22,9 @@ constexpr Address kAlignment = 16;
 DeviceMemoryOptions memory_options(const WorldOptions& o) {
   DeviceMemoryOptions m;
   m.poison_freed = o.config.poison_freed;
+  CAPSIM_CHECK(o.memory_budget_bytes > 0 && o.memory_budget_bytes <= kMaxMemoryBudget,
+               "memory budget out of range");
+  m.capacity_bytes = o.memory_budget_bytes;
   return m;
 }
 

@@ -30,6 +30,10 @@ namespace capsim {
 struct BackwardView;     // sim/capture_scenarios.hpp
 class RecordedAutograd;  // sim/recorded_autograd.hpp
 
+// 1 GiB: every scenario, corpus trace and generated case takes under 64 MiB.
+inline constexpr std::uint64_t kDefaultMemoryBudget = std::uint64_t{1} << 30;
+inline constexpr std::uint64_t kMaxMemoryBudget = std::uint64_t{1} << 40;
+
 struct WorldOptions {
   CudagraphConfig config;
   std::uint64_t seed = 0;
@@ -47,6 +51,12 @@ struct WorldOptions {
   // replay: the mirror's when there is one, else the model's (traces whose
   // producer is the CUDA backend carry them; docs/trace-format.md).
   bool device_evidence = false;
+  // The simulated device memory all segments together may take. A trace is
+  // input from outside: a program that asks for more is refused at the action
+  // that asks (an out-of-memory error naming it), before its bytes are
+  // touched, instead of filling host memory first. `--memory-budget` raises
+  // it (docs/trace-format.md §8).
+  std::uint64_t memory_budget_bytes = kDefaultMemoryBudget;
 };
 
 class World {

@@ -65,7 +65,8 @@ struct StepLabel {
 
 class Exporter : public TraceVisitor {
  public:
-  explicit Exporter(TraceReader& reader) : reader_(reader) {}
+  Exporter(TraceReader& reader, std::uint64_t memory_budget_bytes)
+      : reader_(reader), memory_budget_bytes_(memory_budget_bytes) {}
 
   Result<Json> run() {
     const TraceHeader& h = reader_.header();
@@ -82,6 +83,7 @@ class Exporter : public TraceVisitor {
     }
     WorldOptions wo;
     wo.verify_replays = false;  // its verdicts are diagnostics; the export needs names only
+    wo.memory_budget_bytes = memory_budget_bytes_;
     CAPSIM_TRY(walk_trace(reader_, wo, *this));
     close_action();
     Json doc = Json::object();
@@ -266,8 +268,13 @@ class Exporter : public TraceVisitor {
     const std::uint64_t steps = rec ? rec->steps : labels ? labels->size() : 0;
     args["steps"] = steps;
     args["kernel_names"] = labels ? "simulated" : "step k";
+    // The nested slices are the export's one cost that a trace's numbers
+    // multiply (replays times steps): past the budget a replay is one slice.
+    const bool nested = step_slices_ + steps <= kMaxStepSlices;
+    if (!nested) args["kernel_names"] = "not drawn: the export's budget of step slices is spent";
+    step_slices_ += nested ? steps : 0;
     device(fmt::format("replay {}", target), steps + 3, std::move(args));
-    for (std::uint64_t k = 0; k < steps; ++k) {
+    for (std::uint64_t k = 0; nested && k < steps; ++k) {
       Json kargs{{"graph", graph ? Json(*graph) : Json(nullptr)}, {"graph_node_id", k}};
       kargs["step"] = labels ? (*labels)[k].kind : "step";
       events_.push_back(slice(labels ? (*labels)[k].name : fmt::format("step {}", k),
@@ -311,6 +318,8 @@ class Exporter : public TraceVisitor {
   std::uint64_t trace_gen_ = 0;
   std::map<std::string, Recording> records_;       // by "generation:graph" or "plain:function"
   std::map<std::uint64_t, std::uint64_t> arrows_;  // per generation
+  std::uint64_t step_slices_ = 0;
+  std::uint64_t memory_budget_bytes_;
 
   bool simulated_ = true;
   std::string sim_note_;
@@ -321,8 +330,8 @@ class Exporter : public TraceVisitor {
 
 }  // namespace
 
-Result<Json> chrome_trace(TraceReader& reader) {
-  return Exporter(reader).run();
+Result<Json> chrome_trace(TraceReader& reader, std::uint64_t memory_budget_bytes) {
+  return Exporter(reader, memory_budget_bytes).run();
 }
 
 namespace {

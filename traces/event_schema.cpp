@@ -33,37 +33,41 @@ using FT = FieldType;
 
 constexpr FieldSpec kFieldSpecs[] = {
     {"function", FT::kText, "the compiled function's name"},
-    {"fid", FT::kInt, "FunctionId: the tree manager's index of the compiled function"},
+    {"fid", FT::kInt, "FunctionId: the tree manager's index of the compiled function", kIdRange},
     {"int_key", FT::kIntList, "the symint inputs the function was compiled for"},
-    {"static_input_idxs", FT::kIntList, "compile-time static inputs after alignment filtering"},
+    {"static_input_idxs", FT::kIntList, "compile-time static inputs after alignment filtering",
+     kIndexRange},
     {"recompile", FT::kBool, "a guard failed and Dynamo recompiled"},
     {"reason", FT::kText, "an enumerated reason (per kind, see the kind's table)"},
-    {"node", FT::kInt, "a tree node id (warmup nodes are negative)"},
-    {"depth", FT::kInt, "the node's depth in the tree (0 for a root)"},
-    {"graph", FT::kInt, "a recorded CUDAGraphNode's id (graph_counter order)"},
-    {"parent", FT::kIntOrNone, "the parent graph id, or null for a root"},
-    {"static", FT::kIntList, "static_input_idxs of the recording"},
-    {"managed", FT::kIntList, "cudagraph_managed_idxs: inputs that are outputs of the path"},
-    {"non_static", FT::kIntList, "non_static_input_idxs: inputs copied in at each replay"},
-    {"steps", FT::kInt, "steps (kernels and copies) in the recorded graph"},
+    {"node", FT::kInt, "a tree node id (warmup nodes are negative)", kNodeIdRange},
+    {"depth", FT::kInt, "the node's depth in the tree (0 for a root)", kDepthRange},
+    {"graph", FT::kInt, "a recorded CUDAGraphNode's id (graph_counter order)", kIdRange},
+    {"parent", FT::kIntOrNone, "the parent graph id, or null for a root", kIdRange},
+    {"static", FT::kIntList, "static_input_idxs of the recording", kIndexRange},
+    {"managed", FT::kIntList, "cudagraph_managed_idxs: inputs that are outputs of the path",
+     kIndexRange},
+    {"non_static", FT::kIntList, "non_static_input_idxs: inputs copied in at each replay",
+     kIndexRange},
+    {"steps", FT::kInt, "steps (kernels and copies) in the recorded graph", kStepsRange},
     {"static_ptrs", FT::kAddressList, "data pointers at the static positions, in index order"},
-    {"input", FT::kInt, "an input index"},
-    {"inputs", FT::kIntList, "input indices (the mutated inputs that block cudagraphs)"},
+    {"input", FT::kInt, "an input index", kIndexRange},
+    {"inputs", FT::kIntList, "input indices (the mutated inputs that block cudagraphs)",
+     kIndexRange},
     {"old_ptr", FT::kAddress, "the pointer the recording baked in"},
     {"new_ptr", FT::kAddress, "the pointer the call passed"},
     {"api", FT::kText, "\"plain\" for torch.cuda.graph / make_graphed_callables"},
     {"matches_eager", FT::kBool, "capsim diagnostic, never in a trace"},
-    {"copies", FT::kInt, "tensors copied into placeholders"},
-    {"bytes", FT::kInt, "bytes those copies moved"},
-    {"count", FT::kInt, "the checkpoint counter (debug_checkpointing_counter)"},
-    {"live", FT::kInt, "storages kept live by the checkpoint"},
-    {"pool_blocks_before", FT::kInt, "live blocks of the pool before the restore"},
-    {"pool_blocks_after", FT::kInt, "live blocks of the pool after the restore"},
-    {"poisoned", FT::kInt, "tensors whose storage was marked deallocated"},
-    {"freed", FT::kInt, "storages freed"},
+    {"copies", FT::kInt, "tensors copied into placeholders", kIndexRange},
+    {"bytes", FT::kInt, "bytes those copies moved", kBytesRange},
+    {"count", FT::kInt, "the checkpoint counter (debug_checkpointing_counter)", kCountRange},
+    {"live", FT::kInt, "storages kept live by the checkpoint", kCountRange},
+    {"pool_blocks_before", FT::kInt, "live blocks of the pool before the restore", kCountRange},
+    {"pool_blocks_after", FT::kInt, "live blocks of the pool after the restore", kCountRange},
+    {"poisoned", FT::kInt, "tensors whose storage was marked deallocated", kCountRange},
+    {"freed", FT::kInt, "storages freed", kCountRange},
     {"name", FT::kText, "a program name (tensor, output or optimizer)"},
     {"ptr", FT::kAddress, "the output's data pointer"},
-    {"numel", FT::kInt, "elements read"},
+    {"numel", FT::kInt, "elements read", kBytesRange},
     {"digest", FT::kDigest,
      "FNV-1a 64 of the float32 bytes read (ca_run: every leaf's .grad; device: every range the "
      "graph writes, after the replay)"},
@@ -75,25 +79,26 @@ constexpr FieldSpec kFieldSpecs[] = {
     {"where", FT::kText, "which pool check raised, or which tree path raised E1"},
     {"what", FT::kText, "created, traced or dropped"},
     {"kind", FT::kText, "the optimizer kind: sgd, adam or adamw"},
-    {"params", FT::kInt, "params the optimizer holds"},
-    {"static_params", FT::kInt, "params marked static when the step was traced"},
-    {"static_state", FT::kInt, "state tensors marked static"},
-    {"static_grads", FT::kInt, "grads that were static (mark_static_address)"},
-    {"params_alive", FT::kInt, "param storages still alive after the drop"},
-    {"state_alive", FT::kInt, "optimizer state storages still alive after the drop"},
+    {"params", FT::kInt, "params the optimizer holds", kCountRange},
+    {"static_params", FT::kInt, "params marked static when the step was traced", kCountRange},
+    {"static_state", FT::kInt, "state tensors marked static", kCountRange},
+    {"static_grads", FT::kInt, "grads that were static (mark_static_address)", kCountRange},
+    {"params_alive", FT::kInt, "param storages still alive after the drop", kCountRange},
+    {"state_alive", FT::kInt, "optimizer state storages still alive after the drop", kCountRange},
     {"set_to_none", FT::kBool, "zero_grad's argument"},
-    {"grads", FT::kInt, "grads that zero_grad changed"},
-    {"graphs", FT::kInt, "recorded graphs the tree manager held"},
-    {"backward", FT::kInt, "compiled autograd: the backward's index in the scenario run, from 0"},
-    {"node_calls", FT::kInt, "NodeCalls in the backward's ordered_calls"},
+    {"grads", FT::kInt, "grads that zero_grad changed", kCountRange},
+    {"graphs", FT::kInt, "recorded graphs the tree manager held", kCountRange},
+    {"backward", FT::kInt, "compiled autograd: the backward's index in the scenario run, from 0",
+     kIdRange},
+    {"node_calls", FT::kInt, "NodeCalls in the backward's ordered_calls", kCountRange},
     {"autograd_node", FT::kText, "an autograd node's name (MulBackward0, AccumulateGrad, ...)"},
-    {"call", FT::kInt, "a NodeCall id: the node's position in ordered_calls"},
+    {"call", FT::kInt, "a NodeCall id: the node's position in ordered_calls", kIdRange},
     {"metadata", FT::kText, "the proxy metadata read: sizes, strides, dtype, device or use_count"},
     {"mode", FT::kText, "the capture mode: functional (after PR 144707) or legacy (before)"},
-    {"graph_nodes", FT::kInt, "nodes of the captured FX graph"},
+    {"graph_nodes", FT::kInt, "nodes of the captured FX graph", kCountRange},
     {"graph_digest", FT::kDigest, "FNV-1a 64 of the captured FX graph's text form"},
-    {"leaves", FT::kInt, "leaves whose .grad the compiled backward produced"},
-    {"baked", FT::kInt, "pointer arguments baked into the replayed graph"},
+    {"leaves", FT::kInt, "leaves whose .grad the compiled backward produced", kCountRange},
+    {"baked", FT::kInt, "pointer arguments baked into the replayed graph", kCountRange},
     {"baked_digest", FT::kDigest,
      "FNV-1a 64 of each baked pointer's (step, argument, address, bytes) as 64-bit words"},
     {"captured", FT::kBool, "compiled autograd captured a new graph (a cache miss)"},
@@ -102,7 +107,8 @@ constexpr FieldSpec kFieldSpecs[] = {
      "docs/fidelity.md)"},
     {"uses", FT::kIntLists,
      "per call of `targets`, the calls its arguments refer to (indices into `targets`; compared "
-     "as canonical dataflow, docs/fidelity.md)"},
+     "as canonical dataflow, docs/fidelity.md)",
+     kIndexRange},
 };
 
 // Per kind, in the order the simulator writes them. `true` marks a field
@@ -183,17 +189,22 @@ bool is_digest(std::string_view s) {
          });
 }
 
-std::optional<Json> text_to_json(FieldType type, std::string_view text) {
-  switch (type) {
+bool within(IntRange range, std::int64_t v) {
+  return v >= range.min && v <= range.max;
+}
+
+// The writer's side of the limits: capsim never writes what a reader refuses.
+std::optional<Json> text_to_json(const FieldSpec& spec, std::string_view text) {
+  switch (spec.type) {
     case FT::kInt: {
       auto v = parse_int(text);
-      if (!v) return std::nullopt;
+      if (!v || !within(spec.range, *v)) return std::nullopt;
       return Json(*v);
     }
     case FT::kIntOrNone: {
       if (text == "None") return Json(nullptr);
       auto v = parse_int(text);
-      if (!v) return std::nullopt;
+      if (!v || !within(spec.range, *v)) return std::nullopt;
       return Json(*v);
     }
     case FT::kBool:
@@ -206,7 +217,7 @@ std::optional<Json> text_to_json(FieldType type, std::string_view text) {
       Json out = Json::array();
       for (std::string_view p : *parts) {
         auto v = parse_int(p);
-        if (!v) return std::nullopt;
+        if (!v || !within(spec.range, *v)) return std::nullopt;
         out.push_back(*v);
       }
       return out;
@@ -242,7 +253,9 @@ std::optional<Json> text_to_json(FieldType type, std::string_view text) {
       for (const Json& e : out) {
         if (!e.is_array()) return std::nullopt;
         for (const Json& i : e) {
-          if (!i.is_number_integer()) return std::nullopt;
+          if (!i.is_number_integer() || !within(spec.range, i.get<std::int64_t>())) {
+            return std::nullopt;
+          }
         }
       }
       return out;
@@ -251,15 +264,29 @@ std::optional<Json> text_to_json(FieldType type, std::string_view text) {
   return std::nullopt;
 }
 
-Result<std::string> json_to_text(FieldType type, const Json& v, const std::string& path) {
-  switch (type) {
+// An integer within the field's range; the message names the limit.
+Result<std::int64_t> bounded_integer(const Json& v, const std::string& path, IntRange range) {
+  CAPSIM_TRY_ASSIGN(const std::int64_t i, json_integer(v, path));
+  if (i < range.min) {
+    return field_error(
+        path, fmt::format("{} is below the limit of {} (docs/trace-format.md §8)", i, range.min));
+  }
+  if (i > range.max) {
+    return field_error(
+        path, fmt::format("{} is above the limit of {} (docs/trace-format.md §8)", i, range.max));
+  }
+  return i;
+}
+
+Result<std::string> json_to_text(const FieldSpec& spec, const Json& v, const std::string& path) {
+  switch (spec.type) {
     case FT::kInt: {
-      CAPSIM_TRY_ASSIGN(const std::int64_t i, json_integer(v, path));
+      CAPSIM_TRY_ASSIGN(const std::int64_t i, bounded_integer(v, path, spec.range));
       return std::to_string(i);
     }
     case FT::kIntOrNone: {
       if (v.is_null()) return std::string("None");
-      CAPSIM_TRY_ASSIGN(const std::int64_t i, json_integer(v, path));
+      CAPSIM_TRY_ASSIGN(const std::int64_t i, bounded_integer(v, path, spec.range));
       return std::to_string(i);
     }
     case FT::kBool:
@@ -272,7 +299,8 @@ Result<std::string> json_to_text(FieldType type, const Json& v, const std::strin
       if (!v.is_array()) return field_error(path, "expected an array of integers");
       std::vector<std::int64_t> ints;
       for (std::size_t i = 0; i < v.size(); ++i) {
-        CAPSIM_TRY_ASSIGN(const std::int64_t x, json_integer(v[i], fmt::format("{}[{}]", path, i)));
+        CAPSIM_TRY_ASSIGN(const std::int64_t x,
+                          bounded_integer(v[i], fmt::format("{}[{}]", path, i), spec.range));
         ints.push_back(x);
       }
       return format_list(ints);
@@ -314,7 +342,7 @@ Result<std::string> json_to_text(FieldType type, const Json& v, const std::strin
         std::vector<std::int64_t> ints;
         for (std::size_t k = 0; k < v[i].size(); ++k) {
           CAPSIM_TRY_ASSIGN(const std::int64_t x,
-                            json_integer(v[i][k], fmt::format("{}[{}]", item, k)));
+                            bounded_integer(v[i][k], fmt::format("{}[{}]", item, k), spec.range));
           ints.push_back(x);
         }
         if (i != 0) text += ',';
@@ -412,7 +440,7 @@ Result<Json> event_fields_to_json(const Event& event) {
           fmt::format("event '{}' has field '{}', which the trace schema does not allow",
                       event_kind_name(event.kind), f.key));
     }
-    std::optional<Json> v = text_to_json(spec->type, f.value);
+    std::optional<Json> v = text_to_json(*spec, f.value);
     if (!v) {
       return make_error(fmt::format("event '{}' field '{}': \"{}\" is not a {}",
                                     event_kind_name(event.kind), f.key, f.value,
@@ -435,7 +463,7 @@ Result<std::vector<EventField>> event_fields_from_json(EventKind kind, const Jso
                                           "with \"x_\")",
                                           event_kind_name(kind)));
     }
-    CAPSIM_TRY_ASSIGN(std::string text, json_to_text(spec->type, *it, key));
+    CAPSIM_TRY_ASSIGN(std::string text, json_to_text(*spec, *it, key));
     fields.push_back({key, std::move(text)});
   }
   for (const EventFieldUse& u : event_fields_of(kind)) {

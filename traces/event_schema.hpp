@@ -9,6 +9,7 @@
 // neither be written nor read.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <span>
 #include <string_view>
@@ -38,10 +39,29 @@ enum class FieldType : std::uint8_t {
 std::string_view field_type_name(FieldType type);
 std::string_view field_type_json(FieldType type);
 
+// The values an integer field, or each integer of a list field, may take. A
+// value outside is refused where it is read, with the field named: consumers
+// size work by these numbers (a tree drawing's path by `depth`, a Chrome
+// export's slices by `steps`), so no claim of a trace may reach them
+// unbounded (docs/trace-format.md §8).
+struct IntRange {
+  std::int64_t min;
+  std::int64_t max;
+};
+inline constexpr IntRange kAnyInt{INT64_MIN, INT64_MAX};  // symint values: sizes nothing
+inline constexpr IntRange kIdRange{0, (std::int64_t{1} << 31) - 1};
+inline constexpr IntRange kNodeIdRange{-((std::int64_t{1} << 31) - 1), (std::int64_t{1} << 31) - 1};
+inline constexpr IntRange kDepthRange{0, std::int64_t{1} << 16};  // a tree holds 2^16 nodes
+inline constexpr IntRange kIndexRange{0, std::int64_t{1} << 20};
+inline constexpr IntRange kStepsRange{0, std::int64_t{1} << 20};  // model/step_program.hpp
+inline constexpr IntRange kCountRange{0, std::int64_t{1} << 32};
+inline constexpr IntRange kBytesRange{0, std::int64_t{1} << 50};
+
 struct FieldSpec {
   std::string_view key;
   FieldType type;
   std::string_view meaning;  // one line, for docs/trace-format.md
+  IntRange range = kAnyInt;  // integer types only
 };
 
 struct EventFieldUse {

@@ -48,11 +48,11 @@ Result<std::int64_t> json_integer(const Json& value, std::string_view path) {
     return static_cast<std::int64_t>(u);
   }
   if (value.is_number_float()) {
-    // nlohmann stores an integer literal beyond uint64 as a double.
+    // nlohmann stores an integer literal beyond int64 and uint64 as a double;
+    // one within range came with a fraction or an exponent ("1.0", "1e3").
     const double d = value.get<double>();
-    if (std::isfinite(d) && std::trunc(d) == d) {
-      return field_error(path, "integer out of range (more than 2^63-1)");
-    }
+    if (d >= 0x1p63) return field_error(path, "integer out of range (more than 2^63-1)");
+    if (d <= -0x1p63) return field_error(path, "integer out of range (less than -2^63)");
     return wrong_type(path, "an integer", value);
   }
   return wrong_type(path, "an integer", value);

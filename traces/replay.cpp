@@ -101,6 +101,7 @@ class Replayer : public TraceVisitor {
     report_.header = reader_.header();
     WorldOptions wo;
     wo.verify_replays = true;
+    wo.memory_budget_bytes = options_.memory_budget_bytes;
     CAPSIM_TRY(walk_trace(reader_, wo, *this));
     report_.lines = reader_.lines_read();
     report_.warnings = reader_.warnings();

@@ -26,12 +26,14 @@
 #include <string>
 #include <vector>
 
+#include "sim/world.hpp"
 #include "traces/trace_reader.hpp"
 
 namespace capsim {
 
 struct ReplayOptions {
   std::size_t context = 3;  // matching lines shown before a divergence
+  std::uint64_t memory_budget_bytes = kDefaultMemoryBudget;  // WorldOptions
 };
 inline constexpr std::size_t kMaxReplayContext = 1000;
 

@@ -3,7 +3,11 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
 #include <fstream>
+#include <set>
 
 #include "traces/event_schema.hpp"
 #include "traces/program_json.hpp"
@@ -12,11 +16,66 @@ namespace capsim {
 
 namespace {
 
-// nlohmann's parse errors read "[json.exception.parse_error.101] parse error at
-// line 1, column 7: syntax error ..."; keep what follows the position.
-std::string parse_problem(const std::string& what) {
-  const std::size_t colon = what.find(": ");
-  return colon == std::string::npos ? what : what.substr(colon + 2);
+// Why a line is not one JSON value, and the column to point at.
+struct JsonProblem {
+  std::size_t column = 1;
+  std::string what;
+};
+
+// nlohmann's messages read "[json.exception.parse_error.101] parse error at
+// line 1, column 7: syntax error ..." or "[json.exception.out_of_range.406]
+// number overflow parsing '1e400'"; keep what follows the tag and the
+// position, and point at the token when the message quotes it.
+JsonProblem json_problem(const Json::exception& e, std::string_view line) {
+  std::string what = e.what();
+  if (what.starts_with("[json.exception.")) {
+    const std::size_t close = what.find("] ");
+    if (close != std::string::npos) what.erase(0, close + 2);
+  }
+  JsonProblem p;
+  if (const auto* pe = dynamic_cast<const Json::parse_error*>(&e)) {
+    p.column = pe->byte;
+    const std::size_t colon = what.find(": ");
+    if (colon != std::string::npos) what.erase(0, colon + 2);
+  } else {
+    const std::size_t open = what.find('\'');
+    const std::size_t close = open == std::string::npos ? open : what.find('\'', open + 1);
+    if (close != std::string::npos) {
+      const std::size_t at = line.find(std::string_view(what).substr(open + 1, close - open - 1));
+      if (at != std::string_view::npos) p.column = at + 1;
+    }
+  }
+  p.what = std::move(what);
+  return p;
+}
+
+// Parses one line as JSON, refusing an object that repeats a key: nlohmann
+// keeps the last value silently, and a line whose fields say two things
+// would otherwise fail lines later, far from its cause.
+std::optional<JsonProblem> parse_json_line(std::string_view line, Json& out) {
+  std::vector<std::set<std::string>> keys;  // one set per open object
+  std::optional<std::string> repeated;
+  const auto watch = [&](int, Json::parse_event_t event, Json& parsed) {
+    if (event == Json::parse_event_t::object_start) keys.emplace_back();
+    if (event == Json::parse_event_t::object_end && !keys.empty()) keys.pop_back();
+    if (event == Json::parse_event_t::key && !keys.empty() && !repeated &&
+        !keys.back().insert(parsed.get<std::string>()).second) {
+      repeated = parsed.get<std::string>();
+    }
+    return true;
+  };
+  try {
+    out = Json::parse(line, watch);
+  } catch (const Json::exception& e) {
+    return json_problem(e, line);
+  }
+  if (!repeated) return std::nullopt;
+  const std::string quoted = Json(*repeated).dump();
+  const std::size_t first = line.find(quoted + ":");
+  const std::size_t second =
+      first == std::string_view::npos ? first : line.find(quoted + ":", first + 1);
+  return JsonProblem{second == std::string_view::npos ? 1 : second + 1,
+                     fmt::format("duplicate key {} in one object", quoted.substr(0, 66))};
 }
 
 // The last key of a field path: "ops[2].scalar" -> "scalar", "args[1]" -> "args".
@@ -92,8 +151,18 @@ std::string printable_message(std::string_view text) {
 }
 
 Result<std::unique_ptr<TraceReader>> TraceReader::open(const std::string& path) {
+  // A folder opens as a stream and fails at the first read; say so here.
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    return make_error(
+        fmt::format("{}: cannot read: {}", printable_message(path), std::strerror(EISDIR)));
+  }
+  errno = 0;
   auto in = std::make_unique<std::ifstream>(path, std::ios::binary);
-  if (!*in) return make_error(fmt::format("{}: cannot open the file", printable_message(path)));
+  if (!*in) {
+    return make_error(fmt::format("{}: cannot open: {}", printable_message(path),
+                                  std::strerror(errno != 0 ? errno : ENOENT)));
+  }
   return open(std::move(in), path);
 }
 
@@ -106,10 +175,8 @@ Result<std::unique_ptr<TraceReader>> TraceReader::open(std::unique_ptr<std::istr
     return r->error_at(1, fmt::format("nesting deeper than {} levels", kMaxTraceNesting));
   }
   Json j;
-  try {
-    j = Json::parse(r->raw_);
-  } catch (const Json::exception& e) {
-    return r->error_at(1, "invalid JSON in the header line: " + parse_problem(e.what()));
+  if (const std::optional<JsonProblem> p = parse_json_line(r->raw_, j)) {
+    return r->error_at(p->column, "invalid JSON in the header line: " + p->what);
   }
   if (!j.is_object() || !j.contains("type") || j["type"] != "header") {
     return r->error_at(
@@ -132,7 +199,15 @@ Result<bool> TraceReader::read_raw_line() {
   std::streambuf* buf = in_->rdbuf();
   bool any = false;
   for (;;) {
-    const int c = buf->sbumpc();
+    int c = 0;
+    try {
+      c = buf->sbumpc();
+    } catch (const std::exception& e) {
+      // libstdc++'s filebuf throws on a read error (EIO, EISDIR) whatever
+      // the stream's exception mask.
+      ++line_;
+      return error_at(1, fmt::format("read failed: {}", e.what()));
+    }
     if (c == std::char_traits<char>::eof()) {
       terminated_ = false;
       break;
@@ -188,9 +263,7 @@ Result<std::optional<TraceItem>> TraceReader::next() {
       return error_at(1, fmt::format("nesting deeper than {} levels", kMaxTraceNesting));
     }
     Json j;
-    try {
-      j = Json::parse(raw_);
-    } catch (const Json::exception& e) {
+    if (const std::optional<JsonProblem> p = parse_json_line(raw_, j)) {
       if (!terminated_) {
         // What a killed recorder leaves: the prefix before it is the trace.
         truncated_ = true;
@@ -200,9 +273,7 @@ Result<std::optional<TraceItem>> TraceReader::next() {
             name_, line_, raw_.size(), line_ - 1));
         return std::optional<TraceItem>{};
       }
-      std::size_t column = 1;
-      if (const auto* pe = dynamic_cast<const Json::parse_error*>(&e)) column = pe->byte;
-      return error_at(column, "invalid JSON: " + parse_problem(e.what()));
+      return error_at(p->column, "invalid JSON: " + p->what);
     }
     Result<TraceItem> item = parse_line(j);
     if (!item) return field_error_at(item.error());

@@ -14,12 +14,10 @@
 // corpus and deterministic mutations of it (capsim_fuzz_replay).
 #include <cstddef>
 #include <cstdint>
-#include <cstdio>
-#include <cstdlib>
 #include <memory>
-#include <sstream>
 #include <string>
 
+#include "tests/fuzz/fuzz_support.hpp"
 #include "traces/replay.hpp"
 #include "traces/trace_reader.hpp"
 
@@ -31,13 +29,10 @@ using capsim::ReplayReport;
 using capsim::Result;
 using capsim::TraceReader;
 
-Result<std::unique_ptr<TraceReader>> open_over(const std::string& bytes) {
-  return TraceReader::open(std::make_unique<std::istringstream>(bytes), "fuzz.jsonl");
-}
+using capsim::fuzz::open_over;
 
 [[noreturn]] void fail(const char* what) {
-  std::fprintf(stderr, "fuzz_trace_reader: %s\n", what);
-  std::abort();
+  capsim::fuzz::fail("fuzz_trace_reader", what);
 }
 
 // What the CLI does with an outcome: the one-line summary, and the --json

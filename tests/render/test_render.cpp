@@ -437,7 +437,8 @@ TEST_CASE("render: the tree, FX and autograd drawings of corpus traces") {
                     [](const DrawNode& n) { return n.kind == "checkpoint"; }));
 
   const Result<TraceGraphs> functional = collect_trace_graphs(kCorpus + "/ca_basic.jsonl");
-  const Result<TraceGraphs> legacy = collect_trace_graphs(kCorpus + "/ca_basic_legacy.jsonl");
+  const Result<TraceGraphs> legacy =
+      collect_trace_graphs(kCorpus + "/hazards/ca_basic_legacy.jsonl");
   REQUIRE(functional.ok());
   REQUIRE(legacy.ok());
   REQUIRE(functional->graphs.contains("fx:0"));

@@ -3,6 +3,7 @@
 // code 2); a cut last line gives a warning and the valid prefix. Also the
 // replay verdicts on small hand-made divergences.
 #include <doctest/doctest.h>
+#include <fmt/format.h>
 
 #include <cstdio>
 #include <filesystem>
@@ -116,8 +117,45 @@ TEST_CASE("trace reader: a huge number") {
             ": field 'index': integer out of range (more than 2^63-1)");
   std::string overflow = lines[2];
   overflow.replace(overflow.find("\"index\":0"), 9, "\"index\":1e999");
-  CHECK(
-      test::read_error(with_line(lines, 2, overflow)).starts_with("mem.jsonl:3:1: invalid JSON: "));
+  // The column of the literal, and nlohmann's text without its tag.
+  CHECK(test::read_error(with_line(lines, 2, overflow)) ==
+        "mem.jsonl:3:" + std::to_string(overflow.find("1e999") + 1) +
+            ": invalid JSON: number overflow parsing '1e999'");
+  std::string below = lines[2];
+  below.replace(below.find("\"index\":0"), 9, "\"index\":-9223372036854775809");
+  CHECK(test::read_error(with_line(lines, 2, below))
+            .ends_with(": field 'index': integer out of range (less than -2^63)"));
+  std::string fraction = lines[2];
+  fraction.replace(fraction.find("\"index\":0"), 9, "\"index\":0.0");
+  CHECK(test::read_error(with_line(lines, 2, fraction))
+            .ends_with(
+                ": field 'index': expected an integer, got a number with a fraction or exponent"));
+}
+
+TEST_CASE("trace reader: a repeated key") {
+  std::vector<std::string> lines = base_lines();
+  std::string line = lines[2];
+  line.replace(line.find("\"index\":0"), 9, "\"index\":0,\"index\":0");
+  const std::size_t second = line.find("\"index\"", line.find("\"index\"") + 1);
+  CHECK(test::read_error(with_line(lines, 2, line)) ==
+        "mem.jsonl:3:" + std::to_string(second + 1) +
+            ": invalid JSON: duplicate key \"index\" in one object");
+}
+
+TEST_CASE("trace reader: a field past its limit") {
+  std::vector<std::string> lines = base_lines();
+  std::size_t warmup = 0;
+  while (lines.at(warmup).find("\"depth\":0") == std::string::npos) ++warmup;
+  std::string line = lines[warmup];
+  line.replace(line.find("\"depth\":0"), 9, "\"depth\":2147483648");
+  CHECK(test::read_error(with_line(lines, warmup, line)) ==
+        fmt::format("mem.jsonl:{}:{}: field 'depth': 2147483648 is above the limit of 65536 "
+                    "(docs/trace-format.md §8)",
+                    warmup + 1, line.find("\"depth\"") + 1));
+  line = lines[warmup];
+  line.replace(line.find("\"depth\":0"), 9, "\"depth\":-1");
+  CHECK(test::read_error(with_line(lines, warmup, line))
+            .ends_with(": field 'depth': -1 is below the limit of 0 (docs/trace-format.md §8)"));
 }
 
 TEST_CASE("trace reader: invalid UTF-8") {

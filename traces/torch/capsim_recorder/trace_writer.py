@@ -2,7 +2,9 @@
 
 This module knows the envelope of docs/trace-format.md: the header line, action
 lines and event lines, their `seq` and `index` counters, the key order
-producers use, and the write-to-FILE.tmp-then-rename rule. It does not know
+producers use, and the output rule (a regular file is replaced atomically
+through a temporary beside it; a FIFO or device is written in place; `-` is
+standard output; see TraceWriter). It does not know
 what an autograd graph is; the recorder hands it ready field dictionaries.
 Keeping torch out of it lets its unit tests run with a plain python3.
 """
@@ -12,6 +14,9 @@ from __future__ import annotations
 import json
 import math
 import os
+import stat
+import sys
+import tempfile
 from typing import Any, Mapping, Optional, Sequence
 
 FORMAT = "capsim-trace"
@@ -96,15 +101,27 @@ def check_name(name: str) -> str:
 class TraceWriter:
     """Writes one trace: a header, then actions each followed by their events.
 
-    Use as a context manager. Lines go to PATH.tmp and are flushed one by one
-    (a killed recorder leaves a valid prefix); a clean exit renames PATH.tmp to
-    PATH, an exception removes PATH.tmp so that no partial trace is left under
-    either name.
+    Use as a context manager. Where the lines go depends on what PATH is, so
+    that no output can destroy something that is not a trace file:
+
+    - a regular file, or nothing yet: a temporary made by mkstemp in the same
+      directory (".NAME.XXXX.tmp", never a fixed PATH.tmp that could be a
+      user's file), flushed line by line (a killed recorder leaves a valid
+      prefix there), renamed onto PATH on a clean exit and removed on an
+      exception, so that no partial trace is left under either name and a
+      file already at PATH stays as it was. The result has the mode a plain
+      open() would give: the old file's, or 0o666 & ~umask;
+    - a symlink: followed first; the link stays, its target gets the rules;
+    - a FIFO, a device, a socket: opened for writing in place (no truncation,
+      no rename, never removed); a failure cannot take back what went out;
+    - "-": standard output, flushed and never closed;
+    - a directory: refused with TraceWriteError before anything is written.
     """
 
     def __init__(self, path: str) -> None:
         self.path = path
-        self.tmp_path = path + ".tmp"
+        self.tmp_path: Optional[str] = None  # set while a temporary is open
+        self._target: Optional[str] = None   # what the temporary replaces
         self._file = None
         self._seq = 0
         self._next_action = 0
@@ -113,20 +130,42 @@ class TraceWriter:
     # -- file lifetime -------------------------------------------------------
 
     def __enter__(self) -> "TraceWriter":
-        self._file = open(self.tmp_path, "w", encoding="utf-8", newline="\n")
+        if self.path == "-":
+            self._file = sys.stdout
+            return self
+        target = os.path.realpath(self.path)
+        st = _stat_or_none(target)
+        if st is not None and stat.S_ISDIR(st.st_mode):
+            raise TraceWriteError(f"{self.path}: is a directory")
+        if st is None or stat.S_ISREG(st.st_mode):
+            mode = stat.S_IMODE(st.st_mode) if st is not None else 0o666 & ~_umask()
+            self._file, self.tmp_path = _open_temporary(target, mode)
+            self._target = target
+        else:
+            self._file = _open_in_place(target)
         return self
 
     def __exit__(self, exc_type, exc, tb) -> None:
         assert self._file is not None
-        self._file.close()
-        self._file = None
-        if exc_type is None:
-            if not self._header_written:
-                os.remove(self.tmp_path)
-                raise TraceWriteError("trace closed without a header line")
-            os.replace(self.tmp_path, self.path)
-        else:
-            os.remove(self.tmp_path)
+        file, self._file = self._file, None
+        tmp_path, self.tmp_path = self.tmp_path, None
+        try:
+            if file is sys.stdout:
+                file.flush()
+            else:
+                file.close()
+        except BaseException:
+            if tmp_path is not None:
+                os.remove(tmp_path)
+            raise
+        ok = exc_type is None and self._header_written
+        if tmp_path is not None:
+            if ok:
+                os.replace(tmp_path, self._target)
+            else:
+                os.remove(tmp_path)
+        if exc_type is None and not self._header_written:
+            raise TraceWriteError("trace closed without a header line")
 
     def _emit(self, fields: Mapping[str, Any]) -> None:
         if self._file is None:
@@ -222,6 +261,52 @@ class TraceWriter:
     @property
     def lines_written(self) -> int:
         return self._seq
+
+
+def _stat_or_none(path: str) -> Optional[os.stat_result]:
+    """os.stat(path), or None where nothing is there yet (a dangling link's
+    target is "nothing yet": it gets created, the link kept)."""
+    try:
+        return os.stat(path)
+    except FileNotFoundError:
+        return None
+
+
+def _umask() -> int:
+    """The process umask. It can only be read by setting it, so it is set to 0
+    and put back at once."""
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def _open_temporary(target: str, mode: int):
+    """A text file open on a new temporary beside `target` (same directory, so
+    os.replace is a rename within one file system), with permission bits
+    `mode` (mkstemp makes 0o600); returns (file, temporary's path)."""
+    directory, base = os.path.split(target)
+    fd, tmp_path = tempfile.mkstemp(dir=directory, prefix="." + base + ".", suffix=".tmp")
+    try:
+        os.fchmod(fd, mode)
+        file = os.fdopen(fd, "w", encoding="utf-8", newline="\n")
+    except BaseException:
+        os.close(fd)
+        os.remove(tmp_path)
+        raise
+    return file, tmp_path
+
+
+def _open_in_place(target: str):
+    """A text file open for writing on something that is not a regular file
+    (a FIFO, a device): O_WRONLY without O_TRUNC or O_CREAT, so that it is
+    written to and never truncated, created or replaced. A FIFO blocks here
+    until a reader opens it; a socket fails with an OSError, untouched."""
+    fd = os.open(target, os.O_WRONLY | getattr(os, "O_NOCTTY", 0))
+    try:
+        return os.fdopen(fd, "w", encoding="utf-8", newline="\n")
+    except BaseException:
+        os.close(fd)
+        raise
 
 
 def _extensions(extensions: Optional[Mapping[str, Any]]) -> dict[str, Any]:

@@ -3,11 +3,17 @@
 Run: python3 -m unittest discover -s traces/torch/tests
 """
 
+import glob
+import io
 import json
 import os
+import socket
+import stat
 import sys
 import tempfile
+import threading
 import unittest
+from unittest import mock
 
 # The package lives one level up; importing trace_writer alone keeps torch out.
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
@@ -112,13 +118,20 @@ class TraceWriterTest(unittest.TestCase):
                 self._header(w)
                 w.action("compiled_backward", {"seq": 7})
 
+    def temporaries(self, directory=None):
+        """The writer's temporaries for t.jsonl in `directory` (default: the
+        test's directory): mkstemp names them .t.jsonl.XXXXXXXX.tmp."""
+        return glob.glob(os.path.join(directory or self.dir.name, ".t.jsonl.*.tmp"))
+
     def test_success_renames_tmp(self):
         with TraceWriter(self.path) as w:
             self._header(w)
-            self.assertTrue(os.path.exists(self.path + ".tmp"))
+            self.assertEqual(len(self.temporaries()), 1)
+            self.assertEqual(self.temporaries(), [w.tmp_path])
             self.assertFalse(os.path.exists(self.path))
         self.assertTrue(os.path.exists(self.path))
-        self.assertFalse(os.path.exists(self.path + ".tmp"))
+        self.assertEqual(self.temporaries(), [])
+        self.assertEqual(sorted(os.listdir(self.dir.name)), ["t.jsonl"])
 
     def test_failure_leaves_previous_file_and_no_tmp(self):
         with open(self.path, "w", encoding="utf-8") as f:
@@ -128,13 +141,177 @@ class TraceWriterTest(unittest.TestCase):
                 self._header(w)
                 raise RuntimeError("program failed")
         self.assertEqual(self.read(), "old\n")
-        self.assertFalse(os.path.exists(self.path + ".tmp"))
+        self.assertEqual(self.temporaries(), [])
+        self.assertEqual(sorted(os.listdir(self.dir.name)), ["t.jsonl"])
+
+    def test_missing_header_leaves_nothing(self):
+        with self.assertRaises(TraceWriteError):
+            with TraceWriter(self.path):
+                pass
+        self.assertEqual(os.listdir(self.dir.name), [])
 
     def test_lines_are_flushed_as_written(self):
         with TraceWriter(self.path) as w:
             self._header(w)
-            with open(self.path + ".tmp", encoding="utf-8") as f:
+            (tmp,) = self.temporaries()
+            with open(tmp, encoding="utf-8") as f:
                 self.assertEqual(f.read(), EXPECTED_HEADER)
+
+    def test_users_path_tmp_file_is_untouched(self):
+        mine = self.path + ".tmp"
+        with open(mine, "w", encoding="utf-8") as f:
+            f.write("mine\n")
+        with TraceWriter(self.path) as w:
+            self._header(w)
+        with self.assertRaises(RuntimeError):
+            with TraceWriter(self.path) as w:
+                self._header(w)
+                raise RuntimeError("program failed")
+        with open(mine, encoding="utf-8") as f:
+            self.assertEqual(f.read(), "mine\n")
+        self.assertEqual(self.read(), EXPECTED_HEADER)
+        self.assertEqual(sorted(os.listdir(self.dir.name)), ["t.jsonl", "t.jsonl.tmp"])
+
+    def test_new_file_mode_follows_umask(self):
+        for mask in (0o022, 0o077, 0o002):
+            with self.subTest(umask=oct(mask)):
+                if os.path.exists(self.path):
+                    os.remove(self.path)
+                old = os.umask(mask)
+                try:
+                    with TraceWriter(self.path) as w:
+                        self._header(w)
+                finally:
+                    os.umask(old)
+                self.assertEqual(stat.S_IMODE(os.stat(self.path).st_mode), 0o666 & ~mask)
+
+    def test_replaced_file_keeps_its_mode(self):
+        with open(self.path, "w", encoding="utf-8") as f:
+            f.write("old\n")
+        os.chmod(self.path, 0o604)
+        with TraceWriter(self.path) as w:
+            self._header(w)
+        self.assertEqual(stat.S_IMODE(os.stat(self.path).st_mode), 0o604)
+        self.assertEqual(self.read(), EXPECTED_HEADER)
+
+    def test_symlink_to_regular_file_stays_a_link(self):
+        target_dir = os.path.join(self.dir.name, "real")
+        os.mkdir(target_dir)
+        target = os.path.join(target_dir, "t.jsonl")
+        with open(target, "w", encoding="utf-8") as f:
+            f.write("old\n")
+        os.symlink(target, self.path)
+        with TraceWriter(self.path) as w:
+            self._header(w)
+            # The temporary is beside the target, not beside the link.
+            self.assertEqual(len(self.temporaries(target_dir)), 1)
+            self.assertEqual(self.temporaries(), [])
+        self.assertTrue(os.path.islink(self.path))
+        self.assertEqual(os.readlink(self.path), target)
+        with open(target, encoding="utf-8") as f:
+            self.assertEqual(f.read(), EXPECTED_HEADER)
+        self.assertEqual(self.temporaries(target_dir), [])
+
+    def test_dangling_symlink_creates_its_target(self):
+        target_dir = os.path.join(self.dir.name, "real")
+        os.mkdir(target_dir)
+        target = os.path.join(target_dir, "new.jsonl")
+        os.symlink(target, self.path)
+        with TraceWriter(self.path) as w:
+            self._header(w)
+        self.assertTrue(os.path.islink(self.path))
+        self.assertEqual(os.readlink(self.path), target)
+        self.assertTrue(stat.S_ISREG(os.lstat(target).st_mode))
+        self.assertEqual(self.read(), EXPECTED_HEADER)
+        self.assertEqual(os.listdir(target_dir), ["new.jsonl"])
+
+    def test_directory_is_refused(self):
+        sub = os.path.join(self.dir.name, "out")
+        os.mkdir(sub)
+        link = os.path.join(self.dir.name, "link")
+        os.symlink(sub, link)
+        for path in (sub, link):
+            with self.subTest(path=path):
+                with self.assertRaises(TraceWriteError) as cm:
+                    with TraceWriter(path) as w:
+                        self._header(w)
+                self.assertEqual(str(cm.exception), f"{path}: is a directory")
+        self.assertEqual(os.listdir(sub), [])
+        self.assertEqual(sorted(os.listdir(self.dir.name)), ["link", "out"])
+        self.assertTrue(os.path.islink(link))
+
+    @unittest.skipUnless(hasattr(os, "mkfifo"), "needs os.mkfifo")
+    def test_fifo_is_written_in_place(self):
+        fifo = os.path.join(self.dir.name, "pipe")
+        os.mkfifo(fifo)
+        received = []
+
+        def read_all():
+            with open(fifo, encoding="utf-8") as f:
+                received.append(f.read())
+
+        reader = threading.Thread(target=read_all, daemon=True)
+        reader.start()
+        with TraceWriter(fifo) as w:
+            self._header(w)
+            w.action("compiled_backward", {"graph": "g0", "dynamic": True})
+        reader.join(timeout=10)
+        self.assertFalse(reader.is_alive())
+        lines = received[0].splitlines(keepends=True)
+        self.assertEqual(lines[0], EXPECTED_HEADER)
+        self.assertEqual(len(lines), 2)
+        self.assertTrue(stat.S_ISFIFO(os.lstat(fifo).st_mode))
+        self.assertEqual(os.listdir(self.dir.name), ["pipe"])
+
+    @unittest.skipUnless(hasattr(os, "mkfifo"), "needs os.mkfifo")
+    def test_fifo_survives_a_failure(self):
+        fifo = os.path.join(self.dir.name, "pipe")
+        os.mkfifo(fifo)
+        received = []
+
+        def read_all():
+            with open(fifo, encoding="utf-8") as f:
+                received.append(f.read())
+
+        reader = threading.Thread(target=read_all, daemon=True)
+        reader.start()
+        with self.assertRaises(RuntimeError):
+            with TraceWriter(fifo) as w:
+                self._header(w)
+                raise RuntimeError("program failed")
+        reader.join(timeout=10)
+        self.assertFalse(reader.is_alive())
+        self.assertEqual(received, [EXPECTED_HEADER])  # what went out stays out
+        self.assertTrue(stat.S_ISFIFO(os.lstat(fifo).st_mode))
+        self.assertEqual(os.listdir(self.dir.name), ["pipe"])
+
+    @unittest.skipUnless(hasattr(socket, "AF_UNIX"), "needs unix sockets")
+    def test_socket_is_neither_replaced_nor_removed(self):
+        path = os.path.join(self.dir.name, "sock")
+        server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            server.bind(path)
+            with self.assertRaises(OSError):  # open(2) on a socket: ENXIO
+                with TraceWriter(path) as w:
+                    self._header(w)
+            self.assertTrue(stat.S_ISSOCK(os.lstat(path).st_mode))
+            self.assertEqual(os.listdir(self.dir.name), ["sock"])
+        finally:
+            server.close()
+
+    def test_dash_writes_to_stdout(self):
+        cwd = os.getcwd()
+        os.chdir(self.dir.name)  # a wrongly made file "-" would land here
+        try:
+            out = io.StringIO()
+            with mock.patch.object(sys, "stdout", out):
+                with TraceWriter("-") as w:
+                    self._header(w)
+            self.assertFalse(out.closed)
+            self.assertEqual(out.getvalue(), EXPECTED_HEADER)
+            self.assertEqual(os.listdir(self.dir.name), [])
+        finally:
+            os.chdir(cwd)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,48 @@
+// What every subcommand checks before it reads or writes anything.
+//
+// An output that is one of the command's inputs is refused before the input
+// is read: the rename that puts the output in place would destroy it (the
+// DOT written beside an SVG or a PNG counts as an output too). A failed
+// write to standard output is an error, not a silent exit 0. Flags whose
+// value a user copies from a report (a seed) are read strictly: CLI11 would
+// take "-1" as 2^64-1 and clamp a number too large for 64 bits.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <span>
+#include <string>
+#include <vector>
+
+namespace capsim::cli {
+
+// 0, or "capsim: error: OUTPUT: is the input INPUT; ..." and exit code 2.
+int refuse_outputs_onto_inputs(std::span<const std::string> outputs,
+                               std::span<const std::string> inputs);
+// The files a drawing written to `path` consists of (the DOT beside an SVG or
+// PNG first), or `path` alone when its format is unknown (the writer refuses
+// it later with the formats it knows).
+std::vector<std::string> drawing_outputs(const std::string& path);
+// The input file of an operand "TRACE#KIND[:ID]".
+std::string operand_file(const std::string& operand);
+
+// After a command: 0 when everything printed reached standard output, else
+// the error line and exit code 2 (a full disk, a closed pipe).
+int finish_stdout(int exit_code);
+
+// Digits only, within 64 bits: the value of --seed and --case.
+CLI::Validator unsigned_64_bit();
+// --memory-budget: a size with an optional unit (CLI11's AsSizeValue: 512MiB,
+// 4GiB, or bytes), from 1 MiB to sim/world.hpp's kMaxMemoryBudget.
+void add_memory_budget_option(CLI::App* sub, std::uint64_t& bytes);
+
+// Names from `known` within a small edit distance of `name`, nearest first,
+// for "did you mean" (at most three).
+std::vector<std::string> similar_names(const std::string& name,
+                                       const std::vector<std::string>& known);
+// ", did you mean 'a' or 'b'?" or "".
+std::string did_you_mean(const std::string& name, const std::vector<std::string>& known);
+// The names of sim/scenarios.hpp's built-in scenarios, in their order.
+std::vector<std::string> scenario_names();
+
+}  // namespace capsim::cli

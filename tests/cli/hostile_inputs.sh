@@ -1,0 +1,273 @@
+#!/usr/bin/env bash
+# The bad-input catalogue: hostile inputs across every subcommand.
+#
+#   hostile_inputs.sh CAPSIM CORPUS_DIR
+#
+# Each case runs in a fresh folder under a 20-second limit (far below a hang:
+# each takes milliseconds to a second) and asserts the exit code (2 for bad
+# input, 1 where the trace is valid and diverges, 0 where the input is odd but
+# valid), that stdout and stderr match a pattern naming the file, line and
+# field, that an exit 2 printed one line on stderr, and that no file was left
+# behind other than those the case made itself or expects. Inputs are copies
+# of corpus traces with one edit. Never touches the machine's real /dev: a
+# device or a pipe as output is a FIFO stand-in.
+set -u
+capsim=$(realpath "$1")
+corpus=$(realpath "$2")
+passed=0 failed=0
+root=$(mktemp -d)
+trap 'rm -rf "$root"' EXIT
+
+# edit SRC LINE PYTHON-EXPR OUT: line LINE (1-based) of SRC becomes the value
+# of the expression over `l` (the line's text).
+edit() {
+  python3 - "$1" "$2" "$3" "$4" <<'EOF'
+import sys
+src, n, expr, out = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
+lines = open(src, encoding="utf-8").read().split("\n")
+l = lines[n - 1]
+lines[n - 1] = eval(expr)
+open(out, "w", encoding="utf-8").write("\n".join(lines))
+EOF
+}
+
+# check NAME RC PATTERN -- COMMAND...: runs COMMAND in the case's folder
+# (prepared by the caller, whose files are the "before" listing).
+check() {
+  local name=$1 want_rc=$2 pattern=$3
+  shift 3
+  [ "$1" = "--" ] && shift
+  local before after rc
+  before=$(ls -A | sort)
+  timeout 20 "$@" >../out 2>../err
+  rc=$?
+  after=$(ls -A | sort)
+  local why=""
+  if [ "$rc" = 124 ]; then
+    why="ran past 20 s"
+  elif [ "$rc" != "$want_rc" ]; then
+    why="exit $rc, expected $want_rc"
+  elif ! cat ../out ../err | grep -Eq -- "$pattern"; then
+    why="output does not match /$pattern/"
+  elif [ "$want_rc" = 2 ] && [ "$(wc -l <../err)" != 1 ]; then
+    why="expected one line on stderr"
+  elif [ "$before" != "$after" ] && [ -z "${EXPECT_NEW:-}" ]; then
+    why="files left behind: $(comm -13 <(echo "$before") <(echo "$after") | tr '\n' ' ')"
+  fi
+  if [ -n "$why" ]; then
+    echo "FAIL $name: $why"
+    sed 's/^/  stdout: /' ../out | head -5
+    sed 's/^/  stderr: /' ../err | head -5
+    failed=$((failed + 1))
+  else
+    passed=$((passed + 1))
+  fi
+}
+
+# fresh NAME: a new empty case folder, entered.
+fresh() {
+  mkdir -p "$root/$1/w"
+  cd "$root/$1/w" || exit 1
+}
+
+t=$corpus/rerecord_if_static_input_address_changed.jsonl
+simple=$corpus/run_simple.jsonl
+
+# --- the two traces of the issue, and limits at the reader ----------------
+fresh depth_render
+edit "$corpus/warn_on_pending_backward.jsonl" 6 'l.replace("\"depth\":0", "\"depth\":2147483648")' t.jsonl
+check depth_render 2 "t.jsonl:6:[0-9]+: field 'depth': 2147483648 is above the limit" -- "$capsim" render t.jsonl -o x.dot
+check depth_replay 2 "t.jsonl:6:[0-9]+: field 'depth'" -- "$capsim" replay t.jsonl
+fresh steps_export
+edit "$corpus/empty_storage.jsonl" 12 'l.replace("\"steps\":2", "\"steps\":9223372036854775807")' t.jsonl
+check steps_export 2 "t.jsonl:12:[0-9]+: field 'steps': 9223372036854775807 is above the limit" -- "$capsim" export --chrome out.json t.jsonl
+fresh negative_depth
+edit "$corpus/warn_on_pending_backward.jsonl" 6 'l.replace("\"depth\":0", "\"depth\":-1")' t.jsonl
+check negative_depth 2 "t.jsonl:6:[0-9]+: field 'depth': -1 is below the limit of 0" -- "$capsim" render t.jsonl
+fresh depth_2p31_diff
+edit "$corpus/warn_on_pending_backward.jsonl" 6 'l.replace("\"depth\":0", "\"depth\":2147483647")' t.jsonl
+check depth_2p31_diff 2 "t.jsonl:6:[0-9]+: field 'depth'" -- "$capsim" diff --predicted t.jsonl
+fresh static_index_huge
+edit "$simple" 11 'l.replace("\"non_static\":[0]", "\"non_static\":[0,9223372036854775807]")' t.jsonl
+check static_index_huge 2 "t.jsonl:11:[0-9]+: field 'non_static\[1\]'" -- "$capsim" replay t.jsonl
+fresh copies_huge
+edit "$t" 19 'l.replace("\"copies\":1", "\"copies\":2147483648")' t.jsonl
+check copies_huge 2 "t.jsonl:19:[0-9]+: field 'copies'" -- "$capsim" export --chrome o.json t.jsonl
+
+# --- numbers the JSON reader must name precisely --------------------------
+fresh index_float
+edit "$t" 3 'l.replace("\"index\":0", "\"index\":1.0")' t.jsonl
+check index_float 2 "t.jsonl:3:[0-9]+: field 'index': expected an integer, got a number with a fraction" -- "$capsim" replay t.jsonl
+check index_float_render 2 "t.jsonl:3:[0-9]+: field 'index'" -- "$capsim" render t.jsonl
+fresh index_below
+edit "$t" 3 'l.replace("\"index\":0", "\"index\":-9223372036854775809")' t.jsonl
+check index_below 2 "t.jsonl:3:[0-9]+: field 'index': integer out of range \(less than -2\^63\)" -- "$capsim" replay t.jsonl
+fresh index_above
+edit "$t" 3 'l.replace("\"index\":0", "\"index\":18446744073709551616")' t.jsonl
+check index_above 2 "t.jsonl:3:[0-9]+: field 'index': integer out of range \(more than 2\^63-1\)" -- "$capsim" replay t.jsonl
+fresh overflow_literal
+edit "$t" 3 'l.replace("\"index\":0", "\"index\":1e400")' t.jsonl
+check overflow_literal 2 "^capsim: error: t.jsonl:3:[1-9][0-9]+: invalid JSON: number overflow parsing '1e400'$" -- "$capsim" replay t.jsonl
+fresh nan_literal
+edit "$t" 3 'l.replace("\"index\":0", "\"index\":NaN")' t.jsonl
+check nan_literal 2 "t.jsonl:3:[0-9]+: invalid JSON" -- "$capsim" replay t.jsonl
+fresh duplicate_key
+edit "$t" 3 'l.replace("\"name\":", "\"name\":\"x\",\"name\":", 1)' t.jsonl
+check duplicate_key 2 "t.jsonl:3:[0-9]+: invalid JSON: duplicate key \"name\"" -- "$capsim" replay t.jsonl
+check duplicate_key_export 2 "t.jsonl:3:[0-9]+: invalid JSON: duplicate key" -- "$capsim" export --chrome o.json t.jsonl
+fresh negative_size
+edit "$t" 3 'l.replace("\"sizes\":[", "\"sizes\":[-4,", 1)' t.jsonl
+check negative_size 2 "t.jsonl:3:[0-9]+: .*sizes" -- "$capsim" replay t.jsonl
+fresh size_product
+edit "$t" 3 'l.replace("\"sizes\":[", "\"sizes\":[2147483647,2147483647,2147483647,", 1)' t.jsonl
+check size_product 2 "t.jsonl:3:[0-9]+: .*(elements|sizes)" -- "$capsim" replay t.jsonl
+
+# --- bytes -----------------------------------------------------------------
+fresh invalid_utf8
+python3 -c "
+import sys
+b = open('$t', 'rb').read().split(b'\n')
+b[2] = b[2].replace(b'\"name\":\"', b'\"name\":\"\xff\xfe', 1)
+open('t.jsonl', 'wb').write(b'\n'.join(b))"
+check invalid_utf8 2 "t.jsonl:3:[0-9]+: invalid JSON.*ill-formed UTF-8" -- "$capsim" replay t.jsonl
+fresh bom
+python3 -c "open('t.jsonl', 'wb').write(b'\xef\xbb\xbf' + open('$t', 'rb').read())"
+# A UTF-8 byte order mark before the header is skipped (RFC 8259 lets a reader
+# ignore one); the trace is otherwise the corpus's and matches.
+check bom 0 "ok, .* match the model" -- "$capsim" replay t.jsonl
+fresh crlf
+python3 -c "open('t.jsonl', 'wb').write(open('$t', 'rb').read().replace(b'\n', b'\r\n'))"
+check crlf 0 "ok, .* match the model" -- "$capsim" replay t.jsonl
+fresh nul_byte
+python3 -c "open('t.jsonl', 'wb').write(open('$t', 'rb').read().replace(b'\"seq\":2', b'\"seq\":\x002', 1))"
+check nul_byte 2 "t.jsonl:3:[0-9]+: invalid JSON" -- "$capsim" replay t.jsonl
+fresh long_line
+python3 -c "open('t.jsonl', 'w').write(open('$t').readline() + '{\"seq\":1,\"x\":\"' + 'a' * 1100000 + '\"}\n')"
+check long_line 2 "t.jsonl:2:1048577: line longer than the limit" -- "$capsim" replay t.jsonl
+fresh deep_nesting
+python3 -c "open('t.jsonl', 'w').write(open('$t').readline() + '[' * 100000 + ']' * 100000 + '\n')"
+check deep_nesting 2 "t.jsonl:2:1: nesting deeper than 32" -- "$capsim" render t.jsonl
+fresh empty_file
+: >t.jsonl
+check empty_file 2 "t.jsonl:1:1: empty file" -- "$capsim" export --chrome o.json t.jsonl
+fresh huge_function
+python3 - "$t" <<'EOF'
+import json, sys
+lines = open(sys.argv[1]).read().split("\n")
+f = json.loads(lines[1])
+f["ops"] = [{"op": "mul", "args": [0, 0]}] * 5000
+lines[1] = json.dumps(f, separators=(",", ":"))
+open("t.jsonl", "w").write("\n".join(lines))
+EOF
+check huge_function 2 "t.jsonl:2:[0-9]+: field 'ops'.*4096" -- "$capsim" replay t.jsonl
+
+# --- references and structure ----------------------------------------------
+fresh dangling_tensor
+edit "$simple" 5 'l.replace("\"args\":[\"a\"]", "\"args\":[\"nope\"]")' t.jsonl
+check dangling_tensor 2 "t.jsonl:5:[0-9]+: .*nope" -- "$capsim" replay t.jsonl
+fresh event_before_action
+edit "$t" 3 '"{\"seq\":2,\"type\":\"event\",\"action\":0,\"event\":\"warmup\",\"fid\":0,\"function\":\"f\",\"node\":-1,\"depth\":0}"' t.jsonl
+check event_before_action 2 "t.jsonl:3:[0-9]+: field 'action': an event before the first action" -- "$capsim" replay t.jsonl
+fresh seq_gap
+edit "$t" 3 'l.replace("\"seq\":2", "\"seq\":7")' t.jsonl
+check seq_gap 2 "t.jsonl:3:[0-9]+: field 'seq': sequence number 7 skips ahead" -- "$capsim" diff t.jsonl t.jsonl
+fresh version_2
+edit "$t" 1 'l.replace("\"version\":1", "\"version\":2")' t.jsonl
+check version_2 2 "t.jsonl:1:[0-9]+: field 'version': unsupported version 2" -- "$capsim" render t.jsonl
+fresh memory_budget
+python3 - "$t" <<'EOF'
+import json, sys
+header = open(sys.argv[1]).readline().strip()
+out = [header] + [json.dumps({"seq": i + 1, "type": "action", "index": i, "action": "new_tensor",
+                              "name": f"t{i}", "sizes": [16777216]}, separators=(",", ":"))
+                  for i in range(70)]
+open("t.jsonl", "w").write("\n".join(out) + "\n")
+EOF
+check memory_budget 2 "t.jsonl:[0-9]+:1: action [0-9]+ \(new_tensor\): out of simulated device memory" -- "$capsim" replay --memory-budget 256MiB t.jsonl
+check memory_budget_flag 2 "--memory-budget: Value 1024 not in range" -- "$capsim" replay --memory-budget 1KiB t.jsonl
+
+# --- files that are not trace files ------------------------------------------
+fresh directory_input
+mkdir d
+check directory_input 2 "^capsim: error: d: cannot read: Is a directory$" -- "$capsim" replay d
+check directory_input_export 2 "d: cannot read: Is a directory" -- "$capsim" export --chrome o.json d
+check missing_input 2 "nope.jsonl: cannot open: No such file or directory" -- "$capsim" render nope.jsonl
+
+# --- outputs -----------------------------------------------------------------
+fresh onto_input_export
+cp "$t" t.jsonl
+check onto_input_export 2 "t.jsonl: is the input t.jsonl" -- "$capsim" export --chrome t.jsonl t.jsonl
+cmp -s t.jsonl "$t" || { echo "FAIL onto_input_export: the input changed"; failed=$((failed + 1)); }
+fresh onto_input_render
+cp "$t" t.dot
+check onto_input_render 2 "t.dot: is the input t.dot" -- "$capsim" render t.dot -o t.dot
+check onto_input_beside 2 "t.dot: is the input t.dot" -- "$capsim" render t.dot -o t.svg
+cmp -s t.dot "$t" || { echo "FAIL onto_input_render: the input changed"; failed=$((failed + 1)); }
+fresh onto_input_replay_dot
+cp "$t" x.dot
+check onto_input_replay_dot 2 "x.dot: is the input x.dot" -- "$capsim" replay --dot x.dot x.dot
+fresh onto_input_diff
+cp "$t" a.jsonl
+cp "$simple" b.jsonl
+ln -s a.jsonl link.dot
+check onto_input_diff 2 "a.jsonl: is the input a.jsonl" -- "$capsim" diff a.jsonl b.jsonl -o a.jsonl
+check onto_input_through_link 2 "link.dot: is the input a.jsonl" -- "$capsim" diff a.jsonl b.jsonl -o link.dot
+cmp -s a.jsonl "$t" || { echo "FAIL onto_input_diff: the input changed"; failed=$((failed + 1)); }
+fresh output_is_directory
+mkdir out
+check output_is_directory 2 "out: cannot write: Is a directory" -- "$capsim" record run_simple -o out
+check output_in_missing_dir 2 "no/such/t.jsonl: cannot write: No such file or directory" -- "$capsim" record run_simple -o no/such/t.jsonl
+fresh output_fifo
+mkfifo pipe
+(cat pipe >../got &)
+check output_fifo 0 "recorded run_simple: 20 lines to pipe" -- "$capsim" record run_simple -o pipe
+[ -p pipe ] || { echo "FAIL output_fifo: the FIFO was replaced"; failed=$((failed + 1)); }
+sleep 0.2
+cmp -s ../got "$simple" || { echo "FAIL output_fifo: the reader did not get the trace"; failed=$((failed + 1)); }
+fresh output_fifo_chrome
+mkfifo pipe
+(cat pipe >../got &)
+check output_fifo_chrome 0 "exported .* to pipe" -- "$capsim" export --chrome pipe "$simple"
+[ -p pipe ] || { echo "FAIL output_fifo_chrome: the FIFO was replaced"; failed=$((failed + 1)); }
+fresh output_fifo_render
+mkfifo pipe
+(cat pipe >../got &)
+check output_fifo_render 0 "wrote pipe" -- "$capsim" render "$t" -o pipe
+[ -p pipe ] || { echo "FAIL output_fifo_render: the FIFO was replaced"; failed=$((failed + 1)); }
+fresh output_symlink
+: >real.jsonl
+ln -s real.jsonl link.jsonl
+check output_symlink 0 "recorded run_simple" -- "$capsim" record run_simple -o link.jsonl
+[ -L link.jsonl ] && cmp -s real.jsonl "$simple" ||
+  { echo "FAIL output_symlink: the link was replaced or its target not written"; failed=$((failed + 1)); }
+fresh output_user_tmp
+echo keep >t.jsonl.tmp
+EXPECT_NEW=1 check output_user_tmp 0 "recorded run_simple" -- "$capsim" record run_simple -o t.jsonl
+[ "$(cat t.jsonl.tmp)" = keep ] || { echo "FAIL output_user_tmp: a user's file was clobbered"; failed=$((failed + 1)); }
+fresh output_stdout
+check output_stdout 0 '^\{"seq":0,"type":"header"' -- "$capsim" record run_simple -o -
+check output_stdout_render 0 '^digraph' -- "$capsim" render "$simple" -o -
+fresh stdout_full
+check stdout_full 2 "standard output: write failed: No space left on device" -- bash -c "\"$capsim\" replay \"$t\" >/dev/full"
+check stdout_full_render 2 "standard output: write failed" -- bash -c "\"$capsim\" render \"$t\" >/dev/full"
+
+# --- flags -------------------------------------------------------------------
+fresh flags
+check seed_negative 2 "--seed: '-1' is not an integer from 0 to 2\^64-1" -- "$capsim" check --seed -1
+check seed_too_large 2 "--seed: '18446744073709551616' is not an integer" -- "$capsim" check --seed 18446744073709551616
+check run_seed_text 2 "--seed: 'x' is not an integer" -- "$capsim" run --seed x
+check regressions_missing 2 "--regressions: Directory does not exist: /nonexistent" -- "$capsim" check --regressions /nonexistent
+check cases_too_many 2 "--cases: Value 1000001 not in range 1 to 1000000" -- "$capsim" check --cases 1000001
+check max_size_too_large 2 "--max-size: Value 1000000 not in range" -- "$capsim" check --max-size 1000000
+check graph_spec_bad 2 "pool" -- "$capsim" render "$t" --graph pool:abc
+check graph_spec_huge 2 "--graph 'pool:99999999999999999999999': pool takes a trace line number" -- "$capsim" render "$t" --graph pool:99999999999999999999999
+check graph_program_huge 2 "program:99999999999999999999999: not in this trace" -- "$capsim" diff "$t#program:99999999999999999999999" "$t#program:0"
+check diff_missing_operand 2 "nope.jsonl: cannot open: No such file or directory" -- "$capsim" diff "$t" nope.jsonl
+check junit_directory 2 "cannot write: Is a directory" -- "$capsim" check --property 'traces.*' --cases 1 --no-controls --no-regressions --junit .
+check unknown_scenario 2 "unknown scenario 'run_simpel', did you mean 'run_simple'" -- "$capsim" record run_simpel -o x.jsonl
+check capture_alias 0 "capture basic mode=functional" -- "$capsim" capture ca_basic
+check capture_near 2 "unknown capture scenario 'bsic', did you mean 'basic'" -- "$capsim" capture bsic
+check version_flag 0 "^capsim [0-9]+\.[0-9]+\.[0-9]+$" -- "$capsim" --version
+
+echo "hostile inputs: $passed passed, $failed failed"
+[ "$failed" = 0 ]

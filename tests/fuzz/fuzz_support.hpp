@@ -1,0 +1,56 @@
+// What the fuzz targets share: reading a trace from the fuzzer's bytes, and
+// the checks every outcome must pass.
+//
+// Each target (fuzz_trace_reader, fuzz_render, fuzz_diff, fuzz_export) is
+// one subcommand's path from bytes to what it would print or write, with no
+// file and no Graphviz layout. Bad input must come back as an Error whose
+// message is one line of valid UTF-8 (the CLI prints it as one line, and
+// `--json` would throw on anything else); a broken cross-check aborts, which
+// libFuzzer and capsim_fuzz_replay's driver report as a crash.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <sstream>
+#include <string>
+
+#include "model/result.hpp"
+#include "traces/json_fields.hpp"
+#include "traces/trace_reader.hpp"
+
+namespace capsim::fuzz {
+
+inline Result<std::unique_ptr<TraceReader>> open_over(const std::string& bytes) {
+  return TraceReader::open(std::make_unique<std::istringstream>(bytes), "fuzz.jsonl");
+}
+
+[[noreturn]] inline void fail(const char* target, const char* what) {
+  std::fprintf(stderr, "%s: %s\n", target, what);
+  std::abort();
+}
+
+// An error message as the CLI prints it: one line, valid UTF-8 (dumping it
+// as JSON throws otherwise).
+inline void check_message(const char* target, const Error& e) {
+  if (e.message.find('\n') != std::string::npos) fail(target, "a message of more than one line");
+  Json j = e.message;
+  (void)j.dump();
+}
+
+// The prologue of every target: the fuzzer's bytes as a trace whose header
+// has been read, or nullptr once a refusal's message has passed the check.
+inline std::unique_ptr<TraceReader> open_checked(const char* target, const std::uint8_t* data,
+                                                 std::size_t size) {
+  Result<std::unique_ptr<TraceReader>> reader =
+      open_over(std::string(reinterpret_cast<const char*>(data), size));
+  if (!reader) {
+    check_message(target, reader.error());
+    return nullptr;
+  }
+  return std::move(reader).value();
+}
+
+}  // namespace capsim::fuzz
