@@ -15,6 +15,7 @@
 #include "cli/export_command.hpp"
 #include "cli/input_guards.hpp"
 #include "cli/render_commands.hpp"
+#include "cli/rerecord_report.hpp"
 #include "cli/trace_commands.hpp"
 #include "model/address.hpp"
 #include "model/digest.hpp"
@@ -83,7 +84,10 @@ int print_scenario(const std::string& name) {
       c.cudagraph_unexpected_rerecord_limit, c.skip_cudagraph_warmup, c.force_cudagraphs_warmup,
       c.slow_path_cudagraph_asserts, c.zero_grad_static_error, c.plain_api);
   const capsim::ScenarioRun run = capsim::run_scenario(*s);
-  for (const capsim::Event& e : run.events) fmt::print("{}\n", capsim::format_event(e));
+  for (const capsim::Event& e : run.events) {
+    fmt::print("{}\n", capsim::format_event(e));
+    if (auto moved = capsim::cli::explain_rerecord(s->program, e)) fmt::print("  ({})\n", *moved);
+  }
   if (!run.status) return fail(fmt::format("scenario '{}': {}", name, run.status.error().message));
   for (const capsim::Expectation& e : run.expectations) {
     fmt::print("expect {}: {} (got {}) {}\n", e.what, e.expected, e.actual,

@@ -234,6 +234,17 @@ mkfifo pipe
 (cat pipe >../got &)
 check output_fifo_render 0 "wrote pipe" -- "$capsim" render "$t" -o pipe
 [ -p pipe ] || { echo "FAIL output_fifo_render: the FIFO was replaced"; failed=$((failed + 1)); }
+# A private device node stands in for /dev/null and /dev/full (root can make
+# one in a temporary folder; elsewhere the FIFO cases above cover "in place").
+fresh output_device
+if mknod null c 1 3 2>/dev/null && mknod full c 1 7 2>/dev/null; then
+  check output_device_null 0 "recorded run_simple: 20 lines to null" -- "$capsim" record run_simple -o null
+  check output_device_full 2 "full: write failed: No space left on device" -- "$capsim" export --chrome full "$t"
+  [ -c null ] && [ -c full ] ||
+    { echo "FAIL output_device: a device was replaced by a file"; failed=$((failed + 1)); }
+else
+  echo "skip output_device: cannot make a device node here (not root)"
+fi
 fresh output_symlink
 : >real.jsonl
 ln -s real.jsonl link.jsonl

@@ -85,11 +85,13 @@ unity_d=(
   model/autograd_graph.cpp model/fx_graph.cpp
   traces/recorded_graph_json.cpp traces/event_compare.cpp model/output_file.cpp
 )
-# The drawings, the diffs and the Chrome export, for the targets beyond replay.
+# The drawings, the diffs and the Chrome export, for the targets beyond replay,
+# and the structure-aware custom mutator that every target uses.
 unity_e=(
   render/capture_drawings.cpp render/dot_writer.cpp render/draw_graph.cpp render/fold.cpp
   render/graph_diff.cpp render/graphviz_output.cpp render/memory_drawings.cpp
   render/trace_graphs.cpp render/tree_drawing.cpp traces/chrome_export.cpp
+  tests/fuzz/trace_mutations.cpp tests/fuzz/custom_mutator.cpp
 )
 # -gline-tables-only: file:line in every stack trace, at a fraction of -g's cost.
 flags="-std=c++20 -O1 -gline-tables-only -fsanitize=fuzzer,address,undefined"
