@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <cstdio>
+#include <span>
 
 #include "cli/input_guards.hpp"
 #include "cli/trace_commands.hpp"
@@ -42,6 +43,11 @@ Result<Operand> parse_operand(const std::string& text, const std::string& flag_g
 std::optional<std::size_t> pool_line(const std::optional<GraphSpec>& spec) {
   if (!spec || spec->kind != "pool" || spec->id.empty()) return std::nullopt;
   return static_cast<std::size_t>(std::stoull(spec->id));
+}
+
+// 0, or exit 2 when -o, or the DOT beside an image, is one of `inputs`.
+int refuse_drawing_onto_inputs(const DrawOptions& options, std::span<const std::string> inputs) {
+  return refuse_outputs_onto_inputs(drawing_outputs(options.output), inputs);
 }
 
 // Writes or prints the drawing; 0, 1 (Graphviz failed) or 2 (bad output).
@@ -87,9 +93,7 @@ int render_command(const std::string& trace, bool list, const DrawOptions& optio
   Result<Operand> op = parse_operand(trace, options.graph);
   if (!op) return fail(op.error().message);
   const std::string inputs[] = {op->file};
-  if (int refused = refuse_outputs_onto_inputs(drawing_outputs(options.output), inputs)) {
-    return refused;
-  }
+  if (int refused = refuse_drawing_onto_inputs(options, inputs)) return refused;
   Result<TraceGraphs> graphs =
       collect_trace_graphs(op->file, pool_line(op->spec), options.memory_budget_bytes);
   if (!graphs) return fail(graphs.error().message);
@@ -117,9 +121,7 @@ int diff_command(const std::string& a, const std::string& b, bool predicted,
           op->spec->text()));
     }
     const std::string inputs[] = {op->file};
-    if (int refused = refuse_outputs_onto_inputs(drawing_outputs(options.output), inputs)) {
-      return refused;
-    }
+    if (int refused = refuse_drawing_onto_inputs(options, inputs)) return refused;
     Result<TraceGraphs> graphs =
         collect_trace_graphs(op->file, std::nullopt, options.memory_budget_bytes);
     if (!graphs) return fail(graphs.error().message);
@@ -134,9 +136,7 @@ int diff_command(const std::string& a, const std::string& b, bool predicted,
     Result<Operand> ob = parse_operand(b, options.graph);
     if (!ob) return fail(ob.error().message);
     const std::string inputs[] = {oa->file, ob->file};
-    if (int refused = refuse_outputs_onto_inputs(drawing_outputs(options.output), inputs)) {
-      return refused;
-    }
+    if (int refused = refuse_drawing_onto_inputs(options, inputs)) return refused;
     Result<TraceGraphs> ga =
         collect_trace_graphs(oa->file, pool_line(oa->spec), options.memory_budget_bytes);
     if (!ga) return fail(ga.error().message);
