@@ -9,7 +9,10 @@
 
 #include <cstdio>
 #include <exception>
+#include <functional>
+#include <memory>
 #include <string>
+#include <vector>
 
 #include "cli/check_command.hpp"
 #include "cli/export_command.hpp"
@@ -130,175 +133,299 @@ int print_capture(const std::string& name, const std::string& mode_name) {
   return log.mismatches == 0 ? 0 : 1;
 }
 
+// capsim replay, and with --dot, the drawing of the first divergence (one
+// trace only; the drawing is refused before any replay if it would land on
+// the trace).
+int replay_and_draw(const std::vector<std::string>& files, bool json,
+                    const capsim::ReplayOptions& options, const std::string& dot) {
+  if (!dot.empty()) {
+    if (files.size() != 1) return fail("replay --dot: give exactly one trace");
+    if (auto f = capsim::output_format_of(dot); !f) return fail(f.error().message);
+    if (int refused =
+            capsim::cli::refuse_outputs_onto_inputs(capsim::cli::drawing_outputs(dot), files)) {
+      return refused;
+    }
+  }
+  const int replayed = capsim::cli::replay_command(files, json, options);
+  if (replayed != 1 || dot.empty()) return replayed;
+  const int drawn = capsim::cli::divergence_dot(files[0], dot, options.memory_budget_bytes);
+  return drawn == 0 ? replayed : drawn;
+}
+
+// One subcommand: the CLI11 app its options parse into, and what it runs once
+// parsed. The options live in the closure, so each add_* function is the whole
+// of one subcommand's command line.
+struct Subcommand {
+  CLI::App* app = nullptr;
+  std::function<int()> run;
+};
+
+Subcommand add_run(CLI::App& root) {
+  auto o = std::make_shared<capsim::AdamReplayJobOptions>();
+  CLI::App* sub = root.add_subcommand(
+      "run", "Record one AdamW step as a step program and replay it (the main job)");
+  sub->add_option("--steps", o->steps, "Replays to run")
+      ->check(CLI::Range(std::int64_t{1}, capsim::kMaxJobSteps));
+  sub->add_option("--seed", o->seed, "Seed of the one RNG")->check(capsim::cli::unsigned_64_bit());
+  sub->add_option("--numel", o->numel, "Elements per param")
+      ->check(CLI::Range(std::int64_t{1}, capsim::kMaxJobNumel));
+  sub->add_option("--params", o->params, "Number of params")
+      ->check(CLI::Range(std::int64_t{1}, capsim::kMaxJobParams));
+  sub->add_flag("--poison", o->poison_freed, "Poison freed device memory");
+  return {sub, [o] { return print_run(*o); }};
+}
+
+Subcommand add_scenario(CLI::App& root) {
+  struct Options {
+    std::string name;
+    bool list = false;
+  };
+  auto o = std::make_shared<Options>();
+  CLI::App* sub =
+      root.add_subcommand("scenario", "Print the events of a built-in cudagraph-trees scenario");
+  sub->add_option("name", o->name, "Scenario name (see --list)");
+  sub->add_flag("--list", o->list, "List the built-in scenarios");
+  return {sub, [o] {
+            if (o->list) return list_scenarios();
+            if (o->name.empty()) return fail("scenario: give a NAME or --list");
+            return print_scenario(o->name);
+          }};
+}
+
+Subcommand add_capture(CLI::App& root) {
+  struct Options {
+    std::string name;
+    std::string mode = "functional";
+    bool list = false;
+  };
+  auto o = std::make_shared<Options>();
+  CLI::App* sub = root.add_subcommand(
+      "capture", "Print compiled autograd's capture of a built-in autograd scenario");
+  sub->add_option("name", o->name, "Scenario name (see --list)");
+  sub->add_option("--mode", o->mode, "functional (after PR 144707) or legacy (before)")
+      ->check(CLI::IsMember({"functional", "legacy"}));
+  sub->add_flag("--list", o->list, "List the built-in autograd scenarios");
+  return {sub, [o] {
+            if (o->list) {
+              for (const capsim::CaptureScenario& c : capsim::builtin_capture_scenarios()) {
+                fmt::print("{:<36} {}\n", c.name, c.mirrors);
+              }
+              return 0;
+            }
+            if (o->name.empty()) return fail("capture: give a NAME or --list");
+            return print_capture(o->name, o->mode);
+          }};
+}
+
+Subcommand add_record(CLI::App& root) {
+  struct Options {
+    std::string name, output, backend = "cpu";
+  };
+  auto o = std::make_shared<Options>();
+  CLI::App* sub = root.add_subcommand(
+      "record", "Write the trace of a built-in scenario (docs/trace-format.md)");
+  sub->add_option("scenario", o->name, "Scenario name (see capsim scenario --list)")->required();
+  sub->add_option("-o,--output", o->output, "The trace file to write")->required();
+  sub->add_option("--backend", o->backend,
+                  "cpu (the model), host or cuda (the model beside that reference backend; "
+                  "docs/cuda-reference.md)")
+      ->check(CLI::IsMember({"cpu", "host", "cuda"}));
+  return {sub, [o] { return capsim::cli::record_command(o->name, o->output, o->backend); }};
+}
+
+Subcommand add_replay(CLI::App& root) {
+  struct Options {
+    std::vector<std::string> files;
+    bool json = false;
+    capsim::ReplayOptions replay;
+    std::string dot;
+  };
+  auto o = std::make_shared<Options>();
+  CLI::App* sub = root.add_subcommand(
+      "replay", "Re-simulate recorded traces; report the first divergence and every violation");
+  sub->add_option("files", o->files, "Trace files")->required();
+  sub->add_flag("--json", o->json, "Print a machine-readable report");
+  sub->add_option("--context", o->replay.context, "Matching events shown before a divergence")
+      ->check(CLI::Range(std::size_t{0}, capsim::kMaxReplayContext));
+  capsim::cli::add_memory_budget_option(sub, o->replay.memory_budget_bytes);
+  sub->add_option("--dot", o->dot,
+                  "On a divergence, draw the recorded tree against the predicted one "
+                  "(FILE.dot, .svg or .png; one trace only)");
+  return {sub, [o] { return replay_and_draw(o->files, o->json, o->replay, o->dot); }};
+}
+
+// The options render and diff share.
+void add_draw_options(CLI::App* sub, capsim::cli::DrawOptions& draw) {
+  sub->add_option("--graph", draw.graph,
+                  "KIND[:ID]: tree, tree:predicted, program:G, autograd:B, fx:B, pool[:LINE]");
+  sub->add_option("-o,--output", draw.output,
+                  "FILE.dot, FILE.svg or FILE.png (default: DOT on stdout)");
+  sub->add_flag("--changes-only", draw.changes_only, "Keep only what changed and its neighbours");
+  sub->add_option("--layout-timeout", draw.timeout_s, "Seconds Graphviz may lay out")
+      ->check(CLI::Range(std::uint32_t{1}, capsim::kMaxLayoutTimeout));
+  sub->add_option("--max-nodes", draw.max_nodes,
+                  "Fold or cut drawings above this many nodes before a layout")
+      ->check(CLI::Range(std::size_t{10}, capsim::kMaxDrawNodes));
+  capsim::cli::add_memory_budget_option(sub, draw.memory_budget_bytes);
+}
+
+Subcommand add_render(CLI::App& root) {
+  struct Options {
+    std::string trace;
+    bool list = false;
+    capsim::cli::DrawOptions draw;
+  };
+  auto o = std::make_shared<Options>();
+  CLI::App* sub = root.add_subcommand(
+      "render",
+      "Draw a graph of a trace: its tree, a recording, a capture, the pool (docs/gallery.md)");
+  sub->add_option("trace", o->trace, "The trace (TRACE or TRACE#KIND[:ID])")->required();
+  sub->add_flag("--list", o->list, "List the graphs the trace has");
+  add_draw_options(sub, o->draw);
+  return {sub, [o] { return capsim::cli::render_command(o->trace, o->list, o->draw); }};
+}
+
+Subcommand add_diff(CLI::App& root) {
+  struct Options {
+    std::string a, b;
+    bool predicted = false;
+    capsim::cli::DrawOptions draw;
+  };
+  auto o = std::make_shared<Options>();
+  CLI::App* sub = root.add_subcommand(
+      "diff", "Draw the differences of two graphs (two traces, TRACE#KIND:ID, or --predicted)");
+  sub->add_option("a", o->a, "The first graph: TRACE or TRACE#KIND[:ID]")->required();
+  sub->add_option("b", o->b, "The second graph (left out with --predicted)");
+  sub->add_flag("--predicted", o->predicted,
+                "The trace's recorded tree against capsim's own replay of it");
+  add_draw_options(sub, o->draw);
+  return {sub, [o] { return capsim::cli::diff_command(o->a, o->b, o->predicted, o->draw); }};
+}
+
+Subcommand add_export(CLI::App& root) {
+  struct Options {
+    std::string chrome, trace;
+    std::uint64_t budget = capsim::kDefaultMemoryBudget;
+  };
+  auto o = std::make_shared<Options>();
+  CLI::App* sub = root.add_subcommand(
+      "export", "Write a trace as a Chrome trace for Perfetto (docs/chrome-export.md)");
+  sub->add_option("--chrome", o->chrome, "The Chrome trace file to write")->required();
+  sub->add_option("trace", o->trace, "The capsim trace to export")->required();
+  capsim::cli::add_memory_budget_option(sub, o->budget);
+  return {sub, [o] { return capsim::cli::export_command(o->chrome, o->trace, o->budget); }};
+}
+
+// What the check subcommand parses beyond CheckCommandOptions.
+struct CheckFlags {
+  capsim::cli::CheckCommandOptions options;
+  std::string shard = "0/1";
+  std::uint64_t only_case = 0;
+  CLI::Option* case_option = nullptr;
+};
+
+// --property, --cases, --seed, --shard, --max-size, --case: which cases run.
+void add_check_selection(CLI::App* sub, CheckFlags& f) {
+  capsim::CheckOptions& run = f.options.run;
+  sub->add_option("--property", run.patterns,
+                  "Only properties matching this shell glob (repeatable)");
+  sub->add_option("--cases", run.cases, "Cases per property")
+      ->check(CLI::Range(std::uint64_t{1}, capsim::kMaxCases));
+  sub->add_option("--seed", run.seed, "The run's seed")->check(capsim::cli::unsigned_64_bit());
+  sub->add_option("--shard", f.shard, "K/N: run the cases whose index is K modulo N");
+  sub->add_option("--max-size", run.max_size, "The largest case size")
+      ->check(CLI::Range(0, capsim::kMaxMaxSize));
+  f.case_option =
+      sub->add_option("--case", f.only_case, "Run only this case index (a reproduction)")
+          ->check(capsim::cli::unsigned_64_bit());
+}
+
+// --controls through --backend: what else runs, and what is reported where.
+void add_check_reporting(CLI::App* sub, CheckFlags& f) {
+  capsim::cli::CheckCommandOptions& o = f.options;
+  sub->add_flag("--controls,!--no-controls", o.run.controls,
+                "Run every negative control after the properties (the default); fail if one "
+                "is not caught");
+  sub->add_flag("--list", o.list, "Print the catalogue");
+  sub->add_flag("--json", o.json, "Print the report as JSON");
+  sub->add_option("--junit", o.junit, "Write a JUnit XML report to this file");
+  sub->add_option("--save-failures", o.save_failures,
+                  "Write each failure's counterexample (text, and a trace) into this folder");
+  sub->add_flag("!--no-progress", o.progress, "No progress bar on stderr");
+  o.run.regressions_dir = CAPSIM_REGRESSIONS_DIR;
+  sub->add_option("--regressions", o.run.regressions_dir,
+                  "The failure corpus to replay first (default: the source tree's "
+                  "properties/regressions)")
+      ->check(CLI::ExistingDirectory);
+  sub->add_flag_callback(
+      "--no-regressions", [&o] { o.run.regressions_dir.clear(); },
+      "Replay no saved counterexamples");
+  sub->add_flag("--stats", o.stats, "Print how often each coverage probe was hit");
+  sub->add_flag("--require-probes", o.require_probes,
+                "Fail when a probe that is not rare was never hit");
+  sub->add_option("--backend", o.backend,
+                  "cpu (the model), host or cuda (adds reference.agrees: the model beside that "
+                  "reference backend; docs/cuda-reference.md)")
+      ->check(CLI::IsMember({"cpu", "host", "cuda"}));
+}
+
+int run_check(CheckFlags& f) {
+  unsigned k = 0, n = 0;
+  char rest = 0;
+  if (std::sscanf(f.shard.c_str(), "%u/%u%c", &k, &n, &rest) != 2 || n == 0 || k >= n ||
+      n > capsim::kMaxShards) {
+    return fail(fmt::format("--shard '{}': expected K/N with 0 <= K < N <= {}", f.shard,
+                            capsim::kMaxShards));
+  }
+  f.options.run.shard = k;
+  f.options.run.shards = n;
+  if (f.case_option->count() > 0) f.options.run.only_case = f.only_case;
+  return capsim::cli::check_command(f.options);
+}
+
+Subcommand add_check(CLI::App& root) {
+  auto f = std::make_shared<CheckFlags>();
+  CLI::App* sub = root.add_subcommand(
+      "check", "Run the property catalogue over generated cases (docs/properties.md)");
+  add_check_selection(sub, *f);
+  add_check_reporting(sub, *f);
+  return {sub, [f] { return run_check(*f); }};
+}
+
+Subcommand add_version(CLI::App& root) {
+  CLI::App* sub = root.add_subcommand("version", "Print the version (as --version)");
+  return {sub, [] {
+            fmt::print("capsim {}\n", capsim::kCapsimVersion);
+            return 0;
+          }};
+}
+
+// CLI11 would call an unknown word "extra" and ask for a subcommand; say what
+// happened instead. 0 when argv[1] is a flag or a known subcommand.
+int refuse_unknown_subcommand(const CLI::App& app, int argc, char** argv) {
+  if (argc < 2 || argv[1][0] == '-') return 0;
+  std::string known;
+  bool found = false;
+  for (const CLI::App* sub : app.get_subcommands({})) {
+    found = found || sub->check_name(argv[1]);
+    known += (known.empty() ? "" : ", ") + sub->get_name();
+  }
+  if (found) return 0;
+  return fail(
+      fmt::format("unknown subcommand '{}' (known: {}; see capsim --help)", argv[1], known));
+}
+
 int run_main(int argc, char** argv) {
   CLI::App app{"capsim: a deterministic simulator of graph capture semantics"};
   app.require_subcommand(1);
   // Every option's default in --help (subcommands copy this when made).
   app.option_defaults()->always_capture_default();
   app.set_version_flag("--version", fmt::format("capsim {}", capsim::kCapsimVersion));
-
-  capsim::AdamReplayJobOptions run_options;
-  CLI::App* run = app.add_subcommand(
-      "run", "Record one AdamW step as a step program and replay it (the main job)");
-  run->add_option("--steps", run_options.steps, "Replays to run")
-      ->check(CLI::Range(std::int64_t{1}, capsim::kMaxJobSteps));
-  run->add_option("--seed", run_options.seed, "Seed of the one RNG")
-      ->check(capsim::cli::unsigned_64_bit());
-  run->add_option("--numel", run_options.numel, "Elements per param")
-      ->check(CLI::Range(std::int64_t{1}, capsim::kMaxJobNumel));
-  run->add_option("--params", run_options.params, "Number of params")
-      ->check(CLI::Range(std::int64_t{1}, capsim::kMaxJobParams));
-  run->add_flag("--poison", run_options.poison_freed, "Poison freed device memory");
-
-  std::string scenario_name;
-  bool scenario_list = false;
-  CLI::App* scenario =
-      app.add_subcommand("scenario", "Print the events of a built-in cudagraph-trees scenario");
-  scenario->add_option("name", scenario_name, "Scenario name (see --list)");
-  scenario->add_flag("--list", scenario_list, "List the built-in scenarios");
-
-  std::string capture_name;
-  std::string capture_mode = "functional";
-  bool capture_list = false;
-  CLI::App* capture = app.add_subcommand(
-      "capture", "Print compiled autograd's capture of a built-in autograd scenario");
-  capture->add_option("name", capture_name, "Scenario name (see --list)");
-  capture->add_option("--mode", capture_mode, "functional (after PR 144707) or legacy (before)")
-      ->check(CLI::IsMember({"functional", "legacy"}));
-  capture->add_flag("--list", capture_list, "List the built-in autograd scenarios");
-
-  std::string record_name, record_output;
-  CLI::App* record =
-      app.add_subcommand("record", "Write the trace of a built-in scenario (docs/trace-format.md)");
-  record->add_option("scenario", record_name, "Scenario name (see capsim scenario --list)")
-      ->required();
-  record->add_option("-o,--output", record_output, "The trace file to write")->required();
-  std::string record_backend = "cpu";
-  record
-      ->add_option("--backend", record_backend,
-                   "cpu (the model), host or cuda (the model beside that reference backend; "
-                   "docs/cuda-reference.md)")
-      ->check(CLI::IsMember({"cpu", "host", "cuda"}));
-
-  std::vector<std::string> replay_files;
-  bool replay_json = false;
-  capsim::ReplayOptions replay_options;
-  CLI::App* replay = app.add_subcommand(
-      "replay", "Re-simulate recorded traces; report the first divergence and every violation");
-  replay->add_option("files", replay_files, "Trace files")->required();
-  replay->add_flag("--json", replay_json, "Print a machine-readable report");
-  replay
-      ->add_option("--context", replay_options.context, "Matching events shown before a divergence")
-      ->check(CLI::Range(std::size_t{0}, capsim::kMaxReplayContext));
-  capsim::cli::add_memory_budget_option(replay, replay_options.memory_budget_bytes);
-
-  std::string replay_dot;
-  replay->add_option("--dot", replay_dot,
-                     "On a divergence, draw the recorded tree against the predicted one "
-                     "(FILE.dot, .svg or .png; one trace only)");
-
-  capsim::cli::DrawOptions draw_options;
-  auto add_draw_options = [&draw_options](CLI::App* sub) {
-    sub->add_option("--graph", draw_options.graph,
-                    "KIND[:ID]: tree, tree:predicted, program:G, autograd:B, fx:B, pool[:LINE]");
-    sub->add_option("-o,--output", draw_options.output,
-                    "FILE.dot, FILE.svg or FILE.png (default: DOT on stdout)");
-    sub->add_flag("--changes-only", draw_options.changes_only,
-                  "Keep only what changed and its neighbours");
-    sub->add_option("--layout-timeout", draw_options.timeout_s, "Seconds Graphviz may lay out")
-        ->check(CLI::Range(std::uint32_t{1}, capsim::kMaxLayoutTimeout));
-    sub->add_option("--max-nodes", draw_options.max_nodes,
-                    "Fold or cut drawings above this many nodes before a layout")
-        ->check(CLI::Range(std::size_t{10}, capsim::kMaxDrawNodes));
-    capsim::cli::add_memory_budget_option(sub, draw_options.memory_budget_bytes);
-  };
-  std::string render_trace;
-  bool render_list = false;
-  CLI::App* render = app.add_subcommand(
-      "render",
-      "Draw a graph of a trace: its tree, a recording, a capture, the pool (docs/gallery.md)");
-  render->add_option("trace", render_trace, "The trace (TRACE or TRACE#KIND[:ID])")->required();
-  render->add_flag("--list", render_list, "List the graphs the trace has");
-  add_draw_options(render);
-
-  std::string diff_a, diff_b;
-  bool diff_predicted = false;
-  CLI::App* diff = app.add_subcommand(
-      "diff", "Draw the differences of two graphs (two traces, TRACE#KIND:ID, or --predicted)");
-  diff->add_option("a", diff_a, "The first graph: TRACE or TRACE#KIND[:ID]")->required();
-  diff->add_option("b", diff_b, "The second graph (left out with --predicted)");
-  diff->add_flag("--predicted", diff_predicted,
-                 "The trace's recorded tree against capsim's own replay of it");
-  add_draw_options(diff);
-
-  std::string export_chrome, export_trace;
-  CLI::App* export_cmd = app.add_subcommand(
-      "export", "Write a trace as a Chrome trace for Perfetto (docs/chrome-export.md)");
-  export_cmd->add_option("--chrome", export_chrome, "The Chrome trace file to write")->required();
-  export_cmd->add_option("trace", export_trace, "The capsim trace to export")->required();
-  std::uint64_t export_budget = capsim::kDefaultMemoryBudget;
-  capsim::cli::add_memory_budget_option(export_cmd, export_budget);
-
-  capsim::cli::CheckCommandOptions check_options;
-  std::string check_shard = "0/1";
-  std::uint64_t check_case = 0;
-  CLI::App* check = app.add_subcommand(
-      "check", "Run the property catalogue over generated cases (docs/properties.md)");
-  check->add_option("--property", check_options.run.patterns,
-                    "Only properties matching this shell glob (repeatable)");
-  check->add_option("--cases", check_options.run.cases, "Cases per property")
-      ->check(CLI::Range(std::uint64_t{1}, capsim::kMaxCases));
-  check->add_option("--seed", check_options.run.seed, "The run's seed")
-      ->check(capsim::cli::unsigned_64_bit());
-  check->add_option("--shard", check_shard, "K/N: run the cases whose index is K modulo N");
-  check->add_option("--max-size", check_options.run.max_size, "The largest case size")
-      ->check(CLI::Range(0, capsim::kMaxMaxSize));
-  CLI::Option* check_case_option =
-      check->add_option("--case", check_case, "Run only this case index (a reproduction)")
-          ->check(capsim::cli::unsigned_64_bit());
-  check->add_flag("--controls,!--no-controls", check_options.run.controls,
-                  "Run every negative control after the properties (the default); fail if one "
-                  "is not caught");
-  check->add_flag("--list", check_options.list, "Print the catalogue");
-  check->add_flag("--json", check_options.json, "Print the report as JSON");
-  check->add_option("--junit", check_options.junit, "Write a JUnit XML report to this file");
-  check->add_option("--save-failures", check_options.save_failures,
-                    "Write each failure's counterexample (text, and a trace) into this folder");
-  check->add_flag("!--no-progress", check_options.progress, "No progress bar on stderr");
-  check_options.run.regressions_dir = CAPSIM_REGRESSIONS_DIR;
-  check
-      ->add_option("--regressions", check_options.run.regressions_dir,
-                   "The failure corpus to replay first (default: the source tree's "
-                   "properties/regressions)")
-      ->check(CLI::ExistingDirectory);
-  check->add_flag_callback(
-      "--no-regressions", [&check_options] { check_options.run.regressions_dir.clear(); },
-      "Replay no saved counterexamples");
-  check->add_flag("--stats", check_options.stats, "Print how often each coverage probe was hit");
-  check->add_flag("--require-probes", check_options.require_probes,
-                  "Fail when a probe that is not rare was never hit");
-  check
-      ->add_option("--backend", check_options.backend,
-                   "cpu (the model), host or cuda (adds reference.agrees: the model beside that "
-                   "reference backend; docs/cuda-reference.md)")
-      ->check(CLI::IsMember({"cpu", "host", "cuda"}));
-
-  app.add_subcommand("version", "Print the version (as --version)");
-
-  // CLI11 would call an unknown word "extra" and ask for a subcommand; say what
-  // happened instead.
-  if (argc >= 2 && argv[1][0] != '-') {
-    std::string known;
-    bool found = false;
-    for (const CLI::App* sub : app.get_subcommands({})) {
-      found = found || sub->check_name(argv[1]);
-      known += (known.empty() ? "" : ", ") + sub->get_name();
-    }
-    if (!found) {
-      return fail(
-          fmt::format("unknown subcommand '{}' (known: {}; see capsim --help)", argv[1], known));
-    }
-  }
+  // In the order --help lists them.
+  const std::vector<Subcommand> subcommands = {
+      add_run(app),    add_scenario(app), add_capture(app), add_record(app), add_replay(app),
+      add_render(app), add_diff(app),     add_export(app),  add_check(app),  add_version(app)};
+  if (int refused = refuse_unknown_subcommand(app, argc, argv)) return refused;
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp&) {
@@ -310,66 +437,11 @@ int run_main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     return fail(one_line(e.what()));
   }
-  if (scenario->parsed()) {
-    if (scenario_list) return list_scenarios();
-    if (scenario_name.empty()) return fail("scenario: give a NAME or --list");
-    return print_scenario(scenario_name);
+  for (const Subcommand& s : subcommands) {
+    if (s.app->parsed()) return s.run();
   }
-  if (capture->parsed()) {
-    if (capture_list) {
-      for (const capsim::CaptureScenario& c : capsim::builtin_capture_scenarios()) {
-        fmt::print("{:<36} {}\n", c.name, c.mirrors);
-      }
-      return 0;
-    }
-    if (capture_name.empty()) return fail("capture: give a NAME or --list");
-    return print_capture(capture_name, capture_mode);
-  }
-  if (record->parsed()) {
-    return capsim::cli::record_command(record_name, record_output, record_backend);
-  }
-  if (replay->parsed()) {
-    if (!replay_dot.empty()) {
-      if (replay_files.size() != 1) return fail("replay --dot: give exactly one trace");
-      if (auto f = capsim::output_format_of(replay_dot); !f) return fail(f.error().message);
-      if (int refused = capsim::cli::refuse_outputs_onto_inputs(
-              capsim::cli::drawing_outputs(replay_dot), replay_files)) {
-        return refused;
-      }
-    }
-    const int replayed = capsim::cli::replay_command(replay_files, replay_json, replay_options);
-    if (replayed != 1 || replay_dot.empty()) return replayed;
-    const int drawn = capsim::cli::divergence_dot(replay_files[0], replay_dot,
-                                                  replay_options.memory_budget_bytes);
-    return drawn == 0 ? replayed : drawn;
-  }
-  if (render->parsed()) {
-    return capsim::cli::render_command(render_trace, render_list, draw_options);
-  }
-  if (diff->parsed()) {
-    return capsim::cli::diff_command(diff_a, diff_b, diff_predicted, draw_options);
-  }
-  if (export_cmd->parsed()) {
-    return capsim::cli::export_command(export_chrome, export_trace, export_budget);
-  }
-  if (check->parsed()) {
-    unsigned k = 0, n = 0;
-    char rest = 0;
-    if (std::sscanf(check_shard.c_str(), "%u/%u%c", &k, &n, &rest) != 2 || n == 0 || k >= n ||
-        n > capsim::kMaxShards) {
-      return fail(fmt::format("--shard '{}': expected K/N with 0 <= K < N <= {}", check_shard,
-                              capsim::kMaxShards));
-    }
-    check_options.run.shard = k;
-    check_options.run.shards = n;
-    if (check_case_option->count() > 0) check_options.run.only_case = check_case;
-    return capsim::cli::check_command(check_options);
-  }
-  if (app.got_subcommand("version")) {
-    fmt::print("capsim {}\n", capsim::kCapsimVersion);
-    return 0;
-  }
-  return print_run(run_options);
+  CAPSIM_CHECK(false, "require_subcommand(1) lets no command line through without one");
+  return 2;
 }
 
 }  // namespace

@@ -7,6 +7,10 @@
 
 namespace capsim {
 
+// So a launch over tensors that exist fails only on sizes that differ: every
+// tensor's geometry fits a kernel argument (model/tensor.cpp refuses more).
+static_assert(kMaxRank <= static_cast<std::size_t>(kernels::kMaxGeometryRank));
+
 namespace {
 Status same_sizes(std::string_view kernel, std::string_view what, const TensorArg& out,
                   const TensorArg& other) {

@@ -5,9 +5,17 @@
 // or an `Error` carrying one precise, lower-case, single-line message. The CLI
 // turns an Error into "capsim: error: <message>" and exit code 2; nothing in the
 // library throws across its boundary for user errors.
+//
+// An Error is only ever about input. A state capsim built itself that turns out
+// wrong (a tensor it holds that is gone, a copy between shapes it made) is a
+// bug: a CAPSIM_CHECK (check.hpp), which aborts at file and line. The Error's
+// kind says which input was at fault, and its field names the JSON field, so no
+// caller has to parse a message to learn either.
 #pragma once
 
+#include <cstdint>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <variant>
 
@@ -15,8 +23,38 @@
 
 namespace capsim {
 
+// X(kind, name): what an Error blames.
+#define CAPSIM_ERROR_KINDS(X)                                                       \
+  /* A flag, a program, an action or a value capsim was asked to work on. */        \
+  X(bad_input, "bad input")                                                         \
+  /* A trace line that does not read: JSON, the schema, a limit (file:line:col). */ \
+  X(bad_trace, "bad trace")                                                         \
+  /* Well-formed input that asks for what capsim does not model. */                 \
+  X(unsupported, "unsupported")
+
+enum class ErrorKind : std::uint8_t {
+#define CAPSIM_ERROR_KIND_ENUM_(kind, name) kind,
+  CAPSIM_ERROR_KINDS(CAPSIM_ERROR_KIND_ENUM_)
+#undef CAPSIM_ERROR_KIND_ENUM_
+};
+
+// "bad input", "bad trace", "unsupported".
+constexpr std::string_view error_kind_name(ErrorKind kind) {
+  switch (kind) {
+#define CAPSIM_ERROR_KIND_NAME_(kind, name) \
+  case ErrorKind::kind: return name;
+    CAPSIM_ERROR_KINDS(CAPSIM_ERROR_KIND_NAME_)
+#undef CAPSIM_ERROR_KIND_NAME_
+  }
+  return "?";
+}
+
 struct Error {
   std::string message;
+  ErrorKind kind = ErrorKind::bad_input;
+  // The dotted path, from the root of a JSON line, of the field the message is
+  // about ("ops[2].scalar"), or empty when it is about no one field.
+  std::string field;
 };
 
 // Result<T>: a value or an Error. Accessing the wrong alternative is a bug in
@@ -78,10 +116,42 @@ class [[nodiscard]] Result<void> {
 using Status = Result<void>;
 
 inline Error make_error(std::string message) {
-  return Error{std::move(message)};
+  return Error{std::move(message), ErrorKind::bad_input, {}};
+}
+
+// Valid input that capsim does not model (a view_fn under compiled autograd, a
+// newer trace version).
+inline Error make_unsupported(std::string message) {
+  return Error{std::move(message), ErrorKind::unsupported, {}};
+}
+
+// The same error, its message now `prefix: message`; kind and field are kept.
+inline Error with_context(std::string_view prefix, Error e) {
+  e.message = std::string(prefix) + ": " + e.message;
+  return e;
 }
 
 }  // namespace capsim
+
+namespace capsim::detail {
+// The value of a Result that holds one by construction; see CAPSIM_MUST.
+template <typename T>
+T must(Result<T> r, const char* file, int line, const char* expr) {
+  if (!r.ok()) [[unlikely]]
+    check_failed(file, line, expr, r.error().message.c_str());
+  return std::move(r).value();
+}
+inline void must(Status s, const char* file, int line, const char* expr) {
+  if (!s.ok()) [[unlikely]]
+    check_failed(file, line, expr, s.error().message.c_str());
+}
+}  // namespace capsim::detail
+
+// `CAPSIM_MUST(expr)`: the value of a Result that cannot be an Error because
+// capsim built what it is about (a copy between two tensors it made the same
+// shape, a view it sized to fit). An Error here is a bug: it aborts at file
+// and line with the message, like CAPSIM_CHECK. Input goes through CAPSIM_TRY.
+#define CAPSIM_MUST(expr) ::capsim::detail::must((expr), __FILE__, __LINE__, #expr)
 
 // Propagates an Error from an expression returning Result<...>.
 #define CAPSIM_TRY(expr)                                             \

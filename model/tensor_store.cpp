@@ -105,6 +105,12 @@ Result<Tensor> TensorStore::tensor(TensorId id) const {
   return it->second;
 }
 
+const Tensor& TensorStore::at(TensorId id) const {
+  auto it = tensors_.find(id);
+  CAPSIM_CHECK(it != tensors_.end(), "a tensor capsim holds is not in the store");
+  return it->second;
+}
+
 Result<Storage> TensorStore::storage(StorageId id) const {
   auto it = storages_.find(id);
   if (it == storages_.end()) return make_error(fmt::format("unknown storage {}", id.value));

@@ -45,6 +45,10 @@ class TensorStore {
   Status release(TensorId id);
 
   Result<Tensor> tensor(TensorId id) const;
+  // A tensor capsim itself holds (a World object, a node's placeholder, a
+  // graph's pinned output). Where tensor() answers an id from input with an
+  // Error, a held tensor that is gone is a bug: this aborts (CAPSIM_CHECK).
+  const Tensor& at(TensorId id) const;
   Result<Storage> storage(StorageId id) const;
   // The address of element 0 of a live tensor.
   Result<Address> data_address(TensorId id) const;

@@ -100,8 +100,8 @@ Result<std::pair<TensorId, TensorId>> BackwardOps::strided_into(const TensorGeom
                                                                 const TensorGeometry& v,
                                                                 DType dtype, const char* who) {
   if (base.strides != contiguous_strides(base.sizes)) {
-    return make_error(fmt::format("{}: a base with strides {} is not modelled (sizes {})", who,
-                                  base.strides, base.sizes));
+    return make_unsupported(fmt::format("{}: a base with strides {} is not modelled (sizes {})",
+                                        who, base.strides, base.sizes));
   }
   CAPSIM_TRY_ASSIGN(const TensorId result, zeros(base.sizes, dtype));
   CAPSIM_TRY_ASSIGN(const Tensor r, e_.tensor(result));

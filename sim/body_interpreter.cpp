@@ -11,6 +11,13 @@ Result<TensorArg> tensor_arg(const TensorStore& store, TensorId id) {
   return TensorArg{address, t.meta};
 }
 
+TensorArg held_tensor_arg(const TensorStore& store, TensorId id) {
+  const Tensor& t = store.at(id);
+  const Result<Address> address = store.data_address(id);
+  CAPSIM_CHECK(address.ok(), "a held tensor has an address");
+  return TensorArg{*address, t.meta};
+}
+
 namespace {
 
 class Interpreter {
@@ -26,8 +33,9 @@ class Interpreter {
     for (std::size_t k = 0; k < def_.ops.size(); ++k) {
       auto value = run_op(def_.ops[k]);
       if (!value) {
-        return make_error(fmt::format("function '{}': op {} ({}): {}", def_.name, k,
-                                      body_op_name(def_.ops[k].kind), value.error().message));
+        return with_context(
+            fmt::format("function '{}': op {} ({})", def_.name, k, body_op_name(def_.ops[k].kind)),
+            value.error());
       }
       values_.push_back(*value);
     }

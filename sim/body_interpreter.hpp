@@ -34,5 +34,7 @@ Result<std::vector<TensorId>> run_body(const FunctionDef& def, std::span<const T
 
 // The TensorArg (address of element 0 and metadata) of a live tensor.
 Result<TensorArg> tensor_arg(const TensorStore& store, TensorId id);
+// The same for a tensor capsim holds (TensorStore::at): aborts if it is gone.
+TensorArg held_tensor_arg(const TensorStore& store, TensorId id);
 
 }  // namespace capsim

@@ -149,7 +149,8 @@ Result<CollectedBackward> collect_backward(const AutogradGraph& graph, AutogradN
     switch (node.kind) {
       case AutogradNodeKind::kCopySlices:
         if (node.has_view_fn) {
-          return make_error(fmt::format("{}: view_fn not supported by compiled autograd", where));
+          return make_unsupported(
+              fmt::format("{}: view_fn not supported by compiled autograd", where));
         }
         key.tag("inner", node.inner_name);
         key.geometry(node.base, node.view);

@@ -51,8 +51,7 @@ class Lowering {
       const FxNode& node = fx_.nodes()[id];
       auto v = lower(node);
       if (!v) {
-        return make_error(
-            fmt::format("lowering %{} ({}): {}", node.name, node.target, v.error().message));
+        return with_context(fmt::format("lowering %{} ({})", node.name, node.target), v.error());
       }
       values_[id] = std::move(v).value();
     }

@@ -184,19 +184,21 @@ Result<CallOutcome> TreeManager::record_function(FunctionId fid, std::vector<Ten
   std::vector<TensorId> placeholder_ids;
   std::vector<StorageRef> before_record_live = live_weakrefs_of(parent_path);
   for (std::uint32_t i : node.non_static_input_idxs) {
-    CAPSIM_TRY_ASSIGN(const Tensor src, ctx_.store().tensor(inputs[i]));
+    const Tensor src = ctx_.store().at(inputs[i]);
     const std::int64_t elements = needed_size(src.meta.sizes, src.meta.strides);
     CAPSIM_TRY_ASSIGN(const Tensor buffer, ctx_.store().empty({elements}, DType::kFloat32, pool_));
     TensorMeta meta = src.meta;
     meta.storage_offset = 0;
-    CAPSIM_TRY_ASSIGN(const Tensor placeholder, ctx_.store().view(buffer.id, meta));
+    // Sized to hold the input's geometry, so neither the view nor the copy
+    // into it can be refused.
+    const Tensor placeholder = CAPSIM_MUST(ctx_.store().view(buffer.id, meta));
     CAPSIM_TRY(ctx_.store().release(buffer.id));
     ctx_.refs.hold(placeholder.id);
     placeholder_ids.push_back(placeholder.id);
-    CAPSIM_TRY_ASSIGN(const TensorArg dst, tensor_arg(ctx_.store(), placeholder.id));
-    CAPSIM_TRY_ASSIGN(const TensorArg from, tensor_arg(ctx_.store(), inputs[i]));
+    const TensorArg dst = held_tensor_arg(ctx_.store(), placeholder.id);
+    const TensorArg from = held_tensor_arg(ctx_.store(), inputs[i]);
     if (numel(meta) > 0) {
-      CAPSIM_TRY_ASSIGN(const KernelLaunch copy, launch_copy(dst, from));
+      const KernelLaunch copy = CAPSIM_MUST(launch_copy(dst, from));
       CAPSIM_TRY(ctx_.backend.run_step(Step{copy, {}}));
     }
     node.placeholders[i] = dst;

@@ -105,8 +105,7 @@ Status World::run_action(std::size_t index, const Action& action) {
   ctx_.action = static_cast<std::uint32_t>(index);
   Status s = step(action);
   if (!s) {
-    return make_error(
-        fmt::format("action {} ({}): {}", index, action_name(action), s.error().message));
+    return with_context(fmt::format("action {} ({})", index, action_name(action)), s.error());
   }
   return {};
 }
@@ -258,7 +257,7 @@ Result<Address> World::data_ptr(const std::string& name) const {
 
 Result<std::vector<float>> World::values(const std::string& name) const {
   CAPSIM_TRY_ASSIGN(const std::uint64_t o, lookup(name));
-  CAPSIM_TRY_ASSIGN(const TensorArg arg, tensor_arg(store_, objects_.at(o).tensor));
+  const TensorArg arg = held_tensor_arg(store_, objects_.at(o).tensor);
   CAPSIM_TRY_ASSIGN(const ElementBits bits, gather_bits(memory_, arg.address, arg.meta));
   std::vector<float> out(bits.size());
   std::memcpy(out.data(), bits.data(), bits.size() * sizeof(float));
@@ -327,9 +326,9 @@ Status World::do_reassign(const ReassignData& a) {
 Status World::move_to_fresh_copy(PyObject& o) {
   CAPSIM_TRY_ASSIGN(const Tensor old, store_.tensor(o.tensor));
   CAPSIM_TRY_ASSIGN(const TensorId fresh, fresh_tensor(old.meta.sizes, 0.0f, 0));
-  CAPSIM_TRY_ASSIGN(const TensorArg dst, tensor_arg(store_, fresh));
-  CAPSIM_TRY_ASSIGN(const TensorArg src, tensor_arg(store_, o.tensor));
-  CAPSIM_TRY_ASSIGN(const KernelLaunch copy, launch_copy(dst, src));
+  // fresh has old's sizes, so the copy cannot be refused.
+  const KernelLaunch copy =
+      CAPSIM_MUST(launch_copy(held_tensor_arg(store_, fresh), held_tensor_arg(store_, o.tensor)));
   CAPSIM_TRY(backend_.run_step(Step{copy, {}}));
   const TensorId previous = o.tensor;
   o.tensor = fresh;
@@ -387,8 +386,8 @@ Status World::do_accumulate_grad(const AccumulateGrad& a) {
     return {};
   }
   if (raise_if_poisoned({*param.grad})) return {};
-  CAPSIM_TRY_ASSIGN(const TensorArg acc, tensor_arg(store_, objects_.at(*param.grad).tensor));
-  CAPSIM_TRY_ASSIGN(const TensorArg inc, tensor_arg(store_, objects_.at(g).tensor));
+  const TensorArg acc = held_tensor_arg(store_, objects_.at(*param.grad).tensor);
+  const TensorArg inc = held_tensor_arg(store_, objects_.at(g).tensor);
   CAPSIM_TRY_ASSIGN(const KernelLaunch add, launch_binary(KernelKind::kAdd, acc, acc, inc));
   return backend_.run_step(Step{add, {}});
 }
@@ -561,9 +560,9 @@ Status World::call_compiled(const FunctionDef& def, const std::vector<std::uint6
     // copy_misaligned_inputs: clone_preserve_strides before the tree sees it.
     CAPSIM_TRY_ASSIGN(const Tensor src, store_.tensor(inputs[i]));
     CAPSIM_TRY_ASSIGN(const TensorId clone, fresh_tensor(src.meta.sizes, 0.0f, 0));
-    CAPSIM_TRY_ASSIGN(const TensorArg dst, tensor_arg(store_, clone));
-    CAPSIM_TRY_ASSIGN(const TensorArg from, tensor_arg(store_, inputs[i]));
-    CAPSIM_TRY_ASSIGN(const KernelLaunch copy, launch_copy(dst, from));
+    // The clone has the input's sizes, so the copy cannot be refused.
+    const KernelLaunch copy = CAPSIM_MUST(
+        launch_copy(held_tensor_arg(store_, clone), held_tensor_arg(store_, inputs[i])));
     CAPSIM_TRY(backend_.run_step(Step{copy, {}}));
     CAPSIM_TRY(refs_.drop(inputs[i]));
     inputs[i] = clone;

@@ -171,8 +171,8 @@ Status World::do_zero_grad(const ZeroGrad& a) {
       param.grad.reset();
       CAPSIM_TRY(unref(g));
     } else {
-      CAPSIM_TRY_ASSIGN(const TensorArg grad, tensor_arg(store_, objects_.at(*param.grad).tensor));
-      CAPSIM_TRY_ASSIGN(const KernelLaunch fill, launch_fill(grad, 0.0f));
+      const TensorArg grad = held_tensor_arg(store_, objects_.at(*param.grad).tensor);
+      const KernelLaunch fill = CAPSIM_MUST(launch_fill(grad, 0.0f));
       CAPSIM_TRY(backend_.run_step(Step{fill, {}}));
     }
   }

@@ -32,8 +32,7 @@ Status World::call_plain(const FunctionDef& def, const std::vector<std::uint64_t
       graph->is_param.push_back(param);
       graph->surface.push_back(param ? std::nullopt : std::optional<TensorId>(inputs[i]));
       if (!param) refs_.pin(inputs[i]);
-      CAPSIM_TRY_ASSIGN(const TensorArg arg, tensor_arg(store_, inputs[i]));
-      graph->surface_args.push_back(arg);
+      graph->surface_args.push_back(held_tensor_arg(store_, inputs[i]));
     }
     StepProgram program{fmt::format("{}#plain", def.name), {}};
     BodyEnv env{refs_, backend_, *plain_pool_, &program};
@@ -64,7 +63,7 @@ Status World::call_plain(const FunctionDef& def, const std::vector<std::uint64_t
   std::uint64_t copies = 0, bytes = 0;
   for (std::uint32_t i = 0; i < inputs.size(); ++i) {
     if (graph.is_param[i]) continue;  // parameters are assumed unchanged
-    CAPSIM_TRY_ASSIGN(const TensorArg src, tensor_arg(store_, inputs[i]));
+    const TensorArg src = held_tensor_arg(store_, inputs[i]);
     const TensorArg& dst = graph.surface_args[i];
     if (src.address == dst.address) continue;
     CAPSIM_TRY_ASSIGN(const KernelLaunch copy, launch_copy(dst, src));
@@ -81,7 +80,7 @@ Status World::call_plain(const FunctionDef& def, const std::vector<std::uint64_t
     // P-static: a parameter the graph baked in must still be where it was.
     for (std::uint32_t i = 0; i < inputs.size(); ++i) {
       if (!graph.is_param[i]) continue;
-      CAPSIM_TRY_ASSIGN(const TensorArg now, tensor_arg(store_, inputs[i]));
+      const TensorArg now = held_tensor_arg(store_, inputs[i]);
       if (now.address != graph.surface_args[i].address) ++counters_.static_violations;
     }
   }
@@ -93,7 +92,7 @@ Status World::call_plain(const FunctionDef& def, const std::vector<std::uint64_t
     ++counters_.replay_checks;
     bool equal = true;
     for (std::size_t k = 0; k < graph.outputs.size() && equal; ++k) {
-      CAPSIM_TRY_ASSIGN(const TensorArg out, tensor_arg(store_, graph.outputs[k]));
+      const TensorArg out = held_tensor_arg(store_, graph.outputs[k]);
       CAPSIM_TRY_ASSIGN(const ElementBits got, gather_bits(memory_, out.address, out.meta));
       equal = got == (*expected)[k];
     }

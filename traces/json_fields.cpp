@@ -9,7 +9,9 @@
 namespace capsim {
 
 Error field_error(std::string_view path, std::string_view problem) {
-  return make_error(fmt::format("field '{}': {}", path, problem));
+  Error e = make_error(fmt::format("field '{}': {}", path, problem));
+  e.field = std::string(path);
+  return e;
 }
 
 namespace {

@@ -4,8 +4,9 @@
 // so every object is read through an ObjectReader: each getter marks its key as
 // known, and `finish()` fails on the first key that no getter asked for,
 // except extension keys that start with "x_". Errors are values whose message
-// starts with `field '<path>'`, where path is the dotted path from the line's
-// root (`ops[2].scalar`); the trace reader turns that into file:line:column.
+// starts with `field '<path>'` and whose Error::field is that path, dotted from
+// the line's root (`ops[2].scalar`); the trace reader turns it into
+// file:line:column.
 //
 // Numbers are checked, not converted silently: an integer field refuses a
 // fraction and anything outside int64, a float field refuses what a float32
@@ -32,7 +33,7 @@ namespace capsim {
 // their fields, and so are byte-stable without sorting.
 using Json = nlohmann::ordered_json;
 
-// "field 'path': problem".
+// "field 'path': problem", with Error::field set to `path`.
 Error field_error(std::string_view path, std::string_view problem);
 
 class ObjectReader {

@@ -32,7 +32,7 @@ Result<std::vector<std::string>> record(const Scenario& scenario, ReplayMirror* 
   }
   World world(options);
   Status s = world.run(scenario.program);
-  if (!s) return make_error(fmt::format("scenario '{}': {}", scenario.name, s.error().message));
+  if (!s) return with_context(fmt::format("scenario '{}'", scenario.name), s.error());
   if (mirror != nullptr && mirror->disagreement()) {
     return make_error(fmt::format("scenario '{}': the {} backend disagrees with the model: {}",
                                   scenario.name, mirror->name(), *mirror->disagreement()));

@@ -119,7 +119,7 @@ class Replayer : public TraceVisitor {
   }
 
   Result<bool> after_action(const TraceItem& item, World& world, const Status& ran) override {
-    if (!ran) return bad_line(item.line, ran.error().message);
+    if (!ran) return bad_line(item.line, ran.error());
     // Taken, not copied: the World keeps no history, so memory stays flat
     // however long the trace is.
     for (Event& e : world.take_events()) {
@@ -198,8 +198,13 @@ class Replayer : public TraceVisitor {
     }
   }
 
-  Error bad_line(std::size_t line, const std::string& message) const {
-    return make_error(fmt::format("{}:{}:1: {}", reader_.name(), line, printable_message(message)));
+  // The model refused the action on `line`: the trace asks for what cannot
+  // happen (a bad trace), or for what capsim does not model (kept unsupported).
+  Error bad_line(std::size_t line, const Error& refused) const {
+    Error e = make_error(
+        fmt::format("{}:{}:1: {}", reader_.name(), line, printable_message(refused.message)));
+    e.kind = refused.kind == ErrorKind::unsupported ? ErrorKind::unsupported : ErrorKind::bad_trace;
+    return e;
   }
 
   TraceReader& reader_;

@@ -55,9 +55,11 @@ Result<TraceHeader> header_from_json(ObjectReader& r) {
   }
   CAPSIM_TRY_ASSIGN(h.version, r.integer("version"));
   if (h.version != kTraceVersion) {
-    return field_error(
-        "version", fmt::format("unsupported version {} (this capsim reads version {})", h.version,
-                               kTraceVersion));
+    Error e = field_error("version", fmt::format("unsupported version {} (this capsim reads "
+                                                 "version {})",
+                                                 h.version, kTraceVersion));
+    e.kind = ErrorKind::unsupported;
+    return e;
   }
   CAPSIM_TRY_ASSIGN(h.producer, r.string("producer"));
   CAPSIM_TRY_ASSIGN(h.capsim_version, r.string("capsim_version"));

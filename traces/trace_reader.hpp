@@ -71,7 +71,9 @@ class TraceReader {
   // Reads the next raw line into `raw_`; false at the end. Sets `terminated_`.
   Result<bool> read_raw_line();
   Error error_at(std::size_t column, const std::string& what) const;
-  // A payload error "field 'a.b[2]': ..." gets the column of the key "b".
+  // A payload error about field "a.b[2]" gets the column of the key "b". The
+  // reader's errors are of kind bad_trace (unsupported stays unsupported) and
+  // keep the field.
   Error field_error_at(const Error& e) const;
   Result<TraceItem> parse_line(const Json& j);
 

@@ -55,3 +55,16 @@ TEST_CASE("CAPSIM_TRY propagates an error into a Status") {
   REQUIRE_FALSE(bad.ok());
   CHECK(bad.error().message == "not a digit: ?");
 }
+
+TEST_CASE("an Error keeps its kind and field through added context") {
+  Error e = make_unsupported("view_fn not supported by compiled autograd");
+  e.field = "nodes[3].view_fn";
+  const Error wrapped = with_context("action 4 (backward)", e);
+  CHECK(wrapped.message == "action 4 (backward): view_fn not supported by compiled autograd");
+  CHECK(wrapped.kind == ErrorKind::unsupported);
+  CHECK(wrapped.field == "nodes[3].view_fn");
+  CHECK(make_error("x").kind == ErrorKind::bad_input);
+  CHECK(make_error("x").field.empty());
+  CHECK(error_kind_name(ErrorKind::bad_input) == "bad input");
+  CHECK(error_kind_name(ErrorKind::unsupported) == "unsupported");
+}

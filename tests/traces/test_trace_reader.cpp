@@ -78,6 +78,31 @@ TEST_CASE("trace reader: version 2 is refused") {
             ": field 'version': unsupported version 2 (this capsim reads version 1)");
 }
 
+TEST_CASE("trace reader: an error says its kind and its field without being parsed") {
+  std::vector<std::string> lines = base_lines();
+  std::string version = lines[0];
+  version.replace(version.find("\"version\":1"), 11, "\"version\":2");
+  const std::optional<Error> newer = test::read_failure(with_line(lines, 0, version));
+  REQUIRE(newer.has_value());
+  CHECK(newer->kind == ErrorKind::unsupported);
+  CHECK(newer->field == "version");
+
+  std::string index = lines[2];
+  index.replace(index.find("\"index\":0"), 9, "\"index\":-1");
+  const std::optional<Error> negative = test::read_failure(with_line(lines, 2, index));
+  REQUIRE(negative.has_value());
+  CHECK(negative->kind == ErrorKind::bad_trace);
+  CHECK(negative->field == "index");
+  CHECK(negative->message.starts_with("mem.jsonl:3:" + std::to_string(index.find("\"index\"") + 1) +
+                                      ": field 'index': "));
+
+  const std::optional<Error> json = test::read_failure(with_line(lines, 2, "{\"seq\":2,"));
+  REQUIRE(json.has_value());
+  CHECK(json->kind == ErrorKind::bad_trace);
+  CHECK(json->field.empty());
+  CHECK(error_kind_name(json->kind) == "bad trace");
+}
+
 TEST_CASE("trace reader: a duplicate sequence number") {
   std::vector<std::string> lines = base_lines();
   const std::string dup =

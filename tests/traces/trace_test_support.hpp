@@ -2,6 +2,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -31,6 +32,17 @@ inline std::string read_error(const std::string& text) {
     auto item = (*reader)->next();
     if (!item) return item.error().message;
     if (!item->has_value()) return "";
+  }
+}
+
+// The first error of reading every line, or none when the whole text reads.
+inline std::optional<Error> read_failure(const std::string& text) {
+  auto reader = reader_of(text);
+  if (!reader) return reader.error();
+  for (;;) {
+    auto item = (*reader)->next();
+    if (!item) return item.error();
+    if (!item->has_value()) return std::nullopt;
   }
 }
 
