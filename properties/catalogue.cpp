@@ -117,14 +117,8 @@ constexpr std::string_view kPrograms =
     "random cudagraph programs: functions over params, marked and eager tensors; steps of "
     "calls, mark_step_begin, reassigned params, a compiled optimizer";
 
-std::vector<Property> make_catalogue() {
-  std::vector<Property> c;
-  // A world property's regressions run its own check on the saved program.
-  auto world_entry = [&c](Property p, TreeFault fault, const WorldCheck& check) {
-    p.run = world_property(fault, check);
-    p.regression = world_regression(check);
-    c.push_back(std::move(p));
-  };
+// The compiled-autograd properties, over random autograd graphs.
+void add_capture_properties(std::vector<Property>& c) {
   c.push_back({"capture.no-proxy-metadata-read",
                "the initial compiled-autograd capture reads no proxy metadata",
                "compiled-autograd.md §1.3, §2.9, §3", kAutogradPrograms,
@@ -150,6 +144,16 @@ std::vector<Property> make_catalogue() {
                  return check_runs_like_eager(p,
                                               control ? RunFault::kDropFanInAdd : RunFault::kNone);
                })});
+}
+
+// The cudagraph-tree and optimizer properties, each a check of one World run;
+// a world property's regressions run its own check on the saved program.
+void add_tree_properties(std::vector<Property>& c) {
+  auto world_entry = [&c](Property p, TreeFault fault, const WorldCheck& check) {
+    p.run = world_property(fault, check);
+    p.regression = world_regression(check);
+    c.push_back(std::move(p));
+  };
   world_entry({"cudagraphs.replay-equals-eager",
                "every replay's outputs equal eager execution on the same inputs",
                "cudagraph-trees.md §3.3, §10.6, §10.12", kPrograms,
@@ -194,6 +198,10 @@ std::vector<Property> make_catalogue() {
                "fault finalizer_keeps_state: the graph module keeps its attributes"},
               TreeFault::kFinalizerKeepsState,
               [](const World& w, const GeneratedProgram&) { return check_finalizer_releases(w); });
+}
+
+// Same program and seed, same events and same bytes.
+void add_determinism_properties(std::vector<Property>& c) {
   c.push_back({"determinism.same-seed-same-events",
                "the same program and seed give the same events, event for event",
                "architecture.md §6", kPrograms,
@@ -235,6 +243,9 @@ std::vector<Property> make_catalogue() {
            },
            describe_plan, plan_trace([](bool) { return sound_world(); })),
        [](const Regression& r) { return check_trace_bytes_deterministic(from_regression(r)); }});
+}
+
+void add_trace_properties(std::vector<Property>& c) {
   c.push_back({"traces.round-trip",
                "record, write, read and replay of a run find no divergence and no invariant "
                "violation",
@@ -258,6 +269,15 @@ std::vector<Property> make_catalogue() {
                [](const Regression& r) {
                  return check_trace_round_trip(from_regression(r), TreeFault::kNone);
                }});
+}
+
+// In the order `capsim check` runs and lists them.
+std::vector<Property> make_catalogue() {
+  std::vector<Property> c;
+  add_capture_properties(c);
+  add_tree_properties(c);
+  add_determinism_properties(c);
+  add_trace_properties(c);
   return c;
 }
 
