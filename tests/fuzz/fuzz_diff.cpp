@@ -32,7 +32,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const std::unique_ptr<capsim::TraceReader> reader =
       capsim::fuzz::open_checked(kTarget, data, size);
   if (!reader) return 0;
-  const capsim::Result<capsim::TraceGraphs> graphs = capsim::collect_trace_graphs(*reader, {});
+  const capsim::Result<capsim::TraceGraphs> graphs =
+      capsim::collect_trace_graphs(*reader, {}, capsim::fuzz::kFuzzMemoryBudget);
   if (!graphs) {
     capsim::fuzz::check_message(kTarget, graphs.error());
     return 0;

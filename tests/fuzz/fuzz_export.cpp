@@ -17,7 +17,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const std::unique_ptr<capsim::TraceReader> reader =
       capsim::fuzz::open_checked(kTarget, data, size);
   if (!reader) return 0;
-  const capsim::Result<capsim::Json> doc = capsim::chrome_trace(*reader);
+  const capsim::Result<capsim::Json> doc =
+      capsim::chrome_trace(*reader, capsim::fuzz::kFuzzMemoryBudget);
   if (!doc) {
     capsim::fuzz::check_message(kTarget, doc.error());
     return 0;

@@ -33,7 +33,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (!reader) return 0;
   // A pool drawing at a line inside the trace, as `--graph pool:LINE` asks.
   const capsim::Result<capsim::TraceGraphs> graphs = capsim::collect_trace_graphs(
-      *reader, size % 7 == 0 ? std::nullopt : std::optional<std::size_t>(size % 40 + 1));
+      *reader, size % 7 == 0 ? std::nullopt : std::optional<std::size_t>(size % 40 + 1),
+      capsim::fuzz::kFuzzMemoryBudget);
   if (!graphs) {
     capsim::fuzz::check_message(kTarget, graphs.error());
     return 0;

@@ -23,6 +23,14 @@
 
 namespace capsim::fuzz {
 
+// The simulated device memory each input may ask for (the CLI's default is
+// 1 GiB). libFuzzer's -rss_limit_mb=2048 is there to catch leaks and
+// runaway growth; an input that fills a 1 GiB budget (touched, so resident)
+// on top of a grown corpus and ASan's quarantine would pass the limit with
+// no bug at all. 256 MiB keeps the budget's refusal path in reach (huge
+// tensors) and the limit a real alarm.
+inline constexpr std::uint64_t kFuzzMemoryBudget = std::uint64_t{256} << 20;
+
 inline Result<std::unique_ptr<TraceReader>> open_over(const std::string& bytes) {
   return TraceReader::open(std::make_unique<std::istringstream>(bytes), "fuzz.jsonl");
 }

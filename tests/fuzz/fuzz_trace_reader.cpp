@@ -77,7 +77,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
 
   auto second = open_over(bytes);
   if (!second) fail("the header read once but not twice");
-  const Result<ReplayReport> report = capsim::replay_trace(**second, capsim::ReplayOptions{});
+  capsim::ReplayOptions options;
+  options.memory_budget_bytes = capsim::fuzz::kFuzzMemoryBudget;
+  const Result<ReplayReport> report = capsim::replay_trace(**second, options);
   if (report.ok() && !read_all) fail("replay succeeded on a trace the reader refuses");
   if (report.ok() && report->lines != (*reader)->lines_read()) {
     fail("replay read another number of lines than the reader");
