@@ -130,6 +130,87 @@ void print_lines(const std::vector<std::string>& lines) {
   std::fflush(stdout);
 }
 
+// Ctrl-C stops the run between cases (the report says so), for as long as
+// this lives; the previous handler comes back after.
+class SigintStops {
+ public:
+  SigintStops() {
+    g_interrupted = 0;
+    struct sigaction action {};
+    action.sa_handler = on_sigint;
+    sigemptyset(&action.sa_mask);
+    ::sigaction(SIGINT, &action, &previous_);
+  }
+  ~SigintStops() { ::sigaction(SIGINT, &previous_, nullptr); }
+  SigintStops(const SigintStops&) = delete;
+  SigintStops& operator=(const SigintStops&) = delete;
+
+ private:
+  struct sigaction previous_ {};
+};
+
+// What the runner tells as it goes: the progress bar, and each regression,
+// property and control as it ends (nothing but the bar with --json).
+CheckHooks printing_hooks(const CheckCommandOptions& options, Progress& progress,
+                          bool& controls_header) {
+  CheckHooks hooks;
+  hooks.on_case = [&progress](const Property& p, bool control, std::uint64_t done,
+                              std::uint64_t total) { progress.update(p, control, done, total); };
+  hooks.on_regression = [&](const RegressionOutcome& r) {
+    progress.clear();
+    if (!options.json) print_lines(regression_lines(r));
+  };
+  hooks.on_property = [&](const PropertyOutcome& p) {
+    progress.clear();
+    if (!options.json) print_lines(property_lines(options.run, p));
+  };
+  hooks.on_control = [&](const ControlOutcome& c) {
+    progress.clear();
+    if (options.json) return;
+    if (!controls_header) {
+      fmt::print("negative controls (each must make its property fail):\n");
+      controls_header = true;
+    }
+    print_lines(control_lines(c));
+  };
+  hooks.should_stop = [] { return g_interrupted != 0; };
+  hooks.clock = [] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+  };
+  return hooks;
+}
+
+// The summary (or the JSON report), the probes, the JUnit file and the saved
+// failures, then the exit code.
+int finish_check(const CheckCommandOptions& options, const CheckReport& report,
+                 const std::vector<const Property*>& selected, double seconds) {
+  if (options.json) {
+    fmt::print("{}\n", report_json(report, true).dump(2));
+  } else {
+    fmt::print("{}\n", summary_line(report, seconds));
+    if (options.stats) print_lines(probe_lines(report));
+  }
+  const std::vector<std::string_view> missed = report.missed_probes();
+  const bool probes_missed = options.require_probes && !report.interrupted && !missed.empty();
+  if (probes_missed) {
+    std::string names;
+    for (std::string_view m : missed) names += fmt::format("{}{}", names.empty() ? "" : ", ", m);
+    fmt::print(stderr, "capsim check: coverage probes never hit: {} (see --stats)\n", names);
+  }
+  std::fflush(stdout);
+  if (!options.junit.empty()) {
+    const Status s = write_trace_file(options.junit, junit_lines(report, selected));
+    if (!s) return fail(s.error().message);
+  }
+  if (!options.save_failures.empty()) {
+    const Status s = save_failures(options.save_failures, report);
+    if (!s) return fail(s.error().message);
+  }
+  if (report.interrupted) return kExitInterrupted;
+  return report.ok() && !probes_missed ? 0 : kExitFailed;
+}
+
 }  // namespace
 
 int check_command(const CheckCommandOptions& options) {
@@ -147,80 +228,25 @@ int check_command(const CheckCommandOptions& options) {
       select_properties(catalogue, options.run.patterns);
   if (!selected) return fail(selected.error().message);
 
-  g_interrupted = 0;
-  struct sigaction action {};
-  action.sa_handler = on_sigint;
-  sigemptyset(&action.sa_mask);
-  struct sigaction previous {};
-  ::sigaction(SIGINT, &action, &previous);
-
   const CheckOptions& o = options.run;
   if (!options.json) {
     fmt::print("capsim check: {} properties, {} cases each, seed {}, shard {}/{}, max size {}\n",
                selected->size(), o.only_case ? 1 : o.cases, o.seed, o.shard, o.shards, o.max_size);
     std::fflush(stdout);
   }
-  Progress progress(options.progress);
-  bool controls_header = false;
-  CheckHooks hooks;
-  hooks.on_case = [&](const Property& p, bool control, std::uint64_t done, std::uint64_t total) {
-    progress.update(p, control, done, total);
-  };
-  hooks.on_regression = [&](const RegressionOutcome& r) {
+  Result<CheckReport> report = make_error("not run");
+  double seconds = 0;
+  {
+    const SigintStops stops;
+    Progress progress(options.progress);
+    bool controls_header = false;
+    const auto start = std::chrono::steady_clock::now();
+    report = run_check(catalogue, o, printing_hooks(options, progress, controls_header));
+    seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     progress.clear();
-    if (!options.json) print_lines(regression_lines(r));
-  };
-  hooks.on_property = [&](const PropertyOutcome& p) {
-    progress.clear();
-    if (!options.json) print_lines(property_lines(o, p));
-  };
-  hooks.on_control = [&](const ControlOutcome& c) {
-    progress.clear();
-    if (options.json) return;
-    if (!controls_header) {
-      fmt::print("negative controls (each must make its property fail):\n");
-      controls_header = true;
-    }
-    print_lines(control_lines(c));
-  };
-  hooks.should_stop = [] { return g_interrupted != 0; };
-  hooks.clock = [] {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
-        .count();
-  };
-
-  const auto start = std::chrono::steady_clock::now();
-  Result<CheckReport> report = run_check(catalogue, o, hooks);
-  const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  progress.clear();
-  ::sigaction(SIGINT, &previous, nullptr);
+  }
   if (!report) return fail(report.error().message);
-
-  if (options.json) {
-    fmt::print("{}\n", report_json(*report, true).dump(2));
-  } else {
-    fmt::print("{}\n", summary_line(*report, seconds));
-    if (options.stats) print_lines(probe_lines(*report));
-  }
-  const std::vector<std::string_view> missed = report->missed_probes();
-  const bool probes_missed = options.require_probes && !report->interrupted && !missed.empty();
-  if (probes_missed) {
-    std::string names;
-    for (std::string_view m : missed) names += fmt::format("{}{}", names.empty() ? "" : ", ", m);
-    fmt::print(stderr, "capsim check: coverage probes never hit: {} (see --stats)\n", names);
-  }
-  std::fflush(stdout);
-  if (!options.junit.empty()) {
-    const Status s = write_trace_file(options.junit, junit_lines(*report, *selected));
-    if (!s) return fail(s.error().message);
-  }
-  if (!options.save_failures.empty()) {
-    const Status s = save_failures(options.save_failures, *report);
-    if (!s) return fail(s.error().message);
-  }
-  if (report->interrupted) return kExitInterrupted;
-  return report->ok() && !probes_missed ? 0 : kExitFailed;
+  return finish_check(options, *report, *selected, seconds);
 }
 
 }  // namespace capsim::cli
