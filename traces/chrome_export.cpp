@@ -381,6 +381,97 @@ Status check_binding(const FlowEnd& f, const std::vector<Span>& spans) {
                                   : "flow event lies inside no X event of its thread");
 }
 
+// What one pass over the events gathers for the checks across events.
+struct SeenEvents {
+  std::map<ThreadKey, std::vector<Span>> slices;
+  std::map<std::string, std::vector<FlowEnd>> starts, finishes;  // by id
+  std::vector<ThreadKey> flow_threads;                           // by event index
+};
+
+// The fields of one phase: X (dur), M (a known metadata name and its arg),
+// i/I (the scope), s/f (id, cat, binding point); recorded in `seen`.
+Status check_phase(std::size_t i, const Json& e, const std::string& ph, const ThreadKey& thread,
+                   SeenEvents& seen) {
+  static const std::set<std::string, std::less<>> kMetadata = {
+      "process_name", "process_labels", "process_sort_index", "thread_name", "thread_sort_index"};
+  const std::string name = e["name"].get<std::string>();
+  const double ts = e["ts"].get<double>();
+  if (ph == "X") {
+    if (!e.contains("dur") || !e["dur"].is_number() || e["dur"].get<double>() < 0) {
+      return at(i, "X event without a non-negative 'dur'");
+    }
+    seen.slices[thread].push_back({ts, ts + e["dur"].get<double>(), i});
+  } else if (ph == "M") {
+    if (!kMetadata.contains(name)) return at(i, fmt::format("unknown metadata '{}'", name));
+    if (!e.contains("args") || !e["args"].is_object()) return at(i, "metadata without args");
+    const bool sort = name.ends_with("sort_index");
+    const char* key = sort ? "sort_index" : name.ends_with("labels") ? "labels" : "name";
+    if (!e["args"].contains(key) ||
+        !(sort ? e["args"][key].is_number_integer() : e["args"][key].is_string())) {
+      return at(i, fmt::format("metadata '{}' without args.{}", name, key));
+    }
+  } else if (ph == "i" || ph == "I") {
+    if (e.contains("s") && e["s"] != "g" && e["s"] != "p" && e["s"] != "t") {
+      return at(i, "instant scope 's' must be g, p or t");
+    }
+  } else if (ph == "s" || ph == "f") {
+    if (!e.contains("id") || !(e["id"].is_number_integer() || e["id"].is_string())) {
+      return at(i, "flow event without an 'id'");
+    }
+    if (!e.contains("cat") || !e["cat"].is_string()) return at(i, "flow event without a 'cat'");
+    const bool next = ph == "f" && !(e.contains("bp") && e["bp"] == "e");
+    if (e.contains("bp") && e["bp"] != "e") return at(i, "flow binding point 'bp' must be e");
+    auto& ends = ph == "s" ? seen.starts : seen.finishes;
+    ends[e["id"].dump()].push_back({i, ts, name, e["cat"].get<std::string>(), next});
+    seen.flow_threads[i] = thread;
+  }
+  return {};
+}
+
+// The fields every event has (name, ph, pid, tid, ts), then its phase's own.
+Status check_event(std::size_t i, const Json& e, SeenEvents& seen) {
+  static const std::set<std::string, std::less<>> kPhases = {
+      "B", "E", "X", "i", "I", "C", "b", "n", "e", "s", "t", "f", "M", "N", "O", "D", "P", "R"};
+  if (!e.is_object()) return at(i, "not an object");
+  for (const char* key : {"name", "ph", "pid", "tid", "ts"}) {
+    if (!e.contains(key)) return at(i, fmt::format("missing '{}'", key));
+  }
+  if (!e["name"].is_string()) return at(i, "'name' is not a string");
+  if (!e["ph"].is_string() || !kPhases.contains(e["ph"].get<std::string>())) {
+    return at(i, "'ph' is not a known phase");
+  }
+  if (!e["pid"].is_number_integer() || !e["tid"].is_number_integer()) {
+    return at(i, "'pid' and 'tid' must be integers");
+  }
+  if (!e["ts"].is_number()) return at(i, "'ts' is not a number");
+  const ThreadKey thread{e["pid"].get<std::int64_t>(), e["tid"].get<std::int64_t>()};
+  return check_phase(i, e, e["ph"].get<std::string>(), thread, seen);
+}
+
+// Every flow id has one s and one f, of the same name and cat, f not before
+// s, each bound to a slice of its thread.
+Status check_flows(SeenEvents& seen) {
+  for (const auto* side : {&seen.starts, &seen.finishes}) {
+    for (const auto& [id, ends] : *side) {
+      const auto& other = side == &seen.starts ? seen.finishes : seen.starts;
+      if (ends.size() != 1) return at(ends[1].index, fmt::format("flow id {} repeats", id));
+      if (!other.contains(id)) {
+        return at(ends[0].index, fmt::format("flow id {} has no matching {} event", id,
+                                             side == &seen.starts ? "f" : "s"));
+      }
+      CAPSIM_TRY(check_binding(ends[0], seen.slices[seen.flow_threads[ends[0].index]]));
+    }
+  }
+  for (const auto& [id, s] : seen.starts) {
+    const FlowEnd& f = seen.finishes.at(id).front();
+    if (s[0].name != f.name || s[0].cat != f.cat) {
+      return at(f.index, fmt::format("flow id {}: s and f differ in name or cat", id));
+    }
+    if (f.ts < s[0].ts) return at(f.index, fmt::format("flow id {} ends before it starts", id));
+  }
+  return {};
+}
+
 }  // namespace
 
 Status validate_chrome_trace(const Json& doc) {
@@ -393,82 +484,12 @@ Status validate_chrome_trace(const Json& doc) {
       return make_error("displayTimeUnit must be \"ms\" or \"ns\"");
     }
   }
-  static const std::set<std::string, std::less<>> kPhases = {
-      "B", "E", "X", "i", "I", "C", "b", "n", "e", "s", "t", "f", "M", "N", "O", "D", "P", "R"};
-  static const std::set<std::string, std::less<>> kMetadata = {
-      "process_name", "process_labels", "process_sort_index", "thread_name", "thread_sort_index"};
   const Json& events = doc["traceEvents"];
-  std::map<ThreadKey, std::vector<Span>> slices;
-  std::map<std::string, std::vector<FlowEnd>> starts, finishes;  // by id
-  std::vector<ThreadKey> flow_threads(events.size());
-  for (std::size_t i = 0; i < events.size(); ++i) {
-    const Json& e = events[i];
-    if (!e.is_object()) return at(i, "not an object");
-    for (const char* key : {"name", "ph", "pid", "tid", "ts"}) {
-      if (!e.contains(key)) return at(i, fmt::format("missing '{}'", key));
-    }
-    if (!e["name"].is_string()) return at(i, "'name' is not a string");
-    if (!e["ph"].is_string() || !kPhases.contains(e["ph"].get<std::string>())) {
-      return at(i, "'ph' is not a known phase");
-    }
-    if (!e["pid"].is_number_integer() || !e["tid"].is_number_integer()) {
-      return at(i, "'pid' and 'tid' must be integers");
-    }
-    if (!e["ts"].is_number()) return at(i, "'ts' is not a number");
-    const std::string ph = e["ph"].get<std::string>();
-    const std::string name = e["name"].get<std::string>();
-    const double ts = e["ts"].get<double>();
-    const ThreadKey thread{e["pid"].get<std::int64_t>(), e["tid"].get<std::int64_t>()};
-    if (ph == "X") {
-      if (!e.contains("dur") || !e["dur"].is_number() || e["dur"].get<double>() < 0) {
-        return at(i, "X event without a non-negative 'dur'");
-      }
-      slices[thread].push_back({ts, ts + e["dur"].get<double>(), i});
-    } else if (ph == "M") {
-      if (!kMetadata.contains(name)) return at(i, fmt::format("unknown metadata '{}'", name));
-      if (!e.contains("args") || !e["args"].is_object()) return at(i, "metadata without args");
-      const bool sort = name.ends_with("sort_index");
-      const char* key = sort ? "sort_index" : name.ends_with("labels") ? "labels" : "name";
-      if (!e["args"].contains(key) ||
-          !(sort ? e["args"][key].is_number_integer() : e["args"][key].is_string())) {
-        return at(i, fmt::format("metadata '{}' without args.{}", name, key));
-      }
-    } else if (ph == "i" || ph == "I") {
-      if (e.contains("s") && e["s"] != "g" && e["s"] != "p" && e["s"] != "t") {
-        return at(i, "instant scope 's' must be g, p or t");
-      }
-    } else if (ph == "s" || ph == "f") {
-      if (!e.contains("id") || !(e["id"].is_number_integer() || e["id"].is_string())) {
-        return at(i, "flow event without an 'id'");
-      }
-      if (!e.contains("cat") || !e["cat"].is_string()) return at(i, "flow event without a 'cat'");
-      const bool next = ph == "f" && !(e.contains("bp") && e["bp"] == "e");
-      if (e.contains("bp") && e["bp"] != "e") return at(i, "flow binding point 'bp' must be e");
-      auto& ends = ph == "s" ? starts : finishes;
-      ends[e["id"].dump()].push_back({i, ts, name, e["cat"].get<std::string>(), next});
-      flow_threads[i] = thread;
-    }
-  }
-  CAPSIM_TRY(check_nesting(slices));
-  for (const auto* side : {&starts, &finishes}) {
-    for (const auto& [id, ends] : *side) {
-      const auto& other = side == &starts ? finishes : starts;
-      if (ends.size() != 1) return at(ends[1].index, fmt::format("flow id {} repeats", id));
-      if (!other.contains(id)) {
-        return at(ends[0].index, fmt::format("flow id {} has no matching {} event", id,
-                                             side == &starts ? "f" : "s"));
-      }
-      CAPSIM_TRY(check_binding(ends[0], slices[flow_threads[ends[0].index]]));
-    }
-  }
-  for (const auto& [id, s] : starts) {
-    const FlowEnd& f = finishes.at(id).front();
-    if (s[0].name != f.name || s[0].cat != f.cat) {
-      return at(f.index, fmt::format("flow id {}: s and f differ in name or cat", id));
-    }
-    if (f.ts < s[0].ts) return at(f.index, fmt::format("flow id {} ends before it starts", id));
-  }
-  return {};
+  SeenEvents seen;
+  seen.flow_threads.resize(events.size());
+  for (std::size_t i = 0; i < events.size(); ++i) CAPSIM_TRY(check_event(i, events[i], seen));
+  CAPSIM_TRY(check_nesting(seen.slices));
+  return check_flows(seen);
 }
 
 }  // namespace capsim
