@@ -112,6 +112,16 @@ class TreeManager {
   Result<CallOutcome> run_warmup(FunctionId fid, std::vector<TensorId>& inputs);
   Result<CallOutcome> record_function(FunctionId fid, std::vector<TensorId>& inputs,
                                       const RecordCause& cause);
+  // The parts of record_function, in the order it runs them.
+  Status classify_inputs(GraphNode& node, const WrappedFunction& fn,
+                         const std::vector<NodeRef>& parent_path,
+                         const std::vector<TensorId>& inputs);
+  Result<std::vector<TensorId>> fill_placeholders(GraphNode& node,
+                                                  const std::vector<NodeRef>& parent_path,
+                                                  const std::vector<TensorId>& inputs,
+                                                  std::vector<TensorId>& placeholder_ids);
+  GraphNode& add_to_tree(GraphNode node, FunctionId fid);
+  void emit_record(const GraphNode& node, const RecordCause& cause);
   Status classify_outputs(GraphNode& node, const std::vector<TensorId>& outputs,
                           const std::vector<Address>& input_storage_ptrs);
 
@@ -119,6 +129,12 @@ class TreeManager {
   InvariantStatus check_invariants(const GraphNode& node,
                                    const std::vector<TensorId>& inputs) const;
   Result<CallOutcome> execute_node(GraphId id, std::vector<TensorId>& inputs);
+  // The parts of execute_node: E3 and E4 (true: raised, with its error
+  // event), then the copies into the placeholders with their copy_in event.
+  bool raise_if_recorded_dead_is_live(GraphId id);
+  Result<bool> raise_if_static_pointers_changed(const GraphNode& node,
+                                                const std::vector<TensorId>& inputs);
+  Status copy_into_placeholders(const GraphNode& node, const std::vector<TensorId>& inputs);
   Result<std::vector<TensorId>> reconstruct_outputs(GraphNode& node);
   Status check_static_inputs_alive(const GraphNode& node, const std::vector<TensorId>& inputs);
   std::string mismatch_reason(const GraphNode& node, const std::vector<TensorId>& inputs,

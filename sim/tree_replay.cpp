@@ -11,6 +11,21 @@
 
 namespace capsim {
 
+namespace {
+// Whether every output holds, bit for bit, what eager execution computed
+// (`matches_eager`); stops at the first that differs.
+Result<bool> outputs_equal(const TensorStore& store, const DeviceMemory& memory,
+                           const std::vector<TensorId>& outputs,
+                           const std::vector<ElementBits>& expected) {
+  for (std::size_t k = 0; k < outputs.size(); ++k) {
+    CAPSIM_TRY_ASSIGN(const TensorArg out, tensor_arg(store, outputs[k]));
+    CAPSIM_TRY_ASSIGN(const ElementBits got, gather_bits(memory, out.address, out.meta));
+    if (got != expected[k]) return false;
+  }
+  return true;
+}
+}  // namespace
+
 InvariantStatus TreeManager::check_invariants(const GraphNode& node,
                                               const std::vector<TensorId>& inputs) const {
   auto ptr_matches = [&](std::uint32_t i) {
@@ -72,68 +87,44 @@ std::string TreeManager::mismatch_reason(const GraphNode& node, const std::vecto
   return text;
 }
 
-Result<CallOutcome> TreeManager::execute_node(GraphId id, std::vector<TensorId>& inputs) {
-  // What eager execution would compute, from the inputs as they are now.
-  std::optional<std::vector<ElementBits>> expected;
-  if (ctx_.verify_replays) {
-    CAPSIM_TRY_ASSIGN(expected, eager_reference_outputs(*functions_[graphs_[id].fid].def,
-                                                        ctx_.store(), ctx_.memory, inputs));
-  }
-  // The pointers the replay finds at the static positions, before managed
-  // inputs leave the list; a trace checks them against the recording's (a
-  // stale read shows as a difference).
-  std::vector<Address> static_ptrs;
-  for (std::uint32_t i : graphs_[id].static_input_idxs) {
-    auto ptr = data_ptr(inputs[i]);
-    static_ptrs.push_back(ptr ? *ptr : 0);
-  }
-  // The tail of check_invariants: managed inputs leave the list so that they
-  // may die; what died during the recording must now be dead (E3).
-  for (std::uint32_t i : graphs_[id].cudagraph_managed_idxs) {
-    if (graphs_[id].preserved_aliased_inputs[i]) continue;
-    CAPSIM_TRY(ctx_.refs.drop(inputs[i]));
-    inputs[i] = TensorId{0};
-  }
-  {
-    const std::vector<NodeRef> path = path_to(current_);
-    for (const PathIndex& i : graphs_[id].expected_dead_indices_after_graph) {
-      if (i.depth < path.size() && is_live(node_outputs(path[i.depth])[i.index])) {
-        ++ctx_.counters.errors;
-        ctx_.emit(EventKind::kError, {{"id", "E3"},
-                                      {"exception", "RuntimeError"},
-                                      {"graph", std::to_string(id)},
-                                      {"message", messages::dealloc_during_recording()}});
-        return CallOutcome{CallPath::kRaised, {}};
-      }
-    }
-  }
-  current_ = NodeRef{false, id};
-  state_ = ExecutionState::kExecution;
-  update_generation();
-  // The node is current when its run reads the inputs (to copy them) and raises.
-  if (ctx_.raise_if_overwritten(inputs, "replay")) return CallOutcome{CallPath::kRaised, {}};
-  GraphNode& node = graphs_[id];
-  const WrappedFunction& fn = functions_[node.fid];
-
-  // check_static_inputs_are_stable: error mode only (E4).
-  if (!rerecord_if_static_inputs_change(ctx_.config)) {
-    std::vector<messages::PointerChange> changes;
-    for (std::uint32_t i : node.non_managed_static_input_idxs) {
-      CAPSIM_TRY_ASSIGN(const Address ptr, data_ptr(inputs[i]));
-      const Address old_ptr = node.static_input_data_ptrs[i].value_or(0);
-      if (ptr != old_ptr) changes.push_back({fn.def->input_names[i], old_ptr, ptr});
-    }
-    if (!changes.empty()) {
+bool TreeManager::raise_if_recorded_dead_is_live(GraphId id) {
+  const std::vector<NodeRef> path = path_to(current_);
+  for (const PathIndex& i : graphs_[id].expected_dead_indices_after_graph) {
+    if (i.depth < path.size() && is_live(node_outputs(path[i.depth])[i.index])) {
       ++ctx_.counters.errors;
-      ctx_.emit(EventKind::kError, {{"id", "E4"},
+      ctx_.emit(EventKind::kError, {{"id", "E3"},
                                     {"exception", "RuntimeError"},
                                     {"graph", std::to_string(id)},
-                                    {"message", messages::static_pointer_changed(changes)}});
-      return CallOutcome{CallPath::kRaised, {}};
+                                    {"message", messages::dealloc_during_recording()}});
+      return true;
     }
   }
+  return false;
+}
 
-  // One copy per non-static input into its placeholder (a foreach copy).
+// check_static_inputs_are_stable: error mode only (E4).
+Result<bool> TreeManager::raise_if_static_pointers_changed(const GraphNode& node,
+                                                           const std::vector<TensorId>& inputs) {
+  if (rerecord_if_static_inputs_change(ctx_.config)) return false;
+  const WrappedFunction& fn = functions_[node.fid];
+  std::vector<messages::PointerChange> changes;
+  for (std::uint32_t i : node.non_managed_static_input_idxs) {
+    CAPSIM_TRY_ASSIGN(const Address ptr, data_ptr(inputs[i]));
+    const Address old_ptr = node.static_input_data_ptrs[i].value_or(0);
+    if (ptr != old_ptr) changes.push_back({fn.def->input_names[i], old_ptr, ptr});
+  }
+  if (changes.empty()) return false;
+  ++ctx_.counters.errors;
+  ctx_.emit(EventKind::kError, {{"id", "E4"},
+                                {"exception", "RuntimeError"},
+                                {"graph", std::to_string(node.id)},
+                                {"message", messages::static_pointer_changed(changes)}});
+  return true;
+}
+
+// One copy per non-static input into its placeholder (a foreach copy).
+Status TreeManager::copy_into_placeholders(const GraphNode& node,
+                                           const std::vector<TensorId>& inputs) {
   std::uint64_t copies = 0, bytes = 0;
   for (std::uint32_t i : node.non_static_input_idxs) {
     if (ctx_.fault == TreeFault::kSkipCopyIn) break;
@@ -156,10 +147,46 @@ Result<CallOutcome> TreeManager::execute_node(GraphId id, std::vector<TensorId>&
   ctx_.counters.copies += copies;
   ctx_.counters.copy_bytes += bytes;
   ctx_.emit(EventKind::kCopyIn, {{"fid", std::to_string(node.fid)},
-                                 {"function", fn.def->name},
-                                 {"graph", std::to_string(id)},
+                                 {"function", functions_[node.fid].def->name},
+                                 {"graph", std::to_string(node.id)},
                                  {"copies", std::to_string(copies)},
                                  {"bytes", std::to_string(bytes)}});
+  return {};
+}
+
+Result<CallOutcome> TreeManager::execute_node(GraphId id, std::vector<TensorId>& inputs) {
+  // What eager execution would compute, from the inputs as they are now.
+  std::optional<std::vector<ElementBits>> expected;
+  if (ctx_.verify_replays) {
+    CAPSIM_TRY_ASSIGN(expected, eager_reference_outputs(*functions_[graphs_[id].fid].def,
+                                                        ctx_.store(), ctx_.memory, inputs));
+  }
+  // The pointers the replay finds at the static positions, before managed
+  // inputs leave the list; a trace checks them against the recording's (a
+  // stale read shows as a difference).
+  std::vector<Address> static_ptrs;
+  for (std::uint32_t i : graphs_[id].static_input_idxs) {
+    auto ptr = data_ptr(inputs[i]);
+    static_ptrs.push_back(ptr ? *ptr : 0);
+  }
+  // The tail of check_invariants: managed inputs leave the list so that they
+  // may die; what died during the recording must now be dead (E3).
+  for (std::uint32_t i : graphs_[id].cudagraph_managed_idxs) {
+    if (graphs_[id].preserved_aliased_inputs[i]) continue;
+    CAPSIM_TRY(ctx_.refs.drop(inputs[i]));
+    inputs[i] = TensorId{0};
+  }
+  if (raise_if_recorded_dead_is_live(id)) return CallOutcome{CallPath::kRaised, {}};
+  current_ = NodeRef{false, id};
+  state_ = ExecutionState::kExecution;
+  update_generation();
+  // The node is current when its run reads the inputs (to copy them) and raises.
+  if (ctx_.raise_if_overwritten(inputs, "replay")) return CallOutcome{CallPath::kRaised, {}};
+  GraphNode& node = graphs_[id];
+  CAPSIM_TRY_ASSIGN(const bool changed, raise_if_static_pointers_changed(node, inputs));
+  if (changed) return CallOutcome{CallPath::kRaised, {}};
+  CAPSIM_TRY(copy_into_placeholders(node, inputs));
+
   if (ctx_.verify_replays) CAPSIM_TRY(check_static_inputs_alive(node, inputs));
   CAPSIM_TRY(ctx_.backend.replay(node.graph));
   CAPSIM_TRY_ASSIGN(const std::optional<GraphEvidence> evidence, ctx_.replay_evidence(node.graph));
@@ -170,17 +197,13 @@ Result<CallOutcome> TreeManager::execute_node(GraphId id, std::vector<TensorId>&
   inputs.clear();
   ++ctx_.counters.replays;
   std::vector<EventField> fields{{"fid", std::to_string(node.fid)},
-                                 {"function", fn.def->name},
+                                 {"function", functions_[node.fid].def->name},
                                  {"graph", std::to_string(id)},
                                  {"static_ptrs", format_addresses(static_ptrs)}};
   if (expected) {
     ++ctx_.counters.replay_checks;
-    bool equal = true;
-    for (std::size_t k = 0; k < outputs.size() && equal; ++k) {
-      CAPSIM_TRY_ASSIGN(const TensorArg out, tensor_arg(ctx_.store(), outputs[k]));
-      CAPSIM_TRY_ASSIGN(const ElementBits got, gather_bits(ctx_.memory, out.address, out.meta));
-      equal = got == (*expected)[k];
-    }
+    CAPSIM_TRY_ASSIGN(const bool equal,
+                      outputs_equal(ctx_.store(), ctx_.memory, outputs, *expected));
     if (!equal) ++ctx_.counters.replay_mismatches;
     fields.push_back({"matches_eager", equal ? "true" : "false"});
   }

@@ -123,24 +123,11 @@ Result<CallOutcome> TreeManager::run_warmup(FunctionId fid, std::vector<TensorId
   return CallOutcome{CallPath::kWarmup, std::move(outputs)};
 }
 
-Result<CallOutcome> TreeManager::record_function(FunctionId fid, std::vector<TensorId>& inputs,
-                                                 const RecordCause& cause) {
-  if (graphs_.size() >= kMaxGraphNodes) {
-    return make_error(fmt::format("more than {} recordings in one tree", kMaxGraphNodes));
-  }
-  CAPSIM_CHECK(!current_ || !current_->warmup, "a recording never follows a warmup node");
-  // CUDAGraphNode's constructor raises before the node joins the tree (PyTorch
-  // has drawn a graph id by then; capsim numbers only nodes that exist).
-  if (ctx_.raise_if_overwritten(inputs, "recording")) return CallOutcome{CallPath::kRaised, {}};
-  const WrappedFunction& fn = functions_[fid];
-  GraphNode node;
-  node.id = static_cast<GraphId>(graphs_.size());
-  node.fid = fid;
-  node.parent = current_graph_id();
-  node.depth = node.parent ? graphs_[*node.parent].depth + 1 : 0;
-  const std::vector<NodeRef> parent_path = path_to(current_);
-
-  // Static sets (§3.2): the compile-time set plus cudagraph-managed inputs.
+// Static sets (§3.2): the compile-time set plus cudagraph-managed inputs, and
+// the pointers the recording bakes in for them.
+Status TreeManager::classify_inputs(GraphNode& node, const WrappedFunction& fn,
+                                    const std::vector<NodeRef>& parent_path,
+                                    const std::vector<TensorId>& inputs) {
   const std::size_t n = inputs.size();
   std::vector<bool> is_static(n, false);
   for (std::uint32_t i : fn.static_input_idxs) is_static[i] = true;
@@ -167,21 +154,16 @@ Result<CallOutcome> TreeManager::record_function(FunctionId fid, std::vector<Ten
       node.non_managed_static_input_idxs.push_back(i);
     }
   }
+  return {};
+}
 
-  // Liveness the recording assumes (measured while the input list still holds
-  // its tensors, so saved tensors that the graph consumes count as alive).
-  std::vector<std::vector<bool>> before;
-  if (node.parent) {
-    before = liveness(parent_path);
-    before.emplace_back();
-    node.recorded_liveness_before_graph = before;
-    node.expected_dead_indices_before_graph =
-        different_indices(graphs_[*node.parent].recorded_liveness_after_graph, before);
-  }
-
-  // Placeholders: one pool buffer per non-static input, filled by one copy.
+// Placeholders: one pool buffer per non-static input, filled by one copy. The
+// body's inputs: the placeholders where the inputs are not static. Checks the
+// pool before the recording.
+Result<std::vector<TensorId>> TreeManager::fill_placeholders(
+    GraphNode& node, const std::vector<NodeRef>& parent_path, const std::vector<TensorId>& inputs,
+    std::vector<TensorId>& placeholder_ids) {
   std::vector<TensorId> body_inputs = inputs;
-  std::vector<TensorId> placeholder_ids;
   std::vector<StorageRef> before_record_live = live_weakrefs_of(parent_path);
   for (std::uint32_t i : node.non_static_input_idxs) {
     const Tensor src = ctx_.store().at(inputs[i]);
@@ -207,7 +189,87 @@ Result<CallOutcome> TreeManager::record_function(FunctionId fid, std::vector<Ten
     if (s.base != 0) before_record_live.push_back(StorageRef{s.id, s.base});
   }
   check_memory_pool(before_record_live, "before_record");
+  return body_inputs;
+}
 
+// The recorded node joins the tree under the current node (or as a root) and
+// becomes current; what is alive after it is what its replays expect.
+GraphNode& TreeManager::add_to_tree(GraphNode node, FunctionId fid) {
+  graphs_.push_back(std::move(node));
+  GraphNode& stored = graphs_.back();
+  if (stored.parent) {
+    graphs_[*stored.parent].children[fid].push_back(stored.id);
+  } else {
+    roots_[fid].push_back(stored.id);
+  }
+  current_ = NodeRef{false, stored.id};
+  state_ = ExecutionState::kRecording;
+  const std::vector<NodeRef> path = path_to(current_);
+  stored.recorded_liveness_after_graph = liveness(path);
+  for (std::uint32_t d = 0; d < path.size(); ++d) {
+    const auto& level = stored.recorded_liveness_after_graph[d];
+    for (std::uint32_t i = 0; i < level.size(); ++i) {
+      if (level[i]) stored.live_indices_after_graph.push_back({d, i});
+    }
+  }
+  return stored;
+}
+
+void TreeManager::emit_record(const GraphNode& node, const RecordCause& cause) {
+  // The pointers the graph baked in for its static inputs, in index order.
+  std::vector<Address> static_ptrs;
+  for (std::uint32_t i : node.static_input_idxs) {
+    static_ptrs.push_back(node.static_input_data_ptrs[i].value_or(0));
+  }
+  ctx_.emit(EventKind::kRecord, {{"fid", std::to_string(node.fid)},
+                                 {"function", functions_[node.fid].def->name},
+                                 {"graph", std::to_string(node.id)},
+                                 {"parent", node.parent ? std::to_string(*node.parent) : "None"},
+                                 {"static", format_list(node.static_input_idxs)},
+                                 {"managed", format_list(node.cudagraph_managed_idxs)},
+                                 {"non_static", format_list(node.non_static_input_idxs)},
+                                 {"steps", std::to_string(node.program_steps)},
+                                 {"static_ptrs", format_addresses(static_ptrs)},
+                                 {"reason", std::string(record_reason_name(cause.status))}});
+  if (cause.input) {
+    Event& e = ctx_.events.back();
+    e.fields.push_back({"input", std::to_string(*cause.input)});
+    e.fields.push_back({"old_ptr", hex(cause.old_ptr)});
+    e.fields.push_back({"new_ptr", hex(cause.new_ptr)});
+  }
+}
+
+Result<CallOutcome> TreeManager::record_function(FunctionId fid, std::vector<TensorId>& inputs,
+                                                 const RecordCause& cause) {
+  if (graphs_.size() >= kMaxGraphNodes) {
+    return make_error(fmt::format("more than {} recordings in one tree", kMaxGraphNodes));
+  }
+  CAPSIM_CHECK(!current_ || !current_->warmup, "a recording never follows a warmup node");
+  // CUDAGraphNode's constructor raises before the node joins the tree (PyTorch
+  // has drawn a graph id by then; capsim numbers only nodes that exist).
+  if (ctx_.raise_if_overwritten(inputs, "recording")) return CallOutcome{CallPath::kRaised, {}};
+  const WrappedFunction& fn = functions_[fid];
+  GraphNode node;
+  node.id = static_cast<GraphId>(graphs_.size());
+  node.fid = fid;
+  node.parent = current_graph_id();
+  node.depth = node.parent ? graphs_[*node.parent].depth + 1 : 0;
+  const std::vector<NodeRef> parent_path = path_to(current_);
+  CAPSIM_TRY(classify_inputs(node, fn, parent_path, inputs));
+
+  // Liveness the recording assumes (measured while the input list still holds
+  // its tensors, so saved tensors that the graph consumes count as alive).
+  std::vector<std::vector<bool>> before;
+  if (node.parent) {
+    before = liveness(parent_path);
+    before.emplace_back();
+    node.recorded_liveness_before_graph = before;
+    node.expected_dead_indices_before_graph =
+        different_indices(graphs_[*node.parent].recorded_liveness_after_graph, before);
+  }
+  std::vector<TensorId> placeholder_ids;
+  CAPSIM_TRY_ASSIGN(const std::vector<TensorId> body_inputs,
+                    fill_placeholders(node, parent_path, inputs, placeholder_ids));
   // Storage pointers of the inputs, for output classification after the
   // input list has been dropped.
   std::vector<Address> input_storage_ptrs;
@@ -236,51 +298,13 @@ Result<CallOutcome> TreeManager::record_function(FunctionId fid, std::vector<Ten
   }
 
   CAPSIM_TRY(classify_outputs(node, outputs, input_storage_ptrs));
-  graphs_.push_back(std::move(node));
-  GraphNode& stored = graphs_.back();
-  if (stored.parent) {
-    graphs_[*stored.parent].children[fid].push_back(stored.id);
-  } else {
-    roots_[fid].push_back(stored.id);
-  }
-  current_ = NodeRef{false, stored.id};
-  state_ = ExecutionState::kRecording;
-  const std::vector<NodeRef> path = path_to(current_);
-  stored.recorded_liveness_after_graph = liveness(path);
-  for (std::uint32_t d = 0; d < path.size(); ++d) {
-    const auto& level = stored.recorded_liveness_after_graph[d];
-    for (std::uint32_t i = 0; i < level.size(); ++i) {
-      if (level[i]) stored.live_indices_after_graph.push_back({d, i});
-    }
-  }
+  GraphNode& stored = add_to_tree(std::move(node), fid);
   CAPSIM_TRY_ASSIGN(stored.checkpointed_caching_state, ctx_.allocator.checkpoint(pool_));
   update_generation();
   check_memory_pool(path_live_weakrefs(), "after_record");
-
-  // The pointers the graph baked in for its static inputs, in index order.
-  std::vector<Address> static_ptrs;
-  for (std::uint32_t i : stored.static_input_idxs) {
-    static_ptrs.push_back(stored.static_input_data_ptrs[i].value_or(0));
-  }
   ++ctx_.counters.graphs_recorded;
   ctx_.counters.cudagraph_recorded_non_static_inputs += stored.non_static_input_idxs.size();
-  ctx_.emit(EventKind::kRecord,
-            {{"fid", std::to_string(fid)},
-             {"function", fn.def->name},
-             {"graph", std::to_string(stored.id)},
-             {"parent", stored.parent ? std::to_string(*stored.parent) : "None"},
-             {"static", format_list(stored.static_input_idxs)},
-             {"managed", format_list(stored.cudagraph_managed_idxs)},
-             {"non_static", format_list(stored.non_static_input_idxs)},
-             {"steps", std::to_string(stored.program_steps)},
-             {"static_ptrs", format_addresses(static_ptrs)},
-             {"reason", std::string(record_reason_name(cause.status))}});
-  if (cause.input) {
-    Event& e = ctx_.events.back();
-    e.fields.push_back({"input", std::to_string(*cause.input)});
-    e.fields.push_back({"old_ptr", hex(cause.old_ptr)});
-    e.fields.push_back({"new_ptr", hex(cause.new_ptr)});
-  }
+  emit_record(stored, cause);
   ctx_.emit_device(evidence);
   return CallOutcome{CallPath::kRecord, std::move(outputs)};
 }
