@@ -241,156 +241,185 @@ class Capturer {
                  kDummySizes);
   }
 
-  Result<Slots> apply(AutogradNodeId v, const AutogradNode& node, const Slots& grads) {
-    const std::size_t n = node.num_outputs;
-    const bool legacy = o_.mode == CaptureMode::kLegacy;
-    std::vector<FxArg> saved;
-    for (TensorId t : node.saved_tensors) saved.push_back(lifted(t));
-    if (node.variable) saved.push_back(lifted(*node.variable));
-    // CopySlices' geometry comes first in Phase A's slot order.
-    std::vector<FxArg> geometry;
+  // What a node's call takes besides its grads, lifted in Phase A's slot
+  // order: the saved tensors (and the variable), CopySlices' geometry, then
+  // the saved sizes.
+  struct NodeArgs {
+    std::vector<FxArg> saved, geometry, saved_sizes;
+  };
+  NodeArgs node_args(const AutogradNode& node) {
+    NodeArgs a;
+    for (TensorId t : node.saved_tensors) a.saved.push_back(lifted(t));
+    if (node.variable) a.saved.push_back(lifted(*node.variable));
     if (node.kind == AutogradNodeKind::kCopySlices || node.name == "AsStridedBackward0") {
-      geometry.push_back(size_list(node.base.sizes));
-      geometry.push_back(size_list(node.base.strides));
-      geometry.push_back(next_size());
-      geometry.push_back(size_list(node.view.sizes));
-      geometry.push_back(size_list(node.view.strides));
-      geometry.push_back(next_size());
+      a.geometry.push_back(size_list(node.base.sizes));
+      a.geometry.push_back(size_list(node.base.strides));
+      a.geometry.push_back(next_size());
+      a.geometry.push_back(size_list(node.view.sizes));
+      a.geometry.push_back(size_list(node.view.strides));
+      a.geometry.push_back(next_size());
     }
-    std::vector<FxArg> saved_sizes;
-    for (std::size_t i = 0; i < node.saved_sizes.size(); ++i) saved_sizes.push_back(next_size());
+    for (std::size_t i = 0; i < node.saved_sizes.size(); ++i) a.saved_sizes.push_back(next_size());
+    return a;
+  }
 
+  Result<Slots> apply(AutogradNodeId v, const AutogradNode& node, const Slots& grads) {
+    const bool legacy = o_.mode == CaptureMode::kLegacy;
+    const NodeArgs a = node_args(node);
     switch (node.kind) {
-      case AutogradNodeKind::kGraphRoot: {
-        Slots out(n);
-        for (std::size_t i = 0; i < n; ++i) {
-          const auto index = static_cast<std::int64_t>(b_.inputs.size() + i);
-          out[i] = value(getitem(inputs_, index), output_meta(v, i), false, kDummySizes);
-        }
-        return out;
-      }
-      case AutogradNodeKind::kAccumulateGrad: {
+      case AutogradNodeKind::kGraphRoot: return apply_graph_root(v, node.num_outputs);
+      case AutogradNodeKind::kAccumulateGrad:
         if (grads[0]) {
-          call("torch.ops.inductor.accumulate_grad_.default", {saved.back(), ref(grads[0]->proxy)});
+          call("torch.ops.inductor.accumulate_grad_.default",
+               {a.saved.back(), ref(grads[0]->proxy)});
         }
         return Slots{};
-      }
       case AutogradNodeKind::kFunctional:
-      case AutogradNodeKind::kCopyBackwards: {
-        if (!legacy) {
-          std::vector<FxArg> args{grads_list(grads), needs_input_grad(v)};
-          args.insert(args.end(), saved.begin(), saved.end());
-          args.insert(args.end(), geometry.begin(), geometry.end());
-          args.insert(args.end(), saved_sizes.begin(), saved_sizes.end());
-          if (casts(node.name)) args.push_back(dtypes_of(v));
-          return unpack(call("ops." + node.name, std::move(args)), v, n, kDummySizes);
-        }
-        return traced_formula(v, node, grads, saved);
-      }
-      case AutogradNodeKind::kCopySlices: {
-        if (!grads[0]) return Slots(n);
-        std::vector<FxArg> args{grads_list(grads)};
-        args.insert(args.end(), geometry.begin(), geometry.end());
-        if (!legacy) {
-          const FxNodeId prologue = call("copy_slices_prologue", std::move(args));
-          const FxNodeId result = getitem(prologue, 0), slice = getitem(prologue, 1),
-                         clone = getitem(prologue, 2);
-          // The inner node computes its grad for self whatever CopySlices needs.
-          FxArg inner_needed = needs_input_grad(v);
-          inner_needed.list.at(0) = FxArg::boolean(true);
-          std::vector<FxArg> inner_args{FxArg::of({ref(clone)}), std::move(inner_needed)};
-          inner_args.insert(inner_args.end(), saved.begin(), saved.end());
-          inner_args.insert(inner_args.end(), saved_sizes.begin(), saved_sizes.end());
-          if (casts(node.inner_name)) inner_args.push_back(dtypes_of(v));
-          const FxNodeId inner = call("ops." + node.inner_name, std::move(inner_args));
-          const FxNodeId epilogue = call(
-              "copy_slices_epilogue", {needs_input_grad(v), ref(result), ref(inner), ref(slice)});
-          return unpack(epilogue, v, n, kDummySizes);
-        }
-        // apply_impl on fakes: new_empty_strided reads the grad's dtype and device.
-        (void)read(*grads[0], "dtype");
-        (void)read(*grads[0], "device");
-        const FxNodeId result = call("torch.ops.aten.new_empty_strided.default", std::move(args));
-        const FxNodeId copied =
-            call("torch.ops.aten.copy_.default", {ref(result), ref(grads[0]->proxy)});
-        const FxNodeId view = call("torch.ops.aten.as_strided.default", {ref(copied)});
-        const FxNodeId clone = call("torch.ops.aten.clone.default", {ref(view)});
-        Slots inner_in{value(clone, grads[0]->meta, false, kDummySizes)};
-        AutogradNode inner = node;
-        inner.kind = AutogradNodeKind::kFunctional;
-        inner.name = node.inner_name;
-        CAPSIM_TRY_ASSIGN(Slots res, traced_formula(v, inner, inner_in, {}));
-        Slots out(n);
-        for (std::size_t i = 0; i < n && i < res.size(); ++i) {
-          if (!res[i]) continue;  // branches on definedness: allowed
-          out[i] = value(call("torch.ops.aten.copy_.default", {ref(view), ref(res[i]->proxy)}),
-                         output_meta(v, i), false, kDummySizes);
-        }
-        return out;
-      }
-      case AutogradNodeKind::kCppNode: {
-        if (!legacy) {
-          const std::string target = fmt::format("ops.{}{}", node.name, cpp_counts_[node.name]++);
-          std::vector<FxArg> args{grads_list(grads), needs_input_grad(v)};
-          args.insert(args.end(), saved.begin(), saved.end());
-          return unpack(call(target, std::move(args)), v, n, kDummySizes);
-        }
-        if (!node.traceable) {
-          return make_error(
-              fmt::format("{}: compiled_args not implemented for non-traceable node: {}",
-                          describe_node(g_, v), node.name));
-        }
-        return traced_formula(v, node, grads, saved);
-      }
-      case AutogradNodeKind::kPyNode: {
-        // Lifted in both modes: call_backward; its outputs are fakes built
-        // from the forward inputs' metadata, not dummies.
-        std::vector<FxArg> args{ref(next_hook(v, 0, true)), FxArg::of(saved)};
-        for (const auto& gslot : grads) args.push_back(gslot ? ref(gslot->proxy) : FxArg::none());
-        const FxNodeId op = call("call_backward", std::move(args));
-        Slots out(n);
-        for (std::size_t i = 0; i < n; ++i) {
-          out[i] = value(getitem(op, static_cast<std::int64_t>(i)), output_meta(v, i), false,
-                         kDummySizes);
-        }
-        return out;
-      }
-      case AutogradNodeKind::kAotBackward: {
-        if (legacy) {
-          // The traced prologue coerces tangents: it reads their metadata.
-          for (const auto& gslot : grads) {
-            if (gslot) {
-              (void)read(*gslot, "sizes");
-              (void)read(*gslot, "strides");
-            }
-          }
-        }
-        std::vector<FxArg> args{FxArg::of(saved), FxArg::of(saved_sizes)};
-        for (const auto& gslot : grads) args.push_back(gslot ? ref(gslot->proxy) : FxArg::none());
-        const FxNodeId pgrads = call("call_aot_bwd_prologue", std::move(args));
-        // The copied bw_module: mul's backward, output i = tangent * saved[1 - i].
-        if (saved.size() < 2) {
-          return make_error(
-              fmt::format("{}: an AOT backward needs the region's 2 saved inputs, has {}",
-                          describe_node(g_, v), saved.size()));
-        }
-        const FxNodeId tangent = getitem(pgrads, 0);
-        Slots out(n);
-        for (std::size_t i = 0; i < n; ++i) {
-          const std::size_t other = 1 - std::min<std::size_t>(i, 1);
-          const FxNodeId copied = call("torch.ops.aten.mul.Tensor", {ref(tangent), saved[other]});
-          FxNodeId result = copied;
-          if (i < node.subclass_outputs) {
-            // The epilogue rebuilds the subclass from its two inner tensors.
-            const FxNodeId inner = call("torch.ops.aten.clone.default", {ref(copied)});
-            result = call("make_subclass", {ref(copied), ref(inner)});
-          }
-          out[i] = value(result, output_meta(v, i), true, kAotDummySizes);
-        }
-        return out;
-      }
+      case AutogradNodeKind::kCopyBackwards:
+        if (legacy) return traced_formula(v, node, grads, a.saved);
+        return apply_functional(v, node, grads, a);
+      case AutogradNodeKind::kCopySlices:
+        if (!grads[0]) return Slots(node.num_outputs);
+        if (legacy) return apply_copy_slices_legacy(v, node, grads, a);
+        return apply_copy_slices(v, node, grads, a);
+      case AutogradNodeKind::kCppNode: return apply_cpp_node(v, node, grads, a.saved, legacy);
+      case AutogradNodeKind::kPyNode: return apply_py_node(v, node.num_outputs, grads, a.saved);
+      case AutogradNodeKind::kAotBackward: return apply_aot_backward(v, node, grads, a, legacy);
     }
     return make_error("unknown node kind");
+  }
+
+  Slots apply_graph_root(AutogradNodeId v, std::size_t n) {
+    Slots out(n);
+    for (std::size_t i = 0; i < n; ++i) {
+      const auto index = static_cast<std::int64_t>(b_.inputs.size() + i);
+      out[i] = value(getitem(inputs_, index), output_meta(v, i), false, kDummySizes);
+    }
+    return out;
+  }
+
+  // A functional node (and CopyBackwards) lifted as one opaque call.
+  Result<Slots> apply_functional(AutogradNodeId v, const AutogradNode& node, const Slots& grads,
+                                 const NodeArgs& a) {
+    std::vector<FxArg> args{grads_list(grads), needs_input_grad(v)};
+    args.insert(args.end(), a.saved.begin(), a.saved.end());
+    args.insert(args.end(), a.geometry.begin(), a.geometry.end());
+    args.insert(args.end(), a.saved_sizes.begin(), a.saved_sizes.end());
+    if (casts(node.name)) args.push_back(dtypes_of(v));
+    return unpack(call("ops." + node.name, std::move(args)), v, node.num_outputs, kDummySizes);
+  }
+
+  // CopySlices as its prologue, the inner node and its epilogue.
+  Result<Slots> apply_copy_slices(AutogradNodeId v, const AutogradNode& node, const Slots& grads,
+                                  const NodeArgs& a) {
+    std::vector<FxArg> args{grads_list(grads)};
+    args.insert(args.end(), a.geometry.begin(), a.geometry.end());
+    const FxNodeId prologue = call("copy_slices_prologue", std::move(args));
+    const FxNodeId result = getitem(prologue, 0), slice = getitem(prologue, 1),
+                   clone = getitem(prologue, 2);
+    // The inner node computes its grad for self whatever CopySlices needs.
+    FxArg inner_needed = needs_input_grad(v);
+    inner_needed.list.at(0) = FxArg::boolean(true);
+    std::vector<FxArg> inner_args{FxArg::of({ref(clone)}), std::move(inner_needed)};
+    inner_args.insert(inner_args.end(), a.saved.begin(), a.saved.end());
+    inner_args.insert(inner_args.end(), a.saved_sizes.begin(), a.saved_sizes.end());
+    if (casts(node.inner_name)) inner_args.push_back(dtypes_of(v));
+    const FxNodeId inner = call("ops." + node.inner_name, std::move(inner_args));
+    const FxNodeId epilogue =
+        call("copy_slices_epilogue", {needs_input_grad(v), ref(result), ref(inner), ref(slice)});
+    return unpack(epilogue, v, node.num_outputs, kDummySizes);
+  }
+
+  // The legacy CopySlices: apply_impl on fakes, whose new_empty_strided reads
+  // the grad's dtype and device.
+  Result<Slots> apply_copy_slices_legacy(AutogradNodeId v, const AutogradNode& node,
+                                         const Slots& grads, const NodeArgs& a) {
+    std::vector<FxArg> args{grads_list(grads)};
+    args.insert(args.end(), a.geometry.begin(), a.geometry.end());
+    (void)read(*grads[0], "dtype");
+    (void)read(*grads[0], "device");
+    const FxNodeId result = call("torch.ops.aten.new_empty_strided.default", std::move(args));
+    const FxNodeId copied =
+        call("torch.ops.aten.copy_.default", {ref(result), ref(grads[0]->proxy)});
+    const FxNodeId view = call("torch.ops.aten.as_strided.default", {ref(copied)});
+    const FxNodeId clone = call("torch.ops.aten.clone.default", {ref(view)});
+    Slots inner_in{value(clone, grads[0]->meta, false, kDummySizes)};
+    AutogradNode inner = node;
+    inner.kind = AutogradNodeKind::kFunctional;
+    inner.name = node.inner_name;
+    CAPSIM_TRY_ASSIGN(Slots res, traced_formula(v, inner, inner_in, {}));
+    Slots out(node.num_outputs);
+    for (std::size_t i = 0; i < out.size() && i < res.size(); ++i) {
+      if (!res[i]) continue;  // branches on definedness: allowed
+      out[i] = value(call("torch.ops.aten.copy_.default", {ref(view), ref(res[i]->proxy)}),
+                     output_meta(v, i), false, kDummySizes);
+    }
+    return out;
+  }
+
+  Result<Slots> apply_cpp_node(AutogradNodeId v, const AutogradNode& node, const Slots& grads,
+                               const std::vector<FxArg>& saved, bool legacy) {
+    if (!legacy) {
+      const std::string target = fmt::format("ops.{}{}", node.name, cpp_counts_[node.name]++);
+      std::vector<FxArg> args{grads_list(grads), needs_input_grad(v)};
+      args.insert(args.end(), saved.begin(), saved.end());
+      return unpack(call(target, std::move(args)), v, node.num_outputs, kDummySizes);
+    }
+    if (!node.traceable) {
+      return make_error(fmt::format("{}: compiled_args not implemented for non-traceable node: {}",
+                                    describe_node(g_, v), node.name));
+    }
+    return traced_formula(v, node, grads, saved);
+  }
+
+  // Lifted in both modes: call_backward; its outputs are fakes built from the
+  // forward inputs' metadata, not dummies.
+  Slots apply_py_node(AutogradNodeId v, std::size_t n, const Slots& grads,
+                      const std::vector<FxArg>& saved) {
+    std::vector<FxArg> args{ref(next_hook(v, 0, true)), FxArg::of(saved)};
+    for (const auto& gslot : grads) args.push_back(gslot ? ref(gslot->proxy) : FxArg::none());
+    const FxNodeId op = call("call_backward", std::move(args));
+    Slots out(n);
+    for (std::size_t i = 0; i < n; ++i) {
+      out[i] =
+          value(getitem(op, static_cast<std::int64_t>(i)), output_meta(v, i), false, kDummySizes);
+    }
+    return out;
+  }
+
+  Result<Slots> apply_aot_backward(AutogradNodeId v, const AutogradNode& node, const Slots& grads,
+                                   const NodeArgs& a, bool legacy) {
+    if (legacy) {
+      // The traced prologue coerces tangents: it reads their metadata.
+      for (const auto& gslot : grads) {
+        if (gslot) {
+          (void)read(*gslot, "sizes");
+          (void)read(*gslot, "strides");
+        }
+      }
+    }
+    std::vector<FxArg> args{FxArg::of(a.saved), FxArg::of(a.saved_sizes)};
+    for (const auto& gslot : grads) args.push_back(gslot ? ref(gslot->proxy) : FxArg::none());
+    const FxNodeId pgrads = call("call_aot_bwd_prologue", std::move(args));
+    // The copied bw_module: mul's backward, output i = tangent * saved[1 - i].
+    if (a.saved.size() < 2) {
+      return make_error(fmt::format("{}: an AOT backward needs the region's 2 saved inputs, has {}",
+                                    describe_node(g_, v), a.saved.size()));
+    }
+    const FxNodeId tangent = getitem(pgrads, 0);
+    Slots out(node.num_outputs);
+    for (std::size_t i = 0; i < out.size(); ++i) {
+      const std::size_t other = 1 - std::min<std::size_t>(i, 1);
+      const FxNodeId copied = call("torch.ops.aten.mul.Tensor", {ref(tangent), a.saved[other]});
+      FxNodeId result = copied;
+      if (i < node.subclass_outputs) {
+        // The epilogue rebuilds the subclass from its two inner tensors.
+        const FxNodeId inner = call("torch.ops.aten.clone.default", {ref(copied)});
+        result = call("make_subclass", {ref(copied), ref(inner)});
+      }
+      out[i] = value(result, output_meta(v, i), true, kAotDummySizes);
+    }
+    return out;
   }
 
   // The legacy path: the eager formula runs on the proxies, reading their
