@@ -210,6 +210,27 @@ Result<CallOutcome> TreeManager::run(FunctionId fid, std::vector<TensorId> input
   return outcome;
 }
 
+namespace {
+// E5: the re-record limit is passed, so the call skips cudagraphs (with the
+// first changed pointer when there is one) and runs eagerly.
+void emit_rerecord_limit_skip(SimContext& ctx, FunctionId fid, std::optional<GraphId> node,
+                              const RecordCause& cause, const std::string& reason) {
+  ++ctx.counters.cudagraph_skips;
+  std::vector<EventField> fields{{"id", "E5"},
+                                 {"fid", std::to_string(fid)},
+                                 {"reason", std::string(record_reason_name(cause.status))}};
+  if (cause.input) {
+    fields.push_back({"input", std::to_string(*cause.input)});
+    fields.push_back({"old_ptr", hex(cause.old_ptr)});
+    fields.push_back({"new_ptr", hex(cause.new_ptr)});
+  }
+  fields.push_back(
+      {"message", messages::rerecord_limit(fid, ctx.config.cudagraph_unexpected_rerecord_limit,
+                                           node, reason)});
+  ctx.emit(EventKind::kSkip, std::move(fields));
+}
+}  // namespace
+
 Result<CallOutcome> TreeManager::run_inner(FunctionId fid, std::vector<TensorId>& inputs) {
   const WrappedFunction& fn = functions_[fid];
   // 1-2. End the current recording or warmup if a new generation may start or
@@ -268,19 +289,7 @@ Result<CallOutcome> TreeManager::run_inner(FunctionId fid, std::vector<TensorId>
       const std::optional<GraphId> node = current_graph_id();
       ++num_rerecord_[{node, fid}];
       if (exceed_rerecord_limit(node, fid)) {
-        ++ctx_.counters.cudagraph_skips;
-        std::vector<EventField> fields{{"id", "E5"},
-                                       {"fid", std::to_string(fid)},
-                                       {"reason", std::string(record_reason_name(cause.status))}};
-        if (cause.input) {
-          fields.push_back({"input", std::to_string(*cause.input)});
-          fields.push_back({"old_ptr", hex(cause.old_ptr)});
-          fields.push_back({"new_ptr", hex(cause.new_ptr)});
-        }
-        fields.push_back({"message", messages::rerecord_limit(
-                                         fid, ctx_.config.cudagraph_unexpected_rerecord_limit, node,
-                                         unexpected_reason)});
-        ctx_.emit(EventKind::kSkip, std::move(fields));
+        emit_rerecord_limit_skip(ctx_, fid, node, cause, unexpected_reason);
         return run_eager_fallback(fid, inputs, "rerecord_limit");
       }
       ++ctx_.counters.rerecords;
