@@ -26,10 +26,9 @@ Result<InputMetadata> input_metadata(const RecordedInput& in) {
 
 }  // namespace
 
-Status RecordedAutograd::define(const DefineAutogradGraph& walk) {
-  if (graphs_.count(walk.name) != 0) {
-    return make_error(fmt::format("autograd graph '{}' is defined twice", walk.name));
-  }
+namespace {
+
+Status check_limits(const DefineAutogradGraph& walk) {
   if (walk.nodes.empty()) return make_error("an autograd graph needs at least its root node");
   if (walk.nodes.size() > kMaxRecordedNodes) {
     return make_error(
@@ -43,63 +42,76 @@ Status RecordedAutograd::define(const DefineAutogradGraph& walk) {
     return make_error(
         fmt::format("root {}: no such node ({} nodes)", walk.root, walk.nodes.size()));
   }
-  auto built = std::make_unique<Built>();
-  std::map<std::string, TensorId, std::less<>> tensors;
+  return {};
+}
+
+// The walk's tensors by name, and whether each one's .grad was defined.
+struct NamedTensors {
+  std::map<std::string, TensorId, std::less<>> ids;
   std::map<std::string, bool, std::less<>> grad_defined;
+
+  Result<TensorId> find(const std::string& name, std::size_t node) const {
+    const auto it = ids.find(name);
+    if (it == ids.end()) {
+      return make_error(
+          fmt::format("node {}: tensor '{}' is not in the graph's tensors", node, name));
+    }
+    return it->second;
+  }
+};
+
+Result<NamedTensors> add_tensors(const DefineAutogradGraph& walk, TensorStore& store) {
+  NamedTensors named;
   for (const RecordedTensor& t : walk.tensors) {
     // Metadata only, over no memory: a capture reads a lifted tensor's
     // options, never its values, so nothing is allocated however many
     // graphs a trace defines.
     CAPSIM_TRY_ASSIGN(TensorMeta meta, contiguous_meta(t.sizes, t.dtype));
     meta.requires_grad = t.requires_grad;
-    CAPSIM_TRY_ASSIGN(const Tensor tensor, built->device.store.from_address(0, meta, kDefaultPool));
-    grad_defined[t.name] = t.grad_defined;
-    if (!tensors.emplace(t.name, tensor.id).second) {
+    CAPSIM_TRY_ASSIGN(const Tensor tensor, store.from_address(0, meta, kDefaultPool));
+    named.grad_defined[t.name] = t.grad_defined;
+    if (!named.ids.emplace(t.name, tensor.id).second) {
       return make_error(fmt::format("tensor '{}' is listed twice", t.name));
     }
   }
-  auto tensor = [&](const std::string& name, std::size_t node) -> Result<TensorId> {
-    const auto it = tensors.find(name);
-    if (it == tensors.end()) {
-      return make_error(
-          fmt::format("node {}: tensor '{}' is not in the graph's tensors", node, name));
-    }
-    return it->second;
-  };
-  for (std::size_t i = 0; i < walk.nodes.size(); ++i) {
-    const RecordedNode& r = walk.nodes[i];
-    AutogradNode node;
-    node.kind = r.kind;
-    node.name = r.name;
-    for (const RecordedInput& in : r.inputs) {
-      CAPSIM_TRY_ASSIGN(InputMetadata m, input_metadata(in));
-      node.inputs.push_back(std::move(m));
-    }
-    node.num_outputs = static_cast<std::uint32_t>(r.next.size());
-    for (const std::string& s : r.saved) {
-      CAPSIM_TRY_ASSIGN(const TensorId id, tensor(s, i));
-      node.saved_tensors.push_back(id);
-    }
-    node.saved_sizes = r.saved_sizes;
-    node.saved_scalars.assign(r.saved_scalars.begin(), r.saved_scalars.end());
-    node.hooks = r.hooks;
-    node.inner_name = r.inner;
-    if (r.kind == AutogradNodeKind::kCopySlices && r.inner.empty()) {
-      return make_error(fmt::format("node {} (CopySlices): 'inner' names the wrapped node", i));
-    }
-    if (r.kind == AutogradNodeKind::kAccumulateGrad) {
-      if (r.variable.empty()) {
-        return make_error(fmt::format("node {} (AccumulateGrad): 'variable' names the leaf", i));
-      }
-      CAPSIM_TRY_ASSIGN(node.variable, tensor(r.variable, i));
-      node.variable_grad_defined = grad_defined.at(r.variable);
-    } else if (!r.variable.empty()) {
-      return make_error(
-          fmt::format("node {} ({}): only AccumulateGrad has a 'variable'", i, r.name));
-    }
-    CAPSIM_TRY_ASSIGN(const AutogradNodeId id, built->graph.add_node(std::move(node)));
-    CAPSIM_CHECK(id == i);
+  return named;
+}
+
+// Node `i` of the walk, its tensors resolved by name.
+Result<AutogradNode> recorded_node(const RecordedNode& r, std::size_t i,
+                                   const NamedTensors& named) {
+  AutogradNode node;
+  node.kind = r.kind;
+  node.name = r.name;
+  for (const RecordedInput& in : r.inputs) {
+    CAPSIM_TRY_ASSIGN(InputMetadata m, input_metadata(in));
+    node.inputs.push_back(std::move(m));
   }
+  node.num_outputs = static_cast<std::uint32_t>(r.next.size());
+  for (const std::string& s : r.saved) {
+    CAPSIM_TRY_ASSIGN(const TensorId id, named.find(s, i));
+    node.saved_tensors.push_back(id);
+  }
+  node.saved_sizes = r.saved_sizes;
+  node.saved_scalars.assign(r.saved_scalars.begin(), r.saved_scalars.end());
+  node.hooks = r.hooks;
+  node.inner_name = r.inner;
+  if (r.kind == AutogradNodeKind::kCopySlices && r.inner.empty()) {
+    return make_error(fmt::format("node {} (CopySlices): 'inner' names the wrapped node", i));
+  }
+  if (r.kind == AutogradNodeKind::kAccumulateGrad) {
+    if (r.variable.empty()) {
+      return make_error(fmt::format("node {} (AccumulateGrad): 'variable' names the leaf", i));
+    }
+    CAPSIM_TRY_ASSIGN(node.variable, named.find(r.variable, i));
+    node.variable_grad_defined = named.grad_defined.at(r.variable);
+  } else if (!r.variable.empty()) {
+    return make_error(fmt::format("node {} ({}): only AccumulateGrad has a 'variable'", i, r.name));
+  }
+  return node;
+}
+
+Status add_edges(const DefineAutogradGraph& walk, AutogradGraph& graph) {
   for (std::size_t i = 0; i < walk.nodes.size(); ++i) {
     const auto& next = walk.nodes[i].next;
     for (std::size_t out = 0; out < next.size(); ++out) {
@@ -108,11 +120,28 @@ Status RecordedAutograd::define(const DefineAutogradGraph& walk) {
         return make_error(fmt::format("node {} output {}: edge into node {}, which does not exist",
                                       i, out, next[out]->target));
       }
-      CAPSIM_TRY(built->graph.add_edge(static_cast<AutogradNodeId>(i),
-                                       static_cast<std::uint32_t>(out), next[out]->target,
-                                       next[out]->input_nr));
+      CAPSIM_TRY(graph.add_edge(static_cast<AutogradNodeId>(i), static_cast<std::uint32_t>(out),
+                                next[out]->target, next[out]->input_nr));
     }
   }
+  return {};
+}
+
+}  // namespace
+
+Status RecordedAutograd::define(const DefineAutogradGraph& walk) {
+  if (graphs_.count(walk.name) != 0) {
+    return make_error(fmt::format("autograd graph '{}' is defined twice", walk.name));
+  }
+  CAPSIM_TRY(check_limits(walk));
+  auto built = std::make_unique<Built>();
+  CAPSIM_TRY_ASSIGN(const NamedTensors named, add_tensors(walk, built->device.store));
+  for (std::size_t i = 0; i < walk.nodes.size(); ++i) {
+    CAPSIM_TRY_ASSIGN(AutogradNode node, recorded_node(walk.nodes[i], i, named));
+    CAPSIM_TRY_ASSIGN(const AutogradNodeId id, built->graph.add_node(std::move(node)));
+    CAPSIM_CHECK(id == i);
+  }
+  CAPSIM_TRY(add_edges(walk, built->graph));
   // The GraphRoot: one output, into input 0 of the loss's grad_fn.
   AutogradNode root;
   root.kind = AutogradNodeKind::kGraphRoot;
