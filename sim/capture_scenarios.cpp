@@ -172,8 +172,8 @@ Result<Variable> mlp(AutogradEngine& e, std::int64_t n) {
   return e.sum(r);
 }
 
-std::vector<CaptureScenario> make() {
-  std::vector<CaptureScenario> s;
+// Plain ops, hooks and shapes.
+void add_op_scenarios(std::vector<CaptureScenario>& s) {
   s.push_back({"basic", "test_compiled_autograd.py::test_basic / test_cache_hit",
                "mm, relu, sum three times with the same shapes: one capture, then hits", 1,
                [](CaptureMode m, CaptureRunLog& log) {
@@ -216,6 +216,10 @@ std::vector<CaptureScenario> make() {
        "dynamic=True: sizes 4, 5, 6 in one capture", 1, [](CaptureMode m, CaptureRunLog& log) {
          return iterations(3, m, true, log, [](AutogradEngine& e, int i) { return mlp(e, 4 + i); });
        }});
+}
+
+// Python and C++ autograd.Functions.
+void add_custom_function_scenarios(std::vector<CaptureScenario>& s) {
   s.push_back({"custom_fn_saved_tensors", "test_compiled_autograd.py::test_custom_fn_saved_tensors",
                "a Python autograd.Function is lifted as call_backward", 1,
                [](CaptureMode m, CaptureRunLog& log) {
@@ -261,6 +265,10 @@ std::vector<CaptureScenario> make() {
                        return e.sum(y);
                      });
                }});
+}
+
+// An AOT region with a subclass output, CopySlices, CopyBackwards.
+void add_region_and_view_scenarios(std::vector<CaptureScenario>& s) {
   s.push_back({"tensor_subclass_basic", "test_compiled_autograd.py::test_tensor_subclass_basic",
                "a TwoTensor through an AOT region: prologue, copied graph, make_subclass", 1,
                [](CaptureMode m, CaptureRunLog& log) {
@@ -297,6 +305,14 @@ std::vector<CaptureScenario> make() {
            return e.sum(y);
          });
        }});
+}
+
+// In the order `capsim capture --list` prints them.
+std::vector<CaptureScenario> make() {
+  std::vector<CaptureScenario> s;
+  add_op_scenarios(s);
+  add_custom_function_scenarios(s);
+  add_region_and_view_scenarios(s);
   return s;
 }
 
