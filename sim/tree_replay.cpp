@@ -259,7 +259,8 @@ Result<std::vector<TensorId>> TreeManager::reconstruct_outputs(GraphNode& node) 
         break;
       }
       case OutputClass::kAliasNew: {
-        CAPSIM_TRY_ASSIGN(const Tensor base, ctx_.store().tensor(outputs[info.new_index]));
+        // An output this reconstruction made (and holds) a moment ago.
+        const Tensor base = ctx_.store().at(outputs[info.new_index]);
         CAPSIM_TRY_ASSIGN(const Tensor t, ctx_.store().view_of_storage(base.storage, info.meta));
         out = t.id;
         break;
@@ -283,8 +284,7 @@ Result<std::vector<TensorId>> TreeManager::reconstruct_outputs(GraphNode& node) 
     ctx_.refs.hold(out);
     outputs.push_back(out);
     if (info.cls != OutputClass::kStatic) {
-      CAPSIM_TRY_ASSIGN(const Tensor t, ctx_.store().tensor(out));
-      node.outputs_weakrefs[i] = StorageRef{t.storage, info.storage_base};
+      node.outputs_weakrefs[i] = StorageRef{ctx_.store().at(out).storage, info.storage_base};
     }
   }
   return outputs;

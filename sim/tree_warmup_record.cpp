@@ -106,7 +106,7 @@ Result<CallOutcome> TreeManager::run_warmup(FunctionId fid, std::vector<TensorId
   CAPSIM_TRY(drop_all(inputs));
   WarmupNode& stored = warmups_.back();
   for (TensorId o : outputs) {
-    CAPSIM_TRY_ASSIGN(const Tensor t, ctx_.store().tensor(o));
+    const Tensor& t = ctx_.store().at(o);  // the body's outputs are held
     CAPSIM_TRY_ASSIGN(const Storage s, ctx_.store().storage(t.storage));
     if (s.base == 0 || non_cudagraph_inps.count(s.base) != 0) {
       stored.outputs_weakrefs.push_back(std::nullopt);
@@ -320,7 +320,7 @@ Status TreeManager::classify_outputs(GraphNode& node, const std::vector<TensorId
   node.unaliased_in_all_paths.assign(outputs.size(), false);
   node.cached_outputs.assign(outputs.size(), std::nullopt);
   for (std::uint32_t i = 0; i < outputs.size(); ++i) {
-    CAPSIM_TRY_ASSIGN(const Tensor t, ctx_.store().tensor(outputs[i]));
+    const Tensor t = ctx_.store().at(outputs[i]);  // the body's outputs are held
     CAPSIM_TRY_ASSIGN(const Storage s, ctx_.store().storage(t.storage));
     OutputInfo info;
     info.meta = t.meta;
