@@ -118,6 +118,57 @@ std::size_t pick(Lcg& rng, std::size_t n) {
   return n == 0 ? 0 : rng.next() % n;
 }
 
+// A number (a run of digits) replaced by a boundary value.
+void replace_number(std::string& s, Lcg& rng) {
+  std::vector<std::size_t> starts;
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    const bool digit = std::isdigit(static_cast<unsigned char>(s[i])) != 0;
+    if (digit && (i == 0 || std::isdigit(static_cast<unsigned char>(s[i - 1])) == 0)) {
+      starts.push_back(i);
+    }
+  }
+  if (starts.empty()) return;
+  const std::size_t begin = starts[pick(rng, starts.size())];
+  std::size_t end = begin;
+  while (end < s.size() && std::isdigit(static_cast<unsigned char>(s[end])) != 0) ++end;
+  s.replace(begin, end - begin, kNumbers[pick(rng, std::size(kNumbers))]);
+}
+
+// A line duplicated, dropped, swapped or repeated, then (mostly) a consistent
+// envelope again, so that replay runs deep.
+void edit_lines(std::string& s, Lcg& rng) {
+  std::vector<std::string> lines = split_lines(s);
+  if (lines.empty()) return;
+  const std::size_t i = pick(rng, lines.size());
+  const std::size_t j = pick(rng, lines.size());
+  switch (rng.next() % 4) {
+    case 0: lines.insert(lines.begin() + static_cast<std::ptrdiff_t>(j), lines[i]); break;
+    case 1: lines.erase(lines.begin() + static_cast<std::ptrdiff_t>(i)); break;
+    case 2: std::swap(lines[i], lines[j]); break;
+    case 3: {  // a line repeated many times (a long trace)
+      const std::string line = lines[i];
+      lines.insert(lines.begin() + static_cast<std::ptrdiff_t>(i), 1 + pick(rng, 64), line);
+      break;
+    }
+  }
+  s = join(lines);
+  if (rng.next() % 4 != 0) s = renumber(s);
+}
+
+// A huge list: a list's first element repeated thousands of times.
+void grow_list(std::string& s, Lcg& rng) {
+  const std::size_t open = s.find('[', pick(rng, s.size() + 1));
+  if (open == std::string::npos) return;
+  const std::size_t end = s.find_first_of(",]\n", open + 1);
+  if (end == std::string::npos || end == open + 1 || s[end] == '\n') return;
+  const std::string element = s.substr(open + 1, end - open - 1) + ",";
+  const std::size_t copies = 1 + pick(rng, std::max<std::size_t>(1, 200000 / element.size()));
+  std::string grown;
+  grown.reserve(element.size() * copies);
+  for (std::size_t k = 0; k < copies; ++k) grown += element;
+  s.insert(open + 1, grown);
+}
+
 }  // namespace
 
 void mutate_once(std::string& s, Lcg& rng) {
@@ -143,43 +194,11 @@ void mutate_once(std::string& s, Lcg& rng) {
       s.insert(pick(rng, s.size() + 1), t);
       break;
     }
-    case 5: {  // a number replaced by a boundary value
-      std::vector<std::size_t> starts;
-      for (std::size_t i = 0; i < s.size(); ++i) {
-        const bool digit = std::isdigit(static_cast<unsigned char>(s[i])) != 0;
-        if (digit && (i == 0 || std::isdigit(static_cast<unsigned char>(s[i - 1])) == 0)) {
-          starts.push_back(i);
-        }
-      }
-      if (starts.empty()) break;
-      const std::size_t begin = starts[pick(rng, starts.size())];
-      std::size_t end = begin;
-      while (end < s.size() && std::isdigit(static_cast<unsigned char>(s[end])) != 0) ++end;
-      s.replace(begin, end - begin, kNumbers[pick(rng, std::size(kNumbers))]);
-      break;
-    }
+    case 5: replace_number(s, rng); break;  // a number replaced by a boundary value
     case 6:
     case 7:
     case 8:
-    case 9: {  // line edits, then (mostly) a consistent envelope again
-      std::vector<std::string> lines = split_lines(s);
-      if (lines.empty()) break;
-      const std::size_t i = pick(rng, lines.size());
-      const std::size_t j = pick(rng, lines.size());
-      switch (rng.next() % 4) {
-        case 0: lines.insert(lines.begin() + static_cast<std::ptrdiff_t>(j), lines[i]); break;
-        case 1: lines.erase(lines.begin() + static_cast<std::ptrdiff_t>(i)); break;
-        case 2: std::swap(lines[i], lines[j]); break;
-        case 3: {  // a line repeated many times (a long trace)
-          const std::string line = lines[i];
-          lines.insert(lines.begin() + static_cast<std::ptrdiff_t>(i), 1 + pick(rng, 64), line);
-          break;
-        }
-      }
-      s = join(lines);
-      if (rng.next() % 4 != 0) s = renumber(s);
-      break;
-    }
+    case 9: edit_lines(s, rng); break;
     case 10: {  // a name changed: a string's first byte
       const std::size_t q = s.find("\":\"", pick(rng, s.size() + 1));
       if (q != std::string::npos && q + 3 < s.size())
@@ -192,19 +211,7 @@ void mutate_once(std::string& s, Lcg& rng) {
       s.erase(at, 1 + pick(rng, std::min<std::size_t>(64, s.size() - at)));
       break;
     }
-    case 12: {  // a huge list: a list's first element repeated thousands of times
-      const std::size_t open = s.find('[', pick(rng, s.size() + 1));
-      if (open == std::string::npos) break;
-      const std::size_t end = s.find_first_of(",]\n", open + 1);
-      if (end == std::string::npos || end == open + 1 || s[end] == '\n') break;
-      const std::string element = s.substr(open + 1, end - open - 1) + ",";
-      const std::size_t copies = 1 + pick(rng, std::max<std::size_t>(1, 200000 / element.size()));
-      std::string grown;
-      grown.reserve(element.size() * copies);
-      for (std::size_t k = 0; k < copies; ++k) grown += element;
-      s.insert(open + 1, grown);
-      break;
-    }
+    case 12: grow_list(s, rng); break;
   }
 }
 
