@@ -260,7 +260,9 @@ Result<std::vector<float>> World::values(const std::string& name) const {
   const TensorArg arg = held_tensor_arg(store_, objects_.at(o).tensor);
   CAPSIM_TRY_ASSIGN(const ElementBits bits, gather_bits(memory_, arg.address, arg.meta));
   std::vector<float> out(bits.size());
-  std::memcpy(out.data(), bits.data(), bits.size() * sizeof(float));
+  // memcpy's pointers must not be null, and an empty vector's may be (a
+  // zero-element read; found by fuzz_trace_reader under UBSan).
+  if (!bits.empty()) std::memcpy(out.data(), bits.data(), bits.size() * sizeof(float));
   return out;
 }
 
