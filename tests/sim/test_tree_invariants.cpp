@@ -380,6 +380,21 @@ TEST_CASE("invariant 23: the plain API copies only changed pointers and reads st
   CHECK(w->values("a").value()[0] == 6.0f);  // overwritten by the last replay
 }
 
+TEST_CASE("a zero-element output reads back empty, through replay as in eager") {
+  // Regression: World::values once passed an empty vector's null pointer to
+  // memcpy, which UBSan reports (fuzz_trace_reader, 349,726 inputs in).
+  Program p;
+  FunctionBuilder f("linear", kInference, {"weight", "x"});
+  p.functions.push_back(f.returns({f.mm(f.input(1), f.input(0))}));
+  p.actions.push_back(tensor("weight", {4, 0}, 1.0f));
+  p.actions.push_back(tensor("x", {2, 4}, 1.0f));
+  for (int i = 0; i < 3; ++i) p.actions.push_back(call("linear", {"weight", "x"}, {"y"}));
+  auto w = run_program(p);
+  const Result<std::vector<float>> y = w->values("y");
+  REQUIRE(y.ok());
+  CHECK(y.value().empty());
+}
+
 TEST_CASE("bad input: unknown names and functions, double del, shape errors name the action") {
   auto fails_with = [](Program p, const std::string& text) {
     World w(WorldOptions{});
