@@ -24,12 +24,16 @@
 namespace capsim::fuzz {
 
 // The simulated device memory each input may ask for (the CLI's default is
-// 1 GiB). libFuzzer's -rss_limit_mb=2048 is there to catch leaks and
-// runaway growth; an input that fills a 1 GiB budget (touched, so resident)
-// on top of a grown corpus and ASan's quarantine would pass the limit with
-// no bug at all. 256 MiB keeps the budget's refusal path in reach (huge
-// tensors) and the limit a real alarm.
-inline constexpr std::uint64_t kFuzzMemoryBudget = std::uint64_t{256} << 20;
+// 1 GiB). The work an input costs grows with its tensors: every kernel and
+// every read touches each element, and under ASan an element of a replayed
+// trace costs about 3 us (docs/reliability.md). At 256 MiB one 3 KB input
+// (a 16M-element tensor through warmup, recording and replay) ran 49 s and
+// tripped libFuzzer's -timeout=10, slow but not hung; the campaign wants
+// inputs in milliseconds, and a bug needs no big tensor to show. 4 MiB keeps
+// the budget's refusal path in reach (a size change is enough) and the
+// worst single tensor near a second; it also keeps -rss_limit_mb=2048 a real
+// alarm for leaks.
+inline constexpr std::uint64_t kFuzzMemoryBudget = std::uint64_t{4} << 20;
 
 inline Result<std::unique_ptr<TraceReader>> open_over(const std::string& bytes) {
   return TraceReader::open(std::make_unique<std::istringstream>(bytes), "fuzz.jsonl");
