@@ -12,6 +12,7 @@ packages=(
   librapidcheck-dev doctest-dev libboost-graph-dev
   graphviz libgraphviz-dev
   nlohmann-json3-dev libcli11-dev libbenchmark-dev libfmt-dev
+  ccache
 )
 
 missing=()
