@@ -36,8 +36,8 @@ extern "C" void on_sigint(int) {
 
 void print_catalogue(std::span<const Property> catalogue) {
   for (const Property& p : catalogue) {
-    fmt::print("{}\n    {}\n    spec: {}\n    generator: {}\n    control: {}\n", p.name,
-               p.statement, p.spec, p.generator, p.control);
+    fmt::print("{}\n    {}\n    spec: {}\n    generator: {}\n    control: {} (fault {})\n", p.name,
+               p.statement, p.spec, p.generator, p.control, fault_name(p.fault));
   }
 }
 
@@ -216,10 +216,13 @@ int finish_check(const CheckCommandOptions& options, const CheckReport& report,
 int check_command(const CheckCommandOptions& options) {
   if (Status s = check_backend_usable(options.backend); !s) return fail(s.error().message);
   // Beside a reference backend, the catalogue gains reference.agrees.
-  const std::vector<Property> catalogue =
-      options.backend == "cpu"
-          ? property_catalogue()
-          : catalogue_with_reference(mirror_factory(options.backend), kMirrorControl);
+  std::vector<Property> catalogue = options.run.inject == Fault::kNone
+                                        ? property_catalogue()
+                                        : catalogue_with_injected(options.run.inject);
+  if (options.backend != "cpu") {
+    catalogue = catalogue_with_reference(std::move(catalogue), mirror_factory(options.backend),
+                                         kMirrorControl, options.run.inject);
+  }
   if (options.list) {
     print_catalogue(catalogue);
     return 0;
@@ -230,8 +233,11 @@ int check_command(const CheckCommandOptions& options) {
 
   const CheckOptions& o = options.run;
   if (!options.json) {
-    fmt::print("capsim check: {} properties, {} cases each, seed {}, shard {}/{}, max size {}\n",
-               selected->size(), o.only_case ? 1 : o.cases, o.seed, o.shard, o.shards, o.max_size);
+    fmt::print("capsim check: {} properties, {} cases each, seed {}, shard {}/{}, max size {}{}\n",
+               selected->size(), o.only_case ? 1 : o.cases, o.seed, o.shard, o.shards, o.max_size,
+               options.run.inject == Fault::kNone ? ""
+                                                  : fmt::format(", every sound case with fault {}",
+                                                                fault_name(options.run.inject)));
     std::fflush(stdout);
   }
   Result<CheckReport> report = make_error("not run");

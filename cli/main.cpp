@@ -11,6 +11,7 @@
 #include <exception>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,8 @@
 #include "cli/trace_commands.hpp"
 #include "model/address.hpp"
 #include "model/digest.hpp"
+#include "model/fault.hpp"
+#include "properties/catalogue.hpp"
 #include "render/draw_graph.hpp"
 #include "render/graphviz_output.hpp"
 #include "sim/adam_replay_job.hpp"
@@ -320,6 +323,7 @@ Subcommand add_export(CLI::App& root) {
 struct CheckFlags {
   capsim::cli::CheckCommandOptions options;
   std::string shard = "0/1";
+  std::string inject;
   std::uint64_t only_case = 0;
   CLI::Option* case_option = nullptr;
 };
@@ -363,6 +367,9 @@ void add_check_reporting(CLI::App* sub, CheckFlags& f) {
   sub->add_flag("--stats", o.stats, "Print how often each coverage probe was hit");
   sub->add_flag("--require-probes", o.require_probes,
                 "Fail when a probe that is not rare was never hit");
+  sub->add_option("--inject", f.inject,
+                  "Run every sound case with this fault of model/fault.hpp (a tree, run or "
+                  "capture fault, e.g. skip_first_copy): a bug the catalogue must catch");
   sub->add_option("--backend", o.backend,
                   "cpu (the model), host or cuda (adds reference.agrees: the model beside that "
                   "reference backend; docs/cuda-reference.md)")
@@ -379,6 +386,19 @@ int run_check(CheckFlags& f) {
   }
   f.options.run.shard = k;
   f.options.run.shards = n;
+  if (!f.inject.empty()) {
+    const std::optional<capsim::Fault> fault = capsim::fault_from_name(f.inject);
+    if (!fault || *fault == capsim::Fault::kNone) {
+      return fail(fmt::format("--inject '{}': no fault of that name (model/fault.hpp)", f.inject));
+    }
+    if (!capsim::injectable(*fault)) {
+      return fail(
+          fmt::format("--inject '{}': a {} fault; --inject takes tree, run and capture "
+                      "faults",
+                      f.inject, capsim::fault_site_name(capsim::fault_site(*fault))));
+    }
+    f.options.run.inject = *fault;
+  }
   if (f.case_option->count() > 0) f.options.run.only_case = f.only_case;
   return capsim::cli::check_command(f.options);
 }

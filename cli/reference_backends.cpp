@@ -30,9 +30,7 @@ Status check_backend_usable(std::string_view name) {
 #endif
 }
 
-Result<std::unique_ptr<ReplayMirror>> make_mirror(std::string_view name, bool control) {
-  const cuda::MirrorFault fault =
-      control ? cuda::MirrorFault::kSkipUpload : cuda::MirrorFault::kNone;
+Result<std::unique_ptr<ReplayMirror>> make_mirror(std::string_view name, Fault fault) {
   if (name == "host") {
     return std::unique_ptr<ReplayMirror>(
         std::make_unique<cuda::ReferenceMirror>(std::make_unique<cuda::HostBackend>(), fault));
@@ -48,7 +46,7 @@ Result<std::unique_ptr<ReplayMirror>> make_mirror(std::string_view name, bool co
 }
 
 MirrorFactory mirror_factory(std::string_view name) {
-  return [name = std::string(name)](bool control) { return make_mirror(name, control); };
+  return [name = std::string(name)](Fault fault) { return make_mirror(name, fault); };
 }
 
 }  // namespace capsim::cli

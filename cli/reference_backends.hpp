@@ -24,8 +24,9 @@ inline constexpr std::string_view kMirrorControl =
 // `cuda` on a machine without a usable GPU.
 Status check_backend_usable(std::string_view name);
 
-// A fresh mirror over a fresh `name` backend (not `cpu`); `control`: broken.
-Result<std::unique_ptr<ReplayMirror>> make_mirror(std::string_view name, bool control);
+// A fresh mirror over a fresh `name` backend (not `cpu`), with `fault` (kNone
+// or a kMirror fault of model/fault.hpp).
+Result<std::unique_ptr<ReplayMirror>> make_mirror(std::string_view name, Fault fault);
 
 // make_mirror as a factory for reference.agrees.
 MirrorFactory mirror_factory(std::string_view name);

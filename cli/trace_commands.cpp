@@ -31,7 +31,7 @@ int record_command(const std::string& scenario, const std::string& output,
   if (backend == "cpu") {
     lines = record_scenario(*s);
   } else {
-    Result<std::unique_ptr<ReplayMirror>> mirror = make_mirror(backend, false);
+    Result<std::unique_ptr<ReplayMirror>> mirror = make_mirror(backend, Fault::kNone);
     if (!mirror) return fail(mirror.error().message);
     lines = record_scenario_on(*s, **mirror);
     // A reference that disagrees with the model is a finding, not bad input.

@@ -93,7 +93,7 @@ struct Graph {
 }  // namespace
 
 struct CudaBackend::Impl {
-  CudaFault fault = CudaFault::kNone;
+  Fault fault = Fault::kNone;
   CudaDeviceInfo info;
   int device = 0;
   DriverApi driver;
@@ -216,7 +216,7 @@ struct CudaBackend::Impl {
         CAPSIM_TRY_ASSIGN(const std::uint64_t d, device_address(k->pointers[p]));
         device_pointers.push_back(d);
       }
-      if (fault == CudaFault::kBakeOutside && pointers > 0 && !baked_outside_) {
+      if (fault == Fault::kBakeOutside && pointers > 0 && !baked_outside_) {
         device_pointers[0] = reinterpret_cast<std::uint64_t>(guard);
         baked_outside_ = true;
       }
@@ -410,7 +410,8 @@ struct CudaBackend::Impl {
   bool baked_outside_ = false;
 };
 
-Result<std::unique_ptr<CudaBackend>> CudaBackend::create(CudaFault fault) {
+Result<std::unique_ptr<CudaBackend>> CudaBackend::create(Fault fault) {
+  CAPSIM_CHECK_FAULT_SITE(fault, FaultSite::kCuda);
   auto impl = std::make_unique<Impl>();
   impl->fault = fault;
   int count = 0;

@@ -28,19 +28,9 @@
 #include <string>
 
 #include "model/backend.hpp"
+#include "model/fault.hpp"
 
 namespace capsim::cuda {
-
-// Deliberately broken backends, for the device tests' negative controls.
-// X(enumerator, name)
-#define CAPSIM_CUDA_FAULTS(X) \
-  X(kNone, "none")            \
-  X(kBakeOutside, "bake_outside") /* the first kernel's first pointer: outside every buffer */
-enum class CudaFault : std::uint8_t {
-#define CAPSIM_ENUM_(e, name) e,
-  CAPSIM_CUDA_FAULTS(CAPSIM_ENUM_)
-#undef CAPSIM_ENUM_
-};
 
 // What the backend can say of the device it runs on (for reports).
 struct CudaDeviceInfo {
@@ -54,7 +44,8 @@ struct CudaDeviceInfo {
 class CudaBackend final : public Backend {
  public:
   // Fails when there is no usable device or a driver entry point is missing.
-  static Result<std::unique_ptr<CudaBackend>> create(CudaFault fault = CudaFault::kNone);
+  // `fault`: a kCuda fault (model/fault.hpp), for the device tests' controls.
+  static Result<std::unique_ptr<CudaBackend>> create(Fault fault = Fault::kNone);
   ~CudaBackend() override;
   CudaBackend(const CudaBackend&) = delete;
   CudaBackend& operator=(const CudaBackend&) = delete;

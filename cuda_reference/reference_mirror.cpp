@@ -88,7 +88,7 @@ void ReferenceMirror::before_replay(GraphHandle handle, const DeviceMemory& memo
     return disagree(fmt::format("graph {} replays but was never instantiated", handle.value));
   }
   if (Status s = materialize(memory); !s) return disagree(s.error().message);
-  if (fault_ == MirrorFault::kSkipUpload && uploaded_once_) return;
+  if (fault_ == Fault::kSkipUpload && uploaded_once_) return;
   uploaded_once_ = true;
   for (const AddressRange& segment : memory.layout().segments) {
     Result<const std::byte*> bytes = memory.resolve(segment.base, segment.bytes);

@@ -28,20 +28,10 @@
 #include <vector>
 
 #include "model/backend.hpp"
+#include "model/fault.hpp"
 #include "model/replay_mirror.hpp"
 
 namespace capsim::cuda {
-
-// Deliberately broken mirrors, for negative controls only.
-// X(enumerator, name)
-#define CAPSIM_MIRROR_FAULTS(X) \
-  X(kNone, "none")              \
-  X(kSkipUpload, "skip_upload") /* memory is copied in before the first replay only */
-enum class MirrorFault : std::uint8_t {
-#define CAPSIM_ENUM_(e, name) e,
-  CAPSIM_MIRROR_FAULTS(CAPSIM_ENUM_)
-#undef CAPSIM_ENUM_
-};
 
 struct MirrorStats {
   std::uint64_t graphs = 0;
@@ -52,11 +42,16 @@ struct MirrorStats {
 
 class ReferenceMirror final : public ReplayMirror {
  public:
-  explicit ReferenceMirror(Backend& target, MirrorFault fault = MirrorFault::kNone)
-      : target_(target), fault_(fault) {}
+  // `fault`: a kMirror fault (model/fault.hpp), for negative controls only.
+  explicit ReferenceMirror(Backend& target, Fault fault = Fault::kNone)
+      : target_(target), fault_(fault) {
+    CAPSIM_CHECK_FAULT_SITE(fault_, FaultSite::kMirror);
+  }
   // The same, owning its target.
-  explicit ReferenceMirror(std::unique_ptr<Backend> target, MirrorFault fault = MirrorFault::kNone)
-      : owned_(std::move(target)), target_(*owned_), fault_(fault) {}
+  explicit ReferenceMirror(std::unique_ptr<Backend> target, Fault fault = Fault::kNone)
+      : owned_(std::move(target)), target_(*owned_), fault_(fault) {
+    CAPSIM_CHECK_FAULT_SITE(fault_, FaultSite::kMirror);
+  }
 
   std::string_view name() const override { return target_.name(); }
   std::string describe() const override { return target_.describe(); }
@@ -89,7 +84,7 @@ class ReferenceMirror final : public ReplayMirror {
 
   std::unique_ptr<Backend> owned_;  // declared first: target_ may refer to it
   Backend& target_;
-  MirrorFault fault_;
+  Fault fault_;
   std::map<std::uint32_t, Graph> graphs_;  // by the model's handle
   std::uint64_t mapped_segments_ = 0;
   bool uploaded_once_ = false;

@@ -20,7 +20,7 @@ std::uint64_t allocation_size(std::uint64_t rounded) {
 }
 
 namespace {
-// Only for AllocatorFault::kProcessGlobalPlacement: process-wide state, the
+// Only for Fault::kProcessGlobalPlacement: process-wide state, the
 // kind of hidden global the determinism rules forbid. Each faulty allocator
 // takes the next number, so two of them in one process place blocks apart.
 std::uint64_t next_faulty_instance() {
@@ -31,7 +31,8 @@ std::uint64_t next_faulty_instance() {
 
 CachingAllocator::CachingAllocator(DeviceMemory& memory, AllocatorOptions options)
     : memory_(memory), options_(options) {
-  if (options_.fault == AllocatorFault::kProcessGlobalPlacement) {
+  CAPSIM_CHECK_FAULT_SITE(options_.fault, FaultSite::kAllocator);
+  if (options_.fault == Fault::kProcessGlobalPlacement) {
     fault_instance_ = next_faulty_instance();
   }
   pools_.emplace_back();  // kDefaultPool
@@ -46,7 +47,7 @@ Result<PoolId> CachingAllocator::create_pool() {
 }
 
 CachingAllocator::FreeSet& CachingAllocator::free_set(PoolId pool, SizeClass size_class) {
-  if (options_.fault == AllocatorFault::kIgnorePools) pool = kDefaultPool;
+  if (options_.fault == Fault::kIgnorePools) pool = kDefaultPool;
   PoolState& state = pools_.at(pool.value);
   return size_class == SizeClass::kSmall ? state.free_small : state.free_large;
 }
@@ -73,7 +74,7 @@ void CachingAllocator::erase_free(const BlockState& block) {
 
 Result<Address> CachingAllocator::map_segment(PoolId pool, SizeClass size_class,
                                               std::uint64_t rounded) {
-  if (options_.fault == AllocatorFault::kProcessGlobalPlacement) {
+  if (options_.fault == Fault::kProcessGlobalPlacement) {
     // Burn 1..8 granules chosen by this allocator's process-wide number.
     const std::uint64_t skip = 1 + fault_instance_ % 8;
     auto burned = memory_.map_segment(skip * memory_.options().segment_granularity);
@@ -121,7 +122,7 @@ Result<Block> CachingAllocator::allocate(std::int64_t bytes, PoolId pool) {
       size_class == SizeClass::kSmall ? remaining >= kMinBlockSize : remaining > kSmallSize;
   if (split) {
     // The fault makes the rest start 256 bytes early, overlapping this block.
-    const Address rest_at = options_.fault == AllocatorFault::kOverlappingSplit
+    const Address rest_at = options_.fault == Fault::kOverlappingSplit
                                 ? block.address + rounded - kMinBlockSize / 2
                                 : block.address + rounded;
     BlockState rest{rest_at, remaining, 0, block.segment, false};
@@ -280,7 +281,7 @@ void CachingAllocator::reset_segment(const SegmentState& segment,
   } else {
     layout.push_back({base, segment.range.bytes, 0, false});
   }
-  const bool keep_all = options_.fault == AllocatorFault::kRestoreKeepsAll;
+  const bool keep_all = options_.fault == Fault::kPoolRestoreKeepsAll;
   for (auto& r : layout) {
     if (r.allocated && !keep_all && !live.contains(r.address)) {
       r.allocated = false;

@@ -27,6 +27,7 @@
 
 #include "model/address.hpp"
 #include "model/device_memory.hpp"
+#include "model/fault.hpp"
 #include "model/pool_id.hpp"
 #include "model/result.hpp"
 
@@ -91,18 +92,8 @@ struct AllocatorStats {
   std::uint64_t allocated_bytes = 0;  // bytes in allocated blocks (rounded sizes)
 };
 
-// Deliberately broken variants, used only as negative controls: each property
-// test runs against one of these and must fail. Never set outside tests.
-enum class AllocatorFault : std::uint8_t {
-  kNone,
-  kOverlappingSplit,        // a split's remainder overlaps the block handed out
-  kIgnorePools,             // every pool is served from the default pool's blocks
-  kRestoreKeepsAll,         // restore() keeps every checkpointed block allocated
-  kProcessGlobalPlacement,  // placement depends on process-wide state
-};
-
 struct AllocatorOptions {
-  AllocatorFault fault = AllocatorFault::kNone;
+  Fault fault = Fault::kNone;  // a kAllocator fault (model/fault.hpp): negative controls only
 };
 
 class CachingAllocator {

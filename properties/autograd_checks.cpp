@@ -89,7 +89,7 @@ CheckResult check_second_backward_hits(const AutogradProgram& p) {
                      cache.captures(), cache.hits());
 }
 
-CheckResult check_runs_like_eager(const AutogradProgram& p, RunFault fault) {
+CheckResult check_runs_like_eager(const AutogradProgram& p, Fault fault) {
   // The ground truth: the eager engine's backward of the same forward.
   OwnedAutogradDevice eager_dev;
   AutogradEngine eager(eager_dev.device());

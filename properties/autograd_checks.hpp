@@ -30,6 +30,6 @@ CheckResult check_second_backward_hits(const AutogradProgram& p);
 
 // P-equal: the functional graph, run by the FX interpreter with `fault`,
 // leaves every leaf's .grad bitwise equal to the eager engine's.
-CheckResult check_runs_like_eager(const AutogradProgram& p, RunFault fault);
+CheckResult check_runs_like_eager(const AutogradProgram& p, Fault fault);
 
 }  // namespace capsim

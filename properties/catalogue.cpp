@@ -17,16 +17,20 @@ namespace capsim {
 
 namespace {
 
-WorldOptions sound_world() {
+// A World for one case: the tree part of `fault`, the case's fault (kNone
+// for a sound case, the property's own for its control, or what --inject put
+// into every sound case).
+WorldOptions world_with(Fault fault) {
   WorldOptions o;
   o.verify_replays = true;
+  o.fault = fault_at(fault, FaultSite::kTree);
   return o;
 }
 
-WorldOptions broken_world(TreeFault fault) {
-  WorldOptions o = sound_world();
-  o.fault = fault;
-  return o;
+// The fault a case of `control_fault`'s property runs with: its own for the
+// control, else the catalogue's injected one (kNone but under --inject).
+Fault case_fault(bool control, Fault control_fault, Fault injected) {
+  return control ? control_fault : injected;
 }
 
 std::string describe_plan(const ProgramPlan& plan) {
@@ -35,11 +39,11 @@ std::string describe_plan(const ProgramPlan& plan) {
 
 // A plan's run as a trace, in the World the case ran in (broken for a
 // control), cut where PyTorch's contract ends when the check was (`cut`).
-TraceOf<ProgramPlan> plan_trace(std::function<WorldOptions(bool control)> world_for,
-                                bool cut = false) {
-  return [world_for = std::move(world_for), cut](const ProgramPlan& plan, bool control) {
+TraceOf<ProgramPlan> plan_trace(Fault control_fault, Fault injected, bool cut = false) {
+  return [control_fault, injected, cut](const ProgramPlan& plan, bool control) {
     const GeneratedProgram g = cut ? within_contract(lower(plan)) : lower(plan);
-    return generated_trace_lines(g, world_for(control), "capsim-check counterexample");
+    const Fault fault = case_fault(control, control_fault, injected);
+    return generated_trace_lines(g, world_with(fault), "capsim-check counterexample");
   };
 }
 
@@ -58,17 +62,17 @@ CheckResult on_world(const ProgramPlan& plan, const WorldOptions& options, const
   return check(*world, generated);
 }
 
-// A property over random cudagraph programs: `check` on a sound World, or on
-// one with `fault` for the control.
-CaseFunction world_property(TreeFault fault, WorldCheck check) {
+// A property over random cudagraph programs: `check` on a World with the
+// case's fault.
+CaseFunction world_property(Fault control_fault, Fault injected, WorldCheck check) {
   return make_probed_case<ProgramPlan>(
       rc_gen::program(),
-      [fault, check = std::move(check)](const ProgramPlan& plan, bool control, ProbeSet* probes) {
-        return on_world(plan, control ? broken_world(fault) : sound_world(), check, probes);
+      [control_fault, injected, check = std::move(check)](const ProgramPlan& plan, bool control,
+                                                          ProbeSet* probes) {
+        const Fault fault = case_fault(control, control_fault, injected);
+        return on_world(plan, world_with(fault), check, probes);
       },
-      describe_plan,
-      plan_trace([fault](bool control) { return control ? broken_world(fault) : sound_world(); },
-                 true));
+      describe_plan, plan_trace(control_fault, injected, true));
 }
 
 // A saved counterexample as the generator's bookkeeping: the program and its
@@ -82,8 +86,10 @@ GeneratedProgram from_regression(const Regression& r) {
   return g;
 }
 
+// Saved counterexamples run on the sound model, even under --inject: they
+// say whether a bug once found is back.
 WorldOptions regression_world(const Regression& r) {
-  WorldOptions o = sound_world();
+  WorldOptions o = world_with(Fault::kNone);
   o.config = r.config;
   return o;
 }
@@ -98,15 +104,21 @@ RegressionCheck world_regression(WorldCheck check) {
   };
 }
 
-// A property over random autograd programs; `check` gets `control`.
-CaseFunction autograd_property(PropertyCheck<AutogradProgram> check) {
+// A property over random autograd programs; `check` gets the case's fault.
+CaseFunction autograd_property(Fault control_fault, Fault injected,
+                               std::function<CheckResult(const AutogradProgram&, Fault)> check) {
   return make_probed_case<AutogradProgram>(
       rc_gen::autograd_program(),
-      [check = std::move(check)](const AutogradProgram& p, bool control, ProbeSet* probes) {
+      [control_fault, injected, check = std::move(check)](const AutogradProgram& p, bool control,
+                                                          ProbeSet* probes) {
         if (probes != nullptr) *probes = autograd_probes(p);
-        return check(p, control);
+        return check(p, case_fault(control, control_fault, injected));
       },
       [](const AutogradProgram& p) { return describe(p); });
+}
+
+CaptureMode capture_mode(Fault fault) {
+  return fault == Fault::kLegacyCapture ? CaptureMode::kLegacy : CaptureMode::kFunctional;
 }
 
 constexpr std::string_view kAutogradPrograms =
@@ -118,69 +130,66 @@ constexpr std::string_view kPrograms =
     "calls, mark_step_begin, reassigned params, a compiled optimizer";
 
 // The compiled-autograd properties, over random autograd graphs.
-void add_capture_properties(std::vector<Property>& c) {
-  c.push_back({"capture.no-proxy-metadata-read",
-               "the initial compiled-autograd capture reads no proxy metadata",
-               "compiled-autograd.md §1.3, §2.9, §3", kAutogradPrograms,
-               "the legacy capture (before PR 144707)",
-               autograd_property([](const AutogradProgram& p, bool control) {
-                 return check_no_metadata_read(
-                     p, control ? CaptureMode::kLegacy : CaptureMode::kFunctional);
-               })});
-  c.push_back({"capture.independent-of-metadata",
-               "perturbing every proxy's metadata leaves the captured graph byte-identical",
-               "compiled-autograd.md §3", kAutogradPrograms,
-               "the legacy capture (before PR 144707)",
-               autograd_property([](const AutogradProgram& p, bool control) {
-                 return check_independent_of_metadata(
-                     p, control ? CaptureMode::kLegacy : CaptureMode::kFunctional);
-               })});
-  c.push_back({"capture.equals-eager",
-               "the captured graph, run, leaves every .grad bitwise equal to the eager "
-               "engine's",
-               "compiled-autograd.md §1.3, §2", kAutogradPrograms,
-               "run fault drop_fan_in_add: the interpreter drops fan-in adds",
-               autograd_property([](const AutogradProgram& p, bool control) {
-                 return check_runs_like_eager(p,
-                                              control ? RunFault::kDropFanInAdd : RunFault::kNone);
-               })});
+void add_capture_properties(std::vector<Property>& c, Fault injected) {
+  auto entry = [&c, injected](Property p,
+                              std::function<CheckResult(const AutogradProgram&, Fault)> check) {
+    p.run = autograd_property(p.fault, injected, std::move(check));
+    c.push_back(std::move(p));
+  };
+  entry(
+      {"capture.no-proxy-metadata-read",
+       "the initial compiled-autograd capture reads no proxy metadata",
+       "compiled-autograd.md §1.3, §2.9, §3", kAutogradPrograms,
+       "the legacy capture (before PR 144707)", Fault::kLegacyCapture},
+      [](const AutogradProgram& p, Fault f) { return check_no_metadata_read(p, capture_mode(f)); });
+  entry({"capture.independent-of-metadata",
+         "perturbing every proxy's metadata leaves the captured graph byte-identical",
+         "compiled-autograd.md §3", kAutogradPrograms, "the legacy capture (before PR 144707)",
+         Fault::kLegacyCapture},
+        [](const AutogradProgram& p, Fault f) {
+          return check_independent_of_metadata(p, capture_mode(f));
+        });
+  entry({"capture.equals-eager",
+         "the captured graph, run, leaves every .grad bitwise equal to the eager engine's",
+         "compiled-autograd.md §1.3, §2", kAutogradPrograms,
+         "run fault drop_fan_in_add: the interpreter drops fan-in adds", Fault::kDropFanInAdd},
+        [](const AutogradProgram& p, Fault f) {
+          return check_runs_like_eager(p, fault_at(f, FaultSite::kRun));
+        });
 }
 
 // The cudagraph-tree and optimizer properties, each a check of one World run;
 // a world property's regressions run its own check on the saved program.
-void add_tree_properties(std::vector<Property>& c) {
-  auto world_entry = [&c](Property p, TreeFault fault, const WorldCheck& check) {
-    p.run = world_property(fault, check);
+void add_tree_properties(std::vector<Property>& c, Fault injected) {
+  auto world_entry = [&c, injected](Property p, const WorldCheck& check) {
+    p.run = world_property(p.fault, injected, check);
     p.regression = world_regression(check);
     c.push_back(std::move(p));
   };
   world_entry({"cudagraphs.replay-equals-eager",
                "every replay's outputs equal eager execution on the same inputs",
                "cudagraph-trees.md §3.3, §10.6, §10.12", kPrograms,
-               "tree fault skip_copy_in: replays copy no inputs"},
-              TreeFault::kSkipCopyIn,
+               "tree fault skip_copy_in: replays copy no inputs", Fault::kSkipCopyIn},
               [](const World& w, const GeneratedProgram&) { return check_replays_match_eager(w); });
-  world_entry({"cudagraphs.static-inputs-stable",
-               "no replay reads a static or managed input whose storage was freed or moved "
-               "since its recording baked the address in",
-               "cudagraph-trees.md §4, §10.8, §10.9", kPrograms,
-               "tree fault ignore_static_pointers: a changed static pointer is not checked"},
-              TreeFault::kIgnoreStaticPointers, [](const World& w, const GeneratedProgram&) {
-                return check_static_inputs_stable(w);
-              });
+  world_entry(
+      {"cudagraphs.static-inputs-stable",
+       "no replay reads a static or managed input whose storage was freed or moved "
+       "since its recording baked the address in",
+       "cudagraph-trees.md §4, §10.8, §10.9", kPrograms,
+       "tree fault ignore_static_pointers: a changed static pointer is not checked",
+       Fault::kIgnoreStaticPointers},
+      [](const World& w, const GeneratedProgram&) { return check_static_inputs_stable(w); });
   world_entry({"cudagraphs.copies-only-non-static",
                "a replay copies exactly its node's non-static inputs, and static inputs are "
                "never copied",
                "cudagraph-trees.md §3.2, §3.3, §10.6", kPrograms,
-               "tree fault skip_copy_in: replays copy no inputs"},
-              TreeFault::kSkipCopyIn,
+               "tree fault skip_copy_in: replays copy no inputs", Fault::kSkipCopyIn},
               [](const World& w, const GeneratedProgram& g) { return check_copies(w, g); });
   world_entry({"cudagraphs.pool-accounting",
                "every pool check finds the pool's live blocks equal to the live tracked "
                "outputs, and each checkpoint leaves exactly its live set",
                "cudagraph-trees.md §5.6, §5.7, §10.5", kPrograms,
-               "tree fault restore_keeps_all: a checkpoint frees nothing"},
-              TreeFault::kRestoreKeepsAll,
+               "tree fault restore_keeps_all: a checkpoint frees nothing", Fault::kRestoreKeepsAll},
               [](const World& w, const GeneratedProgram&) { return check_pool(w); });
   world_entry(
       {"cudagraphs.static-never-reallocated",
@@ -188,104 +197,129 @@ void add_tree_properties(std::vector<Property>& c) {
        "bakes in the same address for each state buffer",
        "cudagraph-trees.md §6; PR 107504", kPrograms,
        "fault move_optimizer_state: the state, marked without a guard, moves to new storage "
-       "before the third step"},
-      TreeFault::kMoveOptimizerState,
+       "before the third step",
+       Fault::kMoveOptimizerState},
       [](const World& w, const GeneratedProgram&) { return check_optimizer_state_static(w); });
   world_entry({"optimizer.finalizer-releases",
                "a dropped optimizer leaves none of its state alive: the finalizer releases "
                "the static attributes",
                "cudagraph-trees.md §6; test_static_address_finalizer", kPrograms,
-               "fault finalizer_keeps_state: the graph module keeps its attributes"},
-              TreeFault::kFinalizerKeepsState,
+               "fault finalizer_keeps_state: the graph module keeps its attributes",
+               Fault::kFinalizerKeepsState},
               [](const World& w, const GeneratedProgram&) { return check_finalizer_releases(w); });
 }
 
-// Same program and seed, same events and same bytes.
-void add_determinism_properties(std::vector<Property>& c) {
-  c.push_back({"determinism.same-seed-same-events",
-               "the same program and seed give the same events, event for event",
-               "architecture.md §6", kPrograms,
-               "the second run gets another seed: the seed must matter",
-               make_probed_case<ProgramPlan>(
-                   rc_gen::program(),
-                   [](const ProgramPlan& plan, bool control, ProbeSet* probes) -> CheckResult {
-                     // The whole program, past any break of PyTorch's
-                     // contract: an E1 must be as deterministic as the rest.
-                     const GeneratedProgram g = lower(plan);
-                     GeneratedProgram again = g;
-                     if (control) ++again.seed;
-                     Status s1, s2;
-                     const auto first = run_generated(g, sound_world(), s1);
-                     const auto second = run_generated(again, sound_world(), s2);
-                     if (!s1) return "bad input: " + s1.error().message;
-                     if (!s2) return "bad input: " + s2.error().message;
-                     if (probes != nullptr) *probes = tree_probes(*first);
-                     return check_same_events(*first, *second);
-                   },
-                   describe_plan, plan_trace([](bool) { return sound_world(); })),
-               [](const Regression& r) -> CheckResult {
-                 const GeneratedProgram g = from_regression(r);
-                 Status s1, s2;
-                 const auto first = run_generated(g, regression_world(r), s1);
-                 const auto second = run_generated(g, regression_world(r), s2);
-                 if (!s1) return "bad input: " + s1.error().message;
-                 if (!s2) return "bad input: " + s2.error().message;
-                 return check_same_events(*first, *second);
-               }});
-  c.push_back(
-      {"determinism.same-seed-same-bytes", "the same program and seed record byte-identical traces",
-       "architecture.md §6", kPrograms,
-       "the second recording gets another seed: the bytes must depend on it",
-       make_case<ProgramPlan>(
-           rc_gen::program(),
-           [](const ProgramPlan& plan, bool control) {
-             return check_trace_bytes_deterministic(lower(plan), control);
-           },
-           describe_plan, plan_trace([](bool) { return sound_world(); })),
-       [](const Regression& r) { return check_trace_bytes_deterministic(from_regression(r)); }});
+// Two runs of one program under `options`: the same events, event for event.
+CheckResult same_events(const GeneratedProgram& g, const GeneratedProgram& again,
+                        const WorldOptions& options, ProbeSet* probes) {
+  Status s1, s2;
+  const auto first = run_generated(g, options, s1);
+  const auto second = run_generated(again, options, s2);
+  if (!s1) return "bad input: " + s1.error().message;
+  if (!s2) return "bad input: " + s2.error().message;
+  if (probes != nullptr) *probes = tree_probes(*first);
+  return check_same_events(*first, *second);
 }
 
-void add_trace_properties(std::vector<Property>& c) {
-  c.push_back({"traces.round-trip",
-               "record, write, read and replay of a run find no divergence and no invariant "
-               "violation",
-               "docs/trace-format.md §9", kPrograms,
-               "the trace is recorded from a World with tree fault skip_copy_in",
-               make_case<ProgramPlan>(
-                   rc_gen::program(),
-                   [](const ProgramPlan& plan, bool control) {
-                     return check_trace_round_trip(
-                         within_contract(lower(plan)),
-                         control ? TreeFault::kSkipCopyIn : TreeFault::kNone);
-                   },
-                   describe_plan,
-                   plan_trace(
-                       [](bool control) {
-                         WorldOptions o;  // as check_trace_round_trip records
-                         if (control) o.fault = TreeFault::kSkipCopyIn;
-                         return o;
-                       },
-                       true)),
-               [](const Regression& r) {
-                 return check_trace_round_trip(from_regression(r), TreeFault::kNone);
-               }});
+// Same program and seed, same events and same bytes. The control varies the
+// second run's seed (Fault::kVarySeed): the seed must matter.
+void add_determinism_properties(std::vector<Property>& c, Fault injected) {
+  Property events{"determinism.same-seed-same-events",
+                  "the same program and seed give the same events, event for event",
+                  "architecture.md §6",
+                  kPrograms,
+                  "the second run gets another seed: the seed must matter",
+                  Fault::kVarySeed};
+  events.run = make_probed_case<ProgramPlan>(
+      rc_gen::program(),
+      [injected](const ProgramPlan& plan, bool control, ProbeSet* probes) -> CheckResult {
+        // The whole program, past any break of PyTorch's contract: an E1
+        // must be as deterministic as the rest.
+        const Fault fault = case_fault(control, Fault::kVarySeed, injected);
+        const GeneratedProgram g = lower(plan);
+        GeneratedProgram again = g;
+        if (fault == Fault::kVarySeed) ++again.seed;
+        return same_events(g, again, world_with(fault), probes);
+      },
+      describe_plan, plan_trace(Fault::kNone, injected));
+  events.regression = [](const Regression& r) -> CheckResult {
+    const GeneratedProgram g = from_regression(r);
+    return same_events(g, g, regression_world(r), nullptr);
+  };
+  c.push_back(std::move(events));
+  Property bytes{"determinism.same-seed-same-bytes",
+                 "the same program and seed record byte-identical traces",
+                 "architecture.md §6",
+                 kPrograms,
+                 "the second recording gets another seed: the bytes must depend on it",
+                 Fault::kVarySeed};
+  bytes.run = make_case<ProgramPlan>(
+      rc_gen::program(),
+      [injected](const ProgramPlan& plan, bool control) {
+        const Fault fault = case_fault(control, Fault::kVarySeed, injected);
+        return check_trace_bytes_deterministic(lower(plan), fault == Fault::kVarySeed,
+                                               fault_at(fault, FaultSite::kTree));
+      },
+      describe_plan, plan_trace(Fault::kNone, injected));
+  bytes.regression = [](const Regression& r) {
+    return check_trace_bytes_deterministic(from_regression(r));
+  };
+  c.push_back(std::move(bytes));
+}
+
+void add_trace_properties(std::vector<Property>& c, Fault injected) {
+  Property p{"traces.round-trip",
+             "record, write, read and replay of a run find no divergence and no invariant "
+             "violation",
+             "docs/trace-format.md §9",
+             kPrograms,
+             "the trace is recorded from a World with tree fault skip_copy_in",
+             Fault::kSkipCopyIn};
+  p.run = make_case<ProgramPlan>(
+      rc_gen::program(),
+      [injected](const ProgramPlan& plan, bool control) {
+        const Fault fault = case_fault(control, Fault::kSkipCopyIn, injected);
+        return check_trace_round_trip(within_contract(lower(plan)),
+                                      fault_at(fault, FaultSite::kTree));
+      },
+      describe_plan,
+      [injected](const ProgramPlan& plan, bool control) {
+        WorldOptions o;  // as check_trace_round_trip records: no replay checks
+        o.fault = fault_at(case_fault(control, Fault::kSkipCopyIn, injected), FaultSite::kTree);
+        return generated_trace_lines(within_contract(lower(plan)), o,
+                                     "capsim-check counterexample");
+      });
+  p.regression = [](const Regression& r) {
+    return check_trace_round_trip(from_regression(r), Fault::kNone);
+  };
+  c.push_back(std::move(p));
 }
 
 // In the order `capsim check` runs and lists them.
-std::vector<Property> make_catalogue() {
+std::vector<Property> make_catalogue(Fault injected) {
   std::vector<Property> c;
-  add_capture_properties(c);
-  add_tree_properties(c);
-  add_determinism_properties(c);
-  add_trace_properties(c);
+  add_capture_properties(c, injected);
+  add_tree_properties(c, injected);
+  add_determinism_properties(c, injected);
+  add_trace_properties(c, injected);
   return c;
 }
 
 }  // namespace
 
 const std::vector<Property>& property_catalogue() {
-  static const std::vector<Property> catalogue = make_catalogue();
+  static const std::vector<Property> catalogue = make_catalogue(Fault::kNone);
   return catalogue;
+}
+
+std::vector<Property> catalogue_with_injected(Fault injected) {
+  CAPSIM_CHECK(injectable(injected), "only tree, run and capture faults are injected");
+  return make_catalogue(injected);
+}
+
+bool injectable(Fault fault) {
+  const FaultSite site = fault_site(fault);
+  return site == FaultSite::kTree || site == FaultSite::kRun || site == FaultSite::kCapture;
 }
 
 const Property* find_property(std::string_view name) {

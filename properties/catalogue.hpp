@@ -16,4 +16,13 @@ namespace capsim {
 const std::vector<Property>& property_catalogue();
 const Property* find_property(std::string_view name);
 
+// Whether `capsim check --inject` takes `fault`: a fault of a site the
+// catalogue's sound cases build (tree, run, capture).
+bool injectable(Fault fault);
+// The catalogue whose sound cases all run with `injected` (injectable): a
+// model with a bug the catalogue never named, to show the properties catch
+// it (docs/properties.md). Controls still run their own faults, and saved
+// regressions the sound model.
+std::vector<Property> catalogue_with_injected(Fault injected);
+
 }  // namespace capsim

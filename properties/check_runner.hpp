@@ -47,6 +47,10 @@ struct CheckOptions {
   std::optional<std::uint64_t> only_case;
   // The failure corpus (regressions.hpp), replayed before any case; "" for none.
   std::string regressions_dir;
+  // The fault every sound case of the catalogue ran with (`--inject`; the
+  // caller builds that catalogue, catalogue.hpp): kNone but for a
+  // demonstration. Reports name it, so that a reproduction injects it too.
+  Fault inject = Fault::kNone;
 };
 
 // What one property's cases found: how many ran and, if one failed, that

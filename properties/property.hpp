@@ -2,8 +2,8 @@
 //
 // A property is a statement about the model that must hold for every input a
 // generator can make, plus the negative control that proves it can fail: the
-// same check against a deliberately broken model (a TreeFault, the plain
-// CUDA-graph API, the legacy capture), which must be caught. The runner
+// same check against a deliberately broken model, which must be caught: one
+// row of CAPSIM_FAULTS (model/fault.hpp), named by the property's `fault`. The runner
 // (check_runner.hpp) owns seeds, sizes, shards and case counts; a property
 // owns its generator, its check and how a counterexample reads. Generation and
 // shrinking are RapidCheck's: `make_case` draws an rc::Shrinkable from a case
@@ -21,6 +21,7 @@
 #include <string_view>
 #include <vector>
 
+#include "model/fault.hpp"
 #include "model/result.hpp"
 #include "properties/probes.hpp"
 
@@ -60,7 +61,8 @@ struct Property {
   std::string_view statement;  // one line
   std::string_view spec;       // where it comes from: "cudagraph-trees.md §10.6"
   std::string_view generator;  // what the inputs are
-  std::string_view control;    // the broken model that must make it fail
+  std::string_view control;    // the broken model that must make it fail, in words
+  Fault fault = Fault::kNone;  // that model's row of CAPSIM_FAULTS
   CaseFunction run = {};
   // Empty for properties whose inputs are not programs.
   RegressionCheck regression = {};

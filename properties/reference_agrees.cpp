@@ -23,15 +23,16 @@ std::vector<Event> comparable(const std::vector<Event>& events) {
 }
 
 std::optional<std::string> compare_runs(const GeneratedProgram& generated, bool plain,
-                                        const MirrorFactory& factory, bool control) {
+                                        const MirrorFactory& factory, Fault fault) {
   const std::string_view api = plain ? "plain API" : "cudagraph trees";
   WorldOptions options;
   options.config.plain_api = plain;
   options.device_evidence = true;
+  options.fault = fault_at(fault, FaultSite::kTree);
   Status model_status;
   const std::unique_ptr<World> model = run_generated(generated, options, model_status);
 
-  Result<std::unique_ptr<ReplayMirror>> mirror = factory(control);
+  Result<std::unique_ptr<ReplayMirror>> mirror = factory(fault_at(fault, FaultSite::kMirror));
   if (!mirror) return fmt::format("{}: the reference backend: {}", api, mirror.error().message);
   options.mirror = mirror->get();
   Status mirrored_status;
@@ -59,25 +60,27 @@ std::optional<std::string> compare_runs(const GeneratedProgram& generated, bool 
 }  // namespace
 
 std::optional<std::string> check_reference_agrees(const GeneratedProgram& generated,
-                                                  const MirrorFactory& factory, bool control) {
+                                                  const MirrorFactory& factory, Fault fault) {
   for (bool plain : {false, true}) {
-    if (auto failure = compare_runs(generated, plain, factory, control)) return failure;
+    if (auto failure = compare_runs(generated, plain, factory, fault)) return failure;
   }
   return std::nullopt;
 }
 
-Property reference_property(MirrorFactory factory, std::string_view control) {
+Property reference_property(MirrorFactory factory, std::string_view control, Fault injected) {
   Property p{"reference.agrees",
              "a reference backend running every graph beside the model bakes the same pointers "
              "and leaves memory bitwise equal after every replay, stale reads included, and the "
              "events (with each replay's device evidence) are the model's",
              "cuda-graphs.md §0, §3.3, §5; architecture.md §2 (Backend)",
              "random cudagraph programs, each run with cudagraph trees and with the plain API",
-             control};
+             control,
+             Fault::kSkipUpload};
   p.run = make_case<ProgramPlan>(
       rc_gen::program(),
-      [factory = std::move(factory)](const ProgramPlan& plan, bool control) {
-        return check_reference_agrees(lower(plan), factory, control);
+      [factory = std::move(factory), injected](const ProgramPlan& plan, bool control) {
+        return check_reference_agrees(lower(plan), factory,
+                                      control ? Fault::kSkipUpload : injected);
       },
       [](const ProgramPlan& plan) { return describe(lower(plan)); },
       [](const ProgramPlan& plan, bool) {
@@ -86,9 +89,10 @@ Property reference_property(MirrorFactory factory, std::string_view control) {
   return p;
 }
 
-std::vector<Property> catalogue_with_reference(MirrorFactory factory, std::string_view control) {
-  std::vector<Property> out = property_catalogue();
-  out.push_back(reference_property(std::move(factory), control));
+std::vector<Property> catalogue_with_reference(std::vector<Property> base, MirrorFactory factory,
+                                               std::string_view control, Fault injected) {
+  std::vector<Property> out = std::move(base);
+  out.push_back(reference_property(std::move(factory), control, injected));
   return out;
 }
 

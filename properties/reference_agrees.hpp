@@ -21,20 +21,25 @@
 
 namespace capsim {
 
-// A fresh mirror for one World: the sound one, or for `control` the broken
-// one that the property must catch.
-using MirrorFactory = std::function<Result<std::unique_ptr<ReplayMirror>>(bool control)>;
+// A fresh mirror for one World, with `fault` (kNone or a kMirror fault,
+// model/fault.hpp): the sound one, or the broken one the control must catch.
+using MirrorFactory = std::function<Result<std::unique_ptr<ReplayMirror>>(Fault fault)>;
 
 // nullopt when the reference agrees with the model on `generated`, else one
 // line naming the API, and the first disagreement or differing event.
+// `fault`'s mirror part goes to the mirror, its tree part to both Worlds.
 std::optional<std::string> check_reference_agrees(const GeneratedProgram& generated,
-                                                  const MirrorFactory& factory, bool control);
+                                                  const MirrorFactory& factory, Fault fault);
 
-// The property, over random cudagraph programs; `control` names the broken
-// mirror (a string with static storage).
-Property reference_property(MirrorFactory factory, std::string_view control);
+// The property, over random cudagraph programs; its control is mirror fault
+// skip_upload, which `control` describes (a string with static storage).
+// Sound cases run with `injected` (catalogue.hpp: catalogue_with_injected).
+Property reference_property(MirrorFactory factory, std::string_view control,
+                            Fault injected = Fault::kNone);
 
-// property_catalogue() with reference.agrees appended.
-std::vector<Property> catalogue_with_reference(MirrorFactory factory, std::string_view control);
+// `base` (a catalogue) with reference.agrees appended.
+std::vector<Property> catalogue_with_reference(std::vector<Property> base, MirrorFactory factory,
+                                               std::string_view control,
+                                               Fault injected = Fault::kNone);
 
 }  // namespace capsim

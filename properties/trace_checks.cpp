@@ -24,7 +24,7 @@ Result<std::vector<std::string>> generated_trace_lines(const GeneratedProgram& g
   return trace_lines(header, generated.program, world->events());
 }
 
-Result<std::string> record_generated(const GeneratedProgram& generated, TreeFault fault) {
+Result<std::string> record_generated(const GeneratedProgram& generated, Fault fault) {
   WorldOptions options;
   options.fault = fault;
   CAPSIM_TRY_ASSIGN(const std::vector<std::string> lines,
@@ -34,7 +34,7 @@ Result<std::string> record_generated(const GeneratedProgram& generated, TreeFaul
   return text;
 }
 
-CheckResult check_trace_round_trip(const GeneratedProgram& generated, TreeFault recorded_with) {
+CheckResult check_trace_round_trip(const GeneratedProgram& generated, Fault recorded_with) {
   Result<std::string> text = record_generated(generated, recorded_with);
   if (!text) return "bad input: " + text.error().message;
   auto reader = TraceReader::open(std::make_unique<std::istringstream>(*text), "generated.jsonl");
@@ -55,11 +55,12 @@ CheckResult check_trace_round_trip(const GeneratedProgram& generated, TreeFault 
   return std::nullopt;
 }
 
-CheckResult check_trace_bytes_deterministic(const GeneratedProgram& generated, bool vary_seed) {
+CheckResult check_trace_bytes_deterministic(const GeneratedProgram& generated, bool vary_seed,
+                                            Fault recorded_with) {
   GeneratedProgram again = generated;
   if (vary_seed) ++again.seed;
-  const Result<std::string> a = record_generated(generated, TreeFault::kNone);
-  const Result<std::string> b = record_generated(again, TreeFault::kNone);
+  const Result<std::string> a = record_generated(generated, recorded_with);
+  const Result<std::string> b = record_generated(again, recorded_with);
   if (!a) return "bad input: " + a.error().message;
   if (!b) return "bad input: " + b.error().message;
   if (*a == *b) return std::nullopt;

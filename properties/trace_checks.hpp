@@ -22,15 +22,16 @@ Result<std::vector<std::string>> generated_trace_lines(const GeneratedProgram& g
 
 // The trace text of `generated` run in a World with `fault` (none: the sound
 // model), or an error for bad input.
-Result<std::string> record_generated(const GeneratedProgram& generated, TreeFault fault);
+Result<std::string> record_generated(const GeneratedProgram& generated, Fault fault);
 
 // The trace recorded from a World with `recorded_with` replays in the sound
 // model with no divergence and no invariant violation.
-CheckResult check_trace_round_trip(const GeneratedProgram& generated, TreeFault recorded_with);
+CheckResult check_trace_round_trip(const GeneratedProgram& generated, Fault recorded_with);
 
 // Two recordings of the same program give identical bytes; `vary_seed` (the
 // negative control) records the second with another seed.
 CheckResult check_trace_bytes_deterministic(const GeneratedProgram& generated,
-                                            bool vary_seed = false);
+                                            bool vary_seed = false,
+                                            Fault recorded_with = Fault::kNone);
 
 }  // namespace capsim

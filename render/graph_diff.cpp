@@ -115,8 +115,8 @@ struct NodePairing {
   std::vector<MatchPass> pass_of_b;
 };
 
-NodePairing pair_nodes(const DrawGraph& a, const DrawGraph& b, DiffFault fault) {
-  const bool last = fault == DiffFault::kLastCandidate;
+NodePairing pair_nodes(const DrawGraph& a, const DrawGraph& b, Fault fault) {
+  const bool last = fault == Fault::kLastCandidate;
   const std::size_t na = a.nodes.size();
   const std::size_t nb = b.nodes.size();
   NodePairing p{std::vector<std::optional<std::uint32_t>>(na),
@@ -234,7 +234,8 @@ DiffCounts count_classes(const GraphDiff& diff) {
 
 }  // namespace
 
-GraphDiff diff_graphs(const DrawGraph& a, const DrawGraph& b, DiffFault fault) {
+GraphDiff diff_graphs(const DrawGraph& a, const DrawGraph& b, Fault fault) {
+  CAPSIM_CHECK_FAULT_SITE(fault, FaultSite::kDiff);
   const std::size_t na = a.nodes.size();
   const std::size_t nb = b.nodes.size();
   const NodePairing pairing = pair_nodes(a, b, fault);
@@ -267,7 +268,7 @@ GraphDiff diff_graphs(const DrawGraph& a, const DrawGraph& b, DiffFault fault) {
   for (NodeMatch& m : diff.nodes) {
     if (!m.a || !m.b) continue;
     const bool inputs_differ =
-        fault != DiffFault::kIgnoreInputs &&
+        fault != Fault::kIgnoreInputs &&
         inputs_of(a, in_a[*m.a], entry_of_a) != inputs_of(b, in_b[*m.b], entry_of_b);
     m.changed = changed_rows(a.nodes[*m.a], b.nodes[*m.b], inputs_differ);
     if (!m.changed.empty()) m.cls = DiffClass::kChanged;

@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "model/fault.hpp"
 #include "render/draw_graph.hpp"
 
 namespace capsim {
@@ -71,15 +72,9 @@ struct GraphDiff {
   DiffCounts counts;
 };
 
-// Deliberately broken diffs: the negative controls of the diff's properties
-// (tests/render/prop_graph_diff.cpp). Never used outside tests.
-enum class DiffFault : std::uint8_t {
-  kNone,
-  kIgnoreInputs,   // a node whose inputs changed compares as the same
-  kLastCandidate,  // passes 2 and 3 pair with the last waiting node: asymmetric
-};
-
-GraphDiff diff_graphs(const DrawGraph& a, const DrawGraph& b, DiffFault fault = DiffFault::kNone);
+// `fault`: a kDiff fault (model/fault.hpp), for the diff's negative controls
+// (tests/render/prop_graph_diff.cpp) only.
+GraphDiff diff_graphs(const DrawGraph& a, const DrawGraph& b, Fault fault = Fault::kNone);
 
 // The merged drawing: every node of `b` and every removed node of `a`, with
 // its DiffClass, changed rows carrying their `before` values, and a legend

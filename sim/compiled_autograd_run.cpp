@@ -53,7 +53,9 @@ class CompiledBackwardRun : public BackwardOps {
  public:
   CompiledBackwardRun(AutogradEngine& engine, const AutogradGraph& graph, const FxGraph& fx,
                       const CompiledBackwardCall& call, const RunOptions& options)
-      : BackwardOps(engine), graph_(graph), fx_(fx), call_(call), options_(options) {}
+      : BackwardOps(engine), graph_(graph), fx_(fx), call_(call), options_(options) {
+    CAPSIM_CHECK_FAULT_SITE(options_.fault, FaultSite::kRun);
+  }
 
   Status run() {
     values_.resize(fx_.nodes().size());
@@ -222,7 +224,7 @@ class CompiledBackwardRun : public BackwardOps {
       if (args.size() != 2) return make_error("torch.add takes 2 arguments");
       CAPSIM_TRY_ASSIGN(const TensorId a, tensor(args[0], "input"));
       CAPSIM_TRY_ASSIGN(const TensorId b, tensor(args[1], "other"));
-      if (options_.fault == RunFault::kDropFanInAdd) return args[0];
+      if (options_.fault == Fault::kDropFanInAdd) return args[0];
       CAPSIM_TRY_ASSIGN(const TensorId r, add(a, b));
       return Value::of_tensor(r);
     }
@@ -372,7 +374,7 @@ class CompiledBackwardRun : public BackwardOps {
     }
     if (type == "pre_hook" || type == "post_hook") {
       CAPSIM_TRY_ASSIGN(Grads g, grads(args[1], "grads"));
-      if (type == "post_hook" && options_.fault == RunFault::kSkipPostHooks) {
+      if (type == "post_hook" && options_.fault == Fault::kSkipPostHooks) {
         return Value::of_grads(g);
       }
       for (auto& x : g) {

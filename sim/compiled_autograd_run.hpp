@@ -24,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "model/fault.hpp"
 #include "model/fx_graph.hpp"
 #include "model/step_program.hpp"
 #include "sim/autograd_engine.hpp"
@@ -45,20 +46,8 @@ struct CompiledBackwardCall {
 CompiledBackwardCall make_call(const AutogradGraph& graph, const CollectedBackward& backward,
                                std::span<const TensorId> root_grads);
 
-// Deliberate faults, for the negative controls of P-equal.
-// X(enumerator, name)
-#define CAPSIM_RUN_FAULTS(X)                                                \
-  X(kNone, "none")                                                          \
-  X(kDropFanInAdd, "drop_fan_in_add") /* torch.add returns its first arg */ \
-  X(kSkipPostHooks, "skip_post_hooks")
-enum class RunFault : std::uint8_t {
-#define CAPSIM_ENUM_(e, name) e,
-  CAPSIM_RUN_FAULTS(CAPSIM_ENUM_)
-#undef CAPSIM_ENUM_
-};
-
 struct RunOptions {
-  RunFault fault = RunFault::kNone;
+  Fault fault = Fault::kNone;  // a kRun fault (model/fault.hpp): the controls of P-equal
   // When set, every kernel launched is also appended here (the lowering).
   StepProgram* record = nullptr;
 };

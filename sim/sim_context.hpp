@@ -14,6 +14,7 @@
 #include "model/cpu_backend.hpp"
 #include "model/device_memory.hpp"
 #include "model/digest.hpp"
+#include "model/fault.hpp"
 #include "model/graph_evidence.hpp"
 #include "sim/cudagraph_config.hpp"
 #include "sim/events.hpp"
@@ -49,22 +50,6 @@ struct Counters {
   std::uint64_t ca_mismatches = 0;
 };
 
-// Deliberately broken tree managers (and optimizers), for negative controls only: each property
-// must fail against one of these. Never set outside tests.
-// X(enumerator, name)
-#define CAPSIM_TREE_FAULTS(X)                                                       \
-  X(kNone, "none")                                                                  \
-  X(kSkipCopyIn, "skip_copy_in")                     /* replays copy no inputs */   \
-  X(kRestoreKeepsAll, "restore_keeps_all")           /* checkpoints free nothing */ \
-  X(kIgnoreStaticPointers, "ignore_static_pointers") /* never re-record */          \
-  X(kFinalizerKeepsState, "finalizer_keeps_state")   /* state outlives a drop */    \
-  X(kMoveOptimizerState, "move_optimizer_state")     /* state moves, unguarded */
-enum class TreeFault : std::uint8_t {
-#define CAPSIM_ENUM_(e, name) e,
-  CAPSIM_TREE_FAULTS(CAPSIM_ENUM_)
-#undef CAPSIM_ENUM_
-};
-
 // GenerationTracker.generation and MarkStepBox.mark_step_counter.
 struct GenerationState {
   std::int64_t generation = 0;
@@ -84,8 +69,8 @@ struct SimContext {
   GenerationState& generations;
   // Compare every replay's outputs with an eager run on the same inputs.
   bool verify_replays = false;
-  TreeFault fault = TreeFault::kNone;
-  std::uint32_t action = 0;  // the program action being run
+  Fault fault = Fault::kNone;  // a kTree fault (model/fault.hpp), checked by World
+  std::uint32_t action = 0;    // the program action being run
   // Emit a `device` event after each record and replay (WorldOptions).
   bool device_evidence = false;
 

@@ -131,7 +131,7 @@ Status TreeManager::apply_checkpoint_execution_state_in_allocator() {
   live_ptrs.erase(std::unique(live_ptrs.begin(), live_ptrs.end()), live_ptrs.end());
   const GraphNode& node = graphs_[current_->index];
   const std::size_t before = ctx_.allocator.live_blocks(pool_).size();
-  if (ctx_.fault == TreeFault::kRestoreKeepsAll) {
+  if (ctx_.fault == Fault::kRestoreKeepsAll) {
     for (const Block& b : ctx_.allocator.live_blocks(pool_)) live_ptrs.push_back(b.address);
     for (const auto& seg : node.checkpointed_caching_state.segments) {
       for (const auto& b : seg.blocks) {

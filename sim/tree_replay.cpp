@@ -41,8 +41,7 @@ InvariantStatus TreeManager::check_invariants(const GraphNode& node,
       return InvariantStatus::kExpectedDeadIndicesBeforeGraphMismatch;
     }
   }
-  if (rerecord_if_static_inputs_change(ctx_.config) &&
-      ctx_.fault != TreeFault::kIgnoreStaticPointers) {
+  if (rerecord_if_static_inputs_change(ctx_.config) && ctx_.fault != Fault::kIgnoreStaticPointers) {
     for (std::uint32_t i : node.static_input_idxs) {
       if (!ptr_matches(i)) return InvariantStatus::kStaticInputIdxMismatch;
     }
@@ -127,17 +126,15 @@ Status TreeManager::copy_into_placeholders(const GraphNode& node,
                                            const std::vector<TensorId>& inputs) {
   std::uint64_t copies = 0, bytes = 0;
   for (std::uint32_t i : node.non_static_input_idxs) {
-    if (ctx_.fault == TreeFault::kSkipCopyIn) break;
+    if (ctx_.fault == Fault::kSkipCopyIn) break;
     const TensorArg& dst = *node.placeholders[i];
     CAPSIM_TRY_ASSIGN(const TensorArg src, tensor_arg(ctx_.store(), inputs[i]));
     ++copies;
-#ifdef CAPSIM_INJECTED_BUG
-    // A deliberately wrong model, compiled in only with -DCAPSIM_INJECT_BUG=ON
-    // (docs/properties.md): an off-by-one that counts the first non-static
+    // The injected bug (`capsim check --inject skip_first_copy`,
+    // docs/properties.md): an off-by-one that counts the first non-static
     // input but never copies it, so the replay reads whatever its placeholder
     // last held.
-    if (copies == 1) continue;
-#endif
+    if (ctx_.fault == Fault::kSkipFirstCopy && copies == 1) continue;
     if (numel(dst.meta) == 0) continue;
     CAPSIM_TRY_ASSIGN(const KernelLaunch copy, launch_copy(dst, src));
     CAPSIM_TRY(ctx_.backend.run_step(Step{copy, {}}));

@@ -39,7 +39,7 @@ struct WorldOptions {
   std::uint64_t seed = 0;
   // Compare every replay with eager execution (P-replay); costs a scratch run.
   bool verify_replays = false;
-  TreeFault fault = TreeFault::kNone;  // negative controls only
+  Fault fault = Fault::kNone;  // a kTree fault (model/fault.hpp): controls and --inject only
   // Shown every backward of a run_capture_scenario action (render/ draws
   // its graphs); optional, and it observes only.
   std::function<void(std::size_t action, const BackwardView&)> on_backward;

@@ -100,7 +100,7 @@ Status World::do_optimizer_step(const OptimizerStep& a) {
         ref(o);
         // (The move_optimizer_state control marks it without a guard, so that
         // a move re-records at once instead of recompiling.)
-        objects_.at(o).static_guard = options_.fault != TreeFault::kMoveOptimizerState;
+        objects_.at(o).static_guard = options_.fault != Fault::kMoveOptimizerState;
         state.push_back(o);
         return {};
       };
@@ -129,7 +129,7 @@ Status World::do_optimizer_step(const OptimizerStep& a) {
                {"static_params", std::to_string(opt.params.size())},
                {"static_state", std::to_string(opt.graph_attributes.size() - opt.params.size())},
                {"static_grads", std::to_string(static_grads)}});
-  } else if (options_.fault == TreeFault::kMoveOptimizerState && opt.steps_taken == 2) {
+  } else if (options_.fault == Fault::kMoveOptimizerState && opt.steps_taken == 2) {
     // The control of cudagraphs.static-never-reallocated: the state moves to
     // new storage once, after the step was warmed up and recorded, so that the
     // next call re-records over the new addresses.
@@ -194,7 +194,7 @@ Status World::do_drop_optimizer(const DropOptimizer& a) {
     for (std::uint64_t o : state) state_tensors.push_back(objects_.at(o).tensor);
   }
   // The finalizer: the graph module forgets its static attributes.
-  if (options_.fault != TreeFault::kFinalizerKeepsState) {
+  if (options_.fault != Fault::kFinalizerKeepsState) {
     for (std::uint64_t o : opt->graph_attributes) CAPSIM_TRY(unref(o));
   }
   for (const auto& state : opt->state) {

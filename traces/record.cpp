@@ -17,7 +17,7 @@ TraceHeader scenario_header(const Scenario& scenario) {
 
 namespace {
 Result<std::vector<std::string>> record(const Scenario& scenario, ReplayMirror* mirror) {
-  if (scenario.options.fault != TreeFault::kNone) {
+  if (scenario.options.fault != Fault::kNone) {
     return make_error(
         fmt::format("scenario '{}': a negative-control fault is not recordable", scenario.name));
   }

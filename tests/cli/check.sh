@@ -8,7 +8,10 @@
 #    with a partial summary and a valid partial JUnit file;
 #  - the failure corpus is replayed first (and not with --no-regressions);
 #    --stats prints the coverage probes, --json counts them, and
-#    --require-probes fails a run too small to reach them.
+#    --require-probes fails a run too small to reach them;
+#  - --inject skip_first_copy (a bug no control names) fails the properties
+#    that copy-in matters to, and --inject of an unknown or non-injectable
+#    fault is bad usage (exit 2, one line).
 set -u
 capsim=$1
 dir=$(mktemp -d)
@@ -69,6 +72,25 @@ grep -q '"regressions": \[' "$dir/a.json" || fail "no regressions in --json"
 rc=$?
 [ "$rc" = 1 ] || fail "--require-probes on a small run exited $rc: $(cat "$dir/q.out")"
 grep -q 'coverage probes never hit: warmup' "$dir/q.out" || fail "no missed probes: $(cat "$dir/q.out")"
+
+# An injected bug, caught; bad --inject names.
+"$capsim" check --property 'cudagraphs.copies-only-non-static' --cases 20 --no-controls \
+  --no-regressions --inject skip_first_copy >"$dir/i.out" 2>&1
+rc=$?
+[ "$rc" = 1 ] || fail "--inject skip_first_copy exited $rc: $(cat "$dir/i.out")"
+grep -q 'every sound case with fault skip_first_copy' "$dir/i.out" ||
+  fail "the header does not name the injected fault: $(cat "$dir/i.out")"
+grep -q '^  FAIL  cudagraphs.copies-only-non-static' "$dir/i.out" ||
+  fail "the injected bug was not caught: $(cat "$dir/i.out")"
+grep -q 'reproduce: capsim check .* --no-controls --inject skip_first_copy$' "$dir/i.out" ||
+  fail "the reproduction does not inject the fault: $(cat "$dir/i.out")"
+for bad in nope none skip_upload; do
+  "$capsim" check --cases 1 --inject "$bad" >"$dir/b.out" 2>&1
+  rc=$?
+  [ "$rc" = 2 ] || fail "--inject $bad exited $rc: $(cat "$dir/b.out")"
+  [ "$(wc -l <"$dir/b.out")" = 1 ] && grep -q "^capsim: error: --inject '$bad': " "$dir/b.out" ||
+    fail "--inject $bad: not one error line: $(cat "$dir/b.out")"
+done
 
 # Interrupted: exit 130, a summary that says so, a valid partial JUnit file.
 "$capsim" check --cases 100000 --junit "$dir/p.xml" --no-progress >"$dir/p.out" 2>&1 &

@@ -29,7 +29,7 @@
 namespace capsim::cuda {
 namespace {
 
-std::unique_ptr<CudaBackend> make_backend(CudaFault fault = CudaFault::kNone) {
+std::unique_ptr<CudaBackend> make_backend(Fault fault = Fault::kNone) {
   Result<std::unique_ptr<CudaBackend>> b = CudaBackend::create(fault);
   REQUIRE_MESSAGE(b, (b ? "" : b.error().message));
   return std::move(*b);
@@ -95,7 +95,7 @@ TEST_CASE("cuda backend: a static buffer freed and allocated again is caught by 
 
 TEST_CASE("cuda backend: a kernel pointer outside every buffer fails verification") {
   SmallGraph s;
-  auto backend = make_backend(CudaFault::kBakeOutside);
+  auto backend = make_backend(Fault::kBakeOutside);
   REQUIRE(backend->materialize(s.memory.layout()));
   const Result<GraphHandle> h = backend->instantiate(s.program);
   REQUIRE_FALSE(h);

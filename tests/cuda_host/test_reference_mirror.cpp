@@ -95,7 +95,7 @@ TEST_CASE("reference mirror: the plain API's stale read is reproduced, not corre
 
 TEST_CASE("reference mirror: memory copied in only once is caught (the control)") {
   HostBackend host;
-  ReferenceMirror mirror(host, MirrorFault::kSkipUpload);
+  ReferenceMirror mirror(host, Fault::kSkipUpload);
   run_mirrored(scenario("compiled_adam_cudagraphed_backward"), mirror);
   REQUIRE(mirror.disagreement().has_value());
   CHECK(mirror.disagreement()->find("the model has") != std::string::npos);

@@ -62,7 +62,7 @@ fi
 unity_a=(
   traces/event_schema.cpp traces/json_fields.cpp traces/program_json.cpp traces/replay.cpp
   traces/trace_format.cpp traces/trace_reader.cpp traces/trace_simulation.cpp
-  model/caching_allocator.cpp model/cpu_backend.cpp model/device_memory.cpp model/digest.cpp
+  model/caching_allocator.cpp model/cpu_backend.cpp model/device_memory.cpp model/digest.cpp model/fault.cpp
   model/graph_evidence.cpp
   model/kernel_launch.cpp model/kernel_table.cpp model/step_program.cpp model/tensor.cpp
   model/tensor_store.cpp

@@ -1,6 +1,6 @@
 // Properties of the CachingAllocator over random alloc/free sequences, each
 // with a negative control: the same property run against a deliberately broken
-// allocator (AllocatorFault) must fail, and RapidCheck must shrink it.
+// allocator (Fault) must fail, and RapidCheck must shrink it.
 #include <algorithm>
 #include <map>
 #include <set>
@@ -65,8 +65,7 @@ rc::Gen<Op> gen_op() {
 
 // A world that runs a sequence and keeps what the caller holds.
 struct Harness {
-  explicit Harness(AllocatorFault fault = AllocatorFault::kNone)
-      : alloc(memory, AllocatorOptions{fault}) {
+  explicit Harness(Fault fault = Fault::kNone) : alloc(memory, AllocatorOptions{fault}) {
     for (int p = 1; p < kPools; ++p) RC_ASSERT(alloc.create_pool().ok());
   }
 
@@ -93,7 +92,7 @@ struct Harness {
   std::vector<Block> live;
 };
 
-void same_sequence_same_addresses(AllocatorFault fault) {
+void same_sequence_same_addresses(Fault fault) {
   const auto ops = *rc::gen::container<std::vector<Op>>(gen_op());
   // Both worlds are alive at once, as two runs of one program would be.
   Harness first(fault);
@@ -101,7 +100,7 @@ void same_sequence_same_addresses(AllocatorFault fault) {
   RC_ASSERT(first.run(ops) == second.run(ops));
 }
 
-void live_blocks_never_overlap(AllocatorFault fault) {
+void live_blocks_never_overlap(Fault fault) {
   const auto ops = *rc::gen::container<std::vector<Op>>(gen_op());
   Harness h(fault);
   h.run(ops);
@@ -115,7 +114,7 @@ void live_blocks_never_overlap(AllocatorFault fault) {
   for (const Block& b : blocks) RC_ASSERT(b.size >= static_cast<std::uint64_t>(b.requested));
 }
 
-void pools_are_isolated(AllocatorFault fault) {
+void pools_are_isolated(Fault fault) {
   const auto ops = *rc::gen::container<std::vector<Op>>(gen_op());
   Harness h(fault);
   h.run(ops);
@@ -138,7 +137,7 @@ void pools_are_isolated(AllocatorFault fault) {
 
 // Restoring a checkpoint with a live set is the same as having freed, at the
 // checkpoint, every block that is not live: same live blocks, same layout.
-void restore_is_free_of_the_dead(AllocatorFault fault) {
+void restore_is_free_of_the_dead(Fault fault) {
   const PoolId pool{1};
   auto in_pool = [](std::vector<Op> ops) {
     for (Op& op : ops) op.pool = 1;
@@ -187,24 +186,24 @@ void restore_is_free_of_the_dead(AllocatorFault fault) {
 }  // namespace
 
 TEST_CASE("allocator: the same call sequence gives the same addresses") {
-  rc_prop("deterministic", [] { same_sequence_same_addresses(AllocatorFault::kNone); });
+  rc_prop("deterministic", [] { same_sequence_same_addresses(Fault::kNone); });
   rc_expect_failure("process-wide state leaks into placement",
-                    [] { same_sequence_same_addresses(AllocatorFault::kProcessGlobalPlacement); });
+                    [] { same_sequence_same_addresses(Fault::kProcessGlobalPlacement); });
 }
 
 TEST_CASE("allocator: no two live blocks overlap") {
-  rc_prop("no overlap", [] { live_blocks_never_overlap(AllocatorFault::kNone); });
+  rc_prop("no overlap", [] { live_blocks_never_overlap(Fault::kNone); });
   rc_expect_failure("overlapping split",
-                    [] { live_blocks_never_overlap(AllocatorFault::kOverlappingSplit); });
+                    [] { live_blocks_never_overlap(Fault::kOverlappingSplit); });
 }
 
 TEST_CASE("allocator: pools are isolated") {
-  rc_prop("isolated", [] { pools_are_isolated(AllocatorFault::kNone); });
-  rc_expect_failure("pools ignored", [] { pools_are_isolated(AllocatorFault::kIgnorePools); });
+  rc_prop("isolated", [] { pools_are_isolated(Fault::kNone); });
+  rc_expect_failure("pools ignored", [] { pools_are_isolated(Fault::kIgnorePools); });
 }
 
 TEST_CASE("allocator: restore keeps exactly the live set") {
-  rc_prop("restore == free the dead", [] { restore_is_free_of_the_dead(AllocatorFault::kNone); });
+  rc_prop("restore == free the dead", [] { restore_is_free_of_the_dead(Fault::kNone); });
   rc_expect_failure("restore keeps every block",
-                    [] { restore_is_free_of_the_dead(AllocatorFault::kRestoreKeepsAll); });
+                    [] { restore_is_free_of_the_dead(Fault::kPoolRestoreKeepsAll); });
 }

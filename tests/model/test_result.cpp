@@ -2,14 +2,12 @@
 // Error is returned unchanged, and nothing after it runs.
 #include <doctest/doctest.h>
 
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <csignal>
 #include <cstdio>
 #include <string>
 
 #include "model/result.hpp"
+#include "tests/support/in_child.hpp"
 
 using namespace capsim;
 
@@ -74,35 +72,9 @@ TEST_CASE("an Error keeps its kind and field through added context") {
   CHECK(error_kind_name(ErrorKind::unsupported) == "unsupported");
 }
 
-namespace {
-// Runs `body` in a child process; its exit status and what it wrote to stderr.
-template <typename Body>
-std::pair<int, std::string> in_child(Body body) {
-  int fds[2];
-  REQUIRE(::pipe(fds) == 0);
-  std::fflush(nullptr);
-  const pid_t pid = ::fork();
-  REQUIRE(pid >= 0);
-  if (pid == 0) {
-    ::dup2(fds[1], 2);
-    ::close(fds[0]);
-    body();
-    std::_Exit(0);
-  }
-  ::close(fds[1]);
-  std::string err;
-  char buf[512];
-  for (ssize_t n; (n = ::read(fds[0], buf, sizeof buf)) > 0;) err.append(buf, std::size_t(n));
-  ::close(fds[0]);
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-  return {status, err};
-}
-}  // namespace
-
 TEST_CASE("CAPSIM_MUST passes a value through and aborts, at file and line, on an Error") {
   CHECK(CAPSIM_MUST(parse_digit('7')) == 7);
-  const auto [status, err] = in_child([] { (void)CAPSIM_MUST(parse_digit('x')); });
+  const auto [status, err] = capsim::testing::in_child([] { (void)CAPSIM_MUST(parse_digit('x')); });
   REQUIRE(WIFSIGNALED(status));
   CHECK(WTERMSIG(status) == SIGABRT);
   CHECK(err.find("capsim: internal invariant broken at") != std::string::npos);

@@ -163,11 +163,11 @@ TEST_CASE("compiled autograd: an identical second backward is a cache hit (P-cac
 
 TEST_CASE("compiled autograd: the captured graph computes the eager grads (P-equal)") {
   rc_prop("interpreted graph == eager",
-          [] { rc_require(check_runs_like_eager(*rc_gen::autograd_program(), RunFault::kNone)); });
+          [] { rc_require(check_runs_like_eager(*rc_gen::autograd_program(), Fault::kNone)); });
   rc_prop("lowered StepProgram replay == eager",
           [] { lowered_runs_like_eager(*rc_gen::autograd_program()); });
   const std::string shrunk = rc_expect_failure("an interpreter that drops fan-in adds", [] {
-    rc_require(check_runs_like_eager(*rc_gen::autograd_program(), RunFault::kDropFanInAdd));
+    rc_require(check_runs_like_eager(*rc_gen::autograd_program(), Fault::kDropFanInAdd));
   });
   CHECK(shrunk.find("Falsifiable") != std::string::npos);
   // kSkipPostHooks needs a post hook on a reachable node, which the generator

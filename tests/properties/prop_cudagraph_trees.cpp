@@ -1,6 +1,6 @@
 // Properties of the cudagraph tree manager over random programs (issue 3),
 // each with a negative control: the same property against a deliberately
-// broken World (a TreeFault, or the plain CUDA-graph API) must fail, and
+// broken World (a Fault, or the plain CUDA-graph API) must fail, and
 // RapidCheck must shrink it. Programs come from properties/: random functions
 // (inference, forward, backward) over params, marked and eager tensors, fresh
 // eager inputs every step, outputs fed to later calls of the same step,
@@ -19,7 +19,7 @@ using capsim::testing::rc_require;
 
 namespace {
 
-WorldOptions options_with(TreeFault fault = TreeFault::kNone) {
+WorldOptions options_with(Fault fault = Fault::kNone) {
   WorldOptions o;
   o.verify_replays = true;
   o.fault = fault;
@@ -96,9 +96,9 @@ void valid_everywhere() {
   const GeneratedProgram g = within_contract(whole);
   WorldOptions plain = options_with();
   plain.config.plain_api = true;
-  for (const WorldOptions& o : {options_with(), plain, options_with(TreeFault::kSkipCopyIn),
-                                options_with(TreeFault::kRestoreKeepsAll),
-                                options_with(TreeFault::kIgnoreStaticPointers)}) {
+  for (const WorldOptions& o :
+       {options_with(), plain, options_with(Fault::kSkipCopyIn),
+        options_with(Fault::kRestoreKeepsAll), options_with(Fault::kIgnoreStaticPointers)}) {
     // The plain API has no dynamic shapes: a size change is a user error there.
     if (o.config.plain_api && g.size_changes != 0) continue;
     Status status;
@@ -143,19 +143,19 @@ TEST_CASE("trees: every replay equals eager execution (P-replay)") {
   rc_expect_failure("plain API: a reassigned param is read at its old address",
                     [&] { replays_match_eager(plain, nullptr); });
   rc_expect_failure("replays copy no inputs",
-                    [] { replays_match_eager(options_with(TreeFault::kSkipCopyIn), nullptr); });
+                    [] { replays_match_eager(options_with(Fault::kSkipCopyIn), nullptr); });
 }
 
 TEST_CASE("trees: no replay reads a freed or moved static input (P-static)") {
   rc_prop("static inputs stable", [] { static_inputs_stable(options_with()); });
   rc_expect_failure("static pointers ignored",
-                    [] { static_inputs_stable(options_with(TreeFault::kIgnoreStaticPointers)); });
+                    [] { static_inputs_stable(options_with(Fault::kIgnoreStaticPointers)); });
 }
 
 TEST_CASE("trees: a replay copies exactly the non-static inputs (P-copies)") {
   rc_prop("copies == non-static inputs", [] { copies_are_the_non_static_inputs(options_with()); });
   rc_expect_failure("replays copy no inputs",
-                    [] { copies_are_the_non_static_inputs(options_with(TreeFault::kSkipCopyIn)); });
+                    [] { copies_are_the_non_static_inputs(options_with(Fault::kSkipCopyIn)); });
 }
 
 TEST_CASE("trees: the pool holds exactly the live tracked outputs (P-pool)") {
@@ -166,7 +166,7 @@ TEST_CASE("trees: the pool holds exactly the live tracked outputs (P-pool)") {
   });
   CHECK(checkpointed * 10 >= cases);
   rc_expect_failure("checkpoints free nothing", [] {
-    pool_holds_the_live_outputs(options_with(TreeFault::kRestoreKeepsAll), nullptr);
+    pool_holds_the_live_outputs(options_with(Fault::kRestoreKeepsAll), nullptr);
   });
 }
 

@@ -16,12 +16,11 @@ using capsim::testing::rc_require;
 
 TEST_CASE("traces: record, write, read and replay match with no divergence") {
   rc_prop("round trip", [] {
-    rc_require(
-        check_trace_round_trip(within_contract(lower(*rc_gen::program())), TreeFault::kNone));
+    rc_require(check_trace_round_trip(within_contract(lower(*rc_gen::program())), Fault::kNone));
   });
   rc_expect_failure("a trace of a World that copies no inputs diverges from the model", [] {
     rc_require(
-        check_trace_round_trip(within_contract(lower(*rc_gen::program())), TreeFault::kSkipCopyIn));
+        check_trace_round_trip(within_contract(lower(*rc_gen::program())), Fault::kSkipCopyIn));
   });
 }
 

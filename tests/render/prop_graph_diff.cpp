@@ -3,7 +3,7 @@
 // same nodes with added and removed swapped; a node whose input edge moved is
 // changed with "inputs" in its rows; the counts add up to both graphs' sizes.
 // Each has a negative control that RapidCheck must falsify: a deliberately
-// broken diff (DiffFault) or, where no fault can break a property, the same
+// broken diff (Fault) or, where no fault can break a property, the same
 // check fed a case it must reject.
 #include <doctest/doctest.h>
 
@@ -29,7 +29,7 @@ using capsim::testing::rc_require;
 
 // Small pools, so that two graphs share ids (pass 1 pairs them) and hold
 // several nodes of one kind and target under distinct ids (passes 2 and 3
-// choose among them: what DiffFault::kLastCandidate gets wrong).
+// choose among them: what Fault::kLastCandidate gets wrong).
 constexpr int kIdPool = 48;  // more than the 40 nodes a graph may have
 constexpr int kKinds = 2;
 constexpr int kTargets = 2;
@@ -123,7 +123,7 @@ std::optional<std::string> check_self_diff(const DrawGraph& a, const DrawGraph& 
 
 // diff(a, b) and diff(b, a): the same pairs, each with the same class and
 // changed rows; the same counts with added and removed swapped.
-std::optional<std::string> check_symmetry(const DrawGraph& a, const DrawGraph& b, DiffFault fault) {
+std::optional<std::string> check_symmetry(const DrawGraph& a, const DrawGraph& b, Fault fault) {
   const GraphDiff ab = diff_graphs(a, b, fault);
   const GraphDiff ba = diff_graphs(b, a, fault);
   std::map<std::pair<std::uint32_t, std::uint32_t>, const NodeMatch*> forward, backward;
@@ -159,7 +159,7 @@ std::optional<std::string> check_symmetry(const DrawGraph& a, const DrawGraph& b
 
 // `g` with one in-edge of a node redirected to another earlier node; that
 // node must compare as changed, with "inputs" among its rows.
-std::optional<std::string> check_input_change(const Sketch& sketch, DiffFault fault) {
+std::optional<std::string> check_input_change(const Sketch& sketch, Fault fault) {
   Sketch moved = sketch;
   // An edge into a node with two earlier nodes has another source to move to.
   std::vector<std::size_t> movable;
@@ -230,21 +230,20 @@ TEST_CASE("render diff: diff(a, b) and diff(b, a) mirror each other") {
   rc_prop("symmetric", [] {
     const DrawGraph a = build(*gen_sketch());
     const DrawGraph b = build(*gen_sketch());
-    rc_require(check_symmetry(a, b, DiffFault::kNone));
+    rc_require(check_symmetry(a, b, Fault::kNone));
   });
   rc_expect_failure("passes 2 and 3 take the last waiting node", [] {
     const DrawGraph a = build(*gen_sketch());
     const DrawGraph b = build(*gen_sketch());
-    rc_require(check_symmetry(a, b, DiffFault::kLastCandidate));
+    rc_require(check_symmetry(a, b, Fault::kLastCandidate));
   });
 }
 
 TEST_CASE("render diff: a node whose input moved is changed") {
   rc_prop("moved input -> changed: inputs",
-          [] { rc_require(check_input_change(*gen_sketch(3), DiffFault::kNone)); });
-  rc_expect_failure("a diff that ignores inputs", [] {
-    rc_require(check_input_change(*gen_sketch(3), DiffFault::kIgnoreInputs));
-  });
+          [] { rc_require(check_input_change(*gen_sketch(3), Fault::kNone)); });
+  rc_expect_failure("a diff that ignores inputs",
+                    [] { rc_require(check_input_change(*gen_sketch(3), Fault::kIgnoreInputs)); });
 }
 
 TEST_CASE("render diff: the counts add up to both graphs") {
@@ -253,7 +252,7 @@ TEST_CASE("render diff: the counts add up to both graphs") {
     const DrawGraph b = build(*gen_sketch());
     rc_require(check_counts(diff_graphs(a, b), a, b));
   });
-  // No DiffFault breaks the counts (diff_graphs checks them itself), so the
+  // No Fault breaks the counts (diff_graphs checks them itself), so the
   // control holds the counts against the graphs the other way round.
   rc_expect_failure("counts checked against the graphs swapped", [] {
     const DrawGraph a = build(*gen_sketch());

@@ -57,7 +57,7 @@ struct Compiled {
     const TensorId roots[] = {scalar_one(engine).tensor};
     call = make_call(bg.graph, collected, roots);
   }
-  Status run(RunFault fault = RunFault::kNone) {
+  Status run(Fault fault = Fault::kNone) {
     RunOptions options;
     options.fault = fault;
     return run_compiled_backward(engine, bg.graph, captured.graph, call, options);
@@ -91,7 +91,7 @@ TEST_CASE("compiled backward: every hook kind runs as in eager; a dropped post h
     CHECK(bits(c.engine) == want);
   }
   Compiled broken(hooked);
-  REQUIRE(broken.run(RunFault::kSkipPostHooks).ok());
+  REQUIRE(broken.run(Fault::kSkipPostHooks).ok());
   CHECK(bits(broken.engine) != want);
 }
 
