@@ -38,8 +38,8 @@
 #include <string>
 #include <system_error>
 
-#include "sim/function_builder.hpp"
-#include "sim/world.hpp"
+#include "sim/core/function_builder.hpp"
+#include "sim/world/world.hpp"
 #include "traces/replay.hpp"
 #include "traces/trace_format.hpp"
 #include "traces/trace_reader.hpp"

@@ -20,7 +20,7 @@
 //    counters report allocator operations (allocations + frees) per replay and
 //    copy-in bytes per replay.
 //  - BM_TreeSeedScenario/<i>: one run of each compiled_adam_* built-in scenario
-//    (sim/scenarios_optimizer.cpp) that exists; counters report the bytes the
+//    (sim/scenarios/scenarios_optimizer.cpp) that exists; counters report the bytes the
 //    optimizer step's replays copied in, per replay.
 #include <benchmark/benchmark.h>
 #include <fmt/format.h>
@@ -29,9 +29,9 @@
 #include <string>
 #include <vector>
 
-#include "sim/function_builder.hpp"
-#include "sim/scenarios.hpp"
-#include "sim/world.hpp"
+#include "sim/core/function_builder.hpp"
+#include "sim/scenarios/scenarios.hpp"
+#include "sim/world/world.hpp"
 
 namespace capsim {
 namespace {

@@ -11,8 +11,8 @@
 #include "cli/trace_commands.hpp"
 #include "model/output_file.hpp"
 #include "render/graphviz_output.hpp"
-#include "sim/scenarios.hpp"
-#include "sim/world.hpp"
+#include "sim/scenarios/scenarios.hpp"
+#include "sim/world/world.hpp"
 
 namespace capsim::cli {
 

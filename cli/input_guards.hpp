@@ -33,7 +33,7 @@ int finish_stdout(int exit_code);
 // Digits only, within 64 bits: the value of --seed and --case.
 CLI::Validator unsigned_64_bit();
 // --memory-budget: a size with an optional unit (CLI11's AsSizeValue: 512MiB,
-// 4GiB, or bytes), from 1 MiB to sim/world.hpp's kMaxMemoryBudget.
+// 4GiB, or bytes), from 1 MiB to sim/world/world.hpp's kMaxMemoryBudget.
 void add_memory_budget_option(CLI::App* sub, std::uint64_t& bytes);
 
 // Names from `known` within a small edit distance of `name`, nearest first,
@@ -42,7 +42,7 @@ std::vector<std::string> similar_names(const std::string& name,
                                        const std::vector<std::string>& known);
 // ", did you mean 'a' or 'b'?" or "".
 std::string did_you_mean(const std::string& name, const std::vector<std::string>& known);
-// The names of sim/scenarios.hpp's built-in scenarios, in their order.
+// The names of sim/scenarios/scenarios.hpp's built-in scenarios, in their order.
 std::vector<std::string> scenario_names();
 
 }  // namespace capsim::cli

@@ -27,9 +27,9 @@
 #include "properties/catalogue.hpp"
 #include "render/draw_graph.hpp"
 #include "render/graphviz_output.hpp"
-#include "sim/adam_replay_job.hpp"
-#include "sim/capture_scenarios.hpp"
-#include "sim/scenarios.hpp"
+#include "sim/scenarios/adam_replay_job.hpp"
+#include "sim/scenarios/capture_scenarios.hpp"
+#include "sim/scenarios/scenarios.hpp"
 #include "traces/replay.hpp"
 
 namespace {

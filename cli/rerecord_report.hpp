@@ -10,8 +10,8 @@
 #include <optional>
 #include <string>
 
-#include "sim/events.hpp"
-#include "sim/program.hpp"
+#include "sim/core/events.hpp"
+#include "sim/world/program.hpp"
 
 namespace capsim::cli {
 

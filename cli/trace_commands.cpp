@@ -7,7 +7,7 @@
 #include "cli/input_guards.hpp"
 #include "cli/reference_backends.hpp"
 #include "model/output_file.hpp"
-#include "sim/scenarios.hpp"
+#include "sim/scenarios/scenarios.hpp"
 #include "traces/record.hpp"
 #include "traces/replay.hpp"
 #include "traces/trace_writer.hpp"

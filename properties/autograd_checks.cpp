@@ -5,7 +5,7 @@
 
 #include <bit>
 
-#include "sim/compiled_autograd_capture.hpp"
+#include "sim/autograd/compiled_autograd_capture.hpp"
 
 namespace capsim {
 

@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "sim/autograd_engine.hpp"
+#include "sim/autograd/autograd_engine.hpp"
 
 namespace capsim {
 

@@ -12,7 +12,7 @@
 #include <string>
 
 #include "properties/cudagraph_programs.hpp"
-#include "sim/world.hpp"
+#include "sim/world/world.hpp"
 
 namespace capsim {
 

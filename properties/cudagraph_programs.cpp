@@ -8,7 +8,7 @@
 #include <set>
 
 #include "model/check.hpp"
-#include "sim/function_builder.hpp"
+#include "sim/core/function_builder.hpp"
 
 namespace capsim {
 

@@ -37,7 +37,7 @@
 #include <string>
 #include <vector>
 
-#include "sim/program.hpp"
+#include "sim/world/program.hpp"
 
 namespace capsim {
 

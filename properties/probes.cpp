@@ -2,7 +2,7 @@
 #include "properties/probes.hpp"
 
 #include "properties/autograd_programs.hpp"
-#include "sim/world.hpp"
+#include "sim/world/world.hpp"
 
 namespace capsim {
 

@@ -6,7 +6,7 @@
 #include "properties/cudagraph_checks.hpp"
 #include "properties/cudagraph_programs_rc.hpp"
 #include "properties/trace_checks.hpp"
-#include "sim/world.hpp"
+#include "sim/world/world.hpp"
 
 namespace capsim {
 

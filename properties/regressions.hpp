@@ -17,8 +17,8 @@
 #include <vector>
 
 #include "model/result.hpp"
-#include "sim/cudagraph_config.hpp"
-#include "sim/program.hpp"
+#include "sim/trees/cudagraph_config.hpp"
+#include "sim/world/program.hpp"
 
 namespace capsim {
 

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "properties/cudagraph_checks.hpp"
-#include "sim/sim_context.hpp"
+#include "sim/trees/sim_context.hpp"
 
 namespace capsim {
 

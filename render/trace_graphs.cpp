@@ -5,8 +5,8 @@
 #include "render/capture_drawings.hpp"
 #include "render/memory_drawings.hpp"
 #include "render/tree_drawing.hpp"
-#include "sim/capture_scenarios.hpp"
-#include "sim/world.hpp"
+#include "sim/autograd/compiled_autograd_runner.hpp"
+#include "sim/world/world.hpp"
 #include "traces/trace_reader.hpp"
 #include "traces/trace_simulation.hpp"
 

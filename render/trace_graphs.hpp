@@ -27,8 +27,8 @@
 
 #include "render/draw_graph.hpp"
 #include "render/graph_diff.hpp"
-#include "sim/events.hpp"
-#include "sim/world.hpp"
+#include "sim/core/events.hpp"
+#include "sim/world/world.hpp"
 #include "traces/trace_reader.hpp"
 
 namespace capsim {

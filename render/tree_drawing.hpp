@@ -20,7 +20,7 @@
 #include <string>
 
 #include "render/draw_graph.hpp"
-#include "sim/events.hpp"
+#include "sim/core/events.hpp"
 
 namespace capsim {
 

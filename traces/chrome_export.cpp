@@ -17,7 +17,7 @@
 #include <memory>
 #include <set>
 
-#include "sim/world.hpp"
+#include "sim/world/world.hpp"
 #include "traces/event_schema.hpp"
 #include "traces/program_json.hpp"
 #include "traces/trace_simulation.hpp"

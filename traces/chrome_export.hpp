@@ -14,7 +14,7 @@
 
 #include <cstdint>
 
-#include "sim/world.hpp"
+#include "sim/world/world.hpp"
 #include "traces/json_fields.hpp"
 #include "traces/trace_reader.hpp"
 

@@ -3,7 +3,7 @@
 #include <charconv>
 #include <vector>
 
-#include "sim/fx_target_names.hpp"
+#include "sim/autograd/fx_target_names.hpp"
 #include "traces/event_schema.hpp"
 
 namespace capsim {

@@ -5,7 +5,7 @@
 // comparable:
 //  - a captured graph's `targets` compare in canonical names, plumbing
 //    dropped, and its `uses` as the canonical dataflow between those calls
-//    (sim/fx_target_names.hpp): structurally, for every producer;
+//    (sim/autograd/fx_target_names.hpp): structurally, for every producer;
 //  - a real run (producer `pytorch`) writes the fields it could observe and
 //    real pointers. Only the recorded event's fields are compared, and every
 //    address (hex fields, and the decimal pointers in PyTorch's message texts)
@@ -21,13 +21,13 @@
 #include <optional>
 #include <string>
 
-#include "sim/events.hpp"
-#include "sim/fx_target_names.hpp"
+#include "sim/autograd/fx_target_names.hpp"
+#include "sim/core/events.hpp"
 
 namespace capsim {
 
 // A ca_graph event's captured calls in canonical form, from its `targets`
-// and `uses` (sim/fx_target_names.hpp); nullopt when it has no targets or
+// and `uses` (sim/autograd/fx_target_names.hpp); nullopt when it has no targets or
 // they do not parse (replay then compares the text as it is).
 std::optional<CanonicalCalls> captured_calls(const Event& e);
 

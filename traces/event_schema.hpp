@@ -1,6 +1,6 @@
 // The schema of event lines in a capsim trace (docs/trace-format.md §Events).
 //
-// Simulators keep event fields as key/value text (sim/events.hpp), which is
+// Simulators keep event fields as key/value text (sim/core/events.hpp), which is
 // what the printer shows. On disk every field has a JSON type: counts are
 // integers, index lists are integer arrays, addresses are hex strings, flags
 // are booleans. This file is the one table that says, for each event kind,
@@ -14,7 +14,7 @@
 #include <span>
 #include <string_view>
 
-#include "sim/events.hpp"
+#include "sim/core/events.hpp"
 #include "traces/json_fields.hpp"
 
 namespace capsim {

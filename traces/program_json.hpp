@@ -10,7 +10,7 @@
 //
 // Limits (a line is untrusted input): names are at most kMaxJsonNameBytes,
 // sizes have at most kMaxRank non-negative entries and span at most
-// kMaxValueElements elements (sim/function_def.hpp), a body has at most
+// kMaxValueElements elements (sim/core/function_def.hpp), a body has at most
 // kMaxBodyInputs inputs and kMaxBodyOps ops, and name lists are bounded.
 #pragma once
 
@@ -18,9 +18,9 @@
 #include <string_view>
 
 #include "model/result.hpp"
-#include "sim/cudagraph_config.hpp"
-#include "sim/function_def.hpp"
-#include "sim/program.hpp"
+#include "sim/core/function_def.hpp"
+#include "sim/trees/cudagraph_config.hpp"
+#include "sim/world/program.hpp"
 #include "traces/json_fields.hpp"
 
 namespace capsim {

@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-#include "sim/world.hpp"
+#include "sim/world/world.hpp"
 
 namespace capsim {
 

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "model/replay_mirror.hpp"
-#include "sim/scenarios.hpp"
+#include "sim/scenarios/scenarios.hpp"
 #include "traces/trace_format.hpp"
 
 namespace capsim {

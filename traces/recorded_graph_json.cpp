@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-#include "sim/function_def.hpp"
+#include "sim/core/function_def.hpp"
 
 namespace capsim {
 namespace {

@@ -1,5 +1,5 @@
 // The JSON form of the compiled-autograd actions a recorder of real PyTorch
-// writes: `autograd_graph` (a walked autograd graph, sim/recorded_graph.hpp)
+// writes: `autograd_graph` (a walked autograd graph, sim/autograd/recorded_graph.hpp)
 // and `compiled_backward` (docs/trace-format.md §5.1).
 //
 // Same conventions as program_json: fields in struct order, defaults left
@@ -9,7 +9,7 @@
 // are the World's, when the action runs.
 #pragma once
 
-#include "sim/recorded_graph.hpp"
+#include "sim/autograd/recorded_graph.hpp"
 #include "traces/json_fields.hpp"
 
 namespace capsim {

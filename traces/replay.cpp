@@ -5,7 +5,7 @@
 #include <deque>
 #include <map>
 
-#include "sim/world.hpp"
+#include "sim/world/world.hpp"
 #include "traces/event_compare.hpp"
 #include "traces/event_schema.hpp"
 #include "traces/trace_simulation.hpp"

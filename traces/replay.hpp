@@ -26,7 +26,7 @@
 #include <string>
 #include <vector>
 
-#include "sim/world.hpp"
+#include "sim/world/world.hpp"
 #include "traces/trace_reader.hpp"
 
 namespace capsim {

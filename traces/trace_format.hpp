@@ -16,9 +16,9 @@
 #include <string_view>
 #include <vector>
 
-#include "sim/cudagraph_config.hpp"
-#include "sim/events.hpp"
-#include "sim/program.hpp"
+#include "sim/core/events.hpp"
+#include "sim/trees/cudagraph_config.hpp"
+#include "sim/world/program.hpp"
 #include "traces/json_fields.hpp"
 
 namespace capsim {

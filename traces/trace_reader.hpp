@@ -21,9 +21,9 @@
 #include <string_view>
 #include <vector>
 
-#include "sim/events.hpp"
-#include "sim/function_def.hpp"
-#include "sim/program.hpp"
+#include "sim/core/events.hpp"
+#include "sim/core/function_def.hpp"
+#include "sim/world/program.hpp"
 #include "traces/trace_format.hpp"
 
 namespace capsim {

@@ -2,6 +2,8 @@
 
 #include <memory>
 
+#include "sim/scenarios/capture_scenarios.hpp"
+
 namespace capsim {
 
 Status TraceVisitor::before_action(const TraceItem&, const World&) {
@@ -21,6 +23,8 @@ Status walk_trace(TraceReader& reader, WorldOptions options, TraceVisitor& visit
   options.config = reader.header().config;
   options.seed = reader.header().seed;
   options.device_evidence = reader.header().has_device_evidence();
+  // A trace's run_capture_scenario actions name built-in scenarios.
+  if (!options.capture_scenarios) options.capture_scenarios = find_capture_scenario;
   World world(std::move(options));
   Program program;  // its functions only; World::begin keeps a pointer to it
   bool begun = false;

@@ -10,7 +10,7 @@
 #pragma once
 
 #include "model/result.hpp"
-#include "sim/world.hpp"
+#include "sim/world/world.hpp"
 #include "traces/trace_reader.hpp"
 
 namespace capsim {

@@ -23,7 +23,7 @@
 #include "cuda_reference/reference_mirror.hpp"
 #include "model/device_memory.hpp"
 #include "model/kernel_launch.hpp"
-#include "sim/scenarios.hpp"
+#include "sim/scenarios/scenarios.hpp"
 #include "tests/support/mirrored_run.hpp"
 
 namespace capsim::cuda {

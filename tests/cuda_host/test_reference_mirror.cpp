@@ -10,7 +10,7 @@
 #include "cuda_reference/host_backend.hpp"
 #include "cuda_reference/reference_mirror.hpp"
 #include "model/cpu_backend.hpp"
-#include "sim/scenarios.hpp"
+#include "sim/scenarios/scenarios.hpp"
 #include "tests/support/mirrored_run.hpp"
 #include "traces/record.hpp"
 

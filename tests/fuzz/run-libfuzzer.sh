@@ -68,20 +68,21 @@ unity_a=(
   model/tensor_store.cpp
 )
 unity_b=(
-  sim/body_interpreter.cpp sim/eager_oracle.cpp sim/events.cpp sim/function_def.cpp
-  sim/messages.cpp sim/tensor_refs.cpp sim/tree_manager.cpp sim/tree_memory.cpp
-  sim/tree_replay.cpp sim/tree_warmup_record.cpp sim/world.cpp sim/world_optimizer.cpp
-  sim/world_plain.cpp
+  sim/core/body_interpreter.cpp sim/core/eager_oracle.cpp sim/core/events.cpp sim/core/function_def.cpp
+  sim/trees/messages.cpp sim/core/tensor_refs.cpp sim/trees/tree_manager.cpp sim/trees/tree_memory.cpp
+  sim/trees/tree_replay.cpp sim/trees/tree_warmup_record.cpp sim/world/program.cpp sim/world/world.cpp sim/world/world_optimizer.cpp
+  sim/world/world_plain.cpp
 )
 # Compiled autograd, for the run_capture_scenario action. capture.cpp and
 # run.cpp each have their own anonymous `Value`, so they go in different files.
 unity_c=(
-  sim/world_capture.cpp sim/capture_scenarios.cpp sim/autograd_engine.cpp sim/autograd_aot.cpp
-  sim/compiled_autograd_collect.cpp sim/compiled_autograd_capture.cpp
-  sim/recorded_autograd.cpp sim/fx_target_names.cpp
+  sim/world/world_capture.cpp sim/scenarios/capture_scenarios.cpp
+  sim/autograd/compiled_autograd_runner.cpp sim/autograd/autograd_engine.cpp sim/autograd/autograd_aot.cpp
+  sim/autograd/compiled_autograd_collect.cpp sim/autograd/compiled_autograd_capture.cpp
+  sim/autograd/recorded_autograd.cpp sim/autograd/fx_target_names.cpp
 )
 unity_d=(
-  sim/autograd_backward.cpp sim/autograd_backward_ops.cpp sim/compiled_autograd_run.cpp
+  sim/autograd/autograd_backward.cpp sim/autograd/autograd_backward_ops.cpp sim/autograd/compiled_autograd_run.cpp
   model/autograd_graph.cpp model/fx_graph.cpp
   traces/recorded_graph_json.cpp traces/event_compare.cpp model/output_file.cpp
 )

@@ -1,11 +1,11 @@
-// Properties of the cudagraph tree manager over random programs (issue 3),
-// each with a negative control: the same property against a deliberately
-// broken World (a Fault, or the plain CUDA-graph API) must fail, and
-// RapidCheck must shrink it. Programs come from properties/: random functions
-// (inference, forward, backward) over params, marked and eager tensors, fresh
-// eager inputs every step, outputs fed to later calls of the same step,
-// mark_step_begin, reassigned params and a compiled optimizer. Every run is a
-// World with verify_replays, and every program must run without bad input.
+// What the tree manager must do over random programs beyond the catalogue
+// (whose properties and controls test_catalogue.cpp runs): every generated
+// program is valid input under every configuration the controls use, and the
+// plain CUDA-graph API's stale reads break replay == eager. Programs come
+// from properties/: random functions (inference, forward, backward) over
+// params, marked and eager tensors, fresh eager inputs every step, outputs
+// fed to later calls of the same step, mark_step_begin, reassigned params and
+// a compiled optimizer. Every run is a World with verify_replays.
 #include <doctest/doctest.h>
 
 #include "properties/cudagraph_checks.hpp"
@@ -55,31 +55,10 @@ std::unique_ptr<World> draw_and_run(const WorldOptions& options, GeneratedProgra
   return world;
 }
 
-void replays_match_eager(const WorldOptions& options, std::size_t* checked) {
+void replays_match_eager(const WorldOptions& options) {
   GeneratedProgram g;
   auto world = draw_and_run(options, g);
-  if (checked != nullptr && world->counters().replay_checks > 0) ++*checked;
   rc_require(check_replays_match_eager(*world));
-}
-
-void static_inputs_stable(const WorldOptions& options) {
-  GeneratedProgram g;
-  auto world = draw_and_run(options, g);
-  rc_require(check_static_inputs_stable(*world));
-}
-
-void copies_are_the_non_static_inputs(const WorldOptions& options) {
-  GeneratedProgram g;
-  auto world = draw_and_run(options, g);
-  RC_CLASSIFY(world->counters().copies > 0, "copies made");
-  rc_require(check_copies(*world, g));
-}
-
-void pool_holds_the_live_outputs(const WorldOptions& options, std::size_t* checkpointed) {
-  GeneratedProgram g;
-  auto world = draw_and_run(options, g);
-  if (checkpointed != nullptr && world->counters().checkpoints > 0) ++*checkpointed;
-  rc_require(check_pool(*world));
 }
 
 // Validity under every configuration the tests use: no bad input, and, before
@@ -114,65 +93,21 @@ void valid_everywhere() {
   }
 }
 
-void same_program_same_events(bool vary_seed) {
-  GeneratedProgram g;
-  auto first = draw_and_run(options_with(), g);
-  if (vary_seed) ++g.seed;  // the negative control: the seed must matter
-  Status status;
-  auto second = run_generated(g, options_with(), status);
-  RC_ASSERT(status.ok());
-  rc_require(check_same_events(*first, *second));
-}
-
 }  // namespace
 
 TEST_CASE("trees: generated programs are valid input") {
   rc_prop("World::run accepts every program", [] { valid_everywhere(); });
 }
 
-TEST_CASE("trees: every replay equals eager execution (P-replay)") {
-  std::size_t checked = 0, cases = 0;
-  rc_prop("replay == eager", [&] {
-    ++cases;
-    replays_match_eager(options_with(), &checked);
-  });
-  // Replays must actually have been compared in a good share of the programs.
-  CHECK(checked * 4 >= cases);
+// Not a catalogue control, because the plain API is PyTorch's own behaviour,
+// not a fault: torch.cuda.graph bakes a param's address in, and a param
+// reassigned after the capture is read at its old address. The check of
+// cudagraphs.replay-equals-eager must see that stale read.
+TEST_CASE("trees: the plain API's stale reads break replay == eager") {
   WorldOptions plain = options_with();
   plain.config.plain_api = true;
   rc_expect_failure("plain API: a reassigned param is read at its old address",
-                    [&] { replays_match_eager(plain, nullptr); });
-  rc_expect_failure("replays copy no inputs",
-                    [] { replays_match_eager(options_with(Fault::kSkipCopyIn), nullptr); });
-}
-
-TEST_CASE("trees: no replay reads a freed or moved static input (P-static)") {
-  rc_prop("static inputs stable", [] { static_inputs_stable(options_with()); });
-  rc_expect_failure("static pointers ignored",
-                    [] { static_inputs_stable(options_with(Fault::kIgnoreStaticPointers)); });
-}
-
-TEST_CASE("trees: a replay copies exactly the non-static inputs (P-copies)") {
-  rc_prop("copies == non-static inputs", [] { copies_are_the_non_static_inputs(options_with()); });
-  rc_expect_failure("replays copy no inputs",
-                    [] { copies_are_the_non_static_inputs(options_with(Fault::kSkipCopyIn)); });
-}
-
-TEST_CASE("trees: the pool holds exactly the live tracked outputs (P-pool)") {
-  std::size_t checkpointed = 0, cases = 0;
-  rc_prop("pool == live outputs", [&] {
-    ++cases;
-    pool_holds_the_live_outputs(options_with(), &checkpointed);
-  });
-  CHECK(checkpointed * 10 >= cases);
-  rc_expect_failure("checkpoints free nothing", [] {
-    pool_holds_the_live_outputs(options_with(Fault::kRestoreKeepsAll), nullptr);
-  });
-}
-
-TEST_CASE("trees: the same program and seed give the same events") {
-  rc_prop("deterministic", [] { same_program_same_events(false); });
-  rc_expect_failure("the seed is ignored", [] { same_program_same_events(true); });
+                    [&] { replays_match_eager(plain); });
 }
 
 // The shrunk counterexample of P-static on a non-faulty World (see

@@ -175,21 +175,6 @@ TEST_CASE("check catalogue: stable unique names, each with a statement, spec and
   CHECK(names.size() >= 9);
 }
 
-TEST_CASE("check catalogue: every control is caught within the default case count") {
-  CheckOptions o;
-  o.properties = false;
-  o.controls = true;
-  REQUIRE(o.cases == kDefaultCases);
-  const Result<CheckReport> report = run_check(o);
-  REQUIRE(report.ok());
-  CHECK(report->controls.size() == property_catalogue().size());
-  for (const ControlOutcome& c : report->controls) {
-    CAPTURE(c.property->name);
-    CHECK(c.caught());
-    CHECK(c.case_index < kDefaultCases);
-  }
-}
-
 TEST_CASE("check runner: probes count the cases that hit them; unhit common probes are missed") {
   Property p;
   p.name = "test.probes";

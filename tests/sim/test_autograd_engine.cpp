@@ -1,4 +1,4 @@
-// The eager autograd engine (sim/autograd_engine.hpp): gradients of mul, add,
+// The eager autograd engine (sim/autograd/autograd_engine.hpp): gradients of mul, add,
 // sum, mm, relu, expand, slice, clone and to() against hand-computed or
 // float64 references; fan-in accumulation; broadcasting reduced by
 // validate_outputs' sum_to; the recorded graph's shape (node names, next
@@ -12,7 +12,7 @@
 
 #include <cstring>
 
-#include "sim/autograd_engine.hpp"
+#include "sim/autograd/autograd_engine.hpp"
 
 namespace capsim {
 namespace {

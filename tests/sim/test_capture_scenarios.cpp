@@ -6,7 +6,7 @@
 
 #include <set>
 
-#include "sim/capture_scenarios.hpp"
+#include "sim/scenarios/capture_scenarios.hpp"
 
 namespace capsim {
 namespace {

@@ -9,7 +9,7 @@
 
 #include "model/caching_allocator.hpp"
 #include "model/device_memory.hpp"
-#include "sim/compiled_autograd_capture.hpp"
+#include "sim/autograd/compiled_autograd_capture.hpp"
 
 namespace capsim {
 namespace {
@@ -271,7 +271,7 @@ TEST_CASE("compiled autograd capture: static sizes are literals, dynamic ones si
 }  // namespace capsim
 
 // The two halves joined: graphs the eager engine records, captured.
-#include "sim/autograd_engine.hpp"
+#include "sim/autograd/autograd_engine.hpp"
 
 namespace capsim {
 namespace {

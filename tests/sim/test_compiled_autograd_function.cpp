@@ -1,15 +1,15 @@
 // A captured backward lowered to a cudagraph-tree function body
-// (sim/compiled_autograd_function.hpp): the body, run eagerly through the body
+// (sim/autograd/compiled_autograd_function.hpp): the body, run eagerly through the body
 // interpreter, gives the eager engine's grads bit for bit; what has no body op
 // yet is an error naming the FX node.
 #include <doctest/doctest.h>
 
 #include <bit>
 
-#include "sim/body_interpreter.hpp"
-#include "sim/compiled_autograd_capture.hpp"
-#include "sim/compiled_autograd_function.hpp"
-#include "sim/compiled_autograd_run.hpp"
+#include "sim/autograd/compiled_autograd_capture.hpp"
+#include "sim/autograd/compiled_autograd_function.hpp"
+#include "sim/autograd/compiled_autograd_run.hpp"
+#include "sim/core/body_interpreter.hpp"
 
 namespace capsim {
 namespace {

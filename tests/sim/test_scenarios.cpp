@@ -5,7 +5,7 @@
 
 #include <set>
 
-#include "sim/scenarios.hpp"
+#include "sim/scenarios/scenarios.hpp"
 
 namespace capsim {
 

@@ -3,7 +3,7 @@
 
 #include <doctest/doctest.h>
 
-#include "sim/scenario_support.hpp"
+#include "sim/scenarios/scenario_support.hpp"
 
 namespace capsim::testing {
 

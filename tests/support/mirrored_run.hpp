@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "model/replay_mirror.hpp"
-#include "sim/scenarios.hpp"
-#include "sim/world.hpp"
+#include "sim/scenarios/scenarios.hpp"
+#include "sim/world/world.hpp"
 
 namespace capsim::testing {
 

@@ -9,7 +9,7 @@
 #include <set>
 #include <string>
 
-#include "sim/scenarios.hpp"
+#include "sim/scenarios/scenarios.hpp"
 #include "tests/traces/trace_test_support.hpp"
 #include "traces/chrome_export.hpp"
 #include "traces/record.hpp"

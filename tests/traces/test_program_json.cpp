@@ -12,8 +12,8 @@
 #include <set>
 #include <string>
 
-#include "sim/function_builder.hpp"
-#include "sim/scenarios.hpp"
+#include "sim/core/function_builder.hpp"
+#include "sim/scenarios/scenarios.hpp"
 #include "tests/traces/trace_test_support.hpp"
 #include "traces/program_json.hpp"
 #include "traces/trace_format.hpp"

@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "sim/fx_target_names.hpp"
-#include "sim/world.hpp"
+#include "sim/autograd/fx_target_names.hpp"
+#include "sim/world/world.hpp"
 #include "tests/traces/trace_test_support.hpp"
 #include "traces/program_json.hpp"
 

@@ -8,7 +8,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "sim/function_def.hpp"
+#include "sim/core/function_def.hpp"
 #include "traces/event_schema.hpp"
 #include "traces/trace_format.hpp"
 

@@ -36,7 +36,7 @@ CONFIG_KEYS = (
     "poison_freed",
 )
 
-# capsim's defaults for those settings (sim/cudagraph_config.hpp), which are
+# capsim's defaults for those settings (sim/trees/cudagraph_config.hpp), which are
 # PyTorch 2.11's; a recorder writes the values it reads from PyTorch instead.
 DEFAULT_CONFIG = {
     "inline_inbuilt_nn_modules": True,

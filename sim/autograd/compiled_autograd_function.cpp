@@ -1,0 +1,295 @@
+#include "sim/autograd/compiled_autograd_function.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <optional>
+
+#include "sim/core/function_builder.hpp"
+
+namespace capsim {
+
+namespace {
+
+// What an FX node lowers to: a body value with its sizes, a list, or a constant.
+struct Lowered {
+  enum class Kind : std::uint8_t { kNone, kValue, kList, kInt, kBool, kString, kOpaque };
+  Kind kind = Kind::kNone;
+  ValueIndex value = 0;
+  Dims sizes;
+  std::vector<Lowered> list;
+  std::int64_t i = 0;
+  bool b = false;
+  std::string s;
+
+  static Lowered of(ValueIndex v, Dims sizes) {
+    Lowered l;
+    l.kind = Kind::kValue;
+    l.value = v;
+    l.sizes = std::move(sizes);
+    return l;
+  }
+};
+using Kind = Lowered::Kind;
+
+class Lowering {
+ public:
+  Lowering(const FxGraph& fx, std::string name, std::span<const Dims> sizes,
+           std::vector<std::string> names, std::vector<std::uint32_t> params,
+           const LowerOptions& options)
+      : fx_(fx),
+        options_(options),
+        sizes_(sizes),
+        f_(std::move(name), CompilationMode::kBackward, std::move(names)) {
+    f_.params(params);
+    f_.static_inputs(std::move(params));
+  }
+
+  Result<CompiledBackwardFunction> run() {
+    values_.resize(fx_.nodes().size());
+    for (FxNodeId id = 0; id < fx_.nodes().size(); ++id) {
+      const FxNode& node = fx_.nodes()[id];
+      auto v = lower(node);
+      if (!v) {
+        return with_context(fmt::format("lowering %{} ({})", node.name, node.target), v.error());
+      }
+      values_[id] = std::move(v).value();
+    }
+    CompiledBackwardFunction out;
+    out.def = f_.returns(outputs_);
+    out.grad_of = std::move(grad_of_);
+    CAPSIM_TRY(validate(out.def));
+    return out;
+  }
+
+ private:
+  Lowered arg(const FxArg& a) const {
+    Lowered l;
+    switch (a.kind) {
+      case FxArg::Kind::kNone: break;
+      case FxArg::Kind::kNode: return values_[a.node];
+      case FxArg::Kind::kInt:
+        l.kind = Kind::kInt;
+        l.i = a.i;
+        break;
+      case FxArg::Kind::kBool:
+        l.kind = Kind::kBool;
+        l.b = a.b;
+        break;
+      case FxArg::Kind::kString:
+        l.kind = Kind::kString;
+        l.s = a.s;
+        break;
+      case FxArg::Kind::kFloat: l.kind = Kind::kOpaque; break;
+      case FxArg::Kind::kList:
+        l.kind = Kind::kList;
+        for (const FxArg& x : a.list) l.list.push_back(arg(x));
+        break;
+    }
+    return l;
+  }
+  static Result<const Lowered*> value(const Lowered& l, const char* what) {
+    if (l.kind != Kind::kValue) return make_error(fmt::format("{} is not a tensor", what));
+    return &l;
+  }
+  // The first defined grad of an op's grads list, and its needs_input_grad.
+  static Result<std::pair<std::optional<Lowered>, std::vector<bool>>> grads_and_needs(
+      const std::vector<Lowered>& args) {
+    if (args.size() < 2 || args[0].kind != Kind::kList || args[1].kind != Kind::kList) {
+      return make_error("an op takes grads and needs_input_grad first");
+    }
+    std::optional<Lowered> g;
+    for (const Lowered& x : args[0].list) {
+      if (x.kind == Kind::kValue) {
+        g = x;
+        break;
+      }
+    }
+    std::vector<bool> needed;
+    for (const Lowered& x : args[1].list) needed.push_back(x.kind == Kind::kBool && x.b);
+    return std::pair{g, needed};
+  }
+  Result<Lowered> mul(const Lowered& a, const Lowered& b) {
+    CAPSIM_TRY_ASSIGN(const Dims sizes, broadcast_shape(a.sizes, b.sizes));
+    return Lowered::of(f_.mul(a.value, b.value), sizes);
+  }
+
+  Result<Lowered> lower(const FxNode& node) {
+    if (node.op == FxOp::kOutput) return Lowered{};
+    if (node.op == FxOp::kPlaceholder) {
+      Lowered l;
+      if (node.target != "inputs") {
+        l.kind = Kind::kOpaque;  // sizes, scalars, hooks: unusable in a body
+        l.s = node.target;
+        return l;
+      }
+      l.kind = Kind::kList;
+      for (std::size_t i = 0; i < sizes_.size(); ++i) {
+        l.list.push_back(Lowered::of(f_.input(static_cast<std::uint32_t>(i)), sizes_[i]));
+      }
+      return l;
+    }
+    std::vector<Lowered> args;
+    for (const FxArg& a : node.args) args.push_back(arg(a));
+    const std::string& t = node.target;
+    if (t == "operator.getitem") {
+      if (!args.empty() && args[0].kind == Kind::kOpaque) {
+        return make_error(fmt::format(
+            "getitem of `{}`: a function body has no such input (hooks and dynamic sizes do not "
+            "lower yet)",
+            args[0].s));
+      }
+      if (args.size() != 2 || args[0].kind != Kind::kList || args[1].kind != Kind::kInt ||
+          args[1].i < 0 || static_cast<std::size_t>(args[1].i) >= args[0].list.size()) {
+        return make_error("a getitem this lowering cannot follow (sizes, hooks or out of range)");
+      }
+      return args[0].list[static_cast<std::size_t>(args[1].i)];
+    }
+    if (t == "validate_outputs") {
+      // Only the identity case lowers: no sum_to and no cast.
+      if (args.size() != 2 || args[0].kind != Kind::kList || args[1].kind != Kind::kList ||
+          args[0].list.size() != args[1].list.size()) {
+        return make_error("bad arguments");
+      }
+      for (std::size_t i = 0; i < args[0].list.size(); ++i) {
+        const Lowered& g = args[0].list[i];
+        const Lowered& m = args[1].list[i];
+        if (g.kind != Kind::kValue || m.kind != Kind::kList) continue;
+        if (m.list.size() != 3 || m.list[0].s != "float32") {
+          return make_error(fmt::format("output {} would be cast", i));
+        }
+        Dims want;
+        for (const Lowered& d : m.list[2].list) {
+          if (d.kind != Kind::kInt) return make_error("a dynamic size");
+          want.push_back(d.i);
+        }
+        if (want != g.sizes) return make_error(fmt::format("output {} would be reduced", i));
+      }
+      return args[0];
+    }
+    if (t == "ops.MulBackward0" || t == "ops.AddBackward0" || t == "ops.CloneBackward0" ||
+        t == "ops.SumBackward0" || t == "ops.ReluBackward0" || t == "ops.MmBackward0") {
+      CAPSIM_TRY_ASSIGN(const auto gn, grads_and_needs(args));
+      const auto& [g, needed] = gn;
+      Lowered out;
+      out.kind = Kind::kList;
+      out.list.resize(needed.size());
+      if (!g) return out;
+      if (t == "ops.MulBackward0") {
+        if (args.size() < 4) return make_error("MulBackward0 without self and other");
+        CAPSIM_TRY_ASSIGN(const Lowered* self, value(args[2], "self"));
+        CAPSIM_TRY_ASSIGN(const Lowered* other, value(args[3], "other"));
+        if (!needed.empty() && needed[0]) {
+          CAPSIM_TRY_ASSIGN(out.list[0], mul(*g, *other));
+        }
+        if (needed.size() > 1 && needed[1]) {
+          CAPSIM_TRY_ASSIGN(out.list[1], mul(*g, *self));
+        }
+      } else if (t == "ops.ReluBackward0") {
+        if (args.size() < 3) return make_error("ReluBackward0 without its result");
+        CAPSIM_TRY_ASSIGN(const Lowered* result, value(args[2], "result"));
+        if (!needed.empty() && needed[0]) {
+          out.list[0] = Lowered::of(f_.relu_backward(g->value, result->value), g->sizes);
+        }
+      } else if (t == "ops.MmBackward0") {
+        // grad_self = grad @ mat2.t(), grad_mat2 = self.t() @ grad, as the engine.
+        if (args.size() < 4) return make_error("MmBackward0 without self and mat2");
+        CAPSIM_TRY_ASSIGN(const Lowered* self, value(args[2], "self"));
+        CAPSIM_TRY_ASSIGN(const Lowered* mat2, value(args[3], "mat2"));
+        if (g->sizes.size() != 2 || self->sizes.size() != 2 || mat2->sizes.size() != 2) {
+          return make_error("MmBackward0 of operands that are not 2-d");
+        }
+        if (!needed.empty() && needed[0]) {
+          out.list[0] =
+              Lowered::of(f_.mm(g->value, f_.t(mat2->value)), {g->sizes[0], mat2->sizes[0]});
+        }
+        if (needed.size() > 1 && needed[1]) {
+          out.list[1] =
+              Lowered::of(f_.mm(f_.t(self->value), g->value), {self->sizes[1], g->sizes[1]});
+        }
+      } else if (t == "ops.SumBackward0") {
+        Dims sizes;
+        for (std::size_t k = 2; k < args.size(); ++k) {
+          if (args[k].kind != Kind::kInt) return make_error("a dynamic size");
+          sizes.push_back(args[k].i);
+        }
+        // expand(grad, sizes) as a body op: ones(sizes) * grad, bitwise the grad.
+        const Lowered ones = Lowered::of(f_.full(sizes, 1.0f), sizes);
+        if (!needed.empty() && needed[0]) {
+          CAPSIM_TRY_ASSIGN(out.list[0], mul(ones, *g));
+        }
+      } else {
+        for (std::size_t k = 0; k < needed.size(); ++k) {
+          if (needed[k]) out.list[k] = *g;
+        }
+      }
+      return out;
+    }
+    if (t == "torch.add") {
+      if (args.size() != 2) return make_error("torch.add takes 2 arguments");
+      CAPSIM_TRY_ASSIGN(const Lowered* a, value(args[0], "input"));
+      CAPSIM_TRY_ASSIGN(const Lowered* b, value(args[1], "other"));
+      if (options_.drop_fan_in_add) return *a;
+      CAPSIM_TRY_ASSIGN(const Dims sizes, broadcast_shape(a->sizes, b->sizes));
+      return Lowered::of(f_.add(a->value, b->value), sizes);
+    }
+    if (t == "torch.ops.inductor.accumulate_grad_.default") {
+      if (args.size() != 2) return make_error("accumulate_grad_ takes a param and a grad");
+      CAPSIM_TRY_ASSIGN(const Lowered* param, value(args[0], "param"));
+      CAPSIM_TRY_ASSIGN(const Lowered* grad, value(args[1], "grad"));
+      if (param->value >= sizes_.size()) return make_error("the param is not an input");
+      // A grad that is an input (the root grad passed through) or another
+      // param's grad too is copied, as compiled autograd's accumulate copies
+      // the first grad: outputs never alias inputs or each other.
+      const bool shared = grad->value < sizes_.size() || std::find(outputs_.begin(), outputs_.end(),
+                                                                   grad->value) != outputs_.end();
+      const ValueIndex v = shared ? f_.clone(grad->value) : grad->value;
+      outputs_.push_back(v);
+      grad_of_.push_back(param->value);
+      return Lowered{};
+    }
+    if (t == "FakeCompiledAutogradEngine._exec_final_callbacks_stub") return Lowered{};
+    return make_error("not lowerable to a cudagraph function body (no body op for it yet)");
+  }
+
+  const FxGraph& fx_;
+  const LowerOptions& options_;
+  std::span<const Dims> sizes_;
+  FunctionBuilder f_;
+  std::vector<Lowered> values_;
+  std::vector<ValueIndex> outputs_;
+  std::vector<std::uint32_t> grad_of_;
+};
+
+}  // namespace
+
+Result<CompiledBackwardFunction> to_function_def(const FxGraph& fx, std::string name,
+                                                 std::span<const Dims> input_sizes,
+                                                 std::vector<std::string> input_names,
+                                                 std::vector<std::uint32_t> param_input_idxs,
+                                                 const LowerOptions& options) {
+  if (input_names.size() != input_sizes.size()) {
+    return make_error(fmt::format("lowering {}: {} input names for {} inputs", name,
+                                  input_names.size(), input_sizes.size()));
+  }
+  Lowering lowering(fx, std::move(name), input_sizes, std::move(input_names),
+                    std::move(param_input_idxs), options);
+  return lowering.run();
+}
+
+Result<FunctionInputs> function_inputs(const AutogradEngine& engine, const TensorStore& store,
+                                       const CompiledBackwardCall& call) {
+  FunctionInputs out;
+  for (std::size_t i = 0; i < call.inputs.size(); ++i) {
+    CAPSIM_TRY_ASSIGN(const Tensor t, store.tensor(call.inputs[i]));
+    out.sizes.push_back(t.meta.sizes);
+    out.names.push_back(fmt::format("inputs_{}", i));
+    const Result<Variable> v = engine.variable(call.inputs[i]);
+    if (v.ok() && v->requires_grad && !v->grad_fn) {
+      out.params.push_back(static_cast<std::uint32_t>(i));
+    }
+  }
+  return out;
+}
+
+}  // namespace capsim

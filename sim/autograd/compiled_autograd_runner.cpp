@@ -1,0 +1,97 @@
+// The compiled-autograd runner (compiled_autograd_runner.hpp).
+#include "sim/autograd/compiled_autograd_runner.hpp"
+
+#include <fmt/format.h>
+
+#include <span>
+
+#include "model/digest.hpp"
+#include "sim/autograd/compiled_autograd_run.hpp"
+
+namespace capsim {
+
+Result<BackwardCapture> capture_one_backward(const AutogradGraph& graph, AutogradNodeId root,
+                                             const TensorStore& store, CompiledAutogradCache& cache,
+                                             CaptureMode mode, bool dynamic, CaptureRunLog& log) {
+  CollectOptions options;
+  options.dynamic = dynamic;
+  BackwardCapture out;
+  CAPSIM_TRY_ASSIGN(out.collected, collect_backward(graph, root, store, options));
+  out.decision = cache.lookup(graph, out.collected);
+  const CacheDecision& d = out.decision;
+  mark_dynamic(out.collected, d.dynamic);
+  out.backward = log.backwards++;
+  const std::string backward = std::to_string(out.backward);
+  const std::string node_calls = std::to_string(out.collected.ordered_calls.size());
+  if (d.hit) {
+    ++log.hits;
+    log.lines.push_back(
+        fmt::format("cache hit ({} node calls)", out.collected.ordered_calls.size()));
+    log.events.push_back(
+        {EventKind::kCaCacheHit, 0, {{"backward", backward}, {"node_calls", node_calls}}});
+    return out;
+  }
+  ++log.captures;
+  log.lines.push_back(fmt::format("cache miss: {}", d.reason));
+  log.events.push_back({EventKind::kCaCacheMiss,
+                        0,
+                        {{"backward", backward},
+                         {"node_calls", node_calls},
+                         {"reason", std::string(d.miss_kind)},
+                         {"autograd_node", d.miss_node},
+                         {"call", std::to_string(d.miss_call)},
+                         {"message", d.reason}}});
+  CaptureOptions capture_options;
+  capture_options.mode = mode;
+  CAPSIM_TRY_ASSIGN(CaptureResult r, capture_backward(graph, out.collected, capture_options));
+  for (const MetadataRead& read : r.reads) {
+    log.lines.push_back(fmt::format("MetadataRead node={} call={} field={} mode={}", read.node,
+                                    read.call, read.field, capture_mode_name(read.mode)));
+    log.events.push_back({EventKind::kMetadataRead,
+                          0,
+                          {{"backward", backward},
+                           {"call", std::to_string(read.call)},
+                           {"autograd_node", read.node},
+                           {"metadata", read.field},
+                           {"mode", std::string(capture_mode_name(read.mode))}}});
+  }
+  log.metadata_reads += r.reads.size();
+  std::string text = r.graph.to_text();
+  if (!text.empty() && text.back() == '\n') text.pop_back();
+  log.events.push_back({EventKind::kCaCapture,
+                        0,
+                        {{"backward", backward},
+                         {"mode", std::string(capture_mode_name(mode))},
+                         {"graph_nodes", std::to_string(r.graph.nodes().size())},
+                         {"graph_digest", digest_hex(fnv1a64(std::as_bytes(std::span(text))))}}});
+  log.lines.push_back(std::move(text));
+  out.captured = std::move(r.graph);
+  return out;
+}
+
+Status CompiledAutogradRunner::backward(AutogradEngine& engine, const Variable& root,
+                                        const TensorStore& store, CaptureRunLog& log) {
+  CAPSIM_TRY_ASSIGN(const auto bg, engine.backward_graph(root));
+  CAPSIM_TRY_ASSIGN(BackwardCapture b,
+                    capture_one_backward(bg.graph, bg.root, store, cache_, mode_, dynamic_, log));
+  const CacheDecision& d = b.decision;
+  const CollectedBackward& c = b.collected;
+  const std::uint64_t backward_index = b.backward;
+  if (b.captured) graphs_.insert_or_assign(d.entry, std::move(*b.captured));
+  if (log.observer) {
+    log.observer(
+        {backward_index, mode_, &bg.graph, &store, d.hit ? nullptr : &graphs_.at(d.entry)});
+  }
+  if (mode_ != CaptureMode::kFunctional) return {};
+  // compiled_fn(inputs, sizes, scalars, hooks): the root grad is ones.
+  CAPSIM_TRY_ASSIGN(const Tensor out, store.tensor(root.tensor));
+  std::vector<float> ones(static_cast<std::size_t>(numel(out.meta.sizes)), 1.0f);
+  CAPSIM_TRY_ASSIGN(const Variable grad, engine.constant(out.meta.sizes, ones));
+  const TensorId root_grads[] = {grad.tensor};
+  CAPSIM_TRY(run_compiled_backward(engine, bg.graph, graphs_.at(d.entry),
+                                   make_call(bg.graph, c, root_grads)));
+  ++log.executed;
+  return {};
+}
+
+}  // namespace capsim

@@ -1,0 +1,58 @@
+// RecordedAutograd: compiled autograd over graphs a recorder of real PyTorch
+// walked (the `autograd_graph` and `compiled_backward` actions).
+//
+// `define` rebuilds an AutogradGraph from a RecordedGraph walk, with one
+// tensor per recorded tensor (metadata over no memory: a capture never reads
+// values, so a graph costs its nodes and nothing more) and
+// a GraphRoot added with one edge into the root node, as autograd adds it.
+// `compiled_backward` runs what PyTorch runs on loss.backward() under compiled
+// autograd: Phase A (ordered_calls, keys, sizes), the cache over every backward
+// of the run, and on a miss the functional capture (sim/autograd/compiled_autograd_runner.hpp).
+// Its events are the cache decision, the capture, and a `ca_graph` with the
+// captured graph's call targets in canonical names (sim/autograd/fx_target_names.hpp),
+// which is what a recorded trace's `ca_graph` is compared with. No captured
+// graph runs: a recorded graph has shapes, not values or node semantics.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "sim/autograd/compiled_autograd_collect.hpp"
+#include "sim/autograd/recorded_graph.hpp"
+#include "sim/core/events.hpp"
+
+namespace capsim {
+
+struct BackwardView;  // sim/autograd/compiled_autograd_runner.hpp
+
+class RecordedAutograd {
+ public:
+  RecordedAutograd();
+  ~RecordedAutograd();
+  RecordedAutograd(const RecordedAutograd&) = delete;
+  RecordedAutograd& operator=(const RecordedAutograd&) = delete;
+
+  // Errors name the node, the edge or the tensor: a dangling edge, an input
+  // index out of range, an unknown tensor, a cycle, a name defined twice.
+  Status define(const DefineAutogradGraph& walk);
+  // The events of one backward, their `action` left 0 for the caller to set.
+  // `observer` (optional) is shown the backward's graph and, on a miss, the
+  // graph just captured, as the scenarios' runner shows them (render/).
+  Result<std::vector<Event>> compiled_backward(
+      const CompiledBackward& call,
+      const std::function<void(const BackwardView&)>& observer = nullptr);
+
+  std::uint64_t captures() const { return cache_.captures(); }
+
+ private:
+  struct Built;
+  std::map<std::string, std::unique_ptr<Built>> graphs_;
+  CompiledAutogradCache cache_;
+  std::uint64_t backwards_ = 0;
+};
+
+}  // namespace capsim

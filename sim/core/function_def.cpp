@@ -1,0 +1,146 @@
+#include "sim/core/function_def.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <optional>
+
+namespace capsim {
+
+std::string_view body_op_name(BodyOpKind kind) {
+  switch (kind) {
+#define CAPSIM_NAME_(e, name, arity, in_place) \
+  case BodyOpKind::e: return name;
+    CAPSIM_BODY_OPS(CAPSIM_NAME_)
+#undef CAPSIM_NAME_
+  }
+  return "?";
+}
+
+int body_op_arity(BodyOpKind kind) {
+  switch (kind) {
+#define CAPSIM_ARITY_(e, name, arity, in_place) \
+  case BodyOpKind::e: return arity;
+    CAPSIM_BODY_OPS(CAPSIM_ARITY_)
+#undef CAPSIM_ARITY_
+  }
+  return 0;
+}
+
+bool body_op_in_place(BodyOpKind kind) {
+  switch (kind) {
+#define CAPSIM_IN_PLACE_(e, name, arity, in_place) \
+  case BodyOpKind::e: return in_place;
+    CAPSIM_BODY_OPS(CAPSIM_IN_PLACE_)
+#undef CAPSIM_IN_PLACE_
+  }
+  return false;
+}
+
+std::vector<std::uint32_t> body_op_written_args(BodyOpKind kind) {
+  switch (kind) {
+    case BodyOpKind::kAddInplace:
+    case BodyOpKind::kCopyInplace: return {0};
+    case BodyOpKind::kSgd: return {0, 2};
+    case BodyOpKind::kAdam:
+    case BodyOpKind::kAdamW: return {0, 2, 3, 4};
+    default: return {};
+  }
+}
+
+std::string_view compilation_mode_name(CompilationMode mode) {
+  switch (mode) {
+#define CAPSIM_NAME_(e, name) \
+  case CompilationMode::e: return name;
+    CAPSIM_COMPILATION_MODES(CAPSIM_NAME_)
+#undef CAPSIM_NAME_
+  }
+  return "?";
+}
+
+Status check_value_sizes(const Dims& sizes) {
+  std::int64_t span = 1;
+  for (const std::int64_t s : sizes) {
+    if (s < 0) return make_error(fmt::format("negative size {} in {}", s, sizes));
+    // span and s are both at most 2^24 here: the product cannot overflow.
+    if (s > kMaxValueElements || (span *= std::max<std::int64_t>(s, 1)) > kMaxValueElements) {
+      return make_error(fmt::format(
+          "sizes {} span more than {} elements, the limit for one tensor (a size of 0 counts as 1)",
+          sizes, kMaxValueElements));
+    }
+  }
+  return {};
+}
+
+Status validate(const FunctionDef& def) {
+  const std::size_t n = def.num_inputs();
+  if (n > kMaxBodyInputs) {
+    return make_error(
+        fmt::format("function '{}': {} inputs, the limit is {}", def.name, n, kMaxBodyInputs));
+  }
+  if (def.ops.size() > kMaxBodyOps) {
+    return make_error(fmt::format("function '{}': {} ops, the limit is {}", def.name,
+                                  def.ops.size(), kMaxBodyOps));
+  }
+  for (std::size_t k = 0; k < def.ops.size(); ++k) {
+    const BodyOp& op = def.ops[k];
+    const auto arity = static_cast<std::size_t>(body_op_arity(op.kind));
+    if (op.args.size() != arity) {
+      return make_error(fmt::format("function '{}': op {} ({}): args: expected {}, got {}",
+                                    def.name, k, body_op_name(op.kind), arity, op.args.size()));
+    }
+    for (ValueIndex v : op.args) {
+      if (v >= n + k) {
+        return make_error(
+            fmt::format("function '{}': op {} ({}): args: value {} is not defined before the op",
+                        def.name, k, body_op_name(op.kind), v));
+      }
+    }
+  }
+  for (ValueIndex v : def.outputs) {
+    if (v >= n + def.ops.size()) {
+      return make_error(
+          fmt::format("function '{}': outputs: value {} is not defined", def.name, v));
+    }
+  }
+  const std::pair<const char*, const std::vector<std::uint32_t>*> sets[] = {
+      {"static_input_idxs", &def.static_input_idxs}, {"param_input_idxs", &def.param_input_idxs}};
+  for (const auto& [set_name, set] : sets) {
+    for (std::uint32_t i : *set) {
+      if (i >= n) {
+        return make_error(
+            fmt::format("function '{}': {}: index {} is not an input", def.name, set_name, i));
+      }
+    }
+  }
+  return {};
+}
+
+std::vector<std::uint32_t> mutated_input_idxs(const FunctionDef& def) {
+  const std::size_t n = def.num_inputs();
+  // root[v]: the input value v is a view of, if any.
+  std::vector<std::optional<std::uint32_t>> root(n + def.ops.size());
+  for (std::uint32_t i = 0; i < n; ++i) root[i] = i;
+  std::vector<std::uint32_t> mutated;
+  for (std::size_t k = 0; k < def.ops.size(); ++k) {
+    const BodyOp& op = def.ops[k];
+    const bool view = op.kind == BodyOpKind::kAlias || op.kind == BodyOpKind::kSlice ||
+                      op.kind == BodyOpKind::kTranspose || body_op_in_place(op.kind);
+    if (view) root[n + k] = root[op.args[0]];
+    for (std::uint32_t a : body_op_written_args(op.kind)) {
+      if (root[op.args[a]]) mutated.push_back(*root[op.args[a]]);
+    }
+  }
+  std::sort(mutated.begin(), mutated.end());
+  mutated.erase(std::unique(mutated.begin(), mutated.end()), mutated.end());
+  return mutated;
+}
+
+std::vector<std::string> primal_names(std::size_t n) {
+  std::vector<std::string> names;
+  for (std::size_t i = 0; i < n; ++i) names.push_back(fmt::format("primals_{}", i + 1));
+  return names;
+}
+
+}  // namespace capsim

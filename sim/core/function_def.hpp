@@ -1,0 +1,125 @@
+// FunctionDef: the body of one compiled function, as the tree manager sees it.
+//
+// Inductor hands cudagraph trees a callable over a flat list of tensor inputs;
+// capsim describes that callable as a tiny SSA body: values 0..n-1 are the
+// inputs, value n+k is the result of op k, and `outputs` lists the values that
+// are returned. In-place ops (add_, copy_, the optimizer updates) mutate their
+// first argument and return it; views (alias, slice) return a tensor over
+// their argument's storage. Running a body eagerly executes each op now;
+// capturing it appends the same launches to a StepProgram with the addresses
+// baked in (body_interpreter.hpp).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "model/kernel_launch.hpp"
+#include "model/result.hpp"
+#include "model/tensor.hpp"
+
+namespace capsim {
+
+// X(enumerator, name, arity, in_place)
+#define CAPSIM_BODY_OPS(X)                                                                 \
+  X(kAdd, "add", 2, false)                                                                 \
+  X(kSub, "sub", 2, false)                                                                 \
+  X(kMul, "mul", 2, false)                                                                 \
+  X(kNeg, "neg", 1, false)                                                                 \
+  X(kRelu, "relu", 1, false)                                                               \
+  X(kSum, "sum", 1, false) /* over every dim, to a 0-d tensor */                           \
+  X(kMm, "mm", 2, false)                                                                   \
+  X(kClone, "clone", 1, false)                                                             \
+  X(kFull, "full", 0, false) /* a fresh tensor of `sizes` filled with `scalar` */          \
+  X(kAddInplace, "add_", 2, true)                                                          \
+  X(kCopyInplace, "copy_", 2, true)                                                        \
+  X(kAlias, "alias", 1, false)                /* a view with the same metadata */          \
+  X(kSlice, "slice", 1, false)                /* a view of [start, end) along dim 0 */     \
+  X(kTranspose, "t", 1, false)                /* a 2-d view with its dims swapped */       \
+  X(kReluBackward, "relu_backward", 2, false) /* grad, result */                           \
+  X(kSgd, "sgd", 3, true)                     /* param, grad, momentum_buffer */           \
+  X(kAdam, "adam", 5, true)                   /* param, grad, exp_avg, exp_avg_sq, step */ \
+  X(kAdamW, "adamw", 5, true)
+
+enum class BodyOpKind : std::uint8_t {
+#define CAPSIM_ENUM_(e, name, arity, in_place) e,
+  CAPSIM_BODY_OPS(CAPSIM_ENUM_)
+#undef CAPSIM_ENUM_
+};
+std::string_view body_op_name(BodyOpKind kind);
+int body_op_arity(BodyOpKind kind);
+bool body_op_in_place(BodyOpKind kind);
+// Argument positions an in-place op writes (SGD: param and momentum buffer).
+std::vector<std::uint32_t> body_op_written_args(BodyOpKind kind);
+
+using ValueIndex = std::uint32_t;
+
+struct BodyOp {
+  BodyOpKind kind = BodyOpKind::kAdd;
+  std::vector<ValueIndex> args;
+  Dims sizes;                       // kFull
+  float scalar = 0.0f;              // kFull
+  std::int64_t start = 0, end = 0;  // kSlice
+  SgdHyper sgd;
+  AdamHyper adam;
+};
+
+// Which graph the function is, as AOTAutograd compiled it.
+// X(enumerator, name)
+#define CAPSIM_COMPILATION_MODES(X) \
+  X(kForward, "forward")            \
+  X(kBackward, "backward")          \
+  X(kInference, "inference")
+enum class CompilationMode : std::uint8_t {
+#define CAPSIM_ENUM_(e, name) e,
+  CAPSIM_COMPILATION_MODES(CAPSIM_ENUM_)
+#undef CAPSIM_ENUM_
+};
+std::string_view compilation_mode_name(CompilationMode mode);
+
+struct FunctionDef {
+  std::string name;
+  CompilationMode mode = CompilationMode::kForward;
+  std::vector<std::string> input_names;  // placeholder names (primals_1, ...)
+  std::vector<BodyOp> ops;
+  std::vector<ValueIndex> outputs;
+  // The compile-time static set before alignment filtering: lifted params and
+  // buffers for a forward, the leading saved tensors for a backward
+  // (`count_tangents`). Tensors marked with mark_static_address join at the
+  // first call.
+  std::vector<std::uint32_t> static_input_idxs;
+  // Inputs that are nn.Parameters (static under inline_inbuilt_nn_modules).
+  std::vector<std::uint32_t> param_input_idxs;
+
+  std::size_t num_inputs() const { return input_names.size(); }
+};
+
+// Limits on a body.
+inline constexpr std::size_t kMaxBodyInputs = 256;
+inline constexpr std::size_t kMaxBodyOps = 4096;
+
+// Limits on what one op may cost, since a body (and the tensors it runs on)
+// can come from an untrusted trace: a tensor that a body or a trace's
+// new_tensor creates spans at most kMaxValueElements elements, counting a size
+// of 0 as 1 so that its strides stay small too; an mm does at most
+// kMaxMmMultiplyAdds multiply-adds. Both are 2^24 (64 MiB of float32, a
+// 256x256 by 256x256 product): far above what a capture scenario needs, far
+// below what would make replaying a hostile trace take minutes or gigabytes.
+inline constexpr std::int64_t kMaxValueElements = std::int64_t{1} << 24;
+inline constexpr std::int64_t kMaxMmMultiplyAdds = std::int64_t{1} << 24;
+
+// An error unless `sizes` (non-negative) span at most kMaxValueElements.
+Status check_value_sizes(const Dims& sizes);
+
+// Checks arities, value references (each op may only use earlier values) and
+// index sets. Errors name the function, the op and the field.
+Status validate(const FunctionDef& def);
+
+// Input indices the body writes, following views back to their input.
+std::vector<std::uint32_t> mutated_input_idxs(const FunctionDef& def);
+
+// Placeholder names primals_1..primals_n.
+std::vector<std::string> primal_names(std::size_t n);
+
+}  // namespace capsim

@@ -1,0 +1,57 @@
+#include "sim/core/tensor_refs.hpp"
+
+#include "model/check.hpp"
+
+namespace capsim {
+
+void TensorRefs::hold(TensorId id) {
+  auto t = store_.tensor(id);
+  CAPSIM_CHECK(t.ok(), "hold of a tensor the store does not have");
+  Counts& c = counts_[id];
+  c.storage = t->storage;
+  ++c.holders;
+  ++held_per_storage_[t->storage];
+}
+
+Status TensorRefs::drop(TensorId id) {
+  auto it = counts_.find(id);
+  CAPSIM_CHECK(it != counts_.end() && it->second.holders > 0, "drop of an unheld tensor");
+  --it->second.holders;
+  auto s = held_per_storage_.find(it->second.storage);
+  CAPSIM_CHECK(s != held_per_storage_.end() && s->second > 0);
+  if (--s->second == 0) held_per_storage_.erase(s);
+  return release_if_unreferenced(id);
+}
+
+void TensorRefs::pin(TensorId id) {
+  auto t = store_.tensor(id);
+  CAPSIM_CHECK(t.ok(), "pin of a tensor the store does not have");
+  Counts& c = counts_[id];
+  c.storage = t->storage;
+  ++c.pins;
+}
+
+Status TensorRefs::unpin(TensorId id) {
+  auto it = counts_.find(id);
+  CAPSIM_CHECK(it != counts_.end() && it->second.pins > 0, "unpin of an unpinned tensor");
+  --it->second.pins;
+  return release_if_unreferenced(id);
+}
+
+std::uint32_t TensorRefs::holders(TensorId id) const {
+  auto it = counts_.find(id);
+  return it == counts_.end() ? 0 : it->second.holders;
+}
+
+bool TensorRefs::storage_live(StorageId id) const {
+  return held_per_storage_.count(id) != 0;
+}
+
+Status TensorRefs::release_if_unreferenced(TensorId id) {
+  auto it = counts_.find(id);
+  if (it->second.holders != 0 || it->second.pins != 0) return {};
+  counts_.erase(it);
+  return store_.release(id);
+}
+
+}  // namespace capsim

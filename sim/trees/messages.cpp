@@ -1,0 +1,93 @@
+#include "sim/trees/messages.hpp"
+
+#include <fmt/format.h>
+
+namespace capsim::messages {
+
+std::string overwritten_output(const std::string& stack_trace) {
+  return fmt::format(
+      "Error: accessing tensor output of CUDAGraphs that has been overwritten by a subsequent "
+      "run. Stack trace: {}. To prevent overwriting, clone the tensor outside of torch.compile() "
+      "or call torch.compiler.cudagraph_mark_step_begin() before each model invocation.",
+      stack_trace);
+}
+
+std::string pending_backward() {
+  return "Unable to hit fast path of CUDAGraphs because of pending, uninvoked backwards. "
+         "Consider running with torch.no_grad() or using "
+         "torch.compiler.cudagraph_mark_step_begin() before each model invocation";
+}
+
+std::string dealloc_during_recording() {
+  return "TODO: graph recording observed an input tensor deallocate during graph  recording that "
+         "did not occur during replay. Please file an issue.";
+}
+
+std::string static_pointer_changed(const std::vector<PointerChange>& changes) {
+  std::string text = "static input data pointer changed.\n";
+  for (const PointerChange& c : changes) {
+    text +=
+        fmt::format("input name: {}. data pointer changed from {} to {}. input stack trace: None\n",
+                    c.input_name, c.old_ptr, c.new_ptr);
+  }
+  return text;
+}
+
+std::string static_pointer_changed_reason() {
+  return "static input data pointer changed.";
+}
+std::string managed_pointer_changed_reason() {
+  return "cudagraph managed tensor data pointer changed.";
+}
+
+std::string rerecord_limit(std::uint32_t function_id, std::int64_t limit,
+                           std::optional<std::uint32_t> parent_graph_id,
+                           const std::string& reason) {
+  return fmt::format(
+      "skipping cudagraph due to function {} exceeding max re-recording limit (={}) on cudagraph "
+      "node {} due to {}.",
+      function_id, limit, parent_graph_id ? std::to_string(*parent_graph_id) : "None", reason);
+}
+
+namespace {
+std::string address_list(const std::vector<Address>& ptrs) {
+  std::string out = "[";
+  for (std::size_t i = 0; i < ptrs.size(); ++i) {
+    out += (i == 0 ? "" : ", ") + std::to_string(ptrs[i]);
+  }
+  return out + "]";
+}
+}  // namespace
+
+std::string pool_missing(std::uint32_t pool_id, const std::vector<Address>& ptrs) {
+  return fmt::format(
+      "These storage data ptrs are not allocated in pool {} but should be: {}. This could be a "
+      "bug in inductor aliasing tracking or in a custom op's meta function. Please file an issue.",
+      pool_id, address_list(ptrs));
+}
+
+std::string pool_untracked(const std::vector<Address>& addrs) {
+  return fmt::format(
+      "Detected {} tensor(s) in the cudagraph pool not tracked as outputs. All live allocations "
+      "must be tracked for correctness.\nDebugging:\n- Search gc.get_objects() for tensors with "
+      "data_ptr() in {}\n- Use refcycle to find what is preventing cleanup\nAllocations:\n{}",
+      addrs.size(), address_list(addrs), address_list(addrs));
+}
+
+std::string mutated_inputs(std::size_t instances) {
+  return fmt::format("skipping cudagraphs due to mutated inputs ({} instances)", instances);
+}
+
+std::string after_shutdown() {
+  return "Running CUDAGraph after shutdown";
+}
+
+std::string zero_grad_static(const std::string& param_name) {
+  return fmt::format(
+      "zero_grad(set_to_none=True) would free the grad of '{}', which is marked as a static "
+      "address; its pointer must stay the same across optimizer steps (capsim models PR 107853's "
+      "proposed rule)",
+      param_name);
+}
+
+}  // namespace capsim::messages

@@ -1,0 +1,334 @@
+// The state machine of CUDAGraphTreeManager: `run`, generations, the mutation
+// gate and the re-record limit (cudagraph_trees.py, `_run`; §2 and §4 of the
+// spec). Recording and warmup are in tree_warmup_record.cpp, replay in
+// tree_replay.cpp, liveness and checkpoints in tree_memory.cpp.
+#include "sim/trees/tree_manager.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "sim/core/body_interpreter.hpp"
+#include "sim/trees/messages.hpp"
+
+namespace capsim {
+
+std::string_view call_path_name(CallPath p) {
+  switch (p) {
+#define CAPSIM_NAME_(e, name) \
+  case CallPath::e: return name;
+    CAPSIM_CALL_PATHS(CAPSIM_NAME_)
+#undef CAPSIM_NAME_
+  }
+  return "?";
+}
+
+TreeManager::TreeManager(SimContext& ctx, PoolId pool) : ctx_(ctx), pool_(pool) {}
+
+FunctionId TreeManager::add_function(WrappedFunction fn) {
+  fn.id = static_cast<FunctionId>(functions_.size());
+  functions_.push_back(std::move(fn));
+  return functions_.back().id;
+}
+
+ExecutionState TreeManager::path_state() const {
+  return current_ ? state_ : ExecutionState::kNone;
+}
+
+std::optional<GraphId> TreeManager::current_graph_id() const {
+  if (!current_ || current_->warmup) return std::nullopt;
+  return current_->index;
+}
+
+std::optional<std::int64_t> TreeManager::current_node_id() const {
+  if (!current_) return std::nullopt;
+  return current_->warmup ? warmups_[current_->index].id
+                          : static_cast<std::int64_t>(current_->index);
+}
+
+std::uint64_t TreeManager::num_rerecord(std::optional<GraphId> node, FunctionId fid) const {
+  auto it = num_rerecord_.find({node, fid});
+  return it == num_rerecord_.end() ? 0 : it->second;
+}
+
+std::vector<std::size_t> TreeManager::root_children() const {
+  std::vector<std::size_t> out;
+  for (const auto& [fid, ids] : roots_) {
+    for (GraphId root : ids) {
+      std::size_t n = 0;
+      std::vector<GraphId> stack{root};
+      while (!stack.empty()) {
+        const GraphId g = stack.back();
+        stack.pop_back();
+        for (const auto& [child_fid, children] : graphs_[g].children) {
+          n += children.size();
+          stack.insert(stack.end(), children.begin(), children.end());
+        }
+      }
+      out.push_back(n);
+    }
+  }
+  return out;
+}
+
+bool TreeManager::in_new_torch_compile_invocation() const {
+  return current_gen_ != ctx_.generations.current();
+}
+
+bool TreeManager::can_start_new_generation() const {
+  if (!in_new_torch_compile_invocation()) return false;
+  return ctx_.generations.user_invoked_mark_step() || !running_forwards_with_pending_backwards_;
+}
+
+void TreeManager::clear_current_path(const char* reason) {
+  ctx_.emit(EventKind::kPathEnd, {{"reason", reason}});
+  current_.reset();
+  state_ = ExecutionState::kNone;
+}
+
+Status TreeManager::try_end_curr_recording_or_warmup(FunctionId fid) {
+  if (can_start_new_generation()) {
+    CAPSIM_TRY(dealloc_current_path_weakrefs());
+    clear_current_path("new_generation");
+    return {};
+  }
+  if (all_outputs_are_dead()) {
+    clear_current_path("outputs_dead");
+    return {};
+  }
+  check_warn_on_unable_to_start_executing(fid);
+  return {};
+}
+
+void TreeManager::try_end_curr_execution() {
+  CAPSIM_CHECK(state_ != ExecutionState::kRecording);
+  if (!current_) return;
+  if (can_start_new_generation()) {
+    clear_current_path("new_generation");
+  } else if (all_outputs_are_dead()) {
+    clear_current_path("outputs_dead");
+  }
+}
+
+void TreeManager::check_warn_on_unable_to_start_executing(FunctionId fid) {
+  if (warned_functions_.count(fid) != 0 || !in_new_torch_compile_invocation()) return;
+  CAPSIM_CHECK(current_.has_value());
+  const std::vector<NodeRef> path = path_to(current_);
+  auto fid_of = [&](NodeRef r) { return r.warmup ? warmups_[r.index].fid : graphs_[r.index].fid; };
+  auto parent_of = [&](NodeRef r) -> std::optional<NodeRef> {
+    if (r.warmup) return warmups_[r.index].parent;
+    if (graphs_[r.index].parent) return NodeRef{false, *graphs_[r.index].parent};
+    return std::nullopt;
+  };
+  std::vector<NodeRef> existing;
+  for (NodeRef r : path) {
+    if (fid_of(r) == fid) existing.push_back(r);
+  }
+  if (existing.size() <= 1) return;
+  std::set<FunctionId> parents;
+  std::vector<NodeRef> considered = existing;
+  considered.push_back(*current_);
+  for (NodeRef r : considered) {
+    if (auto p = parent_of(r)) parents.insert(fid_of(*p));
+  }
+  if (parents.size() == existing.size()) return;
+  warned_functions_.insert(fid);
+  ctx_.emit(
+      EventKind::kWarning,
+      {{"id", "W1"}, {"fid", std::to_string(fid)}, {"message", messages::pending_backward()}});
+}
+
+bool TreeManager::exceed_rerecord_limit(std::optional<GraphId> node, FunctionId fid) const {
+  if (ctx_.config.inline_inbuilt_nn_modules) return false;
+  return static_cast<std::int64_t>(num_rerecord(node, fid)) >
+         ctx_.config.cudagraph_unexpected_rerecord_limit;
+}
+
+bool TreeManager::mutation_blocks(FunctionId fid, const std::vector<TensorId>& inputs,
+                                  bool recompute) {
+  const auto key = std::make_pair(current_node_id(), fid);
+  if (!recompute) {
+    auto it = mutation_hint_.find(key);
+    if (it != mutation_hint_.end()) return it->second;
+  }
+  const WrappedFunction& fn = functions_[fid];
+  const std::vector<NodeRef> path = path_to(current_);
+  std::size_t instances = 0;
+  std::vector<std::uint32_t> mutated;  // the inputs that block, for the skip event
+  for (std::uint32_t idx : fn.mutated_input_idxs) {
+    const bool is_static =
+        std::binary_search(fn.static_input_idxs.begin(), fn.static_input_idxs.end(), idx);
+    if (!is_static && !is_cuda_graph_recorded_tensor(path, inputs[idx])) {
+      ++instances;
+      mutated.push_back(idx);
+    }
+  }
+  const bool blocked = instances > 0;
+  mutation_hint_[key] = blocked;
+  if (blocked && warned_mutation_.insert(fid).second) {
+    ++ctx_.counters.cudagraph_skips;
+    ctx_.emit(EventKind::kSkip, {{"id", "S1"},
+                                 {"fid", std::to_string(fid)},
+                                 {"inputs", format_list(mutated)},
+                                 {"message", messages::mutated_inputs(instances)}});
+  }
+  return blocked;
+}
+
+Result<CallOutcome> TreeManager::run_eager_fallback(FunctionId fid, std::vector<TensorId>& inputs,
+                                                    std::string reason) {
+  const WrappedFunction& fn = functions_[fid];
+  BodyEnv env{ctx_.refs, ctx_.backend, kDefaultPool, nullptr};
+  CAPSIM_TRY_ASSIGN(std::vector<TensorId> outputs, run_body(*fn.def, inputs, env));
+  CAPSIM_TRY(drop_all(inputs));
+  ++ctx_.counters.eager_fallbacks;
+  ctx_.emit(
+      EventKind::kEager,
+      {{"fid", std::to_string(fid)}, {"function", fn.def->name}, {"reason", std::move(reason)}});
+  return CallOutcome{CallPath::kEager, std::move(outputs)};
+}
+
+Result<CallOutcome> TreeManager::run(FunctionId fid, std::vector<TensorId> inputs) {
+  CAPSIM_CHECK(fid < functions_.size(), "run of an unknown FunctionId");
+  if (shut_down_) {
+    CAPSIM_TRY(drop_all(inputs));
+    ++ctx_.counters.errors;
+    ctx_.emit(
+        EventKind::kError,
+        {{"id", "A1"}, {"exception", "AssertionError"}, {"message", messages::after_shutdown()}});
+    return CallOutcome{CallPath::kRaised, {}};
+  }
+  auto outcome = run_inner(fid, inputs);
+  if (!inputs.empty()) CAPSIM_TRY(drop_all(inputs));
+  if (outcome && outcome->path != CallPath::kRaised) {
+    switch (functions_[fid].mode()) {
+      case CompilationMode::kForward: running_forwards_with_pending_backwards_ = true; break;
+      case CompilationMode::kBackward: running_forwards_with_pending_backwards_ = false; break;
+      case CompilationMode::kInference: break;
+    }
+  }
+  return outcome;
+}
+
+namespace {
+// E5: the re-record limit is passed, so the call skips cudagraphs (with the
+// first changed pointer when there is one) and runs eagerly.
+void emit_rerecord_limit_skip(SimContext& ctx, FunctionId fid, std::optional<GraphId> node,
+                              const RecordCause& cause, const std::string& reason) {
+  ++ctx.counters.cudagraph_skips;
+  std::vector<EventField> fields{{"id", "E5"},
+                                 {"fid", std::to_string(fid)},
+                                 {"reason", std::string(record_reason_name(cause.status))}};
+  if (cause.input) {
+    fields.push_back({"input", std::to_string(*cause.input)});
+    fields.push_back({"old_ptr", hex(cause.old_ptr)});
+    fields.push_back({"new_ptr", hex(cause.new_ptr)});
+  }
+  fields.push_back(
+      {"message", messages::rerecord_limit(fid, ctx.config.cudagraph_unexpected_rerecord_limit,
+                                           node, reason)});
+  ctx.emit(EventKind::kSkip, std::move(fields));
+}
+}  // namespace
+
+Result<CallOutcome> TreeManager::run_inner(FunctionId fid, std::vector<TensorId>& inputs) {
+  const WrappedFunction& fn = functions_[fid];
+  // 1-2. End the current recording or warmup if a new generation may start or
+  // everything it produced is dead.
+  if (current_ && state_ == ExecutionState::kRecording) {
+    CAPSIM_TRY(try_end_curr_recording_or_warmup(fid));
+  }
+  if (current_ && state_ == ExecutionState::kWarmup) {
+    CAPSIM_TRY(try_end_curr_recording_or_warmup(fid));
+  }
+  // 3-4. The mutation gate and the re-record limit.
+  if (mutation_blocks(fid, inputs, false)) {
+    return run_eager_fallback(fid, inputs, "mutated_inputs");
+  }
+  if (exceed_rerecord_limit(current_graph_id(), fid)) {
+    return run_eager_fallback(fid, inputs, "rerecord_limit");
+  }
+  // 5. Warmup: a fresh function, or a path that is warming up (sticky).
+  const bool in_warmup = current_ && state_ == ExecutionState::kWarmup;
+  if ((warmed_up_functions_.count(fid) == 0 && !ctx_.config.skip_cudagraph_warmup) || in_warmup ||
+      ctx_.config.force_cudagraphs_warmup) {
+    if (current_ && state_ == ExecutionState::kExecution) {
+      CAPSIM_TRY(apply_checkpoint_execution_state_in_allocator());
+    }
+    return run_warmup(fid, inputs);
+  }
+  // 6-7. Replay the first child whose invariants hold.
+  RecordCause cause;
+  const bool in_recording = current_ && state_ == ExecutionState::kRecording;
+  if (!in_recording) {
+    const std::map<FunctionId, std::vector<GraphId>>& children =
+        current_ ? graphs_[current_->index].children : roots_;
+    std::optional<InvariantStatus> unexpected;
+    std::string unexpected_reason;
+    if (auto it = children.find(fid); it != children.end()) {
+      for (GraphId child : it->second) {
+        const InvariantStatus status = check_invariants(graphs_[child], inputs);
+        if (status == InvariantStatus::kSuccess) return execute_node(child, inputs);
+        // A pointer mismatch names the cause over a liveness mismatch.
+        if (!unexpected) cause = record_cause(graphs_[child], inputs, status);
+        if (status == InvariantStatus::kStaticInputIdxMismatch ||
+            status == InvariantStatus::kCudagraphManagedIdxMismatch) {
+          unexpected = status;
+          unexpected_reason = mismatch_reason(graphs_[child], inputs, status);
+        }
+      }
+    }
+    if (current_ && roots_.count(fid) != 0) {
+      try_end_curr_execution();
+      if (!current_) return run_inner(fid, inputs);
+    }
+    if (!fn.mutated_input_idxs.empty() && mutation_blocks(fid, inputs, true)) {
+      return run_eager_fallback(fid, inputs, "mutated_inputs");
+    }
+    if (unexpected) {
+      const std::optional<GraphId> node = current_graph_id();
+      ++num_rerecord_[{node, fid}];
+      if (exceed_rerecord_limit(node, fid)) {
+        emit_rerecord_limit_skip(ctx_, fid, node, cause, unexpected_reason);
+        return run_eager_fallback(fid, inputs, "rerecord_limit");
+      }
+      ++ctx_.counters.rerecords;
+    }
+    try_end_curr_execution();
+    if (current_) CAPSIM_TRY(apply_checkpoint_execution_state_in_allocator());
+  }
+  // 8. Record, as a root or as a child of the current node.
+  return record_function(fid, inputs, cause);
+}
+
+Status TreeManager::drop_all(std::vector<TensorId>& inputs) {
+  Status first;
+  for (TensorId t : inputs) {
+    if (t == TensorId{0}) continue;  // already dropped
+    Status s = ctx_.refs.drop(t);
+    if (!s && first) first = s;
+  }
+  inputs.clear();
+  return first;
+}
+
+Status TreeManager::shutdown() {
+  if (shut_down_) return {};
+  shut_down_ = true;
+  current_.reset();
+  state_ = ExecutionState::kNone;
+  for (GraphNode& node : graphs_) {
+    for (auto& cached : node.cached_outputs) {
+      if (cached) CAPSIM_TRY(ctx_.refs.unpin(*cached));
+      cached.reset();
+    }
+    for (OutputInfo& out : node.outputs) {
+      if (out.static_tensor) CAPSIM_TRY(ctx_.refs.unpin(*out.static_tensor));
+      out.static_tensor.reset();
+    }
+  }
+  ctx_.emit(EventKind::kShutdown, {{"graphs", std::to_string(graphs_.size())}});
+  return {};
+}
+
+}  // namespace capsim

@@ -1,0 +1,194 @@
+// Liveness, deallocation, checkpoints and pool checks of the tree manager
+// (§5 of the spec: cudagraph_trees.py `_get_liveness`, `path_live_weakrefs`,
+// `dealloc_current_path_weakrefs`, `apply_checkpoint_execution_state_in_allocator`
+// and `check_memory_pool`).
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "sim/trees/messages.hpp"
+#include "sim/trees/tree_manager.hpp"
+
+namespace capsim {
+
+std::vector<NodeRef> TreeManager::path_to(std::optional<NodeRef> node) const {
+  std::vector<NodeRef> path;
+  while (node) {
+    path.push_back(*node);
+    if (node->warmup) {
+      node = warmups_[node->index].parent;
+    } else if (auto p = graphs_[node->index].parent) {
+      node = NodeRef{false, *p};
+    } else {
+      node.reset();
+    }
+  }
+  std::reverse(path.begin(), path.end());
+  return path;
+}
+
+const std::vector<std::optional<StorageRef>>& TreeManager::node_outputs(NodeRef ref) const {
+  return ref.warmup ? warmups_[ref.index].outputs_weakrefs : graphs_[ref.index].outputs_weakrefs;
+}
+
+bool TreeManager::is_live(const std::optional<StorageRef>& ref) const {
+  return ref && ctx_.refs.storage_live(ref->id);
+}
+
+std::vector<std::vector<bool>> TreeManager::liveness(const std::vector<NodeRef>& path) const {
+  std::vector<std::vector<bool>> out;
+  for (NodeRef r : path) {
+    std::vector<bool> level;
+    for (const auto& ref : node_outputs(r)) level.push_back(is_live(ref));
+    out.push_back(std::move(level));
+  }
+  return out;
+}
+
+Result<Address> TreeManager::storage_ptr(TensorId t) const {
+  CAPSIM_TRY_ASSIGN(const Tensor tensor, ctx_.store().tensor(t));
+  CAPSIM_TRY_ASSIGN(const Storage storage, ctx_.store().storage(tensor.storage));
+  return storage.base;
+}
+
+Result<Address> TreeManager::data_ptr(TensorId t) const {
+  return ctx_.store().data_address(t);
+}
+
+bool TreeManager::is_cuda_graph_recorded_tensor(const std::vector<NodeRef>& path,
+                                                TensorId t) const {
+  auto ptr = storage_ptr(t);
+  if (!ptr || *ptr == 0) return false;
+  for (NodeRef r : path) {
+    // A graph node's memory is never released, so dead outputs count; a warmup
+    // node only vouches for what is still alive.
+    for (const auto& ref : node_outputs(r)) {
+      if (!ref || ref->base != *ptr) continue;
+      if (!r.warmup || is_live(ref)) return true;
+    }
+  }
+  return false;
+}
+
+std::vector<StorageRef> TreeManager::live_weakrefs_of(const std::vector<NodeRef>& path) const {
+  std::vector<StorageRef> live;
+  for (NodeRef r : path) {
+    for (const auto& ref : node_outputs(r)) {
+      if (is_live(ref)) live.push_back(*ref);
+    }
+  }
+  return live;
+}
+
+std::vector<StorageRef> TreeManager::path_live_weakrefs() const {
+  return live_weakrefs_of(path_to(current_));
+}
+
+bool TreeManager::all_outputs_are_dead() const {
+  CAPSIM_CHECK(current_.has_value());
+  if (current_->warmup) return live_weakrefs_of(path_to(current_)).empty();
+  const GraphNode& node = graphs_[current_->index];
+  const std::vector<NodeRef> path = path_to(current_);
+  for (const PathIndex& i : node.live_indices_after_graph) {
+    if (is_live(node_outputs(path[i.depth])[i.index])) return false;
+  }
+  return true;
+}
+
+Status TreeManager::dealloc_current_path_weakrefs() {
+  std::size_t freed = 0;
+  std::set<StorageId> seen;
+  for (const StorageRef& ref : path_live_weakrefs()) {
+    if (!seen.insert(ref.id).second) continue;
+    ctx_.refs.set_access_error(ref.id);
+    if (ctx_.store().owns_block(ref.id)) {
+      CAPSIM_TRY(ctx_.store().force_free(ref.id));
+      ++freed;
+    }
+  }
+  ctx_.emit(EventKind::kDealloc,
+            {{"poisoned", std::to_string(seen.size())}, {"freed", std::to_string(freed)}});
+  return {};
+}
+
+Status TreeManager::apply_checkpoint_execution_state_in_allocator() {
+  CAPSIM_CHECK(current_ && !current_->warmup, "checkpoint needs a recorded current node");
+  ++ctx_.counters.checkpoints;
+  const std::vector<NodeRef> path = path_to(current_);
+  // remove_path_cached_tensors: later replays hand out new tensor objects.
+  for (NodeRef r : path) {
+    for (auto& cached : graphs_[r.index].cached_outputs) {
+      if (cached) CAPSIM_TRY(ctx_.refs.unpin(*cached));
+      cached.reset();
+    }
+  }
+  const std::vector<StorageRef> live = live_weakrefs_of(path);
+  std::vector<Address> live_ptrs;
+  for (const StorageRef& ref : live) {
+    if (ref.base != 0) live_ptrs.push_back(ref.base);
+  }
+  std::sort(live_ptrs.begin(), live_ptrs.end());
+  live_ptrs.erase(std::unique(live_ptrs.begin(), live_ptrs.end()), live_ptrs.end());
+  const GraphNode& node = graphs_[current_->index];
+  const std::size_t before = ctx_.allocator.live_blocks(pool_).size();
+  if (ctx_.fault == Fault::kRestoreKeepsAll) {
+    for (const Block& b : ctx_.allocator.live_blocks(pool_)) live_ptrs.push_back(b.address);
+    for (const auto& seg : node.checkpointed_caching_state.segments) {
+      for (const auto& b : seg.blocks) {
+        if (b.allocated) live_ptrs.push_back(b.address);
+      }
+    }
+    std::sort(live_ptrs.begin(), live_ptrs.end());
+    live_ptrs.erase(std::unique(live_ptrs.begin(), live_ptrs.end()), live_ptrs.end());
+    std::erase_if(live_ptrs, [&](Address a) {
+      for (const auto& seg : node.checkpointed_caching_state.segments) {
+        for (const auto& b : seg.blocks) {
+          if (b.address == a && b.allocated) return false;
+        }
+      }
+      return true;
+    });
+  }
+  CAPSIM_TRY(ctx_.allocator.restore(pool_, node.checkpointed_caching_state, live_ptrs));
+  // The live storages were non-owning replay outputs; they get deleters now.
+  for (const StorageRef& ref : live) CAPSIM_TRY(ctx_.store().adopt(ref.id));
+  ctx_.emit(EventKind::kCheckpoint,
+            {{"count", std::to_string(ctx_.counters.checkpoints)},
+             {"node", std::to_string(node.id)},
+             {"live", std::to_string(live_ptrs.size())},
+             {"pool_blocks_before", std::to_string(before)},
+             {"pool_blocks_after", std::to_string(ctx_.allocator.live_blocks(pool_).size())}});
+  check_memory_pool(live, "checkpoint");
+  return {};
+}
+
+bool TreeManager::check_memory_pool(const std::vector<StorageRef>& live, const char* where) {
+  if (!ctx_.config.slow_path_cudagraph_asserts) return true;
+  std::set<Address> expected;
+  for (const StorageRef& ref : live) {
+    if (ref.base != 0) expected.insert(ref.base);
+  }
+  std::set<Address> allocated;
+  for (const Block& b : ctx_.allocator.live_blocks(pool_)) allocated.insert(b.address);
+  std::vector<Address> missing, untracked;
+  std::set_difference(expected.begin(), expected.end(), allocated.begin(), allocated.end(),
+                      std::back_inserter(missing));
+  std::set_difference(allocated.begin(), allocated.end(), expected.begin(), expected.end(),
+                      std::back_inserter(untracked));
+  if (missing.empty() && untracked.empty()) return true;
+  ++ctx_.counters.errors;
+  if (!missing.empty()) {
+    ctx_.emit(EventKind::kError, {{"id", "E6"},
+                                  {"exception", "RuntimeError"},
+                                  {"where", where},
+                                  {"message", messages::pool_missing(pool_.value, missing)}});
+  } else {
+    ctx_.emit(EventKind::kError, {{"id", "E7"},
+                                  {"exception", "RuntimeError"},
+                                  {"where", where},
+                                  {"message", messages::pool_untracked(untracked)}});
+  }
+  return false;
+}
+
+}  // namespace capsim

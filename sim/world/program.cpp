@@ -1,0 +1,44 @@
+// The name tables of program.hpp: the serialised names of optimizer kinds
+// and actions (docs/trace-format.md), which traces/, cli/ and properties/
+// print and read.
+#include "sim/world/program.hpp"
+
+#include <iterator>
+#include <variant>
+
+namespace capsim {
+
+std::string_view optimizer_kind_name(OptimizerKind kind) {
+  switch (kind) {
+#define CAPSIM_NAME_(e, name) \
+  case OptimizerKind::e: return name;
+    CAPSIM_OPTIMIZER_KINDS(CAPSIM_NAME_)
+#undef CAPSIM_NAME_
+  }
+  return "?";
+}
+
+std::string_view action_name(const Action& action) {
+  static constexpr std::string_view kNames[] = {"new_tensor",
+                                                "mark_static",
+                                                "call",
+                                                "eager_call",
+                                                "del",
+                                                "read",
+                                                "reassign_data",
+                                                "mark_step_begin",
+                                                "set_to_running_backward",
+                                                "accumulate_grad",
+                                                "create_optimizer",
+                                                "optimizer_step",
+                                                "zero_grad",
+                                                "drop_optimizer",
+                                                "reset",
+                                                "run_capture_scenario",
+                                                "autograd_graph",
+                                                "compiled_backward"};
+  static_assert(std::size(kNames) == std::variant_size_v<Action>);
+  return kNames[action.index()];
+}
+
+}  // namespace capsim

@@ -1,0 +1,140 @@
+// Program: the user actions a World runs (architecture.md §3).
+//
+// A program is what a training or inference loop does, reduced to the steps
+// that matter for capture semantics: make tensors and parameters, call compiled
+// functions (each call of a torch.compile-wrapped callable is a new
+// invocation), run eager code, accumulate grads, step and zero optimizers,
+// reassign `.data`, mark steps, drop references, read values and run a
+// compiled-autograd scenario. Names refer
+// to Python objects; an object keeps its identity (and its static mark and its
+// .grad) when its `.data` is reassigned, as in PyTorch.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "model/kernel_launch.hpp"
+#include "sim/autograd/capture_mode.hpp"
+#include "sim/autograd/recorded_graph.hpp"
+#include "sim/core/function_def.hpp"
+
+namespace capsim {
+
+// A fresh tensor in the default (eager) pool. `offset` elements are skipped
+// at the front of its storage, so offset 1 gives a misaligned data pointer.
+struct NewTensor {
+  std::string name;
+  Dims sizes;
+  std::optional<float> fill;  // none: uniform in [-1, 1) from the World's RNG
+  std::int64_t offset = 0;
+  bool parameter = false;  // an nn.Parameter
+};
+// torch._dynamo.mark_static_address(t, guard=...). `name` may be "p.grad".
+struct MarkStatic {
+  std::string name;
+  bool guard = false;
+};
+// A call of a compiled function (cudagraphs through the tree manager, or the
+// plain API when configured).
+struct Call {
+  std::string function;
+  std::vector<std::string> args;      // names, or "p.grad"
+  std::vector<std::string> outputs;   // names bound to the results ("" drops one)
+  std::vector<std::int64_t> int_key;  // the symint inputs (dynamic shapes)
+  // Entering a torch.compile-wrapped callable bumps the generation. Default:
+  // yes for forward and inference graphs, no for backward graphs (autograd
+  // calls them inside the same invocation).
+  std::optional<bool> new_invocation;
+  // Names whose references move into the call's input list (boxed calling
+  // convention), e.g. saved tensors handed to a backward.
+  std::vector<std::string> consume;
+};
+// Plain eager PyTorch: the body runs now, allocating from the default pool.
+struct EagerCall {
+  std::string function;
+  std::vector<std::string> args;
+  std::vector<std::string> outputs;
+};
+struct Del {
+  std::string name;
+};
+struct Read {
+  std::string name;
+};
+// `name.data = <new tensor>`: same object, new storage.
+struct ReassignData {
+  std::string name;
+  std::optional<float> fill;
+};
+struct MarkStepBegin {};
+// A backward that is not cudagraphed ran (it clears the pending flag).
+struct SetToRunningBackward {};
+// AccumulateGrad: `param.grad` takes `grad` if it is None, else adds it in place.
+struct AccumulateGrad {
+  std::string param;
+  std::string grad;
+};
+
+// X(enumerator, name)
+#define CAPSIM_OPTIMIZER_KINDS(X) \
+  X(kSgd, "sgd")                  \
+  X(kAdam, "adam")                \
+  X(kAdamW, "adamw")
+enum class OptimizerKind : std::uint8_t {
+#define CAPSIM_ENUM_(e, name) e,
+  CAPSIM_OPTIMIZER_KINDS(CAPSIM_ENUM_)
+#undef CAPSIM_ENUM_
+};
+std::string_view optimizer_kind_name(OptimizerKind kind);
+
+struct CreateOptimizer {
+  std::string name;
+  OptimizerKind kind = OptimizerKind::kAdam;
+  std::vector<std::string> params;
+  SgdHyper sgd;
+  AdamHyper adam;
+};
+// A compiled `opt.step()`: a new torch.compile invocation.
+struct OptimizerStep {
+  std::string name;
+};
+struct ZeroGrad {
+  std::string name;
+  bool set_to_none = true;
+};
+// The optimizer goes out of scope: its finalizer releases the static marks.
+struct DropOptimizer {
+  std::string name;
+};
+// torch._dynamo.reset(): the tree manager is shut down, compiled code dropped.
+struct Reset {};
+// A built-in compiled-autograd scenario (sim/scenarios/capture_scenarios.hpp), run as
+// one action: its cache decisions, proxy metadata reads, captures and runs
+// become this action's events. Coarse on purpose: the World's own tensors are
+// not autograd variables yet, so a program cannot build the graph itself
+// (a trace of real PyTorch gives it instead: DefineAutogradGraph).
+struct RunCaptureScenario {
+  std::string name;
+  CaptureMode mode = CaptureMode::kFunctional;
+};
+
+using Action =
+    std::variant<NewTensor, MarkStatic, Call, EagerCall, Del, Read, ReassignData, MarkStepBegin,
+                 SetToRunningBackward, AccumulateGrad, CreateOptimizer, OptimizerStep, ZeroGrad,
+                 DropOptimizer, Reset, RunCaptureScenario, DefineAutogradGraph, CompiledBackward>;
+// The action kinds' names, in variant order.
+std::string_view action_name(const Action& action);
+
+struct Program {
+  std::vector<FunctionDef> functions;
+  std::vector<Action> actions;
+};
+
+// The limit on actions in one program.
+inline constexpr std::size_t kMaxActions = std::size_t{1} << 22;
+
+}  // namespace capsim

@@ -1,0 +1,553 @@
+#include "sim/world/world.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstring>
+#include <set>
+
+#include "model/digest.hpp"
+#include "sim/autograd/recorded_autograd.hpp"
+#include "sim/core/body_interpreter.hpp"
+#include "sim/core/eager_oracle.hpp"
+#include "sim/trees/messages.hpp"
+#include "sim/world/world_parts.hpp"
+
+namespace capsim {
+
+namespace {
+// PyTorch's ALIGNMENT (torch/_inductor/utils.py).
+constexpr Address kAlignment = 16;
+
+DeviceMemoryOptions memory_options(const WorldOptions& o) {
+  DeviceMemoryOptions m;
+  m.poison_freed = o.config.poison_freed;
+  CAPSIM_CHECK(o.memory_budget_bytes > 0 && o.memory_budget_bytes <= kMaxMemoryBudget,
+               "memory budget out of range");
+  m.capacity_bytes = o.memory_budget_bytes;
+  return m;
+}
+
+}  // namespace
+
+World::World(WorldOptions options)
+    : options_(options),
+      memory_(memory_options(options_)),
+      allocator_(memory_),
+      store_(allocator_),
+      refs_(store_),
+      backend_(memory_),
+      rng_(options_.seed),
+      ctx_{memory_,         allocator_, refs_,     backend_,
+           options_.config, events_,    counters_, generations_} {
+  ctx_.verify_replays = options_.verify_replays;
+  CAPSIM_CHECK_FAULT_SITE(options_.fault, FaultSite::kTree);
+  ctx_.fault = options_.fault;
+  ctx_.device_evidence = options_.device_evidence;
+  backend_.set_mirror(options_.mirror);
+}
+
+World::~World() = default;
+
+Status World::begin(const Program& program) {
+  if (program.actions.size() > kMaxActions) {
+    return make_error(
+        fmt::format("program: {} actions, the limit is {}", program.actions.size(), kMaxActions));
+  }
+  std::set<std::string> seen;
+  for (const FunctionDef& def : program.functions) {
+    CAPSIM_TRY(validate(def));
+    if (!seen.insert(def.name).second) {
+      return make_error(fmt::format("function '{}': defined twice", def.name));
+    }
+  }
+  program_ = &program;
+  return {};
+}
+
+Status World::run_action(std::size_t index, const Action& action) {
+  CAPSIM_CHECK(program_ != nullptr, "run_action before begin");
+  if (index >= kMaxActions) {
+    return make_error(fmt::format("action {}: the limit is {} actions", index, kMaxActions));
+  }
+  ctx_.action = static_cast<std::uint32_t>(index);
+  Status s = step(action);
+  if (!s) {
+    return with_context(fmt::format("action {} ({})", index, action_name(action)), s.error());
+  }
+  return {};
+}
+
+Status World::run(const Program& program, const std::function<void(std::size_t)>& after) {
+  CAPSIM_TRY(begin(program));
+  for (std::size_t i = 0; i < program.actions.size(); ++i) {
+    CAPSIM_TRY(run_action(i, program.actions[i]));
+    if (after) after(i);
+  }
+  return {};
+}
+
+Status World::step(const Action& action) {
+  return std::visit(
+      [&](const auto& a) -> Status {
+        using A = std::decay_t<decltype(a)>;
+        if constexpr (std::is_same_v<A, NewTensor>) return do_new_tensor(a);
+        if constexpr (std::is_same_v<A, MarkStatic>) return do_mark_static(a);
+        if constexpr (std::is_same_v<A, Call>) return do_call(a);
+        if constexpr (std::is_same_v<A, EagerCall>) return do_eager_call(a);
+        if constexpr (std::is_same_v<A, Del>) return unbind(a.name);
+        if constexpr (std::is_same_v<A, Read>) return do_read(a);
+        if constexpr (std::is_same_v<A, ReassignData>) return do_reassign(a);
+        if constexpr (std::is_same_v<A, MarkStepBegin>) {
+          --generations_.mark_step_counter;
+          return Status{};
+        }
+        if constexpr (std::is_same_v<A, SetToRunningBackward>) {
+          if (manager_) manager_->set_to_running_backward();
+          return Status{};
+        }
+        if constexpr (std::is_same_v<A, AccumulateGrad>) return do_accumulate_grad(a);
+        if constexpr (std::is_same_v<A, CreateOptimizer>) return do_create_optimizer(a);
+        if constexpr (std::is_same_v<A, OptimizerStep>) return do_optimizer_step(a);
+        if constexpr (std::is_same_v<A, ZeroGrad>) return do_zero_grad(a);
+        if constexpr (std::is_same_v<A, DropOptimizer>) return do_drop_optimizer(a);
+        if constexpr (std::is_same_v<A, Reset>) return do_reset();
+        if constexpr (std::is_same_v<A, RunCaptureScenario>) return do_run_capture_scenario(a);
+        if constexpr (std::is_same_v<A, DefineAutogradGraph>) return do_define_autograd_graph(a);
+        if constexpr (std::is_same_v<A, CompiledBackward>) return do_compiled_backward(a);
+      },
+      action);
+}
+
+// --- Objects and names -------------------------------------------------------
+
+std::uint64_t World::new_object(TensorId held_tensor, bool parameter) {
+  const std::uint64_t id = next_object_++;
+  objects_.emplace(id, PyObject{held_tensor, parameter, std::nullopt, std::nullopt, 0});
+  return id;
+}
+
+void World::ref(std::uint64_t object) {
+  ++objects_.at(object).refs;
+}
+
+Status World::unref(std::uint64_t object) {
+  auto it = objects_.find(object);
+  CAPSIM_CHECK(it != objects_.end() && it->second.refs > 0, "unref of a dead object");
+  if (--it->second.refs > 0) return {};
+  const PyObject dead = it->second;
+  objects_.erase(it);
+  CAPSIM_TRY(refs_.drop(dead.tensor));
+  if (dead.grad) CAPSIM_TRY(unref(*dead.grad));
+  return {};
+}
+
+Status World::bind(const std::string& name, std::uint64_t object) {
+  if (name.empty() || name.find('.') != std::string::npos) {
+    return make_error(fmt::format("name '{}': names are non-empty and have no '.'", name));
+  }
+  ref(object);
+  auto it = names_.find(name);
+  if (it != names_.end()) {
+    const std::uint64_t old = it->second;
+    it->second = object;
+    return unref(old);
+  }
+  names_.emplace(name, object);
+  return {};
+}
+
+Status World::unbind(const std::string& name) {
+  auto it = names_.find(name);
+  if (it == names_.end()) return make_error(fmt::format("del of unknown name '{}'", name));
+  const std::uint64_t object = it->second;
+  names_.erase(it);
+  return unref(object);
+}
+
+Result<std::uint64_t> World::lookup(const std::string& name) const {
+  const auto dot = name.find('.');
+  const std::string base = name.substr(0, dot);
+  auto it = names_.find(base);
+  if (it == names_.end()) return make_error(fmt::format("unknown tensor '{}'", base));
+  if (dot == std::string::npos) return it->second;
+  if (name.substr(dot) != ".grad") {
+    return make_error(fmt::format("'{}': the only attribute is .grad", name));
+  }
+  const PyObject& o = objects_.at(it->second);
+  if (!o.grad) return make_error(fmt::format("'{}' is None", name));
+  return *o.grad;
+}
+
+Result<const FunctionDef*> World::function(const std::string& name) const {
+  CAPSIM_CHECK(program_ != nullptr);
+  for (const FunctionDef& def : program_->functions) {
+    if (def.name == name) return &def;
+  }
+  return make_error(fmt::format("unknown function '{}'", name));
+}
+
+Result<TensorId> World::fresh_tensor(const Dims& sizes, std::optional<float> fill,
+                                     std::int64_t offset) {
+  if (offset < 0 || offset > 64) {
+    return make_error(fmt::format("offset: {} is outside [0, 64]", offset));
+  }
+  CAPSIM_TRY_ASSIGN(const TensorMeta meta, contiguous_meta(sizes));
+  const std::int64_t n = numel(meta);
+  CAPSIM_TRY_ASSIGN(const Tensor buffer, store_.empty({n + offset}));
+  TensorMeta view_meta = meta;
+  view_meta.storage_offset = offset;
+  CAPSIM_TRY_ASSIGN(const Tensor t, store_.view(buffer.id, view_meta));
+  CAPSIM_TRY(store_.release(buffer.id));
+  refs_.hold(t.id);
+  if (n > 0) {
+    std::vector<float> values(static_cast<std::size_t>(n));
+    for (float& v : values) v = fill ? *fill : rng_.uniform(-1.0f, 1.0f);
+    CAPSIM_TRY_ASSIGN(const Address at, store_.data_address(t.id));
+    CAPSIM_TRY(memory_.write(at, std::as_bytes(std::span(values))));
+  }
+  return t.id;
+}
+
+Result<TensorId> World::tensor_id(const std::string& name) const {
+  CAPSIM_TRY_ASSIGN(const std::uint64_t o, lookup(name));
+  return objects_.at(o).tensor;
+}
+
+bool World::has(const std::string& name) const {
+  return lookup(name).ok();
+}
+
+Result<Address> World::data_ptr(const std::string& name) const {
+  CAPSIM_TRY_ASSIGN(const std::uint64_t o, lookup(name));
+  return store_.data_address(objects_.at(o).tensor);
+}
+
+Result<std::vector<float>> World::values(const std::string& name) const {
+  CAPSIM_TRY_ASSIGN(const std::uint64_t o, lookup(name));
+  const TensorArg arg = held_tensor_arg(store_, objects_.at(o).tensor);
+  CAPSIM_TRY_ASSIGN(const ElementBits bits, gather_bits(memory_, arg.address, arg.meta));
+  std::vector<float> out(bits.size());
+  // memcpy's pointers must not be null, and an empty vector's may be (a
+  // zero-element read; found by fuzz_trace_reader under UBSan).
+  if (!bits.empty()) std::memcpy(out.data(), bits.data(), bits.size() * sizeof(float));
+  return out;
+}
+
+std::size_t World::pool_live_blocks() const {
+  return tree_pool_ ? allocator_.live_blocks(*tree_pool_).size() : 0;
+}
+
+std::size_t World::live_storages_of(const std::vector<TensorId>& tensors) const {
+  std::size_t n = 0;
+  for (TensorId t : tensors) {
+    auto tensor = store_.tensor(t);
+    if (tensor && refs_.storage_live(tensor->storage)) ++n;
+  }
+  return n;
+}
+
+// --- Simple actions ------------------------------------------------------------
+
+Status World::do_new_tensor(const NewTensor& a) {
+  CAPSIM_TRY_ASSIGN(const TensorId t, fresh_tensor(a.sizes, a.fill, a.offset));
+  return bind(a.name, new_object(t, a.parameter));
+}
+
+Status World::do_mark_static(const MarkStatic& a) {
+  CAPSIM_TRY_ASSIGN(const std::uint64_t o, lookup(a.name));
+  objects_.at(o).static_guard = a.guard;
+  return {};
+}
+
+bool World::raise_if_poisoned(const std::vector<std::uint64_t>& objects) {
+  std::vector<TensorId> tensors;
+  for (std::uint64_t o : objects) tensors.push_back(objects_.at(o).tensor);
+  return ctx_.raise_if_overwritten(tensors);
+}
+
+Status World::do_read(const Read& a) {
+  CAPSIM_TRY_ASSIGN(const std::uint64_t o, lookup(a.name));
+  if (raise_if_poisoned({o})) return {};
+  CAPSIM_TRY_ASSIGN(const std::vector<float> v, values(a.name));
+  std::string shown = "[";
+  for (std::size_t i = 0; i < v.size() && i < 4; ++i) {
+    if (i) shown += ',';
+    shown += fmt::format("{}", v[i]);
+  }
+  shown += v.size() > 4 ? ",...]" : "]";
+  ctx_.emit(EventKind::kRead, {{"name", a.name},
+                               {"numel", std::to_string(v.size())},
+                               {"digest", digest_hex(fnv1a64(std::as_bytes(std::span(v))))},
+                               {"values", shown}});
+  return {};
+}
+
+Status World::do_reassign(const ReassignData& a) {
+  CAPSIM_TRY_ASSIGN(const std::uint64_t o, lookup(a.name));
+  PyObject& object = objects_.at(o);
+  CAPSIM_TRY_ASSIGN(const Tensor old, store_.tensor(object.tensor));
+  CAPSIM_TRY_ASSIGN(const TensorId fresh, fresh_tensor(old.meta.sizes, a.fill, 0));
+  const TensorId previous = object.tensor;
+  object.tensor = fresh;
+  return refs_.drop(previous);
+}
+
+Status World::move_to_fresh_copy(PyObject& o) {
+  CAPSIM_TRY_ASSIGN(const Tensor old, store_.tensor(o.tensor));
+  CAPSIM_TRY_ASSIGN(const TensorId fresh, fresh_tensor(old.meta.sizes, 0.0f, 0));
+  // fresh has old's sizes, so the copy cannot be refused.
+  const KernelLaunch copy =
+      CAPSIM_MUST(launch_copy(held_tensor_arg(store_, fresh), held_tensor_arg(store_, o.tensor)));
+  CAPSIM_TRY(backend_.run_step(Step{copy, {}}));
+  const TensorId previous = o.tensor;
+  o.tensor = fresh;
+  return refs_.drop(previous);
+}
+
+Status World::do_eager_call(const EagerCall& a) {
+  CAPSIM_TRY_ASSIGN(const FunctionDef* def, function(a.function));
+  if (a.args.size() != def->num_inputs()) {
+    return make_error(fmt::format("function '{}' takes {} inputs, got {}", def->name,
+                                  def->num_inputs(), a.args.size()));
+  }
+  std::vector<std::uint64_t> objects;
+  std::vector<TensorId> inputs;
+  for (const std::string& name : a.args) {
+    CAPSIM_TRY_ASSIGN(const std::uint64_t o, lookup(name));
+    objects.push_back(o);
+    inputs.push_back(objects_.at(o).tensor);
+  }
+  if (raise_if_poisoned(objects)) return {};
+  BodyEnv env{refs_, backend_, kDefaultPool, nullptr};
+  CAPSIM_TRY_ASSIGN(const std::vector<TensorId> outputs, run_body(*def, inputs, env));
+  return bind_outputs(outputs, a.outputs);
+}
+
+Status World::bind_outputs(const std::vector<TensorId>& outputs,
+                           const std::vector<std::string>& names) {
+  if (names.size() > outputs.size()) {
+    for (TensorId t : outputs) CAPSIM_TRY(refs_.drop(t));
+    return make_error(
+        fmt::format("outputs: {} names for {} outputs", names.size(), outputs.size()));
+  }
+  for (std::size_t i = 0; i < outputs.size(); ++i) {
+    if (i < names.size() && !names[i].empty()) {
+      const std::uint64_t o = new_object(outputs[i]);
+      CAPSIM_TRY(bind(names[i], o));
+      CAPSIM_TRY_ASSIGN(const Address ptr, store_.data_address(outputs[i]));
+      ctx_.emit(EventKind::kOutput, {{"name", names[i]}, {"ptr", hex(ptr)}});
+    } else {
+      CAPSIM_TRY(refs_.drop(outputs[i]));
+    }
+  }
+  return {};
+}
+
+Status World::do_accumulate_grad(const AccumulateGrad& a) {
+  CAPSIM_TRY_ASSIGN(const std::uint64_t p, lookup(a.param));
+  CAPSIM_TRY_ASSIGN(const std::uint64_t g, lookup(a.grad));
+  if (raise_if_poisoned({g})) return {};
+  PyObject& param = objects_.at(p);
+  if (!param.grad) {
+    // AccumulateGrad steals the incoming grad: .grad is that very tensor.
+    ref(g);
+    param.grad = g;
+    return {};
+  }
+  if (raise_if_poisoned({*param.grad})) return {};
+  const TensorArg acc = held_tensor_arg(store_, objects_.at(*param.grad).tensor);
+  const TensorArg inc = held_tensor_arg(store_, objects_.at(g).tensor);
+  CAPSIM_TRY_ASSIGN(const KernelLaunch add, launch_binary(KernelKind::kAdd, acc, acc, inc));
+  return backend_.run_step(Step{add, {}});
+}
+
+// --- Compiled calls --------------------------------------------------------------
+
+TreeManager& World::ensure_manager() {
+  if (!manager_) {
+    auto pool = allocator_.create_pool();
+    CAPSIM_CHECK(pool.ok(), "pool limit reached");
+    tree_pool_ = *pool;
+    manager_ = std::make_unique<TreeManager>(ctx_, *pool);
+    ++managers_created_;
+  }
+  return *manager_;
+}
+
+Status World::shutdown_manager(const char* reason) {
+  if (!manager_) return {};
+  CAPSIM_TRY(manager_->shutdown());
+  ctx_.emit(EventKind::kShutdown, {{"reason", reason}});
+  manager_.reset();
+  compiled_.clear();
+  live_cudagraphified_ = 0;
+  return {};
+}
+
+Status World::do_reset() {
+  CAPSIM_TRY(shutdown_manager("dynamo_reset"));
+  compiled_.clear();
+  generations_.mark_step_counter = 0;
+  return {};
+}
+
+Result<std::optional<FunctionId>> World::compile(const FunctionDef& def,
+                                                 const std::vector<std::uint64_t>& args,
+                                                 const std::vector<std::int64_t>& int_key,
+                                                 CompiledEntry& entry) {
+  TreeManager& manager = ensure_manager();
+  WrappedFunction fn;
+  fn.def = &def;
+  fn.int_key = int_key;
+  std::set<std::uint32_t> statics(def.static_input_idxs.begin(), def.static_input_idxs.end());
+  statics.insert(def.param_input_idxs.begin(), def.param_input_idxs.end());
+  for (std::uint32_t i = 0; i < args.size(); ++i) {
+    const PyObject& o = objects_.at(args[i]);
+    if (o.static_guard || (o.parameter && options_.config.inline_inbuilt_nn_modules)) {
+      statics.insert(i);
+    }
+  }
+  // remove_unaligned_input_idxs, at the first call of this key.
+  for (auto it = statics.begin(); it != statics.end();) {
+    CAPSIM_TRY_ASSIGN(const Address ptr, store_.data_address(objects_.at(args[*it]).tensor));
+    if (ptr % kAlignment != 0) {
+      ctx_.emit(EventKind::kAlignClone,
+                {{"function", def.name}, {"input", std::to_string(*it)}, {"demoted", "true"}});
+      it = statics.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  fn.static_input_idxs.assign(statics.begin(), statics.end());
+  fn.mutated_input_idxs = mutated_input_idxs(def);
+  if (!options_.config.cudagraph_support_input_mutation) {
+    std::vector<std::uint32_t> mutated;  // mutated inputs that are not static
+    for (std::uint32_t i : fn.mutated_input_idxs) {
+      if (statics.count(i) == 0) mutated.push_back(i);
+    }
+    if (!mutated.empty()) {
+      entry.skip_reason = messages::mutated_inputs(mutated.size());
+      ++counters_.cudagraph_skips;
+      ctx_.emit(EventKind::kSkip, {{"id", "S1"},
+                                   {"function", def.name},
+                                   {"inputs", format_list(mutated)},
+                                   {"message", entry.skip_reason}});
+      return std::optional<FunctionId>{};
+    }
+  }
+  const std::vector<std::uint32_t> shown = fn.static_input_idxs;
+  const FunctionId fid = manager.add_function(std::move(fn));
+  ++live_cudagraphified_;
+  ctx_.emit(EventKind::kCompile, {{"function", def.name},
+                                  {"fid", std::to_string(fid)},
+                                  {"int_key", format_list(int_key)},
+                                  {"static_input_idxs", format_list(shown)}});
+  return std::optional<FunctionId>{fid};
+}
+
+Status World::do_call(const Call& a) {
+  CAPSIM_TRY_ASSIGN(const FunctionDef* def, function(a.function));
+  std::vector<std::uint64_t> args;
+  for (const std::string& name : a.args) {
+    CAPSIM_TRY_ASSIGN(const std::uint64_t o, lookup(name));
+    args.push_back(o);
+  }
+  const bool invocation = a.new_invocation.value_or(def->mode != CompilationMode::kBackward);
+  return call_compiled(*def, args, a.outputs, a.int_key, invocation, a.consume);
+}
+
+Status World::call_compiled(const FunctionDef& def, const std::vector<std::uint64_t>& args,
+                            const std::vector<std::string>& outputs,
+                            const std::vector<std::int64_t>& int_key, bool new_invocation,
+                            const std::vector<std::string>& consume) {
+  if (args.size() != def.num_inputs()) {
+    return make_error(fmt::format("function '{}' takes {} inputs, got {}", def.name,
+                                  def.num_inputs(), args.size()));
+  }
+  if (new_invocation) ++generations_.generation;
+  if (raise_if_poisoned(args)) return {};
+  if (options_.config.plain_api) return call_plain(def, args, outputs);
+
+  // Dynamo's cache: the first entry whose int key and guards match.
+  std::vector<CacheEntry>& cache = compiled_[&def];
+  const CompiledEntry* found = nullptr;
+  bool same_key_seen = false;
+  for (const CacheEntry& c : cache) {
+    if (c.int_key != int_key) continue;
+    same_key_seen = true;
+    bool guards_hold = true;
+    for (std::size_t g = 0; g < c.guarded_positions.size() && guards_hold; ++g) {
+      CAPSIM_TRY_ASSIGN(const Address ptr,
+                        store_.data_address(objects_.at(args[c.guarded_positions[g]]).tensor));
+      guards_hold = ptr == c.guarded_ptrs[g];
+    }
+    if (guards_hold) {
+      found = &c.compiled;
+      break;
+    }
+  }
+  if (found == nullptr) {
+    if (same_key_seen) {
+      ++counters_.recompiles;
+      ctx_.emit(EventKind::kCompile,
+                {{"function", def.name}, {"recompile", "true"}, {"reason", "guard_failure"}});
+    }
+    CacheEntry c;
+    c.int_key = int_key;
+    for (std::uint32_t i = 0; i < args.size(); ++i) {
+      if (!objects_.at(args[i]).static_guard.value_or(false)) continue;
+      CAPSIM_TRY_ASSIGN(const Address ptr, store_.data_address(objects_.at(args[i]).tensor));
+      c.guarded_positions.push_back(i);
+      c.guarded_ptrs.push_back(ptr);
+    }
+    CAPSIM_TRY_ASSIGN(c.compiled.fid, compile(def, args, int_key, c.compiled));
+    cache.push_back(std::move(c));
+    found = &cache.back().compiled;
+  }
+  const CompiledEntry& entry = *found;
+
+  // The input list: one reference each (misaligned check-set inputs cloned).
+  std::vector<TensorId> inputs;
+  for (std::uint32_t i = 0; i < args.size(); ++i) {
+    const TensorId t = objects_.at(args[i]).tensor;
+    inputs.push_back(t);
+    refs_.hold(t);
+  }
+  if (!entry.fid) {
+    BodyEnv env{refs_, backend_, kDefaultPool, nullptr};
+    CAPSIM_TRY_ASSIGN(const std::vector<TensorId> outs, run_body(def, inputs, env));
+    for (TensorId t : inputs) CAPSIM_TRY(refs_.drop(t));
+    ++counters_.eager_fallbacks;
+    ctx_.emit(EventKind::kEager, {{"function", def.name}, {"reason", "compile_time_skip"}});
+    return bind_outputs(outs, outputs);
+  }
+  const WrappedFunction& fn = manager_->function(*entry.fid);
+  for (std::uint32_t i = 0; i < inputs.size(); ++i) {
+    if (std::binary_search(fn.static_input_idxs.begin(), fn.static_input_idxs.end(), i)) continue;
+    CAPSIM_TRY_ASSIGN(const Address ptr, store_.data_address(inputs[i]));
+    if (ptr % kAlignment == 0) continue;
+    // copy_misaligned_inputs: clone_preserve_strides before the tree sees it.
+    CAPSIM_TRY_ASSIGN(const Tensor src, store_.tensor(inputs[i]));
+    CAPSIM_TRY_ASSIGN(const TensorId clone, fresh_tensor(src.meta.sizes, 0.0f, 0));
+    // The clone has the input's sizes, so the copy cannot be refused.
+    const KernelLaunch copy = CAPSIM_MUST(
+        launch_copy(held_tensor_arg(store_, clone), held_tensor_arg(store_, inputs[i])));
+    CAPSIM_TRY(backend_.run_step(Step{copy, {}}));
+    CAPSIM_TRY(refs_.drop(inputs[i]));
+    inputs[i] = clone;
+    ctx_.emit(EventKind::kAlignClone, {{"function", def.name}, {"input", std::to_string(i)}});
+  }
+  for (const std::string& name : consume) CAPSIM_TRY(unbind(name));
+  CAPSIM_TRY_ASSIGN(CallOutcome outcome, manager_->run(*entry.fid, std::move(inputs)));
+  if (outcome.path == CallPath::kRaised) return {};
+  return bind_outputs(outcome.outputs, outputs);
+}
+
+std::vector<std::pair<std::string, TensorId>> World::bound_names() const {
+  std::vector<std::pair<std::string, TensorId>> out;
+  for (const auto& [name, object] : names_) out.emplace_back(name, objects_.at(object).tensor);
+  return out;
+}
+
+}  // namespace capsim

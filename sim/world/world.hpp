@@ -1,0 +1,218 @@
+// World: all simulated state, and the runner of a Program.
+//
+// A World owns the device memory, the caching allocator, the tensors, the CPU
+// backend, the one seeded RNG, the tree manager (created on the first compiled
+// call, dropped when its functions die), the optimizers, the plain-API graphs,
+// the counters and the event log. Nothing else holds state: a failure is a
+// seed and a program, and running them again replays it exactly.
+//
+// `run` returns an Error only for bad input (an unknown name or function, a
+// shape mismatch, a double free): the message names the action. Everything
+// PyTorch itself would raise is an error event, and the program goes on.
+#pragma once
+
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "model/rng.hpp"
+#include "sim/trees/sim_context.hpp"
+#include "sim/trees/tree_manager.hpp"
+#include "sim/world/program.hpp"
+
+namespace capsim {
+
+struct BackwardView;     // sim/autograd/compiled_autograd_runner.hpp
+struct CaptureScenario;  // sim/autograd/compiled_autograd_runner.hpp
+class RecordedAutograd;  // sim/autograd/recorded_autograd.hpp
+
+// 1 GiB: every scenario, corpus trace and generated case takes under 64 MiB.
+inline constexpr std::uint64_t kDefaultMemoryBudget = std::uint64_t{1} << 30;
+inline constexpr std::uint64_t kMaxMemoryBudget = std::uint64_t{1} << 40;
+
+struct WorldOptions {
+  CudagraphConfig config;
+  std::uint64_t seed = 0;
+  // Compare every replay with eager execution (P-replay); costs a scratch run.
+  bool verify_replays = false;
+  Fault fault = Fault::kNone;  // a kTree fault (model/fault.hpp): controls and --inject only
+  // Shown every backward of a run_capture_scenario action (render/ draws
+  // its graphs); optional, and it observes only.
+  std::function<void(std::size_t action, const BackwardView&)> on_backward;
+  // Where run_capture_scenario actions find their scenario by name (a
+  // CaptureScenarioLookup): the built-in ones are content of sim/scenarios/,
+  // which the world wing does not include, so whoever builds the World hands
+  // them in (find_capture_scenario; trace replay and run_scenario do). Empty:
+  // every such action names an unknown scenario.
+  std::function<const CaptureScenario*(const std::string& name)> capture_scenarios;
+  // A second backend that runs every graph too and compares it with the
+  // model (model/replay_mirror.hpp): the CUDA reference backend. Not owned;
+  // it must outlive the World. It observes only: the events are the same.
+  ReplayMirror* mirror = nullptr;
+  // A `device` event after each record and replay, with the evidence of the
+  // replay: the mirror's when there is one, else the model's (traces whose
+  // producer is the CUDA backend carry them; docs/trace-format.md).
+  bool device_evidence = false;
+  // The simulated device memory all segments together may take. A trace is
+  // input from outside: a program that asks for more is refused at the action
+  // that asks (an out-of-memory error naming it), before its bytes are
+  // touched, instead of filling host memory first. `--memory-budget` raises
+  // it (docs/trace-format.md §8).
+  std::uint64_t memory_budget_bytes = kDefaultMemoryBudget;
+};
+
+class World {
+ public:
+  explicit World(WorldOptions options);
+  ~World();
+  World(const World&) = delete;
+  World& operator=(const World&) = delete;
+
+  // Runs every action of `program`; stops at the first bad input. `after`
+  // (optional) is called after each action with its index, for probes.
+  Status run(const Program& program, const std::function<void(std::size_t)>& after = nullptr);
+  // The same, one action at a time, for streaming replay: `begin` checks the
+  // functions and keeps a pointer to `program` (which must outlive the World;
+  // only its functions are read), then each action runs with its index.
+  Status begin(const Program& program);
+  Status run_action(std::size_t index, const Action& action);
+
+  const std::vector<Event>& events() const { return events_; }
+  // Hands over the events emitted so far and forgets them, so that a long
+  // streaming replay holds only the events of the action it is checking.
+  // Every event read through events() afterwards is a later one.
+  std::vector<Event> take_events() { return std::exchange(events_, {}); }
+  const Counters& counters() const { return counters_; }
+  const CudagraphConfig& config() const { return options_.config; }
+  // The current tree manager; null before the first compiled call and after
+  // it was shut down.
+  const TreeManager* manager() const { return manager_.get(); }
+  std::uint64_t managers_created() const { return managers_created_; }
+  const GenerationState& generations() const { return generations_; }
+
+  // --- Queries by name ------------------------------------------------------
+  bool has(const std::string& name) const;
+  // The tensor object a name refers to now (PyTorch's `id(t)`).
+  Result<TensorId> tensor_id(const std::string& name) const;
+  Result<Address> data_ptr(const std::string& name) const;
+  Result<std::vector<float>> values(const std::string& name) const;
+  // Live blocks of the cudagraph pool (the tests' all_live_block_count()).
+  std::size_t pool_live_blocks() const;
+  // Storages a dropped optimizer's params still have alive.
+  std::size_t live_storages_of(const std::vector<TensorId>& tensors) const;
+  const TensorStore& store() const { return store_; }
+  // Every bound name and the tensor it refers to now, in name order (the pool
+  // drawing names each block's owner with them).
+  std::vector<std::pair<std::string, TensorId>> bound_names() const;
+  const CachingAllocator& allocator() const { return allocator_; }
+
+ private:
+  struct PyObject {
+    TensorId tensor;
+    bool parameter = false;
+    std::optional<bool> static_guard;  // set by mark_static_address
+    std::optional<std::uint64_t> grad;
+    std::uint32_t refs = 0;
+  };
+  struct CompiledEntry {
+    std::optional<FunctionId> fid;  // none: cudagraphs skipped at compile time
+    std::string skip_reason;
+  };
+  struct PlainGraph;
+  struct Optimizer;
+  friend struct WorldParts;
+
+  Status step(const Action& action);
+  Status do_new_tensor(const NewTensor& a);
+  Status do_mark_static(const MarkStatic& a);
+  Status do_call(const Call& a);
+  Status do_eager_call(const EagerCall& a);
+  Status do_read(const Read& a);
+  Status do_reassign(const ReassignData& a);
+  // `o.data = o.clone()`: the same object and values in a new storage.
+  Status move_to_fresh_copy(PyObject& o);
+  Status do_accumulate_grad(const AccumulateGrad& a);
+  Status do_create_optimizer(const CreateOptimizer& a);
+  Status do_optimizer_step(const OptimizerStep& a);
+  Status do_zero_grad(const ZeroGrad& a);
+  Status do_drop_optimizer(const DropOptimizer& a);
+  Status do_reset();
+  Status do_run_capture_scenario(const RunCaptureScenario& a);
+  Status do_define_autograd_graph(const DefineAutogradGraph& a);
+  Status do_compiled_backward(const CompiledBackward& a);
+
+  // The compiled call shared by Call and OptimizerStep.
+  Status call_compiled(const FunctionDef& def, const std::vector<std::uint64_t>& args,
+                       const std::vector<std::string>& outputs,
+                       const std::vector<std::int64_t>& int_key, bool new_invocation,
+                       const std::vector<std::string>& consume);
+  Status call_plain(const FunctionDef& def, const std::vector<std::uint64_t>& args,
+                    const std::vector<std::string>& outputs);
+  // A new FunctionId, or none when cudagraphs are skipped at compile time.
+  Result<std::optional<FunctionId>> compile(const FunctionDef& def,
+                                            const std::vector<std::uint64_t>& args,
+                                            const std::vector<std::int64_t>& int_key,
+                                            CompiledEntry& entry);
+  TreeManager& ensure_manager();
+  Status shutdown_manager(const char* reason);
+  bool raise_if_poisoned(const std::vector<std::uint64_t>& objects);
+  Status bind_outputs(const std::vector<TensorId>& outputs, const std::vector<std::string>& names);
+
+  // Objects and names.
+  Result<std::uint64_t> lookup(const std::string& name) const;  // "x" or "x.grad"
+  std::uint64_t new_object(TensorId held_tensor, bool parameter = false);
+  void ref(std::uint64_t object);
+  Status unref(std::uint64_t object);
+  Status bind(const std::string& name, std::uint64_t object);
+  Status unbind(const std::string& name);
+  Result<const FunctionDef*> function(const std::string& name) const;
+  Result<TensorId> fresh_tensor(const Dims& sizes, std::optional<float> fill, std::int64_t offset);
+
+  WorldOptions options_;
+  DeviceMemory memory_;
+  CachingAllocator allocator_;
+  TensorStore store_;
+  TensorRefs refs_;
+  CpuBackend backend_;
+  Rng rng_;
+  std::vector<Event> events_;
+  Counters counters_;
+  GenerationState generations_;
+  SimContext ctx_;
+  const Program* program_ = nullptr;
+
+  std::unique_ptr<TreeManager> manager_;
+  std::optional<PoolId> tree_pool_;
+  std::uint64_t managers_created_ = 0;
+  std::uint64_t live_cudagraphified_ = 0;  // TreeManagerContainer's count
+  // Dynamo's cache per function: each entry was compiled for one int key and
+  // guards the pointers of the inputs that were marked guard=True when it
+  // was compiled (DATA_PTR_MATCH).
+  struct CacheEntry {
+    std::vector<std::int64_t> int_key;
+    std::vector<std::uint32_t> guarded_positions;
+    std::vector<Address> guarded_ptrs;
+    CompiledEntry compiled;
+  };
+  std::map<const FunctionDef*, std::vector<CacheEntry>> compiled_;
+
+  std::map<std::uint64_t, PyObject> objects_;
+  std::map<std::string, std::uint64_t> names_;
+  std::uint64_t next_object_ = 1;
+
+  std::map<const FunctionDef*, std::unique_ptr<PlainGraph>> plain_graphs_;
+  std::optional<PoolId> plain_pool_;
+  std::map<std::string, std::unique_ptr<Optimizer>> optimizers_;
+  // Step functions of dropped optimizers: a live manager may still name them.
+  std::vector<std::unique_ptr<FunctionDef>> retired_defs_;
+  // The autograd graphs of a recorded PyTorch run and compiled autograd's
+  // cache over them; made on the first autograd_graph action.
+  std::unique_ptr<RecordedAutograd> recorded_autograd_;
+};
+
+}  // namespace capsim

@@ -1,0 +1,225 @@
+// The compiled optimizer (PR 107504; §6 of the spec): a traced `opt.step()`
+// whose params and state are marked static and whose grads are not, the
+// finalizer that releases the marks, and zero_grad with the shipped behaviour
+// plus PR 107853's rule behind a flag.
+#include <fmt/format.h>
+
+#include "sim/core/body_interpreter.hpp"
+#include "sim/trees/messages.hpp"
+#include "sim/world/world_parts.hpp"
+
+namespace capsim {
+
+Status World::do_create_optimizer(const CreateOptimizer& a) {
+  if (optimizers_.count(a.name) != 0) {
+    return make_error(fmt::format("optimizer '{}' exists already", a.name));
+  }
+  if (a.params.empty()) return make_error(fmt::format("optimizer '{}': no params", a.name));
+  auto opt = std::make_unique<Optimizer>();
+  opt->name = a.name;
+  opt->kind = a.kind;
+  opt->sgd = a.sgd;
+  opt->adam = a.adam;
+  for (const std::string& p : a.params) {
+    if (p.find('.') != std::string::npos) {
+      return make_error(fmt::format("optimizer '{}': param '{}' is not a tensor name", a.name, p));
+    }
+    CAPSIM_TRY_ASSIGN(const std::uint64_t o, lookup(p));
+    ref(o);
+    opt->params.push_back(o);
+  }
+  ctx_.emit(EventKind::kOptimizer, {{"name", a.name},
+                                    {"what", "created"},
+                                    {"kind", std::string(optimizer_kind_name(a.kind))},
+                                    {"params", std::to_string(a.params.size())}});
+  optimizers_.emplace(a.name, std::move(opt));
+  return {};
+}
+
+namespace {
+// The traced step: inputs are params, then grads, then each param's state.
+std::unique_ptr<FunctionDef> build_step(const std::string& name, OptimizerKind kind, std::size_t n,
+                                        const SgdHyper& sgd, const AdamHyper& adam) {
+  auto def = std::make_unique<FunctionDef>();
+  def->name = fmt::format("{}.step", name);
+  def->mode = CompilationMode::kInference;
+  const std::size_t per = kind == OptimizerKind::kSgd ? 1 : 3;
+  for (std::size_t i = 0; i < n; ++i) def->input_names.push_back(fmt::format("param_{}", i));
+  for (std::size_t i = 0; i < n; ++i) def->input_names.push_back(fmt::format("grad_{}", i));
+  for (std::size_t i = 0; i < n; ++i) {
+    if (kind == OptimizerKind::kSgd) {
+      def->input_names.push_back(fmt::format("momentum_buffer_{}", i));
+    } else {
+      def->input_names.push_back(fmt::format("exp_avg_{}", i));
+      def->input_names.push_back(fmt::format("exp_avg_sq_{}", i));
+      def->input_names.push_back(fmt::format("step_{}", i));
+    }
+  }
+  for (std::size_t i = 0; i < n; ++i) {
+    const auto p = static_cast<ValueIndex>(i);
+    const auto g = static_cast<ValueIndex>(n + i);
+    const auto s = static_cast<ValueIndex>(2 * n + per * i);
+    BodyOp op;
+    if (kind == OptimizerKind::kSgd) {
+      op.kind = BodyOpKind::kSgd;
+      op.args = {p, g, s};
+      op.sgd = sgd;
+    } else {
+      op.kind = kind == OptimizerKind::kAdam ? BodyOpKind::kAdam : BodyOpKind::kAdamW;
+      op.args = {p, g, s, static_cast<ValueIndex>(s + 1), static_cast<ValueIndex>(s + 2)};
+      op.adam = adam;
+    }
+    def->ops.push_back(op);
+  }
+  return def;
+}
+}  // namespace
+
+Status World::do_optimizer_step(const OptimizerStep& a) {
+  auto it = optimizers_.find(a.name);
+  if (it == optimizers_.end()) return make_error(fmt::format("unknown optimizer '{}'", a.name));
+  Optimizer& opt = *it->second;
+  std::vector<std::uint64_t> grads;
+  for (std::size_t i = 0; i < opt.params.size(); ++i) {
+    const PyObject& p = objects_.at(opt.params[i]);
+    if (!p.grad) {
+      return make_error(fmt::format("optimizer '{}': param {} has no grad", a.name, i));
+    }
+    grads.push_back(*p.grad);
+  }
+  if (!opt.step) {
+    // Tracing: _init_group creates the state eagerly; Dynamo marks params and
+    // state static with guard=True ([M]) and installs them as attributes of
+    // the graph module, which keeps them alive until the finalizer.
+    for (std::uint64_t p : opt.params) {
+      CAPSIM_TRY_ASSIGN(const Tensor t, store_.tensor(objects_.at(p).tensor));
+      std::vector<std::uint64_t> state;
+      auto add = [&](const Dims& sizes, float fill) -> Status {
+        CAPSIM_TRY_ASSIGN(const TensorId s, fresh_tensor(sizes, fill, 0));
+        const std::uint64_t o = new_object(s);
+        ref(o);
+        // (The move_optimizer_state control marks it without a guard, so that
+        // a move re-records at once instead of recompiling.)
+        objects_.at(o).static_guard = options_.fault != Fault::kMoveOptimizerState;
+        state.push_back(o);
+        return {};
+      };
+      if (opt.kind == OptimizerKind::kSgd) {
+        CAPSIM_TRY(add(t.meta.sizes, 0.0f));
+      } else {
+        CAPSIM_TRY(add(t.meta.sizes, 0.0f));
+        CAPSIM_TRY(add(t.meta.sizes, 0.0f));
+        CAPSIM_TRY(add({2}, 1.0f));  // {beta1^t, beta2^t}: capsim's step state
+      }
+      objects_.at(p).static_guard = true;
+      opt.state.push_back(std::move(state));
+    }
+    for (std::size_t i = 0; i < opt.params.size(); ++i) {
+      opt.graph_attributes.push_back(opt.params[i]);
+      for (std::uint64_t s : opt.state[i]) opt.graph_attributes.push_back(s);
+    }
+    for (std::uint64_t o : opt.graph_attributes) ref(o);
+    opt.step = build_step(opt.name, opt.kind, opt.params.size(), opt.sgd, opt.adam);
+    CAPSIM_TRY(validate(*opt.step));
+    std::size_t static_grads = 0;
+    for (std::uint64_t g : grads) static_grads += objects_.at(g).static_guard.has_value();
+    ctx_.emit(EventKind::kOptimizer,
+              {{"name", opt.name},
+               {"what", "traced"},
+               {"static_params", std::to_string(opt.params.size())},
+               {"static_state", std::to_string(opt.graph_attributes.size() - opt.params.size())},
+               {"static_grads", std::to_string(static_grads)}});
+  } else if (options_.fault == Fault::kMoveOptimizerState && opt.steps_taken == 2) {
+    // The control of cudagraphs.static-never-reallocated: the state moves to
+    // new storage once, after the step was warmed up and recorded, so that the
+    // next call re-records over the new addresses.
+    for (const auto& state : opt.state) {
+      for (std::uint64_t o : state) CAPSIM_TRY(move_to_fresh_copy(objects_.at(o)));
+    }
+  }
+  ++opt.steps_taken;
+  std::vector<std::uint64_t> args = opt.params;
+  args.insert(args.end(), grads.begin(), grads.end());
+  for (const auto& state : opt.state) args.insert(args.end(), state.begin(), state.end());
+  return call_compiled(*opt.step, args, {}, {}, true, {});
+}
+
+Status World::do_zero_grad(const ZeroGrad& a) {
+  auto it = optimizers_.find(a.name);
+  if (it == optimizers_.end()) return make_error(fmt::format("unknown optimizer '{}'", a.name));
+  Optimizer& opt = *it->second;
+  if (a.set_to_none && options_.config.zero_grad_static_error) {
+    for (std::size_t i = 0; i < opt.params.size(); ++i) {
+      const PyObject& p = objects_.at(opt.params[i]);
+      if (p.grad && objects_.at(*p.grad).static_guard) {
+        ++counters_.errors;
+        ctx_.emit(EventKind::kError,
+                  {{"id", "Z1"},
+                   {"exception", "RuntimeError"},
+                   {"message", messages::zero_grad_static(fmt::format("param_{}", i))}});
+        return {};
+      }
+    }
+  }
+  std::size_t changed = 0;
+  for (std::uint64_t p : opt.params) {
+    PyObject& param = objects_.at(p);
+    if (!param.grad) continue;
+    ++changed;
+    if (a.set_to_none) {
+      const std::uint64_t g = *param.grad;
+      param.grad.reset();
+      CAPSIM_TRY(unref(g));
+    } else {
+      const TensorArg grad = held_tensor_arg(store_, objects_.at(*param.grad).tensor);
+      const KernelLaunch fill = CAPSIM_MUST(launch_fill(grad, 0.0f));
+      CAPSIM_TRY(backend_.run_step(Step{fill, {}}));
+    }
+  }
+  ctx_.emit(EventKind::kZeroGrad, {{"name", a.name},
+                                   {"set_to_none", a.set_to_none ? "true" : "false"},
+                                   {"grads", std::to_string(changed)}});
+  return {};
+}
+
+Status World::do_drop_optimizer(const DropOptimizer& a) {
+  auto it = optimizers_.find(a.name);
+  if (it == optimizers_.end()) return make_error(fmt::format("unknown optimizer '{}'", a.name));
+  std::unique_ptr<Optimizer> opt = std::move(it->second);
+  optimizers_.erase(it);
+  std::vector<TensorId> param_tensors;
+  for (std::uint64_t p : opt->params) param_tensors.push_back(objects_.at(p).tensor);
+  std::vector<TensorId> state_tensors;
+  for (const auto& state : opt->state) {
+    for (std::uint64_t o : state) state_tensors.push_back(objects_.at(o).tensor);
+  }
+  // The finalizer: the graph module forgets its static attributes.
+  if (options_.fault != Fault::kFinalizerKeepsState) {
+    for (std::uint64_t o : opt->graph_attributes) CAPSIM_TRY(unref(o));
+  }
+  for (const auto& state : opt->state) {
+    for (std::uint64_t o : state) CAPSIM_TRY(unref(o));
+  }
+  for (std::uint64_t p : opt->params) CAPSIM_TRY(unref(p));
+  // The compiled step dies with the optimizer; so do its FunctionIds.
+  std::size_t dead = 0;
+  if (auto c = compiled_.find(opt->step.get()); c != compiled_.end()) {
+    for (const CacheEntry& e : c->second) dead += e.compiled.fid.has_value();
+    compiled_.erase(c);
+  }
+  CAPSIM_CHECK(dead <= live_cudagraphified_);
+  live_cudagraphified_ -= dead;
+  ctx_.emit(EventKind::kOptimizer,
+            {{"name", a.name},
+             {"what", "dropped"},
+             {"params_alive", std::to_string(live_storages_of(param_tensors))},
+             {"state_alive", std::to_string(live_storages_of(state_tensors))}});
+  if (manager_ && live_cudagraphified_ == 0) {
+    CAPSIM_TRY(shutdown_manager("last_cudagraphified_function_died"));
+  }
+  // The step's FunctionDef must outlive the manager's WrappedFunctions.
+  retired_defs_.push_back(std::move(opt->step));
+  return {};
+}
+
+}  // namespace capsim

@@ -1,0 +1,108 @@
+// The plain CUDA-graph API (torch.cuda.graph and make_graphed_callables;
+// §3.4 of the spec), for comparison with trees: the first call captures the
+// function over its own arguments (they become the static input surface);
+// every later call copies an argument into its surface slot only when the
+// pointers differ, never looks at parameters, and replays. The outputs are the
+// same tensors every time, overwritten by each replay. Nothing is checked, so
+// a parameter whose `.data` was reassigned is read at its old address.
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "sim/core/body_interpreter.hpp"
+#include "sim/core/eager_oracle.hpp"
+#include "sim/world/world_parts.hpp"
+
+namespace capsim {
+
+Status World::call_plain(const FunctionDef& def, const std::vector<std::uint64_t>& args,
+                         const std::vector<std::string>& outputs) {
+  std::vector<TensorId> inputs;
+  for (std::uint64_t o : args) inputs.push_back(objects_.at(o).tensor);
+  auto it = plain_graphs_.find(&def);
+  if (it == plain_graphs_.end()) {
+    if (!plain_pool_) {
+      CAPSIM_TRY_ASSIGN(plain_pool_, allocator_.create_pool());
+      tree_pool_ = plain_pool_;  // pool_live_blocks() reports this pool
+    }
+    auto graph = std::make_unique<PlainGraph>();
+    for (std::uint32_t i = 0; i < args.size(); ++i) {
+      const bool param = objects_.at(args[i]).parameter ||
+                         std::count(def.param_input_idxs.begin(), def.param_input_idxs.end(), i);
+      graph->is_param.push_back(param);
+      graph->surface.push_back(param ? std::nullopt : std::optional<TensorId>(inputs[i]));
+      if (!param) refs_.pin(inputs[i]);
+      graph->surface_args.push_back(held_tensor_arg(store_, inputs[i]));
+    }
+    StepProgram program{fmt::format("{}#plain", def.name), {}};
+    BodyEnv env{refs_, backend_, *plain_pool_, &program};
+    CAPSIM_TRY_ASSIGN(const std::vector<TensorId> outs, run_body(def, inputs, env));
+    CAPSIM_TRY(backend_.materialize(memory_.layout()));
+    CAPSIM_TRY_ASSIGN(graph->graph, backend_.instantiate(program));
+    CAPSIM_TRY(backend_.replay(graph->graph));
+    CAPSIM_TRY_ASSIGN(const std::optional<GraphEvidence> evidence,
+                      ctx_.replay_evidence(graph->graph));
+    for (TensorId t : outs) {
+      refs_.pin(t);
+      graph->outputs.push_back(t);
+    }
+    ++counters_.graphs_recorded;
+    ctx_.emit(EventKind::kRecord, {{"function", def.name},
+                                   {"api", "plain"},
+                                   {"steps", std::to_string(program.steps.size())}});
+    ctx_.emit_device(evidence);
+    it = plain_graphs_.emplace(&def, std::move(graph)).first;
+    // The capture's outputs are handed out as they are.
+    return bind_outputs(outs, outputs);
+  }
+  PlainGraph& graph = *it->second;
+  std::optional<std::vector<ElementBits>> expected;
+  if (options_.verify_replays) {
+    CAPSIM_TRY_ASSIGN(expected, eager_reference_outputs(def, store_, memory_, inputs));
+  }
+  std::uint64_t copies = 0, bytes = 0;
+  for (std::uint32_t i = 0; i < inputs.size(); ++i) {
+    if (graph.is_param[i]) continue;  // parameters are assumed unchanged
+    const TensorArg src = held_tensor_arg(store_, inputs[i]);
+    const TensorArg& dst = graph.surface_args[i];
+    if (src.address == dst.address) continue;
+    CAPSIM_TRY_ASSIGN(const KernelLaunch copy, launch_copy(dst, src));
+    CAPSIM_TRY(backend_.run_step(Step{copy, {}}));
+    ++copies;
+    bytes += extent_bytes(dst.meta);
+  }
+  counters_.copies += copies;
+  counters_.copy_bytes += bytes;
+  ctx_.emit(EventKind::kCopyIn, {{"function", def.name},
+                                 {"copies", std::to_string(copies)},
+                                 {"bytes", std::to_string(bytes)}});
+  if (options_.verify_replays) {
+    // P-static: a parameter the graph baked in must still be where it was.
+    for (std::uint32_t i = 0; i < inputs.size(); ++i) {
+      if (!graph.is_param[i]) continue;
+      const TensorArg now = held_tensor_arg(store_, inputs[i]);
+      if (now.address != graph.surface_args[i].address) ++counters_.static_violations;
+    }
+  }
+  CAPSIM_TRY(backend_.replay(graph.graph));
+  CAPSIM_TRY_ASSIGN(const std::optional<GraphEvidence> evidence, ctx_.replay_evidence(graph.graph));
+  ++counters_.replays;
+  std::vector<EventField> fields{{"function", def.name}, {"api", "plain"}};
+  if (expected) {
+    ++counters_.replay_checks;
+    bool equal = true;
+    for (std::size_t k = 0; k < graph.outputs.size() && equal; ++k) {
+      const TensorArg out = held_tensor_arg(store_, graph.outputs[k]);
+      CAPSIM_TRY_ASSIGN(const ElementBits got, gather_bits(memory_, out.address, out.meta));
+      equal = got == (*expected)[k];
+    }
+    if (!equal) ++counters_.replay_mismatches;
+    fields.push_back({"matches_eager", equal ? "true" : "false"});
+  }
+  ctx_.emit(EventKind::kReplay, std::move(fields));
+  ctx_.emit_device(evidence);
+  for (TensorId t : graph.outputs) refs_.hold(t);
+  return bind_outputs(graph.outputs, outputs);
+}
+
+}  // namespace capsim

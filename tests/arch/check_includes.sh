@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# check_includes.sh SRC_DIR: the layers of docs/architecture.md, enforced.
+#
+# Every `#include "folder/..."` of a library's sources must point at its own
+# folder or one it may depend on; sim/'s wings are folders of their own. The
+# CMake targets link the same order, but static libraries cannot enforce it:
+# every executable links all of them, so an upward include would compile and
+# link. This check is what fails. One line per broken edge, naming the file,
+# the line and both folders; exit 1 if any, 0 otherwise. tests/ is exempt.
+set -u
+src=${1:?usage: check_includes.sh SRC_DIR}
+cd "$src" || exit 2
+
+# folder: the folders its sources may include (itself included).
+allowed() {
+  local core="model sim/core"
+  case $1 in
+    model) echo "model" ;;
+    cuda_reference) echo "model cuda_reference" ;;
+    sim/core) echo "$core" ;;
+    sim/trees) echo "$core sim/trees" ;;
+    sim/autograd) echo "$core sim/autograd" ;;
+    sim/world) echo "$core sim/trees sim/autograd sim/world" ;;
+    sim/scenarios) echo "$core sim/trees sim/autograd sim/world sim/scenarios" ;;
+    traces) echo "$core sim/trees sim/autograd sim/world sim/scenarios traces" ;;
+    render) echo "$core sim/trees sim/autograd sim/world sim/scenarios traces render" ;;
+    properties) echo "$core sim/trees sim/autograd sim/world sim/scenarios traces properties" ;;
+    cli | bench) echo "*" ;;
+    *) echo "" ;;
+  esac
+}
+
+# The folder an include path names: sim/ paths by their wing.
+folder_of() {
+  case $1 in
+    sim/*/*) echo "${1%/*}" ;;
+    */*) echo "${1%%/*}" ;;
+    *) echo "" ;;
+  esac
+}
+
+broken=0
+for dir in model cuda_reference sim/core sim/trees sim/autograd sim/world sim/scenarios traces \
+  render properties cli bench; do
+  [ -d "$dir" ] || { echo "check_includes.sh: no folder $dir (update this table)"; exit 2; }
+  ok=" $(allowed "$dir") "
+  while IFS=: read -r file line text; do
+    path=${text#*\"}
+    path=${path%%\"*}
+    to=$(folder_of "$path")
+    [ -z "$to" ] && continue
+    [ "$ok" = " * " ] && [ "${to%%/*}" != tests ] && continue
+    if [[ "$ok" != *" $to "* ]]; then
+      echo "$file:$line: $dir/ includes $to/ ($path), against the layers of docs/architecture.md"
+      broken=1
+    fi
+  done < <(grep -rnE '^#include "[a-z_]+/' "$dir" --include='*.cpp' --include='*.hpp' \
+             --include='*.cu' --include='*.cuh')
+done
+# sim/ itself holds wings only: a source directly in sim/ has no layer.
+loose=$(find sim -maxdepth 1 -type f \( -name '*.cpp' -o -name '*.hpp' \) | sort | tr '\n' ' ')
+if [ -n "$loose" ]; then
+  echo "sim/: sources outside a wing: $loose"
+  broken=1
+fi
+exit $broken
