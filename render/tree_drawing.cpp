@@ -254,6 +254,11 @@ class TreeBuilder {
       parent = node_for(prefix() + "g" + parent_field);
       depth = state_[parent].depth + 1;
     }
+    // A trace is input: a record that names its own graph as its parent made
+    // that graph just above, as the parent's placeholder. Drawn as the
+    // placeholder, as a graph replayed before its record is (found by
+    // fuzz_render; the id must stay unique).
+    if (g_.find(id)) return;
     const std::uint32_t index =
         add(id, "graph", field(e, "function"), fmt::format("graph {}", graph));
     DrawNode& n = g_.nodes[index];

@@ -23,6 +23,7 @@
 #include "render/graph_diff.hpp"
 #include "render/graphviz_output.hpp"
 #include "render/trace_graphs.hpp"
+#include "render/tree_drawing.hpp"
 #include "tests/support/lcg.hpp"
 
 namespace capsim {
@@ -447,6 +448,22 @@ TEST_CASE("render: the tree, FX and autograd drawings of corpus traces") {
   // The legacy capture reads proxy metadata: its graph is not the functional one.
   CHECK_FALSE(
       diff_graphs(legacy->graphs.at("fx:0"), functional->graphs.at("fx:0")).counts.identical());
+}
+
+// Found by fuzz_render (CI of 2290755): a trace's record event that names its
+// own graph as its parent aborted on a duplicate node id.
+TEST_CASE("render: a recording that is its own parent is drawn, not a broken contract") {
+  const std::vector<Event> events = {
+      {EventKind::kRecord,
+       0,
+       {{"fid", "0"}, {"function", "f"}, {"graph", "0"}, {"parent", "null"}}},
+      {EventKind::kRecord, 1, {{"fid", "1"}, {"function", "g"}, {"graph", "1"}, {"parent", "1"}}},
+      {EventKind::kReplay, 2, {{"fid", "1"}, {"function", "g"}, {"graph", "1"}}}};
+  const DrawGraph tree = draw_tree(events, "self_parent");
+  CHECK(tree.find("g0").has_value());
+  CHECK(tree.find("g1").has_value());
+  std::set<std::string> ids;
+  for (const DrawNode& n : tree.nodes) CHECK(ids.insert(n.id).second);
 }
 
 TEST_CASE("render: every corpus trace's tree is the tree capsim predicts") {
