@@ -16,8 +16,6 @@
 namespace capsim {
 
 namespace {
-// PyTorch's ALIGNMENT (torch/_inductor/utils.py).
-constexpr Address kAlignment = 16;
 
 DeviceMemoryOptions memory_options(const WorldOptions& o) {
   DeviceMemoryOptions m;
@@ -392,40 +390,33 @@ Status World::do_reset() {
   return {};
 }
 
-Result<std::optional<FunctionId>> World::compile(const FunctionDef& def,
-                                                 const std::vector<std::uint64_t>& args,
-                                                 const std::vector<std::int64_t>& int_key,
-                                                 CompiledEntry& entry) {
+Result<std::vector<DynamoArg>> World::dynamo_args(const std::vector<std::uint64_t>& args) const {
+  std::vector<DynamoArg> out;
+  out.reserve(args.size());
+  for (std::uint64_t a : args) {
+    const PyObject& o = objects_.at(a);
+    CAPSIM_TRY_ASSIGN(const Address ptr, store_.data_address(o.tensor));
+    out.push_back({ptr, o.parameter, o.static_guard});
+  }
+  return out;
+}
+
+std::optional<FunctionId> World::compile(const FunctionDef& def, std::span<const DynamoArg> args,
+                                         const std::vector<std::int64_t>& int_key,
+                                         CompiledEntry& entry) {
   TreeManager& manager = ensure_manager();
+  const StaticInputs statics = static_input_idxs(def, args, options_.config);
+  for (std::uint32_t i : statics.demoted) {
+    ctx_.emit(EventKind::kAlignClone,
+              {{"function", def.name}, {"input", std::to_string(i)}, {"demoted", "true"}});
+  }
   WrappedFunction fn;
   fn.def = &def;
   fn.int_key = int_key;
-  std::set<std::uint32_t> statics(def.static_input_idxs.begin(), def.static_input_idxs.end());
-  statics.insert(def.param_input_idxs.begin(), def.param_input_idxs.end());
-  for (std::uint32_t i = 0; i < args.size(); ++i) {
-    const PyObject& o = objects_.at(args[i]);
-    if (o.static_guard || (o.parameter && options_.config.inline_inbuilt_nn_modules)) {
-      statics.insert(i);
-    }
-  }
-  // remove_unaligned_input_idxs, at the first call of this key.
-  for (auto it = statics.begin(); it != statics.end();) {
-    CAPSIM_TRY_ASSIGN(const Address ptr, store_.data_address(objects_.at(args[*it]).tensor));
-    if (ptr % kAlignment != 0) {
-      ctx_.emit(EventKind::kAlignClone,
-                {{"function", def.name}, {"input", std::to_string(*it)}, {"demoted", "true"}});
-      it = statics.erase(it);
-    } else {
-      ++it;
-    }
-  }
-  fn.static_input_idxs.assign(statics.begin(), statics.end());
+  fn.static_input_idxs = statics.idxs;
   fn.mutated_input_idxs = mutated_input_idxs(def);
   if (!options_.config.cudagraph_support_input_mutation) {
-    std::vector<std::uint32_t> mutated;  // mutated inputs that are not static
-    for (std::uint32_t i : fn.mutated_input_idxs) {
-      if (statics.count(i) == 0) mutated.push_back(i);
-    }
+    const std::vector<std::uint32_t> mutated = mutated_non_static(def, statics.idxs);
     if (!mutated.empty()) {
       entry.skip_reason = messages::mutated_inputs(mutated.size());
       ++counters_.cudagraph_skips;
@@ -433,17 +424,16 @@ Result<std::optional<FunctionId>> World::compile(const FunctionDef& def,
                                    {"function", def.name},
                                    {"inputs", format_list(mutated)},
                                    {"message", entry.skip_reason}});
-      return std::optional<FunctionId>{};
+      return std::nullopt;
     }
   }
-  const std::vector<std::uint32_t> shown = fn.static_input_idxs;
   const FunctionId fid = manager.add_function(std::move(fn));
   ++live_cudagraphified_;
   ctx_.emit(EventKind::kCompile, {{"function", def.name},
                                   {"fid", std::to_string(fid)},
                                   {"int_key", format_list(int_key)},
-                                  {"static_input_idxs", format_list(shown)}});
-  return std::optional<FunctionId>{fid};
+                                  {"static_input_idxs", format_list(statics.idxs)}});
+  return fid;
 }
 
 Status World::do_call(const Call& a) {
@@ -470,40 +460,18 @@ Status World::call_compiled(const FunctionDef& def, const std::vector<std::uint6
   if (options_.config.plain_api) return call_plain(def, args, outputs);
 
   // Dynamo's cache: the first entry whose int key and guards match.
-  std::vector<CacheEntry>& cache = compiled_[&def];
-  const CompiledEntry* found = nullptr;
-  bool same_key_seen = false;
-  for (const CacheEntry& c : cache) {
-    if (c.int_key != int_key) continue;
-    same_key_seen = true;
-    bool guards_hold = true;
-    for (std::size_t g = 0; g < c.guarded_positions.size() && guards_hold; ++g) {
-      CAPSIM_TRY_ASSIGN(const Address ptr,
-                        store_.data_address(objects_.at(args[c.guarded_positions[g]]).tensor));
-      guards_hold = ptr == c.guarded_ptrs[g];
-    }
-    if (guards_hold) {
-      found = &c.compiled;
-      break;
-    }
-  }
+  CAPSIM_TRY_ASSIGN(const std::vector<DynamoArg> seen, dynamo_args(args));
+  const CompileCache::Lookup lookup = compiled_.find(&def, int_key, seen);
+  const CompiledEntry* found = lookup.hit;
   if (found == nullptr) {
-    if (same_key_seen) {
+    if (lookup.recompile) {
       ++counters_.recompiles;
       ctx_.emit(EventKind::kCompile,
                 {{"function", def.name}, {"recompile", "true"}, {"reason", "guard_failure"}});
     }
-    CacheEntry c;
-    c.int_key = int_key;
-    for (std::uint32_t i = 0; i < args.size(); ++i) {
-      if (!objects_.at(args[i]).static_guard.value_or(false)) continue;
-      CAPSIM_TRY_ASSIGN(const Address ptr, store_.data_address(objects_.at(args[i]).tensor));
-      c.guarded_positions.push_back(i);
-      c.guarded_ptrs.push_back(ptr);
-    }
-    CAPSIM_TRY_ASSIGN(c.compiled.fid, compile(def, args, int_key, c.compiled));
-    cache.push_back(std::move(c));
-    found = &cache.back().compiled;
+    CompiledEntry& fresh = compiled_.insert(&def, int_key, seen);
+    fresh.fid = compile(def, seen, int_key, fresh);
+    found = &fresh;
   }
   const CompiledEntry& entry = *found;
 
@@ -526,7 +494,7 @@ Status World::call_compiled(const FunctionDef& def, const std::vector<std::uint6
   for (std::uint32_t i = 0; i < inputs.size(); ++i) {
     if (std::binary_search(fn.static_input_idxs.begin(), fn.static_input_idxs.end(), i)) continue;
     CAPSIM_TRY_ASSIGN(const Address ptr, store_.data_address(inputs[i]));
-    if (ptr % kAlignment == 0) continue;
+    if (is_aligned(ptr)) continue;
     // copy_misaligned_inputs: clone_preserve_strides before the tree sees it.
     CAPSIM_TRY_ASSIGN(const Tensor src, store_.tensor(inputs[i]));
     CAPSIM_TRY_ASSIGN(const TensorId clone, fresh_tensor(src.meta.sizes, 0.0f, 0));

@@ -16,6 +16,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -23,6 +24,7 @@
 #include "model/rng.hpp"
 #include "sim/trees/sim_context.hpp"
 #include "sim/trees/tree_manager.hpp"
+#include "sim/world/dynamo.hpp"
 #include "sim/world/program.hpp"
 
 namespace capsim {
@@ -119,10 +121,6 @@ class World {
     std::optional<std::uint64_t> grad;
     std::uint32_t refs = 0;
   };
-  struct CompiledEntry {
-    std::optional<FunctionId> fid;  // none: cudagraphs skipped at compile time
-    std::string skip_reason;
-  };
   struct PlainGraph;
   struct Optimizer;
   friend struct WorldParts;
@@ -153,11 +151,12 @@ class World {
                        const std::vector<std::string>& consume);
   Status call_plain(const FunctionDef& def, const std::vector<std::uint64_t>& args,
                     const std::vector<std::string>& outputs);
-  // A new FunctionId, or none when cudagraphs are skipped at compile time.
-  Result<std::optional<FunctionId>> compile(const FunctionDef& def,
-                                            const std::vector<std::uint64_t>& args,
-                                            const std::vector<std::int64_t>& int_key,
-                                            CompiledEntry& entry);
+  // What Dynamo sees of each argument (dynamo.hpp).
+  Result<std::vector<DynamoArg>> dynamo_args(const std::vector<std::uint64_t>& args) const;
+  // A new FunctionId for a first compile, or none when cudagraphs are skipped
+  // at compile time (S1; `entry` gets the reason).
+  std::optional<FunctionId> compile(const FunctionDef& def, std::span<const DynamoArg> args,
+                                    const std::vector<std::int64_t>& int_key, CompiledEntry& entry);
   TreeManager& ensure_manager();
   Status shutdown_manager(const char* reason);
   bool raise_if_poisoned(const std::vector<std::uint64_t>& objects);
@@ -190,16 +189,7 @@ class World {
   std::optional<PoolId> tree_pool_;
   std::uint64_t managers_created_ = 0;
   std::uint64_t live_cudagraphified_ = 0;  // TreeManagerContainer's count
-  // Dynamo's cache per function: each entry was compiled for one int key and
-  // guards the pointers of the inputs that were marked guard=True when it
-  // was compiled (DATA_PTR_MATCH).
-  struct CacheEntry {
-    std::vector<std::int64_t> int_key;
-    std::vector<std::uint32_t> guarded_positions;
-    std::vector<Address> guarded_ptrs;
-    CompiledEntry compiled;
-  };
-  std::map<const FunctionDef*, std::vector<CacheEntry>> compiled_;
+  CompileCache compiled_;                  // Dynamo's cache (dynamo.hpp)
 
   std::map<std::uint64_t, PyObject> objects_;
   std::map<std::string, std::uint64_t> names_;

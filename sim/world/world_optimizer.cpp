@@ -202,11 +202,7 @@ Status World::do_drop_optimizer(const DropOptimizer& a) {
   }
   for (std::uint64_t p : opt->params) CAPSIM_TRY(unref(p));
   // The compiled step dies with the optimizer; so do its FunctionIds.
-  std::size_t dead = 0;
-  if (auto c = compiled_.find(opt->step.get()); c != compiled_.end()) {
-    for (const CacheEntry& e : c->second) dead += e.compiled.fid.has_value();
-    compiled_.erase(c);
-  }
+  const std::size_t dead = compiled_.erase(opt->step.get());
   CAPSIM_CHECK(dead <= live_cudagraphified_);
   live_cudagraphified_ -= dead;
   ctx_.emit(EventKind::kOptimizer,

@@ -1,0 +1,89 @@
+// The dynamo room (dynamo.hpp).
+#include "sim/world/dynamo.hpp"
+
+#include <algorithm>
+#include <set>
+
+#include "model/check.hpp"
+
+namespace capsim {
+
+StaticInputs static_input_idxs(const FunctionDef& def, std::span<const DynamoArg> args,
+                               const CudagraphConfig& config) {
+  std::set<std::uint32_t> statics(def.static_input_idxs.begin(), def.static_input_idxs.end());
+  statics.insert(def.param_input_idxs.begin(), def.param_input_idxs.end());
+  for (std::uint32_t i = 0; i < args.size(); ++i) {
+    if (args[i].static_guard || (args[i].parameter && config.inline_inbuilt_nn_modules)) {
+      statics.insert(i);
+    }
+  }
+  StaticInputs out;
+  // remove_unaligned_input_idxs, at the first call of this key.
+  for (std::uint32_t i : statics) {
+    CAPSIM_CHECK(i < args.size(), "a static input index names an argument");
+    if (is_aligned(args[i].data_ptr)) {
+      out.idxs.push_back(i);
+    } else {
+      out.demoted.push_back(i);
+    }
+  }
+  return out;
+}
+
+std::vector<std::uint32_t> mutated_non_static(const FunctionDef& def,
+                                              std::span<const std::uint32_t> statics) {
+  std::vector<std::uint32_t> out;
+  for (std::uint32_t i : mutated_input_idxs(def)) {
+    if (!std::binary_search(statics.begin(), statics.end(), i)) out.push_back(i);
+  }
+  return out;
+}
+
+CompileCache::Lookup CompileCache::find(const FunctionDef* def,
+                                        const std::vector<std::int64_t>& int_key,
+                                        std::span<const DynamoArg> args) const {
+  Lookup out;
+  const auto it = entries_.find(def);
+  if (it == entries_.end()) return out;
+  for (const Entry& e : it->second) {
+    if (e.int_key != int_key) continue;
+    out.recompile = true;
+    bool guards_hold = true;
+    for (std::size_t g = 0; g < e.guarded_positions.size() && guards_hold; ++g) {
+      CAPSIM_CHECK(e.guarded_positions[g] < args.size(), "a guard names an argument");
+      guards_hold = args[e.guarded_positions[g]].data_ptr == e.guarded_ptrs[g];
+    }
+    if (guards_hold) {
+      out.hit = &e.compiled;
+      out.recompile = false;
+      return out;
+    }
+  }
+  return out;
+}
+
+CompiledEntry& CompileCache::insert(const FunctionDef* def,
+                                    const std::vector<std::int64_t>& int_key,
+                                    std::span<const DynamoArg> args) {
+  Entry e;
+  e.int_key = int_key;
+  for (std::uint32_t i = 0; i < args.size(); ++i) {
+    if (!args[i].static_guard.value_or(false)) continue;
+    e.guarded_positions.push_back(i);
+    e.guarded_ptrs.push_back(args[i].data_ptr);
+  }
+  std::vector<Entry>& list = entries_[def];
+  list.push_back(std::move(e));
+  return list.back().compiled;
+}
+
+std::size_t CompileCache::erase(const FunctionDef* def) {
+  const auto it = entries_.find(def);
+  if (it == entries_.end()) return 0;
+  std::size_t with_fid = 0;
+  for (const Entry& e : it->second) with_fid += e.compiled.fid.has_value();
+  entries_.erase(it);
+  return with_fid;
+}
+
+}  // namespace capsim

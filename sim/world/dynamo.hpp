@@ -1,0 +1,98 @@
+// The dynamo room of the world wing: what torch.compile decides before the
+// cudagraph tree manager sees a call.
+//
+// Dynamo (torch/_dynamo) keeps a cache of compiled entries per function, each
+// for one int key and guarded on the data pointers of the inputs marked with
+// mark_static_address(guard=True) (DATA_PTR_MATCH): a call that matches no
+// entry of a key already seen is a recompile. Inductor, compiling an entry,
+// computes its static_input_idxs (the graph's own, the params when
+// inline_inbuilt_nn_modules, the guarded inputs), demotes the unaligned ones
+// (remove_unaligned_input_idxs, torch/_inductor/utils.py), and skips
+// cudagraphs for a graph that mutates a non-static input when
+// cudagraph_support_input_mutation is off; at run time a misaligned
+// non-static input is cloned (copy_misaligned_inputs).
+//
+// These are plain functions and one cache over a view of the arguments
+// (DynamoArg), so that World stays action dispatch: it builds the view,
+// asks, and emits the events. Nothing here touches memory or the manager.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "model/address.hpp"
+#include "sim/core/function_def.hpp"
+#include "sim/trees/cudagraph_config.hpp"
+#include "sim/trees/cudagraph_node.hpp"
+
+namespace capsim {
+
+// PyTorch's ALIGNMENT (torch/_inductor/utils.py).
+inline constexpr Address kAlignment = 16;
+inline bool is_aligned(Address ptr) {
+  return ptr % kAlignment == 0;
+}
+
+// What Dynamo sees of one argument of a compiled call.
+struct DynamoArg {
+  Address data_ptr = 0;
+  bool parameter = false;
+  std::optional<bool> static_guard;  // mark_static_address(guard=...)
+};
+
+// The static inputs of a first compile: `idxs` sorted, and the unaligned ones
+// remove_unaligned_input_idxs demoted (each an align_clone event).
+struct StaticInputs {
+  std::vector<std::uint32_t> idxs;
+  std::vector<std::uint32_t> demoted;
+};
+StaticInputs static_input_idxs(const FunctionDef& def, std::span<const DynamoArg> args,
+                               const CudagraphConfig& config);
+
+// The mutated inputs that are not static: non-empty means cudagraphs are
+// skipped at compile time (S1) when input mutation is not supported.
+std::vector<std::uint32_t> mutated_non_static(const FunctionDef& def,
+                                              std::span<const std::uint32_t> statics);
+
+// One compiled entry: its FunctionId, or none when cudagraphs were skipped.
+struct CompiledEntry {
+  std::optional<FunctionId> fid;
+  std::string skip_reason;
+};
+
+// Dynamo's cache, per function.
+class CompileCache {
+ public:
+  struct Lookup {
+    const CompiledEntry* hit = nullptr;  // null: compile a new entry
+    bool recompile = false;              // an entry of this int key exists: guards failed
+  };
+  // The first entry of `def` whose int key and guards match `args`.
+  Lookup find(const FunctionDef* def, const std::vector<std::int64_t>& int_key,
+              std::span<const DynamoArg> args) const;
+  // A new entry for this call, guarding the pointers of its guarded inputs;
+  // the caller fills in `compiled`.
+  CompiledEntry& insert(const FunctionDef* def, const std::vector<std::int64_t>& int_key,
+                        std::span<const DynamoArg> args);
+  // Forgets `def`'s entries (an optimizer's step dies with it); returns how
+  // many had a FunctionId.
+  std::size_t erase(const FunctionDef* def);
+  void clear() { entries_.clear(); }
+
+ private:
+  struct Entry {
+    std::vector<std::int64_t> int_key;
+    std::vector<std::uint32_t> guarded_positions;
+    std::vector<Address> guarded_ptrs;
+    CompiledEntry compiled;
+  };
+  // Entries are only appended: the reference `insert` returns stays valid
+  // until the next insert or erase of the same function.
+  std::map<const FunctionDef*, std::vector<Entry>> entries_;
+};
+
+}  // namespace capsim
