@@ -1,8 +1,9 @@
 // The compiled-autograd properties as plain checks over one AutogradProgram.
 //
-// Shared by the RapidCheck tests (tests/properties/prop_compiled_autograd.cpp)
-// and the `capsim check` catalogue. Each returns nullopt when the property
-// holds, else one line. Spec: /work/shared/spec/compiled-autograd.md §1.3,
+// The checks of the `capsim check` catalogue's capture.* properties (run by
+// tests/properties/test_catalogue.cpp), and of P-cache in
+// tests/properties/prop_compiled_autograd.cpp. Each returns nullopt when the
+// property holds, else one line. Spec: /work/shared/spec/compiled-autograd.md §1.3,
 // §3 and §4.
 #pragma once
 

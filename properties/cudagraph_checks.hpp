@@ -2,9 +2,9 @@
 //
 // Each check returns nullopt when the property holds, else one line saying
 // what broke (the first offending event where there is one). They read only
-// the World's counters, its event log and the generator's bookkeeping, so the
-// RapidCheck tests (tests/properties/) and a later `capsim check` can share
-// them. Spec: /work/shared/spec/cudagraph-trees.md §3-§5 and §10.
+// the World's counters, its event log and the generator's bookkeeping; the
+// `capsim check` catalogue binds them to generators (catalogue.cpp), and
+// tests/properties/test_catalogue.cpp runs that catalogue. Spec: /work/shared/spec/cudagraph-trees.md §3-§5 and §10.
 #pragma once
 
 #include <memory>

@@ -1,9 +1,10 @@
 // Trace properties as plain checks over one generated program.
 //
 // The round trip (record, write, read, replay) and the determinism of the
-// written bytes, shared by the RapidCheck tests (tests/properties/
-// prop_traces.cpp) and the `capsim check` catalogue. Like cudagraph_checks,
-// each returns nullopt when the property holds, else one line.
+// written bytes, the checks of the catalogue's traces.round-trip and
+// determinism.same-seed-same-bytes (which tests/properties/test_catalogue.cpp
+// runs). Like cudagraph_checks, each returns nullopt when the property holds,
+// else one line.
 #pragma once
 
 #include <string>
