@@ -232,10 +232,11 @@ void add_determinism_properties(std::vector<Property>& c, Fault injected) {
                   Fault::kVarySeed};
   events.run = make_probed_case<ProgramPlan>(
       rc_gen::program(),
-      [injected](const ProgramPlan& plan, bool control, ProbeSet* probes) -> CheckResult {
+      [injected, own = events.fault](const ProgramPlan& plan, bool control,
+                                     ProbeSet* probes) -> CheckResult {
         // The whole program, past any break of PyTorch's contract: an E1
         // must be as deterministic as the rest.
-        const Fault fault = case_fault(control, Fault::kVarySeed, injected);
+        const Fault fault = case_fault(control, own, injected);
         const GeneratedProgram g = lower(plan);
         GeneratedProgram again = g;
         if (fault == Fault::kVarySeed) ++again.seed;
@@ -255,8 +256,8 @@ void add_determinism_properties(std::vector<Property>& c, Fault injected) {
                  Fault::kVarySeed};
   bytes.run = make_case<ProgramPlan>(
       rc_gen::program(),
-      [injected](const ProgramPlan& plan, bool control) {
-        const Fault fault = case_fault(control, Fault::kVarySeed, injected);
+      [injected, own = bytes.fault](const ProgramPlan& plan, bool control) {
+        const Fault fault = case_fault(control, own, injected);
         return check_trace_bytes_deterministic(lower(plan), fault == Fault::kVarySeed,
                                                fault_at(fault, FaultSite::kTree));
       },
@@ -277,15 +278,15 @@ void add_trace_properties(std::vector<Property>& c, Fault injected) {
              Fault::kSkipCopyIn};
   p.run = make_case<ProgramPlan>(
       rc_gen::program(),
-      [injected](const ProgramPlan& plan, bool control) {
-        const Fault fault = case_fault(control, Fault::kSkipCopyIn, injected);
+      [injected, own = p.fault](const ProgramPlan& plan, bool control) {
+        const Fault fault = case_fault(control, own, injected);
         return check_trace_round_trip(within_contract(lower(plan)),
                                       fault_at(fault, FaultSite::kTree));
       },
       describe_plan,
-      [injected](const ProgramPlan& plan, bool control) {
+      [injected, own = p.fault](const ProgramPlan& plan, bool control) {
         WorldOptions o;  // as check_trace_round_trip records: no replay checks
-        o.fault = fault_at(case_fault(control, Fault::kSkipCopyIn, injected), FaultSite::kTree);
+        o.fault = fault_at(case_fault(control, own, injected), FaultSite::kTree);
         return generated_trace_lines(within_contract(lower(plan)), o,
                                      "capsim-check counterexample");
       });

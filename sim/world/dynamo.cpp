@@ -30,10 +30,10 @@ StaticInputs static_input_idxs(const FunctionDef& def, std::span<const DynamoArg
   return out;
 }
 
-std::vector<std::uint32_t> mutated_non_static(const FunctionDef& def,
+std::vector<std::uint32_t> mutated_non_static(std::span<const std::uint32_t> mutated,
                                               std::span<const std::uint32_t> statics) {
   std::vector<std::uint32_t> out;
-  for (std::uint32_t i : mutated_input_idxs(def)) {
+  for (std::uint32_t i : mutated) {
     if (!std::binary_search(statics.begin(), statics.end(), i)) out.push_back(i);
   }
   return out;

@@ -55,7 +55,8 @@ StaticInputs static_input_idxs(const FunctionDef& def, std::span<const DynamoArg
 
 // The mutated inputs that are not static: non-empty means cudagraphs are
 // skipped at compile time (S1) when input mutation is not supported.
-std::vector<std::uint32_t> mutated_non_static(const FunctionDef& def,
+// `mutated` is mutated_input_idxs(def), which the caller keeps anyway.
+std::vector<std::uint32_t> mutated_non_static(std::span<const std::uint32_t> mutated,
                                               std::span<const std::uint32_t> statics);
 
 // One compiled entry: its FunctionId, or none when cudagraphs were skipped.

@@ -416,7 +416,8 @@ std::optional<FunctionId> World::compile(const FunctionDef& def, std::span<const
   fn.static_input_idxs = statics.idxs;
   fn.mutated_input_idxs = mutated_input_idxs(def);
   if (!options_.config.cudagraph_support_input_mutation) {
-    const std::vector<std::uint32_t> mutated = mutated_non_static(def, statics.idxs);
+    const std::vector<std::uint32_t> mutated =
+        mutated_non_static(fn.mutated_input_idxs, statics.idxs);
     if (!mutated.empty()) {
       entry.skip_reason = messages::mutated_inputs(mutated.size());
       ++counters_.cudagraph_skips;
