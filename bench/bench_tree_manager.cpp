@@ -181,9 +181,9 @@ const std::vector<std::string>& seed_scenario_names() {
 // The optimizer step function's name in the seed scenarios' events.
 constexpr const char* kStepFunction = "opt.step";
 
-std::uint64_t field_u64(const Event& e, const char* key) {
-  auto v = e.field(key);
-  return v ? std::stoull(std::string(*v)) : 0;
+std::uint64_t field_u64(const Event& e, FieldKey key) {
+  const std::int64_t* v = e.get_if<std::int64_t>(key);
+  return v != nullptr ? static_cast<std::uint64_t>(*v) : 0;
 }
 
 void BM_TreeSeedScenario(benchmark::State& state) {
@@ -200,11 +200,10 @@ void BM_TreeSeedScenario(benchmark::State& state) {
     if (!ok_or_skip(state, run.status)) return;
     bytes = copies = replays = 0;
     for (const Event& e : run.events) {
-      const auto fn = e.field("function");
-      if (!fn || *fn != kStepFunction) continue;
+      if (e.text(F::function) != kStepFunction) continue;
       if (e.kind == EventKind::kCopyIn) {
-        bytes += field_u64(e, "bytes");
-        copies += field_u64(e, "copies");
+        bytes += field_u64(e, F::bytes);
+        copies += field_u64(e, F::copies);
       } else if (e.kind == EventKind::kReplay) {
         ++replays;
       }

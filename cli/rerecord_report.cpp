@@ -2,7 +2,6 @@
 
 #include <fmt/format.h>
 
-#include <charconv>
 #include <variant>
 
 namespace capsim::cli {
@@ -25,17 +24,14 @@ bool binds(const Action& action, const std::string& name) {
 }  // namespace
 
 std::optional<std::string> explain_rerecord(const Program& program, const Event& event) {
-  const std::optional<std::string_view> input = event.field("input");
-  if (event.kind != EventKind::kRecord || !input || event.action >= program.actions.size()) {
+  const std::int64_t* input = event.get_if<std::int64_t>(F::input);
+  if (event.kind != EventKind::kRecord || input == nullptr || *input < 0 ||
+      event.action >= program.actions.size()) {
     return std::nullopt;
   }
-  std::size_t index = 0;
-  const auto [end, ec] = std::from_chars(input->data(), input->data() + input->size(), index);
+  const auto index = static_cast<std::size_t>(*input);
   const auto* call = std::get_if<Call>(&program.actions[event.action]);
-  if (ec != std::errc() || end != input->data() + input->size() || call == nullptr ||
-      index >= call->args.size()) {
-    return std::nullopt;
-  }
+  if (call == nullptr || index >= call->args.size()) return std::nullopt;
   const std::string& name = call->args[index];
   for (std::size_t a = event.action; a-- > 0;) {
     if (binds(program.actions[a], name)) {

@@ -12,28 +12,16 @@ namespace capsim {
 
 namespace {
 
-// "[0,2,5]" -> {0, 2, 5}.
-std::vector<std::uint32_t> parse_index_list(std::string_view text) {
-  std::vector<std::uint32_t> out;
-  std::uint32_t value = 0;
-  bool in_number = false;
-  for (char c : text) {
-    if (c >= '0' && c <= '9') {
-      value = value * 10 + static_cast<std::uint32_t>(c - '0');
-      in_number = true;
-    } else if (in_number) {
-      out.push_back(value);
-      value = 0;
-      in_number = false;
-    }
-  }
-  if (in_number) out.push_back(value);
-  return out;
+// An integer field, 0 when the event does not carry it.
+std::uint64_t int_of(const Event& e, FieldKey key) {
+  const std::int64_t* v = e.get_if<std::int64_t>(key);
+  return v != nullptr && *v > 0 ? static_cast<std::uint64_t>(*v) : 0;
 }
 
-std::uint64_t field_u64(const Event& e, std::string_view key) {
-  const auto v = e.field(key);
-  return v ? std::stoull(std::string(*v)) : 0;
+const IntList& list_of(const Event& e, FieldKey key) {
+  static const IntList kEmpty;
+  const IntList* v = e.get_if<IntList>(key);
+  return v != nullptr ? *v : kEmpty;
 }
 
 std::string where(const Event& e) {
@@ -53,11 +41,9 @@ std::unique_ptr<World> run_generated(const GeneratedProgram& generated, WorldOpt
 CheckResult check_replays_match_eager(const World& world) {
   const Counters& c = world.counters();
   if (c.replay_mismatches == 0) return std::nullopt;
-  for (const Event& e : world.events()) {
-    if (e.kind == EventKind::kReplay && e.field("matches_eager") == "false") {
-      return fmt::format("{} of {} replays differ from eager, first {}", c.replay_mismatches,
-                         c.replay_checks, where(e));
-    }
+  if (c.first_replay_mismatch && *c.first_replay_mismatch < world.events().size()) {
+    return fmt::format("{} of {} replays differ from eager, first {}", c.replay_mismatches,
+                       c.replay_checks, where(world.events()[*c.first_replay_mismatch]));
   }
   return fmt::format("{} of {} replays differ from eager", c.replay_mismatches, c.replay_checks);
 }
@@ -69,13 +55,13 @@ CheckResult check_static_inputs_stable(const World& world) {
 }
 
 CheckResult check_copies(const World& world, const GeneratedProgram& generated) {
-  std::map<std::uint64_t, std::vector<std::uint32_t>> non_static;  // graph -> indices
+  std::map<std::uint64_t, IntList> non_static;  // graph -> indices
   std::size_t replays = 0, copy_ins = 0;
   for (const Event& e : world.events()) {
-    if (e.kind == EventKind::kRecord && e.field("graph")) {
-      const auto statics = parse_index_list(*e.field("static"));
-      const auto copied = parse_index_list(*e.field("non_static"));
-      non_static[field_u64(e, "graph")] = copied;
+    if (e.kind == EventKind::kRecord && e.has(F::graph)) {
+      const IntList& statics = list_of(e, F::static_);
+      const IntList& copied = list_of(e, F::non_static);
+      non_static[int_of(e, F::graph)] = copied;
       // The generator's own view of which inputs the program made static
       // (none for a saved regression, which is a program without it).
       if (generated.knowledge.empty()) continue;
@@ -85,7 +71,7 @@ CheckResult check_copies(const World& world, const GeneratedProgram& generated) 
                            statics.size() + copied.size(), know.size(), where(e));
       }
       for (std::uint32_t i = 0; i < know.size(); ++i) {
-        const bool is_copied = std::count(copied.begin(), copied.end(), i) != 0;
+        const bool is_copied = std::count(copied.begin(), copied.end(), std::int64_t{i}) != 0;
         if (know[i] == ArgKnowledge::kStatic && is_copied) {
           return fmt::format("input {} was made static by the program but is copied {}", i,
                              where(e));
@@ -94,12 +80,12 @@ CheckResult check_copies(const World& world, const GeneratedProgram& generated) 
           return fmt::format("input {} is a plain eager tensor but is not copied {}", i, where(e));
         }
       }
-    } else if (e.kind == EventKind::kReplay && e.field("graph")) {
+    } else if (e.kind == EventKind::kReplay && e.has(F::graph)) {
       ++replays;
-    } else if (e.kind == EventKind::kCopyIn && e.field("graph")) {
+    } else if (e.kind == EventKind::kCopyIn && e.has(F::graph)) {
       ++copy_ins;
-      const std::uint64_t graph = field_u64(e, "graph");
-      const std::uint64_t copies = field_u64(e, "copies");
+      const std::uint64_t graph = int_of(e, F::graph);
+      const std::uint64_t copies = int_of(e, F::copies);
       auto it = non_static.find(graph);
       if (it == non_static.end())
         return fmt::format("copy-in for an unrecorded graph {}", where(e));
@@ -109,9 +95,8 @@ CheckResult check_copies(const World& world, const GeneratedProgram& generated) 
       }
       const std::uint64_t bytes =
           copies * static_cast<std::uint64_t>(generated.numel_of(e.action)) * kElementBytes;
-      if (generated.numel != 0 && field_u64(e, "bytes") != bytes) {
-        return fmt::format("{} bytes copied, {} expected {}", field_u64(e, "bytes"), bytes,
-                           where(e));
+      if (generated.numel != 0 && int_of(e, F::bytes) != bytes) {
+        return fmt::format("{} bytes copied, {} expected {}", int_of(e, F::bytes), bytes, where(e));
       }
       if (const TreeManager* m = world.manager();
           m != nullptr && graph < m->graphs().size() &&
@@ -129,13 +114,12 @@ CheckResult check_copies(const World& world, const GeneratedProgram& generated) 
 
 CheckResult check_pool(const World& world) {
   for (const Event& e : world.events()) {
-    if (e.kind == EventKind::kError && (e.field("id") == "E6" || e.field("id") == "E7")) {
+    if (e.kind == EventKind::kError && (e.text(F::id) == "E6" || e.text(F::id) == "E7")) {
       return fmt::format("pool check failed {}", where(e));
     }
-    if (e.kind == EventKind::kCheckpoint &&
-        field_u64(e, "pool_blocks_after") != field_u64(e, "live")) {
+    if (e.kind == EventKind::kCheckpoint && int_of(e, F::pool_blocks_after) != int_of(e, F::live)) {
       return fmt::format("checkpoint left {} blocks for {} live outputs {}",
-                         field_u64(e, "pool_blocks_after"), field_u64(e, "live"), where(e));
+                         int_of(e, F::pool_blocks_after), int_of(e, F::live), where(e));
     }
   }
   return std::nullopt;
@@ -143,9 +127,9 @@ CheckResult check_pool(const World& world) {
 
 CheckResult check_finalizer_releases(const World& world) {
   for (const Event& e : world.events()) {
-    if (e.kind == EventKind::kOptimizer && e.field("what") == "dropped" &&
-        field_u64(e, "state_alive") != 0) {
-      return fmt::format("{} state buffers outlive their optimizer {}", field_u64(e, "state_alive"),
+    if (e.kind == EventKind::kOptimizer && e.text(F::what) == "dropped" &&
+        int_of(e, F::state_alive) != 0) {
+      return fmt::format("{} state buffers outlive their optimizer {}", int_of(e, F::state_alive),
                          where(e));
     }
   }
@@ -155,37 +139,36 @@ CheckResult check_finalizer_releases(const World& world) {
 CheckResult check_optimizer_state_static(const World& world) {
   struct Live {
     std::uint64_t params = 0;
-    std::map<std::uint32_t, std::string> state_ptrs;  // input index -> first recorded pointer
+    std::map<std::int64_t, Address> state_ptrs;  // input index -> first recorded pointer
   };
   std::map<std::string, Live, std::less<>> optimizers;  // by step function name
   for (const Event& e : world.events()) {
-    if (e.kind == EventKind::kOptimizer && e.field("what") == "created") {
-      optimizers[fmt::format("{}.step", *e.field("name"))] = Live{field_u64(e, "params"), {}};
-    } else if (e.kind == EventKind::kOptimizer && e.field("what") == "dropped") {
-      optimizers.erase(fmt::format("{}.step", *e.field("name")));
-    } else if (e.kind == EventKind::kRecord && e.field("function")) {
-      auto it = optimizers.find(*e.field("function"));
+    if (e.kind == EventKind::kOptimizer && e.text(F::what) == "created") {
+      optimizers[fmt::format("{}.step", e.get<std::string>(F::name))] =
+          Live{int_of(e, F::params), {}};
+    } else if (e.kind == EventKind::kOptimizer && e.text(F::what) == "dropped") {
+      optimizers.erase(fmt::format("{}.step", e.get<std::string>(F::name)));
+    } else if (e.kind == EventKind::kRecord) {
+      auto it = optimizers.find(e.get<std::string>(F::function));
       if (it == optimizers.end()) continue;
-      const auto statics = parse_index_list(*e.field("static"));
-      const std::string ptrs(e.field("static_ptrs").value_or(""));
-      // "[0x1, 0x2]" -> each pointer, in the order of `statics`.
-      std::vector<std::string> listed;
-      for (std::size_t at = ptrs.find("0x"); at != std::string::npos; at = ptrs.find("0x", at)) {
-        std::size_t end = at + 2;
-        while (end < ptrs.size() && std::isxdigit(static_cast<unsigned char>(ptrs[end]))) ++end;
-        listed.push_back(ptrs.substr(at, end - at));
-        at = end;
-      }
+      const IntList& statics = list_of(e, F::static_);
+      // Each pointer, in the order of `statics`.
+      static const AddressList kNone;
+      const AddressList* ptrs = e.get_if<AddressList>(F::static_ptrs);
+      const AddressList& listed = ptrs != nullptr ? *ptrs : kNone;
       if (listed.size() != statics.size()) {
         return fmt::format("{} static inputs but {} pointers {}", statics.size(), listed.size(),
                            where(e));
       }
       for (std::size_t k = 0; k < statics.size(); ++k) {
-        if (statics[k] < 2 * it->second.params) continue;  // params and grads may move
+        // Params and grads may move.
+        if (statics[k] < 0 || static_cast<std::uint64_t>(statics[k]) < 2 * it->second.params) {
+          continue;
+        }
         auto [first, fresh] = it->second.state_ptrs.emplace(statics[k], listed[k]);
         if (!fresh && first->second != listed[k]) {
-          return fmt::format("state input {} moved from {} to {} {}", statics[k], first->second,
-                             listed[k], where(e));
+          return fmt::format("state input {} moved from {} to {} {}", statics[k],
+                             hex(first->second), hex(listed[k]), where(e));
         }
       }
     }

@@ -8,8 +8,18 @@ namespace capsim {
 
 namespace {
 
-bool is(const Event& e, std::string_view key, std::string_view value) {
-  return e.field(key) == std::optional<std::string_view>(value);
+bool is(const Event& e, FieldKey key, std::string_view value) {
+  return e.text(key) == value;
+}
+
+bool flag(const Event& e, FieldKey key) {
+  const bool* v = e.get_if<bool>(key);
+  return v != nullptr && *v;
+}
+
+bool non_empty(const Event& e, FieldKey key) {
+  const IntList* v = e.get_if<IntList>(key);
+  return v != nullptr && !v->empty();
 }
 
 void set(ProbeSet& s, CoverageProbe p) {
@@ -25,41 +35,41 @@ ProbeSet tree_probes(const World& world) {
       case EventKind::kWarmup: set(s, CoverageProbe::kWarmup); break;
       case EventKind::kRecord:
         set(s, CoverageProbe::kRecord);
-        if (e.field("managed") && !is(e, "managed", "[]")) set(s, CoverageProbe::kManagedInput);
-        if (is(e, "reason", "static_input_idx_mismatch") ||
-            is(e, "reason", "cudagraph_managed_idx_mismatch")) {
+        if (non_empty(e, F::managed)) set(s, CoverageProbe::kManagedInput);
+        if (is(e, F::reason, "static_input_idx_mismatch") ||
+            is(e, F::reason, "cudagraph_managed_idx_mismatch")) {
           set(s, CoverageProbe::kRerecord);
         }
-        if (is(e, "reason", "expected_dead_indices_before_graph_mismatch")) {
+        if (is(e, F::reason, "expected_dead_indices_before_graph_mismatch")) {
           set(s, CoverageProbe::kLivenessSibling);
         }
         break;
       case EventKind::kReplay: set(s, CoverageProbe::kReplay); break;
       case EventKind::kSkip:
-        if (is(e, "id", "E5")) set(s, CoverageProbe::kRerecordLimit);
+        if (is(e, F::id, "E5")) set(s, CoverageProbe::kRerecordLimit);
         break;
       case EventKind::kCheckpoint: set(s, CoverageProbe::kCheckpoint); break;
       case EventKind::kDealloc: set(s, CoverageProbe::kGenerationDealloc); break;
       case EventKind::kError:
-        if (is(e, "id", "E1")) set(s, CoverageProbe::kOverwrittenOutput);
+        if (is(e, F::id, "E1")) set(s, CoverageProbe::kOverwrittenOutput);
         break;
       case EventKind::kEager:
-        if (is(e, "reason", "mutated_inputs")) set(s, CoverageProbe::kMutationGate);
+        if (is(e, F::reason, "mutated_inputs")) set(s, CoverageProbe::kMutationGate);
         break;
       case EventKind::kAlignClone:
-        set(s, is(e, "demoted", "true") ? CoverageProbe::kAlignmentDemotion
-                                        : CoverageProbe::kMisalignedClone);
+        set(s, flag(e, F::demoted) ? CoverageProbe::kAlignmentDemotion
+                                   : CoverageProbe::kMisalignedClone);
         break;
       case EventKind::kCompile:
-        if (is(e, "recompile", "true")) set(s, CoverageProbe::kGuardRecompile);
-        if (e.field("int_key") && !is(e, "int_key", "[]")) set(s, CoverageProbe::kNewSymint);
+        if (flag(e, F::recompile)) set(s, CoverageProbe::kGuardRecompile);
+        if (non_empty(e, F::int_key)) set(s, CoverageProbe::kNewSymint);
         break;
       case EventKind::kOptimizer:
-        if (is(e, "what", "dropped")) set(s, CoverageProbe::kOptimizerDropped);
+        if (is(e, F::what, "dropped")) set(s, CoverageProbe::kOptimizerDropped);
         break;
       case EventKind::kShutdown: set(s, CoverageProbe::kManagerShutdown); break;
       case EventKind::kWarning:
-        if (is(e, "id", "W1")) set(s, CoverageProbe::kPendingBackward);
+        if (is(e, F::id, "W1")) set(s, CoverageProbe::kPendingBackward);
         break;
       default: break;
     }

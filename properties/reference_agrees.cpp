@@ -17,7 +17,7 @@ namespace {
 std::vector<Event> comparable(const std::vector<Event>& events) {
   std::vector<Event> out = events;
   for (Event& e : out) {
-    std::erase_if(e.fields, [](const EventField& f) { return f.key.starts_with("x_"); });
+    std::erase_if(e.fields, [](const EventField& f) { return field_spec(f.key).extension(); });
   }
   return out;
 }

@@ -15,19 +15,16 @@ namespace capsim {
 
 namespace {
 
-std::string field(const Event& e, std::string_view key, std::string_view fallback = "?") {
-  return std::string(e.field(key).value_or(fallback));
+// A field as the text printer writes it, for a label; `fallback` if absent.
+std::string field(const Event& e, FieldKey key, std::string_view fallback = "?") {
+  const FieldValue* v = e.find(key);
+  return v ? format_value(*v) : std::string(fallback);
 }
 
-// Event fields were checked by the trace reader or written by the model; a
-// value that is still not a number draws as 0 rather than failing a picture.
-std::uint64_t as_number(std::string_view text) {
-  std::uint64_t v = 0;
-  for (char c : text) {
-    if (c < '0' || c > '9') return v;
-    v = v * 10 + static_cast<std::uint64_t>(c - '0');
-  }
-  return v;
+// A count or depth; the trace reader holds it to its range (never negative).
+std::uint64_t count_of(const Event& e, FieldKey key) {
+  const std::int64_t* v = e.get_if<std::int64_t>(key);
+  return v != nullptr && *v > 0 ? static_cast<std::uint64_t>(*v) : 0;
 }
 
 void set_row(DrawNode& n, std::string_view key, std::string value) {
@@ -47,7 +44,7 @@ class BackwardChain {
   void on(const Event& e, DrawGraph& g) {
     // Backwards count from 0 in each capture action, so the action is part
     // of the id.
-    const std::string b = field(e, "backward");
+    const std::string b = field(e, F::backward);
     const std::string id = fmt::format("ca.a{}.b{}", e.action, b);
     std::optional<std::uint32_t> index = g.find(id);
     if (!index) {
@@ -67,14 +64,14 @@ class BackwardChain {
         n.target = "cache_hit";
         n.fill = std::string(state_fill::kInUse);
         set_row(n, "cache", "hit");
-        set_row(n, "node calls", field(e, "node_calls"));
+        set_row(n, "node calls", field(e, F::node_calls));
         break;
       case EventKind::kCaCacheMiss:
         n.target = "cache_miss";
         n.fill = std::string(state_fill::kTrusted);
         set_row(n, "cache",
-                fmt::format("miss: {} ({})", field(e, "reason"), field(e, "autograd_node", "")));
-        set_row(n, "node calls", field(e, "node_calls"));
+                fmt::format("miss: {} ({})", field(e, F::reason), field(e, F::autograd_node, "")));
+        set_row(n, "node calls", field(e, F::node_calls));
         break;
       case EventKind::kMetadataRead:
         set_row(n, "metadata reads", std::to_string(++metadata_reads_[*index]));
@@ -82,13 +79,13 @@ class BackwardChain {
         break;
       case EventKind::kCaCapture:
         set_row(n, "captured",
-                fmt::format("{} nodes, {} mode", field(e, "graph_nodes"), field(e, "mode")));
-        set_row(n, "graph digest", field(e, "graph_digest"));
+                fmt::format("{} nodes, {} mode", field(e, F::graph_nodes), field(e, F::mode)));
+        set_row(n, "graph digest", field(e, F::graph_digest));
         break;
-      case EventKind::kCaRun: set_row(n, "grads digest", field(e, "digest")); break;
+      case EventKind::kCaRun: set_row(n, "grads digest", field(e, F::digest)); break;
       // A recorded PyTorch backward says only this much (docs/fidelity.md).
       case EventKind::kCaGraph: {
-        const bool captured = field(e, "captured") == "true";
+        const bool captured = e.get<bool>(F::captured);
         if (n.target == "backward") {
           n.target = captured ? "cache_miss" : "cache_hit";
           n.fill = std::string(captured ? state_fill::kTrusted : state_fill::kInUse);
@@ -223,15 +220,15 @@ class TreeBuilder {
   }
 
   void warmup(const Event& e) {
-    const std::string node = field(e, "node");
+    const std::string node = field(e, F::node);
     const std::string id = prefix() + "w" + (node.starts_with('-') ? node.substr(1) : node);
-    const auto depth = static_cast<std::uint32_t>(as_number(field(e, "depth", "0")));
+    const auto depth = static_cast<std::uint32_t>(count_of(e, F::depth));
     if (g_.find(id)) return;  // a trace that repeats a node id: draw it once
     const std::uint32_t parent = parent_at(depth);
     const std::uint32_t index =
-        add(id, "warmup", field(e, "function"), fmt::format("warmup node {}", node));
+        add(id, "warmup", field(e, F::function), fmt::format("warmup node {}", node));
     DrawNode& n = g_.nodes[index];
-    set_row(n, "function", fmt::format("{} (fid {})", field(e, "function"), field(e, "fid")));
+    set_row(n, "function", fmt::format("{} (fid {})", field(e, F::function), field(e, F::fid)));
     set_row(n, "depth", std::to_string(depth));
     state_[index].warmup = true;
     state_[index].depth = depth;
@@ -240,18 +237,18 @@ class TreeBuilder {
   }
 
   void record(const Event& e) {
-    if (e.field("api")) {
+    if (e.has(F::api)) {
       plain(e);
       return;
     }
-    const std::string graph = field(e, "graph");
+    const std::string graph = field(e, F::graph);
     const std::string id = prefix() + "g" + graph;
     if (g_.find(id)) return;
-    const std::string parent_field = field(e, "parent", "null");
+    const IntOrNone* parent_graph = e.get_if<IntOrNone>(F::parent);
     std::uint32_t parent = root();
     std::uint32_t depth = 0;
-    if (parent_field != "null" && parent_field != "None" && !parent_field.empty()) {
-      parent = node_for(prefix() + "g" + parent_field);
+    if (parent_graph != nullptr && parent_graph->value) {
+      parent = node_for(prefix() + "g" + std::to_string(*parent_graph->value));
       depth = state_[parent].depth + 1;
     }
     // A trace is input: a record that names its own graph as its parent made
@@ -260,21 +257,21 @@ class TreeBuilder {
     // fuzz_render; the id must stay unique).
     if (g_.find(id)) return;
     const std::uint32_t index =
-        add(id, "graph", field(e, "function"), fmt::format("graph {}", graph));
+        add(id, "graph", field(e, F::function), fmt::format("graph {}", graph));
     DrawNode& n = g_.nodes[index];
-    set_row(n, "function", fmt::format("{} (fid {})", field(e, "function"), field(e, "fid")));
-    const std::string reason = field(e, "reason", "no_child");
+    set_row(n, "function", fmt::format("{} (fid {})", field(e, F::function), field(e, F::fid)));
+    const std::string reason = field(e, F::reason, "no_child");
     set_row(n, "recorded", fmt::format("action {}", e.action));
     set_row(n, "reason", reason);
-    if (e.field("input")) {
+    if (e.has(F::input)) {
       set_row(n, "moved",
-              fmt::format("input {}: {} -> {}", field(e, "input"), field(e, "old_ptr"),
-                          field(e, "new_ptr")));
+              fmt::format("input {}: {} -> {}", field(e, F::input), field(e, F::old_ptr),
+                          field(e, F::new_ptr)));
     }
-    set_row(n, "static", field(e, "static", "[]"));
-    set_row(n, "non_static", field(e, "non_static", "[]"));
-    if (field(e, "managed", "[]") != "[]") set_row(n, "managed", field(e, "managed"));
-    set_row(n, "steps", field(e, "steps"));
+    set_row(n, "static", field(e, F::static_, "[]"));
+    set_row(n, "non_static", field(e, F::non_static, "[]"));
+    if (field(e, F::managed, "[]") != "[]") set_row(n, "managed", field(e, F::managed));
+    set_row(n, "steps", field(e, F::steps));
     NodeState& st = state_[index];
     st.depth = depth;
     st.rerecord = reason != "no_child";
@@ -283,46 +280,46 @@ class TreeBuilder {
   }
 
   void plain(const Event& e) {
-    const std::string id = fmt::format("plain.{}", field(e, "function"));
+    const std::string id = fmt::format("plain.{}", field(e, F::function));
     if (g_.find(id)) return;
-    const std::uint32_t index = add(id, "plain", field(e, "function"),
-                                    fmt::format("torch.cuda.graph {}", field(e, "function")));
-    set_row(g_.nodes[index], "steps", field(e, "steps"));
+    const std::uint32_t index = add(id, "plain", field(e, F::function),
+                                    fmt::format("torch.cuda.graph {}", field(e, F::function)));
+    set_row(g_.nodes[index], "steps", field(e, F::steps));
   }
 
   void replay(const Event& e) {
-    if (e.field("api")) {
-      if (auto i = g_.find(fmt::format("plain.{}", field(e, "function")))) ++state_[*i].replays;
+    if (e.has(F::api)) {
+      if (auto i = g_.find(fmt::format("plain.{}", field(e, F::function)))) ++state_[*i].replays;
       return;
     }
-    const std::uint32_t index = node_for(prefix() + "g" + field(e, "graph"));
+    const std::uint32_t index = node_for(prefix() + "g" + field(e, F::graph));
     ++state_[index].replays;
     enter(index, state_[index].depth);
   }
 
   void copy_in(const Event& e) {
-    if (!e.field("graph")) return;
-    const std::uint32_t index = node_for(prefix() + "g" + field(e, "graph"));
-    state_[index].copied_bytes += as_number(field(e, "bytes", "0"));
+    if (!e.has(F::graph)) return;
+    const std::uint32_t index = node_for(prefix() + "g" + field(e, F::graph));
+    state_[index].copied_bytes += count_of(e, F::bytes);
   }
 
   void checkpoint(const Event& e) {
-    const std::string node = field(e, "node");
+    const std::string node = field(e, F::node);
     const std::string target_id =
         prefix() + (node.starts_with('-') ? "w" + node.substr(1) : "g" + node);
     const std::uint32_t target = node_for(target_id);
     DrawNode n;
-    n.id = fmt::format("{}checkpoint{}", prefix(), field(e, "count"));
+    n.id = fmt::format("{}checkpoint{}", prefix(), field(e, F::count));
     if (g_.find(n.id)) return;
     n.kind = "checkpoint";
     n.target = "checkpoint";
-    n.title = fmt::format("checkpoint #{}", field(e, "count"));
+    n.title = fmt::format("checkpoint #{}", field(e, F::count));
     n.fill = std::string(state_fill::kCheckpoint);
     n.attrs.push_back({"at", fmt::format("action {}", e.action), std::nullopt, false});
-    n.attrs.push_back({"live storages", field(e, "live"), std::nullopt, false});
+    n.attrs.push_back({"live storages", field(e, F::live), std::nullopt, false});
     n.attrs.push_back(
         {"pool blocks",
-         fmt::format("{} -> {}", field(e, "pool_blocks_before"), field(e, "pool_blocks_after")),
+         fmt::format("{} -> {}", field(e, F::pool_blocks_before), field(e, F::pool_blocks_after)),
          std::nullopt, false});
     const std::uint32_t index = g_.add_node(std::move(n));
     g_.add_edge(target, index, "restored to", /*dotted=*/true);
@@ -332,19 +329,19 @@ class TreeBuilder {
   // starts tree t+1 (graph ids restart at 0).
   void shutdown(const Event& e) {
     std::string note = fmt::format("cudagraph tree {} shut down by action {}", tree_, e.action);
-    if (e.field("reason")) note += fmt::format(" ({})", field(e, "reason"));
-    if (e.field("graphs")) note += fmt::format(", holding {} graphs", field(e, "graphs"));
+    if (e.has(F::reason)) note += fmt::format(" ({})", field(e, F::reason));
+    if (e.has(F::graphs)) note += fmt::format(", holding {} graphs", field(e, F::graphs));
     g_.notes.push_back(std::move(note));
     ++tree_;
     path_.clear();
   }
 
   void error(const Event& e) {
-    if (!e.field("graph")) return;
-    const std::uint32_t index = node_for(prefix() + "g" + field(e, "graph"));
+    if (!e.has(F::graph)) return;
+    const std::uint32_t index = node_for(prefix() + "g" + field(e, F::graph));
     ++state_[index].errors;
     set_row(g_.nodes[index], "error",
-            fmt::format("{} ({})", field(e, "id"), field(e, "where", "")));
+            fmt::format("{} ({})", field(e, F::id), field(e, F::where, "")));
   }
 
   DrawGraph g_;

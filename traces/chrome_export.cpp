@@ -26,17 +26,15 @@ namespace capsim {
 
 namespace {
 
-std::optional<std::int64_t> int_field(const Event& e, std::string_view key) {
-  const std::optional<std::string_view> text = e.field(key);
-  if (!text) return std::nullopt;
-  std::int64_t v = 0;
-  auto [end, ec] = std::from_chars(text->data(), text->data() + text->size(), v);
-  if (ec != std::errc() || end != text->data() + text->size()) return std::nullopt;
-  return v;
+std::optional<std::int64_t> int_field(const Event& e, FieldKey key) {
+  const std::int64_t* v = e.get_if<std::int64_t>(key);
+  return v ? std::optional(*v) : std::nullopt;
 }
 
-std::string text_field(const Event& e, std::string_view key) {
-  return std::string(e.field(key).value_or(""));
+// The field as the text printer writes it, for a slice's name.
+std::string text_field(const Event& e, FieldKey key) {
+  const FieldValue* v = e.find(key);
+  return v ? format_value(*v) : std::string();
 }
 
 Json metadata(std::string_view name, int pid, int tid, Json args) {
@@ -150,8 +148,8 @@ class Exporter : public TraceVisitor {
     for (; seen_ < events.size(); ++seen_) {
       const Event& e = events[seen_];
       if (e.kind == EventKind::kShutdown) ++model_gen_;
-      if (e.kind != EventKind::kRecord || e.field("api")) continue;
-      if (std::optional<std::int64_t> g = int_field(e, "graph"))
+      if (e.kind != EventKind::kRecord || e.has(F::api)) continue;
+      if (std::optional<std::int64_t> g = int_field(e, F::graph))
         recorded.push_back({model_gen_, *g});
     }
     // Only graphs of the manager alive now: a shutdown later in the action
@@ -185,8 +183,8 @@ class Exporter : public TraceVisitor {
     Json args = std::move(*fields);
     args["generation"] = trace_gen_;
     args["line"] = item.line;
-    const std::string fn = text_field(e, "function");
-    const std::optional<std::int64_t> graph = e.field("api") ? std::nullopt : int_field(e, "graph");
+    const std::string fn = text_field(e, F::function);
+    const std::optional<std::int64_t> graph = e.has(F::api) ? std::nullopt : int_field(e, F::graph);
     const std::string target = graph ? fmt::format("graph {}", *graph) : "plain graph";
     // Plain-API graphs have no ids: one per function, the latest recording.
     const std::string key = graph ? fmt::format("{}:{}", trace_gen_, *graph) : "plain:" + fn;
@@ -195,13 +193,13 @@ class Exporter : public TraceVisitor {
     switch (e.kind) {
       case EventKind::kRecord: {
         const std::uint64_t steps = static_cast<std::uint64_t>(
-            std::max<std::int64_t>(0, int_field(e, "steps").value_or(0)));
+            std::max<std::int64_t>(0, int_field(e, F::steps).value_or(0)));
         records_[key] = Recording{cursor_ + 1, steps};
         device(fmt::format("record {} ({})", target, fn), steps + 2, std::move(args));
         break;
       }
       case EventKind::kCopyIn: {
-        const std::int64_t copies = int_field(e, "copies").value_or(0);
+        const std::int64_t copies = int_field(e, F::copies).value_or(0);
         device(fmt::format("copy_in {}{}", target, plain),
                static_cast<std::uint64_t>(std::max<std::int64_t>(1, copies)), std::move(args));
         break;
@@ -210,27 +208,27 @@ class Exporter : public TraceVisitor {
         on_replay(graph, key, fmt::format("{}{}", target, plain), std::move(args));
         break;
       case EventKind::kWarmup:
-        device(fmt::format("warmup {} (node {})", fn, text_field(e, "node")), 1, std::move(args));
+        device(fmt::format("warmup {} (node {})", fn, text_field(e, F::node)), 1, std::move(args));
         break;
       case EventKind::kEager:
-        device(fmt::format("eager {} ({})", fn, text_field(e, "reason")), 1, std::move(args));
+        device(fmt::format("eager {} ({})", fn, text_field(e, F::reason)), 1, std::move(args));
         break;
       case EventKind::kCheckpoint:
       case EventKind::kDealloc:
       case EventKind::kAlignClone:
       case EventKind::kRead: {
         std::string name = kind;
-        if (e.kind == EventKind::kRead) name.append(" ").append(text_field(e, "name"));
+        if (e.kind == EventKind::kRead) name.append(" ").append(text_field(e, F::name));
         if (e.kind == EventKind::kAlignClone)
-          name += fmt::format(" {} input {}", fn, text_field(e, "input"));
+          name += fmt::format(" {} input {}", fn, text_field(e, F::input));
         device(std::move(name), 1, std::move(args));
         break;
       }
       case EventKind::kSkip:
       case EventKind::kWarning:
       case EventKind::kError:
-        events_.push_back(instant(fmt::format("{} {}", kind, text_field(e, "id")), kChromeDevicePid,
-                                  kChromeStreamTid, cursor_, std::move(args)));
+        events_.push_back(instant(fmt::format("{} {}", kind, text_field(e, F::id)),
+                                  kChromeDevicePid, kChromeStreamTid, cursor_, std::move(args)));
         ++cursor_;
         break;
       case EventKind::kShutdown:

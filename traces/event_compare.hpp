@@ -27,16 +27,14 @@
 namespace capsim {
 
 // A ca_graph event's captured calls in canonical form, from its `targets`
-// and `uses` (sim/autograd/fx_target_names.hpp); nullopt when it has no targets or
-// they do not parse (replay then compares the text as it is).
+// and `uses` (sim/autograd/fx_target_names.hpp); nullopt when it has no
+// targets or a use names no call (replay then compares them as they are).
 std::optional<CanonicalCalls> captured_calls(const Event& e);
 
 // Addresses in order of first appearance: the first is #0, a new one #1, ...
 class AddressOrder {
  public:
   std::string ordinal(std::uint64_t address);
-  // Every "0x..." in an address or address-list text.
-  std::string translate_hex(std::string_view text);
   // Every decimal number of 10 or more digits (a pointer as PyTorch prints
   // it) in a free text.
   std::string translate_decimal(std::string_view text);
@@ -53,7 +51,9 @@ class EventComparison {
   std::optional<std::string> first_difference(const Event& predicted, const Event& recorded);
 
  private:
-  std::string comparable(const Event& e, const EventField& f, AddressOrder& order) const;
+  // The value as compared: canonical calls, and a real run's addresses as
+  // ordinals.
+  FieldValue comparable(const Event& e, const EventField& f, AddressOrder& order) const;
 
   bool real_run_;
   AddressOrder model_;

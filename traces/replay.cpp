@@ -24,36 +24,41 @@ class RecordedChecks {
       return;
     }
     if (e.kind == EventKind::kShutdown) graphs_.clear();  // graph ids restart per tree
-    const std::optional<std::string_view> graph = e.field("graph");
-    if (!graph || e.field("api")) return;
+    const std::int64_t* graph = e.get_if<std::int64_t>(F::graph);
+    if (graph == nullptr || e.has(F::api)) return;
     if (e.kind == EventKind::kRecord) {
-      Recording& r = graphs_[std::string(*graph)];
-      r.static_ptrs = std::string(e.field("static_ptrs").value_or(""));
-      r.static_idxs = std::string(e.field("static").value_or(""));
-      r.non_static = count_items(e.field("non_static").value_or("[]"));
+      Recording& r = graphs_[*graph];
+      const AddressList* static_ptrs = e.get_if<AddressList>(F::static_ptrs);
+      const IntList* static_idxs = e.get_if<IntList>(F::static_);
+      r.static_ptrs = static_ptrs ? std::optional(*static_ptrs) : std::nullopt;
+      r.static_idxs = static_idxs ? std::optional(*static_idxs) : std::nullopt;
+      const IntList* non_static = e.get_if<IntList>(F::non_static);
+      r.non_static = non_static ? non_static->size() : 0;
       r.line = item.line;
       return;
     }
-    auto it = graphs_.find(std::string(*graph));
+    auto it = graphs_.find(*graph);
     if (it == graphs_.end()) return;
     const Recording& r = it->second;
-    if (e.kind == EventKind::kReplay) {
-      const std::string ptrs(e.field("static_ptrs").value_or(""));
-      if (!ptrs.empty() && !r.static_ptrs.empty() && ptrs != r.static_ptrs) {
-        out.push_back({item.line, "static_pointers_stable",
-                       fmt::format("replay of graph {} found static pointers {} (inputs {}), but "
-                                   "its recording at line {} baked in {}: the graph reads stale "
-                                   "memory, a re-record was due",
-                                   *graph, ptrs, r.static_idxs, r.line, r.static_ptrs)});
-      }
+    const AddressList* ptrs = e.get_if<AddressList>(F::static_ptrs);
+    if (e.kind == EventKind::kReplay && ptrs != nullptr && r.static_ptrs &&
+        *ptrs != *r.static_ptrs) {
+      out.push_back({item.line, "static_pointers_stable",
+                     fmt::format("replay of graph {} found static pointers {} (inputs {}), but "
+                                 "its recording at line {} baked in {}: the graph reads stale "
+                                 "memory, a re-record was due",
+                                 *graph, format_addresses(*ptrs),
+                                 r.static_idxs ? format_list(*r.static_idxs) : "", r.line,
+                                 format_addresses(*r.static_ptrs))});
     }
     if (e.kind == EventKind::kCopyIn) {
-      const std::string copies(e.field("copies").value_or(""));
-      if (copies != std::to_string(r.non_static)) {
-        out.push_back({item.line, "copies_non_static_only",
-                       fmt::format("copy-in for graph {} copied {} inputs, but its recording at "
-                                   "line {} has {} non-static inputs",
-                                   *graph, copies, r.line, r.non_static)});
+      const std::int64_t* copies = e.get_if<std::int64_t>(F::copies);
+      if (copies == nullptr || *copies != static_cast<std::int64_t>(r.non_static)) {
+        out.push_back(
+            {item.line, "copies_non_static_only",
+             fmt::format("copy-in for graph {} copied {} inputs, but its recording at "
+                         "line {} has {} non-static inputs",
+                         *graph, copies ? std::to_string(*copies) : "", r.line, r.non_static)});
       }
     }
   }
@@ -64,31 +69,29 @@ class RecordedChecks {
   // violation per backward, at its first read.
   void observe_metadata_read(const TraceItem& item, std::vector<Violation>& out) {
     const Event& e = item.event;
-    const std::string backward(e.field("backward").value_or(""));
-    if (backward == last_read_backward_) return;
-    last_read_backward_ = backward;
+    const std::int64_t* backward = e.get_if<std::int64_t>(F::backward);
+    const std::optional<std::int64_t> b = backward ? std::optional(*backward) : std::nullopt;
+    if (b == last_read_backward_) return;
+    last_read_backward_ = b;
+    const std::int64_t* call = e.get_if<std::int64_t>(F::call);
     out.push_back({item.line, "no_proxy_metadata_reads",
                    fmt::format("the capture of backward {} read the {} of {}'s proxy (NodeCall {}, "
                                "{} mode): its graph depends on dummy metadata",
-                               backward, e.field("metadata").value_or("?"),
-                               e.field("autograd_node").value_or("?"),
-                               e.field("call").value_or("?"), e.field("mode").value_or("?"))});
+                               b ? std::to_string(*b) : "", e.text(F::metadata).value_or("?"),
+                               e.text(F::autograd_node).value_or("?"),
+                               call ? std::to_string(*call) : "?", e.text(F::mode).value_or("?"))});
   }
 
   struct Recording {
-    std::string static_ptrs;
-    std::string static_idxs;
+    std::optional<AddressList> static_ptrs;
+    std::optional<IntList> static_idxs;
     std::size_t non_static = 0;
     std::size_t line = 0;
   };
-  static std::size_t count_items(std::string_view list) {
-    if (list.size() <= 2) return 0;
-    std::size_t n = 1;
-    for (char c : list) n += c == ',';
-    return n;
-  }
-  std::map<std::string, Recording> graphs_;
-  std::string last_read_backward_;
+  std::map<std::int64_t, Recording> graphs_;
+  // The backward of the latest read (none before the first, as a read
+  // without a backward).
+  std::optional<std::int64_t> last_read_backward_;
 };
 
 class Replayer : public TraceVisitor {

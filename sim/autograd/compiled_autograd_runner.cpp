@@ -21,26 +21,26 @@ Result<BackwardCapture> capture_one_backward(const AutogradGraph& graph, Autogra
   const CacheDecision& d = out.decision;
   mark_dynamic(out.collected, d.dynamic);
   out.backward = log.backwards++;
-  const std::string backward = std::to_string(out.backward);
-  const std::string node_calls = std::to_string(out.collected.ordered_calls.size());
+  const std::size_t backward = out.backward;
+  const std::size_t node_calls = out.collected.ordered_calls.size();
   if (d.hit) {
     ++log.hits;
     log.lines.push_back(
         fmt::format("cache hit ({} node calls)", out.collected.ordered_calls.size()));
     log.events.push_back(
-        {EventKind::kCaCacheHit, 0, {{"backward", backward}, {"node_calls", node_calls}}});
+        {EventKind::kCaCacheHit, 0, {{F::backward, backward}, {F::node_calls, node_calls}}});
     return out;
   }
   ++log.captures;
   log.lines.push_back(fmt::format("cache miss: {}", d.reason));
   log.events.push_back({EventKind::kCaCacheMiss,
                         0,
-                        {{"backward", backward},
-                         {"node_calls", node_calls},
-                         {"reason", std::string(d.miss_kind)},
-                         {"autograd_node", d.miss_node},
-                         {"call", std::to_string(d.miss_call)},
-                         {"message", d.reason}}});
+                        {{F::backward, backward},
+                         {F::node_calls, node_calls},
+                         {F::reason, std::string(d.miss_kind)},
+                         {F::autograd_node, d.miss_node},
+                         {F::call, d.miss_call},
+                         {F::message, d.reason}}});
   CaptureOptions capture_options;
   capture_options.mode = mode;
   CAPSIM_TRY_ASSIGN(CaptureResult r, capture_backward(graph, out.collected, capture_options));
@@ -49,21 +49,21 @@ Result<BackwardCapture> capture_one_backward(const AutogradGraph& graph, Autogra
                                     read.call, read.field, capture_mode_name(read.mode)));
     log.events.push_back({EventKind::kMetadataRead,
                           0,
-                          {{"backward", backward},
-                           {"call", std::to_string(read.call)},
-                           {"autograd_node", read.node},
-                           {"metadata", read.field},
-                           {"mode", std::string(capture_mode_name(read.mode))}}});
+                          {{F::backward, backward},
+                           {F::call, read.call},
+                           {F::autograd_node, read.node},
+                           {F::metadata, read.field},
+                           {F::mode, std::string(capture_mode_name(read.mode))}}});
   }
   log.metadata_reads += r.reads.size();
   std::string text = r.graph.to_text();
   if (!text.empty() && text.back() == '\n') text.pop_back();
   log.events.push_back({EventKind::kCaCapture,
                         0,
-                        {{"backward", backward},
-                         {"mode", std::string(capture_mode_name(mode))},
-                         {"graph_nodes", std::to_string(r.graph.nodes().size())},
-                         {"graph_digest", digest_hex(fnv1a64(std::as_bytes(std::span(text))))}}});
+                        {{F::backward, backward},
+                         {F::mode, std::string(capture_mode_name(mode))},
+                         {F::graph_nodes, r.graph.nodes().size()},
+                         {F::graph_digest, Digest{fnv1a64(std::as_bytes(std::span(text)))}}}});
   log.lines.push_back(std::move(text));
   out.captured = std::move(r.graph);
   return out;

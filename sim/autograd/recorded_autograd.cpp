@@ -173,12 +173,12 @@ Result<std::vector<Event>> RecordedAutograd::compiled_backward(
               capture.captured ? &*capture.captured : nullptr});
   }
   std::vector<Event> events = std::move(log.events);
-  std::vector<EventField> fields{{"backward", std::to_string(capture.backward)},
-                                 {"captured", capture.captured ? "true" : "false"}};
+  std::vector<EventField> fields{{F::backward, capture.backward},
+                                 {F::captured, capture.captured.has_value()}};
   if (capture.captured) {
     const CanonicalCalls calls = canonical_calls(*capture.captured);
-    fields.push_back({"targets", format_text_list(calls.targets)});
-    fields.push_back({"uses", format_index_lists(calls.uses)});
+    fields.push_back({F::targets, calls.targets});
+    fields.push_back({F::uses, int_lists(calls.uses)});
   }
   events.push_back({EventKind::kCaGraph, 0, std::move(fields)});
   return events;

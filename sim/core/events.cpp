@@ -6,21 +6,53 @@
 
 namespace capsim {
 
-std::string_view event_kind_name(EventKind kind) {
-  switch (kind) {
-#define CAPSIM_NAME_(e, name) \
-  case EventKind::e: return name;
-    CAPSIM_EVENT_KINDS(CAPSIM_NAME_)
-#undef CAPSIM_NAME_
+const FieldValue* Event::find(FieldKey key) const {
+  for (const EventField& f : fields) {
+    if (f.key == key) return &f.value;
   }
-  return "?";
+  return nullptr;
 }
 
-std::optional<std::string_view> Event::field(std::string_view key) const {
-  for (const EventField& f : fields) {
-    if (f.key == key) return f.value;
+std::optional<std::string_view> Event::text(FieldKey key) const {
+  const std::string* s = get_if<std::string>(key);
+  if (s == nullptr) return std::nullopt;
+  return std::string_view(*s);
+}
+
+std::optional<std::string> event_shape_error(EventKind kind, std::span<const EventField> fields) {
+  const std::string_view kind_name = event_kind_name(kind);
+  for (std::size_t i = 0; i < fields.size(); ++i) {
+    const FieldSpec& spec = field_spec(fields[i].key);
+    if (find_field_use(kind, fields[i].key) == nullptr) {
+      return fmt::format("event '{}' does not carry field '{}'", kind_name, spec.key);
+    }
+    if (fields[i].value.type() != spec.type) {
+      return fmt::format("event '{}' field '{}' is a {}, not a {}", kind_name, spec.key,
+                         field_type_name(fields[i].value.type()), field_type_name(spec.type));
+    }
+    for (std::size_t k = 0; k < i; ++k) {
+      if (fields[k].key == fields[i].key) {
+        return fmt::format("event '{}' carries field '{}' twice", kind_name, spec.key);
+      }
+    }
+  }
+  for (const EventFieldUse& use : event_fields_of(kind)) {
+    const bool present = std::any_of(fields.begin(), fields.end(),
+                                     [&](const EventField& f) { return f.key == use.field; });
+    if (use.required && !present) {
+      return fmt::format("event '{}' lacks its field '{}'", kind_name, field_key_name(use.field));
+    }
   }
   return std::nullopt;
+}
+
+void check_event_shape(EventKind kind, std::span<const EventField> fields) {
+  if (const std::optional<std::string> error = event_shape_error(kind, fields)) {
+    detail::check_failed(__FILE__, __LINE__,
+                         "an event holds to its kind's row of "
+                         "sim/core/event_fields.hpp",
+                         error->c_str());
+  }
 }
 
 namespace {
@@ -46,7 +78,7 @@ std::string quoted_if_needed(std::string_view value) {
 std::string format_event(const Event& event) {
   std::string line = fmt::format("#{} {}", event.action, event_kind_name(event.kind));
   for (const EventField& f : event.fields) {
-    line += fmt::format(" {}={}", f.key, quoted_if_needed(f.value));
+    line += fmt::format(" {}={}", field_key_name(f.key), quoted_if_needed(format_value(f.value)));
   }
   return line;
 }
@@ -54,36 +86,6 @@ std::string format_event(const Event& event) {
 std::size_t count_events(const std::vector<Event>& events, EventKind kind) {
   return static_cast<std::size_t>(
       std::count_if(events.begin(), events.end(), [&](const Event& e) { return e.kind == kind; }));
-}
-
-std::string format_addresses(const std::vector<std::uint64_t>& addresses) {
-  std::string out = "[";
-  for (std::size_t i = 0; i < addresses.size(); ++i) {
-    if (i != 0) out += ',';
-    out += fmt::format("{:#x}", addresses[i]);
-  }
-  return out + "]";
-}
-
-std::string format_text_list(const std::vector<std::string>& values) {
-  std::string out = "[";
-  for (std::size_t i = 0; i < values.size(); ++i) {
-    if (i != 0) out += ',';
-    out += '"';
-    for (const char c : values[i]) {
-      const auto u = static_cast<unsigned char>(c);
-      if (c == '"' || c == '\\') {
-        out += '\\';
-        out += c;
-      } else if (u < 0x20) {
-        out += fmt::format("\\u{:04x}", u);
-      } else {
-        out += c;
-      }
-    }
-    out += '"';
-  }
-  return out + "]";
 }
 
 }  // namespace capsim

@@ -5,56 +5,28 @@
 // modelled PyTorch error with its exact text, a value read by the program,
 // compiled autograd's cache decisions and captures...).
 // Tests count and inspect them; the printer renders one line each; traces
-// (issue 5) will store them. Fields are ordered key/value pairs so that the
-// text form is stable and needs no per-kind printer.
+// store them. Fields are ordered (key, typed value) pairs: the order is the
+// emitter's, so that the text form is stable and needs no per-kind printer,
+// and every event holds to its kind's row of sim/core/event_fields.hpp.
 #pragma once
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "model/check.hpp"
+#include "sim/core/event_fields.hpp"
+#include "sim/core/event_kinds.hpp"
+#include "sim/core/field_value.hpp"
+
 namespace capsim {
 
-// X(enumerator, name)
-#define CAPSIM_EVENT_KINDS(X)                                                     \
-  X(kCompile, "compile")            /* a new FunctionId for a function and key */ \
-  X(kWarmup, "warmup")              /* an eager run inside the pool */            \
-  X(kRecord, "record")              /* a new CUDAGraphNode */                     \
-  X(kReplay, "replay")              /* an existing node was replayed */           \
-  X(kCopyIn, "copy_in")             /* non-static inputs copied before replay */  \
-  X(kEager, "eager")                /* an eager fallback: no graph, no pool */    \
-  X(kCheckpoint, "checkpoint")      /* allocator restored to a node's state */    \
-  X(kPathEnd, "path_end")           /* current_node set to None */                \
-  X(kDealloc, "dealloc")            /* live path outputs freed and poisoned */    \
-  X(kAlignClone, "align_clone")     /* a misaligned input cloned */               \
-  X(kSkip, "skip")                  /* a cudagraph skip, with PyTorch's text */   \
-  X(kWarning, "warning")            /* a PyTorch warning, with its text */        \
-  X(kError, "error")                /* a modelled PyTorch error, with its text */ \
-  X(kOutput, "output")              /* a call's output bound to a name */         \
-  X(kRead, "read")                  /* the program read a tensor's values */      \
-  X(kOptimizer, "optimizer")        /* an optimizer was created or dropped */     \
-  X(kZeroGrad, "zero_grad")         /* zero_grad and what it did to each grad */  \
-  X(kShutdown, "shutdown")          /* the tree manager was dropped */            \
-  X(kCaCacheHit, "ca_cache_hit")    /* compiled autograd: a cached graph */       \
-  X(kCaCacheMiss, "ca_cache_miss")  /* compiled autograd: a new capture */        \
-  X(kMetadataRead, "metadata_read") /* a capture read a proxy's metadata */       \
-  X(kCaCapture, "ca_capture")       /* the captured graph */                      \
-  X(kCaRun, "ca_run")               /* the captured graph ran */                  \
-  X(kDevice, "device")              /* a backend's evidence of a replay */        \
-  X(kCaGraph, "ca_graph")           /* compiled autograd: the captured calls */
-
-enum class EventKind : std::uint8_t {
-#define CAPSIM_ENUM_(e, name) e,
-  CAPSIM_EVENT_KINDS(CAPSIM_ENUM_)
-#undef CAPSIM_ENUM_
-};
-std::string_view event_kind_name(EventKind kind);
-
 struct EventField {
-  std::string key;
-  std::string value;
+  FieldKey key;
+  FieldValue value;
   friend bool operator==(const EventField&, const EventField&) = default;
 };
 
@@ -63,47 +35,48 @@ struct Event {
   std::uint32_t action = 0;  // index of the program action that caused it
   std::vector<EventField> fields;
 
-  // The value of `key`, if the event has it.
-  std::optional<std::string_view> field(std::string_view key) const;
+  // The value of `key`, or null if the event does not carry it.
+  const FieldValue* find(FieldKey key) const;
+  bool has(FieldKey key) const { return find(key) != nullptr; }
+  // The field as its table type, or null if absent. Asking for another type
+  // than the table's is a bug in capsim (every event was checked when it was
+  // emitted or read).
+  template <typename T>
+  const T* get_if(FieldKey key) const {
+    const FieldValue* v = find(key);
+    if (v == nullptr) return nullptr;
+    const T* typed = v->get_if<T>();
+    CAPSIM_CHECK(typed != nullptr, "a field is read as its table type");
+    return typed;
+  }
+  // A field every event of the kind carries (or that the caller has seen).
+  template <typename T>
+  const T& get(FieldKey key) const {
+    const T* typed = get_if<T>(key);
+    CAPSIM_CHECK(typed != nullptr, "a field read with get() is present");
+    return *typed;
+  }
+  // A text field's value, to compare with a literal: e.text(F::what) == "dropped".
+  std::optional<std::string_view> text(FieldKey key) const;
   friend bool operator==(const Event&, const Event&) = default;
 };
 
 // The limit on events one World may emit.
 inline constexpr std::size_t kMaxEvents = std::size_t{1} << 24;
 
+// What is wrong with an event of `kind` with these fields, if anything: a
+// key its kind does not carry, or twice, a value of another type than the
+// table's, a required key missing. Ranges are the writer's to check
+// (traces/event_schema.hpp): a number out of range is refused as output, not
+// a broken contract.
+std::optional<std::string> event_shape_error(EventKind kind, std::span<const EventField> fields);
+// Aborts, naming the kind and the field, unless the event holds to its row.
+void check_event_shape(EventKind kind, std::span<const EventField> fields);
+
 // One line: "#<action> <kind> key=value ...". Values with spaces, quotes or
 // newlines are quoted with C escapes, so every event is exactly one line.
 std::string format_event(const Event& event);
 
 std::size_t count_events(const std::vector<Event>& events, EventKind kind);
-
-// "[1,2,3]": how events write index lists and int keys.
-template <typename Int>
-std::string format_list(const std::vector<Int>& values) {
-  std::string out = "[";
-  for (std::size_t i = 0; i < values.size(); ++i) {
-    if (i != 0) out += ',';
-    out += std::to_string(values[i]);
-  }
-  return out + "]";
-}
-
-// "[\"a\",\"b\"]": how events write string lists (a JSON array: quotes,
-// backslashes and control characters escaped as JSON does).
-std::string format_text_list(const std::vector<std::string>& values);
-
-// "[[0],[1,2],[]]": how events write lists of index lists.
-template <typename Int>
-std::string format_index_lists(const std::vector<std::vector<Int>>& lists) {
-  std::string out = "[";
-  for (std::size_t i = 0; i < lists.size(); ++i) {
-    if (i != 0) out += ',';
-    out += format_list(lists[i]);
-  }
-  return out + "]";
-}
-
-// "[0x7f0000000000,0x7f0000000200]": how events write address lists.
-std::string format_addresses(const std::vector<std::uint64_t>& addresses);
 
 }  // namespace capsim

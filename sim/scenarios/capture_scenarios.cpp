@@ -19,13 +19,13 @@ std::vector<float> iota(std::int64_t n, float start = 1.0f) {
 }
 
 // FNV-1a 64 over the float32 bytes of every leaf's .grad, leaves in order.
-Result<std::string> grads_digest(const AutogradEngine& engine) {
+Result<Digest> grads_digest(const AutogradEngine& engine) {
   std::uint64_t hash = fnv1a64({});  // the empty input: FNV-1a's offset basis
   for (TensorId leaf : engine.leaves_with_grad()) {
     CAPSIM_TRY_ASSIGN(const std::vector<float> g, engine.read(*engine.grad_of(leaf)));
     hash = fnv1a64(std::as_bytes(std::span(g)), hash);
   }
-  return digest_hex(hash);
+  return Digest{hash};
 }
 
 // Whether two engines that ran the same forward hold bitwise equal .grads.
@@ -65,13 +65,12 @@ Status iterations(int n, CaptureMode mode, bool dynamic, CaptureRunLog& log,
     (void)ran;
     CAPSIM_TRY_ASSIGN(const bool same, same_grads(engine, eager));
     if (!same) ++log.mismatches;
-    CAPSIM_TRY_ASSIGN(const std::string digest, grads_digest(engine));
+    CAPSIM_TRY_ASSIGN(const Digest digest, grads_digest(engine));
     log.events.push_back({EventKind::kCaRun,
                           0,
-                          {{"backward", std::to_string(log.backwards - 1)},
-                           {"leaves", std::to_string(engine.leaves_with_grad().size())},
-                           {"digest", digest},
-                           {"matches_eager", same ? "true" : "false"}}});
+                          {{F::backward, log.backwards - 1},
+                           {F::leaves, engine.leaves_with_grad().size()},
+                           {F::digest, digest}}});
     log.lines.push_back(fmt::format("ran the compiled backward: grads of {} leaves {} eager",
                                     engine.leaves_with_grad().size(),
                                     same ? "bitwise equal to" : "DIFFER from"));

@@ -46,22 +46,19 @@ inline std::int64_t graphs(const World& w) {
 inline std::int64_t events_of(const World& w, EventKind kind) {
   return static_cast<std::int64_t>(count_events(w.events(), kind));
 }
-// Events of `kind` whose field `key` equals `value`.
-inline std::int64_t events_where(const World& w, EventKind kind, const std::string& key,
-                                 const std::string& value) {
-  return std::count_if(w.events().begin(), w.events().end(), [&](const Event& e) {
-    return e.kind == kind && e.field(key) == std::optional<std::string_view>(value);
-  });
+// Events of `kind` whose text field `key` equals `value`.
+inline std::int64_t events_where(const World& w, EventKind kind, FieldKey key,
+                                 std::string_view value) {
+  return std::count_if(w.events().begin(), w.events().end(),
+                       [&](const Event& e) { return e.kind == kind && e.text(key) == value; });
 }
 // Sum of an integer field over events of `kind` whose `function` is `fn`.
-inline std::int64_t sum_field(const World& w, EventKind kind, const std::string& fn,
-                              const std::string& key) {
+inline std::int64_t sum_field(const World& w, EventKind kind, std::string_view fn, FieldKey key) {
   std::int64_t total = 0;
   for (const Event& e : w.events()) {
     if (e.kind != kind) continue;
-    auto f = e.field("function");
-    if (!fn.empty() && f != std::optional<std::string_view>(fn)) continue;
-    if (auto v = e.field(key)) total += std::stoll(std::string(*v));
+    if (!fn.empty() && e.text(F::function) != fn) continue;
+    if (const std::int64_t* v = e.get_if<std::int64_t>(key)) total += *v;
   }
   return total;
 }

@@ -98,9 +98,10 @@ Scenario compiled_autograd_backward_adam() {
   s.expect = [](const World& w, const auto&) {
     return std::vector<Expectation>{
         {"optimizer step replays", kSteps - 2,
-         events_where(w, EventKind::kReplay, "function", "opt.step")},
-        {"grad copies in those replays", 0, sum_field(w, EventKind::kCopyIn, "opt.step", "copies")},
-        {"ca_bwd replays", kSteps - 2, events_where(w, EventKind::kReplay, "function", "ca_bwd")},
+         events_where(w, EventKind::kReplay, F::function, "opt.step")},
+        {"grad copies in those replays", 0,
+         sum_field(w, EventKind::kCopyIn, "opt.step", F::copies)},
+        {"ca_bwd replays", kSteps - 2, events_where(w, EventKind::kReplay, F::function, "ca_bwd")},
         {"graphs (fwd, ca_bwd, step)", 3, graphs(w)}};
   };
   return s;

@@ -47,13 +47,13 @@ void forward_backward(ProgramWriter& p, bool cudagraphed_backward) {
 }
 
 std::int64_t step_replays(const World& w) {
-  return events_where(w, EventKind::kReplay, "function", "opt.step");
+  return events_where(w, EventKind::kReplay, F::function, "opt.step");
 }
 std::int64_t step_copies(const World& w) {
-  return sum_field(w, EventKind::kCopyIn, "opt.step", "copies");
+  return sum_field(w, EventKind::kCopyIn, "opt.step", F::copies);
 }
 std::int64_t step_copy_bytes(const World& w) {
-  return sum_field(w, EventKind::kCopyIn, "opt.step", "bytes");
+  return sum_field(w, EventKind::kCopyIn, "opt.step", F::bytes);
 }
 
 Scenario compiled_adam_cudagraphed_backward() {
@@ -138,7 +138,7 @@ Scenario compiled_adam_static_grads(bool pr_107853_rule) {
         {"graphs before zero_grad(set_to_none=True) (fwd, step)", 2, probe[0]},
         {"grad copies in steady state", 0, probe[1]},
         {"zero_grad errors (Z1)", pr_107853_rule ? 1 : 0,
-         events_where(w, EventKind::kError, "id", "Z1")},
+         events_where(w, EventKind::kError, F::id, "Z1")},
         {"graphs after the next step (re-record when the grads moved)", pr_107853_rule ? 2 : 3,
          probe[2]},
         {"step re-records", pr_107853_rule ? 0 : 1,
@@ -174,9 +174,8 @@ Scenario compiled_adam_optimizer_dropped() {
   s.expect = [](const World& w, const std::vector<std::int64_t>& probe) {
     std::int64_t alive = -1;
     for (const Event& e : w.events()) {
-      if (e.kind == EventKind::kOptimizer &&
-          e.field("what") == std::optional<std::string_view>("dropped")) {
-        alive = std::stoll(std::string(*e.field("params_alive")));
+      if (e.kind == EventKind::kOptimizer && e.text(F::what) == "dropped") {
+        alive = e.get<std::int64_t>(F::params_alive);
       }
     }
     return std::vector<Expectation>{

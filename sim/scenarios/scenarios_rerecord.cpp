@@ -74,7 +74,7 @@ Scenario fallback_to_eager_if_recompiling_too_many_times(bool warn_only_once) {
   s.expect = [warn_only_once](const World& w, const auto&) {
     return std::vector<Expectation>{
         {"graphs recorded", 3, graphs(w)},
-        {"E5 skips", warn_only_once ? 2 : 1, events_where(w, EventKind::kSkip, "id", "E5")},
+        {"E5 skips", warn_only_once ? 2 : 1, events_where(w, EventKind::kSkip, F::id, "E5")},
         {"cudagraph_skips", warn_only_once ? 2 : 1,
          static_cast<std::int64_t>(w.counters().cudagraph_skips)}};
   };
@@ -111,9 +111,9 @@ Scenario no_rerecord_with_mark_static_address() {
   s.expect = [](const World& w, const auto&) {
     return std::vector<Expectation>{
         {"graphs recorded", 2, graphs(w)},
-        {"forward replays", 3, events_where(w, EventKind::kReplay, "function", "fwd")},
+        {"forward replays", 3, events_where(w, EventKind::kReplay, F::function, "fwd")},
         {"forward copies (x, once per replay)", 3,
-         sum_field(w, EventKind::kCopyIn, "fwd", "copies")}};
+         sum_field(w, EventKind::kCopyIn, "fwd", F::copies)}};
   };
   return s;
 }
@@ -133,7 +133,7 @@ Scenario mutation_on_inp() {
   p.add(Read{"inp"});
   s.expect = [](const World& w, const auto&) {
     return std::vector<Expectation>{
-        {"S1 skips", 1, events_where(w, EventKind::kSkip, "id", "S1")},
+        {"S1 skips", 1, events_where(w, EventKind::kSkip, F::id, "S1")},
         {"cudagraph_skips", 1, static_cast<std::int64_t>(w.counters().cudagraph_skips)},
         {"roots", 0, w.manager() ? static_cast<std::int64_t>(w.manager()->roots().size()) : -1},
         {"inp after the eager add_", 3, static_cast<std::int64_t>(w.values("inp").value()[0])}};
@@ -174,7 +174,7 @@ Scenario mutation_cudagraph_managed_tensors() {
   s.expect = [](const World& w, const std::vector<std::int64_t>& probe) {
     return std::vector<Expectation>{
         {"skips while mutating graph outputs", 0, probe[0]},
-        {"S1 skips", 1, events_where(w, EventKind::kSkip, "id", "S1")},
+        {"S1 skips", 1, events_where(w, EventKind::kSkip, F::id, "S1")},
         {"cudagraph_skips", 1, static_cast<std::int64_t>(w.counters().cudagraph_skips)}};
   };
   return s;

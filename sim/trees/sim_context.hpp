@@ -39,6 +39,10 @@ struct Counters {
   std::uint64_t errors = 0;         // modelled PyTorch errors raised
   std::uint64_t replay_checks = 0;  // replays compared with eager (verify_replays)
   std::uint64_t replay_mismatches = 0;
+  // The index in the event log of the first replay event whose outputs
+  // differed, so that a failing check can show it (the verdict is not a
+  // field: it is capsim's diagnostic, not an observation of PyTorch).
+  std::optional<std::size_t> first_replay_mismatch;
   // Replays that read a static input whose storage was freed or moved since
   // the recording baked it in (checked with verify_replays).
   std::uint64_t static_violations = 0;
@@ -48,6 +52,12 @@ struct Counters {
   std::uint64_t ca_captures = 0;
   std::uint64_t ca_metadata_reads = 0;
   std::uint64_t ca_mismatches = 0;
+
+  // A replay differed from eager; its event is about to be emitted at `event`.
+  void note_replay_mismatch(std::size_t event) {
+    ++replay_mismatches;
+    if (!first_replay_mismatch) first_replay_mismatch = event;
+  }
 };
 
 // GenerationTracker.generation and MarkStepBox.mark_step_counter.
@@ -76,6 +86,7 @@ struct SimContext {
 
   void emit(EventKind kind, std::vector<EventField> fields) {
     CAPSIM_CHECK(events.size() < kMaxEvents, "event limit reached");
+    check_event_shape(kind, fields);
     events.push_back(Event{kind, action, std::move(fields)});
   }
   TensorStore& store() { return refs.store(); }
@@ -91,13 +102,13 @@ struct SimContext {
   // it belongs to.
   void emit_device(const std::optional<GraphEvidence>& evidence) {
     if (!evidence) return;
-    std::vector<EventField> fields{{"baked", std::to_string(evidence->baked)},
-                                   {"baked_digest", digest_hex(evidence->baked_digest)},
-                                   {"digest", digest_hex(evidence->written_digest)}};
+    std::vector<EventField> fields{{F::baked, evidence->baked},
+                                   {F::baked_digest, Digest{evidence->baked_digest}},
+                                   {F::digest, Digest{evidence->written_digest}}};
     // The driver's ids cannot be predicted by a model: an extension field,
     // which readers skip and replays do not compare.
     if (!evidence->buffer_ids.empty()) {
-      fields.push_back({"x_buffer_ids", format_list(evidence->buffer_ids)});
+      fields.push_back({F::x_buffer_ids, int_list(evidence->buffer_ids)});
     }
     emit(EventKind::kDevice, std::move(fields));
   }
@@ -111,9 +122,9 @@ struct SimContext {
       auto tensor = store().tensor(t);
       if (!tensor || !refs.access_error(tensor->storage)) continue;
       ++counters.errors;
-      std::vector<EventField> fields{{"id", "E1"}, {"exception", "RuntimeError"}};
-      if (!where.empty()) fields.push_back({"where", std::move(where)});
-      fields.push_back({"message", messages::overwritten_output()});
+      std::vector<EventField> fields{{F::id, "E1"}, {F::exception, "RuntimeError"}};
+      if (!where.empty()) fields.push_back({F::where, std::move(where)});
+      fields.push_back({F::message, messages::overwritten_output()});
       emit(EventKind::kError, std::move(fields));
       return true;
     }

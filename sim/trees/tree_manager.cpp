@@ -81,7 +81,7 @@ bool TreeManager::can_start_new_generation() const {
 }
 
 void TreeManager::clear_current_path(const char* reason) {
-  ctx_.emit(EventKind::kPathEnd, {{"reason", reason}});
+  ctx_.emit(EventKind::kPathEnd, {{F::reason, reason}});
   current_.reset();
   state_ = ExecutionState::kNone;
 }
@@ -133,9 +133,8 @@ void TreeManager::check_warn_on_unable_to_start_executing(FunctionId fid) {
   }
   if (parents.size() == existing.size()) return;
   warned_functions_.insert(fid);
-  ctx_.emit(
-      EventKind::kWarning,
-      {{"id", "W1"}, {"fid", std::to_string(fid)}, {"message", messages::pending_backward()}});
+  ctx_.emit(EventKind::kWarning,
+            {{F::id, "W1"}, {F::fid, fid}, {F::message, messages::pending_backward()}});
 }
 
 bool TreeManager::exceed_rerecord_limit(std::optional<GraphId> node, FunctionId fid) const {
@@ -167,10 +166,10 @@ bool TreeManager::mutation_blocks(FunctionId fid, const std::vector<TensorId>& i
   mutation_hint_[key] = blocked;
   if (blocked && warned_mutation_.insert(fid).second) {
     ++ctx_.counters.cudagraph_skips;
-    ctx_.emit(EventKind::kSkip, {{"id", "S1"},
-                                 {"fid", std::to_string(fid)},
-                                 {"inputs", format_list(mutated)},
-                                 {"message", messages::mutated_inputs(instances)}});
+    ctx_.emit(EventKind::kSkip, {{F::id, "S1"},
+                                 {F::fid, fid},
+                                 {F::inputs, int_list(mutated)},
+                                 {F::message, messages::mutated_inputs(instances)}});
   }
   return blocked;
 }
@@ -182,9 +181,8 @@ Result<CallOutcome> TreeManager::run_eager_fallback(FunctionId fid, std::vector<
   CAPSIM_TRY_ASSIGN(std::vector<TensorId> outputs, run_body(*fn.def, inputs, env));
   CAPSIM_TRY(drop_all(inputs));
   ++ctx_.counters.eager_fallbacks;
-  ctx_.emit(
-      EventKind::kEager,
-      {{"fid", std::to_string(fid)}, {"function", fn.def->name}, {"reason", std::move(reason)}});
+  ctx_.emit(EventKind::kEager,
+            {{F::fid, fid}, {F::function, fn.def->name}, {F::reason, std::move(reason)}});
   return CallOutcome{CallPath::kEager, std::move(outputs)};
 }
 
@@ -193,9 +191,9 @@ Result<CallOutcome> TreeManager::run(FunctionId fid, std::vector<TensorId> input
   if (shut_down_) {
     CAPSIM_TRY(drop_all(inputs));
     ++ctx_.counters.errors;
-    ctx_.emit(
-        EventKind::kError,
-        {{"id", "A1"}, {"exception", "AssertionError"}, {"message", messages::after_shutdown()}});
+    ctx_.emit(EventKind::kError, {{F::id, "A1"},
+                                  {F::exception, "AssertionError"},
+                                  {F::message, messages::after_shutdown()}});
     return CallOutcome{CallPath::kRaised, {}};
   }
   auto outcome = run_inner(fid, inputs);
@@ -216,17 +214,16 @@ namespace {
 void emit_rerecord_limit_skip(SimContext& ctx, FunctionId fid, std::optional<GraphId> node,
                               const RecordCause& cause, const std::string& reason) {
   ++ctx.counters.cudagraph_skips;
-  std::vector<EventField> fields{{"id", "E5"},
-                                 {"fid", std::to_string(fid)},
-                                 {"reason", std::string(record_reason_name(cause.status))}};
+  std::vector<EventField> fields{
+      {F::id, "E5"}, {F::fid, fid}, {F::reason, std::string(record_reason_name(cause.status))}};
   if (cause.input) {
-    fields.push_back({"input", std::to_string(*cause.input)});
-    fields.push_back({"old_ptr", hex(cause.old_ptr)});
-    fields.push_back({"new_ptr", hex(cause.new_ptr)});
+    fields.push_back({F::input, *cause.input});
+    fields.push_back({F::old_ptr, DevicePtr{cause.old_ptr}});
+    fields.push_back({F::new_ptr, DevicePtr{cause.new_ptr}});
   }
   fields.push_back(
-      {"message", messages::rerecord_limit(fid, ctx.config.cudagraph_unexpected_rerecord_limit,
-                                           node, reason)});
+      {F::message, messages::rerecord_limit(fid, ctx.config.cudagraph_unexpected_rerecord_limit,
+                                            node, reason)});
   ctx.emit(EventKind::kSkip, std::move(fields));
 }
 }  // namespace
@@ -327,7 +324,7 @@ Status TreeManager::shutdown() {
       out.static_tensor.reset();
     }
   }
-  ctx_.emit(EventKind::kShutdown, {{"graphs", std::to_string(graphs_.size())}});
+  ctx_.emit(EventKind::kShutdown, {{F::graphs, graphs_.size()}});
   return {};
 }
 

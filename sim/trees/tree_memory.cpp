@@ -106,8 +106,7 @@ Status TreeManager::dealloc_current_path_weakrefs() {
       ++freed;
     }
   }
-  ctx_.emit(EventKind::kDealloc,
-            {{"poisoned", std::to_string(seen.size())}, {"freed", std::to_string(freed)}});
+  ctx_.emit(EventKind::kDealloc, {{F::poisoned, seen.size()}, {F::freed, freed}});
   return {};
 }
 
@@ -153,11 +152,11 @@ Status TreeManager::apply_checkpoint_execution_state_in_allocator() {
   // The live storages were non-owning replay outputs; they get deleters now.
   for (const StorageRef& ref : live) CAPSIM_TRY(ctx_.store().adopt(ref.id));
   ctx_.emit(EventKind::kCheckpoint,
-            {{"count", std::to_string(ctx_.counters.checkpoints)},
-             {"node", std::to_string(node.id)},
-             {"live", std::to_string(live_ptrs.size())},
-             {"pool_blocks_before", std::to_string(before)},
-             {"pool_blocks_after", std::to_string(ctx_.allocator.live_blocks(pool_).size())}});
+            {{F::count, ctx_.counters.checkpoints},
+             {F::node, node.id},
+             {F::live, live_ptrs.size()},
+             {F::pool_blocks_before, before},
+             {F::pool_blocks_after, ctx_.allocator.live_blocks(pool_).size()}});
   check_memory_pool(live, "checkpoint");
   return {};
 }
@@ -178,15 +177,15 @@ bool TreeManager::check_memory_pool(const std::vector<StorageRef>& live, const c
   if (missing.empty() && untracked.empty()) return true;
   ++ctx_.counters.errors;
   if (!missing.empty()) {
-    ctx_.emit(EventKind::kError, {{"id", "E6"},
-                                  {"exception", "RuntimeError"},
-                                  {"where", where},
-                                  {"message", messages::pool_missing(pool_.value, missing)}});
+    ctx_.emit(EventKind::kError, {{F::id, "E6"},
+                                  {F::exception, "RuntimeError"},
+                                  {F::where, where},
+                                  {F::message, messages::pool_missing(pool_.value, missing)}});
   } else {
-    ctx_.emit(EventKind::kError, {{"id", "E7"},
-                                  {"exception", "RuntimeError"},
-                                  {"where", where},
-                                  {"message", messages::pool_untracked(untracked)}});
+    ctx_.emit(EventKind::kError, {{F::id, "E7"},
+                                  {F::exception, "RuntimeError"},
+                                  {F::where, where},
+                                  {F::message, messages::pool_untracked(untracked)}});
   }
   return false;
 }

@@ -13,7 +13,7 @@ namespace capsim {
 
 namespace {
 // Whether every output holds, bit for bit, what eager execution computed
-// (`matches_eager`); stops at the first that differs.
+// (Counters::replay_mismatches); stops at the first that differs.
 Result<bool> outputs_equal(const TensorStore& store, const DeviceMemory& memory,
                            const std::vector<TensorId>& outputs,
                            const std::vector<ElementBits>& expected) {
@@ -91,10 +91,10 @@ bool TreeManager::raise_if_recorded_dead_is_live(GraphId id) {
   for (const PathIndex& i : graphs_[id].expected_dead_indices_after_graph) {
     if (i.depth < path.size() && is_live(node_outputs(path[i.depth])[i.index])) {
       ++ctx_.counters.errors;
-      ctx_.emit(EventKind::kError, {{"id", "E3"},
-                                    {"exception", "RuntimeError"},
-                                    {"graph", std::to_string(id)},
-                                    {"message", messages::dealloc_during_recording()}});
+      ctx_.emit(EventKind::kError, {{F::id, "E3"},
+                                    {F::exception, "RuntimeError"},
+                                    {F::graph, id},
+                                    {F::message, messages::dealloc_during_recording()}});
       return true;
     }
   }
@@ -114,10 +114,10 @@ Result<bool> TreeManager::raise_if_static_pointers_changed(const GraphNode& node
   }
   if (changes.empty()) return false;
   ++ctx_.counters.errors;
-  ctx_.emit(EventKind::kError, {{"id", "E4"},
-                                {"exception", "RuntimeError"},
-                                {"graph", std::to_string(node.id)},
-                                {"message", messages::static_pointer_changed(changes)}});
+  ctx_.emit(EventKind::kError, {{F::id, "E4"},
+                                {F::exception, "RuntimeError"},
+                                {F::graph, node.id},
+                                {F::message, messages::static_pointer_changed(changes)}});
   return true;
 }
 
@@ -143,11 +143,11 @@ Status TreeManager::copy_into_placeholders(const GraphNode& node,
   }
   ctx_.counters.copies += copies;
   ctx_.counters.copy_bytes += bytes;
-  ctx_.emit(EventKind::kCopyIn, {{"fid", std::to_string(node.fid)},
-                                 {"function", functions_[node.fid].def->name},
-                                 {"graph", std::to_string(node.id)},
-                                 {"copies", std::to_string(copies)},
-                                 {"bytes", std::to_string(bytes)}});
+  ctx_.emit(EventKind::kCopyIn, {{F::fid, node.fid},
+                                 {F::function, functions_[node.fid].def->name},
+                                 {F::graph, node.id},
+                                 {F::copies, copies},
+                                 {F::bytes, bytes}});
   return {};
 }
 
@@ -193,16 +193,15 @@ Result<CallOutcome> TreeManager::execute_node(GraphId id, std::vector<TensorId>&
   }
   inputs.clear();
   ++ctx_.counters.replays;
-  std::vector<EventField> fields{{"fid", std::to_string(node.fid)},
-                                 {"function", functions_[node.fid].def->name},
-                                 {"graph", std::to_string(id)},
-                                 {"static_ptrs", format_addresses(static_ptrs)}};
+  std::vector<EventField> fields{{F::fid, node.fid},
+                                 {F::function, functions_[node.fid].def->name},
+                                 {F::graph, id},
+                                 {F::static_ptrs, static_ptrs}};
   if (expected) {
     ++ctx_.counters.replay_checks;
     CAPSIM_TRY_ASSIGN(const bool equal,
                       outputs_equal(ctx_.store(), ctx_.memory, outputs, *expected));
-    if (!equal) ++ctx_.counters.replay_mismatches;
-    fields.push_back({"matches_eager", equal ? "true" : "false"});
+    if (!equal) ctx_.counters.note_replay_mismatch(ctx_.events.size());
   }
   ctx_.emit(EventKind::kReplay, std::move(fields));
   ctx_.emit_device(evidence);

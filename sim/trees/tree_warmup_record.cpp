@@ -116,10 +116,9 @@ Result<CallOutcome> TreeManager::run_warmup(FunctionId fid, std::vector<TensorId
   }
   if (!already_warm) check_memory_pool(path_live_weakrefs(), "after_warmup");
   ++ctx_.counters.warmups;
-  ctx_.emit(EventKind::kWarmup, {{"fid", std::to_string(fid)},
-                                 {"function", fn.def->name},
-                                 {"node", std::to_string(stored.id)},
-                                 {"depth", std::to_string(stored.depth)}});
+  ctx_.emit(
+      EventKind::kWarmup,
+      {{F::fid, fid}, {F::function, fn.def->name}, {F::node, stored.id}, {F::depth, stored.depth}});
   return CallOutcome{CallPath::kWarmup, std::move(outputs)};
 }
 
@@ -221,22 +220,22 @@ void TreeManager::emit_record(const GraphNode& node, const RecordCause& cause) {
   for (std::uint32_t i : node.static_input_idxs) {
     static_ptrs.push_back(node.static_input_data_ptrs[i].value_or(0));
   }
-  ctx_.emit(EventKind::kRecord, {{"fid", std::to_string(node.fid)},
-                                 {"function", functions_[node.fid].def->name},
-                                 {"graph", std::to_string(node.id)},
-                                 {"parent", node.parent ? std::to_string(*node.parent) : "None"},
-                                 {"static", format_list(node.static_input_idxs)},
-                                 {"managed", format_list(node.cudagraph_managed_idxs)},
-                                 {"non_static", format_list(node.non_static_input_idxs)},
-                                 {"steps", std::to_string(node.program_steps)},
-                                 {"static_ptrs", format_addresses(static_ptrs)},
-                                 {"reason", std::string(record_reason_name(cause.status))}});
+  std::vector<EventField> fields{{F::fid, node.fid},
+                                 {F::function, functions_[node.fid].def->name},
+                                 {F::graph, node.id},
+                                 {F::parent, node.parent},
+                                 {F::static_, int_list(node.static_input_idxs)},
+                                 {F::managed, int_list(node.cudagraph_managed_idxs)},
+                                 {F::non_static, int_list(node.non_static_input_idxs)},
+                                 {F::steps, node.program_steps},
+                                 {F::static_ptrs, std::move(static_ptrs)},
+                                 {F::reason, std::string(record_reason_name(cause.status))}};
   if (cause.input) {
-    Event& e = ctx_.events.back();
-    e.fields.push_back({"input", std::to_string(*cause.input)});
-    e.fields.push_back({"old_ptr", hex(cause.old_ptr)});
-    e.fields.push_back({"new_ptr", hex(cause.new_ptr)});
+    fields.push_back({F::input, *cause.input});
+    fields.push_back({F::old_ptr, DevicePtr{cause.old_ptr}});
+    fields.push_back({F::new_ptr, DevicePtr{cause.new_ptr}});
   }
+  ctx_.emit(EventKind::kRecord, std::move(fields));
 }
 
 Result<CallOutcome> TreeManager::record_function(FunctionId fid, std::vector<TensorId>& inputs,

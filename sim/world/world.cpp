@@ -274,10 +274,10 @@ Status World::do_read(const Read& a) {
     shown += fmt::format("{}", v[i]);
   }
   shown += v.size() > 4 ? ",...]" : "]";
-  ctx_.emit(EventKind::kRead, {{"name", a.name},
-                               {"numel", std::to_string(v.size())},
-                               {"digest", digest_hex(fnv1a64(std::as_bytes(std::span(v))))},
-                               {"values", shown}});
+  ctx_.emit(EventKind::kRead, {{F::name, a.name},
+                               {F::numel, v.size()},
+                               {F::digest, Digest{fnv1a64(std::as_bytes(std::span(v)))}},
+                               {F::values, shown}});
   return {};
 }
 
@@ -334,7 +334,7 @@ Status World::bind_outputs(const std::vector<TensorId>& outputs,
       const std::uint64_t o = new_object(outputs[i]);
       CAPSIM_TRY(bind(names[i], o));
       CAPSIM_TRY_ASSIGN(const Address ptr, store_.data_address(outputs[i]));
-      ctx_.emit(EventKind::kOutput, {{"name", names[i]}, {"ptr", hex(ptr)}});
+      ctx_.emit(EventKind::kOutput, {{F::name, names[i]}, {F::ptr, DevicePtr{ptr}}});
     } else {
       CAPSIM_TRY(refs_.drop(outputs[i]));
     }
@@ -376,7 +376,7 @@ TreeManager& World::ensure_manager() {
 Status World::shutdown_manager(const char* reason) {
   if (!manager_) return {};
   CAPSIM_TRY(manager_->shutdown());
-  ctx_.emit(EventKind::kShutdown, {{"reason", reason}});
+  ctx_.emit(EventKind::kShutdown, {{F::reason, reason}});
   manager_.reset();
   compiled_.clear();
   live_cudagraphified_ = 0;
@@ -407,8 +407,7 @@ std::optional<FunctionId> World::compile(const FunctionDef& def, std::span<const
   TreeManager& manager = ensure_manager();
   const StaticInputs statics = static_input_idxs(def, args, options_.config);
   for (std::uint32_t i : statics.demoted) {
-    ctx_.emit(EventKind::kAlignClone,
-              {{"function", def.name}, {"input", std::to_string(i)}, {"demoted", "true"}});
+    ctx_.emit(EventKind::kAlignClone, {{F::function, def.name}, {F::input, i}, {F::demoted, true}});
   }
   WrappedFunction fn;
   fn.def = &def;
@@ -421,19 +420,19 @@ std::optional<FunctionId> World::compile(const FunctionDef& def, std::span<const
     if (!mutated.empty()) {
       entry.skip_reason = messages::mutated_inputs(mutated.size());
       ++counters_.cudagraph_skips;
-      ctx_.emit(EventKind::kSkip, {{"id", "S1"},
-                                   {"function", def.name},
-                                   {"inputs", format_list(mutated)},
-                                   {"message", entry.skip_reason}});
+      ctx_.emit(EventKind::kSkip, {{F::id, "S1"},
+                                   {F::function, def.name},
+                                   {F::inputs, int_list(mutated)},
+                                   {F::message, entry.skip_reason}});
       return std::nullopt;
     }
   }
   const FunctionId fid = manager.add_function(std::move(fn));
   ++live_cudagraphified_;
-  ctx_.emit(EventKind::kCompile, {{"function", def.name},
-                                  {"fid", std::to_string(fid)},
-                                  {"int_key", format_list(int_key)},
-                                  {"static_input_idxs", format_list(statics.idxs)}});
+  ctx_.emit(EventKind::kCompile, {{F::function, def.name},
+                                  {F::fid, fid},
+                                  {F::int_key, int_list(int_key)},
+                                  {F::static_input_idxs, int_list(statics.idxs)}});
   return fid;
 }
 
@@ -468,7 +467,7 @@ Status World::call_compiled(const FunctionDef& def, const std::vector<std::uint6
     if (lookup.recompile) {
       ++counters_.recompiles;
       ctx_.emit(EventKind::kCompile,
-                {{"function", def.name}, {"recompile", "true"}, {"reason", "guard_failure"}});
+                {{F::function, def.name}, {F::recompile, true}, {F::reason, "guard_failure"}});
     }
     CompiledEntry& fresh = compiled_.insert(&def, int_key, seen);
     fresh.fid = compile(def, seen, int_key, fresh);
@@ -488,7 +487,7 @@ Status World::call_compiled(const FunctionDef& def, const std::vector<std::uint6
     CAPSIM_TRY_ASSIGN(const std::vector<TensorId> outs, run_body(def, inputs, env));
     for (TensorId t : inputs) CAPSIM_TRY(refs_.drop(t));
     ++counters_.eager_fallbacks;
-    ctx_.emit(EventKind::kEager, {{"function", def.name}, {"reason", "compile_time_skip"}});
+    ctx_.emit(EventKind::kEager, {{F::function, def.name}, {F::reason, "compile_time_skip"}});
     return bind_outputs(outs, outputs);
   }
   const WrappedFunction& fn = manager_->function(*entry.fid);
@@ -505,7 +504,7 @@ Status World::call_compiled(const FunctionDef& def, const std::vector<std::uint6
     CAPSIM_TRY(backend_.run_step(Step{copy, {}}));
     CAPSIM_TRY(refs_.drop(inputs[i]));
     inputs[i] = clone;
-    ctx_.emit(EventKind::kAlignClone, {{"function", def.name}, {"input", std::to_string(i)}});
+    ctx_.emit(EventKind::kAlignClone, {{F::function, def.name}, {F::input, i}});
   }
   for (const std::string& name : consume) CAPSIM_TRY(unbind(name));
   CAPSIM_TRY_ASSIGN(CallOutcome outcome, manager_->run(*entry.fid, std::move(inputs)));

@@ -28,10 +28,10 @@ Status World::do_create_optimizer(const CreateOptimizer& a) {
     ref(o);
     opt->params.push_back(o);
   }
-  ctx_.emit(EventKind::kOptimizer, {{"name", a.name},
-                                    {"what", "created"},
-                                    {"kind", std::string(optimizer_kind_name(a.kind))},
-                                    {"params", std::to_string(a.params.size())}});
+  ctx_.emit(EventKind::kOptimizer, {{F::name, a.name},
+                                    {F::what, "created"},
+                                    {F::kind, std::string(optimizer_kind_name(a.kind))},
+                                    {F::params, a.params.size()}});
   optimizers_.emplace(a.name, std::move(opt));
   return {};
 }
@@ -124,11 +124,11 @@ Status World::do_optimizer_step(const OptimizerStep& a) {
     std::size_t static_grads = 0;
     for (std::uint64_t g : grads) static_grads += objects_.at(g).static_guard.has_value();
     ctx_.emit(EventKind::kOptimizer,
-              {{"name", opt.name},
-               {"what", "traced"},
-               {"static_params", std::to_string(opt.params.size())},
-               {"static_state", std::to_string(opt.graph_attributes.size() - opt.params.size())},
-               {"static_grads", std::to_string(static_grads)}});
+              {{F::name, opt.name},
+               {F::what, "traced"},
+               {F::static_params, opt.params.size()},
+               {F::static_state, opt.graph_attributes.size() - opt.params.size()},
+               {F::static_grads, static_grads}});
   } else if (options_.fault == Fault::kMoveOptimizerState && opt.steps_taken == 2) {
     // The control of cudagraphs.static-never-reallocated: the state moves to
     // new storage once, after the step was warmed up and recorded, so that the
@@ -154,9 +154,9 @@ Status World::do_zero_grad(const ZeroGrad& a) {
       if (p.grad && objects_.at(*p.grad).static_guard) {
         ++counters_.errors;
         ctx_.emit(EventKind::kError,
-                  {{"id", "Z1"},
-                   {"exception", "RuntimeError"},
-                   {"message", messages::zero_grad_static(fmt::format("param_{}", i))}});
+                  {{F::id, "Z1"},
+                   {F::exception, "RuntimeError"},
+                   {F::message, messages::zero_grad_static(fmt::format("param_{}", i))}});
         return {};
       }
     }
@@ -176,9 +176,8 @@ Status World::do_zero_grad(const ZeroGrad& a) {
       CAPSIM_TRY(backend_.run_step(Step{fill, {}}));
     }
   }
-  ctx_.emit(EventKind::kZeroGrad, {{"name", a.name},
-                                   {"set_to_none", a.set_to_none ? "true" : "false"},
-                                   {"grads", std::to_string(changed)}});
+  ctx_.emit(EventKind::kZeroGrad,
+            {{F::name, a.name}, {F::set_to_none, a.set_to_none}, {F::grads, changed}});
   return {};
 }
 
@@ -205,11 +204,10 @@ Status World::do_drop_optimizer(const DropOptimizer& a) {
   const std::size_t dead = compiled_.erase(opt->step.get());
   CAPSIM_CHECK(dead <= live_cudagraphified_);
   live_cudagraphified_ -= dead;
-  ctx_.emit(EventKind::kOptimizer,
-            {{"name", a.name},
-             {"what", "dropped"},
-             {"params_alive", std::to_string(live_storages_of(param_tensors))},
-             {"state_alive", std::to_string(live_storages_of(state_tensors))}});
+  ctx_.emit(EventKind::kOptimizer, {{F::name, a.name},
+                                    {F::what, "dropped"},
+                                    {F::params_alive, live_storages_of(param_tensors)},
+                                    {F::state_alive, live_storages_of(state_tensors)}});
   if (manager_ && live_cudagraphified_ == 0) {
     CAPSIM_TRY(shutdown_manager("last_cudagraphified_function_died"));
   }

@@ -47,9 +47,8 @@ Status World::call_plain(const FunctionDef& def, const std::vector<std::uint64_t
       graph->outputs.push_back(t);
     }
     ++counters_.graphs_recorded;
-    ctx_.emit(EventKind::kRecord, {{"function", def.name},
-                                   {"api", "plain"},
-                                   {"steps", std::to_string(program.steps.size())}});
+    ctx_.emit(EventKind::kRecord,
+              {{F::function, def.name}, {F::api, "plain"}, {F::steps, program.steps.size()}});
     ctx_.emit_device(evidence);
     it = plain_graphs_.emplace(&def, std::move(graph)).first;
     // The capture's outputs are handed out as they are.
@@ -73,9 +72,7 @@ Status World::call_plain(const FunctionDef& def, const std::vector<std::uint64_t
   }
   counters_.copies += copies;
   counters_.copy_bytes += bytes;
-  ctx_.emit(EventKind::kCopyIn, {{"function", def.name},
-                                 {"copies", std::to_string(copies)},
-                                 {"bytes", std::to_string(bytes)}});
+  ctx_.emit(EventKind::kCopyIn, {{F::function, def.name}, {F::copies, copies}, {F::bytes, bytes}});
   if (options_.verify_replays) {
     // P-static: a parameter the graph baked in must still be where it was.
     for (std::uint32_t i = 0; i < inputs.size(); ++i) {
@@ -87,7 +84,7 @@ Status World::call_plain(const FunctionDef& def, const std::vector<std::uint64_t
   CAPSIM_TRY(backend_.replay(graph.graph));
   CAPSIM_TRY_ASSIGN(const std::optional<GraphEvidence> evidence, ctx_.replay_evidence(graph.graph));
   ++counters_.replays;
-  std::vector<EventField> fields{{"function", def.name}, {"api", "plain"}};
+  std::vector<EventField> fields{{F::function, def.name}, {F::api, "plain"}};
   if (expected) {
     ++counters_.replay_checks;
     bool equal = true;
@@ -96,8 +93,7 @@ Status World::call_plain(const FunctionDef& def, const std::vector<std::uint64_t
       CAPSIM_TRY_ASSIGN(const ElementBits got, gather_bits(memory_, out.address, out.meta));
       equal = got == (*expected)[k];
     }
-    if (!equal) ++counters_.replay_mismatches;
-    fields.push_back({"matches_eager", equal ? "true" : "false"});
+    if (!equal) counters_.note_replay_mismatch(ctx_.events.size());
   }
   ctx_.emit(EventKind::kReplay, std::move(fields));
   ctx_.emit_device(evidence);

@@ -30,7 +30,8 @@ WorldOptions options_with(Fault fault = Fault::kNone) {
 // earlier node on its path).
 bool has_managed_input(const World& world) {
   for (const Event& e : world.events()) {
-    if (e.kind == EventKind::kRecord && e.field("managed") && *e.field("managed") != "[]") {
+    const IntList* managed = e.get_if<IntList>(F::managed);
+    if (e.kind == EventKind::kRecord && managed != nullptr && !managed->empty()) {
       return true;
     }
   }
@@ -85,7 +86,7 @@ void valid_everywhere() {
     if (!status.ok()) RC_FAIL(status.error().message);
     for (const Event& e : world->events()) {
       if (e.kind != EventKind::kError) continue;
-      const auto id = e.field("id");
+      const auto id = e.text(F::id);
       RC_ASSERT(id != "E1");
       RC_ASSERT(id != "E3");
       RC_ASSERT(id != "A1");

@@ -456,9 +456,11 @@ TEST_CASE("render: a recording that is its own parent is drawn, not a broken con
   const std::vector<Event> events = {
       {EventKind::kRecord,
        0,
-       {{"fid", "0"}, {"function", "f"}, {"graph", "0"}, {"parent", "null"}}},
-      {EventKind::kRecord, 1, {{"fid", "1"}, {"function", "g"}, {"graph", "1"}, {"parent", "1"}}},
-      {EventKind::kReplay, 2, {{"fid", "1"}, {"function", "g"}, {"graph", "1"}}}};
+       {{F::fid, 0}, {F::function, "f"}, {F::graph, 0}, {F::parent, IntOrNone{}}}},
+      {EventKind::kRecord,
+       1,
+       {{F::fid, 1}, {F::function, "g"}, {F::graph, 1}, {F::parent, IntOrNone{1}}}},
+      {EventKind::kReplay, 2, {{F::fid, 1}, {F::function, "g"}, {F::graph, 1}}}};
   const DrawGraph tree = draw_tree(events, "self_parent");
   CHECK(tree.find("g0").has_value());
   CHECK(tree.find("g1").has_value());

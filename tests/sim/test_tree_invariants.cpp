@@ -80,8 +80,8 @@ TEST_CASE("invariant 4: a call while recording records a child, with no checkpoi
 TEST_CASE("invariant 5: one checkpoint per switch from execution; pool equals live outputs") {
   const ScenarioRun run = run_named("live_outputs_multiple_graphs");
   CHECK(expectation(run, "checkpoints").actual == 2);
-  CHECK(count_where(run.events, EventKind::kError, "id", "E6") == 0);
-  CHECK(count_where(run.events, EventKind::kError, "id", "E7") == 0);
+  CHECK(count_where(run.events, EventKind::kError, F::id, "E6") == 0);
+  CHECK(count_where(run.events, EventKind::kError, F::id, "E7") == 0);
   // Two outputs over one block: freed once, when the second dies.
   const ScenarioRun shared = run_named("checkpoint_shared_output_storage_deallocation");
   CHECK(expectation(shared, "live blocks after del x1").actual == 1);
@@ -109,7 +109,7 @@ TEST_CASE("invariant 6: non-static inputs are copied once per replay, static one
 TEST_CASE("invariant 7: an unaligned static input is demoted; a misaligned input is cloned") {
   const ScenarioRun run = run_named("unaligned_static_parameter");
   CHECK(expectation(run, "static_input_data_ptrs that are not None").actual == 0);
-  CHECK(count_where(run.events, EventKind::kAlignClone, "demoted", "true") == 1);
+  CHECK(count_where(run.events, EventKind::kAlignClone, F::demoted, true) == 1);
   CHECK(count_events(run.events, EventKind::kAlignClone) >= 3);
 }
 
@@ -141,7 +141,7 @@ TEST_CASE("invariant 8: a managed-pointer mismatch is reported before a static o
   REQUIRE(count_events(w->events(), EventKind::kSkip) == 1);
   for (const Event& e : w->events()) {
     if (e.kind != EventKind::kSkip) continue;
-    const std::string msg(*e.field("message"));
+    const std::string msg = e.get<std::string>(F::message);
     CHECK(msg.find("due to cudagraph managed tensor data pointer changed.") != std::string::npos);
     CHECK(msg.find("on cudagraph node 0") != std::string::npos);
   }
@@ -150,23 +150,23 @@ TEST_CASE("invariant 8: a managed-pointer mismatch is reported before a static o
 TEST_CASE("invariant 9: only pointer mismatches count, and only without inlining") {
   const ScenarioRun once =
       run_named("fallback_to_eager_if_recompiling_too_many_times_warn_only_once");
-  CHECK(count_where(once.events, EventKind::kSkip, "id", "E5") == 2);
+  CHECK(count_where(once.events, EventKind::kSkip, F::id, "E5") == 2);
   CHECK(expectation(once, "graphs recorded").actual == 3);
   // The same program with inline_inbuilt_nn_modules=True never hits the limit.
   Scenario s = *find_scenario("fallback_to_eager_if_recompiling_too_many_times_warn_only_once");
   s.options.config.inline_inbuilt_nn_modules = true;
   const ScenarioRun inlined = run_scenario(s);
-  CHECK(count_where(inlined.events, EventKind::kSkip, "id", "E5") == 0);
+  CHECK(count_where(inlined.events, EventKind::kSkip, F::id, "E5") == 0);
   CHECK(count_events(inlined.events, EventKind::kRecord) > 3);
 }
 
 TEST_CASE("invariant 10: error mode raises E4 at replay and records nothing") {
   const ScenarioRun run = run_named("unstable_ptr");
-  CHECK(count_where(run.events, EventKind::kError, "id", "E4") == 1);
+  CHECK(count_where(run.events, EventKind::kError, F::id, "E4") == 1);
   CHECK(expectation(run, "graphs recorded").actual == 1);
   for (const Event& e : run.events) {
     if (e.kind == EventKind::kError) {
-      CHECK(std::string(*e.field("message"))
+      CHECK(e.get<std::string>(F::message)
                 .rfind("static input data pointer changed.\ninput name: primals_1. data pointer "
                        "changed from ",
                        0) == 0);
@@ -232,7 +232,7 @@ TEST_CASE("invariant 14: forward sets the pending flag, backward clears it, infe
 
 TEST_CASE("invariant 15: from warmup or recording, a new generation poisons kept outputs") {
   const ScenarioRun run = run_named("error_on_dealloc_use");
-  CHECK(count_where(run.events, EventKind::kError, "id", "E1") == 2);
+  CHECK(count_where(run.events, EventKind::kError, F::id, "E1") == 2);
 }
 
 // Found by capsim check's kept-across-a-generation fault: the new-generation
@@ -248,10 +248,10 @@ TEST_CASE("invariant 15: a kept output freed by this call's new generation raise
   p.actions.push_back(call("f", {"x"}, {"kept"}));  // a warmup output, in the pool
   p.actions.push_back(call("g", {"kept"}, {""}));   // new invocation: dealloc, then warmup
   auto w = run_program(p);
-  CHECK(count_where(w->events(), EventKind::kError, "id", "E1") == 1);
-  CHECK(count_where(w->events(), EventKind::kError, "where", "warmup") == 1);
-  CHECK(count_where(w->events(), EventKind::kError, "id", "E7") == 0);
-  CHECK(count_where(w->events(), EventKind::kWarmup, "function", "g") == 0);
+  CHECK(count_where(w->events(), EventKind::kError, F::id, "E1") == 1);
+  CHECK(count_where(w->events(), EventKind::kError, F::where, "warmup") == 1);
+  CHECK(count_where(w->events(), EventKind::kError, F::id, "E7") == 0);
+  CHECK(count_where(w->events(), EventKind::kWarmup, F::function, "g") == 0);
 }
 
 TEST_CASE("invariant 15: from execution, the next replay overwrites a kept cached output") {
@@ -271,7 +271,7 @@ TEST_CASE("invariant 15: from execution, the next replay overwrites a kept cache
 
 TEST_CASE("invariant 16: W1 at most once per FunctionId") {
   auto w = run_program(cube_calls(8, true, kForward));
-  CHECK(count_where(w->events(), EventKind::kWarning, "id", "W1") == 1);
+  CHECK(count_where(w->events(), EventKind::kWarning, F::id, "W1") == 1);
 }
 
 TEST_CASE("invariant 17: mutating an eager input runs eagerly; S1 and the skip count once") {
@@ -281,7 +281,7 @@ TEST_CASE("invariant 17: mutating an eager input runs eagerly; S1 and the skip c
   p.actions.push_back(tensor("x", {4}, 1.0f));
   for (int i = 0; i < 4; ++i) p.actions.push_back(call("foo", {"x"}, {""}));
   auto w = run_program(p);
-  CHECK(count_where(w->events(), EventKind::kSkip, "id", "S1") == 1);
+  CHECK(count_where(w->events(), EventKind::kSkip, F::id, "S1") == 1);
   CHECK(w->counters().cudagraph_skips == 1);
   CHECK(w->counters().eager_fallbacks == 4);
   CHECK(w->values("x").value()[0] == 9.0f);
@@ -297,10 +297,9 @@ TEST_CASE("invariant 18: each int key is its own FunctionId with its own warmup"
 TEST_CASE("invariant 19: a backward's static set is its saved tensors; tangents are copied") {
   const ScenarioRun run = run_named("forward_backward");
   for (const Event& e : run.events) {
-    if (e.kind == EventKind::kRecord &&
-        e.field("function") == std::optional<std::string_view>("bwd")) {
-      CHECK(e.field("static") == std::optional<std::string_view>("[0,1]"));
-      CHECK(e.field("non_static") == std::optional<std::string_view>("[2]"));
+    if (e.kind == EventKind::kRecord && e.text(F::function) == "bwd") {
+      CHECK(e.get<IntList>(F::static_) == IntList{0, 1});
+      CHECK(e.get<IntList>(F::non_static) == IntList{2});
     }
   }
 }
@@ -308,10 +307,9 @@ TEST_CASE("invariant 19: a backward's static set is its saved tensors; tangents 
 TEST_CASE("invariant 20: the optimizer marks params and state static, not grads") {
   const ScenarioRun run = run_named("compiled_adam_eager_backward");
   for (const Event& e : run.events) {
-    if (e.kind == EventKind::kCompile &&
-        e.field("function") == std::optional<std::string_view>("opt.step")) {
+    if (e.kind == EventKind::kCompile && e.text(F::function) == "opt.step") {
       // inputs: 2 params, 2 grads, 2 x (exp_avg, exp_avg_sq, step)
-      CHECK(e.field("static_input_idxs") == std::optional<std::string_view>("[0,1,4,5,6,7,8,9]"));
+      CHECK(e.get<IntList>(F::static_input_idxs) == IntList{0, 1, 4, 5, 6, 7, 8, 9});
     }
   }
   CHECK(expectation(run, "grad copies (2 per replay)").holds());

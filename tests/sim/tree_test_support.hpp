@@ -25,10 +25,12 @@ inline ScenarioRun run_named(const std::string& name) {
   return run;
 }
 
-inline std::int64_t count_where(const std::vector<Event>& events, EventKind kind,
-                                const std::string& key, const std::string& value) {
+// Events of `kind` whose field `key` has `value`.
+inline std::int64_t count_where(const std::vector<Event>& events, EventKind kind, FieldKey key,
+                                const FieldValue& value) {
   return std::count_if(events.begin(), events.end(), [&](const Event& e) {
-    return e.kind == kind && e.field(key) == std::optional<std::string_view>(value);
+    const FieldValue* v = e.find(key);
+    return e.kind == kind && v != nullptr && *v == value;
   });
 }
 

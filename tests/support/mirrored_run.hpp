@@ -40,8 +40,10 @@ inline MirroredRun run_mirrored(const Scenario& scenario, ReplayMirror& mirror) 
   for (Event& e : out.mirrored_events) {
     if (e.kind != EventKind::kDevice) continue;
     ++out.device_events;
-    if (auto ids = e.field("x_buffer_ids")) out.buffer_ids.emplace_back(*ids);
-    std::erase_if(e.fields, [](const EventField& f) { return f.key.starts_with("x_"); });
+    if (const FieldValue* ids = e.find(F::x_buffer_ids)) {
+      out.buffer_ids.push_back(format_value(*ids));
+    }
+    std::erase_if(e.fields, [](const EventField& f) { return field_spec(f.key).extension(); });
   }
   return out;
 }

@@ -1,0 +1,150 @@
+#include "sim/core/event_fields.hpp"
+
+#include <algorithm>
+
+#include "model/check.hpp"
+
+namespace capsim {
+
+std::string_view event_kind_name(EventKind kind) {
+  switch (kind) {
+#define CAPSIM_NAME_(e, name) \
+  case EventKind::e: return name;
+    CAPSIM_EVENT_KINDS(CAPSIM_NAME_)
+#undef CAPSIM_NAME_
+  }
+  return "?";
+}
+
+std::optional<EventKind> event_kind_from_name(std::string_view name) {
+#define CAPSIM_FROM_NAME_(e, n) \
+  if (name == n) return EventKind::e;
+  CAPSIM_EVENT_KINDS(CAPSIM_FROM_NAME_)
+#undef CAPSIM_FROM_NAME_
+  return std::nullopt;
+}
+
+std::string_view field_type_name(FieldType type) {
+  switch (type) {
+#define CAPSIM_NAME_(e, name, json) \
+  case FieldType::e: return name;
+    CAPSIM_FIELD_TYPES(CAPSIM_NAME_)
+#undef CAPSIM_NAME_
+  }
+  return "?";
+}
+
+std::string_view field_type_json(FieldType type) {
+  switch (type) {
+#define CAPSIM_JSON_(e, name, json) \
+  case FieldType::e: return json;
+    CAPSIM_FIELD_TYPES(CAPSIM_JSON_)
+#undef CAPSIM_JSON_
+  }
+  return "?";
+}
+
+namespace {
+
+constexpr FieldSpec kFieldSpecs[] = {
+#define CAPSIM_SPEC_(e, key, type, range, meaning) \
+  FieldSpec{FieldKey::e, key, FieldType::type, range, meaning},
+    CAPSIM_EVENT_FIELDS(CAPSIM_SPEC_)
+#undef CAPSIM_SPEC_
+};
+// field_spec() indexes the table by key.
+static_assert([] {
+  for (std::size_t i = 0; i < std::size(kFieldSpecs); ++i) {
+    if (static_cast<std::size_t>(kFieldSpecs[i].field) != i) return false;
+  }
+  return true;
+}());
+
+// Per kind, in the order the simulator writes them. R marks a field every
+// event of the kind carries.
+#define R(key)    \
+  EventFieldUse { \
+    F::key, true  \
+  }
+#define O(key)    \
+  EventFieldUse { \
+    F::key, false \
+  }
+constexpr EventFieldUse kCompile[] = {R(function),          O(fid),       O(int_key),
+                                      O(static_input_idxs), O(recompile), O(reason)};
+constexpr EventFieldUse kWarmup[] = {R(fid), R(function), R(node), R(depth)};
+constexpr EventFieldUse kRecord[] = {
+    O(fid),        R(function), O(api),         O(graph),  O(parent), O(static_), O(managed),
+    O(non_static), R(steps),    O(static_ptrs), O(reason), O(input),  O(old_ptr), O(new_ptr)};
+constexpr EventFieldUse kReplay[] = {O(fid), R(function), O(api), O(graph), O(static_ptrs)};
+constexpr EventFieldUse kCopyIn[] = {O(fid), R(function), O(graph), R(copies), R(bytes)};
+constexpr EventFieldUse kEager[] = {O(fid), R(function), R(reason)};
+constexpr EventFieldUse kCheckpoint[] = {R(count), R(node), R(live), R(pool_blocks_before),
+                                         R(pool_blocks_after)};
+constexpr EventFieldUse kPathEnd[] = {R(reason)};
+constexpr EventFieldUse kDealloc[] = {R(poisoned), R(freed)};
+constexpr EventFieldUse kAlignClone[] = {R(function), R(input), O(demoted)};
+constexpr EventFieldUse kSkip[] = {R(id),    O(fid),     O(function), O(inputs), O(reason),
+                                   O(input), O(old_ptr), O(new_ptr),  R(message)};
+constexpr EventFieldUse kWarning[] = {R(id), O(fid), R(message)};
+constexpr EventFieldUse kError[] = {R(id), R(exception), O(graph), O(where), R(message)};
+constexpr EventFieldUse kOutput[] = {R(name), R(ptr)};
+constexpr EventFieldUse kRead[] = {R(name), R(numel), R(digest), O(values)};
+constexpr EventFieldUse kOptimizer[] = {R(name),         R(what),          O(kind),
+                                        O(params),       O(static_params), O(static_state),
+                                        O(static_grads), O(params_alive),  O(state_alive)};
+constexpr EventFieldUse kZeroGrad[] = {R(name), R(set_to_none), R(grads)};
+constexpr EventFieldUse kShutdown[] = {O(graphs), O(reason)};
+constexpr EventFieldUse kCaCacheHit[] = {R(backward), R(node_calls)};
+constexpr EventFieldUse kCaCacheMiss[] = {R(backward),      R(node_calls), R(reason),
+                                          O(autograd_node), O(call),       O(message)};
+constexpr EventFieldUse kMetadataRead[] = {R(backward), R(call), R(autograd_node), R(metadata),
+                                           R(mode)};
+constexpr EventFieldUse kCaCapture[] = {R(backward), R(mode), R(graph_nodes), R(graph_digest)};
+constexpr EventFieldUse kCaRun[] = {R(backward), R(leaves), R(digest)};
+constexpr EventFieldUse kDevice[] = {R(baked), R(baked_digest), R(digest), O(x_buffer_ids)};
+constexpr EventFieldUse kCaGraph[] = {R(backward), R(captured), O(targets), O(uses)};
+#undef R
+#undef O
+
+}  // namespace
+
+std::span<const FieldSpec> event_field_specs() {
+  return kFieldSpecs;
+}
+
+const FieldSpec& field_spec(FieldKey field) {
+  const auto i = static_cast<std::size_t>(field);
+  CAPSIM_CHECK(i < std::size(kFieldSpecs), "a field key is in the table");
+  return kFieldSpecs[i];
+}
+
+std::string_view field_key_name(FieldKey field) {
+  return field_spec(field).key;
+}
+
+std::optional<FieldKey> field_key_from_name(std::string_view key) {
+  for (const FieldSpec& f : kFieldSpecs) {
+    if (f.key == key) return f.field;
+  }
+  return std::nullopt;
+}
+
+std::span<const EventFieldUse> event_fields_of(EventKind kind) {
+  switch (kind) {
+#define CAPSIM_KIND_TABLE_(e, name) \
+  case EventKind::e: return e;
+    CAPSIM_EVENT_KINDS(CAPSIM_KIND_TABLE_)
+#undef CAPSIM_KIND_TABLE_
+  }
+  return {};
+}
+
+const EventFieldUse* find_field_use(EventKind kind, FieldKey field) {
+  const std::span<const EventFieldUse> uses = event_fields_of(kind);
+  const auto it = std::find_if(uses.begin(), uses.end(),
+                               [&](const EventFieldUse& u) { return u.field == field; });
+  return it == uses.end() ? nullptr : &*it;
+}
+
+}  // namespace capsim
