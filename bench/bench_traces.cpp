@@ -16,7 +16,7 @@
 //    nlohmann::json::parse and nothing else: the floor for a reader built on
 //    nlohmann. The ratio of the two bytes_per_second is the cost of the
 //    checks (envelope, schema, payload conversion).
-//  - BM_ReplayTrace: replay_file over the 1M-event file (re-simulation with
+//  - BM_ReplayTrace: resimulate_file over the 1M-event file (re-simulation with
 //    verify_replays on, every event compared). events/s.
 //  - BM_ReplayTracePeakMemory/<events>: the peak RSS growth of one replay, in a
 //    forked child that first trims its heap (malloc_trim) and resets its peak
@@ -40,7 +40,7 @@
 
 #include "sim/core/function_builder.hpp"
 #include "sim/world/world.hpp"
-#include "traces/replay.hpp"
+#include "traces/resimulation.hpp"
 #include "traces/trace_format.hpp"
 #include "traces/trace_reader.hpp"
 
@@ -221,7 +221,7 @@ void BM_ReplayTrace(benchmark::State& state) {
   const BenchTrace& t = trace_of(state, kMillion);
   if (!t.error.empty()) return;
   for (auto _ : state) {
-    const Result<ReplayReport> report = replay_file(t.path, ReplayOptions{});
+    const Result<ResimulationReport> report = resimulate_file(t.path, ResimulationOptions{});
     if (!report) {
       state.SkipWithError(report.error().message.c_str());
       return;
@@ -276,7 +276,7 @@ PeakSample replay_peak_in_child(const std::string& path) {
     }
     s.base_kb = status_kb("VmRSS");
     {
-      const Result<ReplayReport> report = replay_file(path, ReplayOptions{});
+      const Result<ResimulationReport> report = resimulate_file(path, ResimulationOptions{});
       s.ok = report.ok() && report->ok();
     }
     s.peak_kb = status_kb("VmHWM");

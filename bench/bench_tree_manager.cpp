@@ -188,7 +188,7 @@ std::uint64_t field_u64(const Event& e, FieldKey key) {
 
 void BM_TreeSeedScenario(benchmark::State& state) {
   const std::string& name = seed_scenario_names()[static_cast<std::size_t>(state.range(0))];
-  const Scenario* scenario = find_scenario(name);
+  const ProgramScenario* scenario = find_program_scenario(name);
   if (scenario == nullptr) {
     state.SkipWithError(("no scenario " + name).c_str());
     return;
@@ -196,7 +196,7 @@ void BM_TreeSeedScenario(benchmark::State& state) {
   state.SetLabel(name);
   std::uint64_t bytes = 0, copies = 0, replays = 0;
   for (auto _ : state) {
-    const ScenarioRun run = run_scenario(*scenario);
+    const ProgramScenarioRun run = run_program_scenario(*scenario);
     if (!ok_or_skip(state, run.status)) return;
     bytes = copies = replays = 0;
     for (const Event& e : run.events) {

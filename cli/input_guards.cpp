@@ -119,7 +119,7 @@ std::string did_you_mean(const std::string& name, const std::vector<std::string>
 
 std::vector<std::string> scenario_names() {
   std::vector<std::string> names;
-  for (const Scenario& s : builtin_scenarios()) names.push_back(s.name);
+  for (const ProgramScenario& s : builtin_program_scenarios()) names.push_back(s.name);
   return names;
 }
 

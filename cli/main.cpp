@@ -28,9 +28,9 @@
 #include "render/draw_graph.hpp"
 #include "render/graphviz_output.hpp"
 #include "sim/scenarios/adam_replay_job.hpp"
-#include "sim/scenarios/capture_scenarios.hpp"
+#include "sim/scenarios/autograd_scenarios.hpp"
 #include "sim/scenarios/scenarios.hpp"
-#include "traces/replay.hpp"
+#include "traces/resimulation.hpp"
 
 namespace {
 
@@ -63,7 +63,7 @@ int print_run(const capsim::AdamReplayJobOptions& options) {
 }
 
 int list_scenarios() {
-  for (const capsim::Scenario& s : capsim::builtin_scenarios()) {
+  for (const capsim::ProgramScenario& s : capsim::builtin_program_scenarios()) {
     fmt::print("{:<48} {}\n", s.name, s.mirrors);
   }
   return 0;
@@ -72,7 +72,7 @@ int list_scenarios() {
 // Prints a built-in scenario's events and expectations. Exit 0 when every
 // expectation holds, 1 when one does not (a bug in capsim), 2 for a bad name.
 int print_scenario(const std::string& name) {
-  const capsim::Scenario* s = capsim::find_scenario(name);
+  const capsim::ProgramScenario* s = capsim::find_program_scenario(name);
   if (s == nullptr) {
     return fail(fmt::format("unknown scenario '{}'{} (see capsim scenario --list)", name,
                             capsim::cli::did_you_mean(name, capsim::cli::scenario_names())));
@@ -89,7 +89,7 @@ int print_scenario(const std::string& name) {
       c.inline_inbuilt_nn_modules, c.cudagraph_support_input_mutation,
       c.cudagraph_unexpected_rerecord_limit, c.skip_cudagraph_warmup, c.force_cudagraphs_warmup,
       c.slow_path_cudagraph_asserts, c.zero_grad_static_error, c.plain_api);
-  const capsim::ScenarioRun run = capsim::run_scenario(*s);
+  const capsim::ProgramScenarioRun run = capsim::run_program_scenario(*s);
   for (const capsim::Event& e : run.events) {
     fmt::print("{}\n", capsim::format_event(e));
     if (auto moved = capsim::cli::explain_rerecord(s->program, e)) fmt::print("  ({})\n", *moved);
@@ -106,12 +106,12 @@ int print_scenario(const std::string& name) {
 // captured graphs, then `metadata reads: N`. A capture that PyTorch itself
 // would reject (the legacy non-traceable CppNode) prints `raised: ...`.
 int print_capture(const std::string& name, const std::string& mode_name) {
-  const capsim::CaptureScenario* s = capsim::find_capture_scenario(name);
+  const capsim::AutogradScenario* s = capsim::find_autograd_scenario(name);
   // The corpus names its traces ca_NAME.jsonl; take that name too.
-  if (s == nullptr && name.starts_with("ca_")) s = capsim::find_capture_scenario(name.substr(3));
+  if (s == nullptr && name.starts_with("ca_")) s = capsim::find_autograd_scenario(name.substr(3));
   if (s == nullptr) {
     std::vector<std::string> known;
-    for (const capsim::CaptureScenario& c : capsim::builtin_capture_scenarios()) {
+    for (const capsim::AutogradScenario& c : capsim::builtin_autograd_scenarios()) {
       known.push_back(c.name);
     }
     return fail(fmt::format("unknown capture scenario '{}'{} (see capsim capture --list)", name,
@@ -140,7 +140,7 @@ int print_capture(const std::string& name, const std::string& mode_name) {
 // trace only; the drawing is refused before any replay if it would land on
 // the trace).
 int replay_and_draw(const std::vector<std::string>& files, bool json,
-                    const capsim::ReplayOptions& options, const std::string& dot) {
+                    const capsim::ResimulationOptions& options, const std::string& dot) {
   if (!dot.empty()) {
     if (files.size() != 1) return fail("replay --dot: give exactly one trace");
     if (auto f = capsim::output_format_of(dot); !f) return fail(f.error().message);
@@ -210,7 +210,7 @@ Subcommand add_capture(CLI::App& root) {
   sub->add_flag("--list", o->list, "List the built-in autograd scenarios");
   return {sub, [o] {
             if (o->list) {
-              for (const capsim::CaptureScenario& c : capsim::builtin_capture_scenarios()) {
+              for (const capsim::AutogradScenario& c : capsim::builtin_autograd_scenarios()) {
                 fmt::print("{:<36} {}\n", c.name, c.mirrors);
               }
               return 0;
@@ -240,7 +240,7 @@ Subcommand add_replay(CLI::App& root) {
   struct Options {
     std::vector<std::string> files;
     bool json = false;
-    capsim::ReplayOptions replay;
+    capsim::ResimulationOptions replay;
     std::string dot;
   };
   auto o = std::make_shared<Options>();

@@ -8,8 +8,8 @@
 #include "cli/reference_backends.hpp"
 #include "model/output_file.hpp"
 #include "sim/scenarios/scenarios.hpp"
-#include "traces/record.hpp"
-#include "traces/replay.hpp"
+#include "traces/resimulation.hpp"
+#include "traces/scenario_trace.hpp"
 #include "traces/trace_writer.hpp"
 
 namespace capsim::cli {
@@ -21,7 +21,7 @@ int fail(const std::string& message) {
 
 int record_command(const std::string& scenario, const std::string& output,
                    const std::string& backend) {
-  const Scenario* s = find_scenario(scenario);
+  const ProgramScenario* s = find_program_scenario(scenario);
   if (s == nullptr) {
     return fail(fmt::format("unknown scenario '{}'{} (see capsim scenario --list)", scenario,
                             did_you_mean(scenario, scenario_names())));
@@ -29,11 +29,11 @@ int record_command(const std::string& scenario, const std::string& output,
   if (Status usable = check_backend_usable(backend); !usable) return fail(usable.error().message);
   Result<std::vector<std::string>> lines = std::vector<std::string>{};
   if (backend == "cpu") {
-    lines = record_scenario(*s);
+    lines = trace_scenario(*s);
   } else {
     Result<std::unique_ptr<ReplayMirror>> mirror = make_mirror(backend, Fault::kNone);
     if (!mirror) return fail(mirror.error().message);
-    lines = record_scenario_on(*s, **mirror);
+    lines = trace_scenario_on(*s, **mirror);
     // A reference that disagrees with the model is a finding, not bad input.
     if (!lines) {
       std::fprintf(stderr, "capsim: %s\n", lines.error().message.c_str());
@@ -51,7 +51,7 @@ int record_command(const std::string& scenario, const std::string& output,
 
 namespace {
 
-void print_details(const ReplayReport& r) {
+void print_details(const ResimulationReport& r) {
   if (r.divergence) {
     const Divergence& d = *r.divergence;
     for (const std::string& c : d.context) fmt::print("  matched   {}\n", c);
@@ -65,12 +65,13 @@ void print_details(const ReplayReport& r) {
 
 }  // namespace
 
-int replay_command(const std::vector<std::string>& files, bool json, const ReplayOptions& options) {
+int replay_command(const std::vector<std::string>& files, bool json,
+                   const ResimulationOptions& options) {
   int exit_code = 0;
   std::size_t matched = 0, findings = 0, unread = 0;
   Json all = Json::array();
   for (const std::string& file : files) {
-    Result<ReplayReport> report = replay_file(file, options);
+    Result<ResimulationReport> report = resimulate_file(file, options);
     if (!report) {
       ++unread;
       if (json) {

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "traces/replay.hpp"
+#include "traces/resimulation.hpp"
 
 namespace capsim::cli {
 
@@ -24,6 +24,7 @@ int record_command(const std::string& scenario, const std::string& output,
                    const std::string& backend = "cpu");
 // More than one file ends with a summary line: how many match, diverge or
 // report violations, and could not be read.
-int replay_command(const std::vector<std::string>& files, bool json, const ReplayOptions& options);
+int replay_command(const std::vector<std::string>& files, bool json,
+                   const ResimulationOptions& options);
 
 }  // namespace capsim::cli

@@ -6,7 +6,7 @@
 #include <memory>
 #include <sstream>
 
-#include "traces/replay.hpp"
+#include "traces/resimulation.hpp"
 #include "traces/trace_format.hpp"
 
 namespace capsim {
@@ -39,7 +39,7 @@ CheckResult check_trace_round_trip(const GeneratedProgram& generated, Fault reco
   if (!text) return "bad input: " + text.error().message;
   auto reader = TraceReader::open(std::make_unique<std::istringstream>(*text), "generated.jsonl");
   if (!reader) return "unreadable trace: " + reader.error().message;
-  const Result<ReplayReport> report = replay_trace(**reader, ReplayOptions{});
+  const Result<ResimulationReport> report = resimulate_trace(**reader, ResimulationOptions{});
   if (!report) return "bad trace: " + report.error().message;
   if (report->divergence) {
     const Divergence& d = *report->divergence;

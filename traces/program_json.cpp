@@ -10,7 +10,7 @@
 #include <utility>
 #include <variant>
 
-#include "traces/recorded_graph_json.hpp"
+#include "traces/imported_graph_json.hpp"
 
 namespace capsim {
 namespace {
@@ -360,7 +360,7 @@ void write_fields(Json& j, const DefineAutogradGraph& a) {
   write_recorded_graph(j, a);
 }
 Status read_fields(ObjectReader& r, DefineAutogradGraph& a) {
-  return read_recorded_graph(r, a);
+  return read_imported_graph(r, a);
 }
 void write_fields(Json& j, const CompiledBackward& a) {
   write_compiled_backward(j, a);

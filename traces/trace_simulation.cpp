@@ -2,7 +2,7 @@
 
 #include <memory>
 
-#include "sim/scenarios/capture_scenarios.hpp"
+#include "sim/scenarios/autograd_scenarios.hpp"
 
 namespace capsim {
 
@@ -24,7 +24,7 @@ Status walk_trace(TraceReader& reader, WorldOptions options, TraceVisitor& visit
   options.seed = reader.header().seed;
   options.device_evidence = reader.header().has_device_evidence();
   // A trace's run_capture_scenario actions name built-in scenarios.
-  if (!options.capture_scenarios) options.capture_scenarios = find_capture_scenario;
+  if (!options.autograd_scenarios) options.autograd_scenarios = find_autograd_scenario;
   World world(std::move(options));
   Program program;  // its functions only; World::begin keeps a pointer to it
   bool begun = false;

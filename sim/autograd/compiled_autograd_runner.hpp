@@ -2,11 +2,11 @@
 // cache, the initial capture on a miss and (functional mode) a run of the
 // captured graph, logged as lines and events.
 //
-// The scenarios behind `capsim capture` (sim/scenarios/capture_scenarios.hpp)
+// The scenarios behind `capsim capture` (sim/scenarios/autograd_scenarios.hpp)
 // and the graphs a recorder of real PyTorch walked
-// (sim/autograd/recorded_autograd.hpp) both run through it; a World runs a
+// (sim/autograd/imported_autograd.hpp) both run through it; a World runs a
 // scenario by name through a CaptureScenarioLookup it is given
-// (WorldOptions::capture_scenarios), so that the world wing needs the
+// (WorldOptions::autograd_scenarios), so that the world wing needs the
 // scenario type but never the content.
 #pragma once
 
@@ -56,7 +56,7 @@ struct CaptureRunLog {
 // Phase A, the cache and, on a miss, the initial capture in `mode` of one
 // backward over `graph` from `root`: its lines and events go to `log` (a hit,
 // or a miss with its metadata reads and its ca_capture). Shared by the
-// scenarios' runner and by recorded graphs (sim/autograd/recorded_autograd.hpp).
+// scenarios' runner and by recorded graphs (sim/autograd/imported_autograd.hpp).
 struct BackwardCapture {
   std::uint64_t backward = 0;  // index in the log's run
   CacheDecision decision;
@@ -84,7 +84,7 @@ class CompiledAutogradRunner {
   std::map<std::uint64_t, FxGraph> graphs_;  // per cache entry: its latest capture
 };
 
-struct CaptureScenario {
+struct AutogradScenario {
   std::string name;
   std::string mirrors;
   std::string description;
@@ -93,6 +93,6 @@ struct CaptureScenario {
 };
 
 // Finds a capture scenario by name: null for none.
-using CaptureScenarioLookup = std::function<const CaptureScenario*(const std::string& name)>;
+using CaptureScenarioLookup = std::function<const AutogradScenario*(const std::string& name)>;
 
 }  // namespace capsim

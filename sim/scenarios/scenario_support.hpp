@@ -17,7 +17,7 @@ inline constexpr auto kBackward = CompilationMode::kBackward;
 // Appends actions and remembers the index of the last one (for probes).
 class ProgramWriter {
  public:
-  explicit ProgramWriter(Scenario& s) : s_(s) {}
+  explicit ProgramWriter(ProgramScenario& s) : s_(s) {}
   template <typename A>
   std::size_t add(A action) {
     s_.program.actions.push_back(std::move(action));
@@ -31,7 +31,7 @@ class ProgramWriter {
   void function(FunctionDef def) { s_.program.functions.push_back(std::move(def)); }
 
  private:
-  Scenario& s_;
+  ProgramScenario& s_;
 };
 
 inline std::int64_t live_blocks(const World& w) {

@@ -6,15 +6,15 @@ namespace capsim {
 
 // Defined in scenarios_trees.cpp, scenarios_trees_more.cpp,
 // scenarios_rerecord.cpp and scenarios_optimizer.cpp.
-void add_tree_scenarios(std::vector<Scenario>& out);
-void add_more_tree_scenarios(std::vector<Scenario>& out);
-void add_optimizer_scenarios(std::vector<Scenario>& out);
-void add_rerecord_scenarios(std::vector<Scenario>& out);
-void add_compiled_autograd_scenarios(std::vector<Scenario>& out);
+void add_tree_scenarios(std::vector<ProgramScenario>& out);
+void add_more_tree_scenarios(std::vector<ProgramScenario>& out);
+void add_optimizer_scenarios(std::vector<ProgramScenario>& out);
+void add_rerecord_scenarios(std::vector<ProgramScenario>& out);
+void add_compiled_autograd_scenarios(std::vector<ProgramScenario>& out);
 
-const std::vector<Scenario>& builtin_scenarios() {
-  static const std::vector<Scenario> all = [] {
-    std::vector<Scenario> s;
+const std::vector<ProgramScenario>& builtin_program_scenarios() {
+  static const std::vector<ProgramScenario> all = [] {
+    std::vector<ProgramScenario> s;
     add_tree_scenarios(s);
     add_more_tree_scenarios(s);
     add_rerecord_scenarios(s);
@@ -25,22 +25,22 @@ const std::vector<Scenario>& builtin_scenarios() {
   return all;
 }
 
-const Scenario* find_scenario(const std::string& name) {
-  for (const Scenario& s : builtin_scenarios()) {
+const ProgramScenario* find_program_scenario(const std::string& name) {
+  for (const ProgramScenario& s : builtin_program_scenarios()) {
     if (s.name == name) return &s;
   }
   return nullptr;
 }
 
-bool ScenarioRun::all_hold() const {
+bool ProgramScenarioRun::all_hold() const {
   return status.ok() && std::all_of(expectations.begin(), expectations.end(),
                                     [](const Expectation& e) { return e.holds(); });
 }
 
-ScenarioRun run_scenario(const Scenario& scenario) {
+ProgramScenarioRun run_program_scenario(const ProgramScenario& scenario) {
   World world(scenario.options);
   std::vector<std::int64_t> probes(scenario.probes.size(), 0);
-  ScenarioRun run;
+  ProgramScenarioRun run;
   run.status = world.run(scenario.program, [&](std::size_t action) {
     for (std::size_t i = 0; i < scenario.probes.size(); ++i) {
       if (scenario.probes[i].after_action == action) probes[i] = scenario.probes[i].read(world);

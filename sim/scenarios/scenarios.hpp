@@ -32,7 +32,7 @@ struct Probe {
   std::function<std::int64_t(const World&)> read;
 };
 
-struct Scenario {
+struct ProgramScenario {
   std::string name;
   std::string mirrors;      // the PyTorch test (file::test) it reproduces
   std::string description;  // one line
@@ -46,15 +46,15 @@ struct Scenario {
 };
 
 // Every built-in scenario, in a fixed order.
-const std::vector<Scenario>& builtin_scenarios();
-const Scenario* find_scenario(const std::string& name);
+const std::vector<ProgramScenario>& builtin_program_scenarios();
+const ProgramScenario* find_program_scenario(const std::string& name);
 
-struct ScenarioRun {
+struct ProgramScenarioRun {
   Status status;  // bad input in the scenario itself (a bug in capsim)
   std::vector<Event> events;
   std::vector<Expectation> expectations;
   bool all_hold() const;
 };
-ScenarioRun run_scenario(const Scenario& scenario);
+ProgramScenarioRun run_program_scenario(const ProgramScenario& scenario);
 
 }  // namespace capsim

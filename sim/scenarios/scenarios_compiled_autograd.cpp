@@ -15,7 +15,7 @@
 #include "sim/autograd/compiled_autograd_capture.hpp"
 #include "sim/autograd/compiled_autograd_function.hpp"
 #include "sim/autograd/compiled_autograd_run.hpp"
-#include "sim/scenarios/capture_scenarios.hpp"
+#include "sim/scenarios/autograd_scenarios.hpp"
 #include "sim/scenarios/scenario_support.hpp"
 
 namespace capsim {
@@ -68,8 +68,8 @@ Result<CapturedBackward> capture_model_backward() {
   return out;
 }
 
-Scenario compiled_autograd_backward_adam() {
-  Scenario s;
+ProgramScenario compiled_autograd_backward_adam() {
+  ProgramScenario s;
   s.name = "compiled_autograd_backward_adam";
   s.mirrors =
       "PR 144707 x PR 107504: a compiled-autograd backward, cudagraphed, then compiled Adam";
@@ -112,15 +112,15 @@ Scenario compiled_autograd_backward_adam() {
 // ca_<name>_legacy for the capture before PR 144707. The legacy one is the
 // corpus's negative control: it reads proxy metadata, which replay reports as
 // a violation of no_proxy_metadata_reads.
-Scenario capture_program(const CaptureScenario& c, CaptureMode mode,
-                         std::int64_t expected_reads = 0) {
-  Scenario s;
+ProgramScenario capture_program(const AutogradScenario& c, CaptureMode mode,
+                                std::int64_t expected_reads = 0) {
+  ProgramScenario s;
   const bool legacy = mode == CaptureMode::kLegacy;
   s.name = fmt::format("ca_{}{}", c.name, legacy ? "_legacy" : "");
   s.mirrors = c.mirrors;
   s.description = legacy ? fmt::format("{} (legacy capture: reads proxy metadata)", c.description)
                          : c.description;
-  s.options.capture_scenarios = find_capture_scenario;
+  s.options.autograd_scenarios = find_autograd_scenario;
   ProgramWriter p(s);
   p.add(RunCaptureScenario{c.name, mode});
   const std::int64_t captures = static_cast<std::int64_t>(c.expected_captures);
@@ -141,13 +141,13 @@ constexpr std::int64_t kLegacyBasicReads = 9;
 
 }  // namespace
 
-void add_compiled_autograd_scenarios(std::vector<Scenario>& out) {
+void add_compiled_autograd_scenarios(std::vector<ProgramScenario>& out) {
   out.push_back(compiled_autograd_backward_adam());
-  for (const CaptureScenario& c : builtin_capture_scenarios()) {
+  for (const AutogradScenario& c : builtin_autograd_scenarios()) {
     out.push_back(capture_program(c, CaptureMode::kFunctional));
   }
   out.push_back(
-      capture_program(*find_capture_scenario("basic"), CaptureMode::kLegacy, kLegacyBasicReads));
+      capture_program(*find_autograd_scenario("basic"), CaptureMode::kLegacy, kLegacyBasicReads));
 }
 
 }  // namespace capsim

@@ -56,8 +56,8 @@ std::int64_t step_copy_bytes(const World& w) {
   return sum_field(w, EventKind::kCopyIn, "opt.step", F::bytes);
 }
 
-Scenario compiled_adam_cudagraphed_backward() {
-  Scenario s;
+ProgramScenario compiled_adam_cudagraphed_backward() {
+  ProgramScenario s;
   s.name = "compiled_adam_cudagraphed_backward";
   s.mirrors = "PR 107504 case 1 (test_compiled_optimizers.py: check_cudagraphs_ran)";
   s.description = "the backward is cudagraphed: grads are pool outputs, 0 copies per step";
@@ -79,8 +79,8 @@ Scenario compiled_adam_cudagraphed_backward() {
   return s;
 }
 
-Scenario compiled_adam_eager_backward() {
-  Scenario s;
+ProgramScenario compiled_adam_eager_backward() {
+  ProgramScenario s;
   s.name = "compiled_adam_eager_backward";
   s.mirrors = "PR 107504 case 2 (issue 112548)";
   s.description = "the backward is eager: each replay copies every grad into the pool";
@@ -102,8 +102,8 @@ Scenario compiled_adam_eager_backward() {
   return s;
 }
 
-Scenario compiled_adam_static_grads(bool pr_107853_rule) {
-  Scenario s;
+ProgramScenario compiled_adam_static_grads(bool pr_107853_rule) {
+  ProgramScenario s;
   s.name = pr_107853_rule ? "compiled_adam_static_grads_pr107853"
                           : "compiled_adam_static_grads_zero_grad";
   s.mirrors = pr_107853_rule ? "PR 107853 (proposed, never shipped): zero_grad raises"
@@ -147,8 +147,8 @@ Scenario compiled_adam_static_grads(bool pr_107853_rule) {
   return s;
 }
 
-Scenario compiled_adam_optimizer_dropped() {
-  Scenario s;
+ProgramScenario compiled_adam_optimizer_dropped() {
+  ProgramScenario s;
   s.name = "compiled_adam_optimizer_dropped";
   s.mirrors = "test_compiled_optimizers.py::test_static_address_finalizer";
   s.description =
@@ -190,7 +190,7 @@ Scenario compiled_adam_optimizer_dropped() {
 
 }  // namespace
 
-void add_optimizer_scenarios(std::vector<Scenario>& out) {
+void add_optimizer_scenarios(std::vector<ProgramScenario>& out) {
   out.push_back(compiled_adam_cudagraphed_backward());
   out.push_back(compiled_adam_eager_backward());
   out.push_back(compiled_adam_static_grads(false));

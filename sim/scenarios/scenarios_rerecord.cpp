@@ -32,8 +32,8 @@ void iteration(ProgramWriter& p, const std::string& param) {
   p.add(Del{"grad"});
 }
 
-Scenario multi_dispatch_single_compile_param_inputs() {
-  Scenario s;
+ProgramScenario multi_dispatch_single_compile_param_inputs() {
+  ProgramScenario s;
   s.name = "multi_dispatch_single_compile_param_inputs";
   s.mirrors = "test_cudagraph_trees.py::test_multi_dispatch_single_compile_param_inputs";
   s.description = "swapping a param re-records without recompiling; swapping back replays";
@@ -53,8 +53,8 @@ Scenario multi_dispatch_single_compile_param_inputs() {
   return s;
 }
 
-Scenario fallback_to_eager_if_recompiling_too_many_times(bool warn_only_once) {
-  Scenario s;
+ProgramScenario fallback_to_eager_if_recompiling_too_many_times(bool warn_only_once) {
+  ProgramScenario s;
   s.name = warn_only_once ? "fallback_to_eager_if_recompiling_too_many_times_warn_only_once"
                           : "fallback_to_eager_if_recompiling_too_many_times";
   s.mirrors = std::string("test_cudagraph_trees.py::test_") + s.name;
@@ -81,8 +81,8 @@ Scenario fallback_to_eager_if_recompiling_too_many_times(bool warn_only_once) {
   return s;
 }
 
-Scenario no_rerecord_with_mark_static_address() {
-  Scenario s;
+ProgramScenario no_rerecord_with_mark_static_address() {
+  ProgramScenario s;
   s.name = "no_rerecord_with_mark_static_address";
   s.mirrors = "test_cudagraph_trees.py::test_no_rerecord_with_mark_static_address";
   s.description =
@@ -118,8 +118,8 @@ Scenario no_rerecord_with_mark_static_address() {
   return s;
 }
 
-Scenario mutation_on_inp() {
-  Scenario s;
+ProgramScenario mutation_on_inp() {
+  ProgramScenario s;
   s.name = "mutation_on_inp";
   s.mirrors = "test_cudagraph_trees.py::test_mutation_on_inp";
   s.description = "mutating an eager input skips cudagraphs (S1) and makes no root";
@@ -141,8 +141,8 @@ Scenario mutation_on_inp() {
   return s;
 }
 
-Scenario mutation_cudagraph_managed_tensors() {
-  Scenario s;
+ProgramScenario mutation_cudagraph_managed_tensors() {
+  ProgramScenario s;
   s.name = "mutation_cudagraph_managed_tensors";
   s.mirrors = "test_cudagraph_trees.py::test_mutation_cudagraph_managed_tensors";
   s.description = "mutating a prior graph's output is cudagraphed; mutating a clone is S1 once";
@@ -180,8 +180,8 @@ Scenario mutation_cudagraph_managed_tensors() {
   return s;
 }
 
-Scenario plain_api_param_reassigned() {
-  Scenario s;
+ProgramScenario plain_api_param_reassigned() {
+  ProgramScenario s;
   s.name = "plain_api_param_reassigned";
   s.mirrors = "torch/cuda/graphs.py::make_graphed_callables (spec §3.4, invariant 23)";
   s.description = "plain API: a param whose .data is reassigned is still read at its old address";
@@ -215,7 +215,7 @@ Scenario plain_api_param_reassigned() {
 
 }  // namespace
 
-void add_rerecord_scenarios(std::vector<Scenario>& out) {
+void add_rerecord_scenarios(std::vector<ProgramScenario>& out) {
   out.push_back(multi_dispatch_single_compile_param_inputs());
   out.push_back(fallback_to_eager_if_recompiling_too_many_times(false));
   out.push_back(fallback_to_eager_if_recompiling_too_many_times(true));

@@ -9,8 +9,8 @@ using namespace scenario_support;
 
 namespace {
 
-Scenario run_simple() {
-  Scenario s;
+ProgramScenario run_simple() {
+  ProgramScenario s;
   s.name = "run_simple";
   s.mirrors = "test_cudagraph_trees.py::test_run_simple";
   s.description = "two input sizes give two FunctionIds, two roots and no children";
@@ -29,8 +29,8 @@ Scenario run_simple() {
   return s;
 }
 
-Scenario end_recording_early() {
-  Scenario s;
+ProgramScenario end_recording_early() {
+  ProgramScenario s;
   s.name = "end_recording_early";
   s.mirrors = "test_cudagraph_trees.py::test_end_recording_early";
   s.description = "a recording ends once its outputs die: a later function starts a new root";
@@ -62,8 +62,8 @@ Scenario end_recording_early() {
   return s;
 }
 
-Scenario execution_into_recording() {
-  Scenario s;
+ProgramScenario execution_into_recording() {
+  ProgramScenario s;
   s.name = "execution_into_recording";
   s.mirrors = "test_cudagraph_trees.py::test_execution_into_recording";
   s.description =
@@ -117,8 +117,8 @@ Scenario execution_into_recording() {
   return s;
 }
 
-Scenario dynamic_warmup() {
-  Scenario s;
+ProgramScenario dynamic_warmup() {
+  ProgramScenario s;
   s.name = "dynamic_warmup";
   s.mirrors = "test_cudagraph_trees.py::test_dynamic_warmup";
   s.description = "each int key is its own FunctionId: warmup and record per size, body runs twice";
@@ -141,8 +141,8 @@ Scenario dynamic_warmup() {
   return s;
 }
 
-Scenario unaligned_static_parameter() {
-  Scenario s;
+ProgramScenario unaligned_static_parameter() {
+  ProgramScenario s;
   s.name = "unaligned_static_parameter";
   s.mirrors = "test_cudagraph_trees.py::test_unaligned_static_parameter";
   s.description = "a static input at data_ptr % 16 != 0 is demoted and copied";
@@ -177,8 +177,8 @@ Scenario unaligned_static_parameter() {
   return s;
 }
 
-Scenario live_outputs_multiple_graphs() {
-  Scenario s;
+ProgramScenario live_outputs_multiple_graphs() {
+  ProgramScenario s;
   s.name = "live_outputs_multiple_graphs";
   s.mirrors = "test_cudagraph_trees.py::test_live_outputs_multiple_graphs";
   s.description = "a new branch after replay costs one checkpoint to warm up and one to record";
@@ -234,8 +234,8 @@ FunctionDef two_outputs(const std::string& name, Dims sizes) {
   return f.returns({f.add(x, f.full(sizes, 1.0f)), f.add(x, f.full(sizes, 2.0f))});
 }
 
-Scenario tensor_dies_between_checkpoint() {
-  Scenario s;
+ProgramScenario tensor_dies_between_checkpoint() {
+  ProgramScenario s;
   s.name = "tensor_dies_between_checkpoint";
   s.mirrors = "test_cudagraph_trees.py::test_tensor_dies_between_checkpoint";
   s.description = "an output that died since the recording is freed by the checkpoint";
@@ -263,8 +263,8 @@ Scenario tensor_dies_between_checkpoint() {
   return s;
 }
 
-Scenario checkpoint_shared_output_storage_deallocation() {
-  Scenario s;
+ProgramScenario checkpoint_shared_output_storage_deallocation() {
+  ProgramScenario s;
   s.name = "checkpoint_shared_output_storage_deallocation";
   s.mirrors = "test_cudagraph_trees.py::test_checkpoint_shared_output_storage_deallocation";
   s.description = "two outputs over one storage are one block, freed when both die";
@@ -306,8 +306,8 @@ Scenario checkpoint_shared_output_storage_deallocation() {
   return s;
 }
 
-Scenario tensor_no_longer_in_pool() {
-  Scenario s;
+ProgramScenario tensor_no_longer_in_pool() {
+  ProgramScenario s;
   s.name = "tensor_no_longer_in_pool";
   s.mirrors = "test_cudagraph_trees.py::test_tensor_no_longer_in_pool";
   s.description = "a managed input replaced by an eager tensor: a sibling recording, 1 checkpoint";
@@ -333,8 +333,8 @@ Scenario tensor_no_longer_in_pool() {
   return s;
 }
 
-Scenario checkpointing_resets_persistent_refs() {
-  Scenario s;
+ProgramScenario checkpointing_resets_persistent_refs() {
+  ProgramScenario s;
   s.name = "checkpointing_resets_persistent_refs";
   s.mirrors = "test_cudagraph_trees.py::test_checkpointing_resets_persistent_refs";
   s.description = "a cached output is the same object every replay until a checkpoint";
@@ -398,7 +398,7 @@ Scenario checkpointing_resets_persistent_refs() {
 
 }  // namespace
 
-void add_tree_scenarios(std::vector<Scenario>& out) {
+void add_tree_scenarios(std::vector<ProgramScenario>& out) {
   out.push_back(run_simple());
   out.push_back(end_recording_early());
   out.push_back(execution_into_recording());

@@ -13,8 +13,8 @@ std::int64_t path_live_weakrefs(const World& w) {
   return w.manager() ? static_cast<std::int64_t>(w.manager()->path_live_weakrefs().size()) : -1;
 }
 
-Scenario alias_of_parameter() {
-  Scenario s;
+ProgramScenario alias_of_parameter() {
+  ProgramScenario s;
   s.name = "alias_of_parameter";
   s.mirrors = "test_cudagraph_trees.py::test_alias_of_parameter";
   s.description = "outputs aliasing a parameter are static: untracked, never freed";
@@ -50,8 +50,8 @@ Scenario alias_of_parameter() {
   return s;
 }
 
-Scenario empty_storage() {
-  Scenario s;
+ProgramScenario empty_storage() {
+  ProgramScenario s;
   s.name = "empty_storage";
   s.mirrors = "test_cudagraph_trees.py::test_empty_storage";
   s.description = "a zero-size output has data_ptr 0 and is a static, untracked output";
@@ -92,8 +92,8 @@ void add_forward_backward(ProgramWriter& p, Dims sizes) {
   (void)sizes;
 }
 
-Scenario forward_backward() {
-  Scenario s;
+ProgramScenario forward_backward() {
+  ProgramScenario s;
   s.name = "forward_backward";
   s.mirrors = "test_cudagraph_trees.py::test_forward_backward";
   s.description = "the backward is the forward's child; its saved inputs die during the graph";
@@ -120,8 +120,8 @@ Scenario forward_backward() {
   return s;
 }
 
-Scenario forward_backward_not_called() {
-  Scenario s;
+ProgramScenario forward_backward_not_called() {
+  ProgramScenario s;
   s.name = "forward_backward_not_called";
   s.mirrors = "test_cudagraph_trees.py::test_forward_backward_not_called";
   s.description = "a backward that never runs does not block: 3 graphs, no pending forward";
@@ -148,8 +148,8 @@ Scenario forward_backward_not_called() {
   return s;
 }
 
-Scenario forward_with_skipped_cudagraphed_backward() {
-  Scenario s;
+ProgramScenario forward_with_skipped_cudagraphed_backward() {
+  ProgramScenario s;
   s.name = "forward_with_skipped_cudagraphed_backward";
   s.mirrors = "test_cudagraph_trees.py::test_forward_with_skipped_cudagraphed_backward";
   s.description = "an eager backward still clears the pending flag: the forward records once";
@@ -174,8 +174,8 @@ Scenario forward_with_skipped_cudagraphed_backward() {
   return s;
 }
 
-Scenario warn_on_pending_backward() {
-  Scenario s;
+ProgramScenario warn_on_pending_backward() {
+  ProgramScenario s;
   s.name = "warn_on_pending_backward";
   s.mirrors = "test_cudagraph_trees.py::test_warn_on_pending_backward";
   s.description = "forwards whose backward never runs keep the tree warming up: W1, no graph";
@@ -193,8 +193,8 @@ Scenario warn_on_pending_backward() {
   return s;
 }
 
-Scenario mark_step() {
-  Scenario s;
+ProgramScenario mark_step() {
+  ProgramScenario s;
   s.name = "mark_step";
   s.mirrors = "test_cudagraph_trees.py::test_mark_step";
   s.description = "cudagraph_mark_step_begin starts a generation despite a pending backward";
@@ -211,8 +211,8 @@ Scenario mark_step() {
   return s;
 }
 
-Scenario error_on_dealloc_use() {
-  Scenario s;
+ProgramScenario error_on_dealloc_use() {
+  ProgramScenario s;
   s.name = "error_on_dealloc_use";
   s.mirrors = "test_cudagraph_trees.py::test_error_on_dealloc_use";
   s.description = "an output kept across a generation boundary raises E1 when used";
@@ -245,8 +245,8 @@ FunctionDef linear(const std::string& name, bool with_buffer) {
   return f.returns({y});
 }
 
-Scenario unstable_ptr() {
-  Scenario s;
+ProgramScenario unstable_ptr() {
+  ProgramScenario s;
   s.name = "unstable_ptr";
   s.mirrors = "test_cudagraph_trees.py::test_unstable_ptr";
   s.description = "error mode: a weight whose .data is reassigned raises E4 at replay";
@@ -269,8 +269,8 @@ Scenario unstable_ptr() {
   return s;
 }
 
-Scenario rerecord_if_static_input_address_changed() {
-  Scenario s;
+ProgramScenario rerecord_if_static_input_address_changed() {
+  ProgramScenario s;
   s.name = "rerecord_if_static_input_address_changed";
   s.mirrors = "test_cudagraph_trees.py::test_rerecord_if_static_input_address_changed";
   s.description = "re-record mode: a new bias and buffer give a second recording, no error";
@@ -296,7 +296,7 @@ Scenario rerecord_if_static_input_address_changed() {
 
 }  // namespace
 
-void add_more_tree_scenarios(std::vector<Scenario>& out) {
+void add_more_tree_scenarios(std::vector<ProgramScenario>& out) {
   out.push_back(alias_of_parameter());
   out.push_back(empty_storage());
   out.push_back(forward_backward());

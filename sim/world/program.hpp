@@ -19,7 +19,7 @@
 
 #include "model/kernel_launch.hpp"
 #include "sim/autograd/capture_mode.hpp"
-#include "sim/autograd/recorded_graph.hpp"
+#include "sim/autograd/imported_graph.hpp"
 #include "sim/core/function_def.hpp"
 
 namespace capsim {
@@ -112,7 +112,7 @@ struct DropOptimizer {
 };
 // torch._dynamo.reset(): the tree manager is shut down, compiled code dropped.
 struct Reset {};
-// A built-in compiled-autograd scenario (sim/scenarios/capture_scenarios.hpp), run as
+// A built-in compiled-autograd scenario (sim/scenarios/autograd_scenarios.hpp), run as
 // one action: its cache decisions, proxy metadata reads, captures and runs
 // become this action's events. Coarse on purpose: the World's own tensors are
 // not autograd variables yet, so a program cannot build the graph itself

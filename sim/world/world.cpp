@@ -7,7 +7,7 @@
 #include <set>
 
 #include "model/digest.hpp"
-#include "sim/autograd/recorded_autograd.hpp"
+#include "sim/autograd/imported_autograd.hpp"
 #include "sim/core/body_interpreter.hpp"
 #include "sim/core/eager_oracle.hpp"
 #include "sim/trees/messages.hpp"

@@ -29,9 +29,9 @@
 
 namespace capsim {
 
-struct BackwardView;     // sim/autograd/compiled_autograd_runner.hpp
-struct CaptureScenario;  // sim/autograd/compiled_autograd_runner.hpp
-class RecordedAutograd;  // sim/autograd/recorded_autograd.hpp
+struct BackwardView;      // sim/autograd/compiled_autograd_runner.hpp
+struct AutogradScenario;  // sim/autograd/compiled_autograd_runner.hpp
+class ImportedAutograd;   // sim/autograd/imported_autograd.hpp
 
 // 1 GiB: every scenario, corpus trace and generated case takes under 64 MiB.
 inline constexpr std::uint64_t kDefaultMemoryBudget = std::uint64_t{1} << 30;
@@ -49,9 +49,9 @@ struct WorldOptions {
   // Where run_capture_scenario actions find their scenario by name (a
   // CaptureScenarioLookup): the built-in ones are content of sim/scenarios/,
   // which the world wing does not include, so whoever builds the World hands
-  // them in (find_capture_scenario; trace replay and run_scenario do). Empty:
+  // them in (find_autograd_scenario; trace replay and run_program_scenario do). Empty:
   // every such action names an unknown scenario.
-  std::function<const CaptureScenario*(const std::string& name)> capture_scenarios;
+  std::function<const AutogradScenario*(const std::string& name)> autograd_scenarios;
   // A second backend that runs every graph too and compares it with the
   // model (model/replay_mirror.hpp): the CUDA reference backend. Not owned;
   // it must outlive the World. It observes only: the events are the same.
@@ -202,7 +202,7 @@ class World {
   std::vector<std::unique_ptr<FunctionDef>> retired_defs_;
   // The autograd graphs of a recorded PyTorch run and compiled autograd's
   // cache over them; made on the first autograd_graph action.
-  std::unique_ptr<RecordedAutograd> recorded_autograd_;
+  std::unique_ptr<ImportedAutograd> recorded_autograd_;
 };
 
 }  // namespace capsim

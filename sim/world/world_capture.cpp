@@ -1,21 +1,21 @@
 // World: the compiled-autograd actions. run_capture_scenario runs a scenario
-// found through WorldOptions::capture_scenarios on its own autograd devices
+// found through WorldOptions::autograd_scenarios on its own autograd devices
 // (sim/autograd/compiled_autograd_runner.hpp; the built-in scenarios are
 // content, sim/scenarios/, which this wing never includes); autograd_graph
 // and compiled_backward work on graphs a recorder of real PyTorch walked
-// (sim/autograd/recorded_autograd.hpp). None of them touches the World's
+// (sim/autograd/imported_autograd.hpp). None of them touches the World's
 // memory, pools, tensors or trees: they only add events and counters.
 #include <fmt/format.h>
 
 #include "sim/autograd/compiled_autograd_runner.hpp"
-#include "sim/autograd/recorded_autograd.hpp"
+#include "sim/autograd/imported_autograd.hpp"
 #include "sim/world/world.hpp"
 
 namespace capsim {
 
 Status World::do_run_capture_scenario(const RunCaptureScenario& a) {
-  const CaptureScenario* scenario =
-      options_.capture_scenarios ? options_.capture_scenarios(a.name) : nullptr;
+  const AutogradScenario* scenario =
+      options_.autograd_scenarios ? options_.autograd_scenarios(a.name) : nullptr;
   if (scenario == nullptr) {
     return make_error(
         fmt::format("capture scenario '{}': unknown (see capsim capture --list)", a.name));
@@ -33,7 +33,7 @@ Status World::do_run_capture_scenario(const RunCaptureScenario& a) {
 }
 
 Status World::do_define_autograd_graph(const DefineAutogradGraph& a) {
-  if (!recorded_autograd_) recorded_autograd_ = std::make_unique<RecordedAutograd>();
+  if (!recorded_autograd_) recorded_autograd_ = std::make_unique<ImportedAutograd>();
   return recorded_autograd_->define(a);
 }
 

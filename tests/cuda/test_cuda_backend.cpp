@@ -35,8 +35,8 @@ std::unique_ptr<CudaBackend> make_backend(Fault fault = Fault::kNone) {
   return std::move(*b);
 }
 
-const Scenario& scenario(const std::string& name) {
-  const Scenario* s = find_scenario(name);
+const ProgramScenario& scenario(const std::string& name) {
+  const ProgramScenario* s = find_program_scenario(name);
   REQUIRE(s != nullptr);
   return *s;
 }
@@ -104,17 +104,17 @@ TEST_CASE("cuda backend: a kernel pointer outside every buffer fails verificatio
 }
 
 TEST_CASE("cuda backend: the plain API's stale read is the model's stale prediction") {
-  const Scenario& s = scenario("plain_api_param_reassigned");
+  const ProgramScenario& s = scenario("plain_api_param_reassigned");
   ReferenceMirror mirror(make_backend());
   const testing::MirroredRun run = testing::run_mirrored(s, mirror);
   CHECK_MESSAGE(!mirror.disagreement(), mirror.disagreement().value_or(""));
   CHECK(run.device_events >= 2);
   CHECK(run.model_events == run.mirrored_events);
-  CHECK(run_scenario(s).all_hold());  // the model predicts the stale read
+  CHECK(run_program_scenario(s).all_hold());  // the model predicts the stale read
 }
 
 TEST_CASE("cuda backend: compiled Adam, replayed step after step, is bitwise the model") {
-  const Scenario& s = scenario("compiled_adam_cudagraphed_backward");
+  const ProgramScenario& s = scenario("compiled_adam_cudagraphed_backward");
   ReferenceMirror mirror(make_backend());
   const testing::MirroredRun run = testing::run_mirrored(s, mirror);
   CHECK_MESSAGE(!mirror.disagreement(), mirror.disagreement().value_or(""));
@@ -124,7 +124,7 @@ TEST_CASE("cuda backend: compiled Adam, replayed step after step, is bitwise the
 }
 
 TEST_CASE("cuda backend: every built-in scenario agrees with the model") {
-  for (const Scenario& s : builtin_scenarios()) {
+  for (const ProgramScenario& s : builtin_program_scenarios()) {
     CAPTURE(s.name);
     ReferenceMirror mirror(make_backend());
     const testing::MirroredRun run = testing::run_mirrored(s, mirror);

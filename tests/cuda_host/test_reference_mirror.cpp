@@ -12,15 +12,15 @@
 #include "model/cpu_backend.hpp"
 #include "sim/scenarios/scenarios.hpp"
 #include "tests/support/mirrored_run.hpp"
-#include "traces/record.hpp"
+#include "traces/scenario_trace.hpp"
 
 namespace capsim::cuda {
 namespace {
 
 using testing::run_mirrored;
 
-const Scenario& scenario(const std::string& name) {
-  const Scenario* s = find_scenario(name);
+const ProgramScenario& scenario(const std::string& name) {
+  const ProgramScenario* s = find_program_scenario(name);
   REQUIRE(s != nullptr);
   return *s;
 }
@@ -66,7 +66,7 @@ class SkewedBackend final : public Backend {
 };
 
 TEST_CASE("reference mirror: a host backend agrees with the model on every built-in scenario") {
-  for (const Scenario& s : builtin_scenarios()) {
+  for (const ProgramScenario& s : builtin_program_scenarios()) {
     CAPTURE(s.name);
     HostBackend host;
     ReferenceMirror mirror(host);
@@ -83,14 +83,14 @@ TEST_CASE("reference mirror: a host backend agrees with the model on every built
 TEST_CASE("reference mirror: the plain API's stale read is reproduced, not corrected") {
   // make_graphed_callables reads a reassigned param at its old address: the
   // model predicts stale values, and the mirror must compute the same bits.
-  const Scenario& s = scenario("plain_api_param_reassigned");
+  const ProgramScenario& s = scenario("plain_api_param_reassigned");
   HostBackend host;
   ReferenceMirror mirror(host);
   const testing::MirroredRun run = run_mirrored(s, mirror);
   REQUIRE_FALSE(mirror.disagreement().has_value());
   CHECK(run.device_events >= 2);
   CHECK(run.model_events == run.mirrored_events);
-  CHECK(run_scenario(s).all_hold());  // the scenario asserts the stale read itself
+  CHECK(run_program_scenario(s).all_hold());  // the scenario asserts the stale read itself
 }
 
 TEST_CASE("reference mirror: memory copied in only once is caught (the control)") {
@@ -134,7 +134,7 @@ TEST_CASE("reference mirror: buffer ids ride along as an extension the model doe
 TEST_CASE("reference mirror: a recording beside it is a capsim-cuda trace with device events") {
   HostBackend host;
   ReferenceMirror mirror(host);
-  Result<std::vector<std::string>> lines = record_scenario_on(scenario("run_simple"), mirror);
+  Result<std::vector<std::string>> lines = trace_scenario_on(scenario("run_simple"), mirror);
   REQUIRE(lines);
   CHECK(lines->front().find(R"("producer":"capsim-cuda")") != std::string::npos);
   CHECK(lines->front().find(R"("x_device":"host")") != std::string::npos);

@@ -18,14 +18,14 @@
 #include <string>
 
 #include "tests/fuzz/fuzz_support.hpp"
-#include "traces/replay.hpp"
+#include "traces/resimulation.hpp"
 #include "traces/trace_reader.hpp"
 
 namespace {
 
 using capsim::Error;
 using capsim::Json;
-using capsim::ReplayReport;
+using capsim::ResimulationReport;
 using capsim::Result;
 using capsim::TraceReader;
 
@@ -38,7 +38,7 @@ using capsim::fuzz::open_over;
 // What the CLI does with an outcome: the one-line summary, and the --json
 // document (nlohmann's dump throws on invalid UTF-8, so every string that
 // reaches a report or an error message must be valid UTF-8).
-void print_like_the_cli(const Result<ReplayReport>& report) {
+void print_like_the_cli(const Result<ResimulationReport>& report) {
   Json all = Json::array();
   if (!report) {
     Json j = Json::object();
@@ -77,9 +77,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
 
   auto second = open_over(bytes);
   if (!second) fail("the header read once but not twice");
-  capsim::ReplayOptions options;
+  capsim::ResimulationOptions options;
   options.memory_budget_bytes = capsim::fuzz::kFuzzMemoryBudget;
-  const Result<ReplayReport> report = capsim::replay_trace(**second, options);
+  const Result<ResimulationReport> report = capsim::resimulate_trace(**second, options);
   if (report.ok() && !read_all) fail("replay succeeded on a trace the reader refuses");
   if (report.ok() && report->lines != (*reader)->lines_read()) {
     fail("replay read another number of lines than the reader");

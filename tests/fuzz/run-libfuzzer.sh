@@ -60,7 +60,7 @@ fi
 # times as long. Two TUs that define the same name in an anonymous namespace
 # must go in different files. fmt links as the system library.
 unity_a=(
-  traces/event_schema.cpp traces/json_fields.cpp traces/program_json.cpp traces/replay.cpp
+  traces/event_schema.cpp traces/json_fields.cpp traces/program_json.cpp traces/resimulation.cpp
   traces/trace_format.cpp traces/trace_reader.cpp traces/trace_simulation.cpp
   model/caching_allocator.cpp model/cpu_backend.cpp model/device_memory.cpp model/digest.cpp model/fault.cpp
   model/graph_evidence.cpp
@@ -77,15 +77,15 @@ unity_b=(
 # Compiled autograd, for the run_capture_scenario action. capture.cpp and
 # run.cpp each have their own anonymous `Value`, so they go in different files.
 unity_c=(
-  sim/world/world_capture.cpp sim/scenarios/capture_scenarios.cpp
+  sim/world/world_capture.cpp sim/scenarios/autograd_scenarios.cpp
   sim/autograd/compiled_autograd_runner.cpp sim/autograd/autograd_engine.cpp sim/autograd/autograd_aot.cpp
   sim/autograd/compiled_autograd_collect.cpp sim/autograd/compiled_autograd_capture.cpp
-  sim/autograd/recorded_autograd.cpp sim/autograd/fx_target_names.cpp
+  sim/autograd/imported_autograd.cpp sim/autograd/fx_target_names.cpp
 )
 unity_d=(
   sim/autograd/autograd_backward.cpp sim/autograd/autograd_backward_ops.cpp sim/autograd/compiled_autograd_run.cpp
   model/autograd_graph.cpp model/fx_graph.cpp
-  traces/recorded_graph_json.cpp traces/event_compare.cpp model/output_file.cpp
+  traces/imported_graph_json.cpp traces/event_compare.cpp model/output_file.cpp
 )
 # The drawings, the diffs and the Chrome export, for the targets beyond replay,
 # and the structure-aware custom mutator that every target uses.

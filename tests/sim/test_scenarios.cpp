@@ -10,9 +10,9 @@
 namespace capsim {
 
 TEST_CASE("scenario: every built-in scenario holds its expectations") {
-  for (const Scenario& s : builtin_scenarios()) {
+  for (const ProgramScenario& s : builtin_program_scenarios()) {
     CAPTURE(s.name);
-    const ScenarioRun run = run_scenario(s);
+    const ProgramScenarioRun run = run_program_scenario(s);
     REQUIRE_MESSAGE(run.status.ok(), run.status.error().message);
     CHECK_FALSE(run.expectations.empty());
     for (const Expectation& e : run.expectations) {
@@ -24,7 +24,7 @@ TEST_CASE("scenario: every built-in scenario holds its expectations") {
 
 TEST_CASE("scenario: names are unique and each names the PyTorch test it mirrors") {
   std::set<std::string> names;
-  for (const Scenario& s : builtin_scenarios()) {
+  for (const ProgramScenario& s : builtin_program_scenarios()) {
     CHECK(names.insert(s.name).second);
     CHECK_FALSE(s.mirrors.empty());
     CHECK_FALSE(s.description.empty());
@@ -33,9 +33,9 @@ TEST_CASE("scenario: names are unique and each names the PyTorch test it mirrors
 }
 
 TEST_CASE("scenario: the same scenario gives the same events twice") {
-  for (const Scenario& s : builtin_scenarios()) {
+  for (const ProgramScenario& s : builtin_program_scenarios()) {
     CAPTURE(s.name);
-    CHECK(run_scenario(s).events == run_scenario(s).events);
+    CHECK(run_program_scenario(s).events == run_program_scenario(s).events);
   }
 }
 

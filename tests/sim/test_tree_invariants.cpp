@@ -78,12 +78,12 @@ TEST_CASE("invariant 4: a call while recording records a child, with no checkpoi
 }
 
 TEST_CASE("invariant 5: one checkpoint per switch from execution; pool equals live outputs") {
-  const ScenarioRun run = run_named("live_outputs_multiple_graphs");
+  const ProgramScenarioRun run = run_named("live_outputs_multiple_graphs");
   CHECK(expectation(run, "checkpoints").actual == 2);
   CHECK(count_where(run.events, EventKind::kError, F::id, "E6") == 0);
   CHECK(count_where(run.events, EventKind::kError, F::id, "E7") == 0);
   // Two outputs over one block: freed once, when the second dies.
-  const ScenarioRun shared = run_named("checkpoint_shared_output_storage_deallocation");
+  const ProgramScenarioRun shared = run_named("checkpoint_shared_output_storage_deallocation");
   CHECK(expectation(shared, "live blocks after del x1").actual == 1);
   CHECK(expectation(shared, "live blocks after del x2").actual == 0);
 }
@@ -107,7 +107,7 @@ TEST_CASE("invariant 6: non-static inputs are copied once per replay, static one
 }
 
 TEST_CASE("invariant 7: an unaligned static input is demoted; a misaligned input is cloned") {
-  const ScenarioRun run = run_named("unaligned_static_parameter");
+  const ProgramScenarioRun run = run_named("unaligned_static_parameter");
   CHECK(expectation(run, "static_input_data_ptrs that are not None").actual == 0);
   CHECK(count_where(run.events, EventKind::kAlignClone, F::demoted, true) == 1);
   CHECK(count_events(run.events, EventKind::kAlignClone) >= 3);
@@ -148,20 +148,21 @@ TEST_CASE("invariant 8: a managed-pointer mismatch is reported before a static o
 }
 
 TEST_CASE("invariant 9: only pointer mismatches count, and only without inlining") {
-  const ScenarioRun once =
+  const ProgramScenarioRun once =
       run_named("fallback_to_eager_if_recompiling_too_many_times_warn_only_once");
   CHECK(count_where(once.events, EventKind::kSkip, F::id, "E5") == 2);
   CHECK(expectation(once, "graphs recorded").actual == 3);
   // The same program with inline_inbuilt_nn_modules=True never hits the limit.
-  Scenario s = *find_scenario("fallback_to_eager_if_recompiling_too_many_times_warn_only_once");
+  ProgramScenario s =
+      *find_program_scenario("fallback_to_eager_if_recompiling_too_many_times_warn_only_once");
   s.options.config.inline_inbuilt_nn_modules = true;
-  const ScenarioRun inlined = run_scenario(s);
+  const ProgramScenarioRun inlined = run_program_scenario(s);
   CHECK(count_where(inlined.events, EventKind::kSkip, F::id, "E5") == 0);
   CHECK(count_events(inlined.events, EventKind::kRecord) > 3);
 }
 
 TEST_CASE("invariant 10: error mode raises E4 at replay and records nothing") {
-  const ScenarioRun run = run_named("unstable_ptr");
+  const ProgramScenarioRun run = run_named("unstable_ptr");
   CHECK(count_where(run.events, EventKind::kError, F::id, "E4") == 1);
   CHECK(expectation(run, "graphs recorded").actual == 1);
   for (const Event& e : run.events) {
@@ -175,7 +176,7 @@ TEST_CASE("invariant 10: error mode raises E4 at replay and records nothing") {
 }
 
 TEST_CASE("invariant 11: returning to an old address replays the old recording") {
-  const ScenarioRun run = run_named("multi_dispatch_single_compile_param_inputs");
+  const ProgramScenarioRun run = run_named("multi_dispatch_single_compile_param_inputs");
   CHECK(expectation(run, "graphs recorded").actual == 4);
   CHECK(expectation(run, "recompiles").actual == 0);
 }
@@ -205,10 +206,10 @@ TEST_CASE("invariant 12: a child whose expected-dead outputs are alive is not re
 }
 
 TEST_CASE("invariant 13: outputs are static, prior-graph aliases, same-node aliases or fresh") {
-  const ScenarioRun run = run_named("alias_of_parameter");
+  const ProgramScenarioRun run = run_named("alias_of_parameter");
   CHECK(expectation(run, "static outputs").actual == 2);
   CHECK(expectation(run, "path live weakrefs").actual == 1);
-  const ScenarioRun refs = run_named("checkpointing_resets_persistent_refs");
+  const ProgramScenarioRun refs = run_named("checkpointing_resets_persistent_refs");
   CHECK(expectation(refs, "root output 0 aliased in some path").actual == 1);
   CHECK(expectation(refs, "same object on the next replay").holds());
 }
@@ -231,7 +232,7 @@ TEST_CASE("invariant 14: forward sets the pending flag, backward clears it, infe
 }
 
 TEST_CASE("invariant 15: from warmup or recording, a new generation poisons kept outputs") {
-  const ScenarioRun run = run_named("error_on_dealloc_use");
+  const ProgramScenarioRun run = run_named("error_on_dealloc_use");
   CHECK(count_where(run.events, EventKind::kError, F::id, "E1") == 2);
 }
 
@@ -289,13 +290,13 @@ TEST_CASE("invariant 17: mutating an eager input runs eagerly; S1 and the skip c
 }
 
 TEST_CASE("invariant 18: each int key is its own FunctionId with its own warmup") {
-  const ScenarioRun run = run_named("dynamic_warmup");
+  const ProgramScenarioRun run = run_named("dynamic_warmup");
   CHECK(expectation(run, "FunctionIds").actual == 2);
   CHECK(expectation(run, "body runs (warmups + recordings)").actual == 4);
 }
 
 TEST_CASE("invariant 19: a backward's static set is its saved tensors; tangents are copied") {
-  const ScenarioRun run = run_named("forward_backward");
+  const ProgramScenarioRun run = run_named("forward_backward");
   for (const Event& e : run.events) {
     if (e.kind == EventKind::kRecord && e.text(F::function) == "bwd") {
       CHECK(e.get<IntList>(F::static_) == IntList{0, 1});
@@ -305,7 +306,7 @@ TEST_CASE("invariant 19: a backward's static set is its saved tensors; tangents 
 }
 
 TEST_CASE("invariant 20: the optimizer marks params and state static, not grads") {
-  const ScenarioRun run = run_named("compiled_adam_eager_backward");
+  const ProgramScenarioRun run = run_named("compiled_adam_eager_backward");
   for (const Event& e : run.events) {
     if (e.kind == EventKind::kCompile && e.text(F::function) == "opt.step") {
       // inputs: 2 params, 2 grads, 2 x (exp_avg, exp_avg_sq, step)
@@ -313,7 +314,7 @@ TEST_CASE("invariant 20: the optimizer marks params and state static, not grads"
     }
   }
   CHECK(expectation(run, "grad copies (2 per replay)").holds());
-  const ScenarioRun managed = run_named("compiled_adam_cudagraphed_backward");
+  const ProgramScenarioRun managed = run_named("compiled_adam_cudagraphed_backward");
   CHECK(expectation(managed, "grad copies in those replays").actual == 0);
 }
 
@@ -339,15 +340,15 @@ TEST_CASE("invariant 20: reassigning a guarded optimizer param recompiles once")
 }
 
 TEST_CASE("invariant 21: zero_grad(set_to_none=True) on static grads: shipped vs PR 107853") {
-  const ScenarioRun shipped = run_named("compiled_adam_static_grads_zero_grad");
+  const ProgramScenarioRun shipped = run_named("compiled_adam_static_grads_zero_grad");
   CHECK(expectation(shipped, "zero_grad errors (Z1)").actual == 0);
   CHECK(expectation(shipped, "step re-records").actual == 1);
-  const ScenarioRun rule = run_named("compiled_adam_static_grads_pr107853");
+  const ProgramScenarioRun rule = run_named("compiled_adam_static_grads_pr107853");
   CHECK(expectation(rule, "zero_grad errors (Z1)").actual == 1);
 }
 
 TEST_CASE("invariant 22: the manager goes when its last function dies, and on reset") {
-  const ScenarioRun run = run_named("compiled_adam_optimizer_dropped");
+  const ProgramScenarioRun run = run_named("compiled_adam_optimizer_dropped");
   CHECK(expectation(run, "manager alive after the drop").actual == 0);
   CHECK(expectation(run, "params alive after the drop").actual == 0);
   Program p = cube_calls(2, true);
@@ -359,7 +360,7 @@ TEST_CASE("invariant 22: the manager goes when its last function dies, and on re
 }
 
 TEST_CASE("invariant 23: the plain API copies only changed pointers and reads stale params") {
-  const ScenarioRun run = run_named("plain_api_param_reassigned");
+  const ProgramScenarioRun run = run_named("plain_api_param_reassigned");
   CHECK(expectation(run, "replays that differ from eager").actual == 1);
   CHECK(expectation(run, "y[0] (stale weight 1, x 2: 8; eager would give 24)").actual == 8);
   Program p;

@@ -17,10 +17,10 @@ inline std::unique_ptr<World> run_program(const Program& program, WorldOptions o
   return world;
 }
 
-inline ScenarioRun run_named(const std::string& name) {
-  const Scenario* s = find_scenario(name);
+inline ProgramScenarioRun run_named(const std::string& name) {
+  const ProgramScenario* s = find_program_scenario(name);
   REQUIRE_MESSAGE(s != nullptr, name);
-  ScenarioRun run = run_scenario(*s);
+  ProgramScenarioRun run = run_program_scenario(*s);
   REQUIRE(run.status.ok());
   return run;
 }
@@ -34,7 +34,7 @@ inline std::int64_t count_where(const std::vector<Event>& events, EventKind kind
   });
 }
 
-inline const Expectation& expectation(const ScenarioRun& run, const std::string& what) {
+inline const Expectation& expectation(const ProgramScenarioRun& run, const std::string& what) {
   for (const Expectation& e : run.expectations) {
     if (e.what == what) return e;
   }

@@ -23,7 +23,7 @@ struct MirroredRun {
   std::vector<std::string> buffer_ids;  // each device event's x_buffer_ids
 };
 
-inline MirroredRun run_mirrored(const Scenario& scenario, ReplayMirror& mirror) {
+inline MirroredRun run_mirrored(const ProgramScenario& scenario, ReplayMirror& mirror) {
   MirroredRun out;
   WorldOptions options = scenario.options;
   options.verify_replays = false;

@@ -12,7 +12,7 @@
 #include "sim/scenarios/scenarios.hpp"
 #include "tests/traces/trace_test_support.hpp"
 #include "traces/chrome_export.hpp"
-#include "traces/record.hpp"
+#include "traces/scenario_trace.hpp"
 
 namespace capsim {
 namespace {
@@ -22,8 +22,8 @@ Result<Json> export_lines(const std::vector<std::string>& lines) {
   return chrome_trace(*reader);
 }
 
-std::vector<std::string> recorded(const Scenario& s) {
-  Result<std::vector<std::string>> lines = record_scenario(s);
+std::vector<std::string> recorded(const ProgramScenario& s) {
+  Result<std::vector<std::string>> lines = trace_scenario(s);
   REQUIRE(lines.ok());
   return *lines;
 }
@@ -83,7 +83,7 @@ TEST_CASE("chrome export: scenarios export valid, counted, named documents") {
        {"rerecord_if_static_input_address_changed", "multi_dispatch_single_compile_param_inputs",
         "compiled_adam_cudagraphed_backward", "forward_backward", "plain_api_param_reassigned"}) {
     CAPTURE(name);
-    const Scenario* s = find_scenario(name);
+    const ProgramScenario* s = find_program_scenario(name);
     REQUIRE(s != nullptr);
     const std::vector<std::string> lines = recorded(*s);
     Result<Json> doc = export_lines(lines);
@@ -115,7 +115,7 @@ TEST_CASE("chrome export: scenarios export valid, counted, named documents") {
 
 TEST_CASE("chrome export: tree replays are named after the recorded kernels") {
   const std::vector<std::string> lines =
-      recorded(*find_scenario("rerecord_if_static_input_address_changed"));
+      recorded(*find_program_scenario("rerecord_if_static_input_address_changed"));
   Result<Json> doc = export_lines(lines);
   REQUIRE(doc.ok());
   std::map<std::string, std::size_t> names;
@@ -132,7 +132,7 @@ TEST_CASE("chrome export: tree replays are named after the recorded kernels") {
 
 TEST_CASE("chrome export: the same trace gives the same bytes") {
   const std::vector<std::string> lines =
-      recorded(*find_scenario("multi_dispatch_single_compile_param_inputs"));
+      recorded(*find_program_scenario("multi_dispatch_single_compile_param_inputs"));
   Result<Json> a = export_lines(lines);
   Result<Json> b = export_lines(lines);
   REQUIRE(a.ok());
@@ -141,7 +141,7 @@ TEST_CASE("chrome export: the same trace gives the same bytes") {
 }
 
 TEST_CASE("chrome export: flow ids stay unique when a reset restarts graph ids") {
-  Scenario s = *find_scenario("rerecord_if_static_input_address_changed");
+  ProgramScenario s = *find_program_scenario("rerecord_if_static_input_address_changed");
   const std::vector<Action> first = s.program.actions;
   s.program.actions.push_back(Reset{});
   s.program.actions.insert(s.program.actions.end(), first.begin(), first.end());
@@ -161,7 +161,7 @@ TEST_CASE("chrome export: flow ids stay unique when a reset restarts graph ids")
 
 TEST_CASE("chrome export: replays fall back to \"step k\" where the model cannot name them") {
   std::vector<std::string> lines =
-      recorded(*find_scenario("rerecord_if_static_input_address_changed"));
+      recorded(*find_program_scenario("rerecord_if_static_input_address_changed"));
   // A trace whose first recording has another step count than the model's.
   std::vector<std::string> other = lines;
   for (std::string& l : other) {
@@ -195,7 +195,7 @@ TEST_CASE("chrome export: replays fall back to \"step k\" where the model cannot
 
 TEST_CASE("chrome export: bad input is an error naming file and line") {
   std::vector<std::string> lines =
-      recorded(*find_scenario("rerecord_if_static_input_address_changed"));
+      recorded(*find_program_scenario("rerecord_if_static_input_address_changed"));
   lines.push_back("{\"seq\":999,\"type\":\"event\"}");
   Result<Json> doc = export_lines(lines);
   REQUIRE(!doc.ok());

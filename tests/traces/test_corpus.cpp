@@ -11,7 +11,7 @@
 #include <sstream>
 
 #include "tests/traces/trace_test_support.hpp"
-#include "traces/record.hpp"
+#include "traces/scenario_trace.hpp"
 
 namespace capsim {
 namespace {
@@ -51,9 +51,9 @@ std::string first_difference(const std::string& a, const std::string& b) {
 }
 
 TEST_CASE("corpus: every built-in scenario records to the committed bytes") {
-  for (const Scenario& s : builtin_scenarios()) {
+  for (const ProgramScenario& s : builtin_program_scenarios()) {
     CAPTURE(s.name);
-    const auto lines = record_scenario(s);
+    const auto lines = trace_scenario(s);
     REQUIRE(lines.ok());
     const std::string recorded = test::join_lines(*lines);
     const std::string committed = read_file(corpus_file(s.name));
@@ -65,7 +65,7 @@ TEST_CASE("corpus: every built-in scenario records to the committed bytes") {
 
 TEST_CASE("corpus: it holds exactly the built-in scenarios") {
   std::set<std::string> expected, found;
-  for (const Scenario& s : builtin_scenarios()) {
+  for (const ProgramScenario& s : builtin_program_scenarios()) {
     expected.insert(std::filesystem::relative(corpus_file(s.name), kCorpus).string());
   }
   for (const auto& dir : {kCorpus, kCorpus / "hazards"}) {
@@ -79,10 +79,10 @@ TEST_CASE("corpus: it holds exactly the built-in scenarios") {
 }
 
 TEST_CASE("corpus: recording twice gives identical bytes") {
-  for (const Scenario& s : builtin_scenarios()) {
+  for (const ProgramScenario& s : builtin_program_scenarios()) {
     CAPTURE(s.name);
-    const auto a = record_scenario(s);
-    const auto b = record_scenario(s);
+    const auto a = trace_scenario(s);
+    const auto b = trace_scenario(s);
     REQUIRE(a.ok());
     REQUIRE(b.ok());
     CHECK(*a == *b);
@@ -90,9 +90,9 @@ TEST_CASE("corpus: recording twice gives identical bytes") {
 }
 
 TEST_CASE("corpus: every recording replays; only the two hazards violate an invariant") {
-  for (const Scenario& s : builtin_scenarios()) {
+  for (const ProgramScenario& s : builtin_program_scenarios()) {
     CAPTURE(s.name);
-    const auto lines = record_scenario(s);
+    const auto lines = trace_scenario(s);
     REQUIRE(lines.ok());
     const auto report = test::replay_text(test::join_lines(*lines));
     REQUIRE(report.ok());

@@ -61,7 +61,7 @@ bool starts_with(const std::string& s, std::string_view prefix) {
 TEST_CASE("program_json: every built-in scenario's functions and actions round-trip") {
   std::set<std::string> action_kinds;
   std::set<std::string> op_kinds;
-  for (const Scenario& s : builtin_scenarios()) {
+  for (const ProgramScenario& s : builtin_program_scenarios()) {
     CAPTURE(s.name);
     for (const FunctionDef& def : s.program.functions) {
       CAPTURE(def.name);
@@ -348,7 +348,7 @@ TEST_CASE("program_json: an op whose result or work passes the limits fails the 
     return test::replay_text(text);
   };
   auto replay_error = [&](const std::string& op, const std::string& a, const std::string& b) {
-    const Result<ReplayReport> report = replay(op, a, b);
+    const Result<ResimulationReport> report = replay(op, a, b);
     REQUIRE_FALSE(report.ok());
     return report.error().message;
   };

@@ -11,14 +11,14 @@
 #include <streambuf>
 
 #include "tests/traces/trace_test_support.hpp"
-#include "traces/record.hpp"
+#include "traces/scenario_trace.hpp"
 #include "traces/trace_writer.hpp"
 
 namespace capsim {
 namespace {
 
 std::vector<std::string> base_lines() {
-  auto lines = record_scenario(*find_scenario("rerecord_if_static_input_address_changed"));
+  auto lines = trace_scenario(*find_program_scenario("rerecord_if_static_input_address_changed"));
   REQUIRE(lines.ok());
   return *lines;
 }

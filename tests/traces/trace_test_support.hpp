@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "traces/replay.hpp"
+#include "traces/resimulation.hpp"
 #include "traces/trace_reader.hpp"
 
 namespace capsim::test {
@@ -46,9 +46,9 @@ inline std::optional<Error> read_failure(const std::string& text) {
   }
 }
 
-inline Result<ReplayReport> replay_text(const std::string& text, std::size_t context = 3) {
+inline Result<ResimulationReport> replay_text(const std::string& text, std::size_t context = 3) {
   CAPSIM_TRY_ASSIGN(std::unique_ptr<TraceReader> reader, reader_of(text));
-  return replay_trace(*reader, ReplayOptions{context});
+  return resimulate_trace(*reader, ResimulationOptions{context});
 }
 
 }  // namespace capsim::test

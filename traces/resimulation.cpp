@@ -1,4 +1,4 @@
-#include "traces/replay.hpp"
+#include "traces/resimulation.hpp"
 
 #include <fmt/format.h>
 
@@ -94,12 +94,12 @@ class RecordedChecks {
   std::optional<std::int64_t> last_read_backward_;
 };
 
-class Replayer : public TraceVisitor {
+class Resimulator : public TraceVisitor {
  public:
-  Replayer(TraceReader& reader, const ReplayOptions& options)
+  Resimulator(TraceReader& reader, const ResimulationOptions& options)
       : reader_(reader), options_(options), comparison_(reader.header().observes_real_run()) {}
 
-  Result<ReplayReport> run() {
+  Result<ResimulationReport> run() {
     report_.file = reader_.name();
     report_.header = reader_.header();
     WorldOptions wo;
@@ -211,9 +211,9 @@ class Replayer : public TraceVisitor {
   }
 
   TraceReader& reader_;
-  ReplayOptions options_;
+  ResimulationOptions options_;
   EventComparison comparison_;
-  ReplayReport report_;
+  ResimulationReport report_;
   Counters before_;
   std::deque<Event> predicted_;
   std::deque<std::string> context_;
@@ -223,17 +223,19 @@ class Replayer : public TraceVisitor {
 
 }  // namespace
 
-Result<ReplayReport> replay_trace(TraceReader& reader, const ReplayOptions& options) {
+Result<ResimulationReport> resimulate_trace(TraceReader& reader,
+                                            const ResimulationOptions& options) {
   if (options.context > kMaxReplayContext) {
     return make_error(
         fmt::format("--context {}: the limit is {}", options.context, kMaxReplayContext));
   }
-  return Replayer(reader, options).run();
+  return Resimulator(reader, options).run();
 }
 
-Result<ReplayReport> replay_file(const std::string& path, const ReplayOptions& options) {
+Result<ResimulationReport> resimulate_file(const std::string& path,
+                                           const ResimulationOptions& options) {
   CAPSIM_TRY_ASSIGN(std::unique_ptr<TraceReader> reader, TraceReader::open(path));
-  return replay_trace(*reader, options);
+  return resimulate_trace(*reader, options);
 }
 
 namespace {
@@ -242,7 +244,7 @@ std::string violations_count(std::size_t n) {
 }
 }  // namespace
 
-std::string report_summary(const ReplayReport& r) {
+std::string report_summary(const ResimulationReport& r) {
   if (r.divergence) {
     const Divergence& d = *r.divergence;
     std::string what;
@@ -267,7 +269,7 @@ std::string report_summary(const ReplayReport& r) {
                      r.events_matched);
 }
 
-Json report_to_json(const ReplayReport& r) {
+Json report_to_json(const ResimulationReport& r) {
   Json j = Json::object();
   j["file"] = r.file;
   j["ok"] = r.ok();

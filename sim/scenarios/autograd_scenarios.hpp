@@ -18,7 +18,7 @@
 
 namespace capsim {
 
-const std::vector<CaptureScenario>& builtin_capture_scenarios();
-const CaptureScenario* find_capture_scenario(const std::string& name);
+const std::vector<AutogradScenario>& builtin_autograd_scenarios();
+const AutogradScenario* find_autograd_scenario(const std::string& name);
 
 }  // namespace capsim

@@ -6,15 +6,15 @@
 
 #include <set>
 
-#include "sim/scenarios/capture_scenarios.hpp"
+#include "sim/scenarios/autograd_scenarios.hpp"
 
 namespace capsim {
 namespace {
 
 TEST_CASE("capture scenarios: functional captures match PyTorch's counts and read nothing") {
-  CHECK(builtin_capture_scenarios().size() >= 10);
+  CHECK(builtin_autograd_scenarios().size() >= 10);
   std::set<std::string> names;
-  for (const CaptureScenario& s : builtin_capture_scenarios()) {
+  for (const AutogradScenario& s : builtin_autograd_scenarios()) {
     CAPTURE(s.name);
     CHECK(names.insert(s.name).second);
     CaptureRunLog log;
@@ -28,7 +28,7 @@ TEST_CASE("capture scenarios: functional captures match PyTorch's counts and rea
 }
 
 TEST_CASE("capture scenarios: the legacy capture reads proxy metadata or rejects the graph") {
-  for (const CaptureScenario& s : builtin_capture_scenarios()) {
+  for (const AutogradScenario& s : builtin_autograd_scenarios()) {
     CAPTURE(s.name);
     CaptureRunLog log;
     const Status status = s.run(CaptureMode::kLegacy, log);
@@ -44,7 +44,7 @@ TEST_CASE("capture scenarios: the legacy capture reads proxy metadata or rejects
 }
 
 TEST_CASE("capture scenarios: the same scenario prints the same lines twice") {
-  for (const CaptureScenario& s : builtin_capture_scenarios()) {
+  for (const AutogradScenario& s : builtin_autograd_scenarios()) {
     CaptureRunLog a, b;
     (void)s.run(CaptureMode::kFunctional, a);
     (void)s.run(CaptureMode::kFunctional, b);
@@ -62,7 +62,7 @@ std::vector<EventKind> kinds(const CaptureRunLog& log) {
 TEST_CASE("capture scenarios: the events say what the lines say, as data") {
   using K = EventKind;
   CaptureRunLog log;
-  REQUIRE(find_capture_scenario("basic")->run(CaptureMode::kFunctional, log).ok());
+  REQUIRE(find_autograd_scenario("basic")->run(CaptureMode::kFunctional, log).ok());
   // Three backwards of the same graph: a miss with its capture, then hits;
   // each runs its graph.
   CHECK(kinds(log) == std::vector<EventKind>{K::kCaCacheMiss, K::kCaCapture, K::kCaRun,
@@ -79,7 +79,7 @@ TEST_CASE("capture scenarios: the events say what the lines say, as data") {
   CHECK(log.mismatches == 0);
 
   CaptureRunLog shapes;
-  REQUIRE(find_capture_scenario("dynamic_shapes")->run(CaptureMode::kFunctional, shapes).ok());
+  REQUIRE(find_autograd_scenario("dynamic_shapes")->run(CaptureMode::kFunctional, shapes).ok());
   std::vector<std::string> reasons;
   for (const Event& e : shapes.events) {
     if (e.kind == K::kCaCacheMiss) reasons.emplace_back(*e.text(F::reason));
@@ -87,7 +87,7 @@ TEST_CASE("capture scenarios: the events say what the lines say, as data") {
   CHECK(reasons == std::vector<std::string>{"new_autograd_node", "changed_shapes"});
 
   CaptureRunLog legacy;
-  REQUIRE(find_capture_scenario("basic")->run(CaptureMode::kLegacy, legacy).ok());
+  REQUIRE(find_autograd_scenario("basic")->run(CaptureMode::kLegacy, legacy).ok());
   CHECK(count_events(legacy.events, K::kMetadataRead) == legacy.metadata_reads);
   CHECK(count_events(legacy.events, K::kCaRun) == 0);  // legacy graphs are not run
   for (const Event& e : legacy.events) {

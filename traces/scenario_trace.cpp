@@ -1,4 +1,4 @@
-#include "traces/record.hpp"
+#include "traces/scenario_trace.hpp"
 
 #include <fmt/format.h>
 
@@ -6,7 +6,7 @@
 
 namespace capsim {
 
-TraceHeader scenario_header(const Scenario& scenario) {
+TraceHeader scenario_header(const ProgramScenario& scenario) {
   TraceHeader h;
   h.producer = std::string(kModelProducer);
   h.name = scenario.name;
@@ -16,7 +16,7 @@ TraceHeader scenario_header(const Scenario& scenario) {
 }
 
 namespace {
-Result<std::vector<std::string>> record(const Scenario& scenario, ReplayMirror* mirror) {
+Result<std::vector<std::string>> record(const ProgramScenario& scenario, ReplayMirror* mirror) {
   if (scenario.options.fault != Fault::kNone) {
     return make_error(
         fmt::format("scenario '{}': a negative-control fault is not recordable", scenario.name));
@@ -41,12 +41,12 @@ Result<std::vector<std::string>> record(const Scenario& scenario, ReplayMirror* 
 }
 }  // namespace
 
-Result<std::vector<std::string>> record_scenario(const Scenario& scenario) {
+Result<std::vector<std::string>> trace_scenario(const ProgramScenario& scenario) {
   return record(scenario, nullptr);
 }
 
-Result<std::vector<std::string>> record_scenario_on(const Scenario& scenario,
-                                                    ReplayMirror& mirror) {
+Result<std::vector<std::string>> trace_scenario_on(const ProgramScenario& scenario,
+                                                   ReplayMirror& mirror) {
   return record(scenario, &mirror);
 }
 

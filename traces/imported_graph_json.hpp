@@ -1,5 +1,5 @@
 // The JSON form of the compiled-autograd actions a recorder of real PyTorch
-// writes: `autograd_graph` (a walked autograd graph, sim/autograd/recorded_graph.hpp)
+// writes: `autograd_graph` (a walked autograd graph, sim/autograd/imported_graph.hpp)
 // and `compiled_backward` (docs/trace-format.md §5.1).
 //
 // Same conventions as program_json: fields in struct order, defaults left
@@ -9,14 +9,14 @@
 // are the World's, when the action runs.
 #pragma once
 
-#include "sim/autograd/recorded_graph.hpp"
+#include "sim/autograd/imported_graph.hpp"
 #include "traces/json_fields.hpp"
 
 namespace capsim {
 
 // The action's own fields (without "action").
 void write_recorded_graph(Json& j, const DefineAutogradGraph& a);
-Status read_recorded_graph(ObjectReader& r, DefineAutogradGraph& a);
+Status read_imported_graph(ObjectReader& r, DefineAutogradGraph& a);
 void write_compiled_backward(Json& j, const CompiledBackward& a);
 Status read_compiled_backward(ObjectReader& r, CompiledBackward& a);
 

@@ -15,16 +15,17 @@
 
 namespace capsim {
 
-TraceHeader scenario_header(const Scenario& scenario);
+TraceHeader scenario_header(const ProgramScenario& scenario);
 // The lines of the scenario's trace. Fails when the scenario's program is bad
 // input (a bug in capsim) or uses a negative-control fault.
-Result<std::vector<std::string>> record_scenario(const Scenario& scenario);
+Result<std::vector<std::string>> trace_scenario(const ProgramScenario& scenario);
 
 // The same, with `mirror` (the CUDA reference backend) running every graph
 // beside the model: the trace's producer is `capsim-cuda` and a `device`
 // event after each record and replay carries what the mirror read back (its
 // baked pointers, the digest of what the graph wrote, the driver's buffer
 // ids). Fails when the mirror disagrees with the model.
-Result<std::vector<std::string>> record_scenario_on(const Scenario& scenario, ReplayMirror& mirror);
+Result<std::vector<std::string>> trace_scenario_on(const ProgramScenario& scenario,
+                                                   ReplayMirror& mirror);
 
 }  // namespace capsim

@@ -1,4 +1,4 @@
-#include "sim/autograd/recorded_autograd.hpp"
+#include "sim/autograd/imported_autograd.hpp"
 
 #include <fmt/format.h>
 
@@ -8,18 +8,18 @@
 
 namespace capsim {
 
-struct RecordedAutograd::Built {
+struct ImportedAutograd::Built {
   OwnedAutogradDevice device;
   AutogradGraph graph;
   AutogradNodeId root = 0;  // the GraphRoot
 };
 
-RecordedAutograd::RecordedAutograd() = default;
-RecordedAutograd::~RecordedAutograd() = default;
+ImportedAutograd::ImportedAutograd() = default;
+ImportedAutograd::~ImportedAutograd() = default;
 
 namespace {
 
-Result<InputMetadata> input_metadata(const RecordedInput& in) {
+Result<InputMetadata> input_metadata(const ImportedInput& in) {
   CAPSIM_TRY_ASSIGN(TensorMeta meta, contiguous_meta(in.sizes, in.dtype));
   return InputMetadata{meta};
 }
@@ -62,7 +62,7 @@ struct NamedTensors {
 
 Result<NamedTensors> add_tensors(const DefineAutogradGraph& walk, TensorStore& store) {
   NamedTensors named;
-  for (const RecordedTensor& t : walk.tensors) {
+  for (const ImportedTensor& t : walk.tensors) {
     // Metadata only, over no memory: a capture reads a lifted tensor's
     // options, never its values, so nothing is allocated however many
     // graphs a trace defines.
@@ -78,12 +78,12 @@ Result<NamedTensors> add_tensors(const DefineAutogradGraph& walk, TensorStore& s
 }
 
 // Node `i` of the walk, its tensors resolved by name.
-Result<AutogradNode> recorded_node(const RecordedNode& r, std::size_t i,
+Result<AutogradNode> recorded_node(const ImportedNode& r, std::size_t i,
                                    const NamedTensors& named) {
   AutogradNode node;
   node.kind = r.kind;
   node.name = r.name;
-  for (const RecordedInput& in : r.inputs) {
+  for (const ImportedInput& in : r.inputs) {
     CAPSIM_TRY_ASSIGN(InputMetadata m, input_metadata(in));
     node.inputs.push_back(std::move(m));
   }
@@ -129,7 +129,7 @@ Status add_edges(const DefineAutogradGraph& walk, AutogradGraph& graph) {
 
 }  // namespace
 
-Status RecordedAutograd::define(const DefineAutogradGraph& walk) {
+Status ImportedAutograd::define(const DefineAutogradGraph& walk) {
   if (graphs_.count(walk.name) != 0) {
     return make_error(fmt::format("autograd graph '{}' is defined twice", walk.name));
   }
@@ -154,7 +154,7 @@ Status RecordedAutograd::define(const DefineAutogradGraph& walk) {
   return {};
 }
 
-Result<std::vector<Event>> RecordedAutograd::compiled_backward(
+Result<std::vector<Event>> ImportedAutograd::compiled_backward(
     const CompiledBackward& call, const std::function<void(const BackwardView&)>& observer) {
   const auto it = graphs_.find(call.graph);
   if (it == graphs_.end()) {

@@ -1,4 +1,4 @@
-// RecordedAutograd: compiled autograd over graphs a recorder of real PyTorch
+// ImportedAutograd: compiled autograd over graphs a recorder of real PyTorch
 // walked (the `autograd_graph` and `compiled_backward` actions).
 //
 // `define` rebuilds an AutogradGraph from a RecordedGraph walk, with one
@@ -22,19 +22,19 @@
 #include <vector>
 
 #include "sim/autograd/compiled_autograd_collect.hpp"
-#include "sim/autograd/recorded_graph.hpp"
+#include "sim/autograd/imported_graph.hpp"
 #include "sim/core/events.hpp"
 
 namespace capsim {
 
 struct BackwardView;  // sim/autograd/compiled_autograd_runner.hpp
 
-class RecordedAutograd {
+class ImportedAutograd {
  public:
-  RecordedAutograd();
-  ~RecordedAutograd();
-  RecordedAutograd(const RecordedAutograd&) = delete;
-  RecordedAutograd& operator=(const RecordedAutograd&) = delete;
+  ImportedAutograd();
+  ~ImportedAutograd();
+  ImportedAutograd(const ImportedAutograd&) = delete;
+  ImportedAutograd& operator=(const ImportedAutograd&) = delete;
 
   // Errors name the node, the edge or the tensor: a dangling edge, an input
   // index out of range, an unknown tensor, a cycle, a name defined twice.

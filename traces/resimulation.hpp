@@ -31,7 +31,7 @@
 
 namespace capsim {
 
-struct ReplayOptions {
+struct ResimulationOptions {
   std::size_t context = 3;  // matching lines shown before a divergence
   std::uint64_t memory_budget_bytes = kDefaultMemoryBudget;  // WorldOptions
 };
@@ -53,7 +53,7 @@ struct Violation {
   std::string message;
 };
 
-struct ReplayReport {
+struct ResimulationReport {
   std::string file;
   TraceHeader header;
   std::size_t lines = 0;
@@ -69,12 +69,14 @@ struct ReplayReport {
 // The limit on violations one report lists (the count goes on).
 inline constexpr std::size_t kMaxReportedViolations = 100;
 
-Result<ReplayReport> replay_trace(TraceReader& reader, const ReplayOptions& options);
-Result<ReplayReport> replay_file(const std::string& path, const ReplayOptions& options);
+Result<ResimulationReport> resimulate_trace(TraceReader& reader,
+                                            const ResimulationOptions& options);
+Result<ResimulationReport> resimulate_file(const std::string& path,
+                                           const ResimulationOptions& options);
 
 // "FILE: ok, ..." or "FILE:LINE: diverged at field 'f': ..." (one line).
-std::string report_summary(const ReplayReport& report);
+std::string report_summary(const ResimulationReport& report);
 // The whole report as one JSON object (capsim replay --json).
-Json report_to_json(const ReplayReport& report);
+Json report_to_json(const ResimulationReport& report);
 
 }  // namespace capsim

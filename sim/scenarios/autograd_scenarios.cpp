@@ -1,4 +1,4 @@
-#include "sim/scenarios/capture_scenarios.hpp"
+#include "sim/scenarios/autograd_scenarios.hpp"
 
 #include <fmt/format.h>
 
@@ -88,7 +88,7 @@ Result<Variable> mlp(AutogradEngine& e, std::int64_t n) {
 }
 
 // Plain ops, hooks and shapes.
-void add_op_scenarios(std::vector<CaptureScenario>& s) {
+void add_op_scenarios(std::vector<AutogradScenario>& s) {
   s.push_back({"basic", "test_compiled_autograd.py::test_basic / test_cache_hit",
                "mm, relu, sum three times with the same shapes: one capture, then hits", 1,
                [](CaptureMode m, CaptureRunLog& log) {
@@ -134,7 +134,7 @@ void add_op_scenarios(std::vector<CaptureScenario>& s) {
 }
 
 // Python and C++ autograd.Functions.
-void add_custom_function_scenarios(std::vector<CaptureScenario>& s) {
+void add_custom_function_scenarios(std::vector<AutogradScenario>& s) {
   s.push_back({"custom_fn_saved_tensors", "test_compiled_autograd.py::test_custom_fn_saved_tensors",
                "a Python autograd.Function is lifted as call_backward", 1,
                [](CaptureMode m, CaptureRunLog& log) {
@@ -183,7 +183,7 @@ void add_custom_function_scenarios(std::vector<CaptureScenario>& s) {
 }
 
 // An AOT region with a subclass output, CopySlices, CopyBackwards.
-void add_region_and_view_scenarios(std::vector<CaptureScenario>& s) {
+void add_region_and_view_scenarios(std::vector<AutogradScenario>& s) {
   s.push_back({"tensor_subclass_basic", "test_compiled_autograd.py::test_tensor_subclass_basic",
                "a TwoTensor through an AOT region: prologue, copied graph, make_subclass", 1,
                [](CaptureMode m, CaptureRunLog& log) {
@@ -223,8 +223,8 @@ void add_region_and_view_scenarios(std::vector<CaptureScenario>& s) {
 }
 
 // In the order `capsim capture --list` prints them.
-std::vector<CaptureScenario> make() {
-  std::vector<CaptureScenario> s;
+std::vector<AutogradScenario> make() {
+  std::vector<AutogradScenario> s;
   add_op_scenarios(s);
   add_custom_function_scenarios(s);
   add_region_and_view_scenarios(s);
@@ -233,13 +233,13 @@ std::vector<CaptureScenario> make() {
 
 }  // namespace
 
-const std::vector<CaptureScenario>& builtin_capture_scenarios() {
-  static const std::vector<CaptureScenario> all = make();
+const std::vector<AutogradScenario>& builtin_autograd_scenarios() {
+  static const std::vector<AutogradScenario> all = make();
   return all;
 }
 
-const CaptureScenario* find_capture_scenario(const std::string& name) {
-  for (const CaptureScenario& s : builtin_capture_scenarios()) {
+const AutogradScenario* find_autograd_scenario(const std::string& name) {
+  for (const AutogradScenario& s : builtin_autograd_scenarios()) {
     if (s.name == name) return &s;
   }
   return nullptr;

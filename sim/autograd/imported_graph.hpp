@@ -6,7 +6,7 @@
 // and sizes it saved (`_saved_*`), its hooks, and for AccumulateGrad the leaf.
 // These structs are that walk as data, the payload of the `autograd_graph`
 // action (docs/trace-format.md §5). A World rebuilds an AutogradGraph from it
-// (sim/autograd/recorded_autograd.hpp), so compiled autograd's Phase A, cache and
+// (sim/autograd/imported_autograd.hpp), so compiled autograd's Phase A, cache and
 // capture run on the graph PyTorch itself built, and `compiled_backward` can
 // predict what PyTorch's compiled autograd captured.
 #pragma once
@@ -22,7 +22,7 @@ namespace capsim {
 
 // A tensor a node saves or an AccumulateGrad accumulates into. Only its
 // metadata matters to a capture: values are never read.
-struct RecordedTensor {
+struct ImportedTensor {
   std::string name;
   Dims sizes;
   DType dtype = DType::kFloat32;
@@ -34,16 +34,16 @@ struct RecordedTensor {
 
 // The InputMetadata of one node input: the shape and dtype of the grad it
 // expects.
-struct RecordedInput {
+struct ImportedInput {
   Dims sizes;
   DType dtype = DType::kFloat32;
-  friend bool operator==(const RecordedInput&, const RecordedInput&) = default;
+  friend bool operator==(const ImportedInput&, const ImportedInput&) = default;
 };
 
-struct RecordedNode {
+struct ImportedNode {
   std::string name;  // type(grad_fn).__name__: "MulBackward0", "AccumulateGrad", ...
   AutogradNodeKind kind = AutogradNodeKind::kFunctional;
-  std::vector<RecordedInput> inputs;
+  std::vector<ImportedInput> inputs;
   std::vector<std::optional<NextEdge>> next;  // one slot per output; none: no grad flows
   std::vector<std::string> saved;             // tensor names
   std::vector<std::int64_t> saved_sizes;
@@ -58,8 +58,8 @@ struct RecordedNode {
 // input 0); the World adds the GraphRoot itself, as autograd does.
 struct DefineAutogradGraph {
   std::string name;
-  std::vector<RecordedTensor> tensors;
-  std::vector<RecordedNode> nodes;
+  std::vector<ImportedTensor> tensors;
+  std::vector<ImportedNode> nodes;
   std::uint32_t root = 0;
 };
 

@@ -1,4 +1,4 @@
-#include "traces/recorded_graph_json.hpp"
+#include "traces/imported_graph_json.hpp"
 
 #include <fmt/format.h>
 
@@ -52,29 +52,29 @@ Result<DType> dtype_at(ObjectReader& r, std::string_view key) {
   return from_name<Enum>(name, r.path_of(key), "dtype", {CAPSIM_DTYPES(CAPSIM_PAIR_)});
 }
 
-Json input_json(const RecordedInput& in) {
+Json input_json(const ImportedInput& in) {
   return {{"sizes", in.sizes}, {"dtype", std::string(dtype_name(in.dtype))}};
 }
 
-Result<RecordedInput> read_input(const Json& j, std::string path) {
+Result<ImportedInput> read_input(const Json& j, std::string path) {
   CAPSIM_TRY_ASSIGN(ObjectReader r, ObjectReader::of(j, std::move(path)));
-  RecordedInput in;
+  ImportedInput in;
   CAPSIM_TRY_ASSIGN(in.sizes, sizes_at(r, "sizes"));
   CAPSIM_TRY_ASSIGN(in.dtype, dtype_at(r, "dtype"));
   CAPSIM_TRY(r.finish());
   return in;
 }
 
-Json tensor_json(const RecordedTensor& t) {
+Json tensor_json(const ImportedTensor& t) {
   Json j = {{"name", t.name}, {"sizes", t.sizes}, {"dtype", std::string(dtype_name(t.dtype))}};
   if (t.requires_grad) j["requires_grad"] = true;
   if (t.grad_defined) j["grad_defined"] = true;
   return j;
 }
 
-Result<RecordedTensor> read_tensor(const Json& j, std::string path) {
+Result<ImportedTensor> read_tensor(const Json& j, std::string path) {
   CAPSIM_TRY_ASSIGN(ObjectReader r, ObjectReader::of(j, std::move(path)));
-  RecordedTensor t;
+  ImportedTensor t;
   CAPSIM_TRY_ASSIGN(t.name, name_at(r, "name"));
   CAPSIM_TRY_ASSIGN(t.sizes, sizes_at(r, "sizes"));
   // The same bound as a new_tensor's, so that a recorded tensor could be
@@ -114,12 +114,12 @@ Result<std::optional<NextEdge>> read_next(const Json& j, const std::string& path
   return std::optional<NextEdge>{e};
 }
 
-Json node_json(const RecordedNode& n) {
+Json node_json(const ImportedNode& n) {
   Json j = Json::object();
   j["name"] = n.name;
   j["kind"] = std::string(autograd_node_kind_name(n.kind));
   Json inputs = Json::array();
-  for (const RecordedInput& in : n.inputs) inputs.push_back(input_json(in));
+  for (const ImportedInput& in : n.inputs) inputs.push_back(input_json(in));
   j["inputs"] = std::move(inputs);
   Json next = Json::array();
   for (const auto& e : n.next) next.push_back(next_json(e));
@@ -141,9 +141,9 @@ Json node_json(const RecordedNode& n) {
   return j;
 }
 
-Result<RecordedNode> read_node(const Json& j, std::string path) {
+Result<ImportedNode> read_node(const Json& j, std::string path) {
   CAPSIM_TRY_ASSIGN(ObjectReader r, ObjectReader::of(j, std::move(path)));
-  RecordedNode n;
+  ImportedNode n;
   CAPSIM_TRY_ASSIGN(n.name, name_at(r, "name"));
   {
     CAPSIM_TRY_ASSIGN(const std::string kind, r.string("kind"));
@@ -156,7 +156,7 @@ Result<RecordedNode> read_node(const Json& j, std::string path) {
   }
   CAPSIM_TRY_ASSIGN(const Json* inputs, array_of(r, "inputs", kMaxPerNode));
   for (std::size_t i = 0; i < inputs->size(); ++i) {
-    CAPSIM_TRY_ASSIGN(RecordedInput in, read_input((*inputs)[i], at(r.path_of("inputs"), i)));
+    CAPSIM_TRY_ASSIGN(ImportedInput in, read_input((*inputs)[i], at(r.path_of("inputs"), i)));
     n.inputs.push_back(std::move(in));
   }
   CAPSIM_TRY_ASSIGN(const Json* next, array_of(r, "next", kMaxPerNode));
@@ -209,14 +209,14 @@ void write_recorded_graph(Json& j, const DefineAutogradGraph& a) {
   j["name"] = a.name;
   j["root"] = a.root;
   Json tensors = Json::array();
-  for (const RecordedTensor& t : a.tensors) tensors.push_back(tensor_json(t));
+  for (const ImportedTensor& t : a.tensors) tensors.push_back(tensor_json(t));
   j["tensors"] = std::move(tensors);
   Json nodes = Json::array();
-  for (const RecordedNode& n : a.nodes) nodes.push_back(node_json(n));
+  for (const ImportedNode& n : a.nodes) nodes.push_back(node_json(n));
   j["nodes"] = std::move(nodes);
 }
 
-Status read_recorded_graph(ObjectReader& r, DefineAutogradGraph& a) {
+Status read_imported_graph(ObjectReader& r, DefineAutogradGraph& a) {
   CAPSIM_TRY_ASSIGN(a.name, name_at(r, "name"));
   CAPSIM_TRY_ASSIGN(const std::int64_t root, r.integer("root"));
   if (root < 0 || root >= static_cast<std::int64_t>(kMaxRecordedNodes)) {
@@ -225,12 +225,12 @@ Status read_recorded_graph(ObjectReader& r, DefineAutogradGraph& a) {
   a.root = static_cast<std::uint32_t>(root);
   CAPSIM_TRY_ASSIGN(const Json* tensors, array_of(r, "tensors", kMaxRecordedTensors));
   for (std::size_t i = 0; i < tensors->size(); ++i) {
-    CAPSIM_TRY_ASSIGN(RecordedTensor t, read_tensor((*tensors)[i], at(r.path_of("tensors"), i)));
+    CAPSIM_TRY_ASSIGN(ImportedTensor t, read_tensor((*tensors)[i], at(r.path_of("tensors"), i)));
     a.tensors.push_back(std::move(t));
   }
   CAPSIM_TRY_ASSIGN(const Json* nodes, array_of(r, "nodes", kMaxRecordedNodes));
   for (std::size_t i = 0; i < nodes->size(); ++i) {
-    CAPSIM_TRY_ASSIGN(RecordedNode n, read_node((*nodes)[i], at(r.path_of("nodes"), i)));
+    CAPSIM_TRY_ASSIGN(ImportedNode n, read_node((*nodes)[i], at(r.path_of("nodes"), i)));
     a.nodes.push_back(std::move(n));
   }
   return {};
