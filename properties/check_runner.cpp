@@ -76,6 +76,101 @@ bool run_cases(const Property& p, const CheckOptions& options, const CaseRange& 
   return finished;
 }
 
+// The limits on options that need no catalogue. Checked before the patterns,
+// so that their messages come first.
+Status check_option_limits(const CheckOptions& options) {
+  if (options.shards == 0 || options.shards > kMaxShards || options.shard >= options.shards) {
+    return make_error(fmt::format("--shard {}/{}: needs 0 <= K < N <= {}", options.shard,
+                                  options.shards, kMaxShards));
+  }
+  if (options.cases == 0 || options.cases > kMaxCases) {
+    return make_error(fmt::format("--cases {}: needs 1 to {}", options.cases, kMaxCases));
+  }
+  if (options.max_size < 0 || options.max_size > kMaxMaxSize) {
+    return make_error(fmt::format("--max-size {}: needs 0 to {}", options.max_size, kMaxMaxSize));
+  }
+  return {};
+}
+
+// The case indices the properties run, and those the controls run.
+struct CaseRanges {
+  CaseRange shard;
+  CaseRange all;
+};
+
+// The ranges for `options`; an error names a --case out of range.
+Result<CaseRanges> case_ranges(const CheckOptions& options) {
+  const bool one = options.only_case.has_value();
+  const std::uint64_t only = options.only_case.value_or(0);
+  if (one && only >= kMaxCases) {
+    return make_error(fmt::format("--case {}: needs 0 to {}", only, kMaxCases - 1));
+  }
+  // This shard's cases; controls run over every case index, not only this
+  // shard's (each stops at its first catch, so they cost little, and a
+  // control must not pass merely because a shard is small).
+  const CaseRange shard_cases =
+      one ? CaseRange{only, 1, only + 1} : CaseRange{options.shard, options.shards, options.cases};
+  const CaseRange all_cases = one ? shard_cases : CaseRange{0, 1, options.cases};
+  return CaseRanges{shard_cases, all_cases};
+}
+
+// Replays one saved counterexample of `p`. A regression that throws is a
+// failure with that text, as a case is (run_case).
+RegressionOutcome replay_regression(const Property& p, const Regression& r) {
+  RegressionOutcome out;
+  out.property = &p;
+  out.file = r.file;
+  std::optional<std::string> failure;
+  try {
+    failure = p.regression(r);
+  } catch (const std::exception& e) {
+    failure = fmt::format("exception: {}", e.what());
+  }
+  out.failed = failure.has_value();
+  out.message = failure.value_or("");
+  return out;
+}
+
+// Replays the saved counterexamples of the selected properties into
+// `report`, setting `interrupted` when a stop request cuts it short.
+Status replay_regressions(std::span<const Property> catalogue,
+                          const std::vector<const Property*>& selected, const CheckOptions& options,
+                          const CheckHooks& hooks, CheckReport& report) {
+  CAPSIM_TRY_ASSIGN(const std::vector<Regression> saved,
+                    load_regressions(options.regressions_dir, catalogue));
+  for (const Regression& r : saved) {
+    const auto it = std::find_if(selected.begin(), selected.end(),
+                                 [&r](const Property* p) { return p->name == r.property; });
+    if (it == selected.end()) continue;
+    if (stop_requested(hooks)) {
+      report.interrupted = true;
+      return {};
+    }
+    RegressionOutcome out = replay_regression(**it, r);
+    if (hooks.on_regression) hooks.on_regression(out);
+    report.regressions.push_back(std::move(out));
+  }
+  return {};
+}
+
+// Runs the cases in `range` of each selected property (its control when
+// `control`), appending each outcome to `outcomes` after `on_outcome` sees
+// it. Returns false when a stop request cut it short; the property cut short
+// is left out: it did not run.
+template <typename Outcome>
+bool run_each_property(const std::vector<const Property*>& selected, const CheckOptions& options,
+                       const CaseRange& range, bool control, const CheckHooks& hooks,
+                       const std::function<void(const Outcome&)>& on_outcome,
+                       std::vector<Outcome>& outcomes) {
+  for (const Property* p : selected) {
+    Outcome out;
+    if (!run_cases(*p, options, range, control, hooks, out)) return false;
+    if (on_outcome) on_outcome(out);
+    outcomes.push_back(std::move(out));
+  }
+  return true;
+}
+
 }  // namespace
 
 bool CheckReport::ok() const {
@@ -153,79 +248,26 @@ Result<CheckReport> run_check(const CheckOptions& options, const CheckHooks& hoo
 
 Result<CheckReport> run_check(std::span<const Property> catalogue, const CheckOptions& options,
                               const CheckHooks& hooks) {
-  if (options.shards == 0 || options.shards > kMaxShards || options.shard >= options.shards) {
-    return make_error(fmt::format("--shard {}/{}: needs 0 <= K < N <= {}", options.shard,
-                                  options.shards, kMaxShards));
-  }
-  if (options.cases == 0 || options.cases > kMaxCases) {
-    return make_error(fmt::format("--cases {}: needs 1 to {}", options.cases, kMaxCases));
-  }
-  if (options.max_size < 0 || options.max_size > kMaxMaxSize) {
-    return make_error(fmt::format("--max-size {}: needs 0 to {}", options.max_size, kMaxMaxSize));
-  }
+  CAPSIM_TRY(check_option_limits(options));
   CAPSIM_TRY_ASSIGN(const std::vector<const Property*> selected,
                     select_properties(catalogue, options.patterns));
   CheckReport report;
   report.options = options;
-  const bool one = options.only_case.has_value();
-  const std::uint64_t only = options.only_case.value_or(0);
-  if (one && only >= kMaxCases) {
-    return make_error(fmt::format("--case {}: needs 0 to {}", only, kMaxCases - 1));
-  }
-  // This shard's cases; controls run over every case index, not only this
-  // shard's (each stops at its first catch, so they cost little, and a
-  // control must not pass merely because a shard is small).
-  const CaseRange shard_cases =
-      one ? CaseRange{only, 1, only + 1} : CaseRange{options.shard, options.shards, options.cases};
-  const CaseRange all_cases = one ? shard_cases : CaseRange{0, 1, options.cases};
+  CAPSIM_TRY_ASSIGN(const CaseRanges ranges, case_ranges(options));
 
   if (!options.regressions_dir.empty() && options.properties) {
-    CAPSIM_TRY_ASSIGN(const std::vector<Regression> saved,
-                      load_regressions(options.regressions_dir, catalogue));
-    for (const Regression& r : saved) {
-      const auto it = std::find_if(selected.begin(), selected.end(),
-                                   [&r](const Property* p) { return p->name == r.property; });
-      if (it == selected.end()) continue;
-      if (stop_requested(hooks)) {
-        report.interrupted = true;
-        return report;
-      }
-      RegressionOutcome out;
-      out.property = *it;
-      out.file = r.file;
-      std::optional<std::string> failure;
-      try {
-        failure = (*it)->regression(r);
-      } catch (const std::exception& e) {
-        failure = fmt::format("exception: {}", e.what());
-      }
-      out.failed = failure.has_value();
-      out.message = failure.value_or("");
-      if (hooks.on_regression) hooks.on_regression(out);
-      report.regressions.push_back(std::move(out));
-    }
+    CAPSIM_TRY(replay_regressions(catalogue, selected, options, hooks, report));
+    if (report.interrupted) return report;
   }
-  if (options.properties) {
-    for (const Property* p : selected) {
-      PropertyOutcome out;
-      if (!run_cases(*p, options, shard_cases, false, hooks, out)) {
-        report.interrupted = true;  // a property cut short is left out: it did not run
-        return report;
-      }
-      if (hooks.on_property) hooks.on_property(out);
-      report.properties.push_back(std::move(out));
-    }
+  if (options.properties && !run_each_property(selected, options, ranges.shard, false, hooks,
+                                               hooks.on_property, report.properties)) {
+    report.interrupted = true;
+    return report;
   }
-  if (options.controls) {
-    for (const Property* p : selected) {
-      ControlOutcome out;
-      if (!run_cases(*p, options, all_cases, true, hooks, out)) {
-        report.interrupted = true;  // a property cut short is left out: it did not run
-        return report;
-      }
-      if (hooks.on_control) hooks.on_control(out);
-      report.controls.push_back(std::move(out));
-    }
+  if (options.controls && !run_each_property(selected, options, ranges.all, true, hooks,
+                                             hooks.on_control, report.controls)) {
+    report.interrupted = true;
+    return report;
   }
   return report;
 }

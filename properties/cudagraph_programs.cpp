@@ -35,116 +35,157 @@ struct Value {
   std::int64_t length = 0;
 };
 
-LoweredFunction lower_function(const FunctionPlan& p, std::size_t index,
-                               std::uint32_t program_params, std::int64_t numel) {
-  LoweredFunction out;
-  const bool backward = p.mode == CompilationMode::kBackward;
+// The function's input slots, in order: saved, params, marked, data. A
+// backward takes saved tensors and no params or marked ones; every function
+// takes at least one input.
+std::vector<SlotKind> slot_kinds(const FunctionPlan& p, std::uint32_t program_params) {
   std::uint32_t params = 0, marked = 0, saved = 0, data = p.data % 3;
-  if (backward) {
+  if (p.mode == CompilationMode::kBackward) {
     saved = 1 + p.saved % 2;
   } else {
     params = std::min(p.params % 3, program_params);
     marked = p.marked % 2;
   }
   if (params + marked + saved + data == 0) data = 1;
-  for (std::uint32_t i = 0; i < saved; ++i) out.slots.push_back(SlotKind::kSaved);
-  for (std::uint32_t i = 0; i < params; ++i) out.slots.push_back(SlotKind::kParam);
-  for (std::uint32_t i = 0; i < marked; ++i) out.slots.push_back(SlotKind::kMarked);
-  for (std::uint32_t i = 0; i < data; ++i) out.slots.push_back(SlotKind::kData);
-  const auto n = static_cast<std::uint32_t>(out.slots.size());
+  std::vector<SlotKind> slots;
+  for (std::uint32_t i = 0; i < saved; ++i) slots.push_back(SlotKind::kSaved);
+  for (std::uint32_t i = 0; i < params; ++i) slots.push_back(SlotKind::kParam);
+  for (std::uint32_t i = 0; i < marked; ++i) slots.push_back(SlotKind::kMarked);
+  for (std::uint32_t i = 0; i < data; ++i) slots.push_back(SlotKind::kData);
+  return slots;
+}
 
-  FunctionBuilder f(fmt::format("f{}", index), p.mode, primal_names(n));
+// Tells the builder which slots are static and which are params.
+void declare_static_inputs(FunctionBuilder& f, const std::vector<SlotKind>& slots,
+                           CompilationMode mode) {
+  const auto n = static_cast<std::uint32_t>(slots.size());
   std::vector<std::uint32_t> static_idxs, param_idxs;
   for (std::uint32_t i = 0; i < n; ++i) {
-    if (out.slots[i] == SlotKind::kSaved) static_idxs.push_back(i);
-    if (out.slots[i] == SlotKind::kParam) {
+    if (slots[i] == SlotKind::kSaved) static_idxs.push_back(i);
+    if (slots[i] == SlotKind::kParam) {
       param_idxs.push_back(i);
       // A forward's lifted params are in its compile-time static set.
-      if (p.mode == CompilationMode::kForward) static_idxs.push_back(i);
+      if (mode == CompilationMode::kForward) static_idxs.push_back(i);
     }
   }
   f.static_inputs(static_idxs).params(param_idxs);
+}
+
+// The values shaped like `a` (itself included), in index order: the partners
+// a binary op may take without broadcasting.
+std::vector<ValueIndex> same_shape(const std::vector<Value>& values, ValueIndex a) {
+  std::vector<ValueIndex> c;
+  for (ValueIndex v = 0; v < values.size(); ++v) {
+    if (values[v].scalar == values[a].scalar && values[v].length == values[a].length) {
+      c.push_back(v);
+    }
+  }
+  return c;
+}
+
+// The input slots of any of `kinds`, in slot order.
+std::vector<ValueIndex> inputs_of(const std::vector<SlotKind>& slots,
+                                  std::initializer_list<SlotKind> kinds) {
+  const auto n = static_cast<std::uint32_t>(slots.size());
+  std::vector<ValueIndex> c;
+  for (std::uint32_t i = 0; i < n; ++i) {
+    if (std::find(kinds.begin(), kinds.end(), slots[i]) != kinds.end()) c.push_back(i);
+  }
+  return c;
+}
+
+// A slice of a 1-d value, its bounds inside that value's length. Marks the
+// function as slicing: its bounds hold at this numel only.
+Value lower_slice(const OpPlan& op, FunctionBuilder& f, const std::vector<Value>& values,
+                  LoweredFunction& out) {
+  const auto nv = static_cast<std::uint32_t>(values.size());
+  std::vector<ValueIndex> c;
+  for (ValueIndex v = 0; v < nv; ++v) {
+    if (!values[v].scalar) c.push_back(v);
+  }
+  const ValueIndex s = c[op.a % c.size()];
+  const std::int64_t len = values[s].length;
+  const std::int64_t start = op.start % len;
+  const std::int64_t end = start + 1 + static_cast<std::int64_t>(op.length % (len - start));
+  f.slice(s, start, end);
+  out.slices = true;
+  return Value{false, end - start};
+}
+
+// Emits one planned op and returns the shape of its result. An in-place add
+// with no input of its kind to mutate becomes a plain add.
+Value lower_op(const OpPlan& op, FunctionBuilder& f, const std::vector<Value>& values,
+               LoweredFunction& out) {
+  const auto nv = static_cast<std::uint32_t>(values.size());
+  const ValueIndex a = op.a % nv;
+  PlanOp kind = op.op;
+  std::vector<ValueIndex> targets;
+  if (kind == PlanOp::kAddStatic) {
+    targets = inputs_of(out.slots, {SlotKind::kParam, SlotKind::kMarked});
+  }
+  if (kind == PlanOp::kAddData) targets = inputs_of(out.slots, {SlotKind::kData});
+  if ((kind == PlanOp::kAddStatic || kind == PlanOp::kAddData) && targets.empty()) {
+    kind = PlanOp::kAdd;
+  }
+  Value result = values[a];
+  switch (kind) {
+    case PlanOp::kAdd:
+    case PlanOp::kMul: {
+      const auto c = same_shape(values, a);
+      const ValueIndex b = c[op.b % c.size()];
+      if (kind == PlanOp::kAdd) {
+        f.add(a, b);
+      } else {
+        f.mul(a, b);
+      }
+      break;
+    }
+    case PlanOp::kNeg: f.neg(a); break;
+    case PlanOp::kRelu: f.relu(a); break;
+    case PlanOp::kClone: f.clone(a); break;
+    case PlanOp::kAlias: f.alias(a); break;
+    case PlanOp::kSum:
+      f.sum(a);
+      result = Value{true, 0};
+      break;
+    case PlanOp::kSlice: result = lower_slice(op, f, values, out); break;
+    case PlanOp::kAddStatic:
+    case PlanOp::kAddData: {
+      const ValueIndex t = targets[op.a % targets.size()];
+      const auto c = same_shape(values, t);
+      f.add_(t, c[op.b % c.size()]);
+      result = values[t];
+      out.mutates = true;
+      break;
+    }
+  }
+  return result;
+}
+
+// At most three of the planned outputs, or else the last value.
+std::vector<ValueIndex> pick_outputs(const std::vector<std::uint32_t>& picks,
+                                     std::size_t value_count) {
+  std::vector<ValueIndex> outs;
+  for (std::uint32_t pick : picks) {
+    if (outs.size() == 3) break;
+    outs.push_back(pick % static_cast<std::uint32_t>(value_count));
+  }
+  if (outs.empty()) outs.push_back(static_cast<ValueIndex>(value_count - 1));
+  return outs;
+}
+
+LoweredFunction lower_function(const FunctionPlan& p, std::size_t index,
+                               std::uint32_t program_params, std::int64_t numel) {
+  LoweredFunction out;
+  out.slots = slot_kinds(p, program_params);
+  const auto n = static_cast<std::uint32_t>(out.slots.size());
+
+  FunctionBuilder f(fmt::format("f{}", index), p.mode, primal_names(n));
+  declare_static_inputs(f, out.slots, p.mode);
 
   std::vector<Value> values(n, Value{false, numel});
-  auto same_shape = [&](ValueIndex a) {
-    std::vector<ValueIndex> c;
-    for (ValueIndex v = 0; v < values.size(); ++v) {
-      if (values[v].scalar == values[a].scalar && values[v].length == values[a].length) {
-        c.push_back(v);
-      }
-    }
-    return c;
-  };
-  auto inputs_of = [&](std::initializer_list<SlotKind> kinds) {
-    std::vector<ValueIndex> c;
-    for (std::uint32_t i = 0; i < n; ++i) {
-      if (std::find(kinds.begin(), kinds.end(), out.slots[i]) != kinds.end()) c.push_back(i);
-    }
-    return c;
-  };
-  for (const OpPlan& op : p.ops) {
-    const auto nv = static_cast<std::uint32_t>(values.size());
-    const ValueIndex a = op.a % nv;
-    PlanOp kind = op.op;
-    std::vector<ValueIndex> targets;
-    if (kind == PlanOp::kAddStatic) targets = inputs_of({SlotKind::kParam, SlotKind::kMarked});
-    if (kind == PlanOp::kAddData) targets = inputs_of({SlotKind::kData});
-    if ((kind == PlanOp::kAddStatic || kind == PlanOp::kAddData) && targets.empty()) {
-      kind = PlanOp::kAdd;
-    }
-    Value result = values[a];
-    switch (kind) {
-      case PlanOp::kAdd:
-      case PlanOp::kMul: {
-        const auto c = same_shape(a);
-        const ValueIndex b = c[op.b % c.size()];
-        if (kind == PlanOp::kAdd) {
-          f.add(a, b);
-        } else {
-          f.mul(a, b);
-        }
-        break;
-      }
-      case PlanOp::kNeg: f.neg(a); break;
-      case PlanOp::kRelu: f.relu(a); break;
-      case PlanOp::kClone: f.clone(a); break;
-      case PlanOp::kAlias: f.alias(a); break;
-      case PlanOp::kSum:
-        f.sum(a);
-        result = Value{true, 0};
-        break;
-      case PlanOp::kSlice: {
-        std::vector<ValueIndex> c;
-        for (ValueIndex v = 0; v < nv; ++v) {
-          if (!values[v].scalar) c.push_back(v);
-        }
-        const ValueIndex s = c[op.a % c.size()];
-        const std::int64_t len = values[s].length;
-        const std::int64_t start = op.start % len;
-        const std::int64_t end = start + 1 + static_cast<std::int64_t>(op.length % (len - start));
-        f.slice(s, start, end);
-        out.slices = true;
-        result = Value{false, end - start};
-        break;
-      }
-      case PlanOp::kAddStatic:
-      case PlanOp::kAddData: {
-        const ValueIndex t = targets[op.a % targets.size()];
-        const auto c = same_shape(t);
-        f.add_(t, c[op.b % c.size()]);
-        result = values[t];
-        out.mutates = true;
-        break;
-      }
-    }
-    values.push_back(result);
-  }
-  std::vector<ValueIndex> outs;
-  for (std::uint32_t pick : p.outputs) {
-    if (outs.size() == 3) break;
-    outs.push_back(pick % static_cast<std::uint32_t>(values.size()));
-  }
-  if (outs.empty()) outs.push_back(static_cast<ValueIndex>(values.size() - 1));
+  for (const OpPlan& op : p.ops) values.push_back(lower_op(op, f, values, out));
+  const std::vector<ValueIndex> outs = pick_outputs(p.outputs, values.size());
   for (ValueIndex v : outs)
     out.output_full.push_back(!values[v].scalar && values[v].length == numel);
   out.def = f.returns(outs);
@@ -343,118 +384,134 @@ class Lowering {
     ++g_.reassigns;
   }
 
-  void lower_call(const CallPlan& call, bool first, std::size_t s,
-                  std::vector<std::string>& step_outputs) {
-    if (call.reassign_before) reassign(*call.reassign_before);
-    const std::size_t function_index = call.function % functions_.size();
-    const LoweredFunction& f = functions_[function_index];
-    std::vector<std::string> temps, args;
+  // A call's arguments, lowered slot by slot.
+  struct CallArgs {
+    std::vector<std::string> names;
     std::vector<ArgKnowledge> know;
-    // The size-change fault: every input is a fresh tensor of another size.
-    const std::int64_t grow = f.resizable() ? call.grow % 4 : 0;
-    const std::int64_t numel = grow != 0 ? g_.numel + grow : kDefaultNumel;
-    bool may_raise = false;  // an input may be an overwritten output (E1)
-    std::uint32_t param_slot = 0, marked_slot = 0;
-    // A mutating body gets params[base], params[base + 1], ...: pairwise distinct.
-    std::uint32_t param_base = 0;
+    std::vector<std::string> temps;  // made for this call, deleted after it
+    bool may_raise = false;          // an input may be an overwritten output (E1)
+  };
+
+  // A mutating body gets params[base], params[base + 1], ...: pairwise
+  // distinct. The base is the pick of the first param slot.
+  static std::uint32_t param_base(const LoweredFunction& f, const CallPlan& call) {
     for (std::size_t j = 0; j < f.slots.size(); ++j) {
-      if (f.slots[j] == SlotKind::kParam) {
-        param_base = j < call.args.size() ? call.args[j].pick : 0;
-        break;
-      }
+      if (f.slots[j] == SlotKind::kParam) return j < call.args.size() ? call.args[j].pick : 0;
     }
+    return 0;
+  }
+
+  void lower_marked_arg(const LoweredFunction& f, std::size_t function_index, std::size_t j,
+                        const ArgPlan& ap, std::uint32_t marked_slot, CallArgs& out) {
+    const bool persistent =
+        ap.source % 2 == 0 && !marked_.empty() && (!f.mutates || marked_slot < marked_.size());
+    if (persistent) {
+      out.names.push_back(marked_[(f.mutates ? marked_slot : ap.pick) % marked_.size()]);
+      out.know.push_back(ArgKnowledge::kStatic);
+      return;
+    }
+    // The unaligned-static fault: remove_unaligned_input_idxs demotes it when
+    // its key compiles, and a later call of that key keeps the compiled
+    // choice, so the generator cannot tell which.
+    const std::int64_t offset = ap.static_offset % 4;
+    const std::string name = fmt::format("m{}", next_fresh_++);
+    add(tensor(name, offset));
+    add(MarkStatic{name, ap.pick % 2 == 1});
+    out.temps.push_back(name);
+    out.names.push_back(name);
+    if (offset != 0) {
+      ++g_.unaligned_statics;
+      demoted_slots_.insert({function_index, j});
+      maybe_unaligned_.insert(name);
+    }
+    out.know.push_back(ArgKnowledge::kStatic);
+  }
+
+  // Static (count_tangents) whatever it gets; 16-byte aligned unless an
+  // output aliases an unaligned static input.
+  void lower_saved_arg(const LoweredFunction& f, std::size_t function_index, std::size_t j,
+                       const ArgPlan& ap, const std::vector<std::string>& step_outputs,
+                       CallArgs& out) {
+    const std::uint32_t source = f.mutates ? 3 : ap.source % 3;
+    if (source == 0 && !step_outputs.empty()) {
+      out.names.push_back(step_outputs[ap.pick % step_outputs.size()]);
+      if (maybe_unaligned_.count(out.names.back()) != 0) {
+        demoted_slots_.insert({function_index, j});
+      }
+      ++g_.managed_candidates;
+    } else if (source == 2 && !marked_.empty()) {
+      out.names.push_back(marked_[ap.pick % marked_.size()]);
+    } else if (source != 3) {
+      out.names.push_back("c0");
+    } else {
+      out.names.push_back(fresh_eager(out.temps));
+    }
+    out.know.push_back(ArgKnowledge::kStatic);
+  }
+
+  // A mutating body, or a call of another size, gets a fresh eager tensor.
+  void lower_data_arg(const LoweredFunction& f, std::int64_t grow, std::int64_t numel,
+                      const ArgPlan& ap, const std::vector<std::string>& step_outputs,
+                      CallArgs& out) {
+    const std::uint32_t source = f.mutates || grow != 0 ? 0 : ap.source % 4;
+    if (source == 2 && !step_outputs.empty()) {
+      out.names.push_back(step_outputs[ap.pick % step_outputs.size()]);
+      ++g_.managed_candidates;
+      out.know.push_back(ArgKnowledge::kUnknown);
+    } else if (source == 3 && !older_outputs_.empty()) {
+      out.names.push_back(older_outputs_[ap.pick % older_outputs_.size()]);
+      older_inputs_.insert(out.names.back());
+      ++g_.older_outputs;
+      out.may_raise = true;
+      out.know.push_back(ArgKnowledge::kUnknown);
+    } else if (source == 1) {
+      out.names.push_back("c0");
+      out.know.push_back(ArgKnowledge::kNonStatic);
+    } else {
+      out.names.push_back(fresh_eager(out.temps, ap.offset % 4, numel));
+      out.know.push_back(ArgKnowledge::kNonStatic);
+    }
+  }
+
+  // The arguments of a call of function `function_index`, in slot order;
+  // tensors made for them are added to the program as they are chosen.
+  CallArgs lower_args(const CallPlan& call, std::size_t function_index, std::int64_t grow,
+                      std::int64_t numel, const std::vector<std::string>& step_outputs) {
+    const LoweredFunction& f = functions_[function_index];
+    CallArgs out;
+    std::uint32_t param_slot = 0, marked_slot = 0;
+    const std::uint32_t base = param_base(f, call);
     for (std::size_t j = 0; j < f.slots.size(); ++j) {
       const ArgPlan ap = j < call.args.size() ? call.args[j] : ArgPlan{};
       switch (f.slots[j]) {
         case SlotKind::kParam:
           // Distinct params for a mutating body (slots never outnumber params).
-          args.push_back(param(f.mutates ? param_base + param_slot : ap.pick));
+          out.names.push_back(param(f.mutates ? base + param_slot : ap.pick));
           ++param_slot;
-          know.push_back(ArgKnowledge::kStatic);
+          out.know.push_back(ArgKnowledge::kStatic);
           break;
-        case SlotKind::kMarked: {
-          const bool persistent = ap.source % 2 == 0 && !marked_.empty() &&
-                                  (!f.mutates || marked_slot < marked_.size());
-          if (persistent) {
-            args.push_back(marked_[(f.mutates ? marked_slot : ap.pick) % marked_.size()]);
-            know.push_back(ArgKnowledge::kStatic);
-          } else {
-            // The unaligned-static fault: remove_unaligned_input_idxs demotes
-            // it when its key compiles, and a later call of that key keeps the
-            // compiled choice, so the generator cannot tell which.
-            const std::int64_t offset = ap.static_offset % 4;
-            const std::string name = fmt::format("m{}", next_fresh_++);
-            add(tensor(name, offset));
-            add(MarkStatic{name, ap.pick % 2 == 1});
-            temps.push_back(name);
-            args.push_back(name);
-            if (offset != 0) {
-              ++g_.unaligned_statics;
-              demoted_slots_.insert({function_index, j});
-              maybe_unaligned_.insert(name);
-            }
-            know.push_back(ArgKnowledge::kStatic);
-          }
+        case SlotKind::kMarked:
+          lower_marked_arg(f, function_index, j, ap, marked_slot, out);
           ++marked_slot;
           break;
-        }
-        case SlotKind::kSaved: {
-          // Static (count_tangents) whatever it gets; 16-byte aligned unless an
-          // output aliases an unaligned static input.
-          const std::uint32_t source = f.mutates ? 3 : ap.source % 3;
-          if (source == 0 && !step_outputs.empty()) {
-            args.push_back(step_outputs[ap.pick % step_outputs.size()]);
-            if (maybe_unaligned_.count(args.back()) != 0) {
-              demoted_slots_.insert({function_index, j});
-            }
-            ++g_.managed_candidates;
-          } else if (source == 2 && !marked_.empty()) {
-            args.push_back(marked_[ap.pick % marked_.size()]);
-          } else if (source != 3) {
-            args.push_back("c0");
-          } else {
-            args.push_back(fresh_eager(temps));
-          }
-          know.push_back(ArgKnowledge::kStatic);
-          break;
-        }
-        case SlotKind::kData: {
-          const std::uint32_t source = f.mutates || grow != 0 ? 0 : ap.source % 4;
-          if (source == 2 && !step_outputs.empty()) {
-            args.push_back(step_outputs[ap.pick % step_outputs.size()]);
-            ++g_.managed_candidates;
-            know.push_back(ArgKnowledge::kUnknown);
-          } else if (source == 3 && !older_outputs_.empty()) {
-            args.push_back(older_outputs_[ap.pick % older_outputs_.size()]);
-            older_inputs_.insert(args.back());
-            ++g_.older_outputs;
-            may_raise = true;
-            know.push_back(ArgKnowledge::kUnknown);
-          } else if (source == 1) {
-            args.push_back("c0");
-            know.push_back(ArgKnowledge::kNonStatic);
-          } else {
-            args.push_back(fresh_eager(temps, ap.offset % 4, numel));
-            know.push_back(ArgKnowledge::kNonStatic);
-          }
-          break;
-        }
+        case SlotKind::kSaved: lower_saved_arg(f, function_index, j, ap, step_outputs, out); break;
+        case SlotKind::kData: lower_data_arg(f, grow, numel, ap, step_outputs, out); break;
       }
     }
-    Call c;
-    c.function = f.def.name;
-    c.args = args;
-    if (grow != 0) {
-      c.int_key = {numel};
-      ++g_.size_changes;
-    }
-    // Only the first call of a step may start a torch.compile invocation.
-    if (!first) c.new_invocation = false;
+    return out;
+  }
+
+  // Names the outputs `call` keeps in `c` ("" for the others), notes which
+  // may be unaligned or used later in the step, and schedules their dels.
+  // Returns the kept names, in output order.
+  std::vector<std::string> bind_outputs(const CallPlan& call, const LoweredFunction& f,
+                                        bool may_raise, std::int64_t grow, std::size_t s, Call& c,
+                                        std::vector<std::string>& step_outputs) {
     // An output may alias an unaligned static input (a recording bakes the
     // unaligned address in), and then so may a static slot it feeds.
-    const bool unaligned_in = std::any_of(args.begin(), args.end(), [this](const std::string& a) {
-      return maybe_unaligned_.count(a) != 0;
-    });
+    const bool unaligned_in =
+        std::any_of(c.args.begin(), c.args.end(),
+                    [this](const std::string& a) { return maybe_unaligned_.count(a) != 0; });
     std::vector<std::string> kept;
     for (std::size_t k = 0; k < f.output_full.size(); ++k) {
       // A call that may raise binds nothing: Python skips the assignment.
@@ -469,10 +526,33 @@ class Lowering {
         c.outputs.push_back("");
       }
     }
+    return kept;
+  }
+
+  void lower_call(const CallPlan& call, bool first, std::size_t s,
+                  std::vector<std::string>& step_outputs) {
+    if (call.reassign_before) reassign(*call.reassign_before);
+    const std::size_t function_index = call.function % functions_.size();
+    const LoweredFunction& f = functions_[function_index];
+    // The size-change fault: every input is a fresh tensor of another size.
+    const std::int64_t grow = f.resizable() ? call.grow % 4 : 0;
+    const std::int64_t numel = grow != 0 ? g_.numel + grow : kDefaultNumel;
+    const CallArgs args = lower_args(call, function_index, grow, numel, step_outputs);
+    Call c;
+    c.function = f.def.name;
+    c.args = args.names;
+    if (grow != 0) {
+      c.int_key = {numel};
+      ++g_.size_changes;
+    }
+    // Only the first call of a step may start a torch.compile invocation.
+    if (!first) c.new_invocation = false;
+    const std::vector<std::string> kept =
+        bind_outputs(call, f, args.may_raise, grow, s, c, step_outputs);
     call_functions_.emplace_back(g_.program.actions.size(), function_index);
-    add(c, know, numel);
+    add(c, args.know, numel);
     ++g_.calls;
-    for (const std::string& t : temps) add(Del{t});
+    for (const std::string& t : args.temps) add(Del{t});
     if (call.read && !kept.empty()) add(Read{kept.front()});
   }
 

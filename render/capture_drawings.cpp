@@ -37,6 +37,50 @@ void node_refs(const std::vector<FxArg>& args, const std::string& prefix,
   }
 }
 
+// One autograd node's box, with what PyTorch would show of it.
+DrawNode autograd_node_box(AutogradNodeId id, const AutogradNode& node) {
+  DrawNode d;
+  d.id = fmt::format("n{}", id);
+  d.kind = std::string(autograd_node_kind_name(node.kind));
+  d.target = node.name;
+  d.title = node.name;
+  d.fill = std::string(node.kind == AutogradNodeKind::kGraphRoot ? kFillRoot : kFillNode);
+  if (node.kind == AutogradNodeKind::kCopySlices) add_row(d, "wraps", node.inner_name);
+  if (node.kind == AutogradNodeKind::kCppNode && !node.traceable) add_row(d, "traceable", "no");
+  if (!node.saved_sizes.empty()) {
+    std::string sizes;
+    for (std::int64_t s : node.saved_sizes)
+      sizes += (sizes.empty() ? "" : ", ") + std::to_string(s);
+    add_row(d, "saved sizes", "[" + sizes + "]");
+  }
+  if (!node.saved_scalars.empty()) {
+    add_row(d, "saved scalars", std::to_string(node.saved_scalars.size()));
+  }
+  for (AutogradHookKind hook : node.hooks) {
+    add_row(d, "hook", std::string(autograd_hook_kind_name(hook)));
+  }
+  if (node.subclass_outputs > 0) {
+    add_row(d, "subclass outputs", std::to_string(node.subclass_outputs));
+  }
+  return d;
+}
+
+// A saved tensor's or a leaf's box, with the tensor's shape when the store
+// still holds it.
+DrawNode tensor_box(std::string id, std::string kind, std::string title, std::string_view fill,
+                    const TensorStore* store, TensorId tensor) {
+  DrawNode d;
+  d.id = std::move(id);
+  d.target = kind;
+  d.kind = std::move(kind);
+  d.title = std::move(title);
+  d.fill = std::string(fill);
+  if (store != nullptr) {
+    if (Result<Tensor> t = store->tensor(tensor)) add_row(d, "", shape_text(t->meta.sizes));
+  }
+  return d;
+}
+
 }  // namespace
 
 DrawGraph draw_autograd_graph(const AutogradGraph& graph, const TensorStore* store,
@@ -45,63 +89,19 @@ DrawGraph draw_autograd_graph(const AutogradGraph& graph, const TensorStore* sto
   g.name = std::move(name);
   g.kind = "autograd";
   const auto n_nodes = static_cast<AutogradNodeId>(graph.num_nodes());
-  for (AutogradNodeId id = 0; id < n_nodes; ++id) {
-    const AutogradNode& node = graph.node(id);
-    DrawNode d;
-    d.id = fmt::format("n{}", id);
-    d.kind = std::string(autograd_node_kind_name(node.kind));
-    d.target = node.name;
-    d.title = node.name;
-    d.fill = std::string(node.kind == AutogradNodeKind::kGraphRoot ? kFillRoot : kFillNode);
-    if (node.kind == AutogradNodeKind::kCopySlices) add_row(d, "wraps", node.inner_name);
-    if (node.kind == AutogradNodeKind::kCppNode && !node.traceable) add_row(d, "traceable", "no");
-    if (!node.saved_sizes.empty()) {
-      std::string sizes;
-      for (std::int64_t s : node.saved_sizes)
-        sizes += (sizes.empty() ? "" : ", ") + std::to_string(s);
-      add_row(d, "saved sizes", "[" + sizes + "]");
-    }
-    if (!node.saved_scalars.empty()) {
-      add_row(d, "saved scalars", std::to_string(node.saved_scalars.size()));
-    }
-    for (AutogradHookKind hook : node.hooks)
-      add_row(d, "hook", std::string(autograd_hook_kind_name(hook)));
-    if (node.subclass_outputs > 0) {
-      add_row(d, "subclass outputs", std::to_string(node.subclass_outputs));
-    }
-    g.add_node(std::move(d));
-  }
+  for (AutogradNodeId id = 0; id < n_nodes; ++id) g.add_node(autograd_node_box(id, graph.node(id)));
   // Saved tensors and leaves: one box per use (a per-use proxy, never a hub).
   for (AutogradNodeId id = 0; id < n_nodes; ++id) {
     const AutogradNode& node = graph.node(id);
     for (std::size_t k = 0; k < node.saved_tensors.size(); ++k) {
-      DrawNode s;
-      s.id = fmt::format("n{}.saved{}", id, k);
-      s.kind = "saved";
-      s.target = "saved";
-      s.title = fmt::format("saved {}", k);
-      s.fill = std::string(kFillSaved);
-      if (store != nullptr) {
-        if (Result<Tensor> t = store->tensor(node.saved_tensors[k])) {
-          add_row(s, "", shape_text(t->meta.sizes));
-        }
-      }
-      const std::uint32_t index = g.add_node(std::move(s));
+      const std::uint32_t index = g.add_node(tensor_box(fmt::format("n{}.saved{}", id, k), "saved",
+                                                        fmt::format("saved {}", k), kFillSaved,
+                                                        store, node.saved_tensors[k]));
       g.add_edge(index, id, "", /*dotted=*/true);
     }
     if (node.variable) {
-      DrawNode leaf;
-      leaf.id = fmt::format("n{}.variable", id);
-      leaf.kind = "leaf";
-      leaf.target = "leaf";
-      leaf.title = "leaf";
-      leaf.fill = std::string(kFillLeaf);
-      if (store != nullptr) {
-        if (Result<Tensor> t = store->tensor(*node.variable)) {
-          add_row(leaf, "", shape_text(t->meta.sizes));
-        }
-      }
-      const std::uint32_t index = g.add_node(std::move(leaf));
+      const std::uint32_t index = g.add_node(tensor_box(fmt::format("n{}.variable", id), "leaf",
+                                                        "leaf", kFillLeaf, store, *node.variable));
       g.add_edge(id, index, "", /*dotted=*/false);
     }
   }

@@ -183,12 +183,36 @@ class Exporter : public TraceVisitor {
     Json args = std::move(*fields);
     args["generation"] = trace_gen_;
     args["line"] = item.line;
-    const std::string fn = text_field(e, F::function);
-    const std::optional<std::int64_t> graph = e.has(F::api) ? std::nullopt : int_field(e, F::graph);
-    const std::string target = graph ? fmt::format("graph {}", *graph) : "plain graph";
+    draw_event(e, target_of(e), std::move(args));
+    if (e.kind == EventKind::kShutdown) ++trace_gen_;
+    return {};
+  }
+
+  // The graph an event is about, as slices name it.
+  struct GraphTarget {
+    std::optional<std::int64_t> graph;  // none for a plain-API graph
+    std::string fn;
+    std::string target;  // "graph 3" or "plain graph"
+    std::string key;     // records_'s key
+    std::string plain;   // " (fn)" for a plain-API graph
+  };
+  GraphTarget target_of(const Event& e) const {
+    GraphTarget t;
+    t.fn = text_field(e, F::function);
+    t.graph = e.has(F::api) ? std::nullopt : int_field(e, F::graph);
+    t.target = t.graph ? fmt::format("graph {}", *t.graph) : "plain graph";
     // Plain-API graphs have no ids: one per function, the latest recording.
-    const std::string key = graph ? fmt::format("{}:{}", trace_gen_, *graph) : "plain:" + fn;
-    const std::string plain = graph ? "" : " (" + fn + ")";
+    t.key = t.graph ? fmt::format("{}:{}", trace_gen_, *t.graph) : "plain:" + t.fn;
+    t.plain = t.graph ? "" : " (" + t.fn + ")";
+    return t;
+  }
+
+  void draw_event(const Event& e, const GraphTarget& t, Json args) {
+    const std::string& fn = t.fn;
+    const std::string& target = t.target;
+    const std::string& key = t.key;
+    const std::string& plain = t.plain;
+    const std::optional<std::int64_t>& graph = t.graph;
     const std::string kind(event_kind_name(e.kind));
     switch (e.kind) {
       case EventKind::kRecord: {
@@ -250,8 +274,6 @@ class Exporter : public TraceVisitor {
         ++cursor_;
         break;
     }
-    if (e.kind == EventKind::kShutdown) ++trace_gen_;
-    return {};
   }
 
   void on_replay(std::optional<std::int64_t> graph, const std::string& key,

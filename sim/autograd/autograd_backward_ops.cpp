@@ -49,6 +49,26 @@ std::string device_text(const Device& d) {
   return d.type == DeviceType::kCpu ? "cpu" : fmt::format("cuda:{}", d.index);
 }
 
+// Whether input k wants a grad; inputs past the end of `needed` do not.
+bool is_needed(const std::vector<bool>& needed, std::size_t k) {
+  return k < needed.size() && needed[k];
+}
+
+// Saved tensor k, or an error naming the formula: the saved state comes from
+// a node or a captured call and may hold fewer tensors than the formula reads.
+Result<TensorId> saved_tensor(const FormulaInputs& in, std::size_t k) {
+  if (k >= in.saved.size()) {
+    return make_error(
+        fmt::format("{}: saved tensor {} is missing (has {})", in.name, k, in.saved.size()));
+  }
+  return in.saved[k];
+}
+
+// The dtype grad k must have, or `fallback` where none was recorded.
+DType output_dtype(const FormulaInputs& in, std::size_t k, DType fallback) {
+  return k < in.dtypes.size() && in.dtypes[k] ? *in.dtypes[k] : fallback;
+}
+
 }  // namespace
 
 // --- Small helpers -------------------------------------------------------------
@@ -119,120 +139,166 @@ Result<Grads> BackwardOps::formula(const FormulaInputs& in, TensorId g,
                                    const std::vector<bool>& needed) {
   const std::optional<Formula> f = formula_named(in.name);
   if (!f) return make_error(fmt::format("autograd: no formula for {}", in.name));
-  Grads out(needed.size());
-  auto need = [&](std::size_t k) { return k < needed.size() && needed[k]; };
-  auto saved = [&](std::size_t k) -> Result<TensorId> {
-    if (k >= in.saved.size()) {
-      return make_error(
-          fmt::format("{}: saved tensor {} is missing (has {})", in.name, k, in.saved.size()));
-    }
-    return in.saved[k];
-  };
-  auto dtype = [&](std::size_t k, DType fallback) {
-    return k < in.dtypes.size() && in.dtypes[k] ? *in.dtypes[k] : fallback;
-  };
   switch (*f) {
-    case Formula::kMul:
-      if (need(0)) {
-        CAPSIM_TRY_ASSIGN(const TensorId other, saved(1));
-        CAPSIM_TRY_ASSIGN(out[0], e_.binary(KernelKind::kMul, g, other));
-      }
-      if (need(1)) {
-        CAPSIM_TRY_ASSIGN(const TensorId self, saved(0));
-        CAPSIM_TRY_ASSIGN(out[1], e_.binary(KernelKind::kMul, g, self));
-      }
-      return out;
+    case Formula::kMul: return mul_backward(in, g, needed);
     case Formula::kAdd:
-    case Formula::kClone:
-      for (std::size_t k = 0; k < out.size(); ++k) {
-        if (need(k)) out[k] = g;
-      }
-      return out;
-    case Formula::kSum: {
-      CAPSIM_TRY_ASSIGN(const Tensor t, e_.tensor(g));
-      const Dims sizes(in.sizes.begin(), in.sizes.end());
-      CAPSIM_TRY_ASSIGN(const TensorMeta meta, expand(t.meta, sizes));
-      if (need(0)) {
-        CAPSIM_TRY_ASSIGN(out[0], view(g, meta));
-      }
-      return out;
-    }
-    case Formula::kMm:
-      if (need(0)) {
-        CAPSIM_TRY_ASSIGN(const TensorId mat2, saved(1));
-        CAPSIM_TRY_ASSIGN(const TensorId mat2_t, e_.transposed(mat2));
-        CAPSIM_TRY_ASSIGN(out[0], e_.matmul(g, mat2_t));
-      }
-      if (need(1)) {
-        CAPSIM_TRY_ASSIGN(const TensorId self, saved(0));
-        CAPSIM_TRY_ASSIGN(const TensorId self_t, e_.transposed(self));
-        CAPSIM_TRY_ASSIGN(out[1], e_.matmul(self_t, g));
-      }
-      return out;
-    case Formula::kRelu: {
-      if (!need(0)) return out;
-      CAPSIM_TRY_ASSIGN(const TensorId result, saved(0));
-      CAPSIM_TRY_ASSIGN(const TensorArg tg, arg(g));
-      CAPSIM_TRY_ASSIGN(const TensorArg tr, arg(result));
-      CAPSIM_TRY_ASSIGN(out[0], e_.fresh(tg.meta.sizes, tg.meta.dtype));
-      CAPSIM_TRY_ASSIGN(const TensorArg o, arg(*out[0]));
-      CAPSIM_TRY(e_.launch(launch_relu_backward(o, tg, tr)));
-      return out;
-    }
-    case Formula::kToCopy:
-      if (need(0)) {
-        CAPSIM_TRY_ASSIGN(const Tensor t, e_.tensor(g));
-        CAPSIM_TRY_ASSIGN(out[0], cast(g, dtype(0, t.meta.dtype)));
-      }
-      return out;
-    case Formula::kExpand:
-      if (need(0)) {
-        const Dims sizes(in.sizes.begin(), in.sizes.end());
-        CAPSIM_TRY_ASSIGN(out[0], e_.sum_to(g, sizes));
-      }
-      return out;
-    case Formula::kSlice: {
-      if (!need(0)) return out;
-      if (in.sizes.size() < 5) {
-        return make_error(
-            fmt::format("SliceBackward0: {} saved sizes, want rank + 4", in.sizes.size()));
-      }
-      const Dims sizes(in.sizes.begin(), in.sizes.end() - 4);
-      const std::int64_t start = in.sizes[sizes.size() + 1];
-      const std::int64_t end = in.sizes[sizes.size() + 2];
-      CAPSIM_TRY_ASSIGN(const Tensor t, e_.tensor(g));
-      CAPSIM_TRY_ASSIGN(const TensorId result, zeros(sizes, t.meta.dtype));
-      CAPSIM_TRY_ASSIGN(const Tensor r, e_.tensor(result));
-      CAPSIM_TRY_ASSIGN(const TensorMeta meta, slice(r.meta, 0, start, end));
-      CAPSIM_TRY_ASSIGN(const TensorId into, view(result, meta));
-      CAPSIM_TRY(e_.copy_into(into, g));
-      out[0] = result;
-      return out;
-    }
-    case Formula::kAsStrided: {
-      if (!need(0)) return out;
-      if (in.base == nullptr || in.view == nullptr) {
-        return make_error("AsStridedBackward0: no saved geometry");
-      }
-      CAPSIM_TRY_ASSIGN(const Tensor t, e_.tensor(g));
-      CAPSIM_TRY_ASSIGN(const auto pair,
-                        strided_into(*in.base, *in.view, t.meta.dtype, "AsStridedBackward0"));
-      CAPSIM_TRY(e_.copy_into(pair.second, g));
-      out[0] = pair.first;
-      return out;
-    }
-    case Formula::kCopyBackwards: {
-      CAPSIM_TRY_ASSIGN(const Tensor t, e_.tensor(g));
-      if (need(0)) {
-        CAPSIM_TRY_ASSIGN(out[0], zeros(t.meta.sizes, t.meta.dtype));
-      }
-      if (need(1)) {
-        CAPSIM_TRY_ASSIGN(out[1], cast(g, dtype(1, t.meta.dtype)));
-      }
-      return out;
-    }
+    case Formula::kClone: return pass_grad_through(g, needed);
+    case Formula::kSum: return sum_backward(in, g, needed);
+    case Formula::kMm: return mm_backward(in, g, needed);
+    case Formula::kRelu: return relu_backward(in, g, needed);
+    case Formula::kToCopy: return to_copy_backward(in, g, needed);
+    case Formula::kExpand: return expand_backward(in, g, needed);
+    case Formula::kSlice: return slice_backward(in, g, needed);
+    case Formula::kAsStrided: return as_strided_backward(in, g, needed);
+    case Formula::kCopyBackwards: return copy_backwards(in, g, needed);
   }
   return make_error(fmt::format("autograd: no formula for {}", in.name));
+}
+
+// self * other: grad * other for self, grad * self for other.
+Result<Grads> BackwardOps::mul_backward(const FormulaInputs& in, TensorId g,
+                                        const std::vector<bool>& needed) {
+  Grads out(needed.size());
+  if (is_needed(needed, 0)) {
+    CAPSIM_TRY_ASSIGN(const TensorId other, saved_tensor(in, 1));
+    CAPSIM_TRY_ASSIGN(out[0], e_.binary(KernelKind::kMul, g, other));
+  }
+  if (is_needed(needed, 1)) {
+    CAPSIM_TRY_ASSIGN(const TensorId self, saved_tensor(in, 0));
+    CAPSIM_TRY_ASSIGN(out[1], e_.binary(KernelKind::kMul, g, self));
+  }
+  return out;
+}
+
+// add and clone: every needed input gets the incoming grad itself.
+Result<Grads> BackwardOps::pass_grad_through(TensorId g, const std::vector<bool>& needed) {
+  Grads out(needed.size());
+  for (std::size_t k = 0; k < out.size(); ++k) {
+    if (is_needed(needed, k)) out[k] = g;
+  }
+  return out;
+}
+
+// sum(): the 0-d grad expanded (a view, no copy) to the input's saved sizes.
+Result<Grads> BackwardOps::sum_backward(const FormulaInputs& in, TensorId g,
+                                        const std::vector<bool>& needed) {
+  Grads out(needed.size());
+  CAPSIM_TRY_ASSIGN(const Tensor t, e_.tensor(g));
+  const Dims sizes(in.sizes.begin(), in.sizes.end());
+  CAPSIM_TRY_ASSIGN(const TensorMeta meta, expand(t.meta, sizes));
+  if (is_needed(needed, 0)) {
+    CAPSIM_TRY_ASSIGN(out[0], view(g, meta));
+  }
+  return out;
+}
+
+// mm(self, mat2): grad @ mat2.t() for self, self.t() @ grad for mat2.
+Result<Grads> BackwardOps::mm_backward(const FormulaInputs& in, TensorId g,
+                                       const std::vector<bool>& needed) {
+  Grads out(needed.size());
+  if (is_needed(needed, 0)) {
+    CAPSIM_TRY_ASSIGN(const TensorId mat2, saved_tensor(in, 1));
+    CAPSIM_TRY_ASSIGN(const TensorId mat2_t, e_.transposed(mat2));
+    CAPSIM_TRY_ASSIGN(out[0], e_.matmul(g, mat2_t));
+  }
+  if (is_needed(needed, 1)) {
+    CAPSIM_TRY_ASSIGN(const TensorId self, saved_tensor(in, 0));
+    CAPSIM_TRY_ASSIGN(const TensorId self_t, e_.transposed(self));
+    CAPSIM_TRY_ASSIGN(out[1], e_.matmul(self_t, g));
+  }
+  return out;
+}
+
+// relu: the grad where the saved result is positive, zero elsewhere.
+Result<Grads> BackwardOps::relu_backward(const FormulaInputs& in, TensorId g,
+                                         const std::vector<bool>& needed) {
+  Grads out(needed.size());
+  if (!is_needed(needed, 0)) return out;
+  CAPSIM_TRY_ASSIGN(const TensorId result, saved_tensor(in, 0));
+  CAPSIM_TRY_ASSIGN(const TensorArg tg, arg(g));
+  CAPSIM_TRY_ASSIGN(const TensorArg tr, arg(result));
+  CAPSIM_TRY_ASSIGN(out[0], e_.fresh(tg.meta.sizes, tg.meta.dtype));
+  CAPSIM_TRY_ASSIGN(const TensorArg o, arg(*out[0]));
+  CAPSIM_TRY(e_.launch(launch_relu_backward(o, tg, tr)));
+  return out;
+}
+
+// _to_copy: the grad cast back to the input's dtype.
+Result<Grads> BackwardOps::to_copy_backward(const FormulaInputs& in, TensorId g,
+                                            const std::vector<bool>& needed) {
+  Grads out(needed.size());
+  if (is_needed(needed, 0)) {
+    CAPSIM_TRY_ASSIGN(const Tensor t, e_.tensor(g));
+    CAPSIM_TRY_ASSIGN(out[0], cast(g, output_dtype(in, 0, t.meta.dtype)));
+  }
+  return out;
+}
+
+// expand: the grad summed back to the input's saved sizes.
+Result<Grads> BackwardOps::expand_backward(const FormulaInputs& in, TensorId g,
+                                           const std::vector<bool>& needed) {
+  Grads out(needed.size());
+  if (is_needed(needed, 0)) {
+    const Dims sizes(in.sizes.begin(), in.sizes.end());
+    CAPSIM_TRY_ASSIGN(out[0], e_.sum_to(g, sizes));
+  }
+  return out;
+}
+
+// slice along dim 0: zeros of the input's sizes with the grad copied into
+// the sliced rows. The saved sizes are the input's, then four more (torch's
+// dim, start, end, step), of which start and end are read.
+Result<Grads> BackwardOps::slice_backward(const FormulaInputs& in, TensorId g,
+                                          const std::vector<bool>& needed) {
+  Grads out(needed.size());
+  if (!is_needed(needed, 0)) return out;
+  if (in.sizes.size() < 5) {
+    return make_error(
+        fmt::format("SliceBackward0: {} saved sizes, want rank + 4", in.sizes.size()));
+  }
+  const Dims sizes(in.sizes.begin(), in.sizes.end() - 4);
+  const std::int64_t start = in.sizes[sizes.size() + 1];
+  const std::int64_t end = in.sizes[sizes.size() + 2];
+  CAPSIM_TRY_ASSIGN(const Tensor t, e_.tensor(g));
+  CAPSIM_TRY_ASSIGN(const TensorId result, zeros(sizes, t.meta.dtype));
+  CAPSIM_TRY_ASSIGN(const Tensor r, e_.tensor(result));
+  CAPSIM_TRY_ASSIGN(const TensorMeta meta, slice(r.meta, 0, start, end));
+  CAPSIM_TRY_ASSIGN(const TensorId into, view(result, meta));
+  CAPSIM_TRY(e_.copy_into(into, g));
+  out[0] = result;
+  return out;
+}
+
+// as_strided: zeros of the base's geometry with the grad copied into the
+// view's strided window.
+Result<Grads> BackwardOps::as_strided_backward(const FormulaInputs& in, TensorId g,
+                                               const std::vector<bool>& needed) {
+  Grads out(needed.size());
+  if (!is_needed(needed, 0)) return out;
+  if (in.base == nullptr || in.view == nullptr) {
+    return make_error("AsStridedBackward0: no saved geometry");
+  }
+  CAPSIM_TRY_ASSIGN(const Tensor t, e_.tensor(g));
+  CAPSIM_TRY_ASSIGN(const auto pair,
+                    strided_into(*in.base, *in.view, t.meta.dtype, "AsStridedBackward0"));
+  CAPSIM_TRY(e_.copy_into(pair.second, g));
+  out[0] = pair.first;
+  return out;
+}
+
+// copy_(self, src): self was overwritten, so it gets zeros; src gets the grad
+// in its own dtype.
+Result<Grads> BackwardOps::copy_backwards(const FormulaInputs& in, TensorId g,
+                                          const std::vector<bool>& needed) {
+  Grads out(needed.size());
+  CAPSIM_TRY_ASSIGN(const Tensor t, e_.tensor(g));
+  if (is_needed(needed, 0)) {
+    CAPSIM_TRY_ASSIGN(out[0], zeros(t.meta.sizes, t.meta.dtype));
+  }
+  if (is_needed(needed, 1)) {
+    CAPSIM_TRY_ASSIGN(out[1], cast(g, output_dtype(in, 1, t.meta.dtype)));
+  }
+  return out;
 }
 
 // --- CopySlices ------------------------------------------------------------------

@@ -96,6 +96,24 @@ class BackwardOps {
   const std::size_t first_owned_;
   std::set<TensorId> is_view_;
   std::set<TensorId> kept_;
+
+ private:
+  // The formulas that formula() dispatches to, one per node kind.
+  Result<Grads> mul_backward(const FormulaInputs& in, TensorId g, const std::vector<bool>& needed);
+  Result<Grads> pass_grad_through(TensorId g, const std::vector<bool>& needed);
+  Result<Grads> sum_backward(const FormulaInputs& in, TensorId g, const std::vector<bool>& needed);
+  Result<Grads> mm_backward(const FormulaInputs& in, TensorId g, const std::vector<bool>& needed);
+  Result<Grads> relu_backward(const FormulaInputs& in, TensorId g, const std::vector<bool>& needed);
+  Result<Grads> to_copy_backward(const FormulaInputs& in, TensorId g,
+                                 const std::vector<bool>& needed);
+  Result<Grads> expand_backward(const FormulaInputs& in, TensorId g,
+                                const std::vector<bool>& needed);
+  Result<Grads> slice_backward(const FormulaInputs& in, TensorId g,
+                               const std::vector<bool>& needed);
+  Result<Grads> as_strided_backward(const FormulaInputs& in, TensorId g,
+                                    const std::vector<bool>& needed);
+  Result<Grads> copy_backwards(const FormulaInputs& in, TensorId g,
+                               const std::vector<bool>& needed);
 };
 
 }  // namespace capsim

@@ -102,6 +102,108 @@ void lift_hooks(AutogradNodeId v, const AutogradNode& node, std::vector<LiftedHo
   });
 }
 
+// node_calls.lookup: NodeCall ids are dense, in the order nodes are first met.
+std::uint32_t node_call_id(std::map<AutogradNodeId, std::uint32_t>& ids, AutogradNodeId n) {
+  auto [it, fresh] = ids.emplace(n, static_cast<std::uint32_t>(ids.size()));
+  (void)fresh;
+  return it->second;
+}
+
+// The key's head: what the node is, its NodeCall id, and its hooks in order.
+void key_identity_and_hooks(KeyWriter& key, const AutogradNode& node, std::uint32_t id) {
+  key.tag("kind", autograd_node_kind_name(node.kind));
+  key.tag("name", node.name);
+  key.tag("id", id);
+  key.tag("hooks", static_cast<std::int64_t>(node.hooks.size()));
+  for (std::size_t h = 0; h < node.hooks.size(); ++h) {
+    key.tag("hook", autograd_hook_kind_name(node.hooks[h]));
+    if (node.hooks[h] == AutogradHookKind::kTensorPre) {
+      key.tag("hook_input", h < node.hook_inputs.size() ? node.hook_inputs[h] : 0);
+    }
+  }
+}
+
+// compiled_args, per node kind. A CopySlices with a view_fn is rejected here,
+// before any capture, as PyTorch does.
+Status key_kind_specific_args(KeyWriter& key, const AutogradNode& node, const std::string& where) {
+  switch (node.kind) {
+    case AutogradNodeKind::kCopySlices:
+      if (node.has_view_fn) {
+        return make_unsupported(
+            fmt::format("{}: view_fn not supported by compiled autograd", where));
+      }
+      key.tag("inner", node.inner_name);
+      key.geometry(node.base, node.view);
+      break;
+    case AutogradNodeKind::kFunctional:
+      if (node.name == "AsStridedBackward0") {  // self_geometry, size, stride, offset
+        key.geometry(node.base, node.view);
+      }
+      break;
+    case AutogradNodeKind::kCppNode:
+      key.tag("cpp_fn", node.name);  // typeid(T): name and hash
+      break;
+    case AutogradNodeKind::kAotBackward: key.tag("subclass_outputs", node.subclass_outputs); break;
+    default: break;
+  }
+  return {};
+}
+
+// The node's saved tensors, its leaf variable, and its saved SymInts.
+Status key_saved_state(KeyWriter& key, const AutogradNode& node) {
+  // PyNode and AOT backward symints are always DYNAMIC, whatever the options.
+  const bool symints_dynamic =
+      node.kind == AutogradNodeKind::kPyNode || node.kind == AutogradNodeKind::kAotBackward;
+  for (TensorId t : node.saved_tensors) CAPSIM_TRY(key.tensor(t));
+  if (node.variable) {
+    CAPSIM_TRY(key.tensor(*node.variable));
+    // AccumulateGrad collects the leaf's .grad too: None and a defined
+    // grad are different specializations (zero_grad(set_to_none=False)).
+    key.tag("variable_grad", node.variable_grad_defined ? "defined" : "none");
+  }
+  key.tag("saved_sizes", static_cast<std::int64_t>(node.saved_sizes.size()));
+  for (std::int64_t s : node.saved_sizes) key.size(s, symints_dynamic);
+  return {};
+}
+
+// collect(next_edges): validity, target id, input_nr, InputMetadata. Looking
+// up a target here is what gives it its NodeCall id, so ids follow edge order.
+Status key_next_edges(KeyWriter& key, const AutogradGraph& graph,
+                      const std::vector<std::optional<NextEdge>>& next, const std::string& where,
+                      std::map<AutogradNodeId, std::uint32_t>& ids) {
+  for (const auto& edge : next) {
+    if (!edge) {
+      key.tag("edge", "invalid");
+      continue;
+    }
+    const AutogradNode& target = graph.node(edge->target);
+    const InputMetadata& meta = target.inputs[edge->input_nr];
+    if (meta.meta.layout == Layout::kJagged) {
+      return make_error(fmt::format("{}: edge to {}: NestedTensor support not implemented. ", where,
+                                    describe_node(graph, edge->target)));
+    }
+    key.tag("edge", node_call_id(ids, edge->target));
+    key.tag("input_nr", edge->input_nr);
+    key.options(meta.meta);
+    key.tag("layout", meta.meta.layout == Layout::kStrided ? "strided" : "jagged");
+    key.tag("is_subclass", meta.meta.is_subclass ? 1 : 0);
+    key.sizes(meta.meta.sizes);
+  }
+  return {};
+}
+
+// Schedule successors in next_edges order, LIFO: a target is pushed once every
+// reachable edge into it has been seen, which keeps the order topological.
+void schedule_ready_successors(const std::vector<std::optional<NextEdge>>& next,
+                               const std::vector<std::uint32_t>& deps,
+                               std::vector<std::uint32_t>& visited,
+                               std::vector<AutogradNodeId>& worklist) {
+  for (const auto& edge : next) {
+    if (!edge) continue;
+    if (++visited[edge->target] == deps[edge->target]) worklist.push_back(edge->target);
+  }
+}
+
 }  // namespace
 
 Result<CollectedBackward> collect_backward(const AutogradGraph& graph, AutogradNodeId root,
@@ -115,96 +217,25 @@ Result<CollectedBackward> collect_backward(const AutogradGraph& graph, AutogradN
   const std::vector<std::uint32_t> deps = dependencies(graph, root);
   std::vector<std::uint32_t> visited(graph.num_nodes(), 0);
   std::map<AutogradNodeId, std::uint32_t> ids;  // node_calls.lookup
-  auto lookup = [&](AutogradNodeId n) {
-    auto [it, fresh] = ids.emplace(n, static_cast<std::uint32_t>(ids.size()));
-    (void)fresh;
-    return it->second;
-  };
   std::map<TensorId, std::size_t> input_index;
   std::vector<AutogradNodeId> worklist{root};
   while (!worklist.empty()) {
     const AutogradNodeId v = worklist.back();
     worklist.pop_back();
     const auto call_index = static_cast<std::uint32_t>(out.ordered_calls.size());
-    out.ordered_calls.push_back({v, lookup(v), true});
+    out.ordered_calls.push_back({v, node_call_id(ids, v), true});
     const AutogradNode& node = graph.node(v);
     const std::string where = describe_node(graph, v);
     KeyWriter key(out, input_index, call_index, options.dynamic, store);
-    key.tag("kind", autograd_node_kind_name(node.kind));
-    key.tag("name", node.name);
-    key.tag("id", out.ordered_calls.back().id);
-    key.tag("hooks", static_cast<std::int64_t>(node.hooks.size()));
-    for (std::size_t h = 0; h < node.hooks.size(); ++h) {
-      key.tag("hook", autograd_hook_kind_name(node.hooks[h]));
-      if (node.hooks[h] == AutogradHookKind::kTensorPre) {
-        key.tag("hook_input", h < node.hook_inputs.size() ? node.hook_inputs[h] : 0);
-      }
-    }
+    key_identity_and_hooks(key, node, out.ordered_calls.back().id);
     lift_hooks(v, node, out.hooks);
     key.tag("needed", 1);
-
-    // compiled_args, per node kind.
-    const bool symints_dynamic =
-        node.kind == AutogradNodeKind::kPyNode || node.kind == AutogradNodeKind::kAotBackward;
-    switch (node.kind) {
-      case AutogradNodeKind::kCopySlices:
-        if (node.has_view_fn) {
-          return make_unsupported(
-              fmt::format("{}: view_fn not supported by compiled autograd", where));
-        }
-        key.tag("inner", node.inner_name);
-        key.geometry(node.base, node.view);
-        break;
-      case AutogradNodeKind::kFunctional:
-        if (node.name == "AsStridedBackward0") {  // self_geometry, size, stride, offset
-          key.geometry(node.base, node.view);
-        }
-        break;
-      case AutogradNodeKind::kCppNode:
-        key.tag("cpp_fn", node.name);  // typeid(T): name and hash
-        break;
-      case AutogradNodeKind::kAotBackward:
-        key.tag("subclass_outputs", node.subclass_outputs);
-        break;
-      default: break;
-    }
-    for (TensorId t : node.saved_tensors) CAPSIM_TRY(key.tensor(t));
-    if (node.variable) {
-      CAPSIM_TRY(key.tensor(*node.variable));
-      // AccumulateGrad collects the leaf's .grad too: None and a defined
-      // grad are different specializations (zero_grad(set_to_none=False)).
-      key.tag("variable_grad", node.variable_grad_defined ? "defined" : "none");
-    }
-    key.tag("saved_sizes", static_cast<std::int64_t>(node.saved_sizes.size()));
-    for (std::int64_t s : node.saved_sizes) key.size(s, symints_dynamic);
-
-    // collect(next_edges): validity, target id, input_nr, InputMetadata.
+    CAPSIM_TRY(key_kind_specific_args(key, node, where));
+    CAPSIM_TRY(key_saved_state(key, node));
     const auto next = graph.next_edges(v);
-    for (const auto& edge : next) {
-      if (!edge) {
-        key.tag("edge", "invalid");
-        continue;
-      }
-      const AutogradNode& target = graph.node(edge->target);
-      const InputMetadata& meta = target.inputs[edge->input_nr];
-      if (meta.meta.layout == Layout::kJagged) {
-        return make_error(fmt::format("{}: edge to {}: NestedTensor support not implemented. ",
-                                      where, describe_node(graph, edge->target)));
-      }
-      key.tag("edge", lookup(edge->target));
-      key.tag("input_nr", edge->input_nr);
-      key.options(meta.meta);
-      key.tag("layout", meta.meta.layout == Layout::kStrided ? "strided" : "jagged");
-      key.tag("is_subclass", meta.meta.is_subclass ? 1 : 0);
-      key.sizes(meta.meta.sizes);
-    }
+    CAPSIM_TRY(key_next_edges(key, graph, next, where, ids));
     out.keys.push_back(key.take());
-
-    // Schedule successors in next_edges order, LIFO.
-    for (const auto& edge : next) {
-      if (!edge) continue;
-      if (++visited[edge->target] == deps[edge->target]) worklist.push_back(edge->target);
-    }
+    schedule_ready_successors(next, deps, visited, worklist);
   }
   return out;
 }

@@ -20,6 +20,20 @@ TensorArg held_tensor_arg(const TensorStore& store, TensorId id) {
 
 namespace {
 
+// An error if x by y is over the limit on one mm's multiply-adds. Checked
+// before the output is allocated (launch_mm refuses shapes that do not
+// match); an overflowing product is over the limit too.
+Status check_mm_work(const Dims& x, const Dims& y) {
+  std::int64_t work = 0;
+  if (x[1] == y[0] && (__builtin_mul_overflow(x[0], x[1], &work) ||
+                       __builtin_mul_overflow(work, y[1], &work) || work > kMaxMmMultiplyAdds)) {
+    return make_error(
+        fmt::format("mm of {} by {} needs more than {} multiply-adds, the limit for one op", x, y,
+                    kMaxMmMultiplyAdds));
+  }
+  return {};
+}
+
 class Interpreter {
  public:
   Interpreter(const FunctionDef& def, BodyEnv& env) : def_(def), env_(env) {}
@@ -80,132 +94,139 @@ class Interpreter {
     return env_.backend.run_step(Step{launch, {}});
   }
 
+  // One op of the body: the args of its operands, then the op's kernels.
   Result<TensorId> run_op(const BodyOp& op) {
+    CAPSIM_TRY_ASSIGN(std::vector<TensorArg> a, operand_args(op));
+    switch (op.kind) {
+      case BodyOpKind::kAdd:
+      case BodyOpKind::kSub:
+      case BodyOpKind::kMul: return run_broadcast_binary(op.kind, a[0], a[1]);
+      case BodyOpKind::kNeg:
+      case BodyOpKind::kRelu: return run_unary(op.kind, a[0]);
+      case BodyOpKind::kSum: return run_sum_all(a[0]);
+      case BodyOpKind::kMm: return run_mm(a[0], a[1]);
+      case BodyOpKind::kClone:
+        return run_into_fresh(a[0].meta.sizes,
+                              [&](const TensorArg& o) { return launch_copy(o, a[0]); });
+      case BodyOpKind::kFull:
+        return run_into_fresh(op.sizes,
+                              [&](const TensorArg& o) { return launch_fill(o, op.scalar); });
+      case BodyOpKind::kAddInplace:
+        return run_in_place(op, a[0], launch_binary(KernelKind::kAdd, a[0], a[0], a[1]));
+      case BodyOpKind::kCopyInplace: return run_in_place(op, a[0], launch_copy(a[0], a[1]));
+      case BodyOpKind::kAlias: return view_of_first_operand(op, a[0].meta);
+      case BodyOpKind::kTranspose: return transposed_view(op, a[0].meta);
+      case BodyOpKind::kReluBackward:
+        return run_into_fresh(a[0].meta.sizes, [&](const TensorArg& o) {
+          return launch_relu_backward(o, a[0], a[1]);
+        });
+      case BodyOpKind::kSlice: return sliced_view(op, a[0].meta);
+      case BodyOpKind::kSgd: return run_in_place(op, a[0], launch_sgd(a[0], a[1], a[2], op.sgd));
+      case BodyOpKind::kAdam:
+      case BodyOpKind::kAdamW: return run_adam(op, a);
+    }
+    return make_error("unknown op");
+  }
+
+  // The TensorArgs of the op's operands, in order.
+  Result<std::vector<TensorArg>> operand_args(const BodyOp& op) {
     std::vector<TensorArg> a;
     for (ValueIndex v : op.args) {
       CAPSIM_TRY_ASSIGN(TensorArg t, arg(values_[v]));
       a.push_back(std::move(t));
     }
-    switch (op.kind) {
-      case BodyOpKind::kAdd:
-      case BodyOpKind::kSub:
-      case BodyOpKind::kMul: {
-        const KernelKind k = op.kind == BodyOpKind::kAdd   ? KernelKind::kAdd
-                             : op.kind == BodyOpKind::kSub ? KernelKind::kSub
-                                                           : KernelKind::kMul;
-        // Broadcasting, as torch's binary ops do (a compiled backward's
-        // SumBackward0 multiplies a 0-d grad into its input's shape).
-        CAPSIM_TRY_ASSIGN(const Dims sizes, broadcast_shape(a[0].meta.sizes, a[1].meta.sizes));
-        CAPSIM_TRY_ASSIGN(a[0].meta, expand(a[0].meta, sizes));
-        CAPSIM_TRY_ASSIGN(a[1].meta, expand(a[1].meta, sizes));
-        CAPSIM_TRY_ASSIGN(const TensorId out, fresh(sizes));
-        CAPSIM_TRY_ASSIGN(const TensorArg o, arg(out));
-        CAPSIM_TRY_ASSIGN(const KernelLaunch l, launch_binary(k, o, a[0], a[1]));
-        CAPSIM_TRY(launch(l));
-        return out;
+    return a;
+  }
+
+  // A kernel that writes a fresh tensor of `sizes`: the output is allocated
+  // first, since `make_launch` needs its TensorArg to build the launch.
+  template <typename MakeLaunch>
+  Result<TensorId> run_into_fresh(const Dims& sizes, MakeLaunch make_launch) {
+    CAPSIM_TRY_ASSIGN(const TensorId out, fresh(sizes));
+    CAPSIM_TRY_ASSIGN(const TensorArg o, arg(out));
+    CAPSIM_TRY_ASSIGN(const KernelLaunch l, make_launch(o));
+    CAPSIM_TRY(launch(l));
+    return out;
+  }
+
+  // add, sub or mul of two operands.
+  Result<TensorId> run_broadcast_binary(BodyOpKind kind, TensorArg lhs, TensorArg rhs) {
+    const KernelKind k = kind == BodyOpKind::kAdd   ? KernelKind::kAdd
+                         : kind == BodyOpKind::kSub ? KernelKind::kSub
+                                                    : KernelKind::kMul;
+    // Broadcasting, as torch's binary ops do (a compiled backward's
+    // SumBackward0 multiplies a 0-d grad into its input's shape).
+    CAPSIM_TRY_ASSIGN(const Dims sizes, broadcast_shape(lhs.meta.sizes, rhs.meta.sizes));
+    CAPSIM_TRY_ASSIGN(lhs.meta, expand(lhs.meta, sizes));
+    CAPSIM_TRY_ASSIGN(rhs.meta, expand(rhs.meta, sizes));
+    return run_into_fresh(sizes, [&](const TensorArg& o) { return launch_binary(k, o, lhs, rhs); });
+  }
+
+  // neg or relu of one operand.
+  Result<TensorId> run_unary(BodyOpKind kind, const TensorArg& in) {
+    const KernelKind k = kind == BodyOpKind::kNeg ? KernelKind::kNeg : KernelKind::kRelu;
+    return run_into_fresh(in.meta.sizes,
+                          [&](const TensorArg& o) { return launch_unary(k, o, in); });
+  }
+
+  // The sum of every element, as a 0-d tensor.
+  Result<TensorId> run_sum_all(const TensorArg& in) {
+    return run_into_fresh({}, [&](const TensorArg& o) {
+      std::vector<std::int64_t> dims;
+      for (std::size_t d = 0; d < in.meta.sizes.size(); ++d) {
+        dims.push_back(static_cast<std::int64_t>(d));
       }
-      case BodyOpKind::kNeg:
-      case BodyOpKind::kRelu: {
-        const KernelKind k = op.kind == BodyOpKind::kNeg ? KernelKind::kNeg : KernelKind::kRelu;
-        CAPSIM_TRY_ASSIGN(const TensorId out, fresh(a[0].meta.sizes));
-        CAPSIM_TRY_ASSIGN(const TensorArg o, arg(out));
-        CAPSIM_TRY_ASSIGN(const KernelLaunch l, launch_unary(k, o, a[0]));
-        CAPSIM_TRY(launch(l));
-        return out;
-      }
-      case BodyOpKind::kSum: {
-        CAPSIM_TRY_ASSIGN(const TensorId out, fresh({}));
-        CAPSIM_TRY_ASSIGN(const TensorArg o, arg(out));
-        std::vector<std::int64_t> dims;
-        for (std::size_t d = 0; d < a[0].meta.sizes.size(); ++d) {
-          dims.push_back(static_cast<std::int64_t>(d));
-        }
-        CAPSIM_TRY_ASSIGN(const KernelLaunch l, launch_sum(o, a[0], dims));
-        CAPSIM_TRY(launch(l));
-        return out;
-      }
-      case BodyOpKind::kMm: {
-        if (a[0].meta.sizes.size() != 2 || a[1].meta.sizes.size() != 2) {
-          return make_error("mm: both operands must be 2-d");
-        }
-        // Checked before the output is allocated (launch_mm refuses shapes
-        // that do not match); an overflowing product is over the limit too.
-        const Dims& x = a[0].meta.sizes;
-        const Dims& y = a[1].meta.sizes;
-        std::int64_t work = 0;
-        if (x[1] == y[0] &&
-            (__builtin_mul_overflow(x[0], x[1], &work) ||
-             __builtin_mul_overflow(work, y[1], &work) || work > kMaxMmMultiplyAdds)) {
-          return make_error(
-              fmt::format("mm of {} by {} needs more than {} multiply-adds, the limit for one op",
-                          x, y, kMaxMmMultiplyAdds));
-        }
-        CAPSIM_TRY_ASSIGN(const TensorId out, fresh({a[0].meta.sizes[0], a[1].meta.sizes[1]}));
-        CAPSIM_TRY_ASSIGN(const TensorArg o, arg(out));
-        CAPSIM_TRY_ASSIGN(const KernelLaunch l, launch_mm(o, a[0], a[1]));
-        CAPSIM_TRY(launch(l));
-        return out;
-      }
-      case BodyOpKind::kClone: {
-        CAPSIM_TRY_ASSIGN(const TensorId out, fresh(a[0].meta.sizes));
-        CAPSIM_TRY_ASSIGN(const TensorArg o, arg(out));
-        CAPSIM_TRY_ASSIGN(const KernelLaunch l, launch_copy(o, a[0]));
-        CAPSIM_TRY(launch(l));
-        return out;
-      }
-      case BodyOpKind::kFull: {
-        CAPSIM_TRY_ASSIGN(const TensorId out, fresh(op.sizes));
-        CAPSIM_TRY_ASSIGN(const TensorArg o, arg(out));
-        CAPSIM_TRY_ASSIGN(const KernelLaunch l, launch_fill(o, op.scalar));
-        CAPSIM_TRY(launch(l));
-        return out;
-      }
-      case BodyOpKind::kAddInplace: {
-        CAPSIM_TRY_ASSIGN(const KernelLaunch l, launch_binary(KernelKind::kAdd, a[0], a[0], a[1]));
-        CAPSIM_TRY(launch(l));
-        return view(values_[op.args[0]], a[0].meta);
-      }
-      case BodyOpKind::kCopyInplace: {
-        CAPSIM_TRY_ASSIGN(const KernelLaunch l, launch_copy(a[0], a[1]));
-        CAPSIM_TRY(launch(l));
-        return view(values_[op.args[0]], a[0].meta);
-      }
-      case BodyOpKind::kAlias: return view(values_[op.args[0]], a[0].meta);
-      case BodyOpKind::kTranspose: {
-        if (a[0].meta.sizes.size() != 2) return make_error("t: the operand must be 2-d");
-        TensorMeta meta = a[0].meta;
-        std::swap(meta.sizes[0], meta.sizes[1]);
-        std::swap(meta.strides[0], meta.strides[1]);
-        return view(values_[op.args[0]], meta);
-      }
-      case BodyOpKind::kReluBackward: {
-        CAPSIM_TRY_ASSIGN(const TensorId out, fresh(a[0].meta.sizes));
-        CAPSIM_TRY_ASSIGN(const TensorArg o, arg(out));
-        CAPSIM_TRY_ASSIGN(const KernelLaunch l, launch_relu_backward(o, a[0], a[1]));
-        CAPSIM_TRY(launch(l));
-        return out;
-      }
-      case BodyOpKind::kSlice: {
-        CAPSIM_TRY_ASSIGN(const TensorMeta meta, slice(a[0].meta, 0, op.start, op.end));
-        return view(values_[op.args[0]], meta);
-      }
-      case BodyOpKind::kSgd: {
-        CAPSIM_TRY_ASSIGN(const KernelLaunch l, launch_sgd(a[0], a[1], a[2], op.sgd));
-        CAPSIM_TRY(launch(l));
-        return view(values_[op.args[0]], a[0].meta);
-      }
-      case BodyOpKind::kAdam:
-      case BodyOpKind::kAdamW: {
-        const KernelKind k = op.kind == BodyOpKind::kAdam ? KernelKind::kAdam : KernelKind::kAdamW;
-        CAPSIM_TRY_ASSIGN(const KernelLaunch powers, launch_adam_powers(a[4], op.adam));
-        CAPSIM_TRY(launch(powers));
-        CAPSIM_TRY_ASSIGN(const KernelLaunch l,
-                          launch_adam(k, a[0], a[1], a[2], a[3], a[4], op.adam));
-        CAPSIM_TRY(launch(l));
-        return view(values_[op.args[0]], a[0].meta);
-      }
+      return launch_sum(o, in, dims);
+    });
+  }
+
+  // mm of two 2-d operands, refused before allocating when over the work limit.
+  Result<TensorId> run_mm(const TensorArg& x, const TensorArg& y) {
+    if (x.meta.sizes.size() != 2 || y.meta.sizes.size() != 2) {
+      return make_error("mm: both operands must be 2-d");
     }
-    return make_error("unknown op");
+    CAPSIM_TRY(check_mm_work(x.meta.sizes, y.meta.sizes));
+    return run_into_fresh({x.meta.sizes[0], y.meta.sizes[1]},
+                          [&](const TensorArg& o) { return launch_mm(o, x, y); });
+  }
+
+  // Adam or AdamW: the {beta1^t, beta2^t} state (operand 4) is advanced to
+  // this step first, since the update's bias correction reads it.
+  Result<TensorId> run_adam(const BodyOp& op, const std::vector<TensorArg>& a) {
+    const KernelKind k = op.kind == BodyOpKind::kAdam ? KernelKind::kAdam : KernelKind::kAdamW;
+    CAPSIM_TRY_ASSIGN(const KernelLaunch powers, launch_adam_powers(a[4], op.adam));
+    CAPSIM_TRY(launch(powers));
+    return run_in_place(op, a[0], launch_adam(k, a[0], a[1], a[2], a[3], a[4], op.adam));
+  }
+
+  // An op that writes into its first operand `target` with `kernel`; its
+  // value is a new view of that operand.
+  Result<TensorId> run_in_place(const BodyOp& op, const TensorArg& target,
+                                Result<KernelLaunch> kernel) {
+    CAPSIM_TRY_ASSIGN(const KernelLaunch l, std::move(kernel));
+    CAPSIM_TRY(launch(l));
+    return view_of_first_operand(op, target.meta);
+  }
+
+  // t(): the first operand with its two dims swapped.
+  Result<TensorId> transposed_view(const BodyOp& op, const TensorMeta& in) {
+    if (in.sizes.size() != 2) return make_error("t: the operand must be 2-d");
+    TensorMeta meta = in;
+    std::swap(meta.sizes[0], meta.sizes[1]);
+    std::swap(meta.strides[0], meta.strides[1]);
+    return view_of_first_operand(op, meta);
+  }
+
+  // The first operand's rows [op.start, op.end).
+  Result<TensorId> sliced_view(const BodyOp& op, const TensorMeta& in) {
+    CAPSIM_TRY_ASSIGN(const TensorMeta meta, slice(in, 0, op.start, op.end));
+    return view_of_first_operand(op, meta);
+  }
+
+  // A view of the op's first operand with `meta` (its own metadata for an
+  // alias or an in-place op, a new one for t and slice).
+  Result<TensorId> view_of_first_operand(const BodyOp& op, const TensorMeta& meta) {
+    return view(values_[op.args[0]], meta);
   }
 
   const FunctionDef& def_;

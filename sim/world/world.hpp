@@ -151,6 +151,13 @@ class World {
                        const std::vector<std::string>& consume);
   Status call_plain(const FunctionDef& def, const std::vector<std::uint64_t>& args,
                     const std::vector<std::string>& outputs);
+  Status capture_plain(const FunctionDef& def, const std::vector<std::uint64_t>& args,
+                       const std::vector<TensorId>& inputs,
+                       const std::vector<std::string>& outputs);
+  Status replay_plain(const FunctionDef& def, PlainGraph& graph,
+                      const std::vector<TensorId>& inputs, const std::vector<std::string>& outputs);
+  Status copy_into_plain_surface(const FunctionDef& def, const PlainGraph& graph,
+                                 const std::vector<TensorId>& inputs);
   // What Dynamo sees of each argument (dynamo.hpp).
   Result<std::vector<DynamoArg>> dynamo_args(const std::vector<std::uint64_t>& args) const;
   // A new FunctionId for a first compile, or none when cudagraphs are skipped

@@ -20,59 +20,60 @@ Status World::call_plain(const FunctionDef& def, const std::vector<std::uint64_t
   std::vector<TensorId> inputs;
   for (std::uint64_t o : args) inputs.push_back(objects_.at(o).tensor);
   auto it = plain_graphs_.find(&def);
-  if (it == plain_graphs_.end()) {
-    if (!plain_pool_) {
-      CAPSIM_TRY_ASSIGN(plain_pool_, allocator_.create_pool());
-      tree_pool_ = plain_pool_;  // pool_live_blocks() reports this pool
-    }
-    auto graph = std::make_unique<PlainGraph>();
-    for (std::uint32_t i = 0; i < args.size(); ++i) {
-      const bool param = objects_.at(args[i]).parameter ||
-                         std::count(def.param_input_idxs.begin(), def.param_input_idxs.end(), i);
-      graph->is_param.push_back(param);
-      graph->surface.push_back(param ? std::nullopt : std::optional<TensorId>(inputs[i]));
-      if (!param) refs_.pin(inputs[i]);
-      graph->surface_args.push_back(held_tensor_arg(store_, inputs[i]));
-    }
-    StepProgram program{fmt::format("{}#plain", def.name), {}};
-    BodyEnv env{refs_, backend_, *plain_pool_, &program};
-    CAPSIM_TRY_ASSIGN(const std::vector<TensorId> outs, run_body(def, inputs, env));
-    CAPSIM_TRY(backend_.materialize(memory_.layout()));
-    CAPSIM_TRY_ASSIGN(graph->graph, backend_.instantiate(program));
-    CAPSIM_TRY(backend_.replay(graph->graph));
-    CAPSIM_TRY_ASSIGN(const std::optional<GraphEvidence> evidence,
-                      ctx_.replay_evidence(graph->graph));
-    for (TensorId t : outs) {
-      refs_.pin(t);
-      graph->outputs.push_back(t);
-    }
-    ++counters_.graphs_recorded;
-    ctx_.emit(EventKind::kRecord,
-              {{F::function, def.name}, {F::api, "plain"}, {F::steps, program.steps.size()}});
-    ctx_.emit_device(evidence);
-    it = plain_graphs_.emplace(&def, std::move(graph)).first;
-    // The capture's outputs are handed out as they are.
-    return bind_outputs(outs, outputs);
+  if (it == plain_graphs_.end()) return capture_plain(def, args, inputs, outputs);
+  return replay_plain(def, *it->second, inputs, outputs);
+}
+
+// The first call: run the body once into a StepProgram over the call's own
+// arguments, which become the graph's static input surface (parameters are
+// baked in as they are, the other arguments pinned as placeholders).
+Status World::capture_plain(const FunctionDef& def, const std::vector<std::uint64_t>& args,
+                            const std::vector<TensorId>& inputs,
+                            const std::vector<std::string>& outputs) {
+  if (!plain_pool_) {
+    CAPSIM_TRY_ASSIGN(plain_pool_, allocator_.create_pool());
+    tree_pool_ = plain_pool_;  // pool_live_blocks() reports this pool
   }
-  PlainGraph& graph = *it->second;
+  auto graph = std::make_unique<PlainGraph>();
+  for (std::uint32_t i = 0; i < args.size(); ++i) {
+    const bool param = objects_.at(args[i]).parameter ||
+                       std::count(def.param_input_idxs.begin(), def.param_input_idxs.end(), i);
+    graph->is_param.push_back(param);
+    graph->surface.push_back(param ? std::nullopt : std::optional<TensorId>(inputs[i]));
+    if (!param) refs_.pin(inputs[i]);
+    graph->surface_args.push_back(held_tensor_arg(store_, inputs[i]));
+  }
+  StepProgram program{fmt::format("{}#plain", def.name), {}};
+  BodyEnv env{refs_, backend_, *plain_pool_, &program};
+  CAPSIM_TRY_ASSIGN(const std::vector<TensorId> outs, run_body(def, inputs, env));
+  CAPSIM_TRY(backend_.materialize(memory_.layout()));
+  CAPSIM_TRY_ASSIGN(graph->graph, backend_.instantiate(program));
+  CAPSIM_TRY(backend_.replay(graph->graph));
+  CAPSIM_TRY_ASSIGN(const std::optional<GraphEvidence> evidence,
+                    ctx_.replay_evidence(graph->graph));
+  for (TensorId t : outs) {
+    refs_.pin(t);
+    graph->outputs.push_back(t);
+  }
+  ++counters_.graphs_recorded;
+  ctx_.emit(EventKind::kRecord,
+            {{F::function, def.name}, {F::api, "plain"}, {F::steps, program.steps.size()}});
+  ctx_.emit_device(evidence);
+  plain_graphs_.emplace(&def, std::move(graph));
+  // The capture's outputs are handed out as they are.
+  return bind_outputs(outs, outputs);
+}
+
+// A later call: copy each non-parameter argument whose pointer differs into
+// its surface slot, replay, and hand out the same output tensors again.
+Status World::replay_plain(const FunctionDef& def, PlainGraph& graph,
+                           const std::vector<TensorId>& inputs,
+                           const std::vector<std::string>& outputs) {
   std::optional<std::vector<ElementBits>> expected;
   if (options_.verify_replays) {
     CAPSIM_TRY_ASSIGN(expected, eager_reference_outputs(def, store_, memory_, inputs));
   }
-  std::uint64_t copies = 0, bytes = 0;
-  for (std::uint32_t i = 0; i < inputs.size(); ++i) {
-    if (graph.is_param[i]) continue;  // parameters are assumed unchanged
-    const TensorArg src = held_tensor_arg(store_, inputs[i]);
-    const TensorArg& dst = graph.surface_args[i];
-    if (src.address == dst.address) continue;
-    CAPSIM_TRY_ASSIGN(const KernelLaunch copy, launch_copy(dst, src));
-    CAPSIM_TRY(backend_.run_step(Step{copy, {}}));
-    ++copies;
-    bytes += extent_bytes(dst.meta);
-  }
-  counters_.copies += copies;
-  counters_.copy_bytes += bytes;
-  ctx_.emit(EventKind::kCopyIn, {{F::function, def.name}, {F::copies, copies}, {F::bytes, bytes}});
+  CAPSIM_TRY(copy_into_plain_surface(def, graph, inputs));
   if (options_.verify_replays) {
     // P-static: a parameter the graph baked in must still be where it was.
     for (std::uint32_t i = 0; i < inputs.size(); ++i) {
@@ -84,7 +85,6 @@ Status World::call_plain(const FunctionDef& def, const std::vector<std::uint64_t
   CAPSIM_TRY(backend_.replay(graph.graph));
   CAPSIM_TRY_ASSIGN(const std::optional<GraphEvidence> evidence, ctx_.replay_evidence(graph.graph));
   ++counters_.replays;
-  std::vector<EventField> fields{{F::function, def.name}, {F::api, "plain"}};
   if (expected) {
     ++counters_.replay_checks;
     bool equal = true;
@@ -95,10 +95,31 @@ Status World::call_plain(const FunctionDef& def, const std::vector<std::uint64_t
     }
     if (!equal) counters_.note_replay_mismatch(ctx_.events.size());
   }
-  ctx_.emit(EventKind::kReplay, std::move(fields));
+  ctx_.emit(EventKind::kReplay, {{F::function, def.name}, {F::api, "plain"}});
   ctx_.emit_device(evidence);
   for (TensorId t : graph.outputs) refs_.hold(t);
   return bind_outputs(graph.outputs, outputs);
+}
+
+// The copy-in of make_graphed_callables: parameters are assumed unchanged,
+// and an argument already at its slot's address is not copied.
+Status World::copy_into_plain_surface(const FunctionDef& def, const PlainGraph& graph,
+                                      const std::vector<TensorId>& inputs) {
+  std::uint64_t copies = 0, bytes = 0;
+  for (std::uint32_t i = 0; i < inputs.size(); ++i) {
+    if (graph.is_param[i]) continue;
+    const TensorArg src = held_tensor_arg(store_, inputs[i]);
+    const TensorArg& dst = graph.surface_args[i];
+    if (src.address == dst.address) continue;
+    CAPSIM_TRY_ASSIGN(const KernelLaunch copy, launch_copy(dst, src));
+    CAPSIM_TRY(backend_.run_step(Step{copy, {}}));
+    ++copies;
+    bytes += extent_bytes(dst.meta);
+  }
+  counters_.copies += copies;
+  counters_.copy_bytes += bytes;
+  ctx_.emit(EventKind::kCopyIn, {{F::function, def.name}, {F::copies, copies}, {F::bytes, bytes}});
+  return {};
 }
 
 }  // namespace capsim
