@@ -85,7 +85,9 @@ class BackwardChain {
       case EventKind::kCaRun: set_row(n, "grads digest", field(e, F::digest)); break;
       // A recorded PyTorch backward says only this much (docs/fidelity.md).
       case EventKind::kCaGraph: {
-        const bool captured = e.get<bool>(F::captured);
+        // A recorder of a real run may leave out what it could not observe.
+        const bool* captured_field = e.get_if<bool>(F::captured);
+        const bool captured = captured_field != nullptr && *captured_field;
         if (n.target == "backward") {
           n.target = captured ? "cache_miss" : "cache_hit";
           n.fill = std::string(captured ? state_fill::kTrusted : state_fill::kInUse);
