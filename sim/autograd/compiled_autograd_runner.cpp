@@ -27,43 +27,37 @@ Result<BackwardCapture> capture_one_backward(const AutogradGraph& graph, Autogra
     ++log.hits;
     log.lines.push_back(
         fmt::format("cache hit ({} node calls)", out.collected.ordered_calls.size()));
-    log.events.push_back(
-        {EventKind::kCaCacheHit, 0, {{F::backward, backward}, {F::node_calls, node_calls}}});
+    log.emit(EventKind::kCaCacheHit, {{F::backward, backward}, {F::node_calls, node_calls}});
     return out;
   }
   ++log.captures;
   log.lines.push_back(fmt::format("cache miss: {}", d.reason));
-  log.events.push_back({EventKind::kCaCacheMiss,
-                        0,
-                        {{F::backward, backward},
-                         {F::node_calls, node_calls},
-                         {F::reason, std::string(d.miss_kind)},
-                         {F::autograd_node, d.miss_node},
-                         {F::call, d.miss_call},
-                         {F::message, d.reason}}});
+  log.emit(EventKind::kCaCacheMiss, {{F::backward, backward},
+                                     {F::node_calls, node_calls},
+                                     {F::reason, std::string(d.miss_kind)},
+                                     {F::autograd_node, d.miss_node},
+                                     {F::call, d.miss_call},
+                                     {F::message, d.reason}});
   CaptureOptions capture_options;
   capture_options.mode = mode;
   CAPSIM_TRY_ASSIGN(CaptureResult r, capture_backward(graph, out.collected, capture_options));
   for (const MetadataRead& read : r.reads) {
     log.lines.push_back(fmt::format("MetadataRead node={} call={} field={} mode={}", read.node,
                                     read.call, read.field, capture_mode_name(read.mode)));
-    log.events.push_back({EventKind::kMetadataRead,
-                          0,
-                          {{F::backward, backward},
-                           {F::call, read.call},
-                           {F::autograd_node, read.node},
-                           {F::metadata, read.field},
-                           {F::mode, std::string(capture_mode_name(read.mode))}}});
+    log.emit(EventKind::kMetadataRead, {{F::backward, backward},
+                                        {F::call, read.call},
+                                        {F::autograd_node, read.node},
+                                        {F::metadata, read.field},
+                                        {F::mode, std::string(capture_mode_name(read.mode))}});
   }
   log.metadata_reads += r.reads.size();
   std::string text = r.graph.to_text();
   if (!text.empty() && text.back() == '\n') text.pop_back();
-  log.events.push_back({EventKind::kCaCapture,
-                        0,
-                        {{F::backward, backward},
-                         {F::mode, std::string(capture_mode_name(mode))},
-                         {F::graph_nodes, r.graph.nodes().size()},
-                         {F::graph_digest, Digest{fnv1a64(std::as_bytes(std::span(text)))}}}});
+  log.emit(EventKind::kCaCapture,
+           {{F::backward, backward},
+            {F::mode, std::string(capture_mode_name(mode))},
+            {F::graph_nodes, r.graph.nodes().size()},
+            {F::graph_digest, Digest{fnv1a64(std::as_bytes(std::span(text)))}}});
   log.lines.push_back(std::move(text));
   out.captured = std::move(r.graph);
   return out;

@@ -44,6 +44,12 @@ struct CaptureRunLog {
   // then, in functional mode, a ca_run.
   std::vector<Event> events;
   std::uint64_t backwards = 0;
+  // Appends an event, held to its kind's row as SimContext::emit holds the
+  // World's: `capsim capture` prints these without a World.
+  void emit(EventKind kind, std::vector<EventField> fields) {
+    check_event_shape(kind, fields);
+    events.push_back(Event{kind, 0, std::move(fields)});
+  }
   std::uint64_t captures = 0;
   std::uint64_t hits = 0;
   std::uint64_t metadata_reads = 0;

@@ -180,6 +180,7 @@ Result<std::vector<Event>> ImportedAutograd::compiled_backward(
     fields.push_back({F::targets, calls.targets});
     fields.push_back({F::uses, int_lists(calls.uses)});
   }
+  check_event_shape(EventKind::kCaGraph, fields);
   events.push_back({EventKind::kCaGraph, 0, std::move(fields)});
   return events;
 }

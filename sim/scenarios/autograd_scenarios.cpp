@@ -66,11 +66,9 @@ Status iterations(int n, CaptureMode mode, bool dynamic, CaptureRunLog& log,
     CAPSIM_TRY_ASSIGN(const bool same, same_grads(engine, eager));
     if (!same) ++log.mismatches;
     CAPSIM_TRY_ASSIGN(const Digest digest, grads_digest(engine));
-    log.events.push_back({EventKind::kCaRun,
-                          0,
-                          {{F::backward, log.backwards - 1},
-                           {F::leaves, engine.leaves_with_grad().size()},
-                           {F::digest, digest}}});
+    log.emit(EventKind::kCaRun, {{F::backward, log.backwards - 1},
+                                 {F::leaves, engine.leaves_with_grad().size()},
+                                 {F::digest, digest}});
     log.lines.push_back(fmt::format("ran the compiled backward: grads of {} leaves {} eager",
                                     engine.leaves_with_grad().size(),
                                     same ? "bitwise equal to" : "DIFFER from"));

@@ -41,7 +41,9 @@ struct Counters {
   std::uint64_t replay_mismatches = 0;
   // The index in the event log of the first replay event whose outputs
   // differed, so that a failing check can show it (the verdict is not a
-  // field: it is capsim's diagnostic, not an observation of PyTorch).
+  // field: it is capsim's diagnostic, not an observation of PyTorch). An
+  // index into World::events() as it grows; stale once a caller has taken
+  // the events (World::take_events, as trace re-simulation does).
   std::optional<std::size_t> first_replay_mismatch;
   // Replays that read a static input whose storage was freed or moved since
   // the recording baked it in (checked with verify_replays).
