@@ -24,11 +24,28 @@ std::string torch_size(const Dims& sizes) {
   return fmt::format("torch.Size({})", sizes);
 }
 
+// PyTorch's ERR_BACKWARD_TWICE (torch/csrc/autograd/saved_variable.cpp),
+// raised when a node unpacks saved state that a backward without
+// retain_graph freed.
+constexpr const char* kErrBackwardTwice =
+    "Trying to backward through the graph a second time (or directly access saved tensors after "
+    "they have already been freed). Saved intermediate values of the graph are freed when you "
+    "call .backward() or autograd.grad(). Specify retain_graph=True if you need to backward "
+    "through the graph a second time or if you need to access saved tensors after calling "
+    "backward.";
+
+// A node whose release_variables() frees something a later run needs: saved
+// tensors, or CopySlices' wrapped function.
+bool holds_saved_state(const AutogradNode& node) {
+  return !node.saved_tensors.empty() || node.kind == AutogradNodeKind::kCopySlices;
+}
+
 }  // namespace
 
 class BackwardRun : public BackwardOps {
  public:
-  explicit BackwardRun(AutogradEngine& engine) : BackwardOps(engine) {}
+  explicit BackwardRun(AutogradEngine& engine, bool retain_graph = true)
+      : BackwardOps(engine), retain_graph_(retain_graph) {}
 
   Result<BackwardResult> run(const Variable& root, const Variable& grad_output) {
     CAPSIM_TRY_ASSIGN(const Tensor out, e_.tensor(root.tensor));
@@ -50,7 +67,12 @@ class BackwardRun : public BackwardOps {
         CAPSIM_TRY(deliver(bg.graph, id, Grads{grad_output.tensor}));
         continue;
       }
+      const AutogradNode& node = bg.graph.node(id);
+      if (holds_saved_state(node) && e_.released(id)) return make_error(kErrBackwardTwice);
       CAPSIM_TRY(run_node(bg.graph, id));
+      // As engine.cpp's call_function: the node gives up its saved state
+      // once it has run, unless the graph is retained.
+      if (!retain_graph_ && holds_saved_state(node)) e_.released_.insert(id);
     }
     return result;
   }
@@ -255,11 +277,30 @@ class BackwardRun : public BackwardOps {
   std::map<AutogradNodeId, Grads> buffers_;
   std::map<TensorId, std::uint32_t> held_;  // buffer slots holding each grad
   TensorId user_grad_;
+  bool retain_graph_ = true;
 };
 
 Result<BackwardResult> AutogradEngine::backward(const Variable& root, const Variable& grad_output) {
   BackwardRun run(*this);
   return run.run(root, grad_output);
+}
+
+Result<BackwardResult> AutogradEngine::autograd_backward(const Variable& root,
+                                                         const BackwardOptions& options) {
+  std::optional<Variable> grad = options.grad_output;
+  if (!grad) {
+    // _make_grads: a root that requires grad gets ones, if it is a scalar; one
+    // that does not falls through to the engine's own error.
+    CAPSIM_TRY_ASSIGN(const Variable now, variable(root.tensor));
+    CAPSIM_TRY_ASSIGN(const Tensor out, tensor(root.tensor));
+    if (now.requires_grad && numel(out.meta.sizes) != 1) {
+      return make_error("grad can be implicitly created only for scalar outputs");
+    }
+    const std::vector<float> ones(static_cast<std::size_t>(numel(out.meta.sizes)), 1.0f);
+    CAPSIM_TRY_ASSIGN(grad, constant(out.meta.sizes, ones));
+  }
+  BackwardRun run(*this, options.retain_graph);
+  return run.run(root, *grad);
 }
 
 }  // namespace capsim

@@ -23,14 +23,22 @@
 // The graph itself is kept as mutable node records (hooks are added after a
 // node exists) and built into an AutogradGraph on demand, with the same ids.
 //
-// Differences from PyTorch, on purpose: the graph is always retained (saved
-// tensors are never freed by a backward); after an in-place op on a view, the
+// autograd_backward(root, options) is loss.backward(gradient, retain_graph)
+// with PyTorch's defaults: no gradient means ones, for a scalar root only, and
+// without retain_graph each node that saved state gives it up as it runs, so a
+// second backward through it fails with ERR_BACKWARD_TWICE's text.
+//
+// Differences from PyTorch, on purpose: backward(root, grad) always retains
+// the graph, and a released node's saved tensors stay allocated (the engine
+// owns every tensor it made until it is destroyed; only their use is
+// refused); after an in-place op on a view, the
 // view's new grad_fn (AsStridedBackward0) is made at once, not lazily; other
 // views of the same base keep their old grad_fn; there are no version counters.
 #pragma once
 
 #include <map>
 #include <optional>
+#include <set>
 #include <span>
 #include <string>
 #include <utility>
@@ -177,8 +185,19 @@ class AutogradEngine {
   Status register_post_accumulate_grad_hook(const Variable& leaf, float scale);
 
   // --- Backward ----------------------------------------------------------------
-  // root.backward(grad_output); grad_output is required, as for a non-scalar.
+  // root.backward(grad_output, retain_graph=True); grad_output is required,
+  // as for a non-scalar.
   Result<BackwardResult> backward(const Variable& root, const Variable& grad_output);
+  // torch.autograd.backward(root, grad_tensors, retain_graph), defaults and
+  // errors as PyTorch's (torch/autograd/__init__.py: _make_grads; the
+  // engine's SavedVariable::unpack for a graph already freed).
+  struct BackwardOptions {
+    std::optional<Variable> grad_output;  // None: ones, for a scalar root only
+    bool retain_graph = false;
+  };
+  Result<BackwardResult> autograd_backward(const Variable& root, const BackwardOptions& options);
+  // Whether a backward without retain_graph has freed node `id`'s saved state.
+  bool released(AutogradNodeId id) const { return released_.count(id) != 0; }
 
   // --- The recorded graph ------------------------------------------------------
   std::size_t num_nodes() const { return records_.size(); }
@@ -246,8 +265,9 @@ class AutogradEngine {
   std::map<AutogradNodeId, std::vector<Hook>> hooks_;
   std::map<AutogradNodeId, CustomFunction> functions_;
   std::map<TensorId, std::pair<TensorId, TensorId>> subclass_inner_;
-  std::vector<TensorId> owned_;       // released by the destructor, in order
-  StepProgram* recording_ = nullptr;  // the lowering: launches are also appended here
+  std::vector<TensorId> owned_;        // released by the destructor, in order
+  std::set<AutogradNodeId> released_;  // saved state freed (no retain_graph)
+  StepProgram* recording_ = nullptr;   // the lowering: launches are also appended here
 };
 
 }  // namespace capsim
