@@ -181,11 +181,6 @@ const std::vector<std::string>& seed_scenario_names() {
 // The optimizer step function's name in the seed scenarios' events.
 constexpr const char* kStepFunction = "opt.step";
 
-std::uint64_t field_u64(const Event& e, FieldKey key) {
-  const std::int64_t* v = e.get_if<std::int64_t>(key);
-  return v != nullptr ? static_cast<std::uint64_t>(*v) : 0;
-}
-
 void BM_TreeSeedScenario(benchmark::State& state) {
   const std::string& name = seed_scenario_names()[static_cast<std::size_t>(state.range(0))];
   const ProgramScenario* scenario = find_program_scenario(name);
@@ -202,8 +197,8 @@ void BM_TreeSeedScenario(benchmark::State& state) {
     for (const Event& e : run.events) {
       if (e.text(F::function) != kStepFunction) continue;
       if (e.kind == EventKind::kCopyIn) {
-        bytes += field_u64(e, F::bytes);
-        copies += field_u64(e, F::copies);
+        bytes += e.count(F::bytes);
+        copies += e.count(F::copies);
       } else if (e.kind == EventKind::kReplay) {
         ++replays;
       }

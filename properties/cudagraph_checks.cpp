@@ -12,12 +12,6 @@ namespace capsim {
 
 namespace {
 
-// An integer field, 0 when the event does not carry it.
-std::uint64_t int_of(const Event& e, FieldKey key) {
-  const std::int64_t* v = e.get_if<std::int64_t>(key);
-  return v != nullptr && *v > 0 ? static_cast<std::uint64_t>(*v) : 0;
-}
-
 const IntList& list_of(const Event& e, FieldKey key) {
   static const IntList kEmpty;
   const IntList* v = e.get_if<IntList>(key);
@@ -61,7 +55,7 @@ CheckResult check_copies(const World& world, const GeneratedProgram& generated) 
     if (e.kind == EventKind::kRecord && e.has(F::graph)) {
       const IntList& statics = list_of(e, F::static_);
       const IntList& copied = list_of(e, F::non_static);
-      non_static[int_of(e, F::graph)] = copied;
+      non_static[e.count(F::graph)] = copied;
       // The generator's own view of which inputs the program made static
       // (none for a saved regression, which is a program without it).
       if (generated.knowledge.empty()) continue;
@@ -84,8 +78,8 @@ CheckResult check_copies(const World& world, const GeneratedProgram& generated) 
       ++replays;
     } else if (e.kind == EventKind::kCopyIn && e.has(F::graph)) {
       ++copy_ins;
-      const std::uint64_t graph = int_of(e, F::graph);
-      const std::uint64_t copies = int_of(e, F::copies);
+      const std::uint64_t graph = e.count(F::graph);
+      const std::uint64_t copies = e.count(F::copies);
       auto it = non_static.find(graph);
       if (it == non_static.end())
         return fmt::format("copy-in for an unrecorded graph {}", where(e));
@@ -95,8 +89,8 @@ CheckResult check_copies(const World& world, const GeneratedProgram& generated) 
       }
       const std::uint64_t bytes =
           copies * static_cast<std::uint64_t>(generated.numel_of(e.action)) * kElementBytes;
-      if (generated.numel != 0 && int_of(e, F::bytes) != bytes) {
-        return fmt::format("{} bytes copied, {} expected {}", int_of(e, F::bytes), bytes, where(e));
+      if (generated.numel != 0 && e.count(F::bytes) != bytes) {
+        return fmt::format("{} bytes copied, {} expected {}", e.count(F::bytes), bytes, where(e));
       }
       if (const TreeManager* m = world.manager();
           m != nullptr && graph < m->graphs().size() &&
@@ -117,9 +111,9 @@ CheckResult check_pool(const World& world) {
     if (e.kind == EventKind::kError && (e.text(F::id) == "E6" || e.text(F::id) == "E7")) {
       return fmt::format("pool check failed {}", where(e));
     }
-    if (e.kind == EventKind::kCheckpoint && int_of(e, F::pool_blocks_after) != int_of(e, F::live)) {
+    if (e.kind == EventKind::kCheckpoint && e.count(F::pool_blocks_after) != e.count(F::live)) {
       return fmt::format("checkpoint left {} blocks for {} live outputs {}",
-                         int_of(e, F::pool_blocks_after), int_of(e, F::live), where(e));
+                         e.count(F::pool_blocks_after), e.count(F::live), where(e));
     }
   }
   return std::nullopt;
@@ -128,8 +122,8 @@ CheckResult check_pool(const World& world) {
 CheckResult check_finalizer_releases(const World& world) {
   for (const Event& e : world.events()) {
     if (e.kind == EventKind::kOptimizer && e.text(F::what) == "dropped" &&
-        int_of(e, F::state_alive) != 0) {
-      return fmt::format("{} state buffers outlive their optimizer {}", int_of(e, F::state_alive),
+        e.count(F::state_alive) != 0) {
+      return fmt::format("{} state buffers outlive their optimizer {}", e.count(F::state_alive),
                          where(e));
     }
   }
@@ -145,7 +139,7 @@ CheckResult check_optimizer_state_static(const World& world) {
   for (const Event& e : world.events()) {
     if (e.kind == EventKind::kOptimizer && e.text(F::what) == "created") {
       optimizers[fmt::format("{}.step", e.get<std::string>(F::name))] =
-          Live{int_of(e, F::params), {}};
+          Live{e.count(F::params), {}};
     } else if (e.kind == EventKind::kOptimizer && e.text(F::what) == "dropped") {
       optimizers.erase(fmt::format("{}.step", e.get<std::string>(F::name)));
     } else if (e.kind == EventKind::kRecord) {

@@ -17,14 +17,7 @@ namespace {
 
 // A field as the text printer writes it, for a label; `fallback` if absent.
 std::string field(const Event& e, FieldKey key, std::string_view fallback = "?") {
-  const FieldValue* v = e.find(key);
-  return v ? format_value(*v) : std::string(fallback);
-}
-
-// A count or depth; the trace reader holds it to its range (never negative).
-std::uint64_t count_of(const Event& e, FieldKey key) {
-  const std::int64_t* v = e.get_if<std::int64_t>(key);
-  return v != nullptr && *v > 0 ? static_cast<std::uint64_t>(*v) : 0;
+  return e.printed(key).value_or(std::string(fallback));
 }
 
 void set_row(DrawNode& n, std::string_view key, std::string value) {
@@ -224,7 +217,7 @@ class TreeBuilder {
   void warmup(const Event& e) {
     const std::string node = field(e, F::node);
     const std::string id = prefix() + "w" + (node.starts_with('-') ? node.substr(1) : node);
-    const auto depth = static_cast<std::uint32_t>(count_of(e, F::depth));
+    const auto depth = static_cast<std::uint32_t>(e.count(F::depth));
     if (g_.find(id)) return;  // a trace that repeats a node id: draw it once
     const std::uint32_t parent = parent_at(depth);
     const std::uint32_t index =
@@ -302,7 +295,7 @@ class TreeBuilder {
   void copy_in(const Event& e) {
     if (!e.has(F::graph)) return;
     const std::uint32_t index = node_for(prefix() + "g" + field(e, F::graph));
-    state_[index].copied_bytes += count_of(e, F::bytes);
+    state_[index].copied_bytes += e.count(F::bytes);
   }
 
   void checkpoint(const Event& e) {

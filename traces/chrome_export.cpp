@@ -33,8 +33,7 @@ std::optional<std::int64_t> int_field(const Event& e, FieldKey key) {
 
 // The field as the text printer writes it, for a slice's name.
 std::string text_field(const Event& e, FieldKey key) {
-  const FieldValue* v = e.find(key);
-  return v ? format_value(*v) : std::string();
+  return e.printed(key).value_or("");
 }
 
 Json metadata(std::string_view name, int pid, int tid, Json args) {

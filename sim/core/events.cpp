@@ -19,6 +19,17 @@ std::optional<std::string_view> Event::text(FieldKey key) const {
   return std::string_view(*s);
 }
 
+std::uint64_t Event::count(FieldKey key) const {
+  const std::int64_t* v = get_if<std::int64_t>(key);
+  return v != nullptr && *v > 0 ? static_cast<std::uint64_t>(*v) : 0;
+}
+
+std::optional<std::string> Event::printed(FieldKey key) const {
+  const FieldValue* v = find(key);
+  if (v == nullptr) return std::nullopt;
+  return format_value(*v);
+}
+
 std::optional<std::string> event_shape_error(EventKind kind, std::span<const EventField> fields) {
   const std::string_view kind_name = event_kind_name(kind);
   for (std::size_t i = 0; i < fields.size(); ++i) {

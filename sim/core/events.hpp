@@ -58,6 +58,11 @@ struct Event {
   }
   // A text field's value, to compare with a literal: e.text(F::what) == "dropped".
   std::optional<std::string_view> text(FieldKey key) const;
+  // An integer field read as a count (bytes, copies, a depth, a graph id):
+  // 0 when absent, as a real run's trace may leave it out, and when negative.
+  std::uint64_t count(FieldKey key) const;
+  // The field as the text printer writes it (format_value), for a label.
+  std::optional<std::string> printed(FieldKey key) const;
   friend bool operator==(const Event&, const Event&) = default;
 };
 

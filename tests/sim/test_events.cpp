@@ -56,6 +56,11 @@ TEST_CASE("events: a reader gets each field as its table type") {
   CHECK(e.get_if<std::int64_t>(F::graph) == nullptr);
   CHECK_FALSE(e.has(F::graph));
   CHECK(e.text(F::reason) == std::nullopt);
+  CHECK(e.count(F::bytes) == 64);
+  CHECK(e.count(F::graph) == 0);                                             // absent
+  CHECK(Event{EventKind::kWarmup, 0, {{F::node, -3}}}.count(F::node) == 0);  // negative
+  CHECK(e.printed(F::copies) == "2");
+  CHECK(e.printed(F::graph) == std::nullopt);
   // Asking for another type than the table's is a broken contract.
   const auto [status, err] = testing::in_child([&] { (void)e.get_if<bool>(F::copies); });
   CHECK(WIFSIGNALED(status));

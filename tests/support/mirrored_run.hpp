@@ -40,9 +40,7 @@ inline MirroredRun run_mirrored(const ProgramScenario& scenario, ReplayMirror& m
   for (Event& e : out.mirrored_events) {
     if (e.kind != EventKind::kDevice) continue;
     ++out.device_events;
-    if (const FieldValue* ids = e.find(F::x_buffer_ids)) {
-      out.buffer_ids.push_back(format_value(*ids));
-    }
+    if (auto ids = e.printed(F::x_buffer_ids)) out.buffer_ids.push_back(*ids);
     std::erase_if(e.fields, [](const EventField& f) { return field_spec(f.key).extension(); });
   }
   return out;

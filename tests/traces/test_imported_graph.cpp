@@ -66,7 +66,7 @@ std::vector<std::string> captured_of(const std::vector<std::function<void(Json&)
   REQUIRE(world.run(p).ok());
   std::vector<std::string> captured;
   for (const Event& e : world.events()) {
-    if (e.kind == EventKind::kCaGraph) captured.push_back(format_value(*e.find(F::captured)));
+    if (e.kind == EventKind::kCaGraph) captured.push_back(e.printed(F::captured).value_or("?"));
   }
   return captured;
 }
