@@ -65,6 +65,7 @@ std::string describe_action(const Action& action) {
           if (a.fill) what = fmt::format("{}full", a.parameter ? "Parameter(" : "");
           std::string extra = a.fill ? fmt::format(", {}", *a.fill) : "";
           if (a.offset != 0) extra += fmt::format(", offset={}", a.offset);
+          if (a.requires_grad) extra += ", requires_grad=True";
           return fmt::format("{} = {}({}{}){}", a.name, what, dims(a.sizes), extra,
                              a.parameter ? ")" : "");
         } else if constexpr (std::is_same_v<A, MarkStatic>) {
@@ -118,6 +119,12 @@ std::string describe_action(const Action& action) {
         } else if constexpr (std::is_same_v<A, CompiledBackward>) {
           return fmt::format("compiled_backward({}, dynamic={})", a.graph,
                              a.dynamic ? "True" : "False");
+        } else if constexpr (std::is_same_v<A, Backward>) {
+          std::string args;
+          if (a.grad) args += "gradient=" + *a.grad;
+          if (a.retain_graph) args += std::string(args.empty() ? "" : ", ") + "retain_graph=True";
+          return fmt::format("{}{}.backward({})", a.compiled ? "with compiled_autograd: " : "",
+                             a.tensor, args);
         } else {
           static_assert(std::is_same_v<A, Reset>);
           return "torch._dynamo.reset()";

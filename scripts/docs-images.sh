@@ -38,3 +38,9 @@ draw checkpoint-pool render "$corpus/checkpointing_resets_persistent_refs.jsonl"
 # 4. A recorded trace against the model's prediction (a hand-edited demo
 #    whose static pointer moved without a re-record).
 draw predicted-diff diff --predicted "$corpus/diverging/static_pointer_changed_without_rerecord.jsonl"
+# 5. One training loop through every layer: an eager forward on params that
+#    require grad, loss.backward() through compiled autograd (its capture
+#    lowered to CompiledAutograd0 and recorded in the tree), compiled SGD on
+#    the same path, whose grads are the backward's pool outputs.
+draw training-loop-tree render "$corpus/mlp_training_compiled_autograd_backward.jsonl"
+draw training-loop-autograd render "$corpus/mlp_training_compiled_autograd_backward.jsonl" --graph autograd:0

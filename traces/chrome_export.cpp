@@ -267,6 +267,7 @@ class Exporter : public TraceVisitor {
       case EventKind::kCaCapture:
       case EventKind::kCaRun:
       case EventKind::kCaGraph:
+      case EventKind::kBackward:
       // A backend's evidence of the replay just drawn.
       case EventKind::kDevice:
         events_.push_back(instant(kind, kChromeHostPid, kChromeHostTid, cursor_, std::move(args)));

@@ -216,6 +216,7 @@ void write_fields(Json& j, const NewTensor& a) {
   if (a.fill) j["fill"] = float_json(*a.fill);
   if (a.offset != 0) j["offset"] = a.offset;
   if (a.parameter) j["parameter"] = true;
+  if (a.requires_grad) j["requires_grad"] = true;
 }
 Status read_fields(ObjectReader& r, NewTensor& a) {
   CAPSIM_TRY(assign(a.name, read_name(r, "name")));
@@ -223,6 +224,7 @@ Status read_fields(ObjectReader& r, NewTensor& a) {
   if (r.has("fill")) CAPSIM_TRY(assign(a.fill, r.float32("fill")));
   if (r.has("offset")) CAPSIM_TRY(assign(a.offset, r.integer("offset")));
   if (r.has("parameter")) CAPSIM_TRY(assign(a.parameter, r.boolean("parameter")));
+  if (r.has("requires_grad")) CAPSIM_TRY(assign(a.requires_grad, r.boolean("requires_grad")));
   return {};
 }
 
@@ -367,6 +369,23 @@ void write_fields(Json& j, const CompiledBackward& a) {
 }
 Status read_fields(ObjectReader& r, CompiledBackward& a) {
   return read_compiled_backward(r, a);
+}
+
+// Written only where they differ from loss.backward()'s defaults.
+void write_fields(Json& j, const Backward& a) {
+  j["tensor"] = a.tensor;
+  if (a.grad) j["grad"] = *a.grad;
+  if (a.retain_graph) j["retain_graph"] = true;
+  if (a.compiled) j["compiled"] = true;
+  if (!a.dynamic) j["dynamic"] = false;
+}
+Status read_fields(ObjectReader& r, Backward& a) {
+  CAPSIM_TRY(assign(a.tensor, read_name(r, "tensor")));
+  if (r.has("grad")) CAPSIM_TRY(assign(a.grad, read_name(r, "grad")));
+  if (r.has("retain_graph")) CAPSIM_TRY(assign(a.retain_graph, r.boolean("retain_graph")));
+  if (r.has("compiled")) CAPSIM_TRY(assign(a.compiled, r.boolean("compiled")));
+  if (r.has("dynamic")) CAPSIM_TRY(assign(a.dynamic, r.boolean("dynamic")));
+  return {};
 }
 
 // One default-constructed action of each kind, in variant order.

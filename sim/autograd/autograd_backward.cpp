@@ -15,6 +15,7 @@
 #include <set>
 
 #include "sim/autograd/autograd_backward_ops.hpp"
+#include "sim/autograd/autograd_errors.hpp"
 
 namespace capsim {
 
@@ -24,16 +25,6 @@ std::string torch_size(const Dims& sizes) {
   return fmt::format("torch.Size({})", sizes);
 }
 
-// PyTorch's ERR_BACKWARD_TWICE (torch/csrc/autograd/saved_variable.cpp),
-// raised when a node unpacks saved state that a backward without
-// retain_graph freed.
-constexpr const char* kErrBackwardTwice =
-    "Trying to backward through the graph a second time (or directly access saved tensors after "
-    "they have already been freed). Saved intermediate values of the graph are freed when you "
-    "call .backward() or autograd.grad(). Specify retain_graph=True if you need to backward "
-    "through the graph a second time or if you need to access saved tensors after calling "
-    "backward.";
-
 // A node whose release_variables() frees something a later run needs: saved
 // tensors, or CopySlices' wrapped function.
 bool holds_saved_state(const AutogradNode& node) {
@@ -41,6 +32,51 @@ bool holds_saved_state(const AutogradNode& node) {
 }
 
 }  // namespace
+
+std::set<AutogradNodeId> reachable_nodes(const AutogradGraph& graph, AutogradNodeId root) {
+  std::set<AutogradNodeId> seen{root};
+  std::vector<AutogradNodeId> stack{root};
+  while (!stack.empty()) {
+    const AutogradNodeId id = stack.back();
+    stack.pop_back();
+    for (const auto& edge : graph.next_edges(id)) {
+      if (edge && seen.insert(edge->target).second) stack.push_back(edge->target);
+    }
+  }
+  return seen;
+}
+
+std::string mismatch_in_shape(const Dims& grad, const Dims& root) {
+  return fmt::format(
+      "Mismatch in shape: grad_output[0] has a shape of {} and output[0] has a shape of {}.",
+      torch_size(grad), torch_size(root));
+}
+
+Result<std::optional<BackwardRaise>> backward_raise(
+    const AutogradEngine& engine, const Variable& root,
+    const AutogradEngine::BackwardOptions& options) {
+  CAPSIM_TRY_ASSIGN(const Variable now, engine.variable(root.tensor));
+  CAPSIM_TRY_ASSIGN(const Tensor out, engine.store().tensor(root.tensor));
+  if (!engine.gradient_edge(root.tensor)) {
+    return std::optional<BackwardRaise>(BackwardRaise{"G1", kErrNoGradFn});
+  }
+  if (options.grad_output) {
+    CAPSIM_TRY_ASSIGN(const Tensor g, engine.store().tensor(options.grad_output->tensor));
+    if (g.meta.sizes != out.meta.sizes) {
+      return std::optional<BackwardRaise>(
+          BackwardRaise{"G4", mismatch_in_shape(g.meta.sizes, out.meta.sizes)});
+    }
+  } else if (now.requires_grad && numel(out.meta.sizes) != 1) {
+    return std::optional<BackwardRaise>(BackwardRaise{"G2", kErrImplicitGrad});
+  }
+  CAPSIM_TRY_ASSIGN(const AutogradEngine::BackwardGraph bg, engine.backward_graph(root));
+  for (AutogradNodeId id : reachable_nodes(bg.graph, bg.root)) {
+    if (id != bg.root && holds_saved_state(bg.graph.node(id)) && engine.released(id)) {
+      return std::optional<BackwardRaise>(BackwardRaise{"G3", kErrBackwardTwice});
+    }
+  }
+  return std::optional<BackwardRaise>();
+}
 
 class BackwardRun : public BackwardOps {
  public:
@@ -51,13 +87,11 @@ class BackwardRun : public BackwardOps {
     CAPSIM_TRY_ASSIGN(const Tensor out, e_.tensor(root.tensor));
     CAPSIM_TRY_ASSIGN(const Tensor g, e_.tensor(grad_output.tensor));
     if (g.meta.sizes != out.meta.sizes) {
-      return make_error(fmt::format(
-          "Mismatch in shape: grad_output[0] has a shape of {} and output[0] has a shape of {}.",
-          torch_size(g.meta.sizes), torch_size(out.meta.sizes)));
+      return make_error(mismatch_in_shape(g.meta.sizes, out.meta.sizes));
     }
     CAPSIM_TRY_ASSIGN(AutogradEngine::BackwardGraph bg, e_.backward_graph(root));
     CAPSIM_TRY_ASSIGN(const std::vector<AutogradNodeId> order, bg.graph.topological_order());
-    const std::set<AutogradNodeId> reachable = reach(bg.graph, bg.root);
+    const std::set<AutogradNodeId> reachable = reachable_nodes(bg.graph, bg.root);
     user_grad_ = grad_output.tensor;
     BackwardResult result;
     for (AutogradNodeId id : order) {
@@ -78,19 +112,6 @@ class BackwardRun : public BackwardOps {
   }
 
  private:
-  static std::set<AutogradNodeId> reach(const AutogradGraph& graph, AutogradNodeId root) {
-    std::set<AutogradNodeId> seen{root};
-    std::vector<AutogradNodeId> stack{root};
-    while (!stack.empty()) {
-      const AutogradNodeId id = stack.back();
-      stack.pop_back();
-      for (const auto& edge : graph.next_edges(id)) {
-        if (edge && seen.insert(edge->target).second) stack.push_back(edge->target);
-      }
-    }
-    return seen;
-  }
-
   // --- Buffers -------------------------------------------------------------------
 
   void hold(TensorId id) { ++held_[id]; }
@@ -287,6 +308,9 @@ Result<BackwardResult> AutogradEngine::backward(const Variable& root, const Vari
 
 Result<BackwardResult> AutogradEngine::autograd_backward(const Variable& root,
                                                          const BackwardOptions& options) {
+  // The run is made first, so that an implicit ones grad is one of its
+  // temporaries: released when the run ends, as PyTorch drops it.
+  BackwardRun run(*this, options.retain_graph);
   std::optional<Variable> grad = options.grad_output;
   if (!grad) {
     // _make_grads: a root that requires grad gets ones, if it is a scalar; one
@@ -294,12 +318,11 @@ Result<BackwardResult> AutogradEngine::autograd_backward(const Variable& root,
     CAPSIM_TRY_ASSIGN(const Variable now, variable(root.tensor));
     CAPSIM_TRY_ASSIGN(const Tensor out, tensor(root.tensor));
     if (now.requires_grad && numel(out.meta.sizes) != 1) {
-      return make_error("grad can be implicitly created only for scalar outputs");
+      return make_error(kErrImplicitGrad);
     }
     const std::vector<float> ones(static_cast<std::size_t>(numel(out.meta.sizes)), 1.0f);
     CAPSIM_TRY_ASSIGN(grad, constant(out.meta.sizes, ones));
   }
-  BackwardRun run(*this, options.retain_graph);
   return run.run(root, *grad);
 }
 

@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "model/kernel_launch.hpp"
+#include "sim/autograd/autograd_errors.hpp"
 
 namespace capsim {
 
@@ -303,7 +304,7 @@ Result<AutogradGraph> AutogradEngine::graph() const {
 Result<AutogradEngine::BackwardGraph> AutogradEngine::backward_graph(const Variable& root) const {
   const std::optional<GradFn> edge = gradient_edge(root.tensor);
   if (!edge) {
-    return make_error("element 0 of tensors does not require grad and does not have a grad_fn");
+    return make_error(kErrNoGradFn);
   }
   CAPSIM_TRY_ASSIGN(AutogradGraph graph, build(edge));
   const auto id = static_cast<AutogradNodeId>(graph.num_nodes() - 1);

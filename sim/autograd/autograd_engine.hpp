@@ -140,6 +140,33 @@ class AutogradEngine {
   // The leaves whose .grad is set, in tensor id order.
   std::vector<TensorId> leaves_with_grad() const;
 
+  // --- Tensors the caller owns (autograd_adopt.cpp) ---------------------------
+  // A World keeps its tensors alive by reference counts (sim/core/tensor_refs.hpp),
+  // not by the engine's release in bulk. These calls lend its tensors to the
+  // engine and hand the engine's results over to it.
+  //
+  // Makes `tensor`, a live tensor of the store that the engine did not make,
+  // known to the engine; a leaf that requires grad gets its AccumulateGrad
+  // now. For a tensor already known: its variable, unchanged (asking for
+  // requires_grad on a known tensor that has none is an error).
+  Result<Variable> adopt(TensorId tensor, bool requires_grad);
+  // The engine stops owning `tensor` (one it made): the caller releases it.
+  void disown(TensorId tensor);
+  const TensorStore& store() const { return device_.store; }
+  // Every tensor the engine owns now, oldest first.
+  std::span<const TensorId> owned() const { return owned_; }
+  // Sets a leaf's .grad before a backward (none: None). The engine does not
+  // own a grad set this way.
+  void set_grad(TensorId leaf, std::optional<TensorId> grad);
+  // `leaf.data = other`: the same Variable over a new tensor, so the leaf's
+  // AccumulateGrad (and its .grad) now belong to `now`.
+  Status replace_leaf(TensorId old, TensorId now);
+  // The leaves' AccumulateGrad nodes, by leaf tensor.
+  std::map<TensorId, AutogradNodeId> leaves() const;
+  // release_variables() on `nodes`, as a backward without retain_graph does
+  // after it ran them (compiled autograd does it after the compiled call).
+  void release_saved_state(std::span<const AutogradNodeId> nodes);
+
   // --- Differentiable ops (broadcasting where PyTorch broadcasts) -------------
   Result<Variable> mul(const Variable& a, const Variable& b);
   Result<Variable> add(const Variable& a, const Variable& b);

@@ -40,7 +40,7 @@ class Lowering {
       : fx_(fx),
         options_(options),
         sizes_(sizes),
-        f_(std::move(name), CompilationMode::kBackward, std::move(names)) {
+        f_(std::move(name), options.mode, std::move(names)) {
     f_.params(params);
     f_.static_inputs(std::move(params));
   }
@@ -132,6 +132,16 @@ class Lowering {
   // Only the `inputs` placeholder becomes body values; the others stay opaque.
   Lowered lower_placeholder(const FxNode& node) {
     Lowered l;
+    if (node.target == "sizes" && !options_.sizes.empty()) {
+      l.kind = Kind::kList;
+      for (std::int64_t v : options_.sizes) {
+        Lowered size;
+        size.kind = Kind::kInt;
+        size.i = v;
+        l.list.push_back(std::move(size));
+      }
+      return l;
+    }
     if (node.target != "inputs") {
       l.kind = Kind::kOpaque;  // sizes, scalars, hooks: unusable in a body
       l.s = node.target;

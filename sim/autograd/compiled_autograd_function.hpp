@@ -30,7 +30,7 @@
 namespace capsim {
 
 struct CompiledBackwardFunction {
-  FunctionDef def;                     // mode kBackward; one input per call input
+  FunctionDef def;                     // LowerOptions::mode; one input per call input
   std::vector<std::uint32_t> grad_of;  // per output: the input (a param) it is the grad of
 };
 
@@ -38,6 +38,18 @@ struct LowerOptions {
   // Negative control for the lowering's property: torch.add lowers to its
   // first operand, dropping every fan-in contribution but the first.
   bool drop_fan_in_add = false;
+  // The call's `sizes` (the DYNAMIC slots' values, CompiledBackwardCall::
+  // sizes): a getitem of the sizes placeholder lowers to its value here, so
+  // the function is specialized to them, as cudagraph trees record one graph
+  // per set of symint inputs (the caller passes them as the int_key). Empty:
+  // a capture that reads sizes does not lower.
+  std::vector<std::int64_t> sizes;
+  // The graph AOTAutograd hands cudagraph trees. A World's compiled backward
+  // passes kInference: compiled autograd's graph is traced by Dynamo while
+  // the backward runs with grad mode off, so AOTAutograd compiles it as an
+  // inference graph (docs/compiled-autograd.md, "The compiled backward in
+  // the tree"). The built-in scenarios wrote it as a BACKWARD function.
+  CompilationMode mode = CompilationMode::kBackward;
 };
 
 // `input_sizes` and `input_names` describe the call's inputs (the lifted

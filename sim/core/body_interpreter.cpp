@@ -20,20 +20,6 @@ TensorArg held_tensor_arg(const TensorStore& store, TensorId id) {
 
 namespace {
 
-// An error if x by y is over the limit on one mm's multiply-adds. Checked
-// before the output is allocated (launch_mm refuses shapes that do not
-// match); an overflowing product is over the limit too.
-Status check_mm_work(const Dims& x, const Dims& y) {
-  std::int64_t work = 0;
-  if (x[1] == y[0] && (__builtin_mul_overflow(x[0], x[1], &work) ||
-                       __builtin_mul_overflow(work, y[1], &work) || work > kMaxMmMultiplyAdds)) {
-    return make_error(
-        fmt::format("mm of {} by {} needs more than {} multiply-adds, the limit for one op", x, y,
-                    kMaxMmMultiplyAdds));
-  }
-  return {};
-}
-
 class Interpreter {
  public:
   Interpreter(const FunctionDef& def, BodyEnv& env) : def_(def), env_(env) {}

@@ -104,6 +104,8 @@ constexpr EventFieldUse kCaCapture[] = {R(backward), R(mode), R(graph_nodes), R(
 constexpr EventFieldUse kCaRun[] = {R(backward), R(leaves), R(digest)};
 constexpr EventFieldUse kDevice[] = {R(baked), R(baked_digest), R(digest), O(x_buffer_ids)};
 constexpr EventFieldUse kCaGraph[] = {R(backward), R(captured), O(targets), O(uses)};
+constexpr EventFieldUse kBackward[] = {R(name),   R(compiled), R(node_calls),
+                                       R(leaves), O(backward), O(function)};
 #undef R
 #undef O
 

@@ -135,7 +135,7 @@ inline constexpr IntRange kBytesRange{0, std::int64_t{1} << 50};
   X(graph_nodes, "graph_nodes", kInt, kCountRange, "nodes of the captured FX graph")               \
   X(graph_digest, "graph_digest", kDigest, kAnyInt,                                                \
     "FNV-1a 64 of the captured FX graph's text form")                                              \
-  X(leaves, "leaves", kInt, kCountRange, "leaves whose .grad the compiled backward produced")      \
+  X(leaves, "leaves", kInt, kCountRange, "leaves whose .grad the backward wrote")                  \
   X(baked, "baked", kInt, kCountRange, "pointer arguments baked into the replayed graph")          \
   X(baked_digest, "baked_digest", kDigest, kAnyInt,                                                \
     "FNV-1a 64 of each baked pointer's (step, argument, address, bytes) as 64-bit words")          \
@@ -146,6 +146,7 @@ inline constexpr IntRange kBytesRange{0, std::int64_t{1} << 50};
   X(uses, "uses", kIntLists, kIndexRange,                                                          \
     "per call of `targets`, the calls its arguments refer to (indices into `targets`; compared "   \
     "as canonical dataflow, docs/fidelity.md)")                                                    \
+  X(compiled, "compiled", kBool, kAnyInt, "the backward ran through compiled autograd")            \
   X(x_buffer_ids, "x_buffer_ids", kIntList, kAnyInt,                                               \
     "extension: the CUDA driver's ids of the buffers a replay touched")
 

@@ -33,7 +33,8 @@ namespace capsim {
   X(kCaCapture, "ca_capture")       /* the captured graph */                      \
   X(kCaRun, "ca_run")               /* the captured graph ran */                  \
   X(kDevice, "device")              /* a backend's evidence of a replay */        \
-  X(kCaGraph, "ca_graph")           /* compiled autograd: the captured calls */
+  X(kCaGraph, "ca_graph")           /* compiled autograd: the captured calls */   \
+  X(kBackward, "backward")          /* a backward of the World's autograd ran */
 
 enum class EventKind : std::uint8_t {
 #define CAPSIM_ENUM_(e, name) e,

@@ -59,6 +59,17 @@ std::string_view compilation_mode_name(CompilationMode mode) {
   return "?";
 }
 
+Status check_mm_work(const Dims& x, const Dims& y) {
+  std::int64_t work = 0;
+  if (x[1] == y[0] && (__builtin_mul_overflow(x[0], x[1], &work) ||
+                       __builtin_mul_overflow(work, y[1], &work) || work > kMaxMmMultiplyAdds)) {
+    return make_error(
+        fmt::format("mm of {} by {} needs more than {} multiply-adds, the limit for one op", x, y,
+                    kMaxMmMultiplyAdds));
+  }
+  return {};
+}
+
 Status check_value_sizes(const Dims& sizes) {
   std::int64_t span = 1;
   for (const std::int64_t s : sizes) {

@@ -111,6 +111,10 @@ inline constexpr std::int64_t kMaxMmMultiplyAdds = std::int64_t{1} << 24;
 
 // An error unless `sizes` (non-negative) span at most kMaxValueElements.
 Status check_value_sizes(const Dims& sizes);
+// An error if an mm of x by y (both 2-d) is over kMaxMmMultiplyAdds; an
+// overflowing product is over the limit too. Checked before the output is
+// allocated; shapes that do not match are launch_mm's to refuse.
+Status check_mm_work(const Dims& x, const Dims& y);
 
 // Checks arities, value references (each op may only use earlier values) and
 // index sets. Errors name the function, the op and the field.

@@ -5,12 +5,14 @@
 namespace capsim {
 
 // Defined in scenarios_trees.cpp, scenarios_trees_more.cpp,
-// scenarios_rerecord.cpp and scenarios_optimizer.cpp.
+// scenarios_rerecord.cpp, scenarios_optimizer.cpp, scenarios_compiled_autograd.cpp
+// and scenarios_training.cpp.
 void add_tree_scenarios(std::vector<ProgramScenario>& out);
 void add_more_tree_scenarios(std::vector<ProgramScenario>& out);
 void add_optimizer_scenarios(std::vector<ProgramScenario>& out);
 void add_rerecord_scenarios(std::vector<ProgramScenario>& out);
 void add_compiled_autograd_scenarios(std::vector<ProgramScenario>& out);
+void add_training_scenarios(std::vector<ProgramScenario>& out);
 
 const std::vector<ProgramScenario>& builtin_program_scenarios() {
   static const std::vector<ProgramScenario> all = [] {
@@ -20,6 +22,7 @@ const std::vector<ProgramScenario>& builtin_program_scenarios() {
     add_rerecord_scenarios(s);
     add_optimizer_scenarios(s);
     add_compiled_autograd_scenarios(s);
+    add_training_scenarios(s);
     return s;
   }();
   return all;

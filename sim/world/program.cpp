@@ -36,7 +36,8 @@ std::string_view action_name(const Action& action) {
                                                 "reset",
                                                 "run_capture_scenario",
                                                 "autograd_graph",
-                                                "compiled_backward"};
+                                                "compiled_backward",
+                                                "backward"};
   static_assert(std::size(kNames) == std::variant_size_v<Action>);
   return kNames[action.index()];
 }

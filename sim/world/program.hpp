@@ -4,8 +4,9 @@
 // that matter for capture semantics: make tensors and parameters, call compiled
 // functions (each call of a torch.compile-wrapped callable is a new
 // invocation), run eager code, accumulate grads, step and zero optimizers,
-// reassign `.data`, mark steps, drop references, read values and run a
-// compiled-autograd scenario. Names refer
+// reassign `.data`, mark steps, drop references, read values, run backwards
+// (eager or through compiled autograd) and run a compiled-autograd scenario.
+// Names refer
 // to Python objects; an object keeps its identity (and its static mark and its
 // .grad) when its `.data` is reassigned, as in PyTorch.
 #pragma once
@@ -32,6 +33,10 @@ struct NewTensor {
   std::optional<float> fill;  // none: uniform in [-1, 1) from the World's RNG
   std::int64_t offset = 0;
   bool parameter = false;  // an nn.Parameter
+  // A leaf that requires grad (it gets an AccumulateGrad). Unlike
+  // nn.Parameter's, the default is False for parameters too: programs
+  // written before autograd ran in the World build no graphs.
+  bool requires_grad = false;
 };
 // torch._dynamo.mark_static_address(t, guard=...). `name` may be "p.grad".
 struct MarkStatic {
@@ -54,6 +59,9 @@ struct Call {
   std::vector<std::string> consume;
 };
 // Plain eager PyTorch: the body runs now, allocating from the default pool.
+// When an argument requires grad, the body runs through the World's autograd
+// engine (sim/autograd/autograd_body.hpp), which records the backward graph;
+// the graph keeps the tensors its nodes save alive.
 struct EagerCall {
   std::string function;
   std::vector<std::string> args;
@@ -77,6 +85,21 @@ struct SetToRunningBackward {};
 struct AccumulateGrad {
   std::string param;
   std::string grad;
+};
+
+// `tensor.backward(gradient=grad, retain_graph=...)` over the graph that
+// eager calls built. Eager: the World's autograd engine runs it. Compiled
+// (compiled autograd enabled, torch._dynamo.compiled_autograd): Phase A, the
+// cache, on a miss the functional capture lowered to a BACKWARD function of
+// the tree manager, then that function called through the tree manager like
+// every other, its grads accumulated into the leaves' .grad as AccumulateGrad
+// does (sim/world/world_autograd.cpp).
+struct Backward {
+  std::string tensor;
+  std::optional<std::string> grad;  // none: ones, for a scalar only
+  bool retain_graph = false;
+  bool compiled = false;
+  bool dynamic = true;  // compiled only: _enable(..., dynamic=)
 };
 
 // X(enumerator, name)
@@ -122,10 +145,10 @@ struct RunCaptureScenario {
   CaptureMode mode = CaptureMode::kFunctional;
 };
 
-using Action =
-    std::variant<NewTensor, MarkStatic, Call, EagerCall, Del, Read, ReassignData, MarkStepBegin,
-                 SetToRunningBackward, AccumulateGrad, CreateOptimizer, OptimizerStep, ZeroGrad,
-                 DropOptimizer, Reset, RunCaptureScenario, DefineAutogradGraph, CompiledBackward>;
+using Action = std::variant<NewTensor, MarkStatic, Call, EagerCall, Del, Read, ReassignData,
+                            MarkStepBegin, SetToRunningBackward, AccumulateGrad, CreateOptimizer,
+                            OptimizerStep, ZeroGrad, DropOptimizer, Reset, RunCaptureScenario,
+                            DefineAutogradGraph, CompiledBackward, Backward>;
 // The action kinds' names, in variant order.
 std::string_view action_name(const Action& action);
 

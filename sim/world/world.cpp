@@ -113,6 +113,7 @@ Status World::step(const Action& action) {
         if constexpr (std::is_same_v<A, RunCaptureScenario>) return do_run_capture_scenario(a);
         if constexpr (std::is_same_v<A, DefineAutogradGraph>) return do_define_autograd_graph(a);
         if constexpr (std::is_same_v<A, CompiledBackward>) return do_compiled_backward(a);
+        if constexpr (std::is_same_v<A, Backward>) return do_backward(a);
       },
       action);
 }
@@ -249,7 +250,13 @@ std::size_t World::live_storages_of(const std::vector<TensorId>& tensors) const 
 
 Status World::do_new_tensor(const NewTensor& a) {
   CAPSIM_TRY_ASSIGN(const TensorId t, fresh_tensor(a.sizes, a.fill, a.offset));
-  return bind(a.name, new_object(t, a.parameter));
+  const std::uint64_t object = new_object(t, a.parameter);
+  if (a.requires_grad) {
+    Autograd& ag = ensure_autograd();
+    CAPSIM_TRY(ag.engine.adopt(t, true));
+    ag.leaf_objects.emplace(t, object);
+  }
+  return bind(a.name, object);
 }
 
 Status World::do_mark_static(const MarkStatic& a) {
@@ -288,6 +295,7 @@ Status World::do_reassign(const ReassignData& a) {
   CAPSIM_TRY_ASSIGN(const TensorId fresh, fresh_tensor(old.meta.sizes, a.fill, 0));
   const TensorId previous = object.tensor;
   object.tensor = fresh;
+  CAPSIM_TRY(retarget_leaf(previous, fresh));
   return refs_.drop(previous);
 }
 
@@ -300,6 +308,7 @@ Status World::move_to_fresh_copy(PyObject& o) {
   CAPSIM_TRY(backend_.run_step(Step{copy, {}}));
   const TensorId previous = o.tensor;
   o.tensor = fresh;
+  CAPSIM_TRY(retarget_leaf(previous, fresh));
   return refs_.drop(previous);
 }
 
@@ -317,6 +326,7 @@ Status World::do_eager_call(const EagerCall& a) {
     inputs.push_back(objects_.at(o).tensor);
   }
   if (raise_if_poisoned(objects)) return {};
+  if (requires_autograd(inputs)) return eager_call_with_autograd(*def, inputs, a.outputs);
   BodyEnv env{refs_, backend_, kDefaultPool, nullptr};
   CAPSIM_TRY_ASSIGN(const std::vector<TensorId> outputs, run_body(*def, inputs, env));
   return bind_outputs(outputs, a.outputs);
@@ -345,6 +355,10 @@ Status World::bind_outputs(const std::vector<TensorId>& outputs,
 Status World::do_accumulate_grad(const AccumulateGrad& a) {
   CAPSIM_TRY_ASSIGN(const std::uint64_t p, lookup(a.param));
   CAPSIM_TRY_ASSIGN(const std::uint64_t g, lookup(a.grad));
+  return accumulate_into(p, g);
+}
+
+Status World::accumulate_into(std::uint64_t p, std::uint64_t g) {
   if (raise_if_poisoned({g})) return {};
   PyObject& param = objects_.at(p);
   if (!param.grad) {
@@ -451,13 +465,32 @@ Status World::call_compiled(const FunctionDef& def, const std::vector<std::uint6
                             const std::vector<std::string>& outputs,
                             const std::vector<std::int64_t>& int_key, bool new_invocation,
                             const std::vector<std::string>& consume) {
+  if (options_.config.plain_api) {
+    if (args.size() != def.num_inputs()) {
+      return make_error(fmt::format("function '{}' takes {} inputs, got {}", def.name,
+                                    def.num_inputs(), args.size()));
+    }
+    if (new_invocation) ++generations_.generation;
+    if (raise_if_poisoned(args)) return {};
+    return call_plain(def, args, outputs);
+  }
+  CAPSIM_TRY_ASSIGN(auto outs, run_compiled(def, args, int_key, new_invocation, consume));
+  if (!outs) return {};
+  return bind_outputs(*outs, outputs);
+}
+
+Result<std::optional<std::vector<TensorId>>> World::run_compiled(
+    const FunctionDef& def, const std::vector<std::uint64_t>& args,
+    const std::vector<std::int64_t>& int_key, bool new_invocation,
+    const std::vector<std::string>& consume) {
+  using Outputs = std::optional<std::vector<TensorId>>;
+  CAPSIM_CHECK(!options_.config.plain_api, "the plain API binds its outputs itself");
   if (args.size() != def.num_inputs()) {
     return make_error(fmt::format("function '{}' takes {} inputs, got {}", def.name,
                                   def.num_inputs(), args.size()));
   }
   if (new_invocation) ++generations_.generation;
-  if (raise_if_poisoned(args)) return {};
-  if (options_.config.plain_api) return call_plain(def, args, outputs);
+  if (raise_if_poisoned(args)) return Outputs{};
 
   // Dynamo's cache: the first entry whose int key and guards match.
   CAPSIM_TRY_ASSIGN(const std::vector<DynamoArg> seen, dynamo_args(args));
@@ -488,7 +521,7 @@ Status World::call_compiled(const FunctionDef& def, const std::vector<std::uint6
     for (TensorId t : inputs) CAPSIM_TRY(refs_.drop(t));
     ++counters_.eager_fallbacks;
     ctx_.emit(EventKind::kEager, {{F::function, def.name}, {F::reason, "compile_time_skip"}});
-    return bind_outputs(outs, outputs);
+    return Outputs{outs};
   }
   const WrappedFunction& fn = manager_->function(*entry.fid);
   for (std::uint32_t i = 0; i < inputs.size(); ++i) {
@@ -508,8 +541,8 @@ Status World::call_compiled(const FunctionDef& def, const std::vector<std::uint6
   }
   for (const std::string& name : consume) CAPSIM_TRY(unbind(name));
   CAPSIM_TRY_ASSIGN(CallOutcome outcome, manager_->run(*entry.fid, std::move(inputs)));
-  if (outcome.path == CallPath::kRaised) return {};
-  return bind_outputs(outcome.outputs, outputs);
+  if (outcome.path == CallPath::kRaised) return Outputs{};
+  return Outputs{std::move(outcome.outputs)};
 }
 
 std::vector<std::pair<std::string, TensorId>> World::bound_names() const {

@@ -29,9 +29,12 @@
 
 namespace capsim {
 
-struct BackwardView;      // sim/autograd/compiled_autograd_runner.hpp
-struct AutogradScenario;  // sim/autograd/compiled_autograd_runner.hpp
-class ImportedAutograd;   // sim/autograd/imported_autograd.hpp
+struct BackwardView;          // sim/autograd/compiled_autograd_runner.hpp
+struct Variable;              // sim/autograd/autograd_engine.hpp
+struct CompiledBackwardCall;  // sim/autograd/compiled_autograd_run.hpp
+class FxGraph;                // model/fx_graph.hpp
+struct AutogradScenario;      // sim/autograd/compiled_autograd_runner.hpp
+class ImportedAutograd;       // sim/autograd/imported_autograd.hpp
 
 // 1 GiB: every scenario, corpus trace and generated case takes under 64 MiB.
 inline constexpr std::uint64_t kDefaultMemoryBudget = std::uint64_t{1} << 30;
@@ -123,6 +126,7 @@ class World {
   };
   struct PlainGraph;
   struct Optimizer;
+  struct Autograd;
   friend struct WorldParts;
 
   Status step(const Action& action);
@@ -143,12 +147,41 @@ class World {
   Status do_run_capture_scenario(const RunCaptureScenario& a);
   Status do_define_autograd_graph(const DefineAutogradGraph& a);
   Status do_compiled_backward(const CompiledBackward& a);
+  Status do_backward(const Backward& a);
+
+  // Autograd over the World's tensors (world_autograd.cpp).
+  Autograd& ensure_autograd();
+  bool requires_autograd(const std::vector<TensorId>& inputs) const;
+  Status eager_call_with_autograd(const FunctionDef& def, const std::vector<TensorId>& inputs,
+                                  const std::vector<std::string>& outputs);
+  Status hold_saved_tensors(std::size_t first_node);
+  Status drop_released_saved_tensors();
+  Status retarget_leaf(TensorId old, TensorId now);
+  bool lend_grads_to_engine();
+  Result<std::size_t> take_grads_from_engine();
+  Status compiled_autograd_backward(const Backward& a, const Variable& root,
+                                    const std::optional<Variable>& grad);
+  void replace_capture(std::uint64_t entry, FxGraph captured);
+  struct LoweredBackward;
+  Result<const LoweredBackward*> lowered_function(std::uint64_t entry,
+                                                  const CompiledBackwardCall& call);
+  Result<std::size_t> call_lowered_backward(const LoweredBackward& function,
+                                            const CompiledBackwardCall& call);
+  // AccumulateGrad outside a graph: .grad takes `grad` (stolen) if None,
+  // else adds it in place.
+  Status accumulate_into(std::uint64_t param, std::uint64_t grad);
 
   // The compiled call shared by Call and OptimizerStep.
   Status call_compiled(const FunctionDef& def, const std::vector<std::uint64_t>& args,
                        const std::vector<std::string>& outputs,
                        const std::vector<std::int64_t>& int_key, bool new_invocation,
                        const std::vector<std::string>& consume);
+  // The same call, its outputs handed back unbound (each held once), or none
+  // when the call raised (its error event is out).
+  Result<std::optional<std::vector<TensorId>>> run_compiled(
+      const FunctionDef& def, const std::vector<std::uint64_t>& args,
+      const std::vector<std::int64_t>& int_key, bool new_invocation,
+      const std::vector<std::string>& consume);
   Status call_plain(const FunctionDef& def, const std::vector<std::uint64_t>& args,
                     const std::vector<std::string>& outputs);
   Status capture_plain(const FunctionDef& def, const std::vector<std::uint64_t>& args,
@@ -210,6 +243,9 @@ class World {
   // The autograd graphs of a recorded PyTorch run and compiled autograd's
   // cache over them; made on the first autograd_graph action.
   std::unique_ptr<ImportedAutograd> recorded_autograd_;
+  // Autograd over the World's own tensors; made when a tensor first
+  // requires grad (world_autograd.cpp).
+  std::unique_ptr<Autograd> autograd_;
 };
 
 }  // namespace capsim

@@ -184,7 +184,7 @@ TEST_CASE("program_json: config round-trips with each field changed") {
 
 TEST_CASE("program_json: each action kind reads from a hand-written line") {
   const char* lines[] = {
-      R"({"action":"new_tensor","name":"x","sizes":[4,2],"fill":0.5,"offset":1,"parameter":true})",
+      R"({"action":"new_tensor","name":"x","sizes":[4,2],"fill":0.5,"offset":1,"parameter":true,"requires_grad":true})",
       R"({"action":"mark_static","name":"p.grad","guard":true})",
       R"({"action":"call","function":"fwd","args":["x","p"],"outputs":["y",""],"int_key":[4],"new_invocation":false,"consume":["x"]})",
       R"({"action":"eager_call","function":"f","args":["x"],"outputs":["y"]})",
@@ -202,6 +202,7 @@ TEST_CASE("program_json: each action kind reads from a hand-written line") {
       R"({"action":"run_capture_scenario","name":"basic","mode":"legacy"})",
       R"({"action":"autograd_graph","name":"g","root":0,"tensors":[{"name":"t","sizes":[2],"dtype":"float64","requires_grad":true}],"nodes":[{"name":"MulBackward0","kind":"functional","inputs":[{"sizes":[2],"dtype":"float32"}],"next":[[1,0],null],"saved":["t"],"saved_sizes":[2],"saved_scalars":[0.5],"hooks":["pre_hook"]},{"name":"AccumulateGrad","kind":"AccumulateGrad","inputs":[{"sizes":[2],"dtype":"float64"}],"next":[],"variable":"t"}]})",
       R"({"action":"compiled_backward","graph":"g","dynamic":false})",
+      R"({"action":"backward","tensor":"loss","grad":"g","retain_graph":true,"compiled":true,"dynamic":false})",
   };
   static_assert(std::size(lines) == std::variant_size_v<Action>);
   for (std::size_t i = 0; i < std::size(lines); ++i) {
@@ -219,6 +220,13 @@ TEST_CASE("program_json: each action kind reads from a hand-written line") {
   CHECK(t.fill == 0.5f);
   CHECK(t.offset == 1);
   CHECK(t.parameter);
+  CHECK(t.requires_grad);
+  const auto b = std::get<Backward>(*parse_action(lines[18]));
+  CHECK(b.tensor == "loss");
+  CHECK(b.grad == "g");
+  CHECK(b.retain_graph);
+  CHECK(b.compiled);
+  CHECK_FALSE(b.dynamic);
   const auto c = std::get<Call>(*parse_action(lines[2]));
   CHECK(c.args == std::vector<std::string>{"x", "p"});
   CHECK(c.outputs == std::vector<std::string>{"y", ""});
@@ -238,6 +246,12 @@ TEST_CASE("program_json: each action kind reads from a hand-written line") {
   CHECK_FALSE(plain.fill.has_value());
   CHECK(plain.offset == 0);
   CHECK_FALSE(plain.parameter);
+  CHECK_FALSE(plain.requires_grad);
+  const auto loss = std::get<Backward>(*parse_action(R"({"action":"backward","tensor":"l"})"));
+  CHECK_FALSE(loss.grad.has_value());
+  CHECK_FALSE(loss.retain_graph);
+  CHECK_FALSE(loss.compiled);
+  CHECK(loss.dynamic);
   const auto bare =
       std::get<Call>(*parse_action(R"({"action":"call","function":"f","args":[],"outputs":[]})"));
   CHECK_FALSE(bare.new_invocation.has_value());
@@ -258,7 +272,7 @@ TEST_CASE("program_json: bad action lines name the field") {
         "field 'action': unknown action 'frob' (known: new_tensor, mark_static, call, "
         "eager_call, del, read, reassign_data, mark_step_begin, set_to_running_backward, "
         "accumulate_grad, create_optimizer, optimizer_step, zero_grad, drop_optimizer, reset, "
-        "run_capture_scenario, autograd_graph, compiled_backward)");
+        "run_capture_scenario, autograd_graph, compiled_backward, backward)");
   CHECK(action_error(R"({"action":"run_capture_scenario","name":"basic","mode":"eager"})") ==
         "field 'mode': unknown capture mode 'eager' (known: functional, legacy)");
   CHECK(action_error(R"({"action":"del","name":3})") ==

@@ -7,8 +7,11 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <utility>
+#include <variant>
 
 #include "sim/core/function_def.hpp"
+#include "sim/world/program.hpp"
 #include "traces/event_schema.hpp"
 #include "traces/trace_format.hpp"
 
@@ -42,13 +45,12 @@ TEST_CASE("trace format docs: every kind and field is documented") {
   for (const FieldSpec& f : event_field_specs()) {
     CHECK_MESSAGE(documents(spec, f.key), "event field ", f.key);
   }
-  for (std::string_view action :
-       {"new_tensor", "mark_static", "call", "eager_call", "del", "read", "reassign_data",
-        "mark_step_begin", "set_to_running_backward", "accumulate_grad", "create_optimizer",
-        "optimizer_step", "zero_grad", "drop_optimizer", "reset", "run_capture_scenario",
-        "autograd_graph", "compiled_backward"}) {
-    CHECK_MESSAGE(documents(spec, action), "action ", action);
+  [&]<std::size_t... I>(std::index_sequence<I...>) {
+    for (const Action& a : {Action(std::in_place_index<I>)...}) {
+      CHECK_MESSAGE(documents(spec, action_name(a)), "action ", action_name(a));
+    }
   }
+  (std::make_index_sequence<std::variant_size_v<Action>>{});
 }
 
 }  // namespace

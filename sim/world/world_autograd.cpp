@@ -1,0 +1,202 @@
+// World: autograd over the World's own tensors (program.hpp's NewTensor
+// requires_grad, EagerCall on tensors that require grad, Backward).
+//
+// The engine (sim/autograd/autograd_engine.hpp) runs on the World's memory,
+// store and default pool, so saved tensors are the World's real storages and
+// grads are real allocations. It owns nothing between actions: whatever it
+// makes is handed to the World's TensorRefs at once (AutogradEngine::disown),
+// the tensors a node saves are held there for the graph, and the World's
+// objects are the only truth about .grad (lent to the engine for a backward,
+// taken back after it).
+//
+// A compiled backward is compiled autograd's Phase A, cache and functional
+// capture over the same graph; the capture is lowered to a BACKWARD function
+// (sim/autograd/compiled_autograd_function.hpp) and called through the tree
+// manager like every other compiled function, so its warmup, recording,
+// replays, input copies and pool use are the tree manager's real events, and
+// its grads are outputs in the cudagraph pool. AccumulateGrad then runs
+// outside the graph, as the lowering documents. A capture the lowering cannot
+// express runs through the FX interpreter instead, with no tree function (an
+// `eager` event with reason `not_lowerable`: capsim's limit, not PyTorch's).
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "sim/autograd/autograd_body.hpp"
+#include "sim/autograd/autograd_errors.hpp"
+#include "sim/autograd/compiled_autograd_function.hpp"
+#include "sim/autograd/compiled_autograd_run.hpp"
+#include "sim/autograd/compiled_autograd_runner.hpp"
+#include "sim/world/world_parts.hpp"
+
+namespace capsim {
+
+World::Autograd& World::ensure_autograd() {
+  if (!autograd_) {
+    autograd_ = std::make_unique<Autograd>(AutogradDevice{memory_, store_, backend_, kDefaultPool});
+  }
+  return *autograd_;
+}
+
+bool World::requires_autograd(const std::vector<TensorId>& inputs) const {
+  if (!autograd_) return false;
+  return std::any_of(inputs.begin(), inputs.end(), [&](TensorId t) {
+    const Result<Variable> v = autograd_->engine.variable(t);
+    return v.ok() && v->requires_grad;
+  });
+}
+
+// --- The forward ------------------------------------------------------------------
+
+Status World::eager_call_with_autograd(const FunctionDef& def, const std::vector<TensorId>& inputs,
+                                       const std::vector<std::string>& outputs) {
+  AutogradEngine& e = autograd_->engine;
+  CAPSIM_CHECK(e.owned().empty(), "the engine owns nothing between actions");
+  std::vector<Variable> in;
+  for (TensorId t : inputs) {
+    CAPSIM_TRY_ASSIGN(const Variable v, e.adopt(t, false));
+    in.push_back(v);
+  }
+  const std::size_t first_node = e.num_nodes();
+  const Result<std::vector<Variable>> outs = run_body_with_autograd(e, def, in);
+  // Everything the body made becomes the World's, held once until the graph
+  // and the outputs have taken their own references.
+  const std::vector<TensorId> made(e.owned().begin(), e.owned().end());
+  for (TensorId t : made) {
+    e.disown(t);
+    refs_.hold(t);
+  }
+  Status status = outs.ok() ? hold_saved_tensors(first_node) : Status(outs.error());
+  std::vector<TensorId> results;
+  if (status.ok()) {
+    for (const Variable& v : *outs) {
+      refs_.hold(v.tensor);
+      results.push_back(v.tensor);
+    }
+  }
+  for (TensorId t : made) CAPSIM_TRY(refs_.drop(t));
+  CAPSIM_TRY(status);
+  return bind_outputs(results, outputs);
+}
+
+Status World::hold_saved_tensors(std::size_t first_node) {
+  AutogradEngine& e = autograd_->engine;
+  for (std::size_t id = first_node; id < e.num_nodes(); ++id) {
+    const auto node = static_cast<AutogradNodeId>(id);
+    for (TensorId t : e.node(node).saved_tensors) {
+      refs_.hold(t);
+      autograd_->saved_holds[node].push_back(t);
+    }
+  }
+  return {};
+}
+
+Status World::drop_released_saved_tensors() {
+  auto& holds = autograd_->saved_holds;
+  for (auto it = holds.begin(); it != holds.end();) {
+    if (!autograd_->engine.released(it->first)) {
+      ++it;
+      continue;
+    }
+    for (TensorId t : it->second) CAPSIM_TRY(refs_.drop(t));
+    it = holds.erase(it);
+  }
+  return {};
+}
+
+Status World::retarget_leaf(TensorId old, TensorId now) {
+  if (!autograd_) return {};
+  auto& leaves = autograd_->leaf_objects;
+  const auto it = leaves.find(old);
+  if (it == leaves.end()) return {};
+  const std::uint64_t object = it->second;
+  leaves.erase(it);
+  leaves.emplace(now, object);
+  return autograd_->engine.replace_leaf(old, now);
+}
+
+// --- .grad, lent and taken back -------------------------------------------------
+
+// Returns false, with the E1 event out, when a .grad the backward would add
+// to was freed by a new generation (PyTorch raises when AccumulateGrad reads
+// it; capsim checks every leaf's .grad, reached or not).
+bool World::lend_grads_to_engine() {
+  std::vector<std::uint64_t> grads;
+  for (const auto& [leaf, object] : autograd_->leaf_objects) {
+    const auto o = objects_.find(object);
+    if (o != objects_.end() && o->second.grad) grads.push_back(*o->second.grad);
+  }
+  if (raise_if_poisoned(grads)) return false;
+  for (const auto& [leaf, object] : autograd_->leaf_objects) {
+    const auto o = objects_.find(object);
+    std::optional<TensorId> grad;
+    if (o != objects_.end() && o->second.grad) grad = objects_.at(*o->second.grad).tensor;
+    autograd_->engine.set_grad(leaf, grad);
+  }
+  return true;
+}
+
+// Each leaf whose .grad was None and is set now gets the engine's tensor as
+// a new object; one that had a grad was added to in place. Returns how many
+// leaves' .grad changed either way.
+Result<std::size_t> World::take_grads_from_engine() {
+  AutogradEngine& e = autograd_->engine;
+  std::size_t written = 0;
+  for (const auto& [leaf, object] : autograd_->leaf_objects) {
+    const std::optional<TensorId> grad = e.grad_of(leaf);
+    e.set_grad(leaf, std::nullopt);
+    const auto o = objects_.find(object);
+    if (!grad || o == objects_.end()) continue;
+    PyObject& param = o->second;
+    if (param.grad && objects_.at(*param.grad).tensor == *grad) continue;
+    CAPSIM_CHECK(!param.grad, "a backward replaces no existing .grad");
+    e.disown(*grad);
+    refs_.hold(*grad);
+    const std::uint64_t g = new_object(*grad);
+    ref(g);
+    param.grad = g;
+    ++written;
+  }
+  return written;
+}
+
+// --- Backward -----------------------------------------------------------------------
+
+Status World::do_backward(const Backward& a) {
+  CAPSIM_TRY_ASSIGN(const std::uint64_t root_object, lookup(a.tensor));
+  std::vector<std::uint64_t> used{root_object};
+  if (a.grad) {
+    CAPSIM_TRY_ASSIGN(const std::uint64_t g, lookup(*a.grad));
+    used.push_back(g);
+  }
+  if (raise_if_poisoned(used)) return {};
+  AutogradEngine& e = ensure_autograd().engine;
+  CAPSIM_TRY_ASSIGN(const Variable root, e.adopt(objects_.at(root_object).tensor, false));
+  AutogradEngine::BackwardOptions options;
+  options.retain_graph = a.retain_graph;
+  if (a.grad) {
+    CAPSIM_TRY_ASSIGN(options.grad_output, e.adopt(objects_.at(used[1]).tensor, false));
+  }
+  CAPSIM_TRY_ASSIGN(const std::optional<BackwardRaise> raise, backward_raise(e, root, options));
+  if (raise) {
+    ctx_.emit(EventKind::kError,
+              {{F::id, raise->id}, {F::exception, "RuntimeError"}, {F::message, raise->message}});
+    return {};
+  }
+  if (!lend_grads_to_engine()) return {};
+  if (a.compiled) return compiled_autograd_backward(a, root, options.grad_output);
+  CAPSIM_TRY_ASSIGN(const BackwardResult r, e.autograd_backward(root, options));
+  CAPSIM_TRY(take_grads_from_engine());
+  const auto leaves = std::count_if(r.executed.begin(), r.executed.end(), [&](AutogradNodeId id) {
+    return id < e.num_nodes() && e.node(id).kind == AutogradNodeKind::kAccumulateGrad;
+  });
+  CAPSIM_CHECK(e.owned().empty(), "a backward leaves the engine owning nothing");
+  CAPSIM_TRY(drop_released_saved_tensors());
+  ctx_.emit(EventKind::kBackward, {{F::name, a.tensor},
+                                   {F::compiled, false},
+                                   {F::node_calls, r.executed.size()},
+                                   {F::leaves, static_cast<std::int64_t>(leaves)}});
+  return {};
+}
+
+}  // namespace capsim

@@ -1,0 +1,169 @@
+// World: a backward through compiled autograd, on the World's own graph
+// (program.hpp's Backward with `compiled`; world_autograd.cpp has the rest).
+//
+// As torch/csrc/dynamo/python_compiled_autograd.cpp's compiled_autograd():
+// Phase A and the cache (capture_one_backward), on a miss the functional
+// capture, then the call of the compiled graph with the lifted inputs, and
+// release_variables() on every node when the graph is not retained. The
+// compiled graph is what Inductor compiles with mode="reduce-overhead": here
+// the capture lowered to a BACKWARD function that the tree manager warms up,
+// records and replays. Its inputs are the saved tensors, the params and the
+// root grad; the params are its static inputs.
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "sim/autograd/compiled_autograd_function.hpp"
+#include "sim/autograd/compiled_autograd_run.hpp"
+#include "sim/autograd/compiled_autograd_runner.hpp"
+#include "sim/world/world_parts.hpp"
+
+namespace capsim {
+
+Status World::compiled_autograd_backward(const Backward& a, const Variable& root,
+                                         const std::optional<Variable>& grad) {
+  Autograd& ag = *autograd_;
+  AutogradEngine& e = ag.engine;
+  CAPSIM_TRY_ASSIGN(const AutogradEngine::BackwardGraph bg, e.backward_graph(root));
+  CaptureRunLog log;
+  log.backwards = ag.backwards;
+  CAPSIM_TRY_ASSIGN(BackwardCapture b,
+                    capture_one_backward(bg.graph, bg.root, store_, ag.cache,
+                                         CaptureMode::kFunctional, a.dynamic, log));
+  ag.backwards = log.backwards;
+  for (Event& ev : log.events) ctx_.emit(ev.kind, std::move(ev.fields));
+  counters_.ca_captures += log.captures;
+  counters_.ca_metadata_reads += log.metadata_reads;
+
+  // compiled_fn(inputs, sizes, ...): the root grad is ones unless given.
+  std::optional<TensorId> ones;
+  std::vector<TensorId> root_grads;
+  if (grad) {
+    root_grads.push_back(grad->tensor);
+  } else {
+    CAPSIM_TRY_ASSIGN(const Tensor out, store_.tensor(root.tensor));
+    CAPSIM_TRY_ASSIGN(ones, fresh_tensor(out.meta.sizes, 1.0f, 0));
+    root_grads.push_back(*ones);
+  }
+  const CompiledBackwardCall call = make_call(bg.graph, b.collected, root_grads);
+  const std::uint64_t entry = b.decision.entry;
+  if (b.captured) replace_capture(entry, std::move(*b.captured));
+  if (options_.on_backward) {
+    options_.on_backward(ctx_.action,
+                         BackwardView{b.backward, CaptureMode::kFunctional, &bg.graph, &store_,
+                                      b.decision.hit ? nullptr : &ag.entries.at(entry).captured});
+  }
+  const Autograd::Entry& compiled = ag.entries.at(entry);
+  CAPSIM_TRY_ASSIGN(const LoweredBackward* function, lowered_function(entry, call));
+  std::size_t leaves = 0;
+  if (function != nullptr) {
+    CAPSIM_TRY_ASSIGN(leaves, call_lowered_backward(*function, call));
+  } else {
+    // The FX interpreter on the engine: the same formulas, no tree function.
+    ++counters_.eager_fallbacks;
+    ctx_.emit(EventKind::kEager, {{F::function, "CompiledAutograd"}, {F::reason, "not_lowerable"}});
+    CAPSIM_TRY(run_compiled_backward(e, bg.graph, compiled.captured, call));
+    CAPSIM_TRY(take_grads_from_engine());
+    for (const NodeCall& c : b.collected.ordered_calls) {
+      leaves += c.node < e.num_nodes() && e.node(c.node).kind == AutogradNodeKind::kAccumulateGrad;
+    }
+  }
+  if (ones) CAPSIM_TRY(refs_.drop(*ones));
+  for (const auto& [leaf, object] : ag.leaf_objects) e.set_grad(leaf, std::nullopt);
+  if (!a.retain_graph) {
+    std::vector<AutogradNodeId> ran;
+    for (const NodeCall& c : b.collected.ordered_calls) {
+      if (c.node < e.num_nodes()) ran.push_back(c.node);
+    }
+    e.release_saved_state(ran);
+    CAPSIM_TRY(drop_released_saved_tensors());
+  }
+  CAPSIM_CHECK(e.owned().empty(), "a backward leaves the engine owning nothing");
+  std::vector<EventField> fields{{F::name, a.tensor},
+                                 {F::compiled, true},
+                                 {F::node_calls, b.collected.ordered_calls.size()},
+                                 {F::leaves, leaves},
+                                 {F::backward, b.backward}};
+  if (function != nullptr) fields.push_back({F::function, compiled.name});
+  ctx_.emit(EventKind::kBackward, std::move(fields));
+  return {};
+}
+
+// A new capture for `entry`, named CompiledAutograd0, 1, ... in capture
+// order. The functions lowered from the capture it replaces are retired: a
+// live tree manager may still name them.
+void World::replace_capture(std::uint64_t entry, FxGraph captured) {
+  Autograd& ag = *autograd_;
+  const auto old = ag.entries.find(entry);
+  if (old != ag.entries.end()) {
+    for (auto& [sizes, f] : old->second.functions) retired_defs_.push_back(std::move(f.def));
+  }
+  Autograd::Entry fresh;
+  fresh.captured = std::move(captured);
+  fresh.name = fmt::format("CompiledAutograd{}", ag.cache.captures() - 1);
+  ag.entries.insert_or_assign(entry, std::move(fresh));
+}
+
+// The entry's function for this call's sizes, lowered on first use; null
+// when the capture does not lower (the reason stays in `why_not`).
+Result<const World::LoweredBackward*> World::lowered_function(std::uint64_t entry,
+                                                              const CompiledBackwardCall& call) {
+  Autograd& ag = *autograd_;
+  Autograd::Entry& e = ag.entries.at(entry);
+  if (!e.why_not.empty()) return nullptr;
+  if (const auto it = e.functions.find(call.sizes); it != e.functions.end()) return &it->second;
+  CAPSIM_TRY_ASSIGN(FunctionInputs in, function_inputs(ag.engine, store_, call));
+  LowerOptions options;
+  options.sizes = call.sizes;
+  options.mode = CompilationMode::kInference;
+  Result<CompiledBackwardFunction> f = to_function_def(
+      e.captured, e.name, in.sizes, std::move(in.names), std::move(in.params), options);
+  if (!f) {
+    e.why_not = f.error().message;
+    return nullptr;
+  }
+  LoweredBackward& out = e.functions[call.sizes];
+  out.def = std::make_unique<FunctionDef>(std::move(f->def));
+  out.grad_of = std::move(f->grad_of);
+  return &out;
+}
+
+// compiled_fn(inputs, sizes) through the tree manager, then AccumulateGrad
+// of each grad output into its param. The call's inputs are the params'
+// own objects (so Dynamo sees them as the program made them) and, for the
+// saved tensors and the root grad, objects made for the call alone.
+Result<std::size_t> World::call_lowered_backward(const LoweredBackward& compiled,
+                                                 const CompiledBackwardCall& call) {
+  Autograd& ag = *autograd_;
+  std::vector<std::uint64_t> args;
+  std::vector<std::uint64_t> temporaries;
+  for (TensorId t : call.inputs) {
+    const auto leaf = ag.leaf_objects.find(t);
+    if (leaf != ag.leaf_objects.end() && objects_.count(leaf->second) != 0) {
+      args.push_back(leaf->second);
+      continue;
+    }
+    refs_.hold(t);
+    const std::uint64_t o = new_object(t);
+    ref(o);
+    temporaries.push_back(o);
+    args.push_back(o);
+  }
+  // compiled_fn is a torch.compile'd callable: entering it starts a new
+  // invocation (OptimizeContext's on_enter bumps GenerationTracker.generation).
+  auto outs = run_compiled(*compiled.def, args, call.sizes, /*new_invocation=*/true, {});
+  for (std::uint64_t o : temporaries) CAPSIM_TRY(unref(o));
+  if (!outs) return outs.error();
+  if (!*outs) return std::size_t{0};  // it raised; the error event is out
+  const std::vector<TensorId>& grads = **outs;
+  CAPSIM_CHECK(grads.size() == compiled.grad_of.size(), "one grad output per param");
+  for (std::size_t k = 0; k < grads.size(); ++k) {
+    const std::uint64_t g = new_object(grads[k]);
+    ref(g);
+    CAPSIM_TRY(accumulate_into(args.at(compiled.grad_of[k]), g));
+    CAPSIM_TRY(unref(g));
+  }
+  return grads.size();
+}
+
+}  // namespace capsim

@@ -1,0 +1,185 @@
+// Autograd in the World: eager_call on tensors that require grad records the
+// graph, `backward` runs it eagerly or through compiled autograd and the tree
+// manager, and both leave bitwise the same grads.
+#include <doctest/doctest.h>
+
+#include <fmt/format.h>
+
+#include <string>
+#include <vector>
+
+#include "sim/core/function_builder.hpp"
+#include "sim/scenarios/scenarios.hpp"
+#include "sim/world/world.hpp"
+
+namespace capsim {
+namespace {
+
+// loss = relu(x @ w1) @ w2, summed: the MLP's layers without biases.
+FunctionDef mlp_forward() {
+  FunctionBuilder f("mlp", CompilationMode::kForward, {"x", "w1", "w2"});
+  const auto h = f.relu(f.mm(f.input(0), f.input(1)));
+  return f.returns({f.sum(f.mm(h, f.input(2)))});
+}
+
+NewTensor param(std::string name, Dims sizes) {
+  NewTensor t;
+  t.name = std::move(name);
+  t.sizes = std::move(sizes);
+  t.parameter = true;
+  t.requires_grad = true;
+  return t;
+}
+
+// `steps` training steps: x fresh each step, forward eager, backward as
+// asked, then (with an optimizer) a compiled SGD step and
+// zero_grad(set_to_none=True), each step begun with
+// cudagraph_mark_step_begin() unless `mark_step` is false; without an
+// optimizer the grads accumulate.
+Program mlp_program(bool compiled, int steps, bool optimizer = false, bool mark_step = true) {
+  Program p;
+  p.functions.push_back(mlp_forward());
+  p.actions.push_back(param("w1", {4, 8}));
+  p.actions.push_back(param("w2", {8, 2}));
+  if (optimizer) {
+    CreateOptimizer opt;
+    opt.name = "opt";
+    opt.kind = OptimizerKind::kSgd;
+    opt.params = {"w1", "w2"};
+    p.actions.push_back(opt);
+  }
+  for (int i = 0; i < steps; ++i) {
+    if (optimizer && mark_step) p.actions.push_back(MarkStepBegin{});
+    p.actions.push_back(NewTensor{"x", {3, 4}, std::nullopt, 0, false, false});
+    p.actions.push_back(EagerCall{"mlp", {"x", "w1", "w2"}, {"loss"}});
+    Backward b;
+    b.tensor = "loss";
+    b.compiled = compiled;
+    p.actions.push_back(b);
+    p.actions.push_back(Del{"loss"});
+    if (optimizer) {
+      p.actions.push_back(OptimizerStep{"opt"});
+      p.actions.push_back(ZeroGrad{"opt", true});
+    }
+  }
+  return p;
+}
+
+std::int64_t sum_of(const World& w, EventKind kind, const std::string& function, FieldKey field) {
+  std::int64_t n = 0;
+  for (const Event& e : w.events()) {
+    if (e.kind == kind && e.text(F::function) == function) n += e.get<std::int64_t>(field);
+  }
+  return n;
+}
+
+std::int64_t count(const World& w, EventKind kind) {
+  std::int64_t n = 0;
+  for (const Event& e : w.events()) n += e.kind == kind;
+  return n;
+}
+
+TEST_CASE("world autograd: an eager backward fills .grad, and a compiled one the same bits") {
+  World eager(WorldOptions{});
+  REQUIRE(eager.run(mlp_program(false, 1)).ok());
+  World compiled(WorldOptions{});
+  const Status s = compiled.run(mlp_program(true, 1));
+  REQUIRE_MESSAGE(s.ok(), s.error().message);
+  for (const char* g : {"w1.grad", "w2.grad"}) {
+    CAPTURE(g);
+    REQUIRE(eager.has(g));
+    REQUIRE(compiled.has(g));
+    CHECK(*eager.values(g) == *compiled.values(g));
+  }
+  CHECK(count(eager, EventKind::kBackward) == 1);
+  CHECK(count(eager, EventKind::kCompile) == 0);
+  // The compiled backward is a tree function, warmed up on its first call.
+  CHECK(count(compiled, EventKind::kCaCacheMiss) == 1);
+  CHECK(count(compiled, EventKind::kCompile) == 1);
+  CHECK(count(compiled, EventKind::kWarmup) == 1);
+  // Its grads are outputs in the cudagraph pool.
+  CHECK(compiled.pool_live_blocks() == 2);
+}
+
+TEST_CASE("world autograd: .grad kept across cudagraphed compiled backwards is overwritten (E1)") {
+  World w(WorldOptions{});
+  const Status s = w.run(mlp_program(true, 4));
+  REQUIRE_MESSAGE(s.ok(), s.error().message);
+  // The second backward misses: AccumulateGrad's key holds whether .grad is
+  // defined, and the first backward defined it.
+  CHECK(count(w, EventKind::kCaCacheMiss) == 2);
+  CHECK(count(w, EventKind::kWarmup) == 2);
+  // The model's prediction: .grad is the first backward's warmup output, and
+  // the second backward is a new torch.compile invocation, which frees the
+  // previous path's outputs, so its AccumulateGrad reads freed memory (E1,
+  // once per param). The third and fourth backwards find .grad freed and
+  // raise before they run.
+  CHECK(count(w, EventKind::kCaCacheHit) == 0);
+  CHECK(count(w, EventKind::kBackward) == 2);
+  CHECK(count(w, EventKind::kError) == 4);
+}
+
+TEST_CASE("world autograd: a training loop with a cudagraphed compiled backward and compiled SGD") {
+  World eager(WorldOptions{});
+  REQUIRE(eager.run(mlp_program(false, 5, true)).ok());
+  World compiled(WorldOptions{});
+  const Status s = compiled.run(mlp_program(true, 5, true));
+  REQUIRE_MESSAGE(s.ok(), s.error().message);
+  for (const char* w : {"w1", "w2"}) {
+    CAPTURE(w);
+    CHECK(*eager.values(w) == *compiled.values(w));
+  }
+  CHECK(count(compiled, EventKind::kError) == 0);
+  // set_to_none keeps .grad None at every backward: one capture, then hits.
+  CHECK(count(compiled, EventKind::kCaCacheMiss) == 1);
+  CHECK(count(compiled, EventKind::kCaCacheHit) == 4);
+  CHECK(sum_of(compiled, EventKind::kCopyIn, "opt.step", F::bytes) == 0);
+}
+
+TEST_CASE("world autograd: a second backward without retain_graph raises G3") {
+  Program p = mlp_program(false, 1);
+  p.actions.pop_back();  // keep loss
+  Backward again;
+  again.tensor = "loss";
+  p.actions.push_back(again);
+  World w(WorldOptions{});
+  REQUIRE(w.run(p).ok());
+  const Event& last = w.events().back();
+  CHECK(last.kind == EventKind::kError);
+  CHECK(last.text(F::id) == "G3");
+}
+
+TEST_CASE("world autograd: the graph keeps what it saved alive until the backward") {
+  Program p = mlp_program(false, 1);
+  // del x before the backward: mm saved it, so its block stays allocated.
+  p.actions.insert(p.actions.begin() + 4, Del{"x"});
+  World w(WorldOptions{});
+  const Status s = w.run(p);
+  REQUIRE_MESSAGE(s.ok(), s.error().message);
+  CHECK(w.has("w1.grad"));
+}
+
+TEST_CASE("world autograd: the MLP's params end bitwise equal whatever the backward mode") {
+  std::vector<std::vector<std::vector<float>>> params;
+  for (const char* mode : {"eager", "compiled_autograd", "aot"}) {
+    CAPTURE(mode);
+    const ProgramScenario* s = find_program_scenario(fmt::format("mlp_training_{}_backward", mode));
+    REQUIRE(s != nullptr);
+    World w(s->options);
+    REQUIRE(w.run(s->program).ok());
+    std::vector<std::vector<float>> values;
+    for (const char* p : {"w1", "w2", "w3"}) values.push_back(*w.values(p));
+    params.push_back(std::move(values));
+  }
+  CHECK(params[0] == params[1]);
+  CHECK(params[0] == params[2]);
+  // And the steps changed them: SGD ran.
+  World fresh(find_program_scenario("mlp_training_eager_backward")->options);
+  Program first_actions = find_program_scenario("mlp_training_eager_backward")->program;
+  first_actions.actions.resize(3);
+  REQUIRE(fresh.run(first_actions).ok());
+  CHECK(*fresh.values("w1") != params[0][0]);
+}
+
+}  // namespace
+}  // namespace capsim
