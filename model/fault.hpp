@@ -61,6 +61,10 @@ enum class FaultSite : std::uint8_t {
     "the graph module keeps its attributes: optimizer state outlives a drop")                    \
   X(kMoveOptimizerState, "move_optimizer_state", kTree,                                          \
     "the optimizer state, marked without a guard, moves to new storage")                         \
+  X(kDeallocFreesNothing, "dealloc_frees_nothing", kTree,                                        \
+    "a new generation poisons the path's outputs but frees none of their blocks")                \
+  X(kCloneCompiledGrads, "clone_compiled_grads", kTree,                                          \
+    "AccumulateGrad clones a grad that .grad would take over, out of the pool")                  \
   X(kDropFanInAdd, "drop_fan_in_add", kRun, "the interpreter's torch.add returns its first arg") \
   X(kSkipPostHooks, "skip_post_hooks", kRun, "the interpreter runs no post hooks")               \
   X(kLegacyCapture, "legacy_capture", kCapture,                                                  \

@@ -15,6 +15,9 @@
 
 namespace capsim {
 
+// loop_properties.cpp: the training-loop properties.
+void add_loop_properties(std::vector<Property>& c, Fault injected);
+
 namespace {
 
 // A World for one case: the tree part of `fault`, the case's fault (kNone
@@ -303,6 +306,7 @@ std::vector<Property> make_catalogue(Fault injected) {
   add_tree_properties(c, injected);
   add_determinism_properties(c, injected);
   add_trace_properties(c, injected);
+  add_loop_properties(c, injected);
   return c;
 }
 

@@ -2,6 +2,7 @@
 #include "properties/probes.hpp"
 
 #include "properties/autograd_programs.hpp"
+#include "properties/training_programs.hpp"
 #include "sim/world/world.hpp"
 
 namespace capsim {
@@ -83,6 +84,33 @@ ProbeSet autograd_probes(const AutogradProgram& program) {
     const auto kind = static_cast<AutogradStepKind>(step.kind);
     if (kind == AutogradStepKind::kCopySlices) set(s, CoverageProbe::kCopySlicesCapture);
     if (kind == AutogradStepKind::kAotSubclass) set(s, CoverageProbe::kSubclassRebuild);
+  }
+  return s;
+}
+
+ProbeSet loop_probes(const World& world, const TrainingPlan& plan) {
+  ProbeSet s = tree_probes(world);
+  switch (plan.backward) {
+    case LoopBackward::kEager:
+    case LoopBackward::kAotEager: set(s, CoverageProbe::kLoopEagerBackward); break;
+    case LoopBackward::kCompiledAutograd: set(s, CoverageProbe::kLoopCompiledAutograd); break;
+    case LoopBackward::kAot: set(s, CoverageProbe::kLoopAotBackward); break;
+    case LoopBackward::kCount: break;
+  }
+  switch (plan.optimizer) {
+    case OptimizerKind::kSgd: set(s, CoverageProbe::kLoopSgd); break;
+    case OptimizerKind::kAdam: set(s, CoverageProbe::kLoopAdam); break;
+    case OptimizerKind::kAdamW: set(s, CoverageProbe::kLoopAdamW); break;
+  }
+  for (const Event& e : world.events()) {
+    const std::optional<std::string_view> fn = e.text(F::function);
+    if (e.kind == EventKind::kReplay && fn && fn->starts_with("CompiledAutograd")) {
+      set(s, CoverageProbe::kLoopRecordedBackward);
+    }
+    if (e.kind == EventKind::kCopyIn && fn == "opt.step" && e.get<std::int64_t>(F::bytes) == 0 &&
+        plan.backward != LoopBackward::kEager && plan.backward != LoopBackward::kAotEager) {
+      set(s, CoverageProbe::kLoopZeroCopyGrads);
+    }
   }
   return s;
 }

@@ -47,7 +47,19 @@ struct AutogradProgram;
   X(kPendingBackward, "pending-backward", false, "W1: pending backwards kept a path from ending") \
   X(kCopySlicesCapture, "copyslices-capture", false, "a compiled-autograd capture of CopySlices") \
   X(kSubclassRebuild, "subclass-rebuild", false,                                                  \
-    "a compiled-autograd capture that rebuilds a tensor subclass")
+    "a compiled-autograd capture that rebuilds a tensor subclass")                                \
+  X(kLoopEagerBackward, "loop-eager-backward", false, "a training loop's backward ran eagerly")   \
+  X(kLoopCompiledAutograd, "loop-compiled-autograd", false,                                       \
+    "a training loop's backward ran through compiled autograd and the tree manager")              \
+  X(kLoopAotBackward, "loop-aot-backward", false,                                                 \
+    "a training loop's backward was its compiled forward's AOT backward, in the tree")            \
+  X(kLoopRecordedBackward, "loop-recorded-backward", false,                                       \
+    "a compiled-autograd backward replayed from its recording")                                   \
+  X(kLoopZeroCopyGrads, "loop-zero-copy-grads", false,                                            \
+    "an optimizer step replayed with every grad in the pool: 0 bytes copied")                     \
+  X(kLoopSgd, "loop-sgd", false, "a training loop with compiled SGD")                             \
+  X(kLoopAdam, "loop-adam", false, "a training loop with compiled Adam")                          \
+  X(kLoopAdamW, "loop-adamw", false, "a training loop with compiled AdamW")
 enum class CoverageProbe : std::uint8_t {
 #define CAPSIM_ENUM_(e, name, rare, what) e,
   CAPSIM_PROBES(CAPSIM_ENUM_)
@@ -82,6 +94,10 @@ struct ProbeCounts {
 
 // The probes a finished World's events show.
 ProbeSet tree_probes(const World& world);
+// The loop probes a training loop's World shows (training_programs.hpp),
+// with its tree probes.
+struct TrainingPlan;
+ProbeSet loop_probes(const World& world, const TrainingPlan& plan);
 // The probes an autograd program reaches when compiled autograd captures it.
 ProbeSet autograd_probes(const AutogradProgram& program);
 

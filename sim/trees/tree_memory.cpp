@@ -101,7 +101,7 @@ Status TreeManager::dealloc_current_path_weakrefs() {
   for (const StorageRef& ref : path_live_weakrefs()) {
     if (!seen.insert(ref.id).second) continue;
     ctx_.refs.set_access_error(ref.id);
-    if (ctx_.store().owns_block(ref.id)) {
+    if (ctx_.store().owns_block(ref.id) && ctx_.fault != Fault::kDeallocFreesNothing) {
       CAPSIM_TRY(ctx_.store().force_free(ref.id));
       ++freed;
     }

@@ -362,6 +362,19 @@ Status World::accumulate_into(std::uint64_t p, std::uint64_t g) {
   if (raise_if_poisoned({g})) return {};
   PyObject& param = objects_.at(p);
   if (!param.grad) {
+    if (ctx_.fault == Fault::kCloneCompiledGrads) {
+      // The control of loop.grads-not-copied-when-backward-cudagraphed.
+      const TensorId grad = objects_.at(g).tensor;
+      CAPSIM_TRY_ASSIGN(const Tensor t, store_.tensor(grad));
+      CAPSIM_TRY_ASSIGN(const TensorId clone, fresh_tensor(t.meta.sizes, 0.0f, 0));
+      const KernelLaunch copy =
+          CAPSIM_MUST(launch_copy(held_tensor_arg(store_, clone), held_tensor_arg(store_, grad)));
+      CAPSIM_TRY(backend_.run_step(Step{copy, {}}));
+      const std::uint64_t cloned = new_object(clone);
+      ref(cloned);
+      objects_.at(p).grad = cloned;
+      return {};
+    }
     // AccumulateGrad steals the incoming grad: .grad is that very tensor.
     ref(g);
     param.grad = g;
@@ -491,6 +504,19 @@ Result<std::optional<std::vector<TensorId>>> World::run_compiled(
   }
   if (new_invocation) ++generations_.generation;
   if (raise_if_poisoned(args)) return Outputs{};
+  if (options_.all_eager) {
+    // The input list holds one reference each, as the tree path's does.
+    std::vector<TensorId> inputs;
+    for (std::uint64_t a : args) {
+      inputs.push_back(objects_.at(a).tensor);
+      refs_.hold(inputs.back());
+    }
+    for (const std::string& name : consume) CAPSIM_TRY(unbind(name));
+    BodyEnv env{refs_, backend_, kDefaultPool, nullptr};
+    CAPSIM_TRY_ASSIGN(std::vector<TensorId> outs, run_body(def, inputs, env));
+    for (TensorId t : inputs) CAPSIM_TRY(refs_.drop(t));
+    return Outputs{std::move(outs)};
+  }
 
   // Dynamo's cache: the first entry whose int key and guards match.
   CAPSIM_TRY_ASSIGN(const std::vector<DynamoArg> seen, dynamo_args(args));

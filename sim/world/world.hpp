@@ -69,6 +69,15 @@ struct WorldOptions {
   // touched, instead of filling host memory first. `--memory-budget` raises
   // it (docs/trace-format.md §8).
   std::uint64_t memory_budget_bytes = kDefaultMemoryBudget;
+  // torch.compile(backend="eager") with compiled autograd off: every compiled
+  // call runs its body eagerly in the default pool (no tree manager, no
+  // events of its own) and every backward runs in the eager engine. The
+  // oracle of the loop properties: the same program, all eager.
+  bool all_eager = false;
+  // The capture a compiled `backward` action runs. Legacy (the capture before
+  // PR 144707) is the loop properties' negative control: its graph does not
+  // run, so the grads then come from the eager engine.
+  CaptureMode compiled_autograd_capture = CaptureMode::kFunctional;
 };
 
 class World {

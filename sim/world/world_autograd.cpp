@@ -184,7 +184,9 @@ Status World::do_backward(const Backward& a) {
     return {};
   }
   if (!lend_grads_to_engine()) return {};
-  if (a.compiled) return compiled_autograd_backward(a, root, options.grad_output);
+  if (a.compiled && !options_.all_eager) {
+    return compiled_autograd_backward(a, root, options.grad_output);
+  }
   CAPSIM_TRY_ASSIGN(const BackwardResult r, e.autograd_backward(root, options));
   CAPSIM_TRY(take_grads_from_engine());
   const auto leaves = std::count_if(r.executed.begin(), r.executed.end(), [&](AutogradNodeId id) {

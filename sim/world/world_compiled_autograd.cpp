@@ -29,11 +29,21 @@ Status World::compiled_autograd_backward(const Backward& a, const Variable& root
   log.backwards = ag.backwards;
   CAPSIM_TRY_ASSIGN(BackwardCapture b,
                     capture_one_backward(bg.graph, bg.root, store_, ag.cache,
-                                         CaptureMode::kFunctional, a.dynamic, log));
+                                         options_.compiled_autograd_capture, a.dynamic, log));
   ag.backwards = log.backwards;
   for (Event& ev : log.events) ctx_.emit(ev.kind, std::move(ev.fields));
   counters_.ca_captures += log.captures;
   counters_.ca_metadata_reads += log.metadata_reads;
+  if (options_.compiled_autograd_capture == CaptureMode::kLegacy) {
+    // The legacy capture's graph is a model of what it read, not a program:
+    // the grads come from the eager engine.
+    AutogradEngine::BackwardOptions options;
+    options.grad_output = grad;
+    options.retain_graph = a.retain_graph;
+    CAPSIM_TRY(e.autograd_backward(root, options));
+    CAPSIM_TRY(take_grads_from_engine());
+    return drop_released_saved_tensors();
+  }
 
   // compiled_fn(inputs, sizes, ...): the root grad is ones unless given.
   std::optional<TensorId> ones;

@@ -93,6 +93,10 @@ TEST_CASE("catalogue: the trace properties hold") {
   sound_cases_pass("traces.*");
 }
 
+TEST_CASE("catalogue: the training-loop properties hold") {
+  sound_cases_pass("loop.*");
+}
+
 TEST_CASE("catalogue: every control fails within the default case count, and shrinks") {
   CheckOptions o;
   o.properties = false;

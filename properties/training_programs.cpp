@@ -1,0 +1,139 @@
+// The training loops of training_programs.hpp.
+#include "properties/training_programs.hpp"
+
+#include <fmt/format.h>
+
+#include "properties/cudagraph_programs.hpp"
+
+namespace capsim {
+
+std::string_view loop_backward_name(LoopBackward b) {
+  switch (b) {
+#define CAPSIM_NAME_(e, name) \
+  case LoopBackward::e: return name;
+    CAPSIM_LOOP_BACKWARDS(CAPSIM_NAME_)
+#undef CAPSIM_NAME_
+    case LoopBackward::kCount: break;
+  }
+  return "?";
+}
+
+namespace {
+
+constexpr std::int64_t kBatch = 2;
+
+MlpShape shape_of(const TrainingPlan& plan) {
+  CAPSIM_CHECK(plan.layers >= 1 && plan.layers <= 3 && plan.width >= 2 && plan.width <= 5,
+               "a plan's MLP is small");
+  MlpShape shape;
+  shape.batch = kBatch;
+  shape.widths.assign(static_cast<std::size_t>(plan.layers) + 1, plan.width);
+  return shape;
+}
+
+bool compiled_forward(LoopBackward b) {
+  return b == LoopBackward::kAot || b == LoopBackward::kAotEager;
+}
+
+// The forward and backward of one step, as the mode runs them.
+void forward_backward(Program& p, const TrainingPlan& plan, const MlpShape& shape) {
+  const std::vector<std::string> params = mlp_param_names(shape);
+  std::vector<std::string> args{"x"};
+  args.insert(args.end(), params.begin(), params.end());
+  if (!compiled_forward(plan.backward)) {
+    p.actions.push_back(EagerCall{"mlp", args, {"loss"}});
+    Backward b;
+    b.tensor = "loss";
+    b.compiled = plan.backward == LoopBackward::kCompiledAutograd;
+    p.actions.push_back(b);
+    p.actions.push_back(Del{"loss"});
+    return;
+  }
+  // AOTAutograd's boxed convention: the saved tensors move into the backward.
+  std::vector<std::string> saved{"s0"};
+  for (std::size_t k = 1; k < shape.layers(); ++k) saved.push_back(fmt::format("s{}", k));
+  std::vector<std::string> outs{"loss"};
+  outs.insert(outs.end(), saved.begin(), saved.end());
+  Call fwd;
+  fwd.function = "mlp_fwd";
+  fwd.args = args;
+  fwd.outputs = outs;
+  p.actions.push_back(fwd);
+  p.actions.push_back(NewTensor{"tangent", {}, 1.0f, 0, false, false});
+  std::vector<std::string> bwd_args = saved;
+  bwd_args.insert(bwd_args.end(), params.begin() + 1, params.end());
+  bwd_args.push_back("tangent");
+  std::vector<std::string> grads;
+  for (std::size_t k = 0; k < params.size(); ++k) grads.push_back(fmt::format("g{}", k + 1));
+  if (plan.backward == LoopBackward::kAot) {
+    Call bwd;
+    bwd.function = "mlp_bwd";
+    bwd.args = bwd_args;
+    bwd.outputs = grads;
+    bwd.consume = saved;
+    p.actions.push_back(bwd);
+  } else {
+    p.actions.push_back(EagerCall{"mlp_bwd", bwd_args, grads});
+    for (const std::string& s : saved) p.actions.push_back(Del{s});
+    p.actions.push_back(SetToRunningBackward{});
+  }
+  for (std::size_t k = 0; k < params.size(); ++k) {
+    p.actions.push_back(AccumulateGrad{params[k], grads[k]});
+    p.actions.push_back(Del{grads[k]});
+  }
+  p.actions.push_back(Del{"loss"});
+  p.actions.push_back(Del{"tangent"});
+}
+
+}  // namespace
+
+TrainingProgram lower(const TrainingPlan& plan) {
+  TrainingProgram out;
+  out.seed = plan.seed;
+  out.shape = shape_of(plan);
+  const MlpShape& shape = out.shape;
+  const bool aot = compiled_forward(plan.backward);
+  Program& p = out.program;
+  p.functions.push_back(mlp_forward(shape, aot ? "mlp_fwd" : "mlp", aot));
+  if (aot) p.functions.push_back(mlp_backward(shape, "mlp_bwd"));
+  const std::vector<std::string> params = mlp_param_names(shape);
+  for (std::size_t k = 0; k < params.size(); ++k) {
+    NewTensor w{params[k], {shape.widths[k], shape.widths[k + 1]}, std::nullopt, 0, true, !aot};
+    p.actions.push_back(w);
+    out.grad_bytes += 4 * shape.widths[k] * shape.widths[k + 1];
+  }
+  CreateOptimizer opt;
+  opt.name = "opt";
+  opt.kind = plan.optimizer;
+  opt.params = params;
+  p.actions.push_back(opt);
+  for (int i = 0; i < plan.steps; ++i) {
+    if (plan.mark_step) p.actions.push_back(MarkStepBegin{});
+    p.actions.push_back(
+        NewTensor{"x", {shape.batch, shape.widths[0]}, std::nullopt, 0, false, false});
+    forward_backward(p, plan, shape);
+    p.actions.push_back(OptimizerStep{"opt"});
+    for (const std::string& w : params) p.actions.push_back(Read{w});
+    p.actions.push_back(ZeroGrad{"opt", plan.set_to_none});
+  }
+  const bool cudagraphed =
+      plan.backward == LoopBackward::kCompiledAutograd || plan.backward == LoopBackward::kAot;
+  out.grads_from_recorded_backward = cudagraphed && plan.mark_step && plan.set_to_none;
+  out.grads_eager = !cudagraphed;
+  return out;
+}
+
+std::string describe(const TrainingPlan& plan) {
+  const TrainingProgram t = lower(plan);
+  std::string out = fmt::format(
+      "# seed {}, {} layer(s) of width {}, backward {}, optimizer {}, set_to_none={}, "
+      "mark_step_begin={}, {} steps\n",
+      plan.seed, plan.layers, plan.width, loop_backward_name(plan.backward),
+      optimizer_kind_name(plan.optimizer), plan.set_to_none ? "True" : "False",
+      plan.mark_step ? "True" : "False", plan.steps);
+  for (const FunctionDef& f : t.program.functions) out += describe_function(f) + "\n";
+  for (const Action& a : t.program.actions) out += describe_action(a) + "\n";
+  return out;
+}
+
+}  // namespace capsim

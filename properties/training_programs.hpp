@@ -1,0 +1,64 @@
+// Training loops for the loop properties (catalogue.cpp, `loop.*`): the two
+// seeds in one generated program.
+//
+// A TrainingPlan is a handful of swarm features (docs/properties.md): the
+// MLP's shape, how the forward and backward run, the compiled optimizer,
+// zero_grad's set_to_none, cudagraph_mark_step_begin() or not, the number of
+// steps. `lower` writes the program a user would: per step, an eager or a
+// compiled forward, the backward, the optimizer step, a read of every param
+// and zero_grad. Plans shrink towards one layer, two steps, SGD, the eager
+// backward and the features on.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "sim/scenarios/training_models.hpp"
+#include "sim/world/program.hpp"
+
+namespace capsim {
+
+// X(enumerator, name): how the backward of a step runs.
+#define CAPSIM_LOOP_BACKWARDS(X)                                                     \
+  X(kEager, "eager")                        /* eager forward, loss.backward() */     \
+  X(kCompiledAutograd, "compiled_autograd") /* eager forward, compiled autograd */   \
+  X(kAot, "aot")                            /* compiled forward, its AOT backward */ \
+  X(kAotEager, "aot_eager")                 /* compiled forward, backward run eagerly */
+enum class LoopBackward : std::uint8_t {
+#define CAPSIM_ENUM_(e, name) e,
+  CAPSIM_LOOP_BACKWARDS(CAPSIM_ENUM_)
+#undef CAPSIM_ENUM_
+      kCount
+};
+std::string_view loop_backward_name(LoopBackward b);
+
+struct TrainingPlan {
+  std::uint64_t seed = 0;
+  int layers = 1;  // 1..3
+  int width = 2;   // 2..5: every layer's width; the batch is 2
+  LoopBackward backward = LoopBackward::kEager;
+  OptimizerKind optimizer = OptimizerKind::kSgd;
+  bool set_to_none = true;
+  bool mark_step = true;
+  int steps = 2;  // 2..6
+};
+
+struct TrainingProgram {
+  Program program;
+  std::uint64_t seed = 0;
+  MlpShape shape;
+  // The bytes of every param's grad together: what an optimizer step copies
+  // when none of its grads is in the pool.
+  std::int64_t grad_bytes = 0;
+  // The backward that produced the grads was recorded in the same tree path
+  // as the optimizer step (a cudagraphed backward under mark_step_begin).
+  bool grads_from_recorded_backward = false;
+  bool grads_eager = false;  // the backward ran eagerly: grads in the default pool
+};
+
+TrainingProgram lower(const TrainingPlan& plan);
+// One line of features, then the program as Python-like lines.
+std::string describe(const TrainingPlan& plan);
+
+}  // namespace capsim
