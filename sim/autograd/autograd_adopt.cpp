@@ -72,14 +72,6 @@ Status AutogradEngine::replace_leaf(TensorId old, TensorId now) {
   return {};
 }
 
-std::map<TensorId, AutogradNodeId> AutogradEngine::leaves() const {
-  std::map<TensorId, AutogradNodeId> out;
-  for (const auto& [id, m] : meta_) {
-    if (m.accumulate) out.emplace(id, *m.accumulate);
-  }
-  return out;
-}
-
 void AutogradEngine::release_saved_state(std::span<const AutogradNodeId> nodes) {
   for (AutogradNodeId id : nodes) {
     CAPSIM_CHECK(id < records_.size(), "release of an unknown node");

@@ -161,8 +161,6 @@ class AutogradEngine {
   // `leaf.data = other`: the same Variable over a new tensor, so the leaf's
   // AccumulateGrad (and its .grad) now belong to `now`.
   Status replace_leaf(TensorId old, TensorId now);
-  // The leaves' AccumulateGrad nodes, by leaf tensor.
-  std::map<TensorId, AutogradNodeId> leaves() const;
   // release_variables() on `nodes`, as a backward without retain_graph does
   // after it ran them (compiled autograd does it after the compiled call).
   void release_saved_state(std::span<const AutogradNodeId> nodes);

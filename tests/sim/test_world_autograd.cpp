@@ -159,6 +159,54 @@ TEST_CASE("world autograd: the graph keeps what it saved alive until the backwar
   CHECK(w.has("w1.grad"));
 }
 
+TEST_CASE("world autograd: a leaf keeps its AccumulateGrad across .data reassignment") {
+  Program p = mlp_program(false, 1);
+  // w1.data = ... before the forward: the same object, a new storage.
+  p.actions.insert(p.actions.begin() + 2, ReassignData{"w1", 0.5f});
+  World w(WorldOptions{});
+  const Status s = w.run(p);
+  REQUIRE_MESSAGE(s.ok(), s.error().message);
+  REQUIRE(w.has("w1.grad"));
+  CHECK(w.has("w2.grad"));
+}
+
+TEST_CASE("world autograd: ops without a formula, and backwards PyTorch refuses") {
+  Program p;
+  FunctionBuilder f("neg", CompilationMode::kForward, {"x"});
+  p.functions.push_back(f.returns({f.neg(f.input(0))}));
+  p.actions.push_back(param("w", {2}));
+  p.actions.push_back(EagerCall{"neg", {"w"}, {"y"}});
+  World w(WorldOptions{});
+  const Status s = w.run(p);
+  REQUIRE_FALSE(s.ok());
+  CHECK(s.error().message.find("op 'neg' has no autograd formula") != std::string::npos);
+
+  // G1: no grad_fn; G2: no gradient for a non-scalar; G4: a gradient of
+  // another shape. Each an error event; the program goes on.
+  Program q;
+  FunctionBuilder g("twice", CompilationMode::kForward, {"x"});
+  q.functions.push_back(g.returns({g.add(g.input(0), g.input(0))}));
+  q.actions.push_back(NewTensor{"c", {2}, 1.0f, 0, false, false});
+  q.actions.push_back(param("w", {2}));
+  q.actions.push_back(EagerCall{"twice", {"w"}, {"y"}});
+  q.actions.push_back(NewTensor{"g3", {3}, 1.0f, 0, false, false});
+  for (const auto& [tensor, grad] :
+       std::vector<std::pair<std::string, std::string>>{{"c", ""}, {"y", ""}, {"y", "g3"}}) {
+    Backward b;
+    b.tensor = tensor;
+    if (!grad.empty()) b.grad = grad;
+    q.actions.push_back(b);
+  }
+  World v(WorldOptions{});
+  REQUIRE(v.run(q).ok());
+  std::vector<std::string> ids;
+  for (const Event& e : v.events()) {
+    if (e.kind == EventKind::kError) ids.emplace_back(*e.text(F::id));
+  }
+  CHECK(ids == std::vector<std::string>{"G1", "G2", "G4"});
+  CHECK_FALSE(v.has("w.grad"));
+}
+
 TEST_CASE("world autograd: the MLP's params end bitwise equal whatever the backward mode") {
   std::vector<std::vector<std::vector<float>>> params;
   for (const char* mode : {"eager", "compiled_autograd", "aot"}) {
