@@ -497,4 +497,22 @@ else
   fi
 fi
 
+# 7. How the tree sees a compiled-autograd backward (its CompilationMode, and
+# whether loss.backward() is a new invocation): capsim's reading of the
+# sources, which this settles (docs/compiled-autograd.md, "In a program").
+probe_left=$(tlimit 120)
+probe_py=${CAPSIM_PYTHON:-python3}
+[ -x build/torch-venv/bin/python ] && [ -z "${CAPSIM_PYTHON:-}" ] && probe_py=build/torch-venv/bin/python
+if [ "$probe_left" -lt 30 ]; then
+  row "ca tree mode" "not run (time)" "$probe_left s left of the budget" info
+else
+  timeout -k 5 "$probe_left" "$probe_py" scripts/probe-ca-tree-mode.py > "$outdir/ca-tree-mode.txt" 2>&1
+  prc=$?
+  case $prc in
+    0) row "ca tree mode" "probed" "$(grep -m3 '^function' "$outdir/ca-tree-mode.txt" | paste -sd';' | cut -c1-120); see ca-tree-mode.txt" info ;;
+    77) row "ca tree mode" "not run" "$(first_line "$outdir/ca-tree-mode.txt")" info ;;
+    *) row "ca tree mode" "exit $prc" "see ca-tree-mode.txt" info ;;
+  esac
+fi
+
 finish
