@@ -33,6 +33,8 @@ struct BackwardView;          // sim/autograd/compiled_autograd_runner.hpp
 struct Variable;              // sim/autograd/autograd_engine.hpp
 struct CompiledBackwardCall;  // sim/autograd/compiled_autograd_run.hpp
 class FxGraph;                // model/fx_graph.hpp
+class AutogradGraph;          // model/autograd_graph.hpp
+struct CollectedBackward;     // sim/autograd/compiled_autograd_collect.hpp
 struct AutogradScenario;      // sim/autograd/compiled_autograd_runner.hpp
 class ImportedAutograd;       // sim/autograd/imported_autograd.hpp
 
@@ -176,6 +178,9 @@ class World {
                                                   const CompiledBackwardCall& call);
   Result<std::size_t> call_lowered_backward(const LoweredBackward& function,
                                             const CompiledBackwardCall& call);
+  Result<std::size_t> interpret_backward(const AutogradGraph& graph,
+                                         const CollectedBackward& collected, std::uint64_t entry,
+                                         const CompiledBackwardCall& call);
   // AccumulateGrad outside a graph: .grad takes `grad` (stolen) if None,
   // else adds it in place.
   Status accumulate_into(std::uint64_t param, std::uint64_t grad);

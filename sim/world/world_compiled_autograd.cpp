@@ -63,24 +63,14 @@ Status World::compiled_autograd_backward(const Backward& a, const Variable& root
                          BackwardView{b.backward, CaptureMode::kFunctional, &bg.graph, &store_,
                                       b.decision.hit ? nullptr : &ag.entries.at(entry).captured});
   }
-  const Autograd::Entry& compiled = ag.entries.at(entry);
   CAPSIM_TRY_ASSIGN(const LoweredBackward* function, lowered_function(entry, call));
-  std::size_t leaves = 0;
-  if (function != nullptr) {
-    CAPSIM_TRY_ASSIGN(leaves, call_lowered_backward(*function, call));
-  } else {
-    // The FX interpreter on the engine: the same formulas, no tree function.
-    ++counters_.eager_fallbacks;
-    ctx_.emit(EventKind::kEager, {{F::function, "CompiledAutograd"}, {F::reason, "not_lowerable"}});
-    CAPSIM_TRY(run_compiled_backward(e, bg.graph, compiled.captured, call));
-    CAPSIM_TRY(take_grads_from_engine());
-    for (const NodeCall& c : b.collected.ordered_calls) {
-      leaves += c.node < e.num_nodes() && e.node(c.node).kind == AutogradNodeKind::kAccumulateGrad;
-    }
-  }
+  CAPSIM_TRY_ASSIGN(const std::size_t leaves,
+                    function != nullptr ? call_lowered_backward(*function, call)
+                                        : interpret_backward(bg.graph, b.collected, entry, call));
   if (ones) CAPSIM_TRY(refs_.drop(*ones));
   for (const auto& [leaf, object] : ag.leaf_objects) e.set_grad(leaf, std::nullopt);
   if (!a.retain_graph) {
+    // release_variables() on every node the backward ran.
     std::vector<AutogradNodeId> ran;
     for (const NodeCall& c : b.collected.ordered_calls) {
       if (c.node < e.num_nodes()) ran.push_back(c.node);
@@ -94,9 +84,27 @@ Status World::compiled_autograd_backward(const Backward& a, const Variable& root
                                  {F::node_calls, b.collected.ordered_calls.size()},
                                  {F::leaves, leaves},
                                  {F::backward, b.backward}};
-  if (function != nullptr) fields.push_back({F::function, compiled.name});
+  if (function != nullptr) fields.push_back({F::function, ag.entries.at(entry).name});
   ctx_.emit(EventKind::kBackward, std::move(fields));
   return {};
+}
+
+// A capture that does not lower: the FX interpreter on the engine, with the
+// same formulas and no tree function. Returns the AccumulateGrads it ran.
+Result<std::size_t> World::interpret_backward(const AutogradGraph& graph,
+                                              const CollectedBackward& collected,
+                                              std::uint64_t entry,
+                                              const CompiledBackwardCall& call) {
+  AutogradEngine& e = autograd_->engine;
+  ++counters_.eager_fallbacks;
+  ctx_.emit(EventKind::kEager, {{F::function, "CompiledAutograd"}, {F::reason, "not_lowerable"}});
+  CAPSIM_TRY(run_compiled_backward(e, graph, autograd_->entries.at(entry).captured, call));
+  CAPSIM_TRY(take_grads_from_engine());
+  std::size_t leaves = 0;
+  for (const NodeCall& c : collected.ordered_calls) {
+    leaves += c.node < e.num_nodes() && e.node(c.node).kind == AutogradNodeKind::kAccumulateGrad;
+  }
+  return leaves;
 }
 
 // A new capture for `entry`, named CompiledAutograd0, 1, ... in capture

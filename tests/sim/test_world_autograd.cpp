@@ -207,6 +207,38 @@ TEST_CASE("world autograd: ops without a formula, and backwards PyTorch refuses"
   CHECK_FALSE(v.has("w.grad"));
 }
 
+TEST_CASE("world autograd: a capture that does not lower runs in the FX interpreter") {
+  // x + b with b broadcast: AddBackward0's grad for b is reduced by
+  // validate_outputs, which the lowering does not express.
+  auto program = [](bool compiled) {
+    Program p;
+    FunctionBuilder f("biased", CompilationMode::kForward, {"x", "b"});
+    p.functions.push_back(f.returns({f.sum(f.add(f.input(0), f.input(1)))}));
+    p.actions.push_back(NewTensor{"x", {3, 2}, std::nullopt, 0, false, false});
+    p.actions.push_back(param("b", {2}));
+    p.actions.push_back(EagerCall{"biased", {"x", "b"}, {"loss"}});
+    Backward b;
+    b.tensor = "loss";
+    b.compiled = compiled;
+    p.actions.push_back(b);
+    return p;
+  };
+  World eager(WorldOptions{});
+  REQUIRE(eager.run(program(false)).ok());
+  World compiled(WorldOptions{});
+  const Status s = compiled.run(program(true));
+  REQUIRE_MESSAGE(s.ok(), s.error().message);
+  CHECK(*compiled.values("b.grad") == *eager.values("b.grad"));
+  CHECK(*eager.values("b.grad") == std::vector<float>{3.0f, 3.0f});
+  std::int64_t not_lowerable = 0;
+  for (const Event& e : compiled.events()) {
+    not_lowerable += e.kind == EventKind::kEager && e.text(F::reason) == "not_lowerable";
+  }
+  CHECK(not_lowerable == 1);
+  CHECK(count(compiled, EventKind::kCompile) == 0);
+  CHECK(compiled.counters().eager_fallbacks == 1);
+}
+
 TEST_CASE("world autograd: the MLP's params end bitwise equal whatever the backward mode") {
   std::vector<std::vector<std::vector<float>>> params;
   for (const char* mode : {"eager", "compiled_autograd", "aot"}) {
