@@ -11,6 +11,7 @@
 // case.
 #include <benchmark/benchmark.h>
 
+#include "properties/cudagraph_checks.hpp"
 #include "properties/training_checks.hpp"
 #include "properties/training_programs.hpp"
 
@@ -34,10 +35,10 @@ void BM_TrainingLoop(benchmark::State& state, bool with_oracle) {
   for (auto _ : state) {
     const TrainingProgram t = lower(plan);
     Status status;
-    auto world = run_training(t, WorldOptions{}, status);
+    auto world = run_generated(t.generated, WorldOptions{}, status);
     if (!status.ok()) state.SkipWithError(status.error().message.c_str());
     if (with_oracle) {
-      auto oracle = run_training(t, eager, status);
+      auto oracle = run_generated(t.generated, eager, status);
       benchmark::DoNotOptimize(check_loop_equals_eager(*world, *oracle));
     }
     benchmark::DoNotOptimize(world);

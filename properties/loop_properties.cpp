@@ -39,18 +39,14 @@ CaseFunction loop_property(Fault own, Fault injected, LoopCheck check) {
         const Fault fault = control ? own : injected;
         const TrainingProgram t = lower(plan);
         Status status;
-        const std::unique_ptr<World> world = run_training(t, loop_world(fault), status);
+        const std::unique_ptr<World> world = run_generated(t.generated, loop_world(fault), status);
         if (!status) return "bad input: " + status.error().message;
         if (probes != nullptr) *probes = loop_probes(*world, plan);
         return check(*world, t);
       },
       [](const TrainingPlan& plan) { return describe(plan); },
       [own, injected](const TrainingPlan& plan, bool control) {
-        const TrainingProgram t = lower(plan);
-        GeneratedProgram g;
-        g.program = t.program;
-        g.seed = t.seed;
-        return generated_trace_lines(g, loop_world(control ? own : injected),
+        return generated_trace_lines(lower(plan).generated, loop_world(control ? own : injected),
                                      "capsim-check counterexample");
       });
 }
@@ -70,7 +66,7 @@ void add_loop_properties(std::vector<Property>& c, Fault injected) {
           WorldOptions all_eager;
           all_eager.all_eager = true;
           Status status;
-          const std::unique_ptr<World> eager = run_training(t, all_eager, status);
+          const std::unique_ptr<World> eager = run_generated(t.generated, all_eager, status);
           if (!status) return "bad input in the all-eager run: " + status.error().message;
           return check_loop_equals_eager(w, *eager);
         });

@@ -20,14 +20,6 @@ std::size_t contract_end(const World& world) {
 
 }  // namespace
 
-std::unique_ptr<World> run_training(const TrainingProgram& t, WorldOptions options,
-                                    Status& status) {
-  options.seed = t.seed;
-  auto world = std::make_unique<World>(options);
-  status = world->run(t.program);
-  return world;
-}
-
 CheckResult check_loop_equals_eager(const World& world, const World& eager) {
   if (contract_end(eager) != eager.events().size()) {
     return fmt::format("the all-eager run raised: {}",

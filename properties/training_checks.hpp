@@ -8,7 +8,6 @@
 // checks look only at the events before it.
 #pragma once
 
-#include <memory>
 #include <optional>
 #include <string>
 
@@ -18,9 +17,6 @@
 namespace capsim {
 
 using CheckResult = std::optional<std::string>;
-
-// Runs the loop in a fresh World with `options` (its seed the program's).
-std::unique_ptr<World> run_training(const TrainingProgram& t, WorldOptions options, Status& status);
 
 // loop.replay-equals-eager: every value the program reads equals, bitwise,
 // the same read of the same program run all eager (WorldOptions::all_eager).

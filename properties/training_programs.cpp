@@ -3,8 +3,6 @@
 
 #include <fmt/format.h>
 
-#include "properties/cudagraph_programs.hpp"
-
 namespace capsim {
 
 std::string_view loop_backward_name(LoopBackward b) {
@@ -89,11 +87,11 @@ void forward_backward(Program& p, const TrainingPlan& plan, const MlpShape& shap
 
 TrainingProgram lower(const TrainingPlan& plan) {
   TrainingProgram out;
-  out.seed = plan.seed;
+  out.generated.seed = plan.seed;
   out.shape = shape_of(plan);
   const MlpShape& shape = out.shape;
   const bool aot = compiled_forward(plan.backward);
-  Program& p = out.program;
+  Program& p = out.generated.program;
   p.functions.push_back(mlp_forward(shape, aot ? "mlp_fwd" : "mlp", aot));
   if (aot) p.functions.push_back(mlp_backward(shape, "mlp_bwd"));
   const std::vector<std::string> params = mlp_param_names(shape);
@@ -131,8 +129,8 @@ std::string describe(const TrainingPlan& plan) {
       plan.seed, plan.layers, plan.width, loop_backward_name(plan.backward),
       optimizer_kind_name(plan.optimizer), plan.set_to_none ? "True" : "False",
       plan.mark_step ? "True" : "False", plan.steps);
-  for (const FunctionDef& f : t.program.functions) out += describe_function(f) + "\n";
-  for (const Action& a : t.program.actions) out += describe_action(a) + "\n";
+  for (const FunctionDef& f : t.generated.program.functions) out += describe_function(f) + "\n";
+  for (const Action& a : t.generated.program.actions) out += describe_action(a) + "\n";
   return out;
 }
 

@@ -14,8 +14,8 @@
 #include <string>
 #include <string_view>
 
+#include "properties/cudagraph_programs.hpp"
 #include "sim/scenarios/training_models.hpp"
-#include "sim/world/program.hpp"
 
 namespace capsim {
 
@@ -45,8 +45,9 @@ struct TrainingPlan {
 };
 
 struct TrainingProgram {
-  Program program;
-  std::uint64_t seed = 0;
+  // The loop and its seed, as every generator hands a program over (it runs
+  // with run_generated, cudagraph_checks.hpp).
+  GeneratedProgram generated;
   MlpShape shape;
   // The bytes of every param's grad together: what an optimizer step copies
   // when none of its grads is in the pool.

@@ -20,16 +20,7 @@ Result<Variable> AutogradEngine::adopt(TensorId id, bool requires_grad) {
   CAPSIM_TRY_ASSIGN(const Tensor t, tensor(id));
   (void)t;
   meta_[id];
-  if (requires_grad) {
-    AutogradNode node;
-    node.kind = AutogradNodeKind::kAccumulateGrad;
-    node.name = "AccumulateGrad";
-    node.inputs = {metadata_of(id)};
-    node.variable = id;
-    CAPSIM_TRY_ASSIGN(const AutogradNodeId acc, add_record(std::move(node), {}));
-    meta_[id].requires_grad = true;
-    meta_[id].accumulate = acc;
-  }
+  if (requires_grad) CAPSIM_TRY(add_accumulate_grad(id));
   return variable(id);
 }
 

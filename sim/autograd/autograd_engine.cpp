@@ -169,17 +169,20 @@ Result<Variable> AutogradEngine::leaf(const Dims& sizes, std::span<const float> 
   CAPSIM_TRY_ASSIGN(const TensorId id, fresh(sizes));
   CAPSIM_TRY_ASSIGN(const Address address, device_.store.data_address(id));
   CAPSIM_TRY(device_.memory.write(address, std::as_bytes(values)));
-  if (requires_grad) {
-    AutogradNode node;
-    node.kind = AutogradNodeKind::kAccumulateGrad;
-    node.name = "AccumulateGrad";
-    node.inputs = {metadata_of(id)};
-    node.variable = id;
-    CAPSIM_TRY_ASSIGN(const AutogradNodeId acc, add_record(std::move(node), {}));
-    meta_[id].requires_grad = true;
-    meta_[id].accumulate = acc;
-  }
+  if (requires_grad) CAPSIM_TRY(add_accumulate_grad(id));
   return variable(id);
+}
+
+Status AutogradEngine::add_accumulate_grad(TensorId leaf) {
+  AutogradNode node;
+  node.kind = AutogradNodeKind::kAccumulateGrad;
+  node.name = "AccumulateGrad";
+  node.inputs = {metadata_of(leaf)};
+  node.variable = leaf;
+  CAPSIM_TRY_ASSIGN(const AutogradNodeId acc, add_record(std::move(node), {}));
+  meta_[leaf].requires_grad = true;
+  meta_[leaf].accumulate = acc;
+  return {};
 }
 
 Result<Variable> AutogradEngine::zeros(const Dims& sizes, DType dtype) {

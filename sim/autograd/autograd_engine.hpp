@@ -274,6 +274,8 @@ class AutogradEngine {
   Result<TensorId> scaled(TensorId in, float factor);
 
   // Graph recording.
+  // A leaf that requires grad: its AccumulateGrad node, in its metadata.
+  Status add_accumulate_grad(TensorId leaf);
   Result<AutogradNodeId> add_record(AutogradNode node, std::span<const std::optional<GradFn>> next);
   // One next edge per input: where each input's grad flows (none if it needs none).
   std::vector<std::optional<GradFn>> gradient_edges(std::span<const Variable> inputs) const;

@@ -152,10 +152,14 @@ inline FunctionDef two_param_forward() {
   const ValueIndex x = f.input(0);
   return f.returns({f.add(f.mul(x, f.input(1)), f.mul(x, f.input(2))), f.alias(x)});
 }
-// Params w1 and w2 ([4, 4]) and a compiled Adam "opt" over them.
-inline void add_two_params_and_adam(ProgramWriter& p) {
-  p.add(param("w1", {4, 4}));
-  p.add(param("w2", {4, 4}));
+// Params w1 and w2 ([4, 4]) and a compiled Adam "opt" over them; with
+// `requires_grad` the params are autograd leaves of the World's own graph.
+inline void add_two_params_and_adam(ProgramWriter& p, bool requires_grad = false) {
+  for (const char* name : {"w1", "w2"}) {
+    NewTensor w = param(name, {4, 4});
+    w.requires_grad = requires_grad;
+    p.add(w);
+  }
   CreateOptimizer opt;
   opt.name = "opt";
   opt.kind = OptimizerKind::kAdam;

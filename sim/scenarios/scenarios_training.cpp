@@ -22,12 +22,6 @@ namespace {
 
 constexpr std::int64_t kSteps = 5;
 
-NewTensor leaf(std::string name, Dims sizes) {
-  NewTensor t = param(std::move(name), std::move(sizes));
-  t.requires_grad = true;
-  return t;
-}
-
 Backward backward_of(std::string tensor, bool compiled, std::optional<std::string> grad = {}) {
   Backward b;
   b.tensor = std::move(tensor);
@@ -65,13 +59,7 @@ ProgramScenario seed_case(bool compiled_backward) {
                       : "eager forward and backward, compiled Adam: each replay copies every grad";
   ProgramWriter p(s);
   p.function(two_param_model());
-  p.add(leaf("w1", {4, 4}));
-  p.add(leaf("w2", {4, 4}));
-  CreateOptimizer opt;
-  opt.name = "opt";
-  opt.kind = OptimizerKind::kAdam;
-  opt.params = {"w1", "w2"};
-  p.add(opt);
+  add_two_params_and_adam(p, /*requires_grad=*/true);
   for (std::int64_t i = 0; i < kSteps; ++i) {
     p.add(MarkStepBegin{});
     p.add(tensor("x", {4, 4}));

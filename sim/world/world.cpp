@@ -26,6 +26,13 @@ DeviceMemoryOptions memory_options(const WorldOptions& o) {
   return m;
 }
 
+// Bad input: a call with another number of arguments than `def` has inputs.
+Status check_arity(const FunctionDef& def, std::size_t args) {
+  if (args == def.num_inputs()) return {};
+  return make_error(
+      fmt::format("function '{}' takes {} inputs, got {}", def.name, def.num_inputs(), args));
+}
+
 }  // namespace
 
 World::World(WorldOptions options)
@@ -314,10 +321,7 @@ Status World::move_to_fresh_copy(PyObject& o) {
 
 Status World::do_eager_call(const EagerCall& a) {
   CAPSIM_TRY_ASSIGN(const FunctionDef* def, function(a.function));
-  if (a.args.size() != def->num_inputs()) {
-    return make_error(fmt::format("function '{}' takes {} inputs, got {}", def->name,
-                                  def->num_inputs(), a.args.size()));
-  }
+  CAPSIM_TRY(check_arity(*def, a.args.size()));
   std::vector<std::uint64_t> objects;
   std::vector<TensorId> inputs;
   for (const std::string& name : a.args) {
@@ -479,10 +483,7 @@ Status World::call_compiled(const FunctionDef& def, const std::vector<std::uint6
                             const std::vector<std::int64_t>& int_key, bool new_invocation,
                             const std::vector<std::string>& consume) {
   if (options_.config.plain_api) {
-    if (args.size() != def.num_inputs()) {
-      return make_error(fmt::format("function '{}' takes {} inputs, got {}", def.name,
-                                    def.num_inputs(), args.size()));
-    }
+    CAPSIM_TRY(check_arity(def, args.size()));
     if (new_invocation) ++generations_.generation;
     if (raise_if_poisoned(args)) return {};
     return call_plain(def, args, outputs);
@@ -498,10 +499,7 @@ Result<std::optional<std::vector<TensorId>>> World::run_compiled(
     const std::vector<std::string>& consume) {
   using Outputs = std::optional<std::vector<TensorId>>;
   CAPSIM_CHECK(!options_.config.plain_api, "the plain API binds its outputs itself");
-  if (args.size() != def.num_inputs()) {
-    return make_error(fmt::format("function '{}' takes {} inputs, got {}", def.name,
-                                  def.num_inputs(), args.size()));
-  }
+  CAPSIM_TRY(check_arity(def, args.size()));
   if (new_invocation) ++generations_.generation;
   if (raise_if_poisoned(args)) return Outputs{};
   if (options_.all_eager) {

@@ -33,8 +33,6 @@ struct BackwardView;          // sim/autograd/compiled_autograd_runner.hpp
 struct Variable;              // sim/autograd/autograd_engine.hpp
 struct CompiledBackwardCall;  // sim/autograd/compiled_autograd_run.hpp
 class FxGraph;                // model/fx_graph.hpp
-class AutogradGraph;          // model/autograd_graph.hpp
-struct CollectedBackward;     // sim/autograd/compiled_autograd_collect.hpp
 struct AutogradScenario;      // sim/autograd/compiled_autograd_runner.hpp
 class ImportedAutograd;       // sim/autograd/imported_autograd.hpp
 
@@ -165,11 +163,13 @@ class World {
   bool requires_autograd(const std::vector<TensorId>& inputs) const;
   Status eager_call_with_autograd(const FunctionDef& def, const std::vector<TensorId>& inputs,
                                   const std::vector<std::string>& outputs);
-  Status hold_saved_tensors(std::size_t first_node);
+  void hold_saved_tensors(std::size_t first_node);
   Status drop_released_saved_tensors();
   Status retarget_leaf(TensorId old, TensorId now);
   bool lend_grads_to_engine();
-  Result<std::size_t> take_grads_from_engine();
+  void take_grads_from_engine();
+  // How many of `nodes` are AccumulateGrads: the leaves a backward wrote.
+  std::int64_t accumulate_grads_among(std::span<const AutogradNodeId> nodes) const;
   Status compiled_autograd_backward(const Backward& a, const Variable& root,
                                     const std::optional<Variable>& grad);
   void replace_capture(std::uint64_t entry, FxGraph captured);
@@ -179,7 +179,7 @@ class World {
   Result<std::size_t> call_lowered_backward(const LoweredBackward& function,
                                             const CompiledBackwardCall& call);
   Result<std::size_t> interpret_backward(const AutogradGraph& graph,
-                                         const CollectedBackward& collected, std::uint64_t entry,
+                                         std::span<const AutogradNodeId> ran, std::uint64_t entry,
                                          const CompiledBackwardCall& call);
   // AccumulateGrad outside a graph: .grad takes `grad` (stolen) if None,
   // else adds it in place.

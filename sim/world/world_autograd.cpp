@@ -66,20 +66,20 @@ Status World::eager_call_with_autograd(const FunctionDef& def, const std::vector
     e.disown(t);
     refs_.hold(t);
   }
-  Status status = outs.ok() ? hold_saved_tensors(first_node) : Status(outs.error());
   std::vector<TensorId> results;
-  if (status.ok()) {
+  if (outs.ok()) {
+    hold_saved_tensors(first_node);
     for (const Variable& v : *outs) {
       refs_.hold(v.tensor);
       results.push_back(v.tensor);
     }
   }
   for (TensorId t : made) CAPSIM_TRY(refs_.drop(t));
-  CAPSIM_TRY(status);
+  if (!outs.ok()) return outs.error();
   return bind_outputs(results, outputs);
 }
 
-Status World::hold_saved_tensors(std::size_t first_node) {
+void World::hold_saved_tensors(std::size_t first_node) {
   AutogradEngine& e = autograd_->engine;
   for (std::size_t id = first_node; id < e.num_nodes(); ++id) {
     const auto node = static_cast<AutogradNodeId>(id);
@@ -88,7 +88,6 @@ Status World::hold_saved_tensors(std::size_t first_node) {
       autograd_->saved_holds[node].push_back(t);
     }
   }
-  return {};
 }
 
 Status World::drop_released_saved_tensors() {
@@ -137,11 +136,9 @@ bool World::lend_grads_to_engine() {
 }
 
 // Each leaf whose .grad was None and is set now gets the engine's tensor as
-// a new object; one that had a grad was added to in place. Returns how many
-// leaves' .grad changed either way.
-Result<std::size_t> World::take_grads_from_engine() {
+// a new object; one that had a grad was added to in place.
+void World::take_grads_from_engine() {
   AutogradEngine& e = autograd_->engine;
-  std::size_t written = 0;
   for (const auto& [leaf, object] : autograd_->leaf_objects) {
     const std::optional<TensorId> grad = e.grad_of(leaf);
     e.set_grad(leaf, std::nullopt);
@@ -155,9 +152,14 @@ Result<std::size_t> World::take_grads_from_engine() {
     const std::uint64_t g = new_object(*grad);
     ref(g);
     param.grad = g;
-    ++written;
   }
-  return written;
+}
+
+std::int64_t World::accumulate_grads_among(std::span<const AutogradNodeId> nodes) const {
+  const AutogradEngine& e = autograd_->engine;
+  return std::count_if(nodes.begin(), nodes.end(), [&](AutogradNodeId id) {
+    return id < e.num_nodes() && e.node(id).kind == AutogradNodeKind::kAccumulateGrad;
+  });
 }
 
 // --- Backward -----------------------------------------------------------------------
@@ -188,16 +190,13 @@ Status World::do_backward(const Backward& a) {
     return compiled_autograd_backward(a, root, options.grad_output);
   }
   CAPSIM_TRY_ASSIGN(const BackwardResult r, e.autograd_backward(root, options));
-  CAPSIM_TRY(take_grads_from_engine());
-  const auto leaves = std::count_if(r.executed.begin(), r.executed.end(), [&](AutogradNodeId id) {
-    return id < e.num_nodes() && e.node(id).kind == AutogradNodeKind::kAccumulateGrad;
-  });
+  take_grads_from_engine();
   CAPSIM_CHECK(e.owned().empty(), "a backward leaves the engine owning nothing");
   CAPSIM_TRY(drop_released_saved_tensors());
   ctx_.emit(EventKind::kBackward, {{F::name, a.tensor},
                                    {F::compiled, false},
                                    {F::node_calls, r.executed.size()},
-                                   {F::leaves, static_cast<std::int64_t>(leaves)}});
+                                   {F::leaves, accumulate_grads_among(r.executed)}});
   return {};
 }
 

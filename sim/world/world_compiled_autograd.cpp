@@ -41,7 +41,7 @@ Status World::compiled_autograd_backward(const Backward& a, const Variable& root
     options.grad_output = grad;
     options.retain_graph = a.retain_graph;
     CAPSIM_TRY(e.autograd_backward(root, options));
-    CAPSIM_TRY(take_grads_from_engine());
+    take_grads_from_engine();
     return drop_released_saved_tensors();
   }
 
@@ -56,6 +56,11 @@ Status World::compiled_autograd_backward(const Backward& a, const Variable& root
     root_grads.push_back(*ones);
   }
   const CompiledBackwardCall call = make_call(bg.graph, b.collected, root_grads);
+  // The engine's nodes the backward runs (its GraphRoot is the graph's own).
+  std::vector<AutogradNodeId> ran;
+  for (const NodeCall& c : b.collected.ordered_calls) {
+    if (c.node < e.num_nodes()) ran.push_back(c.node);
+  }
   const std::uint64_t entry = b.decision.entry;
   if (b.captured) replace_capture(entry, std::move(*b.captured));
   if (options_.on_backward) {
@@ -64,17 +69,13 @@ Status World::compiled_autograd_backward(const Backward& a, const Variable& root
                                       b.decision.hit ? nullptr : &ag.entries.at(entry).captured});
   }
   CAPSIM_TRY_ASSIGN(const LoweredBackward* function, lowered_function(entry, call));
-  CAPSIM_TRY_ASSIGN(const std::size_t leaves,
-                    function != nullptr ? call_lowered_backward(*function, call)
-                                        : interpret_backward(bg.graph, b.collected, entry, call));
+  CAPSIM_TRY_ASSIGN(const std::size_t leaves, function != nullptr
+                                                  ? call_lowered_backward(*function, call)
+                                                  : interpret_backward(bg.graph, ran, entry, call));
   if (ones) CAPSIM_TRY(refs_.drop(*ones));
   for (const auto& [leaf, object] : ag.leaf_objects) e.set_grad(leaf, std::nullopt);
   if (!a.retain_graph) {
     // release_variables() on every node the backward ran.
-    std::vector<AutogradNodeId> ran;
-    for (const NodeCall& c : b.collected.ordered_calls) {
-      if (c.node < e.num_nodes()) ran.push_back(c.node);
-    }
     e.release_saved_state(ran);
     CAPSIM_TRY(drop_released_saved_tensors());
   }
@@ -92,19 +93,15 @@ Status World::compiled_autograd_backward(const Backward& a, const Variable& root
 // A capture that does not lower: the FX interpreter on the engine, with the
 // same formulas and no tree function. Returns the AccumulateGrads it ran.
 Result<std::size_t> World::interpret_backward(const AutogradGraph& graph,
-                                              const CollectedBackward& collected,
+                                              std::span<const AutogradNodeId> ran,
                                               std::uint64_t entry,
                                               const CompiledBackwardCall& call) {
   AutogradEngine& e = autograd_->engine;
   ++counters_.eager_fallbacks;
   ctx_.emit(EventKind::kEager, {{F::function, "CompiledAutograd"}, {F::reason, "not_lowerable"}});
   CAPSIM_TRY(run_compiled_backward(e, graph, autograd_->entries.at(entry).captured, call));
-  CAPSIM_TRY(take_grads_from_engine());
-  std::size_t leaves = 0;
-  for (const NodeCall& c : collected.ordered_calls) {
-    leaves += c.node < e.num_nodes() && e.node(c.node).kind == AutogradNodeKind::kAccumulateGrad;
-  }
-  return leaves;
+  take_grads_from_engine();
+  return static_cast<std::size_t>(accumulate_grads_among(ran));
 }
 
 // A new capture for `entry`, named CompiledAutograd0, 1, ... in capture

@@ -5,6 +5,7 @@
 
 #include <vector>
 
+#include "properties/cudagraph_checks.hpp"
 #include "properties/training_checks.hpp"
 #include "properties/training_programs.hpp"
 
@@ -31,11 +32,11 @@ TEST_CASE("training programs: every mode runs, and every mode reads the same bit
     CAPTURE(loop_backward_name(plan.backward));
     const TrainingProgram t = lower(plan);
     Status status;
-    const auto world = run_training(t, WorldOptions{}, status);
+    const auto world = run_generated(t.generated, WorldOptions{}, status);
     REQUIRE_MESSAGE(status.ok(), status.error().message);
     WorldOptions eager;
     eager.all_eager = true;
-    const auto oracle = run_training(t, eager, status);
+    const auto oracle = run_generated(t.generated, eager, status);
     REQUIRE(status.ok());
     CHECK_FALSE(check_loop_equals_eager(*world, *oracle).has_value());
     CHECK_FALSE(check_loop_grad_copies(*world, t).has_value());
@@ -59,7 +60,7 @@ TEST_CASE("training programs: a kept .grad under a cudagraphed backward ends the
   const TrainingProgram t = lower(plan);
   CHECK_FALSE(t.grads_from_recorded_backward);
   Status status;
-  const auto world = run_training(t, WorldOptions{}, status);
+  const auto world = run_generated(t.generated, WorldOptions{}, status);
   REQUIRE(status.ok());
   bool e1 = false;
   for (const Event& e : world->events()) e1 = e1 || (e.kind == EventKind::kError);
@@ -67,7 +68,7 @@ TEST_CASE("training programs: a kept .grad under a cudagraphed backward ends the
   // The checks look only before the error: they still hold.
   WorldOptions eager;
   eager.all_eager = true;
-  const auto oracle = run_training(t, eager, status);
+  const auto oracle = run_generated(t.generated, eager, status);
   CHECK_FALSE(check_loop_equals_eager(*world, *oracle).has_value());
 }
 
