@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "properties/cudagraph_programs.hpp"
+#include "properties/swarm_rc.hpp"
 
 namespace capsim {
 
@@ -24,38 +25,6 @@ inline std::ostream& operator<<(std::ostream& os, const ProgramPlan& plan) {
 
 namespace rc_gen {
 
-// Uniform in [lo, hi) whatever the size (rc::gen::inRange scales the range
-// with the size, and the containers below are resized to a few elements).
-template <typename T>
-rc::Gen<T> uniform(T lo, T hi) {
-  return rc::gen::resize(rc::kNominalSize, rc::gen::inRange<T>(lo, hi));
-}
-
-// One of `pairs` with probability proportional to its weight, shrinking
-// towards the first (rc::gen::weightedElement does not shrink).
-template <typename T>
-rc::Gen<T> weighted(std::vector<std::pair<std::uint32_t, T>> pairs) {
-  std::uint32_t total = 0;
-  for (const auto& p : pairs) total += p.first;
-  return rc::gen::map(uniform<std::uint32_t>(0, total), [pairs](std::uint32_t r) {
-    for (const auto& p : pairs) {
-      if (r < p.first) return p.second;
-      r -= p.first;
-    }
-    return pairs.back().second;
-  });
-}
-
-// A flag that is true with probability 1 / `one_in`, shrinking to false.
-inline rc::Gen<bool> sometimes(std::uint32_t one_in) {
-  return rc::gen::map(uniform<std::uint32_t>(0, one_in),
-                      [one_in](std::uint32_t r) { return r + 1 == one_in; });
-}
-
-inline rc::Gen<std::uint32_t> small(std::uint32_t below) {
-  return uniform<std::uint32_t>(0, below);
-}
-
 inline rc::Gen<std::optional<std::uint32_t>> maybe_param(std::uint32_t one_in) {
   return rc::gen::exec([one_in]() -> std::optional<std::uint32_t> {
     if (!*sometimes(one_in)) return std::nullopt;
@@ -63,11 +32,10 @@ inline rc::Gen<std::optional<std::uint32_t>> maybe_param(std::uint32_t one_in) {
   });
 }
 
-// Swarm testing (Groce et al., ISSTA 2012): each case switches a random
-// subset of these features off, so that a program without, say, mark_step or
-// the optimizer reaches the interleavings those would mask. A feature that is
-// off is never drawn; one that is on keeps its usual weight. Faults are
-// features like the rest.
+// The swarm of this generator (swarm_rc.hpp): a program without, say,
+// mark_step or the optimizer reaches the interleavings those would mask. A
+// feature that is off is never drawn; one that is on keeps its usual weight.
+// Faults are features like the rest.
 // X(enumerator, name)
 #define CAPSIM_SWARM_FEATURES(X)                                                       \
   X(kMarkStep, "mark_step")                                                            \
@@ -97,23 +65,10 @@ inline constexpr std::string_view kSwarmFeatureNames[] = {
 #undef CAPSIM_NAME_
 };
 
-struct Swarm {
-  std::vector<bool> on;  // one per feature
-  bool has(SwarmFeature f) const { return on.at(static_cast<std::size_t>(f)); }
-  std::vector<std::string> off_names() const {
-    std::vector<std::string> out;
-    for (std::size_t i = 0; i < on.size(); ++i) {
-      if (!on[i]) out.emplace_back(kSwarmFeatureNames[i]);
-    }
-    return out;
-  }
-};
+using Swarm = FeatureSwarm<SwarmFeature>;
 
-// Each feature on with probability 1/2; shrinks towards off.
 inline rc::Gen<Swarm> swarm() {
-  return rc::gen::map(rc::gen::container<std::vector<bool>>(
-                          static_cast<std::size_t>(SwarmFeature::kCount), sometimes(2)),
-                      [](std::vector<bool> on) { return Swarm{std::move(on)}; });
+  return swarm_of<SwarmFeature>(kSwarmFeatureNames);
 }
 
 inline rc::Gen<OpPlan> op(const Swarm& sw) {

@@ -18,7 +18,8 @@ namespace {
 constexpr std::string_view kLoops =
     "random training loops of a small MLP: forward eager or compiled; backward eager, through "
     "compiled autograd or the compiled forward's AOT backward; compiled SGD, Adam or AdamW; "
-    "zero_grad(set_to_none) either way; mark_step_begin or not";
+    "zero_grad(set_to_none) either way; mark_step_begin or not; gradient accumulation and a "
+    "reassigned param as faults; all under a swarm";
 
 // The World of one case: the tree part of `fault`, and the legacy capture
 // for compiled backwards when the fault is kLegacyCapture.

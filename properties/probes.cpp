@@ -102,6 +102,8 @@ ProbeSet loop_probes(const World& world, const TrainingPlan& plan) {
     case OptimizerKind::kAdam: set(s, CoverageProbe::kLoopAdam); break;
     case OptimizerKind::kAdamW: set(s, CoverageProbe::kLoopAdamW); break;
   }
+  if (plan.accumulate > 1) set(s, CoverageProbe::kLoopAccumulatedGrads);
+  if (plan.reassign_before) set(s, CoverageProbe::kLoopReassignedParam);
   for (const Event& e : world.events()) {
     const std::optional<std::string_view> fn = e.text(F::function);
     if (e.kind == EventKind::kReplay && fn && fn->starts_with("CompiledAutograd")) {

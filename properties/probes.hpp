@@ -59,7 +59,11 @@ struct AutogradProgram;
     "an optimizer step replayed with every grad in the pool: 0 bytes copied")                     \
   X(kLoopSgd, "loop-sgd", false, "a training loop with compiled SGD")                             \
   X(kLoopAdam, "loop-adam", false, "a training loop with compiled Adam")                          \
-  X(kLoopAdamW, "loop-adamw", false, "a training loop with compiled AdamW")
+  X(kLoopAdamW, "loop-adamw", false, "a training loop with compiled AdamW")                       \
+  X(kLoopAccumulatedGrads, "loop-accumulated-grads", false,                                       \
+    "a training loop kept its grads across a step (gradient accumulation)")                       \
+  X(kLoopReassignedParam, "loop-reassigned-param", false,                                         \
+    "a training loop reassigned a param's .data between steps")
 enum class CoverageProbe : std::uint8_t {
 #define CAPSIM_ENUM_(e, name, rare, what) e,
   CAPSIM_PROBES(CAPSIM_ENUM_)

@@ -2,6 +2,7 @@
 #include "properties/training_programs.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 namespace capsim {
 
@@ -105,19 +106,27 @@ TrainingProgram lower(const TrainingPlan& plan) {
   opt.kind = plan.optimizer;
   opt.params = params;
   p.actions.push_back(opt);
+  CAPSIM_CHECK(plan.accumulate >= 1 && plan.accumulate <= 3, "grads accumulate over 1 to 3 steps");
+  CAPSIM_CHECK(plan.reassign_param >= 0 && plan.reassign_param < plan.layers,
+               "a reassigned param exists");
   for (int i = 0; i < plan.steps; ++i) {
     if (plan.mark_step) p.actions.push_back(MarkStepBegin{});
+    if (plan.reassign_before == i) {
+      p.actions.push_back(ReassignData{params[static_cast<std::size_t>(plan.reassign_param)], {}});
+    }
     p.actions.push_back(
         NewTensor{"x", {shape.batch, shape.widths[0]}, std::nullopt, 0, false, false});
     forward_backward(p, plan, shape);
     p.actions.push_back(OptimizerStep{"opt"});
     for (const std::string& w : params) p.actions.push_back(Read{w});
-    p.actions.push_back(ZeroGrad{"opt", plan.set_to_none});
+    if ((i + 1) % plan.accumulate == 0) p.actions.push_back(ZeroGrad{"opt", plan.set_to_none});
   }
   const bool cudagraphed =
       plan.backward == LoopBackward::kCompiledAutograd || plan.backward == LoopBackward::kAot;
-  out.grads_from_recorded_backward = cudagraphed && plan.mark_step && plan.set_to_none;
+  out.grads_from_recorded_backward =
+      cudagraphed && plan.mark_step && plan.set_to_none && plan.accumulate == 1;
   out.grads_eager = !cudagraphed;
+  out.generated.swarm_off = plan.swarm_off;
   return out;
 }
 
@@ -125,10 +134,15 @@ std::string describe(const TrainingPlan& plan) {
   const TrainingProgram t = lower(plan);
   std::string out = fmt::format(
       "# seed {}, {} layer(s) of width {}, backward {}, optimizer {}, set_to_none={}, "
-      "mark_step_begin={}, {} steps\n",
+      "mark_step_begin={}, {} steps, zero_grad every {} step(s){}\n",
       plan.seed, plan.layers, plan.width, loop_backward_name(plan.backward),
       optimizer_kind_name(plan.optimizer), plan.set_to_none ? "True" : "False",
-      plan.mark_step ? "True" : "False", plan.steps);
+      plan.mark_step ? "True" : "False", plan.steps, plan.accumulate,
+      plan.reassign_before ? fmt::format(", w{}.data reassigned before step {}",
+                                         plan.reassign_param + 1, *plan.reassign_before)
+                           : "");
+  if (!plan.swarm_off.empty())
+    out += fmt::format("# swarm: off {}\n", fmt::join(plan.swarm_off, ", "));
   for (const FunctionDef& f : t.generated.program.functions) out += describe_function(f) + "\n";
   for (const Action& a : t.generated.program.actions) out += describe_action(a) + "\n";
   return out;

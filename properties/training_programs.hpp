@@ -1,18 +1,21 @@
 // Training loops for the loop properties (catalogue.cpp, `loop.*`): the two
 // seeds in one generated program.
 //
-// A TrainingPlan is a handful of swarm features (docs/properties.md): the
-// MLP's shape, how the forward and backward run, the compiled optimizer,
-// zero_grad's set_to_none, cudagraph_mark_step_begin() or not, the number of
-// steps. `lower` writes the program a user would: per step, an eager or a
-// compiled forward, the backward, the optimizer step, a read of every param
-// and zero_grad. Plans shrink towards one layer, two steps, SGD, the eager
-// backward and the features on.
+// A TrainingPlan is the MLP's shape, how the forward and backward run, the
+// compiled optimizer, zero_grad's set_to_none, cudagraph_mark_step_begin() or
+// not, the number of steps and two user faults: gradient accumulation (grads
+// kept across steps) and a param's `.data` reassigned. Its generator
+// (training_programs_rc.hpp) draws these under a swarm (docs/properties.md).
+// `lower` writes the program a user would: per step, an eager or a compiled
+// forward, the backward, the optimizer step, a read of every param and, but
+// while grads accumulate, zero_grad.
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "properties/cudagraph_programs.hpp"
 #include "sim/scenarios/training_models.hpp"
@@ -42,6 +45,14 @@ struct TrainingPlan {
   bool set_to_none = true;
   bool mark_step = true;
   int steps = 2;  // 2..6
+  // zero_grad runs after every `accumulate`-th step only, so grads from the
+  // steps between are kept and summed into (a fault: a kept .grad that a
+  // recorded backward left in the pool is freed by the next generation).
+  int accumulate = 1;  // 1..3
+  // `params[reassign_param].data = <new>` before step `reassign_before`.
+  std::optional<int> reassign_before;
+  int reassign_param = 0;
+  std::vector<std::string> swarm_off;  // shown in counterexamples only
 };
 
 struct TrainingProgram {

@@ -3,6 +3,7 @@
 // the modes agree with each other and with the all-eager oracle bitwise.
 #include <doctest/doctest.h>
 
+#include <variant>
 #include <vector>
 
 #include "properties/cudagraph_checks.hpp"
@@ -70,6 +71,78 @@ TEST_CASE("training programs: a kept .grad under a cudagraphed backward ends the
   eager.all_eager = true;
   const auto oracle = run_generated(t.generated, eager, status);
   CHECK_FALSE(check_loop_equals_eager(*world, *oracle).has_value());
+}
+
+std::size_t zero_grads_in(const Program& p) {
+  std::size_t n = 0;
+  for (const Action& a : p.actions) n += std::holds_alternative<ZeroGrad>(a) ? 1 : 0;
+  return n;
+}
+
+bool raised(const World& w) {
+  for (const Event& e : w.events()) {
+    if (e.kind == EventKind::kError) return true;
+  }
+  return false;
+}
+
+TEST_CASE("training programs: gradient accumulation keeps grads, and eager ones sum the steps") {
+  TrainingPlan plan;
+  plan.steps = 4;
+  plan.accumulate = 2;
+  const TrainingProgram t = lower(plan);
+  CHECK(zero_grads_in(t.generated.program) == 2);
+  Status status;
+  const auto world = run_generated(t.generated, WorldOptions{}, status);
+  REQUIRE(status.ok());
+  CHECK_FALSE(raised(*world));
+  WorldOptions eager;
+  eager.all_eager = true;
+  const auto oracle = run_generated(t.generated, eager, status);
+  CHECK_FALSE(check_loop_equals_eager(*world, *oracle).has_value());
+  CHECK_FALSE(check_loop_grad_copies(*world, t).has_value());
+  // Kept grads differ from fresh ones: the reads tell the two loops apart.
+  TrainingPlan fresh = plan;
+  fresh.accumulate = 1;
+  const auto other = run_generated(lower(fresh).generated, WorldOptions{}, status);
+  REQUIRE(status.ok());
+  CHECK(reads_of(*world).back().get<Digest>(F::digest) !=
+        reads_of(*other).back().get<Digest>(F::digest));
+}
+
+TEST_CASE("training programs: grads a recorded backward left in the pool, kept, end the contract") {
+  TrainingPlan plan;
+  plan.backward = LoopBackward::kCompiledAutograd;
+  plan.steps = 4;
+  plan.accumulate = 2;
+  const TrainingProgram t = lower(plan);
+  CHECK_FALSE(t.grads_from_recorded_backward);
+  Status status;
+  const auto world = run_generated(t.generated, WorldOptions{}, status);
+  REQUIRE(status.ok());
+  CHECK(raised(*world));
+}
+
+TEST_CASE("training programs: a param's .data reassigned mid-loop still equals all eager") {
+  for (int b = 0; b < static_cast<int>(LoopBackward::kCount); ++b) {
+    TrainingPlan plan;
+    plan.layers = 2;
+    plan.steps = 5;
+    plan.backward = static_cast<LoopBackward>(b);
+    plan.reassign_before = 3;
+    plan.reassign_param = 1;
+    CAPTURE(loop_backward_name(plan.backward));
+    const TrainingProgram t = lower(plan);
+    Status status;
+    const auto world = run_generated(t.generated, WorldOptions{}, status);
+    REQUIRE_MESSAGE(status.ok(), status.error().message);
+    CHECK_FALSE(raised(*world));
+    WorldOptions eager;
+    eager.all_eager = true;
+    const auto oracle = run_generated(t.generated, eager, status);
+    CHECK_FALSE(check_loop_equals_eager(*world, *oracle).has_value());
+    CHECK_FALSE(check_loop_grad_copies(*world, t).has_value());
+  }
 }
 
 }  // namespace

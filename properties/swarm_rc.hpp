@@ -1,0 +1,83 @@
+// The pieces every RapidCheck generator of properties/ shares: ranges that
+// do not grow with RapidCheck's size, weighted and rare choices that shrink
+// towards the first or the false, and a swarm of switchable features.
+//
+// Swarm testing (Groce et al., ISSTA 2012): each case switches a random
+// subset of a generator's features off, so that a program without one
+// feature reaches the interleavings that feature would mask. A generator
+// names its features in an X-macro table with a name per feature and draws a
+// FeatureSwarm over it. Header-only and included only by test code, like the
+// generators themselves.
+#pragma once
+
+#include <rapidcheck.h>
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace capsim::rc_gen {
+
+// Uniform in [lo, hi) whatever the size (rc::gen::inRange scales the range
+// with the size, and the containers below are resized to a few elements).
+template <typename T>
+rc::Gen<T> uniform(T lo, T hi) {
+  return rc::gen::resize(rc::kNominalSize, rc::gen::inRange<T>(lo, hi));
+}
+
+// One of `pairs` with probability proportional to its weight, shrinking
+// towards the first (rc::gen::weightedElement does not shrink).
+template <typename T>
+rc::Gen<T> weighted(std::vector<std::pair<std::uint32_t, T>> pairs) {
+  std::uint32_t total = 0;
+  for (const auto& p : pairs) total += p.first;
+  return rc::gen::map(uniform<std::uint32_t>(0, total), [pairs](std::uint32_t r) {
+    for (const auto& p : pairs) {
+      if (r < p.first) return p.second;
+      r -= p.first;
+    }
+    return pairs.back().second;
+  });
+}
+
+// A flag that is true with probability 1 / `one_in`, shrinking to false.
+inline rc::Gen<bool> sometimes(std::uint32_t one_in) {
+  return rc::gen::map(uniform<std::uint32_t>(0, one_in),
+                      [one_in](std::uint32_t r) { return r + 1 == one_in; });
+}
+
+inline rc::Gen<std::uint32_t> small(std::uint32_t below) {
+  return uniform<std::uint32_t>(0, below);
+}
+
+// Which of a generator's features are on in one case. `Feature` is the
+// generator's enum, ending in kCount; `names` its name table.
+template <typename Feature>
+struct FeatureSwarm {
+  std::vector<bool> on;  // one per feature
+  std::span<const std::string_view> names;
+  bool has(Feature f) const { return on.at(static_cast<std::size_t>(f)); }
+  std::vector<std::string> off_names() const {
+    std::vector<std::string> out;
+    for (std::size_t i = 0; i < on.size(); ++i) {
+      if (!on[i]) out.emplace_back(names[i]);
+    }
+    return out;
+  }
+};
+
+// Each feature on with probability 1/2; shrinks towards off.
+template <typename Feature, std::size_t N>
+rc::Gen<FeatureSwarm<Feature>> swarm_of(const std::string_view (&names)[N]) {
+  static_assert(N == static_cast<std::size_t>(Feature::kCount), "one name per feature");
+  const std::span<const std::string_view> table(names);
+  return rc::gen::map(rc::gen::container<std::vector<bool>>(N, sometimes(2)),
+                      [table](std::vector<bool> on) {
+                        return FeatureSwarm<Feature>{std::move(on), table};
+                      });
+}
+
+}  // namespace capsim::rc_gen
