@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <bit>
 #include <span>
 
 #include "model/digest.hpp"
@@ -85,6 +86,71 @@ Status CompiledAutogradRunner::backward(AutogradEngine& engine, const Variable& 
   CAPSIM_TRY(run_compiled_backward(engine, bg.graph, graphs_.at(d.entry),
                                    make_call(bg.graph, c, root_grads)));
   ++log.executed;
+  return {};
+}
+
+Digest digest_of(const LeafGrads& grads) {
+  std::uint64_t hash = fnv1a64({});  // the empty input: FNV-1a's offset basis
+  for (const std::vector<float>& g : grads) hash = fnv1a64(std::as_bytes(std::span(g)), hash);
+  return Digest{hash};
+}
+
+bool bitwise_equal(const LeafGrads& a, const LeafGrads& b) {
+  if (a.size() != b.size()) return false;
+  for (std::size_t k = 0; k < a.size(); ++k) {
+    if (a[k].size() != b[k].size()) return false;
+    for (std::size_t i = 0; i < a[k].size(); ++i) {
+      if (std::bit_cast<std::uint32_t>(a[k][i]) != std::bit_cast<std::uint32_t>(b[k][i])) {
+        return false;
+      }
+    }
+  }
+  return true;
+}
+
+namespace {
+
+Result<LeafGrads> grads_of(const AutogradEngine& engine) {
+  LeafGrads out;
+  for (TensorId leaf : engine.leaves_with_grad()) {
+    CAPSIM_TRY_ASSIGN(std::vector<float> g, engine.read(*engine.grad_of(leaf)));
+    out.push_back(std::move(g));
+  }
+  return out;
+}
+
+}  // namespace
+
+Result<LeafGrads> AutogradScenario::eager_grads(int i) const {
+  OwnedAutogradDevice dev;
+  AutogradEngine eager(dev.device());
+  CAPSIM_TRY_ASSIGN(const Variable loss, forward(eager, i));
+  CAPSIM_TRY_ASSIGN(const Tensor out, dev.store.tensor(loss.tensor));
+  std::vector<float> ones(static_cast<std::size_t>(numel(out.meta.sizes)), 1.0f);
+  CAPSIM_TRY_ASSIGN(const Variable grad, eager.constant(out.meta.sizes, ones));
+  CAPSIM_TRY(eager.backward(loss, grad));
+  return grads_of(eager);
+}
+
+Status AutogradScenario::run(CaptureMode mode, CaptureRunLog& log) const {
+  CAPSIM_CHECK(backwards >= 1 && forward, "a scenario runs a forward at least once");
+  CompiledAutogradRunner runner(mode, dynamic);
+  for (int i = 0; i < backwards; ++i) {
+    OwnedAutogradDevice dev;
+    AutogradEngine engine(dev.device());
+    CAPSIM_TRY_ASSIGN(const Variable loss, forward(engine, i));
+    CAPSIM_TRY(runner.backward(engine, loss, dev.store, log));
+    if (mode != CaptureMode::kFunctional) continue;
+    CAPSIM_TRY_ASSIGN(const LeafGrads got, grads_of(engine));
+    CAPSIM_TRY_ASSIGN(const LeafGrads want, eager_grads(i));
+    const bool same = bitwise_equal(got, want);
+    if (!same) ++log.mismatches;
+    log.emit(
+        EventKind::kCaRun,
+        {{F::backward, log.backwards - 1}, {F::leaves, got.size()}, {F::digest, digest_of(got)}});
+    log.lines.push_back(fmt::format("ran the compiled backward: grads of {} leaves {} eager",
+                                    got.size(), same ? "bitwise equal to" : "DIFFER from"));
+  }
   return {};
 }
 

@@ -3,11 +3,11 @@
 // captured graph, logged as lines and events.
 //
 // The scenarios behind `capsim capture` (sim/scenarios/autograd_scenarios.hpp)
-// and the graphs a recorder of real PyTorch walked
-// (sim/autograd/imported_autograd.hpp) both run through it; a World runs a
-// scenario by name through a CaptureScenarioLookup it is given
-// (WorldOptions::autograd_scenarios), so that the world wing needs the
-// scenario type but never the content.
+// run through it standalone; the graphs a recorder of real PyTorch walked
+// (sim/autograd/imported_autograd.hpp) and a World's compiled backwards share
+// its capture_one_backward. A World runs a scenario's forward by name through
+// a CaptureScenarioLookup it is given (WorldOptions::autograd_scenarios), so
+// that the world wing needs the scenario type but never the content.
 #pragma once
 
 #include <cstdint>
@@ -90,12 +90,36 @@ class CompiledAutogradRunner {
   std::map<std::uint64_t, FxGraph> graphs_;  // per cache entry: its latest capture
 };
 
+// The grads a backward left in its leaves' .grad, leaves in creation order,
+// as float32 values (a leaf whose .grad is None: an empty list).
+using LeafGrads = std::vector<std::vector<float>>;
+// FNV-1a 64 over the float32 bytes of every grad in order: ca_run's digest.
+Digest digest_of(const LeafGrads& grads);
+bool bitwise_equal(const LeafGrads& a, const LeafGrads& b);
+
+// A built-in compiled-autograd scenario (sim/scenarios/autograd_scenarios.hpp):
+// `backwards` times, a fresh forward builds a fresh graph and one backward
+// runs through compiled autograd. The content is the forward alone, so that
+// the same scenario runs standalone (`run`, behind `capsim capture`) and as a
+// World's run_capture_scenario action, on the World's engine, memory and tree
+// (sim/world/world_capture.cpp).
 struct AutogradScenario {
   std::string name;
   std::string mirrors;
   std::string description;
   std::uint64_t expected_captures = 0;  // what the PyTorch test asserts (functional mode)
-  std::function<Status(CaptureMode, CaptureRunLog&)> run;
+  int backwards = 1;
+  bool dynamic = false;  // torch._dynamo.compiled_autograd._enable(..., dynamic=)
+  // Backward `i`'s forward on `engine`: its leaves, its graph, its loss.
+  std::function<Result<Variable>(AutogradEngine& engine, int i)> forward;
+
+  // Standalone: a fresh engine per backward on a device of its own, the
+  // runner's cache across them and, in functional mode, each compiled
+  // backward's grads checked against `eager_grads`.
+  Status run(CaptureMode mode, CaptureRunLog& log) const;
+  // The eager engine's loss.backward() of backward `i`, on a device of its
+  // own: its leaves' grads, the reference for a compiled backward's.
+  Result<LeafGrads> eager_grads(int i) const;
 };
 
 // Finds a capture scenario by name: null for none.

@@ -3,12 +3,14 @@
 // Each mirrors a test of test/inductor/test_compiled_autograd.py (spec §6): it
 // builds one or more backward graphs with the eager engine, runs Phase A and
 // the cache for each backward, and captures on every miss in the chosen mode.
-// The run keeps every captured graph's text, every MetadataRead and every cache
+// A scenario is its forward: standalone (`AutogradScenario::run`), the run
+// keeps every captured graph's text, every MetadataRead and every cache
 // decision, so that `capsim capture NAME --mode legacy` shows where the legacy
-// capture read proxy metadata and the functional one did not. The same run is
-// also a list of events, which a World emits when a program runs a scenario
-// as one `capture_scenario` action, so that traces hold compiled autograd's
-// observations too (docs/trace-format.md).
+// capture read proxy metadata and the functional one did not. A World runs
+// the same forward on its own tensors for a `run_capture_scenario` action and
+// its backwards as compiled backwards (sim/world/world_capture.cpp), so
+// traces hold compiled autograd's observations and the tree manager's calls
+// of the captures (docs/trace-format.md).
 #pragma once
 
 #include <string>

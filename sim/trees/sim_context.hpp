@@ -48,9 +48,9 @@ struct Counters {
   // Replays that read a static input whose storage was freed or moved since
   // the recording baked it in (checked with verify_replays).
   std::uint64_t static_violations = 0;
-  // Compiled autograd (run_capture_scenario actions): captures on a cache
-  // miss, proxy metadata reads during them, and compiled backwards whose
-  // grads differ from an eager backward of the same forward.
+  // Compiled autograd (compiled backwards): captures on a cache miss, proxy
+  // metadata reads during them, and backwards of run_capture_scenario
+  // actions whose grads differ from an eager backward of the same forward.
   std::uint64_t ca_captures = 0;
   std::uint64_t ca_metadata_reads = 0;
   std::uint64_t ca_mismatches = 0;

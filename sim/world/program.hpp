@@ -136,10 +136,10 @@ struct DropOptimizer {
 // torch._dynamo.reset(): the tree manager is shut down, compiled code dropped.
 struct Reset {};
 // A built-in compiled-autograd scenario (sim/scenarios/autograd_scenarios.hpp), run as
-// one action: its cache decisions, proxy metadata reads, captures and runs
-// become this action's events. Coarse on purpose: the World's own tensors are
-// not autograd variables yet, so a program cannot build the graph itself
-// (a trace of real PyTorch gives it instead: DefineAutogradGraph).
+// one action: each of its forwards builds a graph on the World's tensors with
+// engine ops a program's bodies cannot express (hooks, custom functions, views),
+// and each backward is a compiled Backward of that graph with its capture in
+// `mode` (sim/world/world_capture.cpp).
 struct RunCaptureScenario {
   std::string name;
   CaptureMode mode = CaptureMode::kFunctional;

@@ -157,6 +157,11 @@ class World {
   Status do_define_autograd_graph(const DefineAutogradGraph& a);
   Status do_compiled_backward(const CompiledBackward& a);
   Status do_backward(const Backward& a);
+  // A run_capture_scenario action's backward `i` (world_capture.cpp); false
+  // when it raised (its error event is out).
+  Result<bool> scenario_backward(const AutogradScenario& s, int i, CaptureMode mode);
+  Status check_scenario_grads(const AutogradScenario& s, int i,
+                              const std::vector<std::uint64_t>& leaves);
 
   // Autograd over the World's tensors (world_autograd.cpp).
   Autograd& ensure_autograd();
@@ -170,8 +175,11 @@ class World {
   void take_grads_from_engine();
   // How many of `nodes` are AccumulateGrads: the leaves a backward wrote.
   std::int64_t accumulate_grads_among(std::span<const AutogradNodeId> nodes) const;
+  // `a` on the objects it names, its capture in `mode`.
+  Status backward_of(const Backward& a, std::uint64_t root_object,
+                     std::optional<std::uint64_t> grad_object, CaptureMode mode);
   Status compiled_autograd_backward(const Backward& a, const Variable& root,
-                                    const std::optional<Variable>& grad);
+                                    const std::optional<Variable>& grad, CaptureMode mode);
   void replace_capture(std::uint64_t entry, FxGraph captured);
   struct LoweredBackward;
   Result<const LoweredBackward*> lowered_function(std::uint64_t entry,

@@ -166,11 +166,18 @@ std::int64_t World::accumulate_grads_among(std::span<const AutogradNodeId> nodes
 
 Status World::do_backward(const Backward& a) {
   CAPSIM_TRY_ASSIGN(const std::uint64_t root_object, lookup(a.tensor));
-  std::vector<std::uint64_t> used{root_object};
+  std::optional<std::uint64_t> grad_object;
   if (a.grad) {
-    CAPSIM_TRY_ASSIGN(const std::uint64_t g, lookup(*a.grad));
-    used.push_back(g);
+    CAPSIM_TRY_ASSIGN(grad_object, lookup(*a.grad));
   }
+  return backward_of(a, root_object, grad_object, options_.compiled_autograd_capture);
+}
+
+Status World::backward_of(const Backward& a, std::uint64_t root_object,
+                          std::optional<std::uint64_t> grad_object, CaptureMode mode) {
+  CAPSIM_CHECK(a.grad.has_value() == grad_object.has_value(), "a given grad names its object");
+  std::vector<std::uint64_t> used{root_object};
+  if (grad_object) used.push_back(*grad_object);
   if (raise_if_poisoned(used)) return {};
   AutogradEngine& e = ensure_autograd().engine;
   CAPSIM_TRY_ASSIGN(const Variable root, e.adopt(objects_.at(root_object).tensor, false));
@@ -187,7 +194,7 @@ Status World::do_backward(const Backward& a) {
   }
   if (!lend_grads_to_engine()) return {};
   if (a.compiled && !options_.all_eager) {
-    return compiled_autograd_backward(a, root, options.grad_output);
+    return compiled_autograd_backward(a, root, options.grad_output, mode);
   }
   CAPSIM_TRY_ASSIGN(const BackwardResult r, e.autograd_backward(root, options));
   take_grads_from_engine();

@@ -1,15 +1,18 @@
 // World: the compiled-autograd actions. run_capture_scenario runs a scenario
-// found through WorldOptions::autograd_scenarios on its own autograd devices
-// (sim/autograd/compiled_autograd_runner.hpp; the built-in scenarios are
-// content, sim/scenarios/, which this wing never includes); autograd_graph
-// and compiled_backward work on graphs a recorder of real PyTorch walked
-// (sim/autograd/imported_autograd.hpp). None of them touches the World's
-// memory, pools, tensors or trees: they only add events and counters.
+// found through WorldOptions::autograd_scenarios (the built-in ones are
+// content, sim/scenarios/, which this wing never includes) as a thin adapter:
+// each of its forwards builds its graph on the World's own engine, memory and
+// default pool, and its backward is a compiled `backward` action over that
+// graph (world_compiled_autograd.cpp), so a capture that lowers is warmed
+// up, recorded and replayed by the tree manager like every compiled function.
+// autograd_graph and compiled_backward work on graphs a recorder of real
+// PyTorch walked (sim/autograd/imported_autograd.hpp); those touch none of
+// the World's memory, pools, tensors or trees.
 #include <fmt/format.h>
 
 #include "sim/autograd/compiled_autograd_runner.hpp"
 #include "sim/autograd/imported_autograd.hpp"
-#include "sim/world/world.hpp"
+#include "sim/world/world_parts.hpp"
 
 namespace capsim {
 
@@ -20,15 +23,76 @@ Status World::do_run_capture_scenario(const RunCaptureScenario& a) {
     return make_error(
         fmt::format("capture scenario '{}': unknown (see capsim capture --list)", a.name));
   }
-  CaptureRunLog log;
-  if (options_.on_backward) {
-    log.observer = [this](const BackwardView& view) { options_.on_backward(ctx_.action, view); };
+  for (int i = 0; i < scenario->backwards; ++i) {
+    CAPSIM_TRY_ASSIGN(const bool ran, scenario_backward(*scenario, i, a.mode));
+    if (!ran) break;
   }
-  CAPSIM_TRY(scenario->run(a.mode, log));
-  for (Event& e : log.events) ctx_.emit(e.kind, std::move(e.fields));
-  counters_.ca_captures += log.captures;
-  counters_.ca_metadata_reads += log.metadata_reads;
-  counters_.ca_mismatches += log.mismatches;
+  return {};
+}
+
+// The forward builds on the engine; what it made becomes the World's: its
+// leaves get objects (whose .grad AccumulateGrad fills), the loss an object,
+// the graph holds its saved tensors, everything else dies with the forward.
+// Then `loss.backward()` through compiled autograd and, in functional mode,
+// the grads against an eager backward of the same forward (a ca_run event).
+Result<bool> World::scenario_backward(const AutogradScenario& s, int i, CaptureMode mode) {
+  Autograd& ag = ensure_autograd();
+  AutogradEngine& e = ag.engine;
+  CAPSIM_CHECK(e.owned().empty(), "the engine owns nothing between actions");
+  const std::size_t first_node = e.num_nodes();
+  const Result<Variable> loss = s.forward(e, i);
+  const std::vector<TensorId> made(e.owned().begin(), e.owned().end());
+  std::vector<std::uint64_t> leaves;
+  for (TensorId t : made) {
+    e.disown(t);
+    refs_.hold(t);
+    const Result<Variable> v = e.variable(t);
+    if (!loss || !v || !v->requires_grad || v->grad_fn) continue;
+    refs_.hold(t);
+    leaves.push_back(new_object(t));
+    ref(leaves.back());
+    ag.leaf_objects.emplace(t, leaves.back());
+  }
+  std::optional<std::uint64_t> root;
+  if (loss) {
+    hold_saved_tensors(first_node);
+    refs_.hold(loss->tensor);
+    root = new_object(loss->tensor);
+    ref(*root);
+  }
+  for (TensorId t : made) CAPSIM_TRY(refs_.drop(t));
+  if (!loss) return loss.error();
+  Backward b;
+  b.tensor = "loss";
+  b.compiled = true;
+  b.dynamic = s.dynamic;
+  CAPSIM_TRY(backward_of(b, *root, std::nullopt, mode));
+  const bool ran = !events().empty() && events().back().kind == EventKind::kBackward;
+  if (ran && mode == CaptureMode::kFunctional) CAPSIM_TRY(check_scenario_grads(s, i, leaves));
+  for (std::uint64_t o : leaves) {
+    ag.leaf_objects.erase(objects_.at(o).tensor);
+    CAPSIM_TRY(unref(o));
+  }
+  CAPSIM_TRY(unref(*root));
+  return ran || mode == CaptureMode::kLegacy;
+}
+
+// The ca_run of a scenario's backward `i`: its leaves' grads, bitwise against
+// the eager engine's on a device of its own (a mismatch is counted).
+Status World::check_scenario_grads(const AutogradScenario& s, int i,
+                                   const std::vector<std::uint64_t>& leaves) {
+  LeafGrads got;
+  for (std::uint64_t o : leaves) {
+    const std::optional<std::uint64_t> grad = objects_.at(o).grad;
+    if (!grad) continue;
+    CAPSIM_TRY_ASSIGN(std::vector<float> g, autograd_->engine.read(objects_.at(*grad).tensor));
+    got.push_back(std::move(g));
+  }
+  CAPSIM_TRY_ASSIGN(const LeafGrads want, s.eager_grads(i));
+  if (!bitwise_equal(got, want)) ++counters_.ca_mismatches;
+  ctx_.emit(EventKind::kCaRun, {{F::backward, autograd_->backwards - 1},
+                                {F::leaves, got.size()},
+                                {F::digest, digest_of(got)}});
   return {};
 }
 

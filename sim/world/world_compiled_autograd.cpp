@@ -21,22 +21,28 @@
 namespace capsim {
 
 Status World::compiled_autograd_backward(const Backward& a, const Variable& root,
-                                         const std::optional<Variable>& grad) {
+                                         const std::optional<Variable>& grad, CaptureMode mode) {
   Autograd& ag = *autograd_;
   AutogradEngine& e = ag.engine;
   CAPSIM_TRY_ASSIGN(const AutogradEngine::BackwardGraph bg, e.backward_graph(root));
   CaptureRunLog log;
   log.backwards = ag.backwards;
   CAPSIM_TRY_ASSIGN(BackwardCapture b,
-                    capture_one_backward(bg.graph, bg.root, store_, ag.cache,
-                                         options_.compiled_autograd_capture, a.dynamic, log));
+                    capture_one_backward(bg.graph, bg.root, store_,
+                                         mode == CaptureMode::kLegacy ? ag.legacy_cache : ag.cache,
+                                         mode, a.dynamic, log));
   ag.backwards = log.backwards;
   for (Event& ev : log.events) ctx_.emit(ev.kind, std::move(ev.fields));
   counters_.ca_captures += log.captures;
   counters_.ca_metadata_reads += log.metadata_reads;
-  if (options_.compiled_autograd_capture == CaptureMode::kLegacy) {
+  if (mode == CaptureMode::kLegacy) {
     // The legacy capture's graph is a model of what it read, not a program:
-    // the grads come from the eager engine.
+    // it is shown, never cached for a lowering, and the grads come from the
+    // eager engine.
+    if (options_.on_backward) {
+      options_.on_backward(ctx_.action, BackwardView{b.backward, mode, &bg.graph, &store_,
+                                                     b.captured ? &*b.captured : nullptr});
+    }
     AutogradEngine::BackwardOptions options;
     options.grad_output = grad;
     options.retain_graph = a.retain_graph;
@@ -44,7 +50,6 @@ Status World::compiled_autograd_backward(const Backward& a, const Variable& root
     take_grads_from_engine();
     return drop_released_saved_tensors();
   }
-
   // compiled_fn(inputs, sizes, ...): the root grad is ones unless given.
   std::optional<TensorId> ones;
   std::vector<TensorId> root_grads;

@@ -64,6 +64,9 @@ struct World::Autograd {
   // Compiled autograd: the cache over every compiled backward, and per cache
   // entry its latest capture and, where it lowers, its tree-manager function.
   CompiledAutogradCache cache;
+  // The legacy capture's own cache (a negative control's model, never
+  // lowered), so that its entries never meet the functional ones.
+  CompiledAutogradCache legacy_cache;
   std::uint64_t backwards = 0;
   struct Entry {
     FxGraph captured;

@@ -69,7 +69,7 @@ bad "unknown output extension '.jpg'" "$capsim" render "$rerecord" -o "$dir/x.jp
 [ -e "$dir/x.jpg" ] && fail "a file was written for a bad extension"
 bad "cannot write" "$capsim" render "$rerecord" -o "$dir/no/such/dir/x.dot"
 bad "unknown kind 'nope'" "$capsim" render "$rerecord" --graph nope:1
-bad "no cudagraph pool" "$capsim" render "$corpus/ca_basic.jsonl" --graph pool
+bad "no cudagraph pool" "$capsim" render "$corpus/ca_setitem.jsonl" --graph pool
 bad "only the tree" "$capsim" diff --predicted "$rerecord" --graph program:0
 bad "cannot open\|No such file\|not found" "$capsim" render "$dir/missing.jsonl"
 ls "$dir" | grep -q '\.tmp$' && fail "a temporary file was left"

@@ -5,10 +5,13 @@
 
 #include <fmt/format.h>
 
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "sim/autograd/compiled_autograd_runner.hpp"
 #include "sim/core/function_builder.hpp"
+#include "sim/scenarios/autograd_scenarios.hpp"
 #include "sim/scenarios/scenarios.hpp"
 #include "sim/world/world.hpp"
 
@@ -259,6 +262,71 @@ TEST_CASE("world autograd: the MLP's params end bitwise equal whatever the backw
   first_actions.actions.resize(3);
   REQUIRE(fresh.run(first_actions).ok());
   CHECK(*fresh.values("w1") != params[0][0]);
+}
+
+// A capture scenario run as a World action: the World's compiled backward
+// over a graph its engine built.
+std::unique_ptr<World> run_capture(std::initializer_list<RunCaptureScenario> actions) {
+  WorldOptions options;
+  options.autograd_scenarios = find_autograd_scenario;
+  auto w = std::make_unique<World>(options);
+  Program p;
+  for (const RunCaptureScenario& a : actions) p.actions.push_back(a);
+  const Status s = w->run(p);
+  REQUIRE_MESSAGE(s.ok(), s.error().message);
+  return w;
+}
+
+std::vector<Digest> run_digests(const std::vector<Event>& events) {
+  std::vector<Digest> out;
+  for (const Event& e : events) {
+    if (e.kind == EventKind::kCaRun) out.push_back(e.get<Digest>(F::digest));
+  }
+  return out;
+}
+
+TEST_CASE("world autograd: a capture scenario's backwards are the World's, through the tree") {
+  const auto world = run_capture({RunCaptureScenario{"basic", CaptureMode::kFunctional}});
+  const World& w = *world;
+  // Three backwards of mm, relu, sum: one capture, lowered to CompiledAutograd0,
+  // which the tree manager warms up, records and replays.
+  CHECK(count(w, EventKind::kCaCacheMiss) == 1);
+  CHECK(count(w, EventKind::kCaCacheHit) == 2);
+  CHECK(count(w, EventKind::kWarmup) == 1);
+  CHECK(count(w, EventKind::kRecord) == 1);
+  CHECK(count(w, EventKind::kReplay) == 1);
+  CHECK(count(w, EventKind::kBackward) == 3);
+  CHECK(w.counters().ca_mismatches == 0);
+  // The grads are bitwise the standalone runner's (`capsim capture basic`).
+  CaptureRunLog log;
+  REQUIRE(find_autograd_scenario("basic")->run(CaptureMode::kFunctional, log).ok());
+  CHECK(run_digests(w.events()) == run_digests(log.events));
+  // Each backward's leaves die after it, and their .grad, a pool output, with
+  // them: nothing of the scenario stays live in the cudagraph pool.
+  CHECK(w.pool_live_blocks() == 0);
+}
+
+TEST_CASE("world autograd: a capture scenario that does not lower runs in the FX interpreter") {
+  const auto world =
+      run_capture({RunCaptureScenario{"tensor_grad_hook", CaptureMode::kFunctional}});
+  const World& w = *world;
+  CHECK(count(w, EventKind::kCompile) == 0);
+  CHECK(w.counters().eager_fallbacks == 2);
+  CHECK(w.counters().ca_mismatches == 0);
+  CaptureRunLog log;
+  REQUIRE(find_autograd_scenario("tensor_grad_hook")->run(CaptureMode::kFunctional, log).ok());
+  CHECK(run_digests(w.events()) == run_digests(log.events));
+}
+
+TEST_CASE("world autograd: legacy and functional captures in one World keep their own caches") {
+  const auto world = run_capture({RunCaptureScenario{"basic", CaptureMode::kLegacy},
+                                  RunCaptureScenario{"basic", CaptureMode::kFunctional}});
+  const World& w = *world;
+  // Each mode misses once: a legacy entry never serves a functional backward.
+  CHECK(count(w, EventKind::kCaCacheMiss) == 2);
+  CHECK(w.counters().ca_metadata_reads > 0);
+  CHECK(count(w, EventKind::kCaRun) == 3);
+  CHECK(w.counters().ca_mismatches == 0);
 }
 
 }  // namespace
