@@ -47,7 +47,29 @@ void BM_TrainingLoop(benchmark::State& state, bool with_oracle) {
   state.SetLabel(std::string(loop_backward_name(plan.backward)));
 }
 
+// The cost of one step as a loop grows: the eager backward over the World's
+// autograd graph, whose backwards see only the nodes they reach (an engine
+// that copied every node it ever recorded made each step slower than the
+// last). One item = one step.
+void BM_TrainingLoopSteps(benchmark::State& state) {
+  TrainingPlan plan;
+  plan.layers = 3;
+  plan.width = 4;
+  plan.steps = static_cast<int>(state.range(0));
+  plan.optimizer = OptimizerKind::kSgd;
+  plan.backward = LoopBackward::kEager;
+  const TrainingProgram t = lower(plan);
+  for (auto _ : state) {
+    Status status;
+    auto world = run_generated(t.generated, WorldOptions{}, status);
+    if (!status.ok()) state.SkipWithError(status.error().message.c_str());
+    benchmark::DoNotOptimize(world);
+  }
+  state.SetItemsProcessed(state.iterations() * plan.steps);
+}
+
 BENCHMARK_CAPTURE(BM_TrainingLoop, case, false)->DenseRange(0, 3);
+BENCHMARK(BM_TrainingLoopSteps)->Arg(6)->Arg(60)->Arg(600);
 BENCHMARK_CAPTURE(BM_TrainingLoop, eager_oracle, true)->DenseRange(0, 3);
 
 }  // namespace

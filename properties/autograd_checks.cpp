@@ -111,7 +111,7 @@ CheckResult check_runs_like_eager(const AutogradProgram& p, Fault fault) {
   RunOptions options;
   options.fault = fault;
   const Status ran = run_compiled_backward(c.engine, c.bg.graph, r->graph,
-                                           make_call(c.bg.graph, c.backward, roots), options);
+                                           make_call(c.bg, c.backward, roots), options);
   if (!ran) return "compiled backward: " + ran.error().message;
   auto got = leaf_grad_bits(c.engine);
   auto want = leaf_grad_bits(eager);

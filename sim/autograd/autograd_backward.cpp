@@ -71,7 +71,8 @@ Result<std::optional<BackwardRaise>> backward_raise(
   }
   CAPSIM_TRY_ASSIGN(const AutogradEngine::BackwardGraph bg, engine.backward_graph(root));
   for (AutogradNodeId id : reachable_nodes(bg.graph, bg.root)) {
-    if (id != bg.root && holds_saved_state(bg.graph.node(id)) && engine.released(id)) {
+    if (id != bg.root && holds_saved_state(bg.graph.node(id)) &&
+        engine.released(bg.engine_id(id))) {
       return std::optional<BackwardRaise>(BackwardRaise{"G3", kErrBackwardTwice});
     }
   }
@@ -93,25 +94,33 @@ class BackwardRun : public BackwardOps {
     CAPSIM_TRY_ASSIGN(const std::vector<AutogradNodeId> order, bg.graph.topological_order());
     const std::set<AutogradNodeId> reachable = reachable_nodes(bg.graph, bg.root);
     user_grad_ = grad_output.tensor;
+    bg_ = &bg;
     BackwardResult result;
     for (AutogradNodeId id : order) {
       if (reachable.count(id) == 0) continue;
-      result.executed.push_back(id);
+      ++result.node_calls;
       if (id == bg.root) {
         CAPSIM_TRY(deliver(bg.graph, id, Grads{grad_output.tensor}));
         continue;
       }
+      const AutogradNodeId engine_id = bg.engine_id(id);
+      result.executed.push_back(engine_id);
       const AutogradNode& node = bg.graph.node(id);
-      if (holds_saved_state(node) && e_.released(id)) return make_error(kErrBackwardTwice);
+      if (holds_saved_state(node) && e_.released(engine_id)) return make_error(kErrBackwardTwice);
       CAPSIM_TRY(run_node(bg.graph, id));
       // As engine.cpp's call_function: the node gives up its saved state
       // once it has run, unless the graph is retained.
-      if (!retain_graph_ && holds_saved_state(node)) e_.released_.insert(id);
+      if (!retain_graph_ && holds_saved_state(node)) e_.released_.insert(engine_id);
     }
+    bg_ = nullptr;
     return result;
   }
 
  private:
+  // The backward being run: its ids are its own, the engine's hooks and
+  // custom functions are keyed by the engine's.
+  const AutogradEngine::BackwardGraph* bg_ = nullptr;
+
   // --- Buffers -------------------------------------------------------------------
 
   void hold(TensorId id) { ++held_[id]; }
@@ -152,7 +161,7 @@ class BackwardRun : public BackwardOps {
     for (const auto& g : inputs) {
       if (g) unhold(*g);
     }
-    const auto hooks = e_.hooks_.find(id);
+    const auto hooks = e_.hooks_.find(bg_->engine_id(id));
     const std::vector<AutogradEngine::Hook> no_hooks;
     const auto& node_hooks = hooks == e_.hooks_.end() ? no_hooks : hooks->second;
     for (const auto& h : node_hooks) {
@@ -280,7 +289,7 @@ class BackwardRun : public BackwardOps {
       }
       case AutogradNodeKind::kPyNode:
       case AutogradNodeKind::kCppNode: {
-        const auto it = e_.functions_.find(id);
+        const auto it = e_.functions_.find(bg_->engine_id(id));
         if (it == e_.functions_.end()) {
           return make_error(fmt::format("autograd engine: {} has no backward", node.name));
         }

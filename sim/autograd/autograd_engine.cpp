@@ -274,19 +274,27 @@ Result<Variable> AutogradEngine::finish(TensorId out, AutogradNode node,
   return variable(out);
 }
 
-Result<AutogradGraph> AutogradEngine::build(std::optional<GradFn> root_edge) const {
+Result<AutogradGraph> AutogradEngine::build(std::span<const AutogradNodeId> ids,
+                                            std::optional<GradFn> root_edge) const {
+  CAPSIM_CHECK(std::is_sorted(ids.begin(), ids.end()), "a graph keeps recording order");
+  // An engine id's graph id: its place among `ids`.
+  const auto graph_id = [&ids](AutogradNodeId engine_id) {
+    const auto it = std::lower_bound(ids.begin(), ids.end(), engine_id);
+    CAPSIM_CHECK(it != ids.end() && *it == engine_id, "a built graph is closed under its edges");
+    return static_cast<AutogradNodeId>(it - ids.begin());
+  };
   AutogradGraph graph;
-  for (const Record& r : records_) {
-    AutogradNode node = r.node;
+  for (AutogradNodeId id : ids) {
+    AutogradNode node = records_[id].node;
     if (node.variable) node.variable_grad_defined = grad_of(*node.variable).has_value();
     CAPSIM_TRY(graph.add_node(std::move(node)));
   }
-  for (std::size_t id = 0; id < records_.size(); ++id) {
-    const auto& next = records_[id].next;
-    for (std::size_t k = 0; k < next.size(); ++k) {
-      if (!next[k]) continue;
-      CAPSIM_TRY(graph.add_edge(static_cast<AutogradNodeId>(id), static_cast<std::uint32_t>(k),
-                                next[k]->target, next[k]->input_nr));
+  for (std::size_t k = 0; k < ids.size(); ++k) {
+    const auto& next = records_[ids[k]].next;
+    for (std::size_t out = 0; out < next.size(); ++out) {
+      if (!next[out]) continue;
+      CAPSIM_TRY(graph.add_edge(static_cast<AutogradNodeId>(k), static_cast<std::uint32_t>(out),
+                                graph_id(next[out]->target), next[out]->input_nr));
     }
   }
   if (root_edge) {
@@ -295,13 +303,15 @@ Result<AutogradGraph> AutogradEngine::build(std::optional<GradFn> root_edge) con
     root.name = "GraphRoot";
     root.num_outputs = 1;
     CAPSIM_TRY_ASSIGN(const AutogradNodeId id, graph.add_node(std::move(root)));
-    CAPSIM_TRY(graph.add_edge(id, 0, root_edge->node, root_edge->output_nr));
+    CAPSIM_TRY(graph.add_edge(id, 0, graph_id(root_edge->node), root_edge->output_nr));
   }
   return graph;
 }
 
 Result<AutogradGraph> AutogradEngine::graph() const {
-  return build(std::nullopt);
+  std::vector<AutogradNodeId> all(records_.size());
+  for (std::size_t id = 0; id < all.size(); ++id) all[id] = static_cast<AutogradNodeId>(id);
+  return build(all, std::nullopt);
 }
 
 Result<AutogradEngine::BackwardGraph> AutogradEngine::backward_graph(const Variable& root) const {
@@ -309,9 +319,27 @@ Result<AutogradEngine::BackwardGraph> AutogradEngine::backward_graph(const Varia
   if (!edge) {
     return make_error(kErrNoGradFn);
   }
-  CAPSIM_TRY_ASSIGN(AutogradGraph graph, build(edge));
-  const auto id = static_cast<AutogradNodeId>(graph.num_nodes() - 1);
-  return BackwardGraph{std::move(graph), id};
+  // The nodes the root's edge reaches, in recording order.
+  std::vector<bool> seen(records_.size(), false);
+  std::vector<AutogradNodeId> stack{edge->node};
+  seen[edge->node] = true;
+  BackwardGraph out;
+  while (!stack.empty()) {
+    const AutogradNodeId id = stack.back();
+    stack.pop_back();
+    out.engine_ids.push_back(id);
+    for (const auto& next : records_[id].next) {
+      if (next && !seen[next->target]) {
+        seen[next->target] = true;
+        stack.push_back(next->target);
+      }
+    }
+  }
+  std::sort(out.engine_ids.begin(), out.engine_ids.end());
+  CAPSIM_TRY_ASSIGN(out.graph, build(out.engine_ids, edge));
+  out.root = static_cast<AutogradNodeId>(out.graph.num_nodes() - 1);
+  CAPSIM_CHECK(out.root == out.engine_ids.size(), "the GraphRoot is the last id");
+  return out;
 }
 
 // --- Differentiable ops ------------------------------------------------------------

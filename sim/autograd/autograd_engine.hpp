@@ -112,7 +112,8 @@ struct CustomFunction {
 
 // What backward() leaves behind besides the leaves' .grad.
 struct BackwardResult {
-  std::vector<AutogradNodeId> executed;  // nodes run, in order (GraphRoot first)
+  std::vector<AutogradNodeId> executed;  // the engine's nodes run, in order
+  std::size_t node_calls = 0;            // nodes run, the backward's own GraphRoot too
 };
 
 class AutogradEngine {
@@ -229,11 +230,20 @@ class AutogradEngine {
   const AutogradNode& node(AutogradNodeId id) const;
   // The recorded graph, ids unchanged.
   Result<AutogradGraph> graph() const;
-  // The graph a backward from `root` runs: the recorded one plus a GraphRoot
-  // (the last id) with one edge to the root's gradient edge.
+  // The graph a backward from `root` runs: the recorded nodes it reaches,
+  // in recording order, plus a GraphRoot (the last id) with one edge to the
+  // root's gradient edge. Its ids are its own, so that a program's hundredth
+  // backward costs what its first did: `engine_ids` maps each one but the
+  // GraphRoot's to the engine's (hooks, custom functions and released state
+  // are the engine's, by its ids).
   struct BackwardGraph {
     AutogradGraph graph;
     AutogradNodeId root = 0;
+    std::vector<AutogradNodeId> engine_ids;  // per graph id below `root`
+    AutogradNodeId engine_id(AutogradNodeId id) const {
+      CAPSIM_CHECK(id < engine_ids.size(), "the GraphRoot is the backward's own");
+      return engine_ids[id];
+    }
   };
   Result<BackwardGraph> backward_graph(const Variable& root) const;
   // The edge a tensor's grad flows into: its grad_fn, or its AccumulateGrad.
@@ -283,7 +293,10 @@ class AutogradEngine {
   Result<Variable> rebase(const Variable& self, AutogradNode node,
                           std::span<const Variable> inputs);
   InputMetadata metadata_of(TensorId tensor) const;
-  Result<AutogradGraph> build(std::optional<GradFn> root_edge) const;
+  // The graph of the recorded nodes `ids` (sorted, closed under their edges),
+  // renumbered 0.. in that order, plus a GraphRoot to `root_edge` if given.
+  Result<AutogradGraph> build(std::span<const AutogradNodeId> ids,
+                              std::optional<GradFn> root_edge) const;
 
   AutogradDevice device_;
   std::vector<Record> records_;

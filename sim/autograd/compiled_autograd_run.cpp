@@ -158,7 +158,7 @@ class CompiledBackwardRun : public BackwardOps {
   }
   Result<float> hook_scale(const Value& v) const {
     CAPSIM_TRY_ASSIGN(const LiftedHook* h, hook(v));
-    const auto it = e_.hooks_.find(h->node);
+    const auto it = e_.hooks_.find(engine_id(h->node));
     if (h->backward || it == e_.hooks_.end() || h->index >= it->second.size()) {
       return make_error(fmt::format("hooks[{}] is not a hook of node {}", v.i, h->node));
     }
@@ -169,6 +169,12 @@ class CompiledBackwardRun : public BackwardOps {
     if (!d) return make_error(fmt::format("unknown dtype '{}'", name));
     return *d;
   }
+  // A node of the graph being run, by the engine's id (none: no such node,
+  // which no engine map holds either).
+  AutogradNodeId engine_id(AutogradNodeId node) const {
+    return node < call_.engine_ids.size() ? call_.engine_ids[node] : kNoEngineNode;
+  }
+  static constexpr AutogradNodeId kNoEngineNode = ~AutogradNodeId{0};
   std::vector<bool> needed_of(AutogradNodeId node) const {
     std::vector<bool> out;
     for (const auto& e : graph_.next_edges(node)) out.push_back(e.has_value());
@@ -396,7 +402,7 @@ class CompiledBackwardRun : public BackwardOps {
   Result<Value> call_backward(const std::vector<Value>& args) {
     if (args.size() < 3) return make_error("call_backward takes a backward, saved and grads");
     CAPSIM_TRY_ASSIGN(const LiftedHook* h, hook(args[0]));
-    const auto fn = e_.functions_.find(h->node);
+    const auto fn = e_.functions_.find(engine_id(h->node));
     if (!h->backward || fn == e_.functions_.end()) return make_error("not a Python backward");
     std::optional<TensorId> g;
     for (std::size_t i = 2; i < args.size() && !g; ++i) {
@@ -421,9 +427,12 @@ class CompiledBackwardRun : public BackwardOps {
   std::vector<Value> values_;
 };
 
-CompiledBackwardCall make_call(const AutogradGraph& graph, const CollectedBackward& backward,
+CompiledBackwardCall make_call(const AutogradEngine::BackwardGraph& bg,
+                               const CollectedBackward& backward,
                                std::span<const TensorId> root_grads) {
+  const AutogradGraph& graph = bg.graph;
   CompiledBackwardCall call;
+  call.engine_ids = bg.engine_ids;
   call.inputs = backward.inputs;
   call.inputs.insert(call.inputs.end(), root_grads.begin(), root_grads.end());
   for (const SizeInput& s : backward.sizes) {
@@ -432,7 +441,9 @@ CompiledBackwardCall make_call(const AutogradGraph& graph, const CollectedBackwa
   call.hooks = backward.hooks;
   for (const NodeCall& nc : backward.ordered_calls) {
     const AutogradNode& node = graph.node(nc.node);
-    if (node.kind == AutogradNodeKind::kCppNode) call.cpp_nodes.emplace(node.name, nc.node);
+    if (node.kind == AutogradNodeKind::kCppNode) {
+      call.cpp_nodes.emplace(node.name, bg.engine_id(nc.node));
+    }
   }
   return call;
 }

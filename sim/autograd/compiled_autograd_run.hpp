@@ -37,13 +37,17 @@ struct CompiledBackwardCall {
   std::vector<std::int64_t> sizes;  // the DYNAMIC slots' values, in slot order
   std::vector<LiftedHook> hooks;    // the runtime `hooks` list
   // C++ Functions by node name ("CppNode<MyFn>"): ops.CppNode<MyFn>k calls
-  // the class's backward, which capsim keeps per node.
+  // the class's backward, which capsim keeps per node (by the engine's id).
   std::map<std::string, AutogradNodeId> cpp_nodes;
+  // The backward graph's ids to the engine's (AutogradEngine::BackwardGraph):
+  // the hooks' nodes are the graph's, their scales and functions the engine's.
+  std::vector<AutogradNodeId> engine_ids;
 };
 
-// The call for `backward` (whose slots' dynamic flags must be those of the
-// graph that will run: see mark_dynamic).
-CompiledBackwardCall make_call(const AutogradGraph& graph, const CollectedBackward& backward,
+// The call for `backward` over `bg` (whose slots' dynamic flags must be those
+// of the graph that will run: see mark_dynamic).
+CompiledBackwardCall make_call(const AutogradEngine::BackwardGraph& bg,
+                               const CollectedBackward& backward,
                                std::span<const TensorId> root_grads);
 
 struct RunOptions {

@@ -83,8 +83,8 @@ Status CompiledAutogradRunner::backward(AutogradEngine& engine, const Variable& 
   std::vector<float> ones(static_cast<std::size_t>(numel(out.meta.sizes)), 1.0f);
   CAPSIM_TRY_ASSIGN(const Variable grad, engine.constant(out.meta.sizes, ones));
   const TensorId root_grads[] = {grad.tensor};
-  CAPSIM_TRY(run_compiled_backward(engine, bg.graph, graphs_.at(d.entry),
-                                   make_call(bg.graph, c, root_grads)));
+  CAPSIM_TRY(
+      run_compiled_backward(engine, bg.graph, graphs_.at(d.entry), make_call(bg, c, root_grads)));
   ++log.executed;
   return {};
 }

@@ -202,7 +202,7 @@ Status World::backward_of(const Backward& a, std::uint64_t root_object,
   CAPSIM_TRY(drop_released_saved_tensors());
   ctx_.emit(EventKind::kBackward, {{F::name, a.tensor},
                                    {F::compiled, false},
-                                   {F::node_calls, r.executed.size()},
+                                   {F::node_calls, r.node_calls},
                                    {F::leaves, accumulate_grads_among(r.executed)}});
   return {};
 }

@@ -60,11 +60,11 @@ Status World::compiled_autograd_backward(const Backward& a, const Variable& root
     CAPSIM_TRY_ASSIGN(ones, fresh_tensor(out.meta.sizes, 1.0f, 0));
     root_grads.push_back(*ones);
   }
-  const CompiledBackwardCall call = make_call(bg.graph, b.collected, root_grads);
+  const CompiledBackwardCall call = make_call(bg, b.collected, root_grads);
   // The engine's nodes the backward runs (its GraphRoot is the graph's own).
   std::vector<AutogradNodeId> ran;
   for (const NodeCall& c : b.collected.ordered_calls) {
-    if (c.node < e.num_nodes()) ran.push_back(c.node);
+    if (c.node != bg.root) ran.push_back(bg.engine_id(c.node));
   }
   const std::uint64_t entry = b.decision.entry;
   if (b.captured) replace_capture(entry, std::move(*b.captured));

@@ -73,7 +73,7 @@ struct CapturedRun {
     if (!r) RC_FAIL("capture: " + r.error().message);
     captured = std::move(r).value();
     const TensorId roots[] = {ones_like_scalar(engine).tensor};
-    call = make_call(bg.graph, *c, roots);
+    call = make_call(bg, *c, roots);
   }
 };
 

@@ -10,6 +10,7 @@
 // naming the node).
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "sim/autograd/autograd_engine.hpp"
@@ -75,6 +76,41 @@ TEST_CASE("autograd engine: mul and sum give the hand-computed grads and graph")
   f.backward(loss);
   CHECK(f.grad(x) == std::vector<float>{4, 5, 6});
   CHECK(f.grad(w) == std::vector<float>{1, 2, 3});
+}
+
+TEST_CASE("autograd engine: a backward's graph is what it reaches, by ids of its own") {
+  Fixture f;
+  // An earlier forward the second backward never reaches, with a hook and a
+  // custom function of its own.
+  const Variable a = f.leaf({3}, {1, 2, 3});
+  const Variable a2 = f.ok(f.engine.mul(a, a));
+  REQUIRE(f.engine.register_tensor_hook(a2, 10.0f).ok());
+  const Variable first = f.ok(f.engine.sum(a2));
+  // The second forward: x * w, a node hook scaling its grads by 2.
+  const Variable x = f.leaf({3}, {1, 2, 3});
+  const Variable w = f.leaf({3}, {4, 5, 6});
+  const Variable prod = f.ok(f.engine.mul(x, w));
+  REQUIRE(f.engine.register_prehook(prod.grad_fn->node, 2.0f).ok());
+  const Variable loss = f.ok(f.engine.sum(prod));
+
+  const auto bg = f.engine.backward_graph(loss).value();
+  // Sum, Mul, two AccumulateGrads and the GraphRoot: none of the first
+  // forward's four nodes.
+  CHECK(bg.graph.num_nodes() == 5);
+  CHECK(f.engine.num_nodes() == 7);
+  REQUIRE(bg.engine_ids.size() == 4);
+  CHECK(std::is_sorted(bg.engine_ids.begin(), bg.engine_ids.end()));
+  for (AutogradNodeId id = 0; id < bg.engine_ids.size(); ++id) {
+    CHECK(bg.graph.node(id).name == f.engine.node(bg.engine_id(id)).name);
+  }
+  CHECK(bg.engine_ids.back() == loss.grad_fn->node);
+  // The hook is found by the engine's id, whatever the graph's.
+  f.backward(loss);
+  CHECK(f.grad(x) == std::vector<float>{8, 10, 12});
+  CHECK(f.grad(w) == std::vector<float>{2, 4, 6});
+  CHECK_FALSE(f.engine.grad(a).has_value());
+  f.backward(first);
+  CHECK(f.grad(a) == std::vector<float>{20, 40, 60});
 }
 
 TEST_CASE("autograd engine: an input that needs no grad leaves an invalid next edge") {

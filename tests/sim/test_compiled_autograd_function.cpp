@@ -72,7 +72,7 @@ struct Lowered {
     const CaptureResult r = capture_backward(bg.graph, c).value();
     const std::vector<float> one{1.0f};
     const TensorId roots[] = {engine.constant({}, one).value().tensor};
-    call = make_call(bg.graph, c, roots);
+    call = make_call(bg, c, roots);
     const FunctionInputs in = function_inputs(engine, dev.store, call).value();
     function = to_function_def(r.graph, "ca_bwd", in.sizes, in.names, in.params);
   }

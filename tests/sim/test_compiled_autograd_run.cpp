@@ -55,7 +55,7 @@ struct Compiled {
     collected = collect_backward(bg.graph, bg.root, dev.store).value();
     captured = capture_backward(bg.graph, collected, {mode, {}}).value();
     const TensorId roots[] = {scalar_one(engine).tensor};
-    call = make_call(bg.graph, collected, roots);
+    call = make_call(bg, collected, roots);
   }
   Status run(Fault fault = Fault::kNone) {
     RunOptions options;
@@ -116,7 +116,7 @@ TEST_CASE("compiled backward: a graph captured after a size became dynamic reads
     mark_dynamic(c, d.dynamic);
     if (!d.hit) graphs.insert_or_assign(d.entry, capture_backward(bg.graph, c).value().graph);
     const TensorId roots[] = {scalar_one(e).tensor};
-    const CompiledBackwardCall call = make_call(bg.graph, c, roots);
+    const CompiledBackwardCall call = make_call(bg, c, roots);
     CHECK(call.sizes.empty() == (n == 4));  // every slot that holds n is DYNAMIC from n = 5 on
     REQUIRE(run_compiled_backward(e, bg.graph, graphs.at(d.entry), call).ok());
     CHECK(bits(e) == eager_bits(mlp));
