@@ -54,7 +54,7 @@ std::string mismatch_in_shape(const Dims& grad, const Dims& root) {
 
 Result<std::optional<BackwardRaise>> backward_raise(
     const AutogradEngine& engine, const Variable& root,
-    const AutogradEngine::BackwardOptions& options) {
+    const AutogradEngine::BackwardOptions& options, bool compiled) {
   CAPSIM_TRY_ASSIGN(const Variable now, engine.variable(root.tensor));
   CAPSIM_TRY_ASSIGN(const Tensor out, engine.store().tensor(root.tensor));
   if (!engine.gradient_edge(root.tensor)) {
@@ -69,6 +69,7 @@ Result<std::optional<BackwardRaise>> backward_raise(
   } else if (now.requires_grad && numel(out.meta.sizes) != 1) {
     return std::optional<BackwardRaise>(BackwardRaise{"G2", kErrImplicitGrad});
   }
+  if (!compiled) return std::optional<BackwardRaise>();
   CAPSIM_TRY_ASSIGN(const AutogradEngine::BackwardGraph bg, engine.backward_graph(root));
   for (AutogradNodeId id : reachable_nodes(bg.graph, bg.root)) {
     if (id != bg.root && holds_saved_state(bg.graph.node(id)) &&

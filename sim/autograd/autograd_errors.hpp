@@ -36,12 +36,15 @@ inline constexpr const char* kErrBackwardTwice =
 // G4, from _make_grads: gradient= of another shape than the root.
 std::string mismatch_in_shape(const Dims& grad, const Dims& root);
 
-// What PyTorch raises for this backward before any node runs, or none.
-// capsim raises G3 before the run when any node the backward would reach was
-// freed; PyTorch raises it when the engine reaches the first such node, after
-// the nodes before it ran (docs/compiled-autograd.md, "Differences").
+// What PyTorch raises for this backward before any node runs, or none. G3
+// (a node it reaches was freed) only when `compiled`: compiled autograd
+// unpacks every saved variable in Phase A (torch/csrc/autograd/
+// compiled_autograd.h, TensorArgs::add), before any node runs, where the
+// eager engine raises it from the node's own SavedVariable::unpack, after the
+// nodes before it ran (AutogradEngine::autograd_backward returns it then).
 Result<std::optional<BackwardRaise>> backward_raise(const AutogradEngine& engine,
                                                     const Variable& root,
-                                                    const AutogradEngine::BackwardOptions& options);
+                                                    const AutogradEngine::BackwardOptions& options,
+                                                    bool compiled);
 
 }  // namespace capsim

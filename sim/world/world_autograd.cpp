@@ -186,24 +186,34 @@ Status World::backward_of(const Backward& a, std::uint64_t root_object,
   if (a.grad) {
     CAPSIM_TRY_ASSIGN(options.grad_output, e.adopt(objects_.at(used[1]).tensor, false));
   }
-  CAPSIM_TRY_ASSIGN(const std::optional<BackwardRaise> raise, backward_raise(e, root, options));
+  const bool compiled = a.compiled && !options_.all_eager;
+  CAPSIM_TRY_ASSIGN(const std::optional<BackwardRaise> raise,
+                    backward_raise(e, root, options, compiled));
   if (raise) {
     ctx_.emit(EventKind::kError,
               {{F::id, raise->id}, {F::exception, "RuntimeError"}, {F::message, raise->message}});
     return {};
   }
   if (!lend_grads_to_engine()) return {};
-  if (a.compiled && !options_.all_eager) {
-    return compiled_autograd_backward(a, root, options.grad_output, mode);
+  if (compiled) return compiled_autograd_backward(a, root, options.grad_output, mode);
+  const Result<BackwardResult> r = e.autograd_backward(root, options);
+  if (!r && r.error().message == kErrBackwardTwice) {
+    // The engine reached a freed node: what ran before it stays done (its
+    // AccumulateGrads wrote .grad, its nodes released their saved state).
+    take_grads_from_engine();
+    CAPSIM_TRY(drop_released_saved_tensors());
+    ctx_.emit(EventKind::kError,
+              {{F::id, "G3"}, {F::exception, "RuntimeError"}, {F::message, kErrBackwardTwice}});
+    return {};
   }
-  CAPSIM_TRY_ASSIGN(const BackwardResult r, e.autograd_backward(root, options));
+  if (!r) return r.error();
   take_grads_from_engine();
   CAPSIM_CHECK(e.owned().empty(), "a backward leaves the engine owning nothing");
   CAPSIM_TRY(drop_released_saved_tensors());
   ctx_.emit(EventKind::kBackward, {{F::name, a.tensor},
                                    {F::compiled, false},
-                                   {F::node_calls, r.node_calls},
-                                   {F::leaves, accumulate_grads_among(r.executed)}});
+                                   {F::node_calls, r->node_calls},
+                                   {F::leaves, accumulate_grads_among(r->executed)}});
   return {};
 }
 

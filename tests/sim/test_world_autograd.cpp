@@ -152,6 +152,51 @@ TEST_CASE("world autograd: a second backward without retain_graph raises G3") {
   CHECK(last.text(F::id) == "G3");
 }
 
+TEST_CASE("world autograd: an eager backward raises G3 at the freed node, after what ran") {
+  // y = x * w, freed by a first backward; then loss2 = sum(relu(y) * a): the
+  // engine runs MulBackward0 (relu(y) * a), AccumulateGrad of a and
+  // ReluBackward0 before it reaches y's freed MulBackward0.
+  FunctionBuilder first("first", CompilationMode::kForward, {"x", "w"});
+  const auto y = first.mul(first.input(0), first.input(1));
+  FunctionBuilder second("second", CompilationMode::kForward, {"y", "a"});
+  const auto r = second.relu(second.input(0));
+  Program p;
+  p.functions.push_back(first.returns({y, first.sum(y)}));
+  p.functions.push_back(second.returns({second.sum(second.mul(r, second.input(1)))}));
+  p.actions.push_back(param("a", {4}));
+  p.actions.push_back(param("w", {4}));
+  p.actions.push_back(NewTensor{"x", {4}, 2.0f, 0, false, false});
+  p.actions.push_back(EagerCall{"first", {"x", "w"}, {"y", "loss1"}});
+  Backward b1;
+  b1.tensor = "loss1";
+  p.actions.push_back(b1);
+  p.actions.push_back(EagerCall{"second", {"y", "a"}, {"loss2"}});
+  Backward b2;
+  b2.tensor = "loss2";
+  p.actions.push_back(b2);
+  World w(WorldOptions{});
+  const Status s = w.run(p);
+  REQUIRE_MESSAGE(s.ok(), s.error().message);
+  const Event& last = w.events().back();
+  CHECK(last.kind == EventKind::kError);
+  CHECK(last.text(F::id) == "G3");
+  // a.grad was written before the engine reached the freed node; w.grad is
+  // the first backward's (x = 2).
+  REQUIRE(w.has("a.grad"));
+  std::vector<float> relu_y = *w.values("y");
+  for (float& v : relu_y) v = v > 0.0f ? v : 0.0f;
+  CHECK(*w.values("a.grad") == relu_y);
+  CHECK(*w.values("w.grad") == std::vector<float>(4, 2.0f));
+  // Compiled autograd unpacks every saved tensor in Phase A: it raises G3
+  // before any node runs, and a.grad stays None.
+  Program compiled = p;
+  std::get<Backward>(compiled.actions.back()).compiled = true;
+  World c(WorldOptions{});
+  REQUIRE(c.run(compiled).ok());
+  CHECK(c.events().back().text(F::id) == "G3");
+  CHECK_FALSE(c.has("a.grad"));
+}
+
 TEST_CASE("world autograd: the graph keeps what it saved alive until the backward") {
   Program p = mlp_program(false, 1);
   // del x before the backward: mm saved it, so its block stays allocated.
