@@ -7,6 +7,7 @@
 #include "properties/cudagraph_checks.hpp"
 #include "properties/probes.hpp"
 #include "properties/property.hpp"
+#include "properties/regressions.hpp"
 #include "properties/trace_checks.hpp"
 #include "properties/training_checks.hpp"
 #include "properties/training_programs_rc.hpp"
@@ -52,11 +53,29 @@ CaseFunction loop_property(Fault own, Fault injected, LoopCheck check) {
       });
 }
 
+// A saved loop counterexample (properties/regressions/), run on the sound
+// model with its config; its grads' origin is read off its program.
+RegressionCheck loop_regression(LoopCheck check) {
+  return [check = std::move(check)](const Regression& r) -> CheckResult {
+    TrainingProgram t;
+    t.generated.program = r.program;
+    t.generated.seed = r.seed;
+    read_loop_grads(r.program, t);
+    WorldOptions o = loop_world(Fault::kNone);
+    o.config = r.config;
+    Status status;
+    const std::unique_ptr<World> world = run_generated(t.generated, o, status);
+    if (!status) return "bad input: " + status.error().message;
+    return check(*world, t);
+  };
+}
+
 }  // namespace
 
 void add_loop_properties(std::vector<Property>& c, Fault injected) {
   auto entry = [&c, injected](Property p, LoopCheck check) {
-    p.run = loop_property(p.fault, injected, std::move(check));
+    p.run = loop_property(p.fault, injected, check);
+    p.regression = loop_regression(std::move(check));
     c.push_back(std::move(p));
   };
   entry({"loop.replay-equals-eager",

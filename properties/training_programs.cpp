@@ -86,6 +86,69 @@ void forward_backward(Program& p, const TrainingPlan& plan, const MlpShape& shap
 
 }  // namespace
 
+namespace {
+
+const FunctionDef* function_named(const Program& p, const std::string& name) {
+  for (const FunctionDef& f : p.functions) {
+    if (f.name == name) return &f;
+  }
+  return nullptr;
+}
+
+bool is_backward(const Program& p, const std::string& function) {
+  const FunctionDef* f = function_named(p, function);
+  return f != nullptr && f->mode == CompilationMode::kBackward;
+}
+
+// The bytes of every param the optimizer steps, as their new_tensor made them.
+std::int64_t optimizer_param_bytes(const Program& p) {
+  std::int64_t bytes = 0;
+  for (const Action& a : p.actions) {
+    const auto* opt = std::get_if<CreateOptimizer>(&a);
+    if (opt == nullptr) continue;
+    for (const std::string& name : opt->params) {
+      for (const Action& b : p.actions) {
+        const auto* t = std::get_if<NewTensor>(&b);
+        if (t != nullptr && t->name == name) {
+          bytes += 4 * numel(t->sizes);
+          break;
+        }
+      }
+    }
+  }
+  return bytes;
+}
+
+}  // namespace
+
+void read_loop_grads(const Program& p, TrainingProgram& out) {
+  bool cudagraphed = false, backward = false;
+  bool steps_marked = true, grads_dropped = true;
+  bool marked = false, stepped = false;
+  for (const Action& a : p.actions) {
+    if (const auto* b = std::get_if<Backward>(&a)) {
+      backward = true;
+      cudagraphed = cudagraphed || b->compiled;
+    } else if (const auto* c = std::get_if<Call>(&a); c && is_backward(p, c->function)) {
+      backward = cudagraphed = true;
+    } else if (const auto* e = std::get_if<EagerCall>(&a); e && is_backward(p, e->function)) {
+      backward = true;
+    } else if (std::holds_alternative<MarkStepBegin>(a)) {
+      marked = true;
+    } else if (std::holds_alternative<OptimizerStep>(a)) {
+      steps_marked = steps_marked && marked;
+      grads_dropped = grads_dropped && !stepped;  // the step before was zeroed
+      marked = false;
+      stepped = true;
+    } else if (const auto* z = std::get_if<ZeroGrad>(&a); z && z->set_to_none) {
+      stepped = false;
+    }
+  }
+  out.grad_bytes = optimizer_param_bytes(p);
+  out.grads_from_recorded_backward = cudagraphed && steps_marked && grads_dropped;
+  out.grads_eager = backward && !cudagraphed;
+}
+
 TrainingProgram lower(const TrainingPlan& plan) {
   TrainingProgram out;
   out.generated.seed = plan.seed;
@@ -99,7 +162,6 @@ TrainingProgram lower(const TrainingPlan& plan) {
   for (std::size_t k = 0; k < params.size(); ++k) {
     NewTensor w{params[k], {shape.widths[k], shape.widths[k + 1]}, std::nullopt, 0, true, !aot};
     p.actions.push_back(w);
-    out.grad_bytes += 4 * shape.widths[k] * shape.widths[k + 1];
   }
   CreateOptimizer opt;
   opt.name = "opt";
@@ -121,11 +183,7 @@ TrainingProgram lower(const TrainingPlan& plan) {
     for (const std::string& w : params) p.actions.push_back(Read{w});
     if ((i + 1) % plan.accumulate == 0) p.actions.push_back(ZeroGrad{"opt", plan.set_to_none});
   }
-  const bool cudagraphed =
-      plan.backward == LoopBackward::kCompiledAutograd || plan.backward == LoopBackward::kAot;
-  out.grads_from_recorded_backward =
-      cudagraphed && plan.mark_step && plan.set_to_none && plan.accumulate == 1;
-  out.grads_eager = !cudagraphed;
+  read_loop_grads(p, out);
   out.generated.swarm_off = plan.swarm_off;
   return out;
 }

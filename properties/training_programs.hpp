@@ -70,6 +70,13 @@ struct TrainingProgram {
 };
 
 TrainingProgram lower(const TrainingPlan& plan);
+// What the grad-copy check needs of a loop, read off its program (lower's, or
+// a saved counterexample's, properties/regressions/): `program` must be a
+// loop as `lower` writes them. The backward is cudagraphed when it is a
+// compiled `backward` or a call of a BACKWARD function; its grads come from
+// a recorded backward when, besides, every optimizer step follows a
+// mark_step_begin and is followed by zero_grad(set_to_none=True).
+void read_loop_grads(const Program& program, TrainingProgram& out);
 // One line of features, then the program as Python-like lines.
 std::string describe(const TrainingPlan& plan);
 

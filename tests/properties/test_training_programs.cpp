@@ -3,10 +3,13 @@
 // the modes agree with each other and with the all-eager oracle bitwise.
 #include <doctest/doctest.h>
 
+#include <string>
 #include <variant>
 #include <vector>
 
+#include "properties/catalogue.hpp"
 #include "properties/cudagraph_checks.hpp"
+#include "properties/regressions.hpp"
 #include "properties/training_checks.hpp"
 #include "properties/training_programs.hpp"
 
@@ -71,6 +74,59 @@ TEST_CASE("training programs: a kept .grad under a cudagraphed backward ends the
   eager.all_eager = true;
   const auto oracle = run_generated(t.generated, eager, status);
   CHECK_FALSE(check_loop_equals_eager(*world, *oracle).has_value());
+}
+
+TEST_CASE("training programs: what a loop's program says of its grads is what its plan says") {
+  int recorded = 0;
+  for (int b = 0; b < static_cast<int>(LoopBackward::kCount); ++b) {
+    for (int flags = 0; flags < 4; ++flags) {
+      for (int accumulate = 1; accumulate <= 3; ++accumulate) {
+        TrainingPlan plan;
+        plan.layers = 2;
+        plan.width = 3;
+        plan.steps = 4;
+        plan.backward = static_cast<LoopBackward>(b);
+        plan.mark_step = (flags & 1) != 0;
+        plan.set_to_none = (flags & 2) != 0;
+        plan.accumulate = accumulate;
+        CAPTURE(describe(plan));
+        const TrainingProgram t = lower(plan);
+        const bool cudagraphed =
+            plan.backward == LoopBackward::kCompiledAutograd || plan.backward == LoopBackward::kAot;
+        CHECK(t.grads_from_recorded_backward ==
+              (cudagraphed && plan.mark_step && plan.set_to_none && accumulate == 1));
+        CHECK(t.grads_eager == !cudagraphed);
+        CHECK(t.grad_bytes == 2 * 4 * 3 * 3);
+        recorded += t.grads_from_recorded_backward ? 1 : 0;
+      }
+    }
+  }
+  CHECK(recorded == 2);
+}
+
+TEST_CASE("training programs: the saved AOT loop passes the sound model and fails the broken one") {
+  const std::string corpus = std::string(CAPSIM_SOURCE_DIR) + "/properties/regressions";
+  const Result<std::vector<Regression>> saved = load_regressions(corpus, property_catalogue());
+  REQUIRE(saved.ok());
+  const Regression* r = nullptr;
+  for (const Regression& x : *saved) {
+    if (x.file == "loop.grads-not-copied-when-backward-cudagraphed.aot-zero-copy.jsonl") r = &x;
+  }
+  REQUIRE(r != nullptr);
+  TrainingProgram t;
+  t.generated.program = r->program;
+  read_loop_grads(r->program, t);
+  CHECK(t.grads_from_recorded_backward);
+  for (const bool broken : {false, true}) {
+    CAPTURE(broken);
+    WorldOptions o;
+    o.config = r->config;
+    if (broken) o.fault = fault_at(Fault::kCloneCompiledGrads, FaultSite::kTree);
+    Status status;
+    const auto world = run_generated(t.generated, o, status);
+    REQUIRE(status.ok());
+    CHECK(check_loop_grad_copies(*world, t).has_value() == broken);
+  }
 }
 
 std::size_t zero_grads_in(const Program& p) {
