@@ -53,17 +53,7 @@ inline rc::Gen<std::optional<std::uint32_t>> maybe_param(std::uint32_t one_in) {
   X(kSizeChange, "size_change")                      /* fault: a new symint */         \
   X(kUnalignedStatic, "unaligned_static")            /* fault: demoted static input */ \
   X(kDropOptimizer, "drop_optimizer")                /* fault: the finalizer runs */
-enum class SwarmFeature : std::uint8_t {
-#define CAPSIM_ENUM_(e, name) e,
-  CAPSIM_SWARM_FEATURES(CAPSIM_ENUM_)
-#undef CAPSIM_ENUM_
-      kCount
-};
-inline constexpr std::string_view kSwarmFeatureNames[] = {
-#define CAPSIM_NAME_(e, name) name,
-    CAPSIM_SWARM_FEATURES(CAPSIM_NAME_)
-#undef CAPSIM_NAME_
-};
+CAPSIM_DEFINE_SWARM_FEATURES(SwarmFeature, kSwarmFeatureNames, CAPSIM_SWARM_FEATURES);
 
 using Swarm = FeatureSwarm<SwarmFeature>;
 

@@ -53,6 +53,14 @@ inline rc::Gen<std::uint32_t> small(std::uint32_t below) {
   return uniform<std::uint32_t>(0, below);
 }
 
+// A generator's feature enum (ending in kCount) and its name table, from its
+// X-macro table of X(enumerator, name) rows.
+#define CAPSIM_SWARM_ENUM_(e, name) e,
+#define CAPSIM_SWARM_NAME_(e, name) name,
+#define CAPSIM_DEFINE_SWARM_FEATURES(Feature, kNames, TABLE)              \
+  enum class Feature : std::uint8_t { TABLE(CAPSIM_SWARM_ENUM_) kCount }; \
+  inline constexpr std::string_view kNames[] = {TABLE(CAPSIM_SWARM_NAME_)}
+
 // Which of a generator's features are on in one case. `Feature` is the
 // generator's enum, ending in kCount; `names` its name table.
 template <typename Feature>

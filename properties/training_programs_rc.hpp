@@ -33,17 +33,7 @@ namespace rc_gen {
   X(kZeroGradInPlace, "zero_grad_in_place") /* zero_grad(set_to_none=False) */           \
   X(kAccumulateGrads, "accumulate_grads")   /* fault: grads kept; may raise E1 */        \
   X(kReassign, "reassign_data")             /* fault: w.data = ... before a step */
-enum class LoopFeature : std::uint8_t {
-#define CAPSIM_ENUM_(e, name) e,
-  CAPSIM_LOOP_SWARM_FEATURES(CAPSIM_ENUM_)
-#undef CAPSIM_ENUM_
-      kCount
-};
-inline constexpr std::string_view kLoopFeatureNames[] = {
-#define CAPSIM_NAME_(e, name) name,
-    CAPSIM_LOOP_SWARM_FEATURES(CAPSIM_NAME_)
-#undef CAPSIM_NAME_
-};
+CAPSIM_DEFINE_SWARM_FEATURES(LoopFeature, kLoopFeatureNames, CAPSIM_LOOP_SWARM_FEATURES);
 using LoopSwarm = FeatureSwarm<LoopFeature>;
 
 inline rc::Gen<LoopSwarm> loop_swarm() {

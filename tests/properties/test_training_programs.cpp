@@ -3,6 +3,7 @@
 // the modes agree with each other and with the all-eager oracle bitwise.
 #include <doctest/doctest.h>
 
+#include <memory>
 #include <string>
 #include <variant>
 #include <vector>
@@ -24,6 +25,29 @@ std::vector<Event> reads_of(const World& w) {
   return out;
 }
 
+bool raised(const World& w) {
+  for (const Event& e : w.events()) {
+    if (e.kind == EventKind::kError) return true;
+  }
+  return false;
+}
+
+// Runs the loop, which must raise nothing, and holds it to the all-eager
+// oracle and the grad-copy rule.
+std::unique_ptr<World> run_without_error(const TrainingProgram& t) {
+  Status status;
+  auto world = run_generated(t.generated, WorldOptions{}, status);
+  REQUIRE_MESSAGE(status.ok(), status.error().message);
+  CHECK_FALSE(raised(*world));
+  WorldOptions eager;
+  eager.all_eager = true;
+  const auto oracle = run_generated(t.generated, eager, status);
+  REQUIRE(status.ok());
+  CHECK_FALSE(check_loop_equals_eager(*world, *oracle).has_value());
+  CHECK_FALSE(check_loop_grad_copies(*world, t).has_value());
+  return world;
+}
+
 TEST_CASE("training programs: every mode runs, and every mode reads the same bits") {
   std::vector<std::vector<Event>> reads;
   for (int b = 0; b < static_cast<int>(LoopBackward::kCount); ++b) {
@@ -35,17 +59,12 @@ TEST_CASE("training programs: every mode runs, and every mode reads the same bit
     plan.backward = static_cast<LoopBackward>(b);
     CAPTURE(loop_backward_name(plan.backward));
     const TrainingProgram t = lower(plan);
-    Status status;
-    const auto world = run_generated(t.generated, WorldOptions{}, status);
-    REQUIRE_MESSAGE(status.ok(), status.error().message);
+    const auto world = run_without_error(t);
+    // The all-eager run never reaches the tree manager.
     WorldOptions eager;
     eager.all_eager = true;
-    const auto oracle = run_generated(t.generated, eager, status);
-    REQUIRE(status.ok());
-    CHECK_FALSE(check_loop_equals_eager(*world, *oracle).has_value());
-    CHECK_FALSE(check_loop_grad_copies(*world, t).has_value());
-    // The all-eager run never reaches the tree manager.
-    CHECK(oracle->manager() == nullptr);
+    Status status;
+    CHECK(run_generated(t.generated, eager, status)->manager() == nullptr);
     reads.push_back(reads_of(*world));
   }
   for (std::size_t m = 1; m < reads.size(); ++m) {
@@ -57,23 +76,26 @@ TEST_CASE("training programs: every mode runs, and every mode reads the same bit
 }
 
 TEST_CASE("training programs: a kept .grad under a cudagraphed backward ends the contract") {
-  TrainingPlan plan;
-  plan.backward = LoopBackward::kCompiledAutograd;
-  plan.set_to_none = false;
-  plan.steps = 3;
-  const TrainingProgram t = lower(plan);
-  CHECK_FALSE(t.grads_from_recorded_backward);
-  Status status;
-  const auto world = run_generated(t.generated, WorldOptions{}, status);
-  REQUIRE(status.ok());
-  bool e1 = false;
-  for (const Event& e : world->events()) e1 = e1 || (e.kind == EventKind::kError);
-  CHECK(e1);
-  // The checks look only before the error: they still hold.
-  WorldOptions eager;
-  eager.all_eager = true;
-  const auto oracle = run_generated(t.generated, eager, status);
-  CHECK_FALSE(check_loop_equals_eager(*world, *oracle).has_value());
+  // Kept by zero_grad(set_to_none=False), or by gradient accumulation.
+  for (const bool accumulate : {false, true}) {
+    CAPTURE(accumulate);
+    TrainingPlan plan;
+    plan.backward = LoopBackward::kCompiledAutograd;
+    plan.set_to_none = accumulate;
+    plan.accumulate = accumulate ? 2 : 1;
+    plan.steps = 4;
+    const TrainingProgram t = lower(plan);
+    CHECK_FALSE(t.grads_from_recorded_backward);
+    Status status;
+    const auto world = run_generated(t.generated, WorldOptions{}, status);
+    REQUIRE(status.ok());
+    CHECK(raised(*world));
+    // The checks look only before the error: they still hold.
+    WorldOptions eager;
+    eager.all_eager = true;
+    const auto oracle = run_generated(t.generated, eager, status);
+    CHECK_FALSE(check_loop_equals_eager(*world, *oracle).has_value());
+  }
 }
 
 TEST_CASE("training programs: what a loop's program says of its grads is what its plan says") {
@@ -135,48 +157,19 @@ std::size_t zero_grads_in(const Program& p) {
   return n;
 }
 
-bool raised(const World& w) {
-  for (const Event& e : w.events()) {
-    if (e.kind == EventKind::kError) return true;
-  }
-  return false;
-}
-
 TEST_CASE("training programs: gradient accumulation keeps grads, and eager ones sum the steps") {
   TrainingPlan plan;
   plan.steps = 4;
   plan.accumulate = 2;
   const TrainingProgram t = lower(plan);
   CHECK(zero_grads_in(t.generated.program) == 2);
-  Status status;
-  const auto world = run_generated(t.generated, WorldOptions{}, status);
-  REQUIRE(status.ok());
-  CHECK_FALSE(raised(*world));
-  WorldOptions eager;
-  eager.all_eager = true;
-  const auto oracle = run_generated(t.generated, eager, status);
-  CHECK_FALSE(check_loop_equals_eager(*world, *oracle).has_value());
-  CHECK_FALSE(check_loop_grad_copies(*world, t).has_value());
+  const auto world = run_without_error(t);
   // Kept grads differ from fresh ones: the reads tell the two loops apart.
   TrainingPlan fresh = plan;
   fresh.accumulate = 1;
-  const auto other = run_generated(lower(fresh).generated, WorldOptions{}, status);
-  REQUIRE(status.ok());
+  const auto other = run_without_error(lower(fresh));
   CHECK(reads_of(*world).back().get<Digest>(F::digest) !=
         reads_of(*other).back().get<Digest>(F::digest));
-}
-
-TEST_CASE("training programs: grads a recorded backward left in the pool, kept, end the contract") {
-  TrainingPlan plan;
-  plan.backward = LoopBackward::kCompiledAutograd;
-  plan.steps = 4;
-  plan.accumulate = 2;
-  const TrainingProgram t = lower(plan);
-  CHECK_FALSE(t.grads_from_recorded_backward);
-  Status status;
-  const auto world = run_generated(t.generated, WorldOptions{}, status);
-  REQUIRE(status.ok());
-  CHECK(raised(*world));
 }
 
 TEST_CASE("training programs: a param's .data reassigned mid-loop still equals all eager") {
@@ -189,15 +182,7 @@ TEST_CASE("training programs: a param's .data reassigned mid-loop still equals a
     plan.reassign_param = 1;
     CAPTURE(loop_backward_name(plan.backward));
     const TrainingProgram t = lower(plan);
-    Status status;
-    const auto world = run_generated(t.generated, WorldOptions{}, status);
-    REQUIRE_MESSAGE(status.ok(), status.error().message);
-    CHECK_FALSE(raised(*world));
-    WorldOptions eager;
-    eager.all_eager = true;
-    const auto oracle = run_generated(t.generated, eager, status);
-    CHECK_FALSE(check_loop_equals_eager(*world, *oracle).has_value());
-    CHECK_FALSE(check_loop_grad_copies(*world, t).has_value());
+    run_without_error(t);
   }
 }
 
