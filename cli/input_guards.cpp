@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "cli/trace_commands.hpp"
+#include "model/check.hpp"
 #include "model/output_file.hpp"
 #include "render/graphviz_output.hpp"
 #include "sim/scenarios/scenarios.hpp"
@@ -43,6 +44,25 @@ int finish_stdout(int exit_code) {
     return kExitBadInput;
   }
   return exit_code;
+}
+
+void add_torch_option(CLI::App* sub, std::optional<TorchProfile>& profile) {
+  sub->add_option_function<std::string>(
+         "--torch",
+         [&profile](const std::string& v) {
+           profile = torch_profile_for(v);
+           CAPSIM_CHECK(profile.has_value(), "the validator let only known versions through");
+         },
+         "The PyTorch release whose cudagraph tree manager decides: 2.5 to 2.15, or a profile "
+         "(capsim version --profiles)")
+      ->check(CLI::Validator(
+          [](std::string& text) -> std::string {
+            if (torch_profile_for(text)) return "";
+            return fmt::format(
+                "unknown torch version '{}' (a release from 2.5 to 2.15, or a profile: {})",
+                text.substr(0, 40), known_torch_profiles());
+          },
+          "VERSION"));
 }
 
 CLI::Validator unsigned_64_bit() {

@@ -10,9 +10,12 @@
 
 #include <CLI/CLI.hpp>
 
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
+
+#include "sim/trees/torch_profile.hpp"
 
 namespace capsim::cli {
 
@@ -35,6 +38,12 @@ CLI::Validator unsigned_64_bit();
 // --memory-budget: a size with an optional unit (CLI11's AsSizeValue: 512MiB,
 // 4GiB, or bytes), from 1 MiB to sim/world/world.hpp's kMaxMemoryBudget.
 void add_memory_budget_option(CLI::App* sub, std::uint64_t& bytes);
+
+// --torch VERSION: a release from 2.5 to 2.15 ("2.13", "2.13.1") or a
+// profile's name ("classic"), read into `profile`
+// (sim/trees/torch_profile.hpp). Unset, a command keeps the profile its
+// input names (a scenario's, a trace header's: classic when none).
+void add_torch_option(CLI::App* sub, std::optional<TorchProfile>& profile);
 
 // Names from `known` within a small edit distance of `name`, nearest first,
 // for "did you mean" (at most three).

@@ -71,12 +71,14 @@ int list_scenarios() {
 
 // Prints a built-in scenario's events and expectations. Exit 0 when every
 // expectation holds, 1 when one does not (a bug in capsim), 2 for a bad name.
-int print_scenario(const std::string& name) {
-  const capsim::ProgramScenario* s = capsim::find_program_scenario(name);
-  if (s == nullptr) {
+int print_scenario(const std::string& name, std::optional<capsim::TorchProfile> torch) {
+  const capsim::ProgramScenario* found = capsim::find_program_scenario(name);
+  if (found == nullptr) {
     return fail(fmt::format("unknown scenario '{}'{} (see capsim scenario --list)", name,
                             capsim::cli::did_you_mean(name, capsim::cli::scenario_names())));
   }
+  const capsim::ProgramScenario under = capsim::under_profile(*found, torch);
+  const capsim::ProgramScenario* s = &under;
   const capsim::CudagraphConfig& c = s->options.config;
   fmt::print("scenario {}\n", s->name);
   fmt::print("mirrors {}\n", s->mirrors);
@@ -85,10 +87,11 @@ int print_scenario(const std::string& name) {
       "config inline_inbuilt_nn_modules={} cudagraph_support_input_mutation={} "
       "cudagraph_unexpected_rerecord_limit={} skip_cudagraph_warmup={} "
       "force_cudagraphs_warmup={} slow_path_cudagraph_asserts={} zero_grad_static_error={} "
-      "plain_api={}\n",
+      "plain_api={} torch_profile={}\n",
       c.inline_inbuilt_nn_modules, c.cudagraph_support_input_mutation,
       c.cudagraph_unexpected_rerecord_limit, c.skip_cudagraph_warmup, c.force_cudagraphs_warmup,
-      c.slow_path_cudagraph_asserts, c.zero_grad_static_error, c.plain_api);
+      c.slow_path_cudagraph_asserts, c.zero_grad_static_error, c.plain_api,
+      capsim::torch_profile_name(c.torch_profile));
   const capsim::ProgramScenarioRun run = capsim::run_program_scenario(*s);
   for (const capsim::Event& e : run.events) {
     fmt::print("{}\n", capsim::format_event(e));
@@ -182,16 +185,18 @@ Subcommand add_scenario(CLI::App& root) {
   struct Options {
     std::string name;
     bool list = false;
+    std::optional<capsim::TorchProfile> torch;
   };
   auto o = std::make_shared<Options>();
   CLI::App* sub =
       root.add_subcommand("scenario", "Print the events of a built-in cudagraph-trees scenario");
   sub->add_option("name", o->name, "Scenario name (see --list)");
   sub->add_flag("--list", o->list, "List the built-in scenarios");
+  capsim::cli::add_torch_option(sub, o->torch);
   return {sub, [o] {
             if (o->list) return list_scenarios();
             if (o->name.empty()) return fail("scenario: give a NAME or --list");
-            return print_scenario(o->name);
+            return print_scenario(o->name, o->torch);
           }};
 }
 
@@ -223,6 +228,7 @@ Subcommand add_capture(CLI::App& root) {
 Subcommand add_record(CLI::App& root) {
   struct Options {
     std::string name, output, backend = "cpu";
+    std::optional<capsim::TorchProfile> torch;
   };
   auto o = std::make_shared<Options>();
   CLI::App* sub = root.add_subcommand(
@@ -233,7 +239,9 @@ Subcommand add_record(CLI::App& root) {
                   "cpu (the model), host or cuda (the model beside that reference backend; "
                   "docs/cuda-reference.md)")
       ->check(CLI::IsMember({"cpu", "host", "cuda"}));
-  return {sub, [o] { return capsim::cli::record_command(o->name, o->output, o->backend); }};
+  capsim::cli::add_torch_option(sub, o->torch);
+  return {sub,
+          [o] { return capsim::cli::record_command(o->name, o->output, o->backend, o->torch); }};
 }
 
 Subcommand add_replay(CLI::App& root) {
@@ -254,6 +262,7 @@ Subcommand add_replay(CLI::App& root) {
   sub->add_option("--dot", o->dot,
                   "On a divergence, draw the recorded tree against the predicted one "
                   "(FILE.dot, .svg or .png; one trace only)");
+  capsim::cli::add_torch_option(sub, o->replay.torch_profile);
   return {sub, [o] { return replay_and_draw(o->files, o->json, o->replay, o->dot); }};
 }
 
@@ -412,9 +421,26 @@ Subcommand add_check(CLI::App& root) {
   return {sub, [f] { return run_check(*f); }};
 }
 
+// The torch profiles, newest last, each with the rules that set it apart.
+int print_profiles() {
+  for (int i = 0; i < static_cast<int>(capsim::TorchProfile::kCount); ++i) {
+    const auto p = static_cast<capsim::TorchProfile>(i);
+    const capsim::TorchProfileRules& r = capsim::profile_rules(p);
+    fmt::print("{:<8} PyTorch {}{}\n", r.name, r.releases,
+               p == capsim::kNewestTorchProfile ? " (the newest)" : "");
+    for (const std::string& line : capsim::describe_profile(r)) fmt::print("  {}\n", line);
+  }
+  fmt::print("not modelled in any profile yet: {}\n", capsim::kNotModelledInAnyProfile);
+  return 0;
+}
+
 Subcommand add_version(CLI::App& root) {
+  auto profiles = std::make_shared<bool>(false);
   CLI::App* sub = root.add_subcommand("version", "Print the version (as --version)");
-  return {sub, [] {
+  sub->add_flag("--profiles", *profiles,
+                "List the torch profiles (--torch) and what each release's manager does");
+  return {sub, [profiles] {
+            if (*profiles) return print_profiles();
             fmt::print("capsim {}\n", capsim::kCapsimVersion);
             return 0;
           }};

@@ -20,12 +20,14 @@ int fail(const std::string& message) {
 }
 
 int record_command(const std::string& scenario, const std::string& output,
-                   const std::string& backend) {
-  const ProgramScenario* s = find_program_scenario(scenario);
-  if (s == nullptr) {
+                   const std::string& backend, std::optional<TorchProfile> torch) {
+  const ProgramScenario* found = find_program_scenario(scenario);
+  if (found == nullptr) {
     return fail(fmt::format("unknown scenario '{}'{} (see capsim scenario --list)", scenario,
                             did_you_mean(scenario, scenario_names())));
   }
+  const ProgramScenario under = under_profile(*found, torch);
+  const ProgramScenario* s = &under;
   if (Status usable = check_backend_usable(backend); !usable) return fail(usable.error().message);
   Result<std::vector<std::string>> lines = std::vector<std::string>{};
   if (backend == "cpu") {

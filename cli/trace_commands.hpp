@@ -21,7 +21,8 @@ int fail(const std::string& message);
 // reference backend; the trace's producer is capsim-cuda and it carries the
 // reference's evidence: docs/cuda-reference.md).
 int record_command(const std::string& scenario, const std::string& output,
-                   const std::string& backend = "cpu");
+                   const std::string& backend = "cpu",
+                   std::optional<TorchProfile> torch = std::nullopt);
 // More than one file ends with a summary line: how many match, diverge or
 // report violations, and could not be read.
 int replay_command(const std::vector<std::string>& files, bool json,

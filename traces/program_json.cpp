@@ -425,15 +425,21 @@ Result<CompilationMode> compilation_mode_from_name(std::string_view name, std::s
 // flips every written field, and the reader requires them all.
 
 Json config_to_json(const CudagraphConfig& c) {
-  return {{"inline_inbuilt_nn_modules", c.inline_inbuilt_nn_modules},
-          {"cudagraph_support_input_mutation", c.cudagraph_support_input_mutation},
-          {"cudagraph_unexpected_rerecord_limit", c.cudagraph_unexpected_rerecord_limit},
-          {"skip_cudagraph_warmup", c.skip_cudagraph_warmup},
-          {"force_cudagraphs_warmup", c.force_cudagraphs_warmup},
-          {"slow_path_cudagraph_asserts", c.slow_path_cudagraph_asserts},
-          {"zero_grad_static_error", c.zero_grad_static_error},
-          {"plain_api", c.plain_api},
-          {"poison_freed", c.poison_freed}};
+  Json j = {{"inline_inbuilt_nn_modules", c.inline_inbuilt_nn_modules},
+            {"cudagraph_support_input_mutation", c.cudagraph_support_input_mutation},
+            {"cudagraph_unexpected_rerecord_limit", c.cudagraph_unexpected_rerecord_limit},
+            {"skip_cudagraph_warmup", c.skip_cudagraph_warmup},
+            {"force_cudagraphs_warmup", c.force_cudagraphs_warmup},
+            {"slow_path_cudagraph_asserts", c.slow_path_cudagraph_asserts},
+            {"zero_grad_static_error", c.zero_grad_static_error},
+            {"plain_api", c.plain_api},
+            {"poison_freed", c.poison_freed}};
+  // Additive: written only when it is not classic, which a trace without it
+  // means, so that traces of the classic model keep their bytes.
+  if (c.torch_profile != TorchProfile::kClassic) {
+    j["torch_profile"] = std::string(torch_profile_name(c.torch_profile));
+  }
+  return j;
 }
 
 Result<CudagraphConfig> config_from_json(const Json& j, std::string path) {
@@ -450,6 +456,16 @@ Result<CudagraphConfig> config_from_json(const Json& j, std::string path) {
   CAPSIM_TRY(assign(c.zero_grad_static_error, r.boolean("zero_grad_static_error")));
   CAPSIM_TRY(assign(c.plain_api, r.boolean("plain_api")));
   CAPSIM_TRY(assign(c.poison_freed, r.boolean("poison_freed")));
+  if (r.has("torch_profile")) {
+    CAPSIM_TRY_ASSIGN(const std::string name, r.string("torch_profile"));
+    const std::optional<TorchProfile> p = torch_profile_from_name(name);
+    if (!p) {
+      return field_error(r.path_of("torch_profile"),
+                         fmt::format("unknown torch profile '{}' (this build knows {})", name,
+                                     known_torch_profiles()));
+    }
+    c.torch_profile = *p;
+  }
   CAPSIM_TRY(r.finish());
   return c;
 }

@@ -105,7 +105,7 @@ class Resimulator : public TraceVisitor {
     WorldOptions wo;
     wo.verify_replays = true;
     wo.memory_budget_bytes = options_.memory_budget_bytes;
-    CAPSIM_TRY(walk_trace(reader_, wo, *this));
+    CAPSIM_TRY(walk_trace(reader_, wo, *this, options_.torch_profile));
     report_.lines = reader_.lines_read();
     report_.warnings = reader_.warnings();
     // A cut trace ends wherever the recorder was killed: the last action's

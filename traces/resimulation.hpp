@@ -34,6 +34,8 @@ namespace capsim {
 struct ResimulationOptions {
   std::size_t context = 3;  // matching lines shown before a divergence
   std::uint64_t memory_budget_bytes = kDefaultMemoryBudget;  // WorldOptions
+  // Re-simulate under this release's rules instead of the header's profile.
+  std::optional<TorchProfile> torch_profile;
 };
 inline constexpr std::size_t kMaxReplayContext = 1000;
 

@@ -19,8 +19,10 @@ Status TraceVisitor::on_end(const World&) {
   return {};
 }
 
-Status walk_trace(TraceReader& reader, WorldOptions options, TraceVisitor& visitor) {
+Status walk_trace(TraceReader& reader, WorldOptions options, TraceVisitor& visitor,
+                  std::optional<TorchProfile> torch_profile) {
   options.config = reader.header().config;
+  if (torch_profile) options.config.torch_profile = *torch_profile;
   options.seed = reader.header().seed;
   options.device_evidence = reader.header().has_device_evidence();
   // A trace's run_capture_scenario actions name built-in scenarios.

@@ -33,7 +33,9 @@ class TraceVisitor {
   virtual Status on_end(const World& world);
 };
 
-// `options.config` and `options.seed` are taken from the trace's header.
-Status walk_trace(TraceReader& reader, WorldOptions options, TraceVisitor& visitor);
+// `options.config` and `options.seed` are taken from the trace's header;
+// `torch_profile`, when given, replaces the header's profile.
+Status walk_trace(TraceReader& reader, WorldOptions options, TraceVisitor& visitor,
+                  std::optional<TorchProfile> torch_profile = std::nullopt);
 
 }  // namespace capsim

@@ -35,8 +35,16 @@ class TensorRefs {
   std::uint32_t holders(TensorId id) const;
   bool storage_live(StorageId id) const;
 
-  void set_access_error(StorageId id) { access_errors_.insert(id); }
+  // dealloc_current_path_weakrefs marked the storage: a later access raises
+  // E1, with its own text for a grad output (a BACKWARD function's).
+  void set_access_error(StorageId id, bool grad_output = false) {
+    access_errors_.emplace(id, grad_output);
+  }
   bool access_error(StorageId id) const { return access_errors_.count(id) != 0; }
+  bool access_error_of_grad(StorageId id) const {
+    const auto it = access_errors_.find(id);
+    return it != access_errors_.end() && it->second;
+  }
 
   TensorStore& store() { return store_; }
   const TensorStore& store() const { return store_; }
@@ -52,7 +60,7 @@ class TensorRefs {
   TensorStore& store_;
   std::map<TensorId, Counts> counts_;
   std::map<StorageId, std::uint32_t> held_per_storage_;
-  std::set<StorageId> access_errors_;
+  std::map<StorageId, bool> access_errors_;  // storage: a grad output's
 };
 
 }  // namespace capsim

@@ -54,4 +54,10 @@ ProgramScenarioRun run_program_scenario(const ProgramScenario& scenario) {
   return run;
 }
 
+ProgramScenario under_profile(const ProgramScenario& scenario, std::optional<TorchProfile> torch) {
+  ProgramScenario out = scenario;
+  if (torch) out.options.config.torch_profile = *torch;
+  return out;
+}
+
 }  // namespace capsim

@@ -56,5 +56,8 @@ struct ProgramScenarioRun {
   bool all_hold() const;
 };
 ProgramScenarioRun run_program_scenario(const ProgramScenario& scenario);
+// `scenario` under another release's rules (`--torch`); itself when none is
+// given. Its expectations are still the ones of the profile it was written for.
+ProgramScenario under_profile(const ProgramScenario& scenario, std::optional<TorchProfile> torch);
 
 }  // namespace capsim

@@ -81,6 +81,77 @@ ProgramScenario fallback_to_eager_if_recompiling_too_many_times(bool warn_only_o
   return s;
 }
 
+// PR 182531 (PyTorch 2.13 on): the limit applies whatever
+// inline_inbuilt_nn_modules says (from 2.12 the flag is always True), but a
+// changed static pointer (an nn.Parameter whose .data moved) no longer counts
+// toward it. The program of fallback_to_eager_if_recompiling_too_many_times:
+// the classic manager, with inlining off, logs E5 at the first move; under
+// 2.15 every move re-records and nothing counts (the caching allocator hands
+// the param addresses it had before, so the later moves replay).
+ProgramScenario static_pointer_churn_not_counted() {
+  ProgramScenario s;
+  s.name = "static_pointer_churn_not_counted";
+  s.mirrors = "pytorch/pytorch#182531 (2.13): StaticInputIdxMismatch does not count";
+  s.description = "limit 0: five reassigned param pointers re-record or replay, no E5";
+  s.options.config.torch_profile = TorchProfile::k2_15;
+  s.options.config.inline_inbuilt_nn_modules = false;  // ignored from 2.12
+  s.options.config.cudagraph_unexpected_rerecord_limit = 0;
+  ProgramWriter p(s);
+  add_mul_fwd_bwd(p, true);
+  p.add(param("param", {2, 2}));
+  for (int i = 0; i < 3; ++i) iteration(p, "param");
+  for (int i = 0; i < 5; ++i) {
+    p.add(reassign("param"));
+    iteration(p, "param");
+  }
+  s.expect = [](const World& w, const auto&) {
+    return std::vector<Expectation>{
+        {"forward recordings", 4, events_where(w, EventKind::kRecord, F::function, "fwd")},
+        {"forward replays", 3, events_where(w, EventKind::kReplay, F::function, "fwd")},
+        {"E5 skips", 0, events_where(w, EventKind::kSkip, F::id, "E5")},
+        {"re-records counted toward the limit", 0,
+         static_cast<std::int64_t>(w.counters().rerecords)}};
+  };
+  return s;
+}
+
+// PR 182531 (PyTorch 2.13 on): a child whose expected-dead outputs are alive
+// (ExpectedDeadIndicesBeforeGraphMismatch) now counts toward the limit. f
+// returns (a, b); g(a) is recorded while b is dead; later b is kept alive, so
+// g cannot replay. The classic manager records a sibling and counts nothing;
+// under 2.15 with limit 0 the call is past the limit (E5, reason "expected
+// dead indices before graph are live") and g runs eagerly.
+ProgramScenario liveness_mismatch_counts() {
+  ProgramScenario s;
+  s.name = "liveness_mismatch_counts";
+  s.mirrors = "pytorch/pytorch#182531 (2.13): ExpectedDeadIndicesBeforeGraphMismatch counts";
+  s.description = "limit 0: a live output expected dead makes g skip cudagraphs (E5)";
+  s.options.config.torch_profile = TorchProfile::k2_15;
+  s.options.config.cudagraph_unexpected_rerecord_limit = 0;
+  ProgramWriter p(s);
+  {
+    FunctionBuilder f("f", kInference, {"primals_1"});
+    const ValueIndex x = f.input(0);
+    p.function(f.returns({f.add(x, x), f.mul(x, x)}));
+  }
+  p.function(cube("g", kInference));
+  p.add(tensor("x", {4}, 1.0f));
+  for (int i = 0; i < 3; ++i) {
+    p.add(call("f", {"x"}, {"a", "b"}));
+    p.add(Del{"b"});
+    p.add(call_same("g", {"a"}, {""}));
+  }
+  p.add(call("f", {"x"}, {"a", "b"}));
+  p.add(call_same("g", {"a"}, {""}));
+  s.expect = [](const World& w, const auto&) {
+    return std::vector<Expectation>{
+        {"graphs recorded", 2, graphs(w)},
+        {"E5 skips", 1, events_where(w, EventKind::kSkip, F::id, "E5")},
+        {"cudagraph_skips", 1, static_cast<std::int64_t>(w.counters().cudagraph_skips)}};
+  };
+  return s;
+}
+
 ProgramScenario no_rerecord_with_mark_static_address() {
   ProgramScenario s;
   s.name = "no_rerecord_with_mark_static_address";
@@ -219,6 +290,8 @@ void add_rerecord_scenarios(std::vector<ProgramScenario>& out) {
   out.push_back(multi_dispatch_single_compile_param_inputs());
   out.push_back(fallback_to_eager_if_recompiling_too_many_times(false));
   out.push_back(fallback_to_eager_if_recompiling_too_many_times(true));
+  out.push_back(static_pointer_churn_not_counted());
+  out.push_back(liveness_mismatch_counts());
   out.push_back(no_rerecord_with_mark_static_address());
   out.push_back(mutation_on_inp());
   out.push_back(mutation_cudagraph_managed_tensors());

@@ -8,6 +8,8 @@
 
 #include <cstdint>
 
+#include "sim/trees/torch_profile.hpp"
+
 namespace capsim {
 
 struct CudagraphConfig {
@@ -29,14 +31,25 @@ struct CudagraphConfig {
   bool plain_api = false;
   // Fill freed device memory with NaNs, so stale reads show.
   bool poison_freed = false;
+  // The release whose manager decides (torch_profile.hpp). Classic here, so
+  // that a trace or program that names none keeps the rules it was made
+  // under; commands that simulate default to the newest (--torch).
+  TorchProfile torch_profile = TorchProfile::kClassic;
 
   friend bool operator==(const CudagraphConfig&, const CudagraphConfig&) = default;
 };
 
+// torch._dynamo.config.inline_inbuilt_nn_modules as the release reads it:
+// from 2.12 the flag is deprecated and always True, whatever it is set to.
+inline bool inline_inbuilt_nn_modules(const CudagraphConfig& c) {
+  return profile_rules(c.torch_profile).inline_always_on || c.inline_inbuilt_nn_modules;
+}
+
 // True when a changed static pointer re-records rather than raising (E4):
 // PyTorch's `rerecord_if_static_inputs_change`.
 inline bool rerecord_if_static_inputs_change(const CudagraphConfig& c) {
-  return c.inline_inbuilt_nn_modules || c.cudagraph_support_input_mutation;
+  return profile_rules(c.torch_profile).always_rerecord_static || inline_inbuilt_nn_modules(c) ||
+         c.cudagraph_support_input_mutation;
 }
 
 }  // namespace capsim

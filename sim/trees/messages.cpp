@@ -4,7 +4,30 @@
 
 namespace capsim::messages {
 
-std::string overwritten_output(const std::string& stack_trace) {
+std::string overwritten_output(const TorchProfileRules& rules, bool grad_output,
+                               const std::string& stack_trace) {
+  if (grad_output && rules.e1_grad_output_text) {
+    return fmt::format(
+        "Error: accessing gradient tensor output of CUDAGraphs that has been overwritten by a "
+        "subsequent run. Stack trace: {}. This can happen with "
+        "torch.compile(mode='reduce-overhead') and gradient accumulation when a .grad tensor is "
+        "allocated during CUDAGraph capture. If you need gradient accumulation, allocate stable "
+        ".grad buffers outside CUDAGraph capture before the compiled backward runs, for example "
+        "by running an eager warmup iteration or by preallocating zeroed .grad tensors. If you "
+        "do not need gradient accumulation, set .grad to None before each backward.",
+        stack_trace);
+  }
+  if (rules.e1_generation_cloning_text) {
+    return fmt::format(
+        "Error: accessing tensor output of CUDAGraphs that has been overwritten by a subsequent "
+        "run. Stack trace: {}. To prevent overwriting, call "
+        "torch.compiler.cudagraph_mark_step_begin() before each model invocation. If a tensor "
+        "is a user-visible output that must remain live across generations, manually clone the "
+        "tensor outside torch.compile(), or set "
+        "torch._inductor.config.triton.cudagraph_trees_generation_cloning = 'user_visible' to "
+        "clone all user-visible tensors that persist across generations.",
+        stack_trace);
+  }
   return fmt::format(
       "Error: accessing tensor output of CUDAGraphs that has been overwritten by a subsequent "
       "run. Stack trace: {}. To prevent overwriting, clone the tensor outside of torch.compile() "
@@ -12,7 +35,12 @@ std::string overwritten_output(const std::string& stack_trace) {
       stack_trace);
 }
 
-std::string pending_backward() {
+std::string pending_backward(const TorchProfileRules& rules) {
+  if (rules.w1_requires_backward_text) {
+    return "Unable to hit fast path of CUDAGraphs because outputs from a previous step still "
+           "require backward. Ensure backward() is invoked or detach outputs. You may also call "
+           "torch.compiler.cudagraph_mark_step_begin() before each model invocation.";
+  }
   return "Unable to hit fast path of CUDAGraphs because of pending, uninvoked backwards. "
          "Consider running with torch.no_grad() or using "
          "torch.compiler.cudagraph_mark_step_begin() before each model invocation";
@@ -38,6 +66,9 @@ std::string static_pointer_changed_reason() {
 }
 std::string managed_pointer_changed_reason() {
   return "cudagraph managed tensor data pointer changed.";
+}
+std::string liveness_mismatch_reason() {
+  return "expected dead indices before graph are live";
 }
 
 std::string rerecord_limit(std::uint32_t function_id, std::int64_t limit,

@@ -11,13 +11,16 @@
 #include <vector>
 
 #include "model/address.hpp"
+#include "sim/trees/torch_profile.hpp"
 
 namespace capsim::messages {
 
-// E1: an access to an output freed by dealloc_current_path_weakrefs.
-std::string overwritten_output(const std::string& stack_trace = "[Could not find stack trace]");
+// E1: an access to an output freed by dealloc_current_path_weakrefs, in the
+// text of `rules`' release (a grad output's own from 2.13).
+std::string overwritten_output(const TorchProfileRules& rules, bool grad_output = false,
+                               const std::string& stack_trace = "[Could not find stack trace]");
 // W1: pending, uninvoked backwards keep warmup or recording from ending.
-std::string pending_backward();
+std::string pending_backward(const TorchProfileRules& rules);
 // E3: a tensor that died during recording is alive at replay.
 std::string dealloc_during_recording();
 
@@ -31,6 +34,7 @@ std::string static_pointer_changed(const std::vector<PointerChange>& changes);
 // The reasons E5 names, one per counted CheckInvariantStatus.
 std::string static_pointer_changed_reason();
 std::string managed_pointer_changed_reason();
+std::string liveness_mismatch_reason();
 // E5: the re-record limit was crossed.
 std::string rerecord_limit(std::uint32_t function_id, std::int64_t limit,
                            std::optional<std::uint32_t> parent_graph_id, const std::string& reason);

@@ -126,7 +126,9 @@ struct SimContext {
       ++counters.errors;
       std::vector<EventField> fields{{F::id, "E1"}, {F::exception, "RuntimeError"}};
       if (!where.empty()) fields.push_back({F::where, std::move(where)});
-      fields.push_back({F::message, messages::overwritten_output()});
+      fields.push_back(
+          {F::message, messages::overwritten_output(profile_rules(config.torch_profile),
+                                                    refs.access_error_of_grad(tensor->storage))});
       emit(EventKind::kError, std::move(fields));
       return true;
     }

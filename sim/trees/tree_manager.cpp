@@ -114,7 +114,6 @@ void TreeManager::check_warn_on_unable_to_start_executing(FunctionId fid) {
   if (warned_functions_.count(fid) != 0 || !in_new_torch_compile_invocation()) return;
   CAPSIM_CHECK(current_.has_value());
   const std::vector<NodeRef> path = path_to(current_);
-  auto fid_of = [&](NodeRef r) { return r.warmup ? warmups_[r.index].fid : graphs_[r.index].fid; };
   auto parent_of = [&](NodeRef r) -> std::optional<NodeRef> {
     if (r.warmup) return warmups_[r.index].parent;
     if (graphs_[r.index].parent) return NodeRef{false, *graphs_[r.index].parent};
@@ -134,13 +133,33 @@ void TreeManager::check_warn_on_unable_to_start_executing(FunctionId fid) {
   if (parents.size() == existing.size()) return;
   warned_functions_.insert(fid);
   ctx_.emit(EventKind::kWarning,
-            {{F::id, "W1"}, {F::fid, fid}, {F::message, messages::pending_backward()}});
+            {{F::id, "W1"},
+             {F::fid, fid},
+             {F::message, messages::pending_backward(profile_rules(ctx_.config.torch_profile))}});
 }
 
 bool TreeManager::exceed_rerecord_limit(std::optional<GraphId> node, FunctionId fid) const {
-  if (ctx_.config.inline_inbuilt_nn_modules) return false;
+  switch (profile_rules(ctx_.config.torch_profile).rerecord_limit) {
+    case RerecordLimit::kNever: return false;
+    case RerecordLimit::kUnlessInlined:
+      if (inline_inbuilt_nn_modules(ctx_.config)) return false;
+      break;
+    case RerecordLimit::kAlways: break;
+  }
   return static_cast<std::int64_t>(num_rerecord(node, fid)) >
          ctx_.config.cudagraph_unexpected_rerecord_limit;
+}
+
+bool TreeManager::counts_toward_rerecord_limit(InvariantStatus status) const {
+  const TorchProfileRules& rules = profile_rules(ctx_.config.torch_profile);
+  switch (status) {
+    case InvariantStatus::kSuccess: return false;
+    case InvariantStatus::kCudagraphManagedIdxMismatch: return true;
+    case InvariantStatus::kStaticInputIdxMismatch: return rules.static_mismatch_counts;
+    case InvariantStatus::kExpectedDeadIndicesBeforeGraphMismatch:
+      return rules.liveness_mismatch_counts;
+  }
+  return false;
 }
 
 bool TreeManager::mutation_blocks(FunctionId fid, const std::vector<TensorId>& inputs,
@@ -262,15 +281,16 @@ Result<CallOutcome> TreeManager::run_inner(FunctionId fid, std::vector<TensorId>
         current_ ? graphs_[current_->index].children : roots_;
     std::optional<InvariantStatus> unexpected;
     std::string unexpected_reason;
+    const TorchProfileRules& rules = profile_rules(ctx_.config.torch_profile);
     if (auto it = children.find(fid); it != children.end()) {
       for (GraphId child : it->second) {
         const InvariantStatus status = check_invariants(graphs_[child], inputs);
         if (status == InvariantStatus::kSuccess) return execute_node(child, inputs);
         // A pointer mismatch names the cause over a liveness mismatch.
         if (!unexpected) cause = record_cause(graphs_[child], inputs, status);
-        if (status == InvariantStatus::kStaticInputIdxMismatch ||
-            status == InvariantStatus::kCudagraphManagedIdxMismatch) {
-          unexpected = status;
+        const bool counts = counts_toward_rerecord_limit(status);
+        if (counts) unexpected = status;
+        if (counts || rules.reason_from_last_failure) {
           unexpected_reason = mismatch_reason(graphs_[child], inputs, status);
         }
       }

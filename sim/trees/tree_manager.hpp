@@ -100,6 +100,9 @@ class TreeManager {
   void try_end_curr_execution();
   void clear_current_path(const char* reason);
   void check_warn_on_unable_to_start_executing(FunctionId fid);
+  // Whether a sibling that failed with `status` counts toward the
+  // re-record limit, as the profile says.
+  bool counts_toward_rerecord_limit(InvariantStatus status) const;
   bool exceed_rerecord_limit(std::optional<GraphId> node, FunctionId fid) const;
   // The mutation gate: true when the call must run eagerly.
   bool mutation_blocks(FunctionId fid, const std::vector<TensorId>& inputs, bool recompute);
@@ -146,6 +149,9 @@ class TreeManager {
   // tree_memory.cpp: liveness, checkpoints, pool checks.
   std::vector<NodeRef> path_to(std::optional<NodeRef> node) const;
   const std::vector<std::optional<StorageRef>>& node_outputs(NodeRef ref) const;
+  FunctionId fid_of(NodeRef ref) const {
+    return ref.warmup ? warmups_[ref.index].fid : graphs_[ref.index].fid;
+  }
   std::vector<std::vector<bool>> liveness(const std::vector<NodeRef>& path) const;
   bool is_live(const std::optional<StorageRef>& ref) const;
   bool is_cuda_graph_recorded_tensor(const std::vector<NodeRef>& path, TensorId t) const;

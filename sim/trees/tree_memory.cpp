@@ -98,12 +98,17 @@ bool TreeManager::all_outputs_are_dead() const {
 Status TreeManager::dealloc_current_path_weakrefs() {
   std::size_t freed = 0;
   std::set<StorageId> seen;
-  for (const StorageRef& ref : path_live_weakrefs()) {
-    if (!seen.insert(ref.id).second) continue;
-    ctx_.refs.set_access_error(ref.id);
-    if (ctx_.store().owns_block(ref.id) && ctx_.fault != Fault::kDeallocFreesNothing) {
-      CAPSIM_TRY(ctx_.store().force_free(ref.id));
-      ++freed;
+  for (NodeRef r : path_to(current_)) {
+    // Outputs of a BACKWARD function are grads (format_dealloc_msg's
+    // is_grad_output, 2.13 on).
+    const bool grad_output = functions_[fid_of(r)].mode() == CompilationMode::kBackward;
+    for (const auto& out : node_outputs(r)) {
+      if (!is_live(out) || !seen.insert(out->id).second) continue;
+      ctx_.refs.set_access_error(out->id, grad_output);
+      if (ctx_.store().owns_block(out->id) && ctx_.fault != Fault::kDeallocFreesNothing) {
+        CAPSIM_TRY(ctx_.store().force_free(out->id));
+        ++freed;
+      }
     }
   }
   ctx_.emit(EventKind::kDealloc, {{F::poisoned, seen.size()}, {F::freed, freed}});

@@ -67,6 +67,10 @@ RecordCause TreeManager::record_cause(const GraphNode& node, const std::vector<T
 
 std::string TreeManager::mismatch_reason(const GraphNode& node, const std::vector<TensorId>& inputs,
                                          InvariantStatus status) const {
+  // CheckInvariantStatus's own text, with no input lines.
+  if (status == InvariantStatus::kExpectedDeadIndicesBeforeGraphMismatch) {
+    return messages::liveness_mismatch_reason();
+  }
   const bool managed = status == InvariantStatus::kCudagraphManagedIdxMismatch;
   const std::vector<std::uint32_t>& idxs =
       managed ? node.cudagraph_managed_idxs : node.static_input_idxs;

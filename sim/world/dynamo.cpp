@@ -13,7 +13,7 @@ StaticInputs static_input_idxs(const FunctionDef& def, std::span<const DynamoArg
   std::set<std::uint32_t> statics(def.static_input_idxs.begin(), def.static_input_idxs.end());
   statics.insert(def.param_input_idxs.begin(), def.param_input_idxs.end());
   for (std::uint32_t i = 0; i < args.size(); ++i) {
-    if (args[i].static_guard || (args[i].parameter && config.inline_inbuilt_nn_modules)) {
+    if (args[i].static_guard || (args[i].parameter && inline_inbuilt_nn_modules(config))) {
       statics.insert(i);
     }
   }

@@ -280,5 +280,15 @@ check capture_alias 0 "capture basic mode=functional" -- "$capsim" capture ca_ba
 check capture_near 2 "unknown capture scenario 'bsic', did you mean 'basic'" -- "$capsim" capture bsic
 check version_flag 0 "^capsim [0-9]+\.[0-9]+\.[0-9]+$" -- "$capsim" --version
 
+# --- torch profiles: --torch and the header's config.torch_profile ----------
+check torch_unknown 2 "--torch: unknown torch version '3.0' \(a release from 2.5 to 2.15" -- "$capsim" scenario run_simple --torch 3.0
+check torch_unknown_record 2 "--torch: unknown torch version '2.4'" -- "$capsim" record run_simple --torch 2.4 -o x.jsonl
+check torch_release 0 "torch_profile=2.14" -- "$capsim" scenario run_simple --torch 2.14.1
+check torch_profiles 0 "^2.15 +PyTorch 2.15 \(the newest\)" -- "$capsim" version --profiles
+fresh torch_header
+edit "$simple" 1 'l.replace("\"poison_freed\":false}", "\"poison_freed\":false,\"torch_profile\":\"2.99\"}")' t.jsonl
+check torch_header_unknown 2 "t.jsonl:1:[0-9]+: field 'config.torch_profile': unknown torch profile '2.99'" -- "$capsim" replay t.jsonl
+check torch_replay_other 1 "diverge" -- "$capsim" replay "$corpus/liveness_mismatch_counts.jsonl" --torch classic
+
 echo "hostile inputs: $passed passed, $failed failed"
 [ "$failed" = 0 ]

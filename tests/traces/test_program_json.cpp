@@ -182,6 +182,27 @@ TEST_CASE("program_json: config round-trips with each field changed") {
         "field 'config.skip_cudagraph_warmup': expected a boolean, got an integer");
 }
 
+TEST_CASE("program_json: torch_profile is written unless classic, and read by name") {
+  CudagraphConfig c;
+  CHECK_FALSE(config_to_json(c).contains("torch_profile"));  // classic: the old bytes
+  for (int i = 1; i < static_cast<int>(TorchProfile::kCount); ++i) {
+    c.torch_profile = static_cast<TorchProfile>(i);
+    const Json j = config_to_json(c);
+    CHECK(j["torch_profile"] == std::string(torch_profile_name(c.torch_profile)));
+    const Result<CudagraphConfig> back = config_from_json(j, "config");
+    REQUIRE(back.ok());
+    CHECK(*back == c);
+  }
+  Json unknown = config_to_json(CudagraphConfig{});
+  unknown["torch_profile"] = "2.99";
+  CHECK(config_from_json(unknown, "config").error().message ==
+        "field 'config.torch_profile': unknown torch profile '2.99' (this build knows classic, "
+        "2.12, 2.13, 2.14, 2.15)");
+  unknown["torch_profile"] = 2.13;
+  CHECK(config_from_json(unknown, "config").error().message.find("expected a string") !=
+        std::string::npos);
+}
+
 TEST_CASE("program_json: each action kind reads from a hand-written line") {
   const char* lines[] = {
       R"({"action":"new_tensor","name":"x","sizes":[4,2],"fill":0.5,"offset":1,"parameter":true,"requires_grad":true})",

@@ -48,7 +48,9 @@ inline std::optional<Error> read_failure(const std::string& text) {
 
 inline Result<ResimulationReport> replay_text(const std::string& text, std::size_t context = 3) {
   CAPSIM_TRY_ASSIGN(std::unique_ptr<TraceReader> reader, reader_of(text));
-  return resimulate_trace(*reader, ResimulationOptions{context});
+  ResimulationOptions options;
+  options.context = context;
+  return resimulate_trace(*reader, options);
 }
 
 }  // namespace capsim::test

@@ -1,0 +1,158 @@
+// The rows of torch_profile.hpp, read from each release's
+// torch/_inductor/cudagraph_trees.py (CUDAGraphTreeManager._run,
+// exceed_rerecord_limit, check_warn_on_unable_to_start_executing,
+// format_dealloc_msg) and torch/_inductor/cudagraph_utils.py
+// (CheckInvariantStatus), in the wheels PyPI serves.
+#include "sim/trees/torch_profile.hpp"
+
+#include <fmt/format.h>
+
+#include <array>
+#include <charconv>
+
+#include "model/check.hpp"
+
+namespace capsim {
+
+namespace {
+
+constexpr std::array<TorchProfileRules, static_cast<std::size_t>(TorchProfile::kCount)> kRules = {{
+    {.name = "classic",
+     .releases = "2.5 to 2.11",
+     .commits = "2.5.0 32f585d9, 2.9.0 0fabc3ba, 2.11.0 70d99e99",
+     .not_modelled = ""},
+    {.name = "2.12",
+     .releases = "2.12",
+     .commits = "2.12.0 7661cd9c",
+     .rerecord_limit = RerecordLimit::kNever,
+     .always_rerecord_static = true,
+     .inline_always_on = true,
+     .w1_requires_backward_text = true,
+     .not_modelled = ""},
+    {.name = "2.13",
+     .releases = "2.13",
+     .commits = "2.13.0 cf30153c",
+     .rerecord_limit = RerecordLimit::kAlways,
+     .static_mismatch_counts = false,
+     .liveness_mismatch_counts = true,
+     .reason_from_last_failure = true,
+     .always_rerecord_static = true,
+     .inline_always_on = true,
+     .w1_requires_backward_text = true,
+     .e1_grad_output_text = true,
+     .not_modelled = "input storage mutation (set_) and caching-allocator skips"},
+    {.name = "2.14",
+     .releases = "2.14",
+     .commits = "2.14.0 08187d9e",
+     .rerecord_limit = RerecordLimit::kAlways,
+     .static_mismatch_counts = false,
+     .liveness_mismatch_counts = true,
+     .reason_from_last_failure = true,
+     .always_rerecord_static = true,
+     .inline_always_on = true,
+     .w1_requires_backward_text = true,
+     .e1_grad_output_text = true,
+     .e1_generation_cloning_text = true,
+     .not_modelled = "input storage mutation (set_) and caching-allocator skips; "
+                     "cudagraph_trees_generation_cloning (opt-in)"},
+    {.name = "2.15",
+     .releases = "2.15",
+     .commits = "2.15.0 d0f2af8b",
+     .rerecord_limit = RerecordLimit::kAlways,
+     .static_mismatch_counts = false,
+     .liveness_mismatch_counts = true,
+     .reason_from_last_failure = true,
+     .always_rerecord_static = true,
+     .inline_always_on = true,
+     .w1_requires_backward_text = true,
+     .e1_grad_output_text = true,
+     .e1_generation_cloning_text = true,
+     .not_modelled = "input storage mutation (set_) and caching-allocator skips; "
+                     "cudagraph_trees_generation_cloning (opt-in); managed-input demotion "
+                     "(cudagraph_managed_input_rerecord_limit=5, action \"copy\")"},
+}};
+
+}  // namespace
+
+const TorchProfileRules& profile_rules(TorchProfile profile) {
+  const auto i = static_cast<std::size_t>(profile);
+  CAPSIM_CHECK(i < kRules.size(), "a torch profile has a row");
+  return kRules[i];
+}
+
+std::string_view torch_profile_name(TorchProfile profile) {
+  return profile_rules(profile).name;
+}
+
+std::optional<TorchProfile> torch_profile_from_name(std::string_view name) {
+  for (std::size_t i = 0; i < kRules.size(); ++i) {
+    if (kRules[i].name == name) return static_cast<TorchProfile>(i);
+  }
+  return std::nullopt;
+}
+
+std::optional<TorchProfile> torch_profile_for(std::string_view version) {
+  if (auto p = torch_profile_from_name(version)) return p;
+  // "2.N" or "2.N.P": the minor release picks the profile.
+  if (!version.starts_with("2.")) return std::nullopt;
+  std::string_view rest = version.substr(2);
+  int minor = -1;
+  const auto [end, ec] = std::from_chars(rest.data(), rest.data() + rest.size(), minor);
+  if (ec != std::errc{} || end == rest.data()) return std::nullopt;
+  rest.remove_prefix(static_cast<std::size_t>(end - rest.data()));
+  if (!rest.empty()) {
+    int patch = -1;
+    const auto [pend, pec] = std::from_chars(rest.data() + 1, rest.data() + rest.size(), patch);
+    if (rest[0] != '.' || pec != std::errc{} || pend != rest.data() + rest.size()) {
+      return std::nullopt;
+    }
+  }
+  if (minor >= 5 && minor <= 11) return TorchProfile::kClassic;
+  if (minor >= 12 && minor <= 15) return torch_profile_from_name(version.substr(0, 4));
+  return std::nullopt;
+}
+
+std::vector<std::string> describe_profile(const TorchProfileRules& r) {
+  std::vector<std::string> out;
+  switch (r.rerecord_limit) {
+    case RerecordLimit::kUnlessInlined:
+      out.emplace_back("re-record limit: only with inline_inbuilt_nn_modules=False");
+      break;
+    case RerecordLimit::kNever: out.emplace_back("re-record limit: never applies"); break;
+    case RerecordLimit::kAlways: out.emplace_back("re-record limit: always applies"); break;
+  }
+  std::string counts = "counted toward it: managed-pointer changes";
+  if (r.static_mismatch_counts) counts += ", static-pointer changes";
+  if (r.liveness_mismatch_counts) counts += ", live outputs expected dead";
+  out.push_back(counts + (r.reason_from_last_failure ? " (reason: the last failed check)"
+                                                     : " (reason: the last counted check)"));
+  if (r.inline_always_on) {
+    out.emplace_back("inline_inbuilt_nn_modules: always True (the flag is deprecated)");
+  }
+  out.emplace_back(r.always_rerecord_static
+                       ? "a changed static pointer always re-records (no E4)"
+                       : "a changed static pointer raises E4 with inlining and input-mutation "
+                         "support both off");
+  out.emplace_back(r.w1_requires_backward_text
+                       ? "W1: \"outputs from a previous step still require backward\""
+                       : "W1: \"pending, uninvoked backwards\"");
+  std::string e1 = r.e1_generation_cloning_text
+                       ? "E1: points at cudagraph_trees_generation_cloning"
+                       : "E1: \"clone the tensor outside of torch.compile()\"";
+  if (r.e1_grad_output_text) e1 += "; a grad output's E1 has its own text";
+  out.push_back(std::move(e1));
+  out.push_back(fmt::format("read from: {}", r.commits));
+  if (!r.not_modelled.empty()) out.push_back(fmt::format("not modelled yet: {}", r.not_modelled));
+  return out;
+}
+
+std::string known_torch_profiles() {
+  std::string out;
+  for (const TorchProfileRules& r : kRules) {
+    if (!out.empty()) out += ", ";
+    out += r.name;
+  }
+  return out;
+}
+
+}  // namespace capsim

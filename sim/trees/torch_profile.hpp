@@ -1,0 +1,92 @@
+// Torch profiles: which PyTorch release's cudagraph tree manager capsim
+// models, as data.
+//
+// The manager's decisions changed between releases (docs/cudagraph-trees.md,
+// "Version profiles"): which failed invariant checks count toward the
+// re-record limit, whether the limit applies at all, whether a changed static
+// pointer can still raise, and the texts users see. A profile is one row of
+// switches per release whose behaviour differs; the tree manager and the
+// messages read its row (`profile_rules`) and never compare versions. Each
+// row names the release commit it was read from.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace capsim {
+
+// X(enumerator, name, releases it covers)
+#define CAPSIM_TORCH_PROFILES(X)        \
+  X(kClassic, "classic", "2.5 to 2.11") \
+  X(k2_12, "2.12", "2.12")              \
+  X(k2_13, "2.13", "2.13")              \
+  X(k2_14, "2.14", "2.14")              \
+  X(k2_15, "2.15", "2.15")
+enum class TorchProfile : std::uint8_t {
+#define CAPSIM_ENUM_(e, name, releases) e,
+  CAPSIM_TORCH_PROFILES(CAPSIM_ENUM_)
+#undef CAPSIM_ENUM_
+      kCount
+};
+// What a command that simulates uses when its input names no profile.
+inline constexpr TorchProfile kNewestTorchProfile = TorchProfile::k2_15;
+
+// When CUDAGraphTreeManager.exceed_rerecord_limit can be true.
+enum class RerecordLimit : std::uint8_t {
+  kUnlessInlined,  // not with inline_inbuilt_nn_modules (2.5 to 2.11)
+  kNever,          // it returns False (2.12, PR 178205)
+  kAlways,         // whatever inline_inbuilt_nn_modules says (2.13 on, PR 182531)
+};
+
+struct TorchProfileRules {
+  std::string_view name;
+  std::string_view releases;
+  std::string_view commits;  // the release commits the rules were read from
+  RerecordLimit rerecord_limit = RerecordLimit::kUnlessInlined;
+  // Which failed checks of a sibling count toward the limit (a call counts
+  // once, however many siblings fail). The managed-pointer check always does.
+  bool static_mismatch_counts = true;
+  bool liveness_mismatch_counts = false;
+  // The limit's reason is the last failed sibling's, whatever its status
+  // (else the last counted one's).
+  bool reason_from_last_failure = false;
+  // rerecord_if_static_inputs_change is always true: no E4.
+  bool always_rerecord_static = false;
+  // torch._dynamo.config.inline_inbuilt_nn_modules is deprecated and always
+  // True (PR 178205): every nn.Parameter is a static input.
+  bool inline_always_on = false;
+  // W1's text: "because outputs from a previous step still require backward"
+  // (else "because of pending, uninvoked backwards").
+  bool w1_requires_backward_text = false;
+  // E1 of a BACKWARD function's output has its own text, on gradient
+  // accumulation.
+  bool e1_grad_output_text = false;
+  // E1's text points at cudagraph_trees_generation_cloning (else at cloning
+  // the tensor outside torch.compile()).
+  bool e1_generation_cloning_text = false;
+  // What the profile leaves out that its release has, for `capsim version
+  // --profiles` (empty: nothing known).
+  std::string_view not_modelled;
+};
+
+// What no profile models yet, whatever the release (`capsim version --profiles`).
+inline constexpr std::string_view kNotModelledInAnyProfile =
+    "graph partitions (graph_partition), cudagraph_capture_sizes, the dynamic-shape warning "
+    "(W2), cudagraph_skip_dynamic_graphs, cudagraph_or_error";
+
+const TorchProfileRules& profile_rules(TorchProfile profile);
+std::string_view torch_profile_name(TorchProfile profile);
+// A profile by its name ("classic", "2.13"), or none.
+std::optional<TorchProfile> torch_profile_from_name(std::string_view name);
+// The profile of a release "2.N" or "2.N.P" (2.5 to 2.15), or of a profile's
+// name; none for anything else.
+std::optional<TorchProfile> torch_profile_for(std::string_view version);
+// "classic, 2.12, ...": the profiles this build knows, for errors.
+std::string known_torch_profiles();
+// The profile's rules in words, one per line (`capsim version --profiles`).
+std::vector<std::string> describe_profile(const TorchProfileRules& rules);
+
+}  // namespace capsim
