@@ -85,6 +85,7 @@ GeneratedProgram from_regression(const Regression& r) {
   GeneratedProgram g;
   g.program = r.program;
   g.seed = r.seed;
+  g.torch_profile = r.config.torch_profile;
   g.numel = 0;
   return g;
 }

@@ -27,6 +27,7 @@ std::string where(const Event& e) {
 std::unique_ptr<World> run_generated(const GeneratedProgram& generated, WorldOptions options,
                                      Status& status) {
   options.seed = generated.seed;
+  options.config.torch_profile = generated.torch_profile;
   auto world = std::make_unique<World>(options);
   status = world->run(generated.program);
   return world;

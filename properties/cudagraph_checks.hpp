@@ -4,7 +4,8 @@
 // what broke (the first offending event where there is one). They read only
 // the World's counters, its event log and the generator's bookkeeping; the
 // `capsim check` catalogue binds them to generators (catalogue.cpp), and
-// tests/properties/test_catalogue.cpp runs that catalogue. Spec: /work/shared/spec/cudagraph-trees.md §3-§5 and §10.
+// tests/properties/test_catalogue.cpp runs that catalogue. Spec:
+// /work/shared/spec/cudagraph-trees.md §3-§5 and §10.
 #pragma once
 
 #include <memory>

@@ -197,6 +197,7 @@ class Lowering {
   explicit Lowering(const ProgramPlan& plan) : plan_(plan) {
     g_.seed = plan.seed;
     g_.swarm_off = plan.swarm_off;
+    g_.torch_profile = plan.torch_profile;
     g_.numel = 4 + plan.numel % 13;
     params_ = 1 + plan.params % 3;
   }

@@ -37,6 +37,7 @@
 #include <string>
 #include <vector>
 
+#include "sim/trees/torch_profile.hpp"
 #include "sim/world/program.hpp"
 
 namespace capsim {
@@ -135,6 +136,9 @@ struct ProgramPlan {
   // The swarm (shown in counterexamples only): the features this case
   // switched off, by name (cudagraph_programs_rc.hpp).
   std::vector<std::string> swarm_off;
+  // The release whose tree manager runs the case: every property holds
+  // under every profile.
+  TorchProfile torch_profile = TorchProfile::kClassic;
 };
 
 // --- The lowered program and the generator's bookkeeping -----------------------
@@ -158,6 +162,9 @@ struct GeneratedProgram {
   // fault made it differ from `numel` (else kDefaultNumel).
   std::vector<std::int64_t> numel_at;
   std::vector<std::string> swarm_off;
+  // The release the program runs under: run_generated and the traces of
+  // counterexamples take it.
+  TorchProfile torch_profile = TorchProfile::kClassic;
   // The first action that breaks PyTorch's contract: a call that takes an
   // output kept across a generation. From there PyTorch promises nothing (a
   // replayed output is overwritten silently, spec §5.5), so the tree

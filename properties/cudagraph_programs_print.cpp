@@ -135,7 +135,8 @@ std::string describe_action(const Action& action) {
 
 std::string describe(const GeneratedProgram& generated) {
   std::ostringstream os;
-  os << "# seed " << generated.seed << ", numel " << generated.numel << "\n";
+  os << "# seed " << generated.seed << ", numel " << generated.numel << ", torch "
+     << torch_profile_name(generated.torch_profile) << "\n";
   if (!generated.swarm_off.empty()) os << "# swarm: off " << join(generated.swarm_off) << "\n";
   if (generated.contract_end) {
     os << fmt::format("# #{} takes an output kept across a generation (PyTorch's contract ends)\n",

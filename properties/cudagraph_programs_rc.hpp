@@ -146,6 +146,7 @@ inline rc::Gen<ProgramPlan> program(const Swarm& sw) {
   return rc::gen::exec([sw] {
     ProgramPlan p;
     p.swarm_off = sw.off_names();
+    p.torch_profile = *torch_profile();
     p.seed = *uniform<std::uint64_t>(0, 1u << 20);
     p.numel = *small(13);
     p.params = *small(3);

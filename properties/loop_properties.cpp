@@ -60,6 +60,7 @@ RegressionCheck loop_regression(LoopCheck check) {
     TrainingProgram t;
     t.generated.program = r.program;
     t.generated.seed = r.seed;
+    t.generated.torch_profile = r.config.torch_profile;
     read_loop_grads(r.program, t);
     WorldOptions o = loop_world(Fault::kNone);
     o.config = r.config;

@@ -19,6 +19,8 @@
 #include <utility>
 #include <vector>
 
+#include "sim/trees/torch_profile.hpp"
+
 namespace capsim::rc_gen {
 
 // Uniform in [lo, hi) whatever the size (rc::gen::inRange scales the range
@@ -51,6 +53,12 @@ inline rc::Gen<bool> sometimes(std::uint32_t one_in) {
 
 inline rc::Gen<std::uint32_t> small(std::uint32_t below) {
   return uniform<std::uint32_t>(0, below);
+}
+
+// One of the torch profiles, uniformly; shrinks towards classic.
+inline rc::Gen<TorchProfile> torch_profile() {
+  return rc::gen::map(uniform<int>(0, static_cast<int>(TorchProfile::kCount)),
+                      [](int i) { return static_cast<TorchProfile>(i); });
 }
 
 // A generator's feature enum (ending in kCount) and its name table, from its

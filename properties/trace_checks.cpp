@@ -21,6 +21,7 @@ Result<std::vector<std::string>> generated_trace_lines(const GeneratedProgram& g
   header.name = name;
   header.seed = generated.seed;
   header.config = options.config;
+  header.config.torch_profile = generated.torch_profile;
   return trace_lines(header, generated.program, world->events());
 }
 

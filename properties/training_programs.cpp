@@ -185,6 +185,7 @@ TrainingProgram lower(const TrainingPlan& plan) {
   }
   read_loop_grads(p, out);
   out.generated.swarm_off = plan.swarm_off;
+  out.generated.torch_profile = plan.torch_profile;
   return out;
 }
 
@@ -192,13 +193,14 @@ std::string describe(const TrainingPlan& plan) {
   const TrainingProgram t = lower(plan);
   std::string out = fmt::format(
       "# seed {}, {} layer(s) of width {}, backward {}, optimizer {}, set_to_none={}, "
-      "mark_step_begin={}, {} steps, zero_grad every {} step(s){}\n",
+      "mark_step_begin={}, {} steps, zero_grad every {} step(s){}, torch {}\n",
       plan.seed, plan.layers, plan.width, loop_backward_name(plan.backward),
       optimizer_kind_name(plan.optimizer), plan.set_to_none ? "True" : "False",
       plan.mark_step ? "True" : "False", plan.steps, plan.accumulate,
       plan.reassign_before ? fmt::format(", w{}.data reassigned before step {}",
                                          plan.reassign_param + 1, *plan.reassign_before)
-                           : "");
+                           : "",
+      torch_profile_name(plan.torch_profile));
   if (!plan.swarm_off.empty())
     out += fmt::format("# swarm: off {}\n", fmt::join(plan.swarm_off, ", "));
   for (const FunctionDef& f : t.generated.program.functions) out += describe_function(f) + "\n";

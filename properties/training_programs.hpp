@@ -53,6 +53,7 @@ struct TrainingPlan {
   std::optional<int> reassign_before;
   int reassign_param = 0;
   std::vector<std::string> swarm_off;  // shown in counterexamples only
+  TorchProfile torch_profile = TorchProfile::kClassic;
 };
 
 struct TrainingProgram {

@@ -57,6 +57,7 @@ inline rc::Gen<TrainingPlan> training_plan(const LoopSwarm& sw) {
   return rc::gen::exec([sw] {
     TrainingPlan p;
     p.swarm_off = sw.off_names();
+    p.torch_profile = *torch_profile();
     p.seed = *uniform<std::uint64_t>(0, 1u << 20);
     p.layers = 1 + static_cast<int>(*small(3));
     p.width = 2 + static_cast<int>(*small(4));

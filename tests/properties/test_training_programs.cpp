@@ -11,6 +11,7 @@
 #include "properties/catalogue.hpp"
 #include "properties/cudagraph_checks.hpp"
 #include "properties/regressions.hpp"
+#include "properties/trace_checks.hpp"
 #include "properties/training_checks.hpp"
 #include "properties/training_programs.hpp"
 
@@ -170,6 +171,29 @@ TEST_CASE("training programs: gradient accumulation keeps grads, and eager ones 
   const auto other = run_without_error(lower(fresh));
   CHECK(reads_of(*world).back().get<Digest>(F::digest) !=
         reads_of(*other).back().get<Digest>(F::digest));
+}
+
+TEST_CASE("training programs: a plan's torch profile reaches the World and its trace") {
+  TrainingPlan plan;
+  plan.backward = LoopBackward::kAot;
+  plan.set_to_none = false;
+  plan.steps = 4;
+  plan.torch_profile = TorchProfile::k2_13;
+  const TrainingProgram t = lower(plan);
+  CHECK(t.generated.torch_profile == TorchProfile::k2_13);
+  Status status;
+  const auto world = run_generated(t.generated, WorldOptions{}, status);
+  REQUIRE(status.ok());
+  // 2.13's own E1 text for a grad a recorded BACKWARD function left in the pool.
+  bool grad_text = false;
+  for (const Event& e : world->events()) {
+    grad_text = grad_text || (e.kind == EventKind::kError &&
+                              e.text(F::message)->starts_with("Error: accessing gradient"));
+  }
+  CHECK(grad_text);
+  const auto lines = generated_trace_lines(t.generated, WorldOptions{}, "profile");
+  REQUIRE(lines.ok());
+  CHECK(lines->front().find("\"torch_profile\":\"2.13\"") != std::string::npos);
 }
 
 TEST_CASE("training programs: a param's .data reassigned mid-loop still equals all eager") {
