@@ -32,6 +32,18 @@ void iteration(ProgramWriter& p, const std::string& param) {
   p.add(Del{"grad"});
 }
 
+// Three iterations with a module param, then `moves` times: param.data
+// reassigned and one more iteration.
+void param_churn(ProgramWriter& p, int moves) {
+  add_mul_fwd_bwd(p, true);
+  p.add(param("param", {2, 2}));
+  for (int i = 0; i < 3; ++i) iteration(p, "param");
+  for (int i = 0; i < moves; ++i) {
+    p.add(reassign("param"));
+    iteration(p, "param");
+  }
+}
+
 ProgramScenario multi_dispatch_single_compile_param_inputs() {
   ProgramScenario s;
   s.name = "multi_dispatch_single_compile_param_inputs";
@@ -64,13 +76,7 @@ ProgramScenario fallback_to_eager_if_recompiling_too_many_times(bool warn_only_o
   s.options.config.inline_inbuilt_nn_modules = false;
   s.options.config.cudagraph_unexpected_rerecord_limit = 0;
   ProgramWriter p(s);
-  add_mul_fwd_bwd(p, true);
-  p.add(param("param", {2, 2}));
-  for (int i = 0; i < 3; ++i) iteration(p, "param");
-  for (int i = 0; i < (warn_only_once ? 5 : 1); ++i) {
-    p.add(reassign("param"));
-    iteration(p, "param");
-  }
+  param_churn(p, warn_only_once ? 5 : 1);
   s.expect = [warn_only_once](const World& w, const auto&) {
     return std::vector<Expectation>{
         {"graphs recorded", 3, graphs(w)},
@@ -97,13 +103,7 @@ ProgramScenario static_pointer_churn_not_counted() {
   s.options.config.inline_inbuilt_nn_modules = false;  // ignored from 2.12
   s.options.config.cudagraph_unexpected_rerecord_limit = 0;
   ProgramWriter p(s);
-  add_mul_fwd_bwd(p, true);
-  p.add(param("param", {2, 2}));
-  for (int i = 0; i < 3; ++i) iteration(p, "param");
-  for (int i = 0; i < 5; ++i) {
-    p.add(reassign("param"));
-    iteration(p, "param");
-  }
+  param_churn(p, 5);
   s.expect = [](const World& w, const auto&) {
     return std::vector<Expectation>{
         {"forward recordings", 4, events_where(w, EventKind::kRecord, F::function, "fwd")},

@@ -16,61 +16,62 @@ namespace capsim {
 
 namespace {
 
-constexpr std::array<TorchProfileRules, static_cast<std::size_t>(TorchProfile::kCount)> kRules = {{
-    {.name = "classic",
-     .releases = "2.5 to 2.11",
-     .commits = "2.5.0 32f585d9, 2.9.0 0fabc3ba, 2.11.0 70d99e99",
-     .not_modelled = ""},
-    {.name = "2.12",
-     .releases = "2.12",
-     .commits = "2.12.0 7661cd9c",
-     .rerecord_limit = RerecordLimit::kNever,
-     .always_rerecord_static = true,
-     .inline_always_on = true,
-     .w1_requires_backward_text = true,
-     .not_modelled = ""},
-    {.name = "2.13",
-     .releases = "2.13",
-     .commits = "2.13.0 cf30153c",
-     .rerecord_limit = RerecordLimit::kAlways,
-     .static_mismatch_counts = false,
-     .liveness_mismatch_counts = true,
-     .reason_from_last_failure = true,
-     .always_rerecord_static = true,
-     .inline_always_on = true,
-     .w1_requires_backward_text = true,
-     .e1_grad_output_text = true,
-     .not_modelled = "input storage mutation (set_) and caching-allocator skips"},
-    {.name = "2.14",
-     .releases = "2.14",
-     .commits = "2.14.0 08187d9e",
-     .rerecord_limit = RerecordLimit::kAlways,
-     .static_mismatch_counts = false,
-     .liveness_mismatch_counts = true,
-     .reason_from_last_failure = true,
-     .always_rerecord_static = true,
-     .inline_always_on = true,
-     .w1_requires_backward_text = true,
-     .e1_grad_output_text = true,
-     .e1_generation_cloning_text = true,
-     .not_modelled = "input storage mutation (set_) and caching-allocator skips; "
-                     "cudagraph_trees_generation_cloning (opt-in)"},
-    {.name = "2.15",
-     .releases = "2.15",
-     .commits = "2.15.0 d0f2af8b",
-     .rerecord_limit = RerecordLimit::kAlways,
-     .static_mismatch_counts = false,
-     .liveness_mismatch_counts = true,
-     .reason_from_last_failure = true,
-     .always_rerecord_static = true,
-     .inline_always_on = true,
-     .w1_requires_backward_text = true,
-     .e1_grad_output_text = true,
-     .e1_generation_cloning_text = true,
-     .not_modelled = "input storage mutation (set_) and caching-allocator skips; "
-                     "cudagraph_trees_generation_cloning (opt-in); managed-input demotion "
-                     "(cudagraph_managed_input_rerecord_limit=5, action \"copy\")"},
-}};
+// Each release is the one before it plus what it changed.
+template <typename Change>
+constexpr TorchProfileRules after(TorchProfileRules before, std::string_view name,
+                                  std::string_view commits, Change change) {
+  before.name = name;
+  before.releases = name;
+  before.commits = commits;
+  change(before);
+  return before;
+}
+
+constexpr TorchProfileRules kClassicRules = {
+    .name = "classic",
+    .releases = "2.5 to 2.11",
+    .commits = "2.5.0 32f585d9, 2.9.0 0fabc3ba, 2.11.0 70d99e99",
+    .not_modelled = ""};
+
+// PR 178205: the limit is off, inline_inbuilt_nn_modules is always True, and
+// so is rerecord_if_static_inputs_change; W1 gets its new text (#176865).
+constexpr TorchProfileRules k2_12Rules =
+    after(kClassicRules, "2.12", "2.12.0 7661cd9c", [](TorchProfileRules& r) {
+      r.rerecord_limit = RerecordLimit::kNever;
+      r.always_rerecord_static = true;
+      r.inline_always_on = true;
+      r.w1_requires_backward_text = true;
+    });
+
+// PR 182531: the limit is back, for every failed check but a static pointer's.
+constexpr TorchProfileRules k2_13Rules =
+    after(k2_12Rules, "2.13", "2.13.0 cf30153c", [](TorchProfileRules& r) {
+      r.rerecord_limit = RerecordLimit::kAlways;
+      r.static_mismatch_counts = false;
+      r.liveness_mismatch_counts = true;
+      r.reason_from_last_failure = true;
+      r.e1_grad_output_text = true;
+      r.not_modelled = "input storage mutation (set_) and caching-allocator skips";
+    });
+
+constexpr TorchProfileRules k2_14Rules =
+    after(k2_13Rules, "2.14", "2.14.0 08187d9e", [](TorchProfileRules& r) {
+      r.e1_generation_cloning_text = true;
+      r.not_modelled =
+          "input storage mutation (set_) and caching-allocator skips; "
+          "cudagraph_trees_generation_cloning (opt-in)";
+    });
+
+constexpr TorchProfileRules k2_15Rules =
+    after(k2_14Rules, "2.15", "2.15.0 d0f2af8b", [](TorchProfileRules& r) {
+      r.not_modelled =
+          "input storage mutation (set_) and caching-allocator skips; "
+          "cudagraph_trees_generation_cloning (opt-in); managed-input demotion "
+          "(cudagraph_managed_input_rerecord_limit=5, action \"copy\")";
+    });
+
+constexpr std::array<TorchProfileRules, static_cast<std::size_t>(TorchProfile::kCount)> kRules = {
+    kClassicRules, k2_12Rules, k2_13Rules, k2_14Rules, k2_15Rules};
 
 }  // namespace
 
