@@ -32,8 +32,8 @@ struct CudagraphConfig {
   // Fill freed device memory with NaNs, so stale reads show.
   bool poison_freed = false;
   // The release whose manager decides (torch_profile.hpp). Classic here, so
-  // that a trace or program that names none keeps the rules it was made
-  // under; commands that simulate default to the newest (--torch).
+  // that a trace or scenario that names none keeps the rules it was made
+  // under; --torch picks another, and generated cases draw one each.
   TorchProfile torch_profile = TorchProfile::kClassic;
 
   friend bool operator==(const CudagraphConfig&, const CudagraphConfig&) = default;

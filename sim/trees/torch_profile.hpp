@@ -31,7 +31,8 @@ enum class TorchProfile : std::uint8_t {
 #undef CAPSIM_ENUM_
       kCount
 };
-// What a command that simulates uses when its input names no profile.
+// The newest release capsim models (`capsim version --profiles` marks it;
+// the 2.15 scenarios are written for it).
 inline constexpr TorchProfile kNewestTorchProfile = TorchProfile::k2_15;
 
 // When CUDAGraphTreeManager.exceed_rerecord_limit can be true.
