@@ -216,9 +216,10 @@ int finish_check(const CheckCommandOptions& options, const CheckReport& report,
 int check_command(const CheckCommandOptions& options) {
   if (Status s = check_backend_usable(options.backend); !s) return fail(s.error().message);
   // Beside a reference backend, the catalogue gains reference.agrees.
-  std::vector<Property> catalogue = options.run.inject == Fault::kNone
-                                        ? property_catalogue()
-                                        : catalogue_with_injected(options.run.inject);
+  std::vector<Property> catalogue =
+      options.run.inject == Fault::kNone && !options.run.torch
+          ? property_catalogue()
+          : catalogue_with(CaseSetting{options.run.inject, options.run.torch});
   if (options.backend != "cpu") {
     catalogue = catalogue_with_reference(std::move(catalogue), mirror_factory(options.backend),
                                          kMirrorControl, options.run.inject);
@@ -233,11 +234,13 @@ int check_command(const CheckCommandOptions& options) {
 
   const CheckOptions& o = options.run;
   if (!options.json) {
-    fmt::print("capsim check: {} properties, {} cases each, seed {}, shard {}/{}, max size {}{}\n",
-               selected->size(), o.only_case ? 1 : o.cases, o.seed, o.shard, o.shards, o.max_size,
-               options.run.inject == Fault::kNone ? ""
-                                                  : fmt::format(", every sound case with fault {}",
-                                                                fault_name(options.run.inject)));
+    fmt::print(
+        "capsim check: {} properties, {} cases each, seed {}, shard {}/{}, max size {}{}{}\n",
+        selected->size(), o.only_case ? 1 : o.cases, o.seed, o.shard, o.shards, o.max_size,
+        o.torch ? fmt::format(", torch {}", torch_profile_name(*o.torch)) : "",
+        options.run.inject == Fault::kNone
+            ? ""
+            : fmt::format(", every sound case with fault {}", fault_name(options.run.inject)));
     std::fflush(stdout);
   }
   Result<CheckReport> report = make_error("not run");

@@ -72,10 +72,10 @@ Json failure_json(const CheckOptions& options, const CasesOutcome& o, bool contr
 std::string reproduce_command(const CheckOptions& options, const Property& property,
                               std::uint64_t case_index, bool control) {
   return fmt::format(
-      "capsim check --property {} --seed {} --max-size {} --case {}{}{}", property.name,
+      "capsim check --property {} --seed {} --max-size {} --case {}{}{}{}", property.name,
       options.seed, options.max_size, case_index, control ? "" : " --no-controls",
-      options.inject == Fault::kNone ? ""
-                                     : fmt::format(" --inject {}", fault_name(options.inject)));
+      options.inject == Fault::kNone ? "" : fmt::format(" --inject {}", fault_name(options.inject)),
+      options.torch ? fmt::format(" --torch {}", torch_profile_name(*options.torch)) : "");
 }
 
 std::vector<std::string> property_lines(const CheckOptions& options, const PropertyOutcome& p) {

@@ -383,6 +383,7 @@ void add_check_reporting(CLI::App* sub, CheckFlags& f) {
                   "cpu (the model), host or cuda (adds reference.agrees: the model beside that "
                   "reference backend; docs/cuda-reference.md)")
       ->check(CLI::IsMember({"cpu", "host", "cuda"}));
+  capsim::cli::add_torch_option(sub, o.run.torch);
 }
 
 int run_check(CheckFlags& f) {

@@ -16,7 +16,7 @@
 namespace capsim {
 
 // loop_properties.cpp: the training-loop properties.
-void add_loop_properties(std::vector<Property>& c, Fault injected);
+void add_loop_properties(std::vector<Property>& c, const CaseSetting& setting);
 
 namespace {
 
@@ -32,8 +32,8 @@ WorldOptions world_with(Fault fault) {
 
 // The fault a case of `control_fault`'s property runs with: its own for the
 // control, else the catalogue's injected one (kNone but under --inject).
-Fault case_fault(bool control, Fault control_fault, Fault injected) {
-  return control ? control_fault : injected;
+Fault case_fault(bool control, Fault control_fault, const CaseSetting& setting) {
+  return control ? control_fault : setting.injected;
 }
 
 std::string describe_plan(const ProgramPlan& plan) {
@@ -42,7 +42,7 @@ std::string describe_plan(const ProgramPlan& plan) {
 
 // A plan's run as a trace, in the World the case ran in (broken for a
 // control), cut where PyTorch's contract ends when the check was (`cut`).
-TraceOf<ProgramPlan> plan_trace(Fault control_fault, Fault injected, bool cut = false) {
+TraceOf<ProgramPlan> plan_trace(Fault control_fault, CaseSetting injected, bool cut = false) {
   return [control_fault, injected, cut](const ProgramPlan& plan, bool control) {
     const GeneratedProgram g = cut ? within_contract(lower(plan)) : lower(plan);
     const Fault fault = case_fault(control, control_fault, injected);
@@ -67,9 +67,9 @@ CheckResult on_world(const ProgramPlan& plan, const WorldOptions& options, const
 
 // A property over random cudagraph programs: `check` on a World with the
 // case's fault.
-CaseFunction world_property(Fault control_fault, Fault injected, WorldCheck check) {
+CaseFunction world_property(Fault control_fault, CaseSetting injected, WorldCheck check) {
   return make_probed_case<ProgramPlan>(
-      rc_gen::program(),
+      rc_gen::program(injected.torch),
       [control_fault, injected, check = std::move(check)](const ProgramPlan& plan, bool control,
                                                           ProbeSet* probes) {
         const Fault fault = case_fault(control, control_fault, injected);
@@ -109,7 +109,7 @@ RegressionCheck world_regression(WorldCheck check) {
 }
 
 // A property over random autograd programs; `check` gets the case's fault.
-CaseFunction autograd_property(Fault control_fault, Fault injected,
+CaseFunction autograd_property(Fault control_fault, CaseSetting injected,
                                std::function<CheckResult(const AutogradProgram&, Fault)> check) {
   return make_probed_case<AutogradProgram>(
       rc_gen::autograd_program(),
@@ -134,7 +134,7 @@ constexpr std::string_view kPrograms =
     "calls, mark_step_begin, reassigned params, a compiled optimizer";
 
 // The compiled-autograd properties, over random autograd graphs.
-void add_capture_properties(std::vector<Property>& c, Fault injected) {
+void add_capture_properties(std::vector<Property>& c, const CaseSetting& injected) {
   auto entry = [&c, injected](Property p,
                               std::function<CheckResult(const AutogradProgram&, Fault)> check) {
     p.run = autograd_property(p.fault, injected, std::move(check));
@@ -164,7 +164,7 @@ void add_capture_properties(std::vector<Property>& c, Fault injected) {
 
 // The cudagraph-tree and optimizer properties, each a check of one World run;
 // a world property's regressions run its own check on the saved program.
-void add_tree_properties(std::vector<Property>& c, Fault injected) {
+void add_tree_properties(std::vector<Property>& c, const CaseSetting& injected) {
   auto world_entry = [&c, injected](Property p, const WorldCheck& check) {
     p.run = world_property(p.fault, injected, check);
     p.regression = world_regression(check);
@@ -227,7 +227,7 @@ CheckResult same_events(const GeneratedProgram& g, const GeneratedProgram& again
 
 // Same program and seed, same events and same bytes. The control varies the
 // second run's seed (Fault::kVarySeed): the seed must matter.
-void add_determinism_properties(std::vector<Property>& c, Fault injected) {
+void add_determinism_properties(std::vector<Property>& c, const CaseSetting& injected) {
   Property events{"determinism.same-seed-same-events",
                   "the same program and seed give the same events, event for event",
                   "architecture.md §6",
@@ -235,7 +235,7 @@ void add_determinism_properties(std::vector<Property>& c, Fault injected) {
                   "the second run gets another seed: the seed must matter",
                   Fault::kVarySeed};
   events.run = make_probed_case<ProgramPlan>(
-      rc_gen::program(),
+      rc_gen::program(injected.torch),
       [injected, own = events.fault](const ProgramPlan& plan, bool control,
                                      ProbeSet* probes) -> CheckResult {
         // The whole program, past any break of PyTorch's contract: an E1
@@ -259,7 +259,7 @@ void add_determinism_properties(std::vector<Property>& c, Fault injected) {
                  "the second recording gets another seed: the bytes must depend on it",
                  Fault::kVarySeed};
   bytes.run = make_case<ProgramPlan>(
-      rc_gen::program(),
+      rc_gen::program(injected.torch),
       [injected, own = bytes.fault](const ProgramPlan& plan, bool control) {
         const Fault fault = case_fault(control, own, injected);
         return check_trace_bytes_deterministic(lower(plan), fault == Fault::kVarySeed,
@@ -272,7 +272,7 @@ void add_determinism_properties(std::vector<Property>& c, Fault injected) {
   c.push_back(std::move(bytes));
 }
 
-void add_trace_properties(std::vector<Property>& c, Fault injected) {
+void add_trace_properties(std::vector<Property>& c, const CaseSetting& injected) {
   Property p{"traces.round-trip",
              "record, write, read and replay of a run find no divergence and no invariant "
              "violation",
@@ -281,7 +281,7 @@ void add_trace_properties(std::vector<Property>& c, Fault injected) {
              "the trace is recorded from a World with tree fault skip_copy_in",
              Fault::kSkipCopyIn};
   p.run = make_case<ProgramPlan>(
-      rc_gen::program(),
+      rc_gen::program(injected.torch),
       [injected, own = p.fault](const ProgramPlan& plan, bool control) {
         const Fault fault = case_fault(control, own, injected);
         return check_trace_round_trip(within_contract(lower(plan)),
@@ -301,7 +301,7 @@ void add_trace_properties(std::vector<Property>& c, Fault injected) {
 }
 
 // In the order `capsim check` runs and lists them.
-std::vector<Property> make_catalogue(Fault injected) {
+std::vector<Property> make_catalogue(const CaseSetting& injected) {
   std::vector<Property> c;
   add_capture_properties(c, injected);
   add_tree_properties(c, injected);
@@ -314,13 +314,19 @@ std::vector<Property> make_catalogue(Fault injected) {
 }  // namespace
 
 const std::vector<Property>& property_catalogue() {
-  static const std::vector<Property> catalogue = make_catalogue(Fault::kNone);
+  static const std::vector<Property> catalogue = make_catalogue(CaseSetting{});
   return catalogue;
+}
+
+std::vector<Property> catalogue_with(const CaseSetting& setting) {
+  CAPSIM_CHECK(setting.injected == Fault::kNone || injectable(setting.injected),
+               "only tree, run and capture faults are injected");
+  return make_catalogue(setting);
 }
 
 std::vector<Property> catalogue_with_injected(Fault injected) {
   CAPSIM_CHECK(injectable(injected), "only tree, run and capture faults are injected");
-  return make_catalogue(injected);
+  return make_catalogue(CaseSetting{injected, std::nullopt});
 }
 
 bool injectable(Fault fault) {

@@ -20,6 +20,7 @@
 
 #include "model/result.hpp"
 #include "properties/property.hpp"
+#include "sim/trees/torch_profile.hpp"
 
 namespace capsim {
 
@@ -51,6 +52,9 @@ struct CheckOptions {
   // caller builds that catalogue, catalogue.hpp): kNone but for a
   // demonstration. Reports name it, so that a reproduction injects it too.
   Fault inject = Fault::kNone;
+  // The torch profile every generated case ran under (`--torch`; none: each
+  // case drew one). Reports name it too.
+  std::optional<TorchProfile> torch;
 };
 
 // What one property's cases found: how many ran and, if one failed, that

@@ -164,9 +164,14 @@ inline rc::Gen<ProgramPlan> program(const Swarm& sw) {
   });
 }
 
-// A program under a random swarm: the catalogue's generator.
-inline rc::Gen<ProgramPlan> program() {
-  return rc::gen::exec([] { return *program(*swarm()); });
+// A program under a random swarm: the catalogue's generator. `torch`, when
+// given, pins the profile every plan runs under (`capsim check --torch`).
+inline rc::Gen<ProgramPlan> program(std::optional<TorchProfile> torch = std::nullopt) {
+  return rc::gen::exec([torch] {
+    ProgramPlan p = *program(*swarm());
+    if (torch) p.torch_profile = *torch;
+    return p;
+  });
 }
 
 }  // namespace rc_gen

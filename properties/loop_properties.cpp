@@ -4,6 +4,7 @@
 // its control runs.
 #include <fmt/format.h>
 
+#include "properties/catalogue.hpp"
 #include "properties/cudagraph_checks.hpp"
 #include "properties/probes.hpp"
 #include "properties/property.hpp"
@@ -33,9 +34,10 @@ WorldOptions loop_world(Fault fault) {
 
 using LoopCheck = std::function<CheckResult(const World&, const TrainingProgram&)>;
 
-CaseFunction loop_property(Fault own, Fault injected, LoopCheck check) {
+CaseFunction loop_property(Fault own, CaseSetting setting, LoopCheck check) {
+  const Fault injected = setting.injected;
   return make_probed_case<TrainingPlan>(
-      rc_gen::training_plan(),
+      rc_gen::training_plan(setting.torch),
       [own, injected, check = std::move(check)](const TrainingPlan& plan, bool control,
                                                 ProbeSet* probes) -> CheckResult {
         const Fault fault = control ? own : injected;
@@ -73,9 +75,9 @@ RegressionCheck loop_regression(LoopCheck check) {
 
 }  // namespace
 
-void add_loop_properties(std::vector<Property>& c, Fault injected) {
-  auto entry = [&c, injected](Property p, LoopCheck check) {
-    p.run = loop_property(p.fault, injected, check);
+void add_loop_properties(std::vector<Property>& c, const CaseSetting& setting) {
+  auto entry = [&c, setting](Property p, LoopCheck check) {
+    p.run = loop_property(p.fault, setting, check);
     p.regression = loop_regression(std::move(check));
     c.push_back(std::move(p));
   };

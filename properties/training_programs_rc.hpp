@@ -78,9 +78,14 @@ inline rc::Gen<TrainingPlan> training_plan(const LoopSwarm& sw) {
   });
 }
 
-// A loop under a random swarm: the catalogue's generator.
-inline rc::Gen<TrainingPlan> training_plan() {
-  return rc::gen::exec([] { return *training_plan(*loop_swarm()); });
+// A loop under a random swarm: the catalogue's generator; `torch` pins the
+// profile, as for program().
+inline rc::Gen<TrainingPlan> training_plan(std::optional<TorchProfile> torch = std::nullopt) {
+  return rc::gen::exec([torch] {
+    TrainingPlan p = *training_plan(*loop_swarm());
+    if (torch) p.torch_profile = *torch;
+    return p;
+  });
 }
 
 }  // namespace rc_gen

@@ -283,6 +283,8 @@ check version_flag 0 "^capsim [0-9]+\.[0-9]+\.[0-9]+$" -- "$capsim" --version
 # --- torch profiles: --torch and the header's config.torch_profile ----------
 check torch_unknown 2 "--torch: unknown torch version '3.0' \(a release from 2.5 to 2.15" -- "$capsim" scenario run_simple --torch 3.0
 check torch_unknown_record 2 "--torch: unknown torch version '2.4'" -- "$capsim" record run_simple --torch 2.4 -o x.jsonl
+check torch_unknown_check 2 "--torch: unknown torch version '9'" -- "$capsim" check --torch 9
+check torch_check_pinned 0 "torch 2.13" -- "$capsim" check --torch 2.13 --property 'loop.*' --cases 5 --no-controls --no-regressions
 check torch_release 0 "torch_profile=2.14" -- "$capsim" scenario run_simple --torch 2.14.1
 check torch_profiles 0 "^2.15 +PyTorch 2.15 \(the newest\)" -- "$capsim" version --profiles
 fresh torch_header
