@@ -41,6 +41,10 @@ ProbeSet tree_probes(const World& world) {
             is(e, F::reason, "cudagraph_managed_idx_mismatch")) {
           set(s, CoverageProbe::kRerecord);
         }
+        if (is(e, F::reason, "static_input_idx_mismatch") &&
+            !profile_rules(world.config().torch_profile).static_mismatch_counts) {
+          set(s, CoverageProbe::kUncountedRerecord);
+        }
         if (is(e, F::reason, "expected_dead_indices_before_graph_mismatch")) {
           set(s, CoverageProbe::kLivenessSibling);
         }
@@ -53,6 +57,11 @@ ProbeSet tree_probes(const World& world) {
       case EventKind::kDealloc: set(s, CoverageProbe::kGenerationDealloc); break;
       case EventKind::kError:
         if (is(e, F::id, "E1")) set(s, CoverageProbe::kOverwrittenOutput);
+        if (is(e, F::id, "E1") && e.text(F::message)
+                                      .value_or("")
+                                      .starts_with("Error: accessing gradient tensor output")) {
+          set(s, CoverageProbe::kGradOutputE1);
+        }
         break;
       case EventKind::kEager:
         if (is(e, F::reason, "mutated_inputs")) set(s, CoverageProbe::kMutationGate);

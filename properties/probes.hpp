@@ -33,10 +33,14 @@ struct AutogradProgram;
   X(kLivenessSibling, "liveness-sibling", false,                                                  \
     "a sibling recorded because expected_dead_indices_before_graph did not hold")                 \
   X(kRerecordLimit, "re-record-limit", true, "E5: the re-record limit sent a call to eager")      \
+  X(kUncountedRerecord, "uncounted-re-record", false,                                             \
+    "a static-pointer re-record that the profile does not count toward the limit (2.13 on)")      \
   X(kCheckpoint, "checkpoint", false, "apply_checkpoint_execution_state_in_allocator")            \
   X(kGenerationDealloc, "generation-dealloc", false,                                              \
     "a new generation freed a warmup or recording path's outputs")                                \
   X(kOverwrittenOutput, "E1", false, "an output overwritten by a later generation was used")      \
+  X(kGradOutputE1, "grad-output-E1", false,                                                       \
+    "E1 of a BACKWARD function's output, in its own text (2.13 on)")                              \
   X(kMutationGate, "mutation-gate", false, "a mutated plain input sent a call to eager")          \
   X(kAlignmentDemotion, "alignment-demotion", false, "an unaligned static input was demoted")     \
   X(kMisalignedClone, "misaligned-clone", false, "a misaligned non-static input was cloned")      \
