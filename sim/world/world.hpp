@@ -168,6 +168,7 @@ class World {
   bool requires_autograd(const std::vector<TensorId>& inputs) const;
   Status eager_call_with_autograd(const FunctionDef& def, const std::vector<TensorId>& inputs,
                                   const std::vector<std::string>& outputs);
+  std::vector<TensorId> take_engine_made();
   void hold_saved_tensors(std::size_t first_node);
   Status drop_released_saved_tensors();
   Status retarget_leaf(TensorId old, TensorId now);

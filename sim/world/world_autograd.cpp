@@ -59,13 +59,7 @@ Status World::eager_call_with_autograd(const FunctionDef& def, const std::vector
   }
   const std::size_t first_node = e.num_nodes();
   const Result<std::vector<Variable>> outs = run_body_with_autograd(e, def, in);
-  // Everything the body made becomes the World's, held once until the graph
-  // and the outputs have taken their own references.
-  const std::vector<TensorId> made(e.owned().begin(), e.owned().end());
-  for (TensorId t : made) {
-    e.disown(t);
-    refs_.hold(t);
-  }
+  const std::vector<TensorId> made = take_engine_made();
   std::vector<TensorId> results;
   if (outs.ok()) {
     hold_saved_tensors(first_node);
@@ -77,6 +71,19 @@ Status World::eager_call_with_autograd(const FunctionDef& def, const std::vector
   for (TensorId t : made) CAPSIM_TRY(refs_.drop(t));
   if (!outs.ok()) return outs.error();
   return bind_outputs(results, outputs);
+}
+
+// Everything the engine made becomes the World's, held once until the graph
+// and the caller have taken their own references; the caller drops these
+// holds then.
+std::vector<TensorId> World::take_engine_made() {
+  AutogradEngine& e = autograd_->engine;
+  const std::vector<TensorId> made(e.owned().begin(), e.owned().end());
+  for (TensorId t : made) {
+    e.disown(t);
+    refs_.hold(t);
+  }
+  return made;
 }
 
 void World::hold_saved_tensors(std::size_t first_node) {

@@ -41,11 +41,9 @@ Result<bool> World::scenario_backward(const AutogradScenario& s, int i, CaptureM
   CAPSIM_CHECK(e.owned().empty(), "the engine owns nothing between actions");
   const std::size_t first_node = e.num_nodes();
   const Result<Variable> loss = s.forward(e, i);
-  const std::vector<TensorId> made(e.owned().begin(), e.owned().end());
+  const std::vector<TensorId> made = take_engine_made();
   std::vector<std::uint64_t> leaves;
   for (TensorId t : made) {
-    e.disown(t);
-    refs_.hold(t);
     const Result<Variable> v = e.variable(t);
     if (!loss || !v || !v->requires_grad || v->grad_fn) continue;
     refs_.hold(t);

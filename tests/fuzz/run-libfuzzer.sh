@@ -78,7 +78,7 @@ unity_b=(
 # run.cpp each have their own anonymous `Value`, so they go in different files.
 unity_c=(
   sim/world/world_capture.cpp sim/scenarios/autograd_scenarios.cpp
-  sim/autograd/compiled_autograd_runner.cpp sim/autograd/autograd_engine.cpp sim/autograd/autograd_aot.cpp
+  sim/autograd/compiled_autograd_runner.cpp sim/autograd/autograd_engine.cpp sim/autograd/autograd_backward_graph.cpp sim/autograd/autograd_aot.cpp
   sim/autograd/compiled_autograd_collect.cpp sim/autograd/compiled_autograd_capture.cpp
   sim/autograd/imported_autograd.cpp sim/autograd/fx_target_names.cpp
 )

@@ -4,6 +4,8 @@
 #include <doctest/doctest.h>
 
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include <variant>
 
@@ -13,6 +15,18 @@
 
 namespace capsim {
 namespace {
+
+// The rules a profile switches, in words, without its name, sources and what
+// it leaves out.
+std::vector<std::string> modelled_rules(TorchProfile p) {
+  std::vector<std::string> out;
+  for (const std::string& line : describe_profile(profile_rules(p))) {
+    if (!line.starts_with("read from:") && !line.starts_with("not modelled yet:")) {
+      out.push_back(line);
+    }
+  }
+  return out;
+}
 
 TEST_CASE("torch profiles: a release or a name picks the profile that covers it") {
   CHECK(torch_profile_for("2.5") == TorchProfile::kClassic);
@@ -29,11 +43,17 @@ TEST_CASE("torch profiles: a release or a name picks the profile that covers it"
   }
   CHECK(torch_profile_name(kNewestTorchProfile) == "2.15");
   CHECK(known_torch_profiles() == "classic, 2.12, 2.13, 2.14, 2.15");
-  // Each profile differs from the one before it in at least one rule.
+  // Each profile up to 2.14 differs from the one before it in a modelled
+  // rule. 2.15's changes (managed-input demotion) are not modelled yet: its
+  // rules are 2.14's, and only what it leaves out says otherwise.
   for (int i = 1; i < static_cast<int>(TorchProfile::kCount); ++i) {
-    CHECK(describe_profile(profile_rules(static_cast<TorchProfile>(i))) !=
-          describe_profile(profile_rules(static_cast<TorchProfile>(i - 1))));
+    const auto p = static_cast<TorchProfile>(i);
+    CAPTURE(torch_profile_name(p));
+    CHECK((modelled_rules(p) == modelled_rules(static_cast<TorchProfile>(i - 1))) ==
+          (p == TorchProfile::k2_15));
   }
+  CHECK(profile_rules(TorchProfile::k2_15).not_modelled.find("managed-input demotion") !=
+        std::string_view::npos);
 }
 
 std::int64_t count_where(const std::vector<Event>& events, EventKind kind, const char* id) {
