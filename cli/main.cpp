@@ -30,6 +30,7 @@
 #include "sim/scenarios/adam_replay_job.hpp"
 #include "sim/scenarios/autograd_scenarios.hpp"
 #include "sim/scenarios/scenarios.hpp"
+#include "traces/program_json.hpp"
 #include "traces/resimulation.hpp"
 
 namespace {
@@ -92,6 +93,13 @@ int print_scenario(const std::string& name, std::optional<capsim::TorchProfile> 
       c.cudagraph_unexpected_rerecord_limit, c.skip_cudagraph_warmup, c.force_cudagraphs_warmup,
       c.slow_path_cudagraph_asserts, c.zero_grad_static_error, c.plain_api,
       capsim::torch_profile_name(c.torch_profile));
+  // The newer knobs, as the trace header writes them: only those set.
+  const capsim::Json knobs = capsim::newer_config_to_json(c);
+  if (!knobs.empty()) {
+    std::string line = "knobs";
+    for (const auto& [key, value] : knobs.items()) line += fmt::format(" {}={}", key, value.dump());
+    fmt::print("{}\n", line);
+  }
   const capsim::ProgramScenarioRun run = capsim::run_program_scenario(*s);
   for (const capsim::Event& e : run.events) {
     fmt::print("{}\n", capsim::format_event(e));

@@ -421,6 +421,106 @@ Result<CompilationMode> compilation_mode_from_name(std::string_view name, std::s
 #undef CAPSIM_PAIR_
 
 // --- Config ----------------------------------------------------------------
+
+namespace {
+
+// The knobs of newer releases are additive too: each is written only when it
+// differs from its default, and a trace without it reads the default.
+}  // namespace
+
+Json newer_config_to_json(const CudagraphConfig& c) {
+  Json j = Json::object();
+  const CudagraphConfig d;
+  if (c.graph_partition) j["graph_partition"] = *c.graph_partition;
+  if (c.cudagraph_min_partition_size != d.cudagraph_min_partition_size) {
+    j["cudagraph_min_partition_size"] = c.cudagraph_min_partition_size;
+  }
+  if (c.cudagraph_capture_sizes) j["cudagraph_capture_sizes"] = *c.cudagraph_capture_sizes;
+  if (c.cudagraph_skip_dynamic_graphs) j["cudagraph_skip_dynamic_graphs"] = true;
+  if (c.cudagraph_dynamic_shape_warn_limit) {
+    j["cudagraph_dynamic_shape_warn_limit"] = *c.cudagraph_dynamic_shape_warn_limit;
+  }
+  if (c.cudagraph_dynamic_shape_rerecord_limit) {
+    j["cudagraph_dynamic_shape_rerecord_limit"] = *c.cudagraph_dynamic_shape_rerecord_limit;
+  }
+  if (c.cudagraph_or_error) j["cudagraph_or_error"] = true;
+  if (!c.caching_allocator_enabled) j["caching_allocator_enabled"] = false;
+  return j;
+}
+
+namespace {
+
+// A count that must lie in [0, limit].
+Result<std::int64_t> read_count(ObjectReader& r, std::string_view key, std::int64_t limit) {
+  CAPSIM_TRY_ASSIGN(const std::int64_t v, r.integer(key));
+  if (v < 0 || v > limit) {
+    return field_error(r.path_of(key), fmt::format("must be 0 to {}, got {}", limit, v));
+  }
+  return v;
+}
+
+Result<std::vector<std::vector<std::int64_t>>> read_capture_sizes(ObjectReader& r) {
+  CAPSIM_TRY_ASSIGN(const Json* v, r.value("cudagraph_capture_sizes"));
+  const std::string path = r.path_of("cudagraph_capture_sizes");
+  if (!v->is_array() || v->size() > kMaxCaptureSizes) {
+    return field_error(
+        path, fmt::format("expected an array of at most {} int keys (arrays)", kMaxCaptureSizes));
+  }
+  std::vector<std::vector<std::int64_t>> out;
+  for (std::size_t k = 0; k < v->size(); ++k) {
+    const Json& key = (*v)[k];
+    if (!key.is_array() || key.size() > kMaxBodyInputs) {
+      return field_error(fmt::format("{}[{}]", path, k), "expected an array of integers");
+    }
+    std::vector<std::int64_t> ints;
+    for (const Json& i : key) {
+      if (!i.is_number_integer()) {
+        return field_error(fmt::format("{}[{}]", path, k), "expected an array of integers");
+      }
+      ints.push_back(i.get<std::int64_t>());
+    }
+    out.push_back(std::move(ints));
+  }
+  return out;
+}
+
+Status newer_config_from_json(ObjectReader& r, CudagraphConfig& c) {
+  if (r.has("graph_partition")) {
+    CAPSIM_TRY_ASSIGN(const bool v, r.boolean("graph_partition"));
+    c.graph_partition = v;
+  }
+  if (r.has("cudagraph_min_partition_size")) {
+    CAPSIM_TRY(assign(c.cudagraph_min_partition_size,
+                      read_count(r, "cudagraph_min_partition_size", kMaxBodyOps)));
+  }
+  if (r.has("cudagraph_capture_sizes")) {
+    CAPSIM_TRY_ASSIGN(auto sizes, read_capture_sizes(r));
+    c.cudagraph_capture_sizes = std::move(sizes);
+  }
+  if (r.has("cudagraph_skip_dynamic_graphs")) {
+    CAPSIM_TRY(assign(c.cudagraph_skip_dynamic_graphs, r.boolean("cudagraph_skip_dynamic_graphs")));
+  }
+  constexpr std::int64_t kMaxKeys = std::int64_t{1} << 20;
+  if (r.has("cudagraph_dynamic_shape_warn_limit")) {
+    CAPSIM_TRY_ASSIGN(const std::int64_t v,
+                      read_count(r, "cudagraph_dynamic_shape_warn_limit", kMaxKeys));
+    c.cudagraph_dynamic_shape_warn_limit = v;
+  }
+  if (r.has("cudagraph_dynamic_shape_rerecord_limit")) {
+    CAPSIM_TRY_ASSIGN(const std::int64_t v,
+                      read_count(r, "cudagraph_dynamic_shape_rerecord_limit", kMaxKeys));
+    c.cudagraph_dynamic_shape_rerecord_limit = v;
+  }
+  if (r.has("cudagraph_or_error")) {
+    CAPSIM_TRY(assign(c.cudagraph_or_error, r.boolean("cudagraph_or_error")));
+  }
+  if (r.has("caching_allocator_enabled")) {
+    CAPSIM_TRY(assign(c.caching_allocator_enabled, r.boolean("caching_allocator_enabled")));
+  }
+  return {};
+}
+
+}  // namespace
 // A field added to CudagraphConfig must be added to both functions; the test
 // flips every written field, and the reader requires them all.
 
@@ -439,6 +539,7 @@ Json config_to_json(const CudagraphConfig& c) {
   if (c.torch_profile != TorchProfile::kClassic) {
     j["torch_profile"] = std::string(torch_profile_name(c.torch_profile));
   }
+  j.update(newer_config_to_json(c));
   return j;
 }
 
@@ -466,11 +567,58 @@ Result<CudagraphConfig> config_from_json(const Json& j, std::string path) {
     }
     c.torch_profile = *p;
   }
+  CAPSIM_TRY(newer_config_from_json(r, c));
+  if (const std::optional<ConfigProblem> p = config_problem(c)) {
+    return field_error(r.path_of(p->key), p->message);
+  }
   CAPSIM_TRY(r.finish());
   return c;
 }
 
 // --- Functions -------------------------------------------------------------
+
+namespace {
+
+// partition_cuts: [{"begin": B, "end": E, "reason": R}, ...], sorted, each
+// [B, E) non-empty within the ops, none overlapping.
+Result<std::vector<PartitionCut>> read_cuts(ObjectReader& r, std::size_t num_ops) {
+  CAPSIM_TRY(check_length(r, "partition_cuts", kMaxBodyOps));
+  CAPSIM_TRY_ASSIGN(const Json* v, r.value("partition_cuts"));
+  const std::string path = r.path_of("partition_cuts");
+  if (!v->is_array()) return field_error(path, "expected an array of cut objects");
+  std::vector<PartitionCut> cuts;
+  for (std::size_t k = 0; k < v->size(); ++k) {
+    CAPSIM_TRY_ASSIGN(ObjectReader c, ObjectReader::of((*v)[k], fmt::format("{}[{}]", path, k)));
+    PartitionCut cut;
+    CAPSIM_TRY_ASSIGN(const std::int64_t begin, c.integer("begin"));
+    CAPSIM_TRY_ASSIGN(const std::int64_t end, c.integer("end"));
+    if (begin < 0 || end <= begin || static_cast<std::uint64_t>(end) > num_ops) {
+      return field_error(
+          c.path_of("end"),
+          fmt::format("ops [{}, {}) is empty or not within the {} ops", begin, end, num_ops));
+    }
+    if (!cuts.empty() && begin < cuts.back().end) {
+      return field_error(c.path_of("begin"),
+                         fmt::format("ops [{}, {}) overlap or precede the cut before", begin, end));
+    }
+    cut.begin = static_cast<std::uint32_t>(begin);
+    cut.end = static_cast<std::uint32_t>(end);
+    CAPSIM_TRY_ASSIGN(const std::string reason, c.string("reason"));
+    const std::optional<PartitionCutReason> why = partition_cut_reason_from_name(reason);
+    if (!why) {
+      return field_error(c.path_of("reason"),
+                         fmt::format("unknown cut reason '{}' (cpu, cudagraph_unsafe, "
+                                     "custom_should_partition_ops, dynamic_shape)",
+                                     reason));
+    }
+    cut.reason = *why;
+    CAPSIM_TRY(c.finish());
+    cuts.push_back(cut);
+  }
+  return cuts;
+}
+
+}  // namespace
 
 Json function_to_json(const FunctionDef& def) {
   Json j = Json::object();
@@ -483,6 +631,16 @@ Json function_to_json(const FunctionDef& def) {
   j["outputs"] = def.outputs;
   j["static_input_idxs"] = def.static_input_idxs;
   j["param_input_idxs"] = def.param_input_idxs;
+  // Additive: only a function with cuts has the field.
+  if (!def.partition_cuts.empty()) {
+    Json cuts = Json::array();
+    for (const PartitionCut& c : def.partition_cuts) {
+      cuts.push_back(Json{{"begin", c.begin},
+                          {"end", c.end},
+                          {"reason", std::string(partition_cut_reason_name(c.reason))}});
+    }
+    j["partition_cuts"] = std::move(cuts);
+  }
   return j;
 }
 
@@ -510,6 +668,9 @@ Result<FunctionDef> function_from_json(ObjectReader& r) {
   CAPSIM_TRY(check_below(r, "static_input_idxs", def.static_input_idxs, n, "index", "an input"));
   CAPSIM_TRY_ASSIGN(def.param_input_idxs, read_indices(r, "param_input_idxs", kMaxBodyInputs));
   CAPSIM_TRY(check_below(r, "param_input_idxs", def.param_input_idxs, n, "index", "an input"));
+  if (r.has("partition_cuts")) {
+    CAPSIM_TRY_ASSIGN(def.partition_cuts, read_cuts(r, def.ops.size()));
+  }
   CAPSIM_TRY(r.finish());
   // The checks above give precise paths; validate() stays the one authority,
   // so a rule added there is enforced here too.

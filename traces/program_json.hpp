@@ -29,6 +29,9 @@ namespace capsim {
 inline constexpr std::size_t kMaxJsonNameBytes = 256;
 
 // Every field, in struct order, under the struct's member names.
+// The knobs of newer releases that differ from their defaults (a part of
+// config_to_json), for people as much as for traces.
+Json newer_config_to_json(const CudagraphConfig& c);
 Json config_to_json(const CudagraphConfig& c);
 // All fields required; `path` names the object ("config").
 Result<CudagraphConfig> config_from_json(const Json& j, std::string path);

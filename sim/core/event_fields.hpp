@@ -67,6 +67,8 @@ inline constexpr IntRange kBytesRange{0, std::int64_t{1} << 50};
   X(static_input_idxs, "static_input_idxs", kIntList, kIndexRange,                                 \
     "compile-time static inputs after alignment filtering")                                        \
   X(recompile, "recompile", kBool, kAnyInt, "a guard failed and Dynamo recompiled")                \
+  X(partition, "partition", kInt, kIndexRange,                                                     \
+    "the graph partition the tree function is, among its graph's cudagraphed ones")                \
   X(reason, "reason", kText, kAnyInt, "an enumerated reason (per kind, see the kind's table)")     \
   X(node, "node", kInt, kNodeIdRange, "a tree node id (warmup nodes are negative)")                \
   X(depth, "depth", kInt, kDepthRange, "the node's depth in the tree (0 for a root)")              \
@@ -104,10 +106,12 @@ inline constexpr IntRange kBytesRange{0, std::int64_t{1} << 50};
     "graph writes, after the replay)")                                                             \
   X(values, "values", kText, kAnyInt, "a preview of the first values, for people")                 \
   X(demoted, "demoted", kBool, kAnyInt, "the input left the static set")                           \
-  X(id, "id", kText, kAnyInt, "capsim's id of the PyTorch message (E1..E7, S1, W1, Z1, A1, E5)")   \
+  X(id, "id", kText, kAnyInt,                                                                      \
+    "capsim's id of the PyTorch message (E1..E8, S1..S5, W1..W3, Z1, A1)")                         \
   X(exception, "exception", kText, kAnyInt, "the Python exception type")                           \
   X(message, "message", kText, kAnyInt, "PyTorch's exact text")                                    \
-  X(where, "where", kText, kAnyInt, "which pool check raised, or which tree path raised E1")       \
+  X(where, "where", kText, kAnyInt,                                                                \
+    "which pool check raised, which tree path raised E1, or E8's phase")                           \
   X(what, "what", kText, kAnyInt, "created, traced or dropped")                                    \
   X(kind, "kind", kText, kAnyInt, "the optimizer kind: sgd, adam or adamw")                        \
   X(params, "params", kInt, kCountRange, "params the optimizer holds")                             \

@@ -84,6 +84,47 @@ Status check_value_sizes(const Dims& sizes) {
   return {};
 }
 
+std::string_view partition_cut_reason_name(PartitionCutReason reason) {
+  switch (reason) {
+#define CAPSIM_NAME_(e, name, text) \
+  case PartitionCutReason::e: return name;
+    CAPSIM_PARTITION_CUT_REASONS(CAPSIM_NAME_)
+#undef CAPSIM_NAME_
+  }
+  return "?";
+}
+
+std::optional<PartitionCutReason> partition_cut_reason_from_name(std::string_view name) {
+#define CAPSIM_FROM_(e, n, text) \
+  if (name == n) return PartitionCutReason::e;
+  CAPSIM_PARTITION_CUT_REASONS(CAPSIM_FROM_)
+#undef CAPSIM_FROM_
+  return std::nullopt;
+}
+
+namespace {
+
+Status validate_cuts(const FunctionDef& def) {
+  std::uint32_t end_of_last = 0;
+  for (std::size_t c = 0; c < def.partition_cuts.size(); ++c) {
+    const PartitionCut& cut = def.partition_cuts[c];
+    if (cut.begin >= cut.end || cut.end > def.ops.size()) {
+      return make_error(fmt::format(
+          "function '{}': partition_cuts[{}]: ops [{}, {}) is empty or not within the {} ops",
+          def.name, c, cut.begin, cut.end, def.ops.size()));
+    }
+    if (c > 0 && cut.begin < end_of_last) {
+      return make_error(fmt::format(
+          "function '{}': partition_cuts[{}]: ops [{}, {}) overlap or precede the cut before",
+          def.name, c, cut.begin, cut.end));
+    }
+    end_of_last = cut.end;
+  }
+  return {};
+}
+
+}  // namespace
+
 Status validate(const FunctionDef& def) {
   const std::size_t n = def.num_inputs();
   if (n > kMaxBodyInputs) {
@@ -125,7 +166,7 @@ Status validate(const FunctionDef& def) {
       }
     }
   }
-  return {};
+  return validate_cuts(def);
 }
 
 std::vector<std::uint32_t> mutated_input_idxs(const FunctionDef& def) {

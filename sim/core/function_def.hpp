@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -78,6 +79,33 @@ enum class CompilationMode : std::uint8_t {
 };
 std::string_view compilation_mode_name(CompilationMode mode);
 
+// Why Inductor's partitioner (Scheduler.should_partition) puts ops outside
+// the cudagraphed partitions. X(enumerator, name, should_partition's text)
+#define CAPSIM_PARTITION_CUT_REASONS(X)                                  \
+  X(kCpu, "cpu", "cpu ops")                                              \
+  X(kCudagraphUnsafe, "cudagraph_unsafe", "CUDAGraph-unsafe custom ops") \
+  X(kCustomShouldPartition, "custom_should_partition_ops",               \
+    "ops in config.custom_should_partition_ops")                         \
+  X(kDynamicShape, "dynamic_shape", "dynamic shape ops")
+enum class PartitionCutReason : std::uint8_t {
+#define CAPSIM_ENUM_(e, name, text) e,
+  CAPSIM_PARTITION_CUT_REASONS(CAPSIM_ENUM_)
+#undef CAPSIM_ENUM_
+};
+std::string_view partition_cut_reason_name(PartitionCutReason reason);
+std::optional<PartitionCutReason> partition_cut_reason_from_name(std::string_view name);
+
+// Ops [begin, end) of a body that cannot be cudagraphed, as the program
+// declares them: CPU ops, ops tagged cudagraph_unsafe, ops listed in
+// custom_should_partition_ops, or ops on symbolic sizes (which cut only with
+// cudagraph_skip_dynamic_graphs). Cuts are sorted and do not overlap.
+struct PartitionCut {
+  std::uint32_t begin = 0;
+  std::uint32_t end = 0;
+  PartitionCutReason reason = PartitionCutReason::kCpu;
+  friend bool operator==(const PartitionCut&, const PartitionCut&) = default;
+};
+
 struct FunctionDef {
   std::string name;
   CompilationMode mode = CompilationMode::kForward;
@@ -91,6 +119,8 @@ struct FunctionDef {
   std::vector<std::uint32_t> static_input_idxs;
   // Inputs that are nn.Parameters (static under inline_inbuilt_nn_modules).
   std::vector<std::uint32_t> param_input_idxs;
+  // Where graph partitions (graph_partition) would cut; empty for most.
+  std::vector<PartitionCut> partition_cuts;
 
   std::size_t num_inputs() const { return input_names.size(); }
 };

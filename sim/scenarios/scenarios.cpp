@@ -13,6 +13,7 @@ void add_optimizer_scenarios(std::vector<ProgramScenario>& out);
 void add_rerecord_scenarios(std::vector<ProgramScenario>& out);
 void add_compiled_autograd_scenarios(std::vector<ProgramScenario>& out);
 void add_training_scenarios(std::vector<ProgramScenario>& out);
+void add_partition_scenarios(std::vector<ProgramScenario>& out);
 
 const std::vector<ProgramScenario>& builtin_program_scenarios() {
   static const std::vector<ProgramScenario> all = [] {
@@ -23,6 +24,7 @@ const std::vector<ProgramScenario>& builtin_program_scenarios() {
     add_optimizer_scenarios(s);
     add_compiled_autograd_scenarios(s);
     add_training_scenarios(s);
+    add_partition_scenarios(s);
     return s;
   }();
   return all;

@@ -7,6 +7,10 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
 
 #include "sim/trees/torch_profile.hpp"
 
@@ -36,6 +40,27 @@ struct CudagraphConfig {
   // under; --torch picks another, and generated cases draw one each.
   TorchProfile torch_profile = TorchProfile::kClassic;
 
+  // --- Compile-time knobs of newer releases (docs/cudagraph-trees.md, §2.6) --
+  // torch._inductor.config.graph_partition; unset: the profile's default.
+  std::optional<bool> graph_partition;
+  // Partitions with fewer kernels than this run eagerly (2.12 on; 0: off).
+  std::int64_t cudagraph_min_partition_size = 0;
+  // The int keys that get a tree function; every other key runs the model
+  // directly. Unset: every key (PyTorch's None). A key of one symint is a
+  // one-element list here, where PyTorch writes a bare int.
+  std::optional<std::vector<std::vector<std::int64_t>>> cudagraph_capture_sizes;
+  // Skip cudagraphs for a graph with symbolic-shape inputs.
+  bool cudagraph_skip_dynamic_graphs = false;
+  // W2 once a wrapper holds more distinct int keys than this; unset: the
+  // profile's default; 0 silences it, as PyTorch's None does.
+  std::optional<std::int64_t> cudagraph_dynamic_shape_warn_limit;
+  // New int keys past this many run eagerly (2.15); unset: no limit.
+  std::optional<std::int64_t> cudagraph_dynamic_shape_rerecord_limit;
+  // Every cudagraph skip is a RuntimeError instead (2.9 on).
+  bool cudagraph_or_error = false;
+  // torch.cuda.caching_allocator_enable (or PYTORCH_NO_CUDA_MEMORY_CACHING).
+  bool caching_allocator_enabled = true;
+
   friend bool operator==(const CudagraphConfig&, const CudagraphConfig&) = default;
 };
 
@@ -43,6 +68,27 @@ struct CudagraphConfig {
 // from 2.12 the flag is deprecated and always True, whatever it is set to.
 inline bool inline_inbuilt_nn_modules(const CudagraphConfig& c) {
   return profile_rules(c.torch_profile).inline_always_on || c.inline_inbuilt_nn_modules;
+}
+
+// The limit on cudagraph_capture_sizes' keys.
+inline constexpr std::size_t kMaxCaptureSizes = 1024;
+
+// A knob set that the profile's release does not have (PyTorch would refuse
+// the attribute), or a value out of range: the key and why.
+struct ConfigProblem {
+  std::string_view key;
+  std::string message;
+};
+std::optional<ConfigProblem> config_problem(const CudagraphConfig& c);
+
+inline bool graph_partition(const CudagraphConfig& c) {
+  return c.graph_partition.value_or(profile_rules(c.torch_profile).graph_partition_default);
+}
+
+// The W2 limit in force; 0: no warning.
+inline std::int64_t dynamic_shape_warn_limit(const CudagraphConfig& c) {
+  return c.cudagraph_dynamic_shape_warn_limit.value_or(
+      profile_rules(c.torch_profile).dynamic_shape_warn_limit);
 }
 
 // True when a changed static pointer re-records rather than raising (E4):

@@ -109,6 +109,47 @@ std::string mutated_inputs(std::size_t instances) {
   return fmt::format("skipping cudagraphs due to mutated inputs ({} instances)", instances);
 }
 
+std::string cpu_device(const std::string& node) {
+  return fmt::format("skipping cudagraphs due to skipping cudagraphs due to cpu device ({})", node);
+}
+
+// PyTorch ends this reason with a newline (or " Found from <stack>\n");
+// capsim has no stack traces and drops the newline.
+std::string symbolic_shapes() {
+  return "skipping cudagraphs due to graph with symbolic shapes inputs and "
+         "config.triton.cudagraph_skip_dynamic_graphs=True.";
+}
+
+std::string incompatible_op(const std::string& target) {
+  return fmt::format("skipping cudagraphs due to disabling cudagraphs due to incompatible op {}",
+                     target);
+}
+
+std::string uncached_allocator() {
+  return "skipping cudagraphs due to skipping cudagraphs due to cudagraph capture requires the "
+         "caching allocator; current allocator is uncached";
+}
+
+std::string dynamic_shape_warning(std::size_t num_cudagraphs) {
+  return fmt::format(
+      "CUDAGraph supports dynamic shapes by recording a new graph for each distinct input size. "
+      "Recording too many CUDAGraphs may lead to extra overhead. We have observed {} distinct "
+      "sizes. Please consider the following options for better performance: a) padding inputs "
+      "to a few fixed number of shapes; or b) set "
+      "torch._inductor.config.triton.cudagraph_skip_dynamic_graphs=True. Set "
+      "torch._inductor.config.triton.cudagraph_dynamic_shape_warn_limit=None to silence this "
+      "warning.",
+      num_cudagraphs);
+}
+
+std::string dynamic_shape_rerecord_limit(const std::string& compile_id, std::string_view mode,
+                                         std::int64_t limit) {
+  return fmt::format(
+      "[{}] {} graph hit cudagraph_dynamic_shape_rerecord_limit={}; already-recorded shapes "
+      "still replay, new shapes run eager.",
+      compile_id, mode, limit);
+}
+
 std::string after_shutdown() {
   return "Running CUDAGraph after shutdown";
 }

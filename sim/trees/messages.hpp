@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "model/address.hpp"
@@ -43,6 +44,23 @@ std::string pool_missing(std::uint32_t pool_id, const std::vector<Address>& ptrs
 std::string pool_untracked(const std::vector<Address>& addrs);
 // S1: a mutated input that is neither static nor cudagraph-managed.
 std::string mutated_inputs(std::size_t instances);
+// The compile-time skips of newer releases (docs/cudagraph-trees.md §2.6).
+// Each is logged with "skipping cudagraphs due to " before a reason that, for
+// the lowering checks, already starts with it: PyTorch prints it twice.
+// S2: a CPU op (graph_partition off); `node` is its FX node name.
+std::string cpu_device(const std::string& node);
+// S3: cudagraph_skip_dynamic_graphs on a graph with symbolic-shape inputs.
+std::string symbolic_shapes();
+// S4: an op tagged cudagraph_unsafe (graph_partition off, or 2.9).
+std::string incompatible_op(const std::string& target);
+// S5: the caching allocator is off (2.13 on).
+std::string uncached_allocator();
+// W2: a wrapper records more distinct int keys than the limit.
+std::string dynamic_shape_warning(std::size_t num_cudagraphs);
+// W3: cudagraph_dynamic_shape_rerecord_limit reached (2.15); `mode` is the
+// graph's CompilationMode, lower case; `compile_id` is capsim's function name.
+std::string dynamic_shape_rerecord_limit(const std::string& compile_id, std::string_view mode,
+                                         std::int64_t limit);
 // A1.
 std::string after_shutdown();
 // capsim's own text for PR 107853's rule (its exact wording was never shipped).

@@ -27,17 +27,36 @@ constexpr TorchProfileRules after(TorchProfileRules before, std::string_view nam
   return before;
 }
 
-constexpr TorchProfileRules kClassicRules = {
-    .name = "classic",
-    .releases = "2.5 to 2.11",
-    .commits = "2.5.0 32f585d9, 2.9.0 0fabc3ba, 2.11.0 70d99e99",
-    .not_modelled = ""};
+constexpr TorchProfileRules kClassicRules = {.name = "classic",
+                                             .releases = "2.5 to 2.8",
+                                             .commits = "2.5.0 32f585d9, 2.8.0 a1cb3cc0",
+                                             .not_modelled = ""};
+
+// graph_partition is on by default (torch/_inductor/config.py), and
+// cudagraph_or_error exists.
+constexpr TorchProfileRules k2_9Rules =
+    after(kClassicRules, "2.9", "2.9.0 0fabc3ba", [](TorchProfileRules& r) {
+      r.graph_partition_default = true;
+      r.has_cudagraph_or_error = true;
+    });
+
+// The W2 limit drops to 8; with partitions on, cudagraph_unsafe ops and
+// skip_dynamic_graphs cut partitions instead of skipping the graph
+// (compile_fx.py's fx_codegen_and_compile, scheduler.py's should_partition).
+// 2.11 changes only W2's logger.
+constexpr TorchProfileRules k2_10Rules =
+    after(k2_9Rules, "2.10", "2.10.0 449b1768, 2.11.0 70d99e99", [](TorchProfileRules& r) {
+      r.releases = "2.10 to 2.11";
+      r.dynamic_shape_warn_limit = 8;
+      r.partition_bypasses_graph_skips = true;
+    });
 
 // PR 178205: the limit is off, inline_inbuilt_nn_modules is always True, and
 // so is rerecord_if_static_inputs_change; W1 gets its new text (#176865).
 constexpr TorchProfileRules k2_12Rules =
-    after(kClassicRules, "2.12", "2.12.0 7661cd9c", [](TorchProfileRules& r) {
+    after(k2_10Rules, "2.12", "2.12.0 7661cd9c", [](TorchProfileRules& r) {
       r.rerecord_limit = RerecordLimit::kNever;
+      r.has_min_partition_size = true;
       r.always_rerecord_static = true;
       r.inline_always_on = true;
       r.w1_requires_backward_text = true;
@@ -51,27 +70,25 @@ constexpr TorchProfileRules k2_13Rules =
       r.liveness_mismatch_counts = true;
       r.reason_from_last_failure = true;
       r.e1_grad_output_text = true;
-      r.not_modelled = "input storage mutation (set_) and caching-allocator skips";
+      r.caching_allocator_skip = true;
     });
 
 constexpr TorchProfileRules k2_14Rules =
     after(k2_13Rules, "2.14", "2.14.0 08187d9e", [](TorchProfileRules& r) {
       r.e1_generation_cloning_text = true;
-      r.not_modelled =
-          "input storage mutation (set_) and caching-allocator skips; "
-          "cudagraph_trees_generation_cloning (opt-in)";
+      r.not_modelled = "cudagraph_trees_generation_cloning (opt-in)";
     });
 
 constexpr TorchProfileRules k2_15Rules =
     after(k2_14Rules, "2.15", "2.15.0 d0f2af8b", [](TorchProfileRules& r) {
+      r.has_dynamic_shape_rerecord_limit = true;
       r.not_modelled =
-          "input storage mutation (set_) and caching-allocator skips; "
           "cudagraph_trees_generation_cloning (opt-in); managed-input demotion "
           "(cudagraph_managed_input_rerecord_limit=5, action \"copy\")";
     });
 
 constexpr std::array<TorchProfileRules, static_cast<std::size_t>(TorchProfile::kCount)> kRules = {
-    kClassicRules, k2_12Rules, k2_13Rules, k2_14Rules, k2_15Rules};
+    kClassicRules, k2_9Rules, k2_10Rules, k2_12Rules, k2_13Rules, k2_14Rules, k2_15Rules};
 
 }  // namespace
 
@@ -108,7 +125,9 @@ std::optional<TorchProfile> torch_profile_for(std::string_view version) {
       return std::nullopt;
     }
   }
-  if (minor >= 5 && minor <= 11) return TorchProfile::kClassic;
+  if (minor >= 5 && minor <= 8) return TorchProfile::kClassic;
+  if (minor == 9) return TorchProfile::k2_9;
+  if (minor == 10 || minor == 11) return TorchProfile::k2_10;
   if (minor >= 12 && minor <= 15) return torch_profile_from_name(version.substr(0, 4));
   return std::nullopt;
 }
@@ -142,6 +161,24 @@ std::vector<std::string> describe_profile(const TorchProfileRules& r) {
                        : "E1: \"clone the tensor outside of torch.compile()\"";
   if (r.e1_grad_output_text) e1 += "; a grad output's E1 has its own text";
   out.push_back(std::move(e1));
+  out.push_back(fmt::format(
+      "graph_partition: {} by default{}", r.graph_partition_default ? "on" : "off",
+      r.partition_bypasses_graph_skips ? "; with it, cudagraph_unsafe ops and "
+                                         "cudagraph_skip_dynamic_graphs cut partitions, not skip"
+                                       : ""));
+  out.push_back(
+      fmt::format("W2 (dynamic shapes): past {} distinct int keys", r.dynamic_shape_warn_limit));
+  std::string knobs;
+  const auto knob = [&](bool has, std::string_view name) {
+    if (!has) return;
+    knobs += knobs.empty() ? "" : ", ";
+    knobs += name;
+  };
+  knob(r.has_cudagraph_or_error, "cudagraph_or_error");
+  knob(r.has_min_partition_size, "cudagraph_min_partition_size");
+  knob(r.has_dynamic_shape_rerecord_limit, "cudagraph_dynamic_shape_rerecord_limit");
+  knob(r.caching_allocator_skip, "the caching-allocator skip");
+  if (!knobs.empty()) out.push_back("has: " + knobs);
   out.push_back(fmt::format("read from: {}", r.commits));
   if (!r.not_modelled.empty()) out.push_back(fmt::format("not modelled yet: {}", r.not_modelled));
   return out;

@@ -19,11 +19,13 @@
 namespace capsim {
 
 // X(enumerator, name, releases it covers)
-#define CAPSIM_TORCH_PROFILES(X)        \
-  X(kClassic, "classic", "2.5 to 2.11") \
-  X(k2_12, "2.12", "2.12")              \
-  X(k2_13, "2.13", "2.13")              \
-  X(k2_14, "2.14", "2.14")              \
+#define CAPSIM_TORCH_PROFILES(X)       \
+  X(kClassic, "classic", "2.5 to 2.8") \
+  X(k2_9, "2.9", "2.9")                \
+  X(k2_10, "2.10", "2.10 to 2.11")     \
+  X(k2_12, "2.12", "2.12")             \
+  X(k2_13, "2.13", "2.13")             \
+  X(k2_14, "2.14", "2.14")             \
   X(k2_15, "2.15", "2.15")
 enum class TorchProfile : std::uint8_t {
 #define CAPSIM_ENUM_(e, name, releases) e,
@@ -68,6 +70,24 @@ struct TorchProfileRules {
   // E1's text points at cudagraph_trees_generation_cloning (else at cloning
   // the tensor outside torch.compile()).
   bool e1_generation_cloning_text = false;
+  // torch._inductor.config.graph_partition's default (2.9 on: True in OSS
+  // builds): a function with partition cuts is split, not skipped.
+  bool graph_partition_default = false;
+  // With graph_partition on, neither a cudagraph_unsafe op nor
+  // cudagraph_skip_dynamic_graphs skips the graph: the partitioner cuts
+  // around those ops instead (2.10 on; 2.9 still skips).
+  bool partition_bypasses_graph_skips = false;
+  // cudagraph_dynamic_shape_warn_limit's default: W2 once a wrapper holds
+  // more distinct int keys than this.
+  std::int64_t dynamic_shape_warn_limit = 50;
+  // The release has these knobs (2.9: cudagraph_or_error; 2.12:
+  // cudagraph_min_partition_size; 2.15: cudagraph_dynamic_shape_rerecord_limit).
+  bool has_cudagraph_or_error = false;
+  bool has_min_partition_size = false;
+  bool has_dynamic_shape_rerecord_limit = false;
+  // Compile-time skips the release has (2.13 on): the caching allocator
+  // off, an input's storage replaced (set_).
+  bool caching_allocator_skip = false;
   // What the profile leaves out that its release has, for `capsim version
   // --profiles` (empty: nothing known).
   std::string_view not_modelled;
@@ -75,8 +95,7 @@ struct TorchProfileRules {
 
 // What no profile models yet, whatever the release (`capsim version --profiles`).
 inline constexpr std::string_view kNotModelledInAnyProfile =
-    "graph partitions (graph_partition), cudagraph_capture_sizes, the dynamic-shape warning "
-    "(W2), cudagraph_skip_dynamic_graphs, cudagraph_or_error";
+    "non-Tensor inputs, input storage mutation (set_)";
 
 const TorchProfileRules& profile_rules(TorchProfile profile);
 std::string_view torch_profile_name(TorchProfile profile);

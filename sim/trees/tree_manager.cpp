@@ -189,8 +189,28 @@ bool TreeManager::mutation_blocks(FunctionId fid, const std::vector<TensorId>& i
                                  {F::fid, fid},
                                  {F::inputs, int_list(mutated)},
                                  {F::message, messages::mutated_inputs(instances)}});
+    if (skips_raise()) pending_skip_error_ = messages::mutated_inputs(instances);
   }
   return blocked;
+}
+
+bool TreeManager::skips_raise() const {
+  return ctx_.config.cudagraph_or_error &&
+         profile_rules(ctx_.config.torch_profile).has_cudagraph_or_error;
+}
+
+Result<CallOutcome> TreeManager::skip_or_fallback(FunctionId fid, std::vector<TensorId>& inputs,
+                                                  std::string reason) {
+  if (!pending_skip_error_) return run_eager_fallback(fid, inputs, std::move(reason));
+  // cudagraph_or_error: log_cudagraph_skip_and_bump_counter raises after it
+  // logged; the skip is remembered, so the next call runs eagerly.
+  CAPSIM_TRY(drop_all(inputs));
+  ++ctx_.counters.errors;
+  ctx_.emit(EventKind::kError, {{F::id, "E8"},
+                                {F::exception, "RuntimeError"},
+                                {F::where, "run"},
+                                {F::message, *std::exchange(pending_skip_error_, std::nullopt)}});
+  return CallOutcome{CallPath::kRaised, {}};
 }
 
 Result<CallOutcome> TreeManager::run_eager_fallback(FunctionId fid, std::vector<TensorId>& inputs,
@@ -230,8 +250,8 @@ Result<CallOutcome> TreeManager::run(FunctionId fid, std::vector<TensorId> input
 namespace {
 // E5: the re-record limit is passed, so the call skips cudagraphs (with the
 // first changed pointer when there is one) and runs eagerly.
-void emit_rerecord_limit_skip(SimContext& ctx, FunctionId fid, std::optional<GraphId> node,
-                              const RecordCause& cause, const std::string& reason) {
+std::string emit_rerecord_limit_skip(SimContext& ctx, FunctionId fid, std::optional<GraphId> node,
+                                     const RecordCause& cause, const std::string& reason) {
   ++ctx.counters.cudagraph_skips;
   std::vector<EventField> fields{
       {F::id, "E5"}, {F::fid, fid}, {F::reason, std::string(record_reason_name(cause.status))}};
@@ -240,10 +260,11 @@ void emit_rerecord_limit_skip(SimContext& ctx, FunctionId fid, std::optional<Gra
     fields.push_back({F::old_ptr, DevicePtr{cause.old_ptr}});
     fields.push_back({F::new_ptr, DevicePtr{cause.new_ptr}});
   }
-  fields.push_back(
-      {F::message, messages::rerecord_limit(fid, ctx.config.cudagraph_unexpected_rerecord_limit,
-                                            node, reason)});
+  std::string message =
+      messages::rerecord_limit(fid, ctx.config.cudagraph_unexpected_rerecord_limit, node, reason);
+  fields.push_back({F::message, message});
   ctx.emit(EventKind::kSkip, std::move(fields));
+  return message;
 }
 }  // namespace
 
@@ -259,7 +280,7 @@ Result<CallOutcome> TreeManager::run_inner(FunctionId fid, std::vector<TensorId>
   }
   // 3-4. The mutation gate and the re-record limit.
   if (mutation_blocks(fid, inputs, false)) {
-    return run_eager_fallback(fid, inputs, "mutated_inputs");
+    return skip_or_fallback(fid, inputs, "mutated_inputs");
   }
   if (exceed_rerecord_limit(current_graph_id(), fid)) {
     return run_eager_fallback(fid, inputs, "rerecord_limit");
@@ -300,14 +321,15 @@ Result<CallOutcome> TreeManager::run_inner(FunctionId fid, std::vector<TensorId>
       if (!current_) return run_inner(fid, inputs);
     }
     if (!fn.mutated_input_idxs.empty() && mutation_blocks(fid, inputs, true)) {
-      return run_eager_fallback(fid, inputs, "mutated_inputs");
+      return skip_or_fallback(fid, inputs, "mutated_inputs");
     }
     if (unexpected) {
       const std::optional<GraphId> node = current_graph_id();
       ++num_rerecord_[{node, fid}];
       if (exceed_rerecord_limit(node, fid)) {
-        emit_rerecord_limit_skip(ctx_, fid, node, cause, unexpected_reason);
-        return run_eager_fallback(fid, inputs, "rerecord_limit");
+        std::string message = emit_rerecord_limit_skip(ctx_, fid, node, cause, unexpected_reason);
+        if (skips_raise()) pending_skip_error_ = std::move(message);
+        return skip_or_fallback(fid, inputs, "rerecord_limit");
       }
       ++ctx_.counters.rerecords;
     }

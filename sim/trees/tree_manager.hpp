@@ -108,6 +108,11 @@ class TreeManager {
   bool mutation_blocks(FunctionId fid, const std::vector<TensorId>& inputs, bool recompute);
   Result<CallOutcome> run_eager_fallback(FunctionId fid, std::vector<TensorId>& inputs,
                                          std::string reason);
+  // cudagraph_or_error turns skips into RuntimeErrors (2.9 on).
+  bool skips_raise() const;
+  // The eager fallback, or E8 when the skip just logged must raise.
+  Result<CallOutcome> skip_or_fallback(FunctionId fid, std::vector<TensorId>& inputs,
+                                       std::string reason);
   std::optional<GraphId> current_graph_id() const;
   std::optional<std::int64_t> current_node_id() const;
 
@@ -183,6 +188,8 @@ class TreeManager {
   std::map<std::pair<std::optional<std::int64_t>, FunctionId>, bool> mutation_hint_;
   std::map<std::pair<std::optional<GraphId>, FunctionId>, std::uint64_t> num_rerecord_;
   bool shut_down_ = false;
+  // The text of a skip logged under cudagraph_or_error, not yet raised.
+  std::optional<std::string> pending_skip_error_;
 };
 
 }  // namespace capsim

@@ -8,6 +8,22 @@
 
 namespace capsim {
 
+std::string_view entry_eager_reason(EntryKind kind) {
+  switch (kind) {
+#define CAPSIM_REASON_(e, reason) \
+  case EntryKind::e: return reason;
+    CAPSIM_ENTRY_KINDS(CAPSIM_REASON_)
+#undef CAPSIM_REASON_
+  }
+  return "";
+}
+
+std::size_t CompiledEntry::tree_functions() const {
+  std::size_t n = fid ? 1 : 0;
+  for (const auto& f : piece_fids) n += f ? 1 : 0;
+  return n;
+}
+
 StaticInputs static_input_idxs(const FunctionDef& def, std::span<const DynamoArg> args,
                                const CudagraphConfig& config) {
   std::set<std::uint32_t> statics(def.static_input_idxs.begin(), def.static_input_idxs.end());
@@ -81,7 +97,7 @@ std::size_t CompileCache::erase(const FunctionDef* def) {
   const auto it = entries_.find(def);
   if (it == entries_.end()) return 0;
   std::size_t with_fid = 0;
-  for (const Entry& e : it->second) with_fid += e.compiled.fid.has_value();
+  for (const Entry& e : it->second) with_fid += e.compiled.tree_functions();
   entries_.erase(it);
   return with_fid;
 }

@@ -28,6 +28,7 @@
 #include "sim/core/function_def.hpp"
 #include "sim/trees/cudagraph_config.hpp"
 #include "sim/trees/cudagraph_node.hpp"
+#include "sim/world/partitions.hpp"
 
 namespace capsim {
 
@@ -59,10 +60,38 @@ StaticInputs static_input_idxs(const FunctionDef& def, std::span<const DynamoArg
 std::vector<std::uint32_t> mutated_non_static(std::span<const std::uint32_t> mutated,
                                               std::span<const std::uint32_t> statics);
 
-// One compiled entry: its FunctionId, or none when cudagraphs were skipped.
+// How the calls of a compiled entry run. X(enumerator, the eager event's reason)
+#define CAPSIM_ENTRY_KINDS(X)                                                                      \
+  X(kCudagraphed, "")                                 /* one tree function: `fid` */               \
+  X(kPartitioned, "")                                 /* a tree function per partition */          \
+  X(kSkipped, "compile_time_skip")                    /* a compile-time skip (S1 to S5) */         \
+  X(kRaises, "")                                      /* the skip is a RuntimeError (or_error) */  \
+  X(kNoPartitions, "no_partitions")                   /* partitioned, nothing left to cudagraph */ \
+  X(kCaptureSizeBypass, "capture_size")               /* its int key is not a capture size */      \
+  X(kRerecordLimited, "dynamic_shape_rerecord_limit") /* past the 2.15 key limit */
+enum class EntryKind : std::uint8_t {
+#define CAPSIM_ENUM_(e, reason) e,
+  CAPSIM_ENTRY_KINDS(CAPSIM_ENUM_)
+#undef CAPSIM_ENUM_
+};
+// The `reason` of the eager event a call of the kind emits ("" for none).
+std::string_view entry_eager_reason(EntryKind kind);
+
+// One compiled entry: its FunctionId, or how it runs without one.
 struct CompiledEntry {
+  EntryKind kind = EntryKind::kCudagraphed;
   std::optional<FunctionId> fid;
+  // kSkipped and kRaises: the skip, as it was logged.
+  std::string skip_id;
   std::string skip_reason;
+  std::vector<std::uint32_t> skip_inputs;
+  // kPartitioned: the pieces (owned by the World) and, per piece, its
+  // FunctionId when it is cudagraphed.
+  const std::vector<Segment>* pieces = nullptr;
+  std::vector<std::optional<FunctionId>> piece_fids;
+
+  // The tree functions the entry made.
+  std::size_t tree_functions() const;
 };
 
 // Dynamo's cache, per function.

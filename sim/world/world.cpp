@@ -410,6 +410,9 @@ Status World::shutdown_manager(const char* reason) {
   ctx_.emit(EventKind::kShutdown, {{F::reason, reason}});
   manager_.reset();
   compiled_.clear();
+  cudagraphed_keys_.clear();
+  warned_dynamic_.clear();
+  warned_rerecord_limit_.clear();
   live_cudagraphified_ = 0;
   return {};
 }
@@ -430,41 +433,6 @@ Result<std::vector<DynamoArg>> World::dynamo_args(const std::vector<std::uint64_
     out.push_back({ptr, o.parameter, o.static_guard});
   }
   return out;
-}
-
-std::optional<FunctionId> World::compile(const FunctionDef& def, std::span<const DynamoArg> args,
-                                         const std::vector<std::int64_t>& int_key,
-                                         CompiledEntry& entry) {
-  TreeManager& manager = ensure_manager();
-  const StaticInputs statics = static_input_idxs(def, args, options_.config);
-  for (std::uint32_t i : statics.demoted) {
-    ctx_.emit(EventKind::kAlignClone, {{F::function, def.name}, {F::input, i}, {F::demoted, true}});
-  }
-  WrappedFunction fn;
-  fn.def = &def;
-  fn.int_key = int_key;
-  fn.static_input_idxs = statics.idxs;
-  fn.mutated_input_idxs = mutated_input_idxs(def);
-  if (!options_.config.cudagraph_support_input_mutation) {
-    const std::vector<std::uint32_t> mutated =
-        mutated_non_static(fn.mutated_input_idxs, statics.idxs);
-    if (!mutated.empty()) {
-      entry.skip_reason = messages::mutated_inputs(mutated.size());
-      ++counters_.cudagraph_skips;
-      ctx_.emit(EventKind::kSkip, {{F::id, "S1"},
-                                   {F::function, def.name},
-                                   {F::inputs, int_list(mutated)},
-                                   {F::message, entry.skip_reason}});
-      return std::nullopt;
-    }
-  }
-  const FunctionId fid = manager.add_function(std::move(fn));
-  ++live_cudagraphified_;
-  ctx_.emit(EventKind::kCompile, {{F::function, def.name},
-                                  {F::fid, fid},
-                                  {F::int_key, int_list(int_key)},
-                                  {F::static_input_idxs, int_list(statics.idxs)}});
-  return fid;
 }
 
 Status World::do_call(const Call& a) {
@@ -527,46 +495,21 @@ Result<std::optional<std::vector<TensorId>>> World::run_compiled(
                 {{F::function, def.name}, {F::recompile, true}, {F::reason, "guard_failure"}});
     }
     CompiledEntry& fresh = compiled_.insert(&def, int_key, seen);
-    fresh.fid = compile(def, seen, int_key, fresh);
+    compile(def, seen, int_key, fresh);
     found = &fresh;
+  } else if (found->kind == EntryKind::kRaises) {
+    // The failed compile left no entry behind: Dynamo compiles, and raises, again.
+    emit_compile_skip(def, *found);
   }
   const CompiledEntry& entry = *found;
 
-  // The input list: one reference each (misaligned check-set inputs cloned).
+  // The input list: one reference each.
   std::vector<TensorId> inputs;
-  for (std::uint32_t i = 0; i < args.size(); ++i) {
-    const TensorId t = objects_.at(args[i]).tensor;
-    inputs.push_back(t);
-    refs_.hold(t);
+  for (std::uint64_t a : args) {
+    inputs.push_back(objects_.at(a).tensor);
+    refs_.hold(inputs.back());
   }
-  if (!entry.fid) {
-    BodyEnv env{refs_, backend_, kDefaultPool, nullptr};
-    CAPSIM_TRY_ASSIGN(const std::vector<TensorId> outs, run_body(def, inputs, env));
-    for (TensorId t : inputs) CAPSIM_TRY(refs_.drop(t));
-    ++counters_.eager_fallbacks;
-    ctx_.emit(EventKind::kEager, {{F::function, def.name}, {F::reason, "compile_time_skip"}});
-    return Outputs{outs};
-  }
-  const WrappedFunction& fn = manager_->function(*entry.fid);
-  for (std::uint32_t i = 0; i < inputs.size(); ++i) {
-    if (std::binary_search(fn.static_input_idxs.begin(), fn.static_input_idxs.end(), i)) continue;
-    CAPSIM_TRY_ASSIGN(const Address ptr, store_.data_address(inputs[i]));
-    if (is_aligned(ptr)) continue;
-    // copy_misaligned_inputs: clone_preserve_strides before the tree sees it.
-    CAPSIM_TRY_ASSIGN(const Tensor src, store_.tensor(inputs[i]));
-    CAPSIM_TRY_ASSIGN(const TensorId clone, fresh_tensor(src.meta.sizes, 0.0f, 0));
-    // The clone has the input's sizes, so the copy cannot be refused.
-    const KernelLaunch copy = CAPSIM_MUST(
-        launch_copy(held_tensor_arg(store_, clone), held_tensor_arg(store_, inputs[i])));
-    CAPSIM_TRY(backend_.run_step(Step{copy, {}}));
-    CAPSIM_TRY(refs_.drop(inputs[i]));
-    inputs[i] = clone;
-    ctx_.emit(EventKind::kAlignClone, {{F::function, def.name}, {F::input, i}});
-  }
-  for (const std::string& name : consume) CAPSIM_TRY(unbind(name));
-  CAPSIM_TRY_ASSIGN(CallOutcome outcome, manager_->run(*entry.fid, std::move(inputs)));
-  if (outcome.path == CallPath::kRaised) return Outputs{};
-  return Outputs{std::move(outcome.outputs)};
+  return run_entry(def, entry, inputs, consume);
 }
 
 std::vector<std::pair<std::string, TensorId>> World::bound_names() const {

@@ -16,6 +16,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <span>
 #include <string>
 #include <utility>
@@ -216,10 +217,32 @@ class World {
                                  const std::vector<TensorId>& inputs);
   // What Dynamo sees of each argument (dynamo.hpp).
   Result<std::vector<DynamoArg>> dynamo_args(const std::vector<std::uint64_t>& args) const;
-  // A new FunctionId for a first compile, or none when cudagraphs are skipped
-  // at compile time (S1; `entry` gets the reason).
-  std::optional<FunctionId> compile(const FunctionDef& def, std::span<const DynamoArg> args,
-                                    const std::vector<std::int64_t>& int_key, CompiledEntry& entry);
+  // world_compile.cpp: a first compile of a function and key fills `entry`
+  // (its tree functions, or the skip or bypass that runs it eagerly).
+  void compile(const FunctionDef& def, std::span<const DynamoArg> args,
+               const std::vector<std::int64_t>& int_key, CompiledEntry& entry);
+  void skip_graph(const FunctionDef& def, CompiledEntry& entry, std::string_view id,
+                  std::string message, std::vector<std::uint32_t> inputs);
+  // The skip event of a skipped entry, and with cudagraph_or_error its error.
+  void emit_compile_skip(const FunctionDef& def, const CompiledEntry& entry);
+  FunctionId add_tree_function(const FunctionDef& def, std::vector<std::uint32_t> statics,
+                               std::vector<std::uint32_t> mutated,
+                               const std::vector<std::int64_t>& int_key,
+                               std::optional<std::uint32_t> partition);
+  bool bypasses_trees(const FunctionDef& def, const std::vector<std::int64_t>& int_key,
+                      CompiledEntry& entry);
+  // One call of an entry; `inputs` are held once each and handed over, and
+  // the `consume` names let go of theirs.
+  Result<std::optional<std::vector<TensorId>>> run_entry(const FunctionDef& def,
+                                                         const CompiledEntry& entry,
+                                                         std::vector<TensorId>& inputs,
+                                                         const std::vector<std::string>& consume);
+  Result<std::optional<std::vector<TensorId>>> run_partitioned(const FunctionDef& def,
+                                                               const CompiledEntry& entry,
+                                                               std::vector<TensorId>& inputs);
+  Result<std::vector<TensorId>> run_eagerly(const FunctionDef& def, std::vector<TensorId>& inputs);
+  // copy_misaligned_inputs for the non-static inputs of `fn`.
+  Status align_inputs(const WrappedFunction& fn, std::vector<TensorId>& inputs);
   TreeManager& ensure_manager();
   Status shutdown_manager(const char* reason);
   bool raise_if_poisoned(const std::vector<std::uint64_t>& objects);
@@ -253,6 +276,13 @@ class World {
   std::uint64_t managers_created_ = 0;
   std::uint64_t live_cudagraphified_ = 0;  // TreeManagerContainer's count
   CompileCache compiled_;                  // Dynamo's cache (dynamo.hpp)
+  // The pieces of each partitioned function, per (function, dynamic).
+  std::map<std::pair<const FunctionDef*, bool>, std::vector<Segment>> pieces_;
+  // Per tree function's body: the int keys it was cudagraphed for (the size
+  // of cudagraphify_impl's fn_cache), and whether W2 or W3 was shown.
+  std::map<const FunctionDef*, std::size_t> cudagraphed_keys_;
+  std::set<const FunctionDef*> warned_dynamic_;
+  std::set<const FunctionDef*> warned_rerecord_limit_;
 
   std::map<std::uint64_t, PyObject> objects_;
   std::map<std::string, std::uint64_t> names_;

@@ -292,5 +292,17 @@ edit "$simple" 1 'l.replace("\"poison_freed\":false}", "\"poison_freed\":false,\
 check torch_header_unknown 2 "t.jsonl:1:[0-9]+: field 'config.torch_profile': unknown torch profile '2.99'" -- "$capsim" replay t.jsonl
 check torch_replay_other 1 "diverge" -- "$capsim" replay "$corpus/liveness_mismatch_counts.jsonl" --torch classic
 
+# --- partition cuts and the newer knobs -------------------------------------
+part=$corpus/graph_partition_cpu_op.jsonl
+fresh cuts_out_of_range
+edit "$part" 2 'l.replace("\"end\":2", "\"end\":9")' t.jsonl
+check cuts_out_of_range 2 "t.jsonl:2:[0-9]+: field 'partition_cuts\[0\].end': ops \[1, 9\) is empty or not within the 3 ops" -- "$capsim" replay t.jsonl
+fresh cuts_overlapping
+edit "$part" 2 'l.replace("\"reason\":\"cpu\"}]", "\"reason\":\"cpu\"},{\"begin\":0,\"end\":2,\"reason\":\"cpu\"}]")' t.jsonl
+check cuts_overlapping 2 "t.jsonl:2:[0-9]+: field 'partition_cuts\[1\].begin': ops \[0, 2\) overlap or precede the cut before" -- "$capsim" replay t.jsonl
+fresh knob_not_in_profile
+edit "$simple" 1 'l.replace("\"poison_freed\":false}", "\"poison_freed\":false,\"cudagraph_or_error\":true}")' t.jsonl
+check knob_not_in_profile 2 "t.jsonl:1:[0-9]+: field 'config.cudagraph_or_error': cudagraph_or_error is not a knob of the 'classic' profile" -- "$capsim" replay t.jsonl
+
 echo "hostile inputs: $passed passed, $failed failed"
 [ "$failed" = 0 ]

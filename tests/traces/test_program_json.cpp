@@ -197,10 +197,73 @@ TEST_CASE("program_json: torch_profile is written unless classic, and read by na
   unknown["torch_profile"] = "2.99";
   CHECK(config_from_json(unknown, "config").error().message ==
         "field 'config.torch_profile': unknown torch profile '2.99' (this build knows classic, "
-        "2.12, 2.13, 2.14, 2.15)");
+        "2.9, 2.10, 2.12, 2.13, 2.14, 2.15)");
   unknown["torch_profile"] = 2.13;
   CHECK(config_from_json(unknown, "config").error().message.find("expected a string") !=
         std::string::npos);
+}
+
+TEST_CASE(
+    "program_json: the newer knobs are written when set, read back, and refused where absent") {
+  CudagraphConfig c;
+  c.torch_profile = TorchProfile::k2_15;
+  c.graph_partition = false;
+  c.cudagraph_min_partition_size = 3;
+  c.cudagraph_capture_sizes = std::vector<std::vector<std::int64_t>>{{2}, {4, 8}};
+  c.cudagraph_skip_dynamic_graphs = true;
+  c.cudagraph_dynamic_shape_warn_limit = 0;
+  c.cudagraph_dynamic_shape_rerecord_limit = 5;
+  c.cudagraph_or_error = true;
+  c.caching_allocator_enabled = false;
+  const Json j = config_to_json(c);
+  CHECK(newer_config_to_json(c).size() == 8);
+  const Result<CudagraphConfig> back = config_from_json(Json::parse(j.dump()), "config");
+  REQUIRE_MESSAGE(back.ok(), back.error().message);
+  CHECK(*back == c);
+  CHECK(newer_config_to_json(CudagraphConfig{}).empty());  // the old bytes
+
+  // A knob the profile's releases lack is refused, naming it.
+  Json classic = j;
+  classic.erase("torch_profile");
+  CHECK(starts_with(config_from_json(classic, "config").error().message,
+                    "field 'config.cudagraph_or_error': cudagraph_or_error is not a knob of the "
+                    "'classic' profile's releases (2.5 to 2.8); it exists from 2.9"));
+  Json bad = j;
+  bad["cudagraph_capture_sizes"] = Json::parse("[[2],[3,\"x\"]]");
+  CHECK(config_from_json(bad, "config").error().message ==
+        "field 'config.cudagraph_capture_sizes[1]': expected an array of integers");
+  bad = j;
+  bad["cudagraph_min_partition_size"] = -1;
+  CHECK(config_from_json(bad, "config").error().message ==
+        "field 'config.cudagraph_min_partition_size': must be 0 to 4096, got -1");
+}
+
+TEST_CASE("program_json: partition cuts round-trip and bad ones name the field") {
+  FunctionBuilder f("f", CompilationMode::kInference, {"x"});
+  const ValueIndex a = f.add(f.input(0), f.input(0));
+  FunctionDef d = f.returns({f.add(f.mul(a, a), f.input(0))});
+  d.partition_cuts = {{1, 2, PartitionCutReason::kCpu}};
+  const Json j = function_to_json(d);
+  CHECK(j["partition_cuts"].dump() == R"([{"begin":1,"end":2,"reason":"cpu"}])");
+  const Result<FunctionDef> back = function_via_text(j);
+  REQUIRE_MESSAGE(back.ok(), back.error().message);
+  CHECK(back->partition_cuts == d.partition_cuts);
+  CHECK_FALSE(function_to_json(FunctionDef{}).contains("partition_cuts"));
+  const auto error_with = [&](const char* cuts) {
+    Json k = j;
+    k["partition_cuts"] = Json::parse(cuts);
+    return function_error(k.dump());
+  };
+  CHECK(error_with(R"([{"begin":1,"end":4,"reason":"cpu"}])") ==
+        "field 'partition_cuts[0].end': ops [1, 4) is empty or not within the 3 ops");
+  CHECK(error_with(R"([{"begin":2,"end":2,"reason":"cpu"}])") ==
+        "field 'partition_cuts[0].end': ops [2, 2) is empty or not within the 3 ops");
+  CHECK(error_with(R"([{"begin":0,"end":2,"reason":"cpu"},{"begin":1,"end":3,"reason":"cpu"}])") ==
+        "field 'partition_cuts[1].begin': ops [1, 3) overlap or precede the cut before");
+  CHECK(starts_with(error_with(R"([{"begin":0,"end":1,"reason":"gpu"}])"),
+                    "field 'partition_cuts[0].reason': unknown cut reason 'gpu'"));
+  CHECK(starts_with(error_with(R"([{"begin":0,"end":1,"reason":"cpu","why":1}])"),
+                    "field 'partition_cuts[0].why': unknown field"));
 }
 
 TEST_CASE("program_json: each action kind reads from a hand-written line") {

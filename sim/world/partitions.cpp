@@ -1,0 +1,197 @@
+// Graph partitions and compile-time skips (partitions.hpp).
+#include "sim/world/partitions.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "model/check.hpp"
+#include "sim/trees/messages.hpp"
+
+namespace capsim {
+
+namespace {
+
+bool launches_no_kernel(BodyOpKind kind) {
+  return kind == BodyOpKind::kAlias || kind == BodyOpKind::kSlice || kind == BodyOpKind::kTranspose;
+}
+
+// From 2.10, graph_partition replaces the unsafe-op and dynamic-shape skips
+// by cuts (compile_fx.py: "partitioning handles ...").
+bool partition_bypasses_skips(const CudagraphConfig& config) {
+  return graph_partition(config) &&
+         profile_rules(config.torch_profile).partition_bypasses_graph_skips;
+}
+
+// The pieces [begin, end) of `num_ops` ops: the gaps between cuts are
+// partitions, the cuts eager code; adjacent eager pieces merge.
+std::vector<Segment> cut_pieces(const std::vector<PartitionCut>& cuts, std::uint32_t num_ops) {
+  std::vector<Segment> pieces;
+  const auto add = [&](std::uint32_t b, std::uint32_t e, bool graphed) {
+    if (b >= e) return;
+    if (!graphed && !pieces.empty() && !pieces.back().cudagraphed) {
+      pieces.back().end = e;
+      return;
+    }
+    Segment s;
+    s.begin = b;
+    s.end = e;
+    s.cudagraphed = graphed;
+    pieces.push_back(std::move(s));
+  };
+  std::uint32_t at = 0;
+  for (const PartitionCut& c : cuts) {
+    add(at, c.begin, true);
+    add(c.begin, c.end, false);
+    at = c.end;
+  }
+  add(at, num_ops, true);
+  return pieces;
+}
+
+// cudagraph_min_partition_size: a partition with fewer kernels runs eagerly,
+// and joins the eager code around it.
+void apply_min_partition_size(const FunctionDef& def, const CudagraphConfig& config,
+                              std::vector<Segment>& pieces) {
+  const std::int64_t min = config.cudagraph_min_partition_size;
+  if (min <= 0 || !profile_rules(config.torch_profile).has_min_partition_size) return;
+  std::vector<Segment> merged;
+  for (Segment& s : pieces) {
+    if (s.cudagraphed && static_cast<std::int64_t>(kernel_ops(def, s.begin, s.end)) < min) {
+      s.cudagraphed = false;
+    }
+    if (!s.cudagraphed && !merged.empty() && !merged.back().cudagraphed) {
+      merged.back().end = s.end;
+      continue;
+    }
+    merged.push_back(std::move(s));
+  }
+  pieces = std::move(merged);
+}
+
+// The piece's own body, its inputs (graph values from outside it, in value
+// order) and outputs (its values that later ops or the graph's outputs use).
+void build_piece_body(const FunctionDef& def, Segment& s, std::uint32_t eager_index) {
+  const auto n = static_cast<ValueIndex>(def.num_inputs());
+  const ValueIndex first = n + s.begin;
+  const ValueIndex past = n + s.end;
+  std::vector<bool> used_from_outside(n + def.ops.size(), false);
+  for (std::uint32_t k = s.begin; k < s.end; ++k) {
+    for (ValueIndex v : def.ops[k].args) {
+      if (v < first) used_from_outside[v] = true;
+    }
+  }
+  for (ValueIndex v = 0; v < first; ++v) {
+    if (used_from_outside[v]) s.inputs.push_back(v);
+  }
+  std::vector<bool> used_later(n + def.ops.size(), false);
+  for (std::size_t k = s.end; k < def.ops.size(); ++k) {
+    for (ValueIndex v : def.ops[k].args) used_later[v] = true;
+  }
+  for (ValueIndex v : def.outputs) used_later[v] = true;
+  for (ValueIndex v = first; v < past; ++v) {
+    if (used_later[v]) s.outputs.push_back(v);
+  }
+
+  FunctionDef& body = s.def;
+  body.name = s.cudagraphed ? fmt::format("{}.partition_{}", def.name, s.partition)
+                            : fmt::format("{}.eager_{}", def.name, eager_index);
+  body.mode = def.mode;
+  std::vector<ValueIndex> local(n + def.ops.size(), 0);
+  for (std::uint32_t i = 0; i < s.inputs.size(); ++i) {
+    const ValueIndex v = s.inputs[i];
+    local[v] = i;
+    // get_partition_cudagraph_metadata's name for an input that is not the graph's.
+    body.input_names.push_back(v < n ? def.input_names[v]
+                                     : fmt::format("partition_{}_placeholder_{}", s.partition, i));
+    const auto in = [&](const std::vector<std::uint32_t>& set) {
+      return v < n && std::find(set.begin(), set.end(), v) != set.end();
+    };
+    if (in(def.static_input_idxs)) body.static_input_idxs.push_back(i);
+    if (in(def.param_input_idxs)) body.param_input_idxs.push_back(i);
+  }
+  const auto m = static_cast<ValueIndex>(s.inputs.size());
+  for (std::uint32_t k = s.begin; k < s.end; ++k) {
+    local[n + k] = m + (k - s.begin);
+    BodyOp op = def.ops[k];
+    for (ValueIndex& a : op.args) a = local[a];
+    body.ops.push_back(std::move(op));
+  }
+  for (ValueIndex v : s.outputs) body.outputs.push_back(local[v]);
+  CAPSIM_CHECK(validate(body).ok(), "a piece of a valid body is valid");
+}
+
+}  // namespace
+
+std::string fx_node_name(const FunctionDef& def, std::uint32_t k) {
+  CAPSIM_CHECK(k < def.ops.size(), "an FX node name of an op of the body");
+  std::size_t before = 0;
+  for (std::uint32_t j = 0; j < k; ++j) before += def.ops[j].kind == def.ops[k].kind ? 1 : 0;
+  const std::string_view name = body_op_name(def.ops[k].kind);
+  return before == 0 ? std::string(name) : fmt::format("{}_{}", name, before);
+}
+
+std::size_t kernel_ops(const FunctionDef& def, std::uint32_t begin, std::uint32_t end) {
+  std::size_t count = 0;
+  for (std::uint32_t k = begin; k < end && k < def.ops.size(); ++k) {
+    count += launches_no_kernel(def.ops[k].kind) ? 0 : 1;
+  }
+  return count;
+}
+
+std::optional<GraphSkip> lowering_skip(const FunctionDef& def, const CudagraphConfig& config,
+                                       bool dynamic) {
+  const bool bypass = partition_bypasses_skips(config);
+  if (config.cudagraph_skip_dynamic_graphs && dynamic && !bypass) {
+    return GraphSkip{"S3", messages::symbolic_shapes()};
+  }
+  if (!bypass) {
+    for (const PartitionCut& c : def.partition_cuts) {
+      if (c.reason != PartitionCutReason::kCudagraphUnsafe) continue;
+      return GraphSkip{"S4",
+                       messages::incompatible_op(std::string(body_op_name(def.ops[c.begin].kind)))};
+    }
+  }
+  if (!config.caching_allocator_enabled &&
+      profile_rules(config.torch_profile).caching_allocator_skip) {
+    return GraphSkip{"S5", messages::uncached_allocator()};
+  }
+  if (!graph_partition(config)) {
+    for (const PartitionCut& c : def.partition_cuts) {
+      if (c.reason != PartitionCutReason::kCpu) continue;
+      return GraphSkip{"S2", messages::cpu_device(fx_node_name(def, c.begin))};
+    }
+  }
+  return std::nullopt;
+}
+
+std::vector<PartitionCut> applied_cuts(const FunctionDef& def, const CudagraphConfig& config,
+                                       bool dynamic) {
+  std::vector<PartitionCut> out;
+  const bool dynamic_cuts = dynamic && config.cudagraph_skip_dynamic_graphs &&
+                            profile_rules(config.torch_profile).partition_bypasses_graph_skips;
+  for (const PartitionCut& c : def.partition_cuts) {
+    if (c.reason == PartitionCutReason::kDynamicShape && !dynamic_cuts) continue;
+    out.push_back(c);
+  }
+  return out;
+}
+
+std::optional<std::vector<Segment>> partition_function(const FunctionDef& def,
+                                                       const CudagraphConfig& config,
+                                                       bool dynamic) {
+  if (!graph_partition(config)) return std::nullopt;
+  const std::vector<PartitionCut> cuts = applied_cuts(def, config, dynamic);
+  if (cuts.empty()) return std::nullopt;
+  std::vector<Segment> pieces = cut_pieces(cuts, static_cast<std::uint32_t>(def.ops.size()));
+  apply_min_partition_size(def, config, pieces);
+  std::uint32_t partitions = 0, eager = 0;
+  for (Segment& s : pieces) {
+    if (s.cudagraphed) s.partition = partitions;
+    build_piece_body(def, s, eager);
+    (s.cudagraphed ? partitions : eager) += 1;
+  }
+  return pieces;
+}
+
+}  // namespace capsim

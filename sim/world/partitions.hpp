@@ -1,0 +1,77 @@
+// Graph partitions and the compile-time skips of newer releases: what
+// Inductor decides about a graph before it wraps anything in cudagraphs.
+//
+// With torch._inductor.config.graph_partition (on by default from 2.9),
+// Inductor does not skip a graph with CPU ops or cudagraph-unsafe ops: its
+// scheduler (Scheduler.should_partition) cuts the graph around them, and
+// output_code.py's cudagraph_partition_post_compile wraps each remaining
+// partition as its own cudagraph tree function, whose static inputs are the
+// graph's static inputs it receives (cudagraph_utils.py,
+// get_partition_cudagraph_metadata). The code between partitions runs
+// eagerly, outside the tree's pool. Without graph_partition the same ops
+// skip the whole graph, with the texts of compile_fx.py and
+// cudagraph_utils.py (check_lowering_disable_cudagraph).
+//
+// A program declares the ops that would cut (FunctionDef::partition_cuts);
+// this file turns them into the pieces the World runs. Plain functions over
+// plain data; nothing here touches memory or the manager.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "sim/core/function_def.hpp"
+#include "sim/trees/cudagraph_config.hpp"
+
+namespace capsim {
+
+// A compile-time reason not to cudagraph a graph: the skip's id and text.
+struct GraphSkip {
+  std::string_view id;
+  std::string message;
+};
+
+// The reasons fx_codegen_and_compile checks before the mutation check, in
+// its order: symbolic shapes (S3), a cudagraph-unsafe op (S4), the caching
+// allocator (S5), a CPU op (S2). `dynamic`: the graph has symint inputs.
+std::optional<GraphSkip> lowering_skip(const FunctionDef& def, const CudagraphConfig& config,
+                                       bool dynamic);
+
+// One piece of a partitioned function: ops [begin, end) of the graph, either
+// a cudagraphed partition or eager code between partitions.
+struct Segment {
+  std::uint32_t begin = 0;
+  std::uint32_t end = 0;
+  bool cudagraphed = false;
+  std::uint32_t partition = 0;  // among the cudagraphed pieces, from 0
+  // The piece as a body of its own: the graph's values it reads become its
+  // inputs (`inputs` names them), the values later pieces or the graph's
+  // outputs use become its outputs (`outputs`).
+  FunctionDef def;
+  std::vector<ValueIndex> inputs;
+  std::vector<ValueIndex> outputs;
+};
+
+// The pieces of `def`, in graph order, or none when it is not partitioned
+// (graph_partition off, or no cut applies). The pieces may all be eager
+// (cudagraph_min_partition_size); then no tree function is made and the
+// graph runs eagerly, as PyTorch does when there are no partition maps.
+std::optional<std::vector<Segment>> partition_function(const FunctionDef& def,
+                                                       const CudagraphConfig& config, bool dynamic);
+
+// The cuts that apply under `config`: CPU, unsafe and custom_should_partition
+// ops always, dynamic-shape ops only with cudagraph_skip_dynamic_graphs on a
+// dynamic graph in a release whose partitioner handles them.
+std::vector<PartitionCut> applied_cuts(const FunctionDef& def, const CudagraphConfig& config,
+                                       bool dynamic);
+
+// The FX node name of op `k` (torch.fx numbers repeats: add, add_1, ...).
+std::string fx_node_name(const FunctionDef& def, std::uint32_t k);
+
+// Ops that launch a kernel (views launch none), as count_kernel_nodes counts.
+std::size_t kernel_ops(const FunctionDef& def, std::uint32_t begin, std::uint32_t end);
+
+}  // namespace capsim

@@ -1,0 +1,279 @@
+// The compile room of the World: what Inductor makes of a first call of a
+// function and key (dynamo.hpp, partitions.hpp), and how each kind of entry
+// runs. A cudagraphed entry is one tree function; a partitioned entry is a
+// tree function per partition, with the code between partitions run eagerly
+// in the default pool; every other kind runs the body eagerly.
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "model/check.hpp"
+#include "sim/core/body_interpreter.hpp"
+#include "sim/trees/messages.hpp"
+#include "sim/world/world.hpp"
+
+namespace capsim {
+
+namespace {
+
+using Outputs = std::optional<std::vector<TensorId>>;
+
+bool or_error(const CudagraphConfig& config) {
+  return config.cudagraph_or_error && profile_rules(config.torch_profile).has_cudagraph_or_error;
+}
+
+std::vector<std::uint32_t> mapped(const std::vector<ValueIndex>& piece_inputs,
+                                  const std::vector<std::uint32_t>& graph_set) {
+  std::vector<std::uint32_t> out;
+  for (std::uint32_t i = 0; i < piece_inputs.size(); ++i) {
+    if (std::binary_search(graph_set.begin(), graph_set.end(), piece_inputs[i])) out.push_back(i);
+  }
+  return out;
+}
+
+}  // namespace
+
+void World::emit_compile_skip(const FunctionDef& def, const CompiledEntry& entry) {
+  ++counters_.cudagraph_skips;
+  std::vector<EventField> fields{{F::id, entry.skip_id}, {F::function, def.name}};
+  if (!entry.skip_inputs.empty()) fields.push_back({F::inputs, int_list(entry.skip_inputs)});
+  fields.push_back({F::message, entry.skip_reason});
+  ctx_.emit(EventKind::kSkip, std::move(fields));
+  if (entry.kind != EntryKind::kRaises) return;
+  // log_cudagraph_skip_and_bump_counter raises once it has logged.
+  ++counters_.errors;
+  ctx_.emit(EventKind::kError, {{F::id, "E8"},
+                                {F::exception, "RuntimeError"},
+                                {F::where, "compile"},
+                                {F::message, entry.skip_reason}});
+}
+
+void World::skip_graph(const FunctionDef& def, CompiledEntry& entry, std::string_view id,
+                       std::string message, std::vector<std::uint32_t> inputs) {
+  entry.kind = or_error(options_.config) ? EntryKind::kRaises : EntryKind::kSkipped;
+  entry.skip_id = std::string(id);
+  entry.skip_reason = std::move(message);
+  entry.skip_inputs = std::move(inputs);
+  emit_compile_skip(def, entry);
+}
+
+FunctionId World::add_tree_function(const FunctionDef& def, std::vector<std::uint32_t> statics,
+                                    std::vector<std::uint32_t> mutated,
+                                    const std::vector<std::int64_t>& int_key,
+                                    std::optional<std::uint32_t> partition) {
+  // maybe_warning_due_to_dynamic_shape, once per wrapper.
+  std::size_t& keys = cudagraphed_keys_[&def];
+  const std::int64_t limit = dynamic_shape_warn_limit(options_.config);
+  if (limit > 0 && static_cast<std::int64_t>(keys + 1) > limit &&
+      warned_dynamic_.insert(&def).second) {
+    ctx_.emit(EventKind::kWarning,
+              {{F::id, "W2"}, {F::message, messages::dynamic_shape_warning(keys + 1)}});
+  }
+  ++keys;
+  WrappedFunction fn;
+  fn.def = &def;
+  fn.int_key = int_key;
+  fn.static_input_idxs = std::move(statics);
+  fn.mutated_input_idxs = std::move(mutated);
+  const std::vector<std::uint32_t> shown = fn.static_input_idxs;
+  const FunctionId fid = ensure_manager().add_function(std::move(fn));
+  ++live_cudagraphified_;
+  std::vector<EventField> fields{{F::function, def.name},
+                                 {F::fid, fid},
+                                 {F::int_key, int_list(int_key)},
+                                 {F::static_input_idxs, int_list(shown)}};
+  if (partition) fields.push_back({F::partition, *partition});
+  ctx_.emit(EventKind::kCompile, std::move(fields));
+  return fid;
+}
+
+// cudagraphify_impl's own gates, before any tree function: the capture
+// sizes, then (2.15) the limit on distinct keys. True when the key runs the
+// model directly.
+bool World::bypasses_trees(const FunctionDef& def, const std::vector<std::int64_t>& int_key,
+                           CompiledEntry& entry) {
+  const CudagraphConfig& c = options_.config;
+  // A graph without symints has the key None, which no list of sizes holds.
+  if (c.cudagraph_capture_sizes &&
+      (int_key.empty() ||
+       std::find(c.cudagraph_capture_sizes->begin(), c.cudagraph_capture_sizes->end(), int_key) ==
+           c.cudagraph_capture_sizes->end())) {
+    entry.kind = EntryKind::kCaptureSizeBypass;
+    return true;
+  }
+  const std::optional<std::int64_t> limit = c.cudagraph_dynamic_shape_rerecord_limit;
+  if (limit && profile_rules(c.torch_profile).has_dynamic_shape_rerecord_limit &&
+      static_cast<std::int64_t>(cudagraphed_keys_[&def]) >= *limit) {
+    entry.kind = EntryKind::kRerecordLimited;
+    if (warned_rerecord_limit_.insert(&def).second) {
+      ctx_.emit(EventKind::kWarning,
+                {{F::id, "W3"},
+                 {F::message, messages::dynamic_shape_rerecord_limit(
+                                  def.name, compilation_mode_name(def.mode), *limit)}});
+    }
+    return true;
+  }
+  return false;
+}
+
+void World::compile(const FunctionDef& def, std::span<const DynamoArg> args,
+                    const std::vector<std::int64_t>& int_key, CompiledEntry& entry) {
+  ensure_manager();
+  const StaticInputs statics = static_input_idxs(def, args, options_.config);
+  for (std::uint32_t i : statics.demoted) {
+    ctx_.emit(EventKind::kAlignClone, {{F::function, def.name}, {F::input, i}, {F::demoted, true}});
+  }
+  const bool dynamic = !int_key.empty();
+  if (std::optional<GraphSkip> skip = lowering_skip(def, options_.config, dynamic)) {
+    return skip_graph(def, entry, skip->id, std::move(skip->message), {});
+  }
+  std::vector<std::uint32_t> mutated = mutated_input_idxs(def);
+  if (!options_.config.cudagraph_support_input_mutation) {
+    std::vector<std::uint32_t> blocking = mutated_non_static(mutated, statics.idxs);
+    if (!blocking.empty()) {
+      std::string message = messages::mutated_inputs(blocking.size());
+      return skip_graph(def, entry, "S1", std::move(message), std::move(blocking));
+    }
+  }
+  if (bypasses_trees(def, int_key, entry)) return;
+  std::optional<std::vector<Segment>> pieces = partition_function(def, options_.config, dynamic);
+  if (!pieces) {
+    entry.kind = EntryKind::kCudagraphed;
+    entry.fid = add_tree_function(def, statics.idxs, std::move(mutated), int_key, std::nullopt);
+    return;
+  }
+  // The pieces outlive every entry and FunctionId made of them.
+  auto [it, fresh] = pieces_.try_emplace({&def, dynamic}, std::move(*pieces));
+  entry.kind = EntryKind::kPartitioned;
+  entry.pieces = &it->second;
+  for (const Segment& s : it->second) {
+    if (!s.cudagraphed) {
+      entry.piece_fids.emplace_back();
+      continue;
+    }
+    entry.piece_fids.push_back(add_tree_function(s.def, mapped(s.inputs, statics.idxs),
+                                                 mapped(s.inputs, mutated), int_key, s.partition));
+  }
+  if (entry.tree_functions() == 0) entry.kind = EntryKind::kNoPartitions;
+}
+
+Status World::align_inputs(const WrappedFunction& fn, std::vector<TensorId>& inputs) {
+  for (std::uint32_t i = 0; i < inputs.size(); ++i) {
+    if (std::binary_search(fn.static_input_idxs.begin(), fn.static_input_idxs.end(), i)) continue;
+    CAPSIM_TRY_ASSIGN(const Address ptr, store_.data_address(inputs[i]));
+    if (is_aligned(ptr)) continue;
+    // copy_misaligned_inputs: clone_preserve_strides before the tree sees it.
+    CAPSIM_TRY_ASSIGN(const Tensor src, store_.tensor(inputs[i]));
+    CAPSIM_TRY_ASSIGN(const TensorId clone, fresh_tensor(src.meta.sizes, 0.0f, 0));
+    // The clone has the input's sizes, so the copy cannot be refused.
+    const KernelLaunch copy = CAPSIM_MUST(
+        launch_copy(held_tensor_arg(store_, clone), held_tensor_arg(store_, inputs[i])));
+    CAPSIM_TRY(backend_.run_step(Step{copy, {}}));
+    CAPSIM_TRY(refs_.drop(inputs[i]));
+    inputs[i] = clone;
+    ctx_.emit(EventKind::kAlignClone, {{F::function, fn.def->name}, {F::input, i}});
+  }
+  return {};
+}
+
+Result<std::vector<TensorId>> World::run_eagerly(const FunctionDef& def,
+                                                 std::vector<TensorId>& inputs) {
+  BodyEnv env{refs_, backend_, kDefaultPool, nullptr};
+  CAPSIM_TRY_ASSIGN(std::vector<TensorId> outs, run_body(def, inputs, env));
+  for (TensorId t : inputs) CAPSIM_TRY(refs_.drop(t));
+  inputs.clear();
+  return outs;
+}
+
+// The graph's `call`: each partition through its tree function, the code
+// between them eagerly. `values` holds one reference to each graph value
+// defined so far; each piece's input list holds its own, as a call's does.
+Result<Outputs> World::run_partitioned(const FunctionDef& def, const CompiledEntry& entry,
+                                       std::vector<TensorId>& inputs) {
+  CAPSIM_CHECK(entry.pieces != nullptr && entry.piece_fids.size() == entry.pieces->size());
+  std::vector<std::optional<TensorId>> values(def.num_inputs() + def.ops.size());
+  CAPSIM_CHECK(inputs.size() == def.num_inputs(), "one input per placeholder");
+  for (std::size_t i = 0; i < inputs.size(); ++i) values[i] = inputs[i];
+  inputs.clear();
+  const auto release = [&]() -> Status {
+    for (auto& v : values) {
+      if (v) CAPSIM_TRY(refs_.drop(*v));
+      v.reset();
+    }
+    return {};
+  };
+  for (std::size_t p = 0; p < entry.pieces->size(); ++p) {
+    const Segment& s = (*entry.pieces)[p];
+    std::vector<TensorId> list;
+    for (ValueIndex v : s.inputs) {
+      CAPSIM_CHECK(v < values.size() && values[v], "a piece reads defined values");
+      refs_.hold(*values[v]);
+      list.push_back(*values[v]);
+    }
+    std::vector<TensorId> outs;
+    if (const std::optional<FunctionId> fid = entry.piece_fids[p]) {
+      CAPSIM_TRY(align_inputs(manager_->function(*fid), list));
+      CAPSIM_TRY_ASSIGN(CallOutcome outcome, manager_->run(*fid, std::move(list)));
+      if (outcome.path == CallPath::kRaised) {
+        CAPSIM_TRY(release());
+        return Outputs{};
+      }
+      outs = std::move(outcome.outputs);
+    } else {
+      CAPSIM_TRY_ASSIGN(outs, run_eagerly(s.def, list));
+    }
+    CAPSIM_CHECK(outs.size() == s.outputs.size(), "a piece returns its outputs");
+    for (std::size_t j = 0; j < outs.size(); ++j) {
+      values[s.outputs[j]] = outs[j];
+    }
+  }
+  std::vector<TensorId> result;
+  for (ValueIndex v : def.outputs) {
+    CAPSIM_CHECK(v < values.size() && values[v], "the graph's outputs are defined");
+    refs_.hold(*values[v]);
+    result.push_back(*values[v]);
+  }
+  CAPSIM_TRY(release());
+  return Outputs{std::move(result)};
+}
+
+Result<Outputs> World::run_entry(const FunctionDef& def, const CompiledEntry& entry,
+                                 std::vector<TensorId>& inputs,
+                                 const std::vector<std::string>& consume) {
+  // Misaligned inputs are cloned before the consumed names let go.
+  if (entry.kind == EntryKind::kCudagraphed) {
+    CAPSIM_TRY(align_inputs(manager_->function(*entry.fid), inputs));
+  }
+  for (const std::string& name : consume) CAPSIM_TRY(unbind(name));
+  switch (entry.kind) {
+    case EntryKind::kCudagraphed: {
+      CAPSIM_TRY_ASSIGN(CallOutcome outcome, manager_->run(*entry.fid, std::move(inputs)));
+      if (outcome.path == CallPath::kRaised) return Outputs{};
+      return Outputs{std::move(outcome.outputs)};
+    }
+    case EntryKind::kPartitioned: return run_partitioned(def, entry, inputs);
+    case EntryKind::kRaises: {
+      for (TensorId t : inputs) CAPSIM_TRY(refs_.drop(t));
+      inputs.clear();
+      return Outputs{};
+    }
+    case EntryKind::kSkipped:
+    case EntryKind::kNoPartitions:
+    case EntryKind::kCaptureSizeBypass:
+    case EntryKind::kRerecordLimited: break;
+  }
+  CAPSIM_TRY_ASSIGN(std::vector<TensorId> outs, run_eagerly(def, inputs));
+  ++counters_.eager_fallbacks;
+  ctx_.emit(EventKind::kEager,
+            {{F::function, def.name}, {F::reason, std::string(entry_eager_reason(entry.kind))}});
+  // cudagraphify_impl's run_eager (2.15) tells the manager a backward ran.
+  const bool direct =
+      entry.kind == EntryKind::kCaptureSizeBypass || entry.kind == EntryKind::kRerecordLimited;
+  if (direct && def.mode == CompilationMode::kBackward && manager_ &&
+      profile_rules(options_.config.torch_profile).has_dynamic_shape_rerecord_limit) {
+    manager_->set_to_running_backward();
+  }
+  return Outputs{std::move(outs)};
+}
+
+}  // namespace capsim

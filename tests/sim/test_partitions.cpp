@@ -1,0 +1,134 @@
+// Graph partitions and the newer compile-time skips (sim/world/partitions.hpp)
+// on their own, and one World run that checks a partitioned function computes
+// what the unpartitioned one does.
+#include <doctest/doctest.h>
+
+#include "sim/core/function_builder.hpp"
+#include "sim/scenarios/scenarios.hpp"
+#include "sim/world/partitions.hpp"
+#include "sim/world/world.hpp"
+
+using namespace capsim;
+
+namespace {
+
+// x -> a = x + x -> b = a * a [cut] -> c = b + x -> d = c * c; returns d, a.
+FunctionDef four_ops(PartitionCutReason reason) {
+  FunctionBuilder f("f", CompilationMode::kInference, {"primals_1"});
+  f.static_inputs({0});
+  const ValueIndex x = f.input(0);
+  const ValueIndex a = f.add(x, x);
+  const ValueIndex c = f.add(f.mul(a, a), x);
+  FunctionDef d = f.returns({f.mul(c, c), a});
+  d.partition_cuts = {{1, 2, reason}};
+  return d;
+}
+
+CudagraphConfig under(TorchProfile p) {
+  CudagraphConfig c;
+  c.torch_profile = p;
+  return c;
+}
+
+}  // namespace
+
+TEST_CASE("partitions: pieces read what they need and return what later pieces use") {
+  const FunctionDef d = four_ops(PartitionCutReason::kCpu);
+  const auto pieces = partition_function(d, under(TorchProfile::k2_15), false);
+  REQUIRE(pieces.has_value());
+  REQUIRE(pieces->size() == 3);
+  const Segment& p0 = (*pieces)[0];
+  const Segment& cut = (*pieces)[1];
+  const Segment& p1 = (*pieces)[2];
+  CHECK((p0.cudagraphed && !cut.cudagraphed && p1.cudagraphed));
+  CHECK(p0.def.name == "f.partition_0");
+  CHECK(p1.def.name == "f.partition_1");
+  CHECK(cut.def.name == "f.eager_0");
+  CHECK(p0.inputs == std::vector<ValueIndex>{0});
+  CHECK(p0.outputs == std::vector<ValueIndex>{1});  // a: the cut and the graph's outputs use it
+  CHECK(cut.inputs == std::vector<ValueIndex>{1});
+  CHECK(cut.outputs == std::vector<ValueIndex>{2});
+  CHECK(p1.inputs == std::vector<ValueIndex>{0, 2});
+  CHECK(p1.outputs == std::vector<ValueIndex>{4});
+  // The graph's static input stays static where a partition receives it; the
+  // eager op's output is a placeholder of its own (get_partition_cudagraph_metadata).
+  CHECK(p1.def.static_input_idxs == std::vector<std::uint32_t>{0});
+  CHECK(p1.def.input_names == std::vector<std::string>{"primals_1", "partition_1_placeholder_1"});
+  // Without graph_partition nothing is partitioned, and the CPU op skips (S2).
+  CudagraphConfig off = under(TorchProfile::k2_15);
+  off.graph_partition = false;
+  CHECK_FALSE(partition_function(d, off, false).has_value());
+  const auto skip = lowering_skip(d, off, false);
+  REQUIRE(skip.has_value());
+  CHECK(skip->id == "S2");
+  CHECK(skip->message == "skipping cudagraphs due to skipping cudagraphs due to cpu device (mul)");
+  // classic has partitions off by default, 2.9 on.
+  CHECK(lowering_skip(d, under(TorchProfile::kClassic), false)->id == "S2");
+  CHECK_FALSE(lowering_skip(d, under(TorchProfile::k2_9), false).has_value());
+}
+
+TEST_CASE("partitions: which release skips and which cuts, rule by rule") {
+  const FunctionDef unsafe = four_ops(PartitionCutReason::kCudagraphUnsafe);
+  // 2.9 checks the unsafe op with partitions on; 2.10 leaves it to the partitioner.
+  CHECK(lowering_skip(unsafe, under(TorchProfile::k2_9), false)->id == "S4");
+  CHECK_FALSE(lowering_skip(unsafe, under(TorchProfile::k2_10), false).has_value());
+  CHECK(partition_function(unsafe, under(TorchProfile::k2_10), false)->size() == 3);
+
+  FunctionDef dynamic = four_ops(PartitionCutReason::kDynamicShape);
+  CudagraphConfig c = under(TorchProfile::k2_15);
+  // A dynamic-shape cut only cuts with skip_dynamic_graphs on a dynamic graph.
+  CHECK_FALSE(partition_function(dynamic, c, true).has_value());
+  c.cudagraph_skip_dynamic_graphs = true;
+  CHECK_FALSE(partition_function(dynamic, c, false).has_value());
+  CHECK(partition_function(dynamic, c, true)->size() == 3);
+  CHECK_FALSE(lowering_skip(dynamic, c, true).has_value());
+  c.torch_profile = TorchProfile::k2_9;
+  CHECK(lowering_skip(dynamic, c, true)->id == "S3");
+
+  // The caching allocator off skips from 2.13, partitions or not.
+  CudagraphConfig uncached = under(TorchProfile::k2_13);
+  uncached.caching_allocator_enabled = false;
+  CHECK(lowering_skip(dynamic, uncached, false)->id == "S5");
+  // ... and is refused as a knob before it.
+  uncached.torch_profile = TorchProfile::k2_12;
+  REQUIRE(config_problem(uncached).has_value());
+  CHECK(config_problem(uncached)->key == "caching_allocator_enabled");
+}
+
+TEST_CASE("partitions: cudagraph_min_partition_size folds small partitions into eager code") {
+  const FunctionDef d = four_ops(PartitionCutReason::kCpu);
+  CudagraphConfig c = under(TorchProfile::k2_15);
+  c.cudagraph_min_partition_size = 2;
+  const auto pieces = partition_function(d, c, false);
+  REQUIRE(pieces.has_value());
+  REQUIRE(pieces->size() == 2);  // ops 0-1 eager (partition 0 had one kernel), ops 2-3 graphed
+  CHECK(((*pieces)[0].begin == 0 && (*pieces)[0].end == 2 && !(*pieces)[0].cudagraphed));
+  CHECK((*pieces)[1].cudagraphed);
+  CHECK((*pieces)[1].def.name == "f.partition_0");
+  c.cudagraph_min_partition_size = 3;  // nothing left: the graph runs eagerly
+  const auto none = partition_function(d, c, false);
+  REQUIRE(none.has_value());
+  CHECK(none->size() == 1);
+  CHECK_FALSE(none->front().cudagraphed);
+  // Before 2.12 the knob does not exist.
+  c.torch_profile = TorchProfile::k2_10;
+  CHECK(partition_function(d, c, false)->size() == 3);
+}
+
+TEST_CASE("partitions: a partitioned function's replays compute what eager does") {
+  // Every partition scenario replays with verify_replays on; the values of
+  // each replay are checked against the body run eagerly.
+  for (const char* name :
+       {"graph_partition_cpu_op", "cudagraph_unsafe_op_partitions", "min_partition_size"}) {
+    CAPTURE(name);
+    const ProgramScenario* s = find_program_scenario(name);
+    REQUIRE(s != nullptr);
+    WorldOptions options = s->options;
+    options.verify_replays = true;
+    World w(options);
+    const Status status = w.run(s->program);
+    REQUIRE_MESSAGE(status.ok(), status.error().message);
+    CHECK(w.counters().replay_checks > 0);
+    CHECK(w.counters().replay_mismatches == 0);
+  }
+}
