@@ -65,6 +65,8 @@ enum class FaultSite : std::uint8_t {
     "a new generation poisons the path's outputs but frees none of their blocks")                \
   X(kCloneCompiledGrads, "clone_compiled_grads", kTree,                                          \
     "AccumulateGrad clones a grad that .grad would take over, out of the pool")                  \
+  X(kUnmappedPartitionStatics, "unmapped_partition_statics", kTree,                              \
+    "a partition's static inputs are the graph's indices, not mapped to the partition's")        \
   X(kDropFanInAdd, "drop_fan_in_add", kRun, "the interpreter's torch.add returns its first arg") \
   X(kSkipPostHooks, "skip_post_hooks", kRun, "the interpreter runs no post hooks")               \
   X(kLegacyCapture, "legacy_capture", kCapture,                                                  \

@@ -189,6 +189,14 @@ void add_tree_properties(std::vector<Property>& c, const CaseSetting& injected) 
                "cudagraph-trees.md §3.2, §3.3, §10.6", kPrograms,
                "tree fault skip_copy_in: replays copy no inputs", Fault::kSkipCopyIn},
               [](const World& w, const GeneratedProgram& g) { return check_copies(w, g); });
+  world_entry({"cudagraphs.partition-statics-mapped",
+               "a graph partition's recordings copy the plain graph inputs it receives and "
+               "never the static ones (get_partition_cudagraph_metadata)",
+               "cudagraph-trees.md §2.6", kPrograms,
+               "tree fault unmapped_partition_statics: a partition takes the graph's static "
+               "indices as its own",
+               Fault::kUnmappedPartitionStatics},
+              [](const World& w, const GeneratedProgram& g) { return check_copies(w, g); });
   world_entry({"cudagraphs.pool-accounting",
                "every pool check finds the pool's live blocks equal to the live tracked "
                "outputs, and each checkpoint leaves exactly its live set",

@@ -189,8 +189,33 @@ LoweredFunction lower_function(const FunctionPlan& p, std::size_t index,
   for (ValueIndex v : outs)
     out.output_full.push_back(!values[v].scalar && values[v].length == numel);
   out.def = f.returns(outs);
+  if (p.cut_len > 0 && !out.def.ops.empty()) {
+    constexpr PartitionCutReason kCutReasons[] = {
+        PartitionCutReason::kCpu, PartitionCutReason::kCudagraphUnsafe,
+        PartitionCutReason::kCustomShouldPartition, PartitionCutReason::kDynamicShape};
+    const auto ops = static_cast<std::uint32_t>(out.def.ops.size());
+    const std::uint32_t begin = p.cut_at % ops;
+    out.def.partition_cuts = {
+        {begin, std::min(ops, begin + p.cut_len), kCutReasons[p.cut_reason % 4]}};
+  }
   return out;
 }
+
+}  // namespace
+
+void apply_knobs(const PlanKnobs& knobs, std::int64_t numel, CudagraphConfig& config) {
+  if (knobs.graph_partition) config.graph_partition = *knobs.graph_partition;
+  if (knobs.capture_grow) {
+    config.cudagraph_capture_sizes =
+        std::vector<std::vector<std::int64_t>>{{numel + *knobs.capture_grow}};
+  }
+  if (knobs.dynamic_shape_warn_limit) {
+    config.cudagraph_dynamic_shape_warn_limit = *knobs.dynamic_shape_warn_limit;
+  }
+  if (knobs.skip_dynamic_graphs) config.cudagraph_skip_dynamic_graphs = true;
+}
+
+namespace {
 
 class Lowering {
  public:
@@ -198,6 +223,7 @@ class Lowering {
     g_.seed = plan.seed;
     g_.swarm_off = plan.swarm_off;
     g_.torch_profile = plan.torch_profile;
+    g_.knobs = plan.knobs;
     g_.numel = 4 + plan.numel % 13;
     params_ = 1 + plan.params % 3;
   }

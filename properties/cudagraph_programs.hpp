@@ -37,6 +37,7 @@
 #include <string>
 #include <vector>
 
+#include "sim/trees/cudagraph_config.hpp"
 #include "sim/trees/torch_profile.hpp"
 #include "sim/world/program.hpp"
 
@@ -77,7 +78,24 @@ struct FunctionPlan {
   std::uint32_t params = 0, marked = 0, saved = 0, data = 1;
   std::vector<OpPlan> ops;
   std::vector<std::uint32_t> outputs;  // value picks
+  // Ops [cut_at, cut_at + cut_len) (taken modulo the body) are a partition
+  // cut of reason kCutReasons[cut_reason % 4]; cut_len 0: none.
+  std::uint32_t cut_at = 0, cut_len = 0, cut_reason = 0;
 };
+
+// The knobs of newer releases a case sets; unset ones keep the profile's
+// defaults (CudagraphConfig). None is a knob a profile may lack.
+struct PlanKnobs {
+  std::optional<bool> graph_partition;
+  // cudagraph_capture_sizes = {{numel + capture_grow}}: the size-change
+  // fault's keys of another growth, and every call without a key, run
+  // directly.
+  std::optional<std::uint32_t> capture_grow;
+  std::optional<std::int64_t> dynamic_shape_warn_limit;
+  bool skip_dynamic_graphs = false;
+};
+// Sets the knobs `knobs` holds on `config`, for programs of `numel`.
+void apply_knobs(const PlanKnobs& knobs, std::int64_t numel, CudagraphConfig& config);
 
 // Where a call's argument comes from; its meaning depends on the slot.
 //   param slot:  params[pick]
@@ -139,6 +157,7 @@ struct ProgramPlan {
   // The release whose tree manager runs the case: every property holds
   // under every profile.
   TorchProfile torch_profile = TorchProfile::kClassic;
+  PlanKnobs knobs;
 };
 
 // --- The lowered program and the generator's bookkeeping -----------------------
@@ -162,9 +181,10 @@ struct GeneratedProgram {
   // fault made it differ from `numel` (else kDefaultNumel).
   std::vector<std::int64_t> numel_at;
   std::vector<std::string> swarm_off;
-  // The release the program runs under: run_generated and the traces of
-  // counterexamples take it.
+  // The release the program runs under, and its knobs: run_generated and
+  // the traces of counterexamples take them.
   TorchProfile torch_profile = TorchProfile::kClassic;
+  PlanKnobs knobs;
   // The first action that breaks PyTorch's contract: a call that takes an
   // output kept across a generation. From there PyTorch promises nothing (a
   // replayed output is overwritten silently, spec §5.5), so the tree

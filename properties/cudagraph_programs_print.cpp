@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "properties/cudagraph_programs.hpp"
+#include "traces/program_json.hpp"
 
 namespace capsim {
 
@@ -48,7 +49,12 @@ std::string describe_function(const FunctionDef& def) {
       args.push_back(dims(op.sizes));
       args.push_back(fmt::format("{}", op.scalar));
     }
-    out += fmt::format("    v{} = {}({})\n", n + k, body_op_name(op.kind), join(args));
+    std::string cut;
+    for (const PartitionCut& c : def.partition_cuts) {
+      if (k >= c.begin && k < c.end)
+        cut = fmt::format("  # cut: {}", partition_cut_reason_name(c.reason));
+    }
+    out += fmt::format("    v{} = {}({}){}\n", n + k, body_op_name(op.kind), join(args), cut);
   }
   std::vector<std::string> outs;
   for (ValueIndex v : def.outputs) outs.push_back(fmt::format("v{}", v));
@@ -138,6 +144,10 @@ std::string describe(const GeneratedProgram& generated) {
   os << "# seed " << generated.seed << ", numel " << generated.numel << ", torch "
      << torch_profile_name(generated.torch_profile) << "\n";
   if (!generated.swarm_off.empty()) os << "# swarm: off " << join(generated.swarm_off) << "\n";
+  CudagraphConfig knobs;
+  apply_knobs(generated.knobs, generated.numel, knobs);
+  if (const Json set = newer_config_to_json(knobs); !set.empty())
+    os << "# knobs " << set.dump() << "\n";
   if (generated.contract_end) {
     os << fmt::format("# #{} takes an output kept across a generation (PyTorch's contract ends)\n",
                       *generated.contract_end);

@@ -52,7 +52,9 @@ inline rc::Gen<std::optional<std::uint32_t>> maybe_param(std::uint32_t one_in) {
   X(kKeepAcrossGeneration, "keep_across_generation") /* fault: may raise E1 */         \
   X(kSizeChange, "size_change")                      /* fault: a new symint */         \
   X(kUnalignedStatic, "unaligned_static")            /* fault: demoted static input */ \
-  X(kDropOptimizer, "drop_optimizer")                /* fault: the finalizer runs */
+  X(kDropOptimizer, "drop_optimizer")                /* fault: the finalizer runs */   \
+  X(kPartitionCuts, "partition_cuts")                /* ops graph partitions cut */    \
+  X(kNewerKnobs, "newer_knobs") /* graph_partition, capture sizes, W2, skip_dynamic */
 CAPSIM_DEFINE_SWARM_FEATURES(SwarmFeature, kSwarmFeatureNames, CAPSIM_SWARM_FEATURES);
 
 using Swarm = FeatureSwarm<SwarmFeature>;
@@ -92,6 +94,11 @@ inline rc::Gen<FunctionPlan> function(const Swarm& sw) {
     f.data = *small(3);
     f.ops = *rc::gen::resize(5, rc::gen::container<std::vector<OpPlan>>(op(sw)));
     f.outputs = *rc::gen::resize(3, rc::gen::container<std::vector<std::uint32_t>>(small(16)));
+    if (sw.has(SwarmFeature::kPartitionCuts) && *sometimes(2)) {
+      f.cut_at = *small(5);
+      f.cut_len = 1 + *small(2);
+      f.cut_reason = *small(4);
+    }
     return f;
   });
 }
@@ -141,6 +148,18 @@ inline rc::Gen<StepPlan> step(const Swarm& sw) {
   });
 }
 
+// The newer releases' knobs, each set now and then.
+inline rc::Gen<PlanKnobs> knobs() {
+  return rc::gen::exec([] {
+    PlanKnobs k;
+    if (*sometimes(3)) k.graph_partition = false;
+    if (*sometimes(4)) k.capture_grow = 1 + *small(3);
+    if (*sometimes(2)) k.dynamic_shape_warn_limit = 1 + *small(2);
+    k.skip_dynamic_graphs = *sometimes(3);
+    return k;
+  });
+}
+
 // A program under the swarm `sw`.
 inline rc::Gen<ProgramPlan> program(const Swarm& sw) {
   return rc::gen::exec([sw] {
@@ -160,6 +179,7 @@ inline rc::Gen<ProgramPlan> program(const Swarm& sw) {
       p.optimizer = o;
     }
     p.steps = *rc::gen::resize(10, rc::gen::container<std::vector<StepPlan>>(step(sw)));
+    if (sw.has(SwarmFeature::kNewerKnobs)) p.knobs = *knobs();
     return p;
   });
 }

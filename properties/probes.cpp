@@ -36,6 +36,9 @@ ProbeSet tree_probes(const World& world) {
       case EventKind::kWarmup: set(s, CoverageProbe::kWarmup); break;
       case EventKind::kRecord:
         set(s, CoverageProbe::kRecord);
+        if (e.text(F::function).value_or("").find(".partition_") != std::string_view::npos) {
+          set(s, CoverageProbe::kPartition);
+        }
         if (non_empty(e, F::managed)) set(s, CoverageProbe::kManagedInput);
         if (is(e, F::reason, "static_input_idx_mismatch") ||
             is(e, F::reason, "cudagraph_managed_idx_mismatch")) {
@@ -52,6 +55,9 @@ ProbeSet tree_probes(const World& world) {
       case EventKind::kReplay: set(s, CoverageProbe::kReplay); break;
       case EventKind::kSkip:
         if (is(e, F::id, "E5")) set(s, CoverageProbe::kRerecordLimit);
+        for (std::string_view id : {"S2", "S3", "S4", "S5"}) {
+          if (is(e, F::id, id)) set(s, CoverageProbe::kNewerSkip);
+        }
         break;
       case EventKind::kCheckpoint: set(s, CoverageProbe::kCheckpoint); break;
       case EventKind::kDealloc: set(s, CoverageProbe::kGenerationDealloc); break;
@@ -65,6 +71,7 @@ ProbeSet tree_probes(const World& world) {
         break;
       case EventKind::kEager:
         if (is(e, F::reason, "mutated_inputs")) set(s, CoverageProbe::kMutationGate);
+        if (is(e, F::reason, "capture_size")) set(s, CoverageProbe::kCaptureSizeBypass);
         break;
       case EventKind::kAlignClone:
         set(s, flag(e, F::demoted) ? CoverageProbe::kAlignmentDemotion
@@ -80,6 +87,7 @@ ProbeSet tree_probes(const World& world) {
       case EventKind::kShutdown: set(s, CoverageProbe::kManagerShutdown); break;
       case EventKind::kWarning:
         if (is(e, F::id, "W1")) set(s, CoverageProbe::kPendingBackward);
+        if (is(e, F::id, "W2")) set(s, CoverageProbe::kDynamicShapeWarning);
         break;
       default: break;
     }

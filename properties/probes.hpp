@@ -46,6 +46,12 @@ struct AutogradProgram;
   X(kMisalignedClone, "misaligned-clone", false, "a misaligned non-static input was cloned")      \
   X(kGuardRecompile, "guard-recompile", false, "a static-address guard failed: a recompile")      \
   X(kNewSymint, "new-symint", false, "a call with a new int key compiled a new function")         \
+  X(kPartition, "partition", false, "a recording of a graph partition (graph_partition)")         \
+  X(kCaptureSizeBypass, "capture-size-bypass", false,                                             \
+    "a key outside cudagraph_capture_sizes ran the model directly")                               \
+  X(kDynamicShapeWarning, "W2", false, "W2: more distinct int keys than the warn limit")          \
+  X(kNewerSkip, "newer-skip", false,                                                              \
+    "a compile-time skip of the newer releases: a CPU or unsafe op, symbolic shapes (S2 to S5)")  \
   X(kOptimizerDropped, "optimizer-dropped", false, "an optimizer's finalizer ran")                \
   X(kManagerShutdown, "manager-shutdown", true, "the tree manager was shut down")                 \
   X(kPendingBackward, "pending-backward", false, "W1: pending backwards kept a path from ending") \

@@ -22,6 +22,7 @@ Result<std::vector<std::string>> generated_trace_lines(const GeneratedProgram& g
   header.seed = generated.seed;
   header.config = options.config;
   header.config.torch_profile = generated.torch_profile;
+  apply_knobs(generated.knobs, generated.numel, header.config);
   return trace_lines(header, generated.program, world->events());
 }
 

@@ -56,6 +56,7 @@ class TreeManager {
 
   FunctionId add_function(WrappedFunction fn);
   const WrappedFunction& function(FunctionId fid) const { return functions_.at(fid); }
+  std::size_t function_count() const { return functions_.size(); }
 
   // One call. `inputs` are held once each by the call's input list, which the
   // manager drops (the boxed calling convention clears the list).

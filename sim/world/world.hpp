@@ -125,6 +125,9 @@ class World {
   // drawing names each block's owner with them).
   std::vector<std::pair<std::string, TensorId>> bound_names() const;
   const CachingAllocator& allocator() const { return allocator_; }
+  // The graph partition the tree function `fid` named `name` is (as a
+  // record event names it), or null for a whole graph.
+  const Segment* partition_piece(FunctionId fid, std::string_view name) const;
 
  private:
   struct PyObject {

@@ -151,10 +151,35 @@ void World::compile(const FunctionDef& def, std::span<const DynamoArg> args,
       entry.piece_fids.emplace_back();
       continue;
     }
-    entry.piece_fids.push_back(add_tree_function(s.def, mapped(s.inputs, statics.idxs),
+    std::vector<std::uint32_t> piece_statics = mapped(s.inputs, statics.idxs);
+    if (options_.fault == Fault::kUnmappedPartitionStatics) {
+      // The bug get_partition_cudagraph_metadata exists to avoid: graph
+      // indices used as the partition's own.
+      piece_statics.clear();
+      for (std::uint32_t i : statics.idxs) {
+        if (i < s.inputs.size()) piece_statics.push_back(i);
+      }
+    }
+    entry.piece_fids.push_back(add_tree_function(s.def, std::move(piece_statics),
                                                  mapped(s.inputs, mutated), int_key, s.partition));
   }
   if (entry.tree_functions() == 0) entry.kind = EntryKind::kNoPartitions;
+}
+
+const Segment* World::partition_piece(FunctionId fid, std::string_view name) const {
+  // The current manager's function, when it is the one named; else (a
+  // manager made after a shutdown numbers from 0 again) the first piece of
+  // that name.
+  const FunctionDef* def = nullptr;
+  if (manager_ && fid < manager_->function_count() && manager_->function(fid).def->name == name) {
+    def = manager_->function(fid).def;
+  }
+  for (const auto& [key, pieces] : pieces_) {
+    for (const Segment& s : pieces) {
+      if (def != nullptr ? &s.def == def : s.def.name == name) return &s;
+    }
+  }
+  return nullptr;
 }
 
 Status World::align_inputs(const WrappedFunction& fn, std::vector<TensorId>& inputs) {
