@@ -192,7 +192,7 @@ void add_tree_properties(std::vector<Property>& c, const CaseSetting& injected) 
   world_entry({"cudagraphs.partition-statics-mapped",
                "a graph partition's recordings copy the plain graph inputs it receives and "
                "never the static ones (get_partition_cudagraph_metadata)",
-               "cudagraph-trees.md §2.6", kPrograms,
+               "cudagraph-trees.md §2.5", kPrograms,
                "tree fault unmapped_partition_statics: a partition takes the graph's static "
                "indices as its own",
                Fault::kUnmappedPartitionStatics},

@@ -55,7 +55,7 @@ ProbeSet tree_probes(const World& world) {
       case EventKind::kReplay: set(s, CoverageProbe::kReplay); break;
       case EventKind::kSkip:
         if (is(e, F::id, "E5")) set(s, CoverageProbe::kRerecordLimit);
-        for (std::string_view id : {"S2", "S3", "S4", "S5"}) {
+        for (std::string_view id : {"S2", "S5", "S6"}) {
           if (is(e, F::id, id)) set(s, CoverageProbe::kNewerSkip);
         }
         break;

@@ -107,7 +107,7 @@ inline constexpr IntRange kBytesRange{0, std::int64_t{1} << 50};
   X(values, "values", kText, kAnyInt, "a preview of the first values, for people")                 \
   X(demoted, "demoted", kBool, kAnyInt, "the input left the static set")                           \
   X(id, "id", kText, kAnyInt,                                                                      \
-    "capsim's id of the PyTorch message (E1..E8, S1..S5, W1..W3, Z1, A1)")                         \
+    "capsim's id of the PyTorch message (E1..E8, S1, S2, S5, S6, W1..W3, Z1, A1)")                         \
   X(exception, "exception", kText, kAnyInt, "the Python exception type")                           \
   X(message, "message", kText, kAnyInt, "PyTorch's exact text")                                    \
   X(where, "where", kText, kAnyInt,                                                                \

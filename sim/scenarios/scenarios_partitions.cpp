@@ -82,14 +82,14 @@ ProgramScenario cpu_device_skip() {
   return s;
 }
 
-// An op tagged cudagraph_unsafe: 2.9 skips the graph (S4); from 2.10 the
+// An op tagged cudagraph_unsafe: 2.9 skips the graph (S5); from 2.10 the
 // partitioner cuts around it.
 ProgramScenario cudagraph_unsafe_op_partitions() {
   ProgramScenario s;
   s.name = "cudagraph_unsafe_op_partitions";
   s.mirrors =
       "test_cudagraph_trees.py::test_graph_partition_custom_op, test_skip_cudagraph_unsafe_ops";
-  s.description = "two cudagraph_unsafe ops: 3 partitions from 2.10; 2.9 skips the graph (S4)";
+  s.description = "two cudagraph_unsafe ops: 3 partitions from 2.10; 2.9 skips the graph (S5)";
   s.options.config.torch_profile = TorchProfile::k2_15;
   ProgramWriter p(s);
   {
@@ -107,7 +107,7 @@ ProgramScenario cudagraph_unsafe_op_partitions() {
   three_calls(p);
   s.expect = [](const World& w, const auto&) {
     return std::vector<Expectation>{{"graphs recorded", 3, graphs(w)},
-                                    {"S4 skips", 0, count(w, EventKind::kSkip, "S4")}};
+                                    {"S5 skips", 0, count(w, EventKind::kSkip, "S5")}};
   };
   return s;
 }
@@ -191,14 +191,14 @@ ProgramScenario dynamic_shape_warning() {
   return s;
 }
 
-// cudagraph_skip_dynamic_graphs: a graph with symint inputs skips (S3)
+// cudagraph_skip_dynamic_graphs: a graph with symint inputs skips (S5)
 // without partitions; from 2.10 with partitions its dynamic-shape ops are
 // cut out and the rest is cudagraphed.
 ProgramScenario skip_dynamic_graphs() {
   ProgramScenario s;
   s.name = "skip_dynamic_graphs";
   s.mirrors = "test_cudagraph_trees.py::test_skip_symbolic";
-  s.description = "skip_dynamic_graphs: S3 without partitions, a cut with them (2.10 on)";
+  s.description = "skip_dynamic_graphs: S5 without partitions, a cut with them (2.10 on)";
   s.options.config.cudagraph_skip_dynamic_graphs = true;
   ProgramWriter p(s);
   {
@@ -212,7 +212,7 @@ ProgramScenario skip_dynamic_graphs() {
   p.add(tensor("x", {2}, 1.0f));
   for (int i = 0; i < 3; ++i) p.add(with_key(call("f", {"x"}, {""}), {2}));
   s.expect = [](const World& w, const auto&) {
-    return std::vector<Expectation>{{"S3 skips", 1, count(w, EventKind::kSkip, "S3")},
+    return std::vector<Expectation>{{"S5 skips", 1, count(w, EventKind::kSkip, "S5")},
                                     {"graphs recorded", 0, graphs(w)}};
   };
   return s;
@@ -274,19 +274,19 @@ ProgramScenario cudagraph_or_error() {
   return s;
 }
 
-// The caching allocator off (2.13 on): S5, the graph runs eagerly.
+// The caching allocator off (2.13 on): S6, the graph runs eagerly.
 ProgramScenario uncached_allocator_skip() {
   ProgramScenario s;
   s.name = "uncached_allocator_skip";
   s.mirrors = "cudagraph_utils.py::check_caching_allocator_for_cudagraphs (2.13)";
-  s.description = "caching allocator off: cudagraphs skipped (S5)";
+  s.description = "caching allocator off: cudagraphs skipped (S6)";
   s.options.config.torch_profile = TorchProfile::k2_15;
   s.options.config.caching_allocator_enabled = false;
   ProgramWriter p(s);
   p.function(cube("f", kInference));
   three_calls(p);
   s.expect = [](const World& w, const auto&) {
-    return std::vector<Expectation>{{"S5 skips", 1, count(w, EventKind::kSkip, "S5")},
+    return std::vector<Expectation>{{"S6 skips", 1, count(w, EventKind::kSkip, "S6")},
                                     {"graphs recorded", 0, graphs(w)}};
   };
   return s;

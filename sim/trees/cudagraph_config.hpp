@@ -40,7 +40,7 @@ struct CudagraphConfig {
   // under; --torch picks another, and generated cases draw one each.
   TorchProfile torch_profile = TorchProfile::kClassic;
 
-  // --- Compile-time knobs of newer releases (docs/cudagraph-trees.md, §2.6) --
+  // --- Compile-time knobs of newer releases (docs/cudagraph-trees.md, §2.5) --
   // torch._inductor.config.graph_partition; unset: the profile's default.
   std::optional<bool> graph_partition;
   // Partitions with fewer kernels than this run eagerly (2.12 on; 0: off).

@@ -44,16 +44,16 @@ std::string pool_missing(std::uint32_t pool_id, const std::vector<Address>& ptrs
 std::string pool_untracked(const std::vector<Address>& addrs);
 // S1: a mutated input that is neither static nor cudagraph-managed.
 std::string mutated_inputs(std::size_t instances);
-// The compile-time skips of newer releases (docs/cudagraph-trees.md §2.6).
+// The compile-time skips of newer releases (docs/cudagraph-trees.md §2.5).
 // Each is logged with "skipping cudagraphs due to " before a reason that, for
 // the lowering checks, already starts with it: PyTorch prints it twice.
 // S2: a CPU op (graph_partition off); `node` is its FX node name.
 std::string cpu_device(const std::string& node);
-// S3: cudagraph_skip_dynamic_graphs on a graph with symbolic-shape inputs.
+// S5: cudagraph_skip_dynamic_graphs on a graph with symbolic-shape inputs.
 std::string symbolic_shapes();
-// S4: an op tagged cudagraph_unsafe (graph_partition off, or 2.9).
+// S5: an op tagged cudagraph_unsafe (graph_partition off, or 2.9).
 std::string incompatible_op(const std::string& target);
-// S5: the caching allocator is off (2.13 on).
+// S6 (capsim's id): the caching allocator is off (2.13 on).
 std::string uncached_allocator();
 // W2: a wrapper records more distinct int keys than the limit.
 std::string dynamic_shape_warning(std::size_t num_cudagraphs);

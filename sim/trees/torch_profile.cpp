@@ -71,20 +71,22 @@ constexpr TorchProfileRules k2_13Rules =
       r.reason_from_last_failure = true;
       r.e1_grad_output_text = true;
       r.caching_allocator_skip = true;
+      r.not_modelled = "input storage mutation (set_ on an input: a compile-time skip)";
     });
 
 constexpr TorchProfileRules k2_14Rules =
     after(k2_13Rules, "2.14", "2.14.0 08187d9e", [](TorchProfileRules& r) {
       r.e1_generation_cloning_text = true;
-      r.not_modelled = "cudagraph_trees_generation_cloning (opt-in)";
+      r.not_modelled =
+          "input storage mutation (set_); cudagraph_trees_generation_cloning (opt-in)";
     });
 
 constexpr TorchProfileRules k2_15Rules =
     after(k2_14Rules, "2.15", "2.15.0 d0f2af8b", [](TorchProfileRules& r) {
       r.has_dynamic_shape_rerecord_limit = true;
       r.not_modelled =
-          "cudagraph_trees_generation_cloning (opt-in); managed-input demotion "
-          "(cudagraph_managed_input_rerecord_limit=5, action \"copy\")";
+          "input storage mutation (set_); cudagraph_trees_generation_cloning (opt-in); "
+          "managed-input demotion (cudagraph_managed_input_rerecord_limit=5, action \"copy\")";
     });
 
 constexpr std::array<TorchProfileRules, static_cast<std::size_t>(TorchProfile::kCount)> kRules = {

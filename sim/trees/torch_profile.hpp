@@ -95,7 +95,8 @@ struct TorchProfileRules {
 
 // What no profile models yet, whatever the release (`capsim version --profiles`).
 inline constexpr std::string_view kNotModelledInAnyProfile =
-    "non-Tensor inputs, input storage mutation (set_)";
+    "multiple devices (S3), the listed fail reasons such as non-Tensor inputs (S4), stack "
+    "traces in any text";
 
 const TorchProfileRules& profile_rules(TorchProfile profile);
 std::string_view torch_profile_name(TorchProfile profile);

@@ -64,7 +64,7 @@ std::vector<std::uint32_t> mutated_non_static(std::span<const std::uint32_t> mut
 #define CAPSIM_ENTRY_KINDS(X)                                                                      \
   X(kCudagraphed, "")                                 /* one tree function: `fid` */               \
   X(kPartitioned, "")                                 /* a tree function per partition */          \
-  X(kSkipped, "compile_time_skip")                    /* a compile-time skip (S1 to S5) */         \
+  X(kSkipped, "compile_time_skip")                    /* a compile-time skip (S1, S2, S5, S6) */   \
   X(kRaises, "")                                      /* the skip is a RuntimeError (or_error) */  \
   X(kNoPartitions, "no_partitions")                   /* partitioned, nothing left to cudagraph */ \
   X(kCaptureSizeBypass, "capture_size")               /* its int key is not a capture size */      \

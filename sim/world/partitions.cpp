@@ -143,18 +143,18 @@ std::optional<GraphSkip> lowering_skip(const FunctionDef& def, const CudagraphCo
                                        bool dynamic) {
   const bool bypass = partition_bypasses_skips(config);
   if (config.cudagraph_skip_dynamic_graphs && dynamic && !bypass) {
-    return GraphSkip{"S3", messages::symbolic_shapes()};
+    return GraphSkip{"S5", messages::symbolic_shapes()};
   }
   if (!bypass) {
     for (const PartitionCut& c : def.partition_cuts) {
       if (c.reason != PartitionCutReason::kCudagraphUnsafe) continue;
-      return GraphSkip{"S4",
+      return GraphSkip{"S5",
                        messages::incompatible_op(std::string(body_op_name(def.ops[c.begin].kind)))};
     }
   }
   if (!config.caching_allocator_enabled &&
       profile_rules(config.torch_profile).caching_allocator_skip) {
-    return GraphSkip{"S5", messages::uncached_allocator()};
+    return GraphSkip{"S6", messages::uncached_allocator()};
   }
   if (!graph_partition(config)) {
     for (const PartitionCut& c : def.partition_cuts) {

@@ -35,8 +35,9 @@ struct GraphSkip {
 };
 
 // The reasons fx_codegen_and_compile checks before the mutation check, in
-// its order: symbolic shapes (S3), a cudagraph-unsafe op (S4), the caching
-// allocator (S5), a CPU op (S2). `dynamic`: the graph has symint inputs.
+// its order: symbolic shapes and a cudagraph-unsafe op (both S5, the
+// spec's ids), the caching allocator (S6, capsim's), a CPU op (S2). `dynamic`: the graph has symint
+// inputs.
 std::optional<GraphSkip> lowering_skip(const FunctionDef& def, const CudagraphConfig& config,
                                        bool dynamic);
 

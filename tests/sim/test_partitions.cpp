@@ -70,7 +70,7 @@ TEST_CASE("partitions: pieces read what they need and return what later pieces u
 TEST_CASE("partitions: which release skips and which cuts, rule by rule") {
   const FunctionDef unsafe = four_ops(PartitionCutReason::kCudagraphUnsafe);
   // 2.9 checks the unsafe op with partitions on; 2.10 leaves it to the partitioner.
-  CHECK(lowering_skip(unsafe, under(TorchProfile::k2_9), false)->id == "S4");
+  CHECK(lowering_skip(unsafe, under(TorchProfile::k2_9), false)->id == "S5");
   CHECK_FALSE(lowering_skip(unsafe, under(TorchProfile::k2_10), false).has_value());
   CHECK(partition_function(unsafe, under(TorchProfile::k2_10), false)->size() == 3);
 
@@ -83,12 +83,12 @@ TEST_CASE("partitions: which release skips and which cuts, rule by rule") {
   CHECK(partition_function(dynamic, c, true)->size() == 3);
   CHECK_FALSE(lowering_skip(dynamic, c, true).has_value());
   c.torch_profile = TorchProfile::k2_9;
-  CHECK(lowering_skip(dynamic, c, true)->id == "S3");
+  CHECK(lowering_skip(dynamic, c, true)->id == "S5");
 
   // The caching allocator off skips from 2.13, partitions or not.
   CudagraphConfig uncached = under(TorchProfile::k2_13);
   uncached.caching_allocator_enabled = false;
-  CHECK(lowering_skip(dynamic, uncached, false)->id == "S5");
+  CHECK(lowering_skip(dynamic, uncached, false)->id == "S6");
   // ... and is refused as a knob before it.
   uncached.torch_profile = TorchProfile::k2_12;
   REQUIRE(config_problem(uncached).has_value());

@@ -19,7 +19,7 @@ import torch
 from . import graph_walk
 from .annotations import Annotations
 from .capture import CompiledAutogradCapture
-from .trace_writer import TraceWriter
+from .trace_writer import TraceWriter, torch_profile_of
 
 PRODUCER = "pytorch"
 OBSERVES = ["ca_graph"]
@@ -35,7 +35,7 @@ def torch_config() -> dict[str, Any]:
     import torch._inductor.config as inductor_config
 
     triton = inductor_config.triton
-    return {
+    config = {
         "inline_inbuilt_nn_modules": bool(dynamo_config.inline_inbuilt_nn_modules),
         "cudagraph_support_input_mutation": bool(triton.cudagraph_support_input_mutation),
         "cudagraph_unexpected_rerecord_limit": int(triton.cudagraph_unexpected_rerecord_limit),
@@ -47,6 +47,11 @@ def torch_config() -> dict[str, Any]:
         "plain_api": False,
         "poison_freed": False,
     }
+    # The release's tree-manager rules, unless classic (docs/cudagraph-trees.md).
+    profile = torch_profile_of(torch.__version__)
+    if profile is not None:
+        config["torch_profile"] = profile
+    return config
 
 
 def reset_torch_state(seed: int) -> None:

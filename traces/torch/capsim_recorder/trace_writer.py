@@ -36,6 +36,27 @@ CONFIG_KEYS = (
     "poison_freed",
 )
 
+# Additive keys (docs/trace-format.md section 3): written after the others,
+# only when the caller gives them. `torch_profile` names the release whose
+# tree manager ran (absent: classic, 2.5 to 2.8).
+OPTIONAL_CONFIG_KEYS = ("torch_profile",)
+TORCH_PROFILES = ("2.9", "2.10", "2.12", "2.13", "2.14", "2.15")
+
+
+def torch_profile_of(version: str) -> Optional[str]:
+    """capsim's profile name for a PyTorch version such as "2.11.0+cu130",
+    or None for classic (2.5 to 2.8) and for releases capsim does not model
+    (sim/trees/torch_profile.cpp, torch_profile_for)."""
+    parts = version.split("+")[0].split(".")
+    if len(parts) < 2 or parts[0] != "2" or not parts[1].isdigit():
+        return None
+    minor = int(parts[1])
+    if minor in (10, 11):
+        return "2.10"
+    name = f"2.{minor}"
+    return name if name in TORCH_PROFILES else None
+
+
 # capsim's defaults for those settings (sim/trees/cudagraph_config.hpp), which are
 # PyTorch 2.11's; a recorder writes the values it reads from PyTorch instead.
 DEFAULT_CONFIG = {
@@ -191,7 +212,7 @@ class TraceWriter:
         if self._seq != 0:
             raise TraceWriteError("the header must be the first line")
         missing = [k for k in CONFIG_KEYS if k not in config]
-        extra = [k for k in config if k not in CONFIG_KEYS]
+        extra = [k for k in config if k not in CONFIG_KEYS and k not in OPTIONAL_CONFIG_KEYS]
         if missing or extra:
             raise TraceWriteError(f"config: missing {missing}, unknown {extra}")
         if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
@@ -206,8 +227,11 @@ class TraceWriter:
             "name": check_name(name),
             "seed": seed,
             # Re-ordered into the spec's order whatever order the caller used.
-            "config": {k: config[k] for k in CONFIG_KEYS},
+            "config": {k: config[k] for k in CONFIG_KEYS + OPTIONAL_CONFIG_KEYS if k in config},
         }
+        profile = config.get("torch_profile")
+        if profile is not None and profile not in TORCH_PROFILES:
+            raise TraceWriteError(f"config: unknown torch_profile {profile!r}")
         if observes is not None:
             fields["observes"] = list(observes)
         fields.update(_extensions(extensions))

@@ -20,6 +20,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 
 from capsim_recorder.trace_writer import (  # noqa: E402
     CONFIG_KEYS,
+    torch_profile_of,
     DEFAULT_CONFIG as CONFIG,
     TraceWriteError,
     TraceWriter,
@@ -55,6 +56,25 @@ class TraceWriterTest(unittest.TestCase):
     def read(self):
         with open(self.path, encoding="utf-8") as f:
             return f.read()
+
+    def test_torch_profile_of_a_version(self):
+        # sim/trees/torch_profile.cpp's torch_profile_for, for the versions
+        # torch.__version__ reports.
+        cases = {"2.5.1": None, "2.8.0+cu128": None, "2.9.0": "2.9", "2.10.0": "2.10",
+                 "2.11.0+cu130": "2.10", "2.12.0": "2.12", "2.15.1": "2.15",
+                 "2.16.0": None, "3.0": None, "nightly": None}
+        for version, want in cases.items():
+            self.assertEqual(torch_profile_of(version), want, version)
+
+    def test_header_carries_a_torch_profile_after_the_others(self):
+        with TraceWriter(self.path) as w:
+            self._header(w, config=dict(CONFIG, torch_profile="2.10"))
+        header = json.loads(self.read().splitlines()[0])
+        self.assertEqual(list(header["config"])[-1], "torch_profile")
+        self.assertEqual(header["config"]["torch_profile"], "2.10")
+        with self.assertRaises(TraceWriteError):
+            with TraceWriter(os.path.join(self.dir.name, "u.jsonl")) as w:
+                self._header(w, config=dict(CONFIG, torch_profile="2.11"))
 
     def test_header_bytes(self):
         with TraceWriter(self.path) as w:
