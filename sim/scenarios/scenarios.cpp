@@ -14,6 +14,7 @@ void add_rerecord_scenarios(std::vector<ProgramScenario>& out);
 void add_compiled_autograd_scenarios(std::vector<ProgramScenario>& out);
 void add_training_scenarios(std::vector<ProgramScenario>& out);
 void add_partition_scenarios(std::vector<ProgramScenario>& out);
+void add_issue_scenarios(std::vector<ProgramScenario>& out);
 
 const std::vector<ProgramScenario>& builtin_program_scenarios() {
   static const std::vector<ProgramScenario> all = [] {
@@ -25,6 +26,7 @@ const std::vector<ProgramScenario>& builtin_program_scenarios() {
     add_compiled_autograd_scenarios(s);
     add_training_scenarios(s);
     add_partition_scenarios(s);
+    add_issue_scenarios(s);
     return s;
   }();
   return all;
