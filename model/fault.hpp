@@ -41,42 +41,44 @@ enum class FaultSite : std::uint8_t {
 };
 
 // X(enumerator, name, site, what the broken model does)
-#define CAPSIM_FAULTS(X)                                                                         \
-  X(kNone, "none", kNone, "the sound model")                                                     \
-  X(kOverlappingSplit, "overlapping_split", kAllocator,                                          \
-    "a split's remainder overlaps the block handed out")                                         \
-  X(kIgnorePools, "ignore_pools", kAllocator,                                                    \
-    "every pool is served from the default pool's blocks")                                       \
-  X(kPoolRestoreKeepsAll, "pool_restore_keeps_all", kAllocator,                                  \
-    "the allocator's restore() keeps every checkpointed block allocated")                        \
-  X(kProcessGlobalPlacement, "process_global_placement", kAllocator,                             \
-    "placement depends on process-wide state")                                                   \
-  X(kSkipCopyIn, "skip_copy_in", kTree, "replays copy no inputs")                                \
-  X(kSkipFirstCopy, "skip_first_copy", kTree,                                                    \
-    "a replay counts its first non-static input but never copies it (the injected bug)")         \
-  X(kRestoreKeepsAll, "restore_keeps_all", kTree, "checkpoints free nothing")                    \
-  X(kIgnoreStaticPointers, "ignore_static_pointers", kTree,                                      \
-    "a changed static pointer is not checked: never re-record")                                  \
-  X(kFinalizerKeepsState, "finalizer_keeps_state", kTree,                                        \
-    "the graph module keeps its attributes: optimizer state outlives a drop")                    \
-  X(kMoveOptimizerState, "move_optimizer_state", kTree,                                          \
-    "the optimizer state, marked without a guard, moves to new storage")                         \
-  X(kDeallocFreesNothing, "dealloc_frees_nothing", kTree,                                        \
-    "a new generation poisons the path's outputs but frees none of their blocks")                \
-  X(kCloneCompiledGrads, "clone_compiled_grads", kTree,                                          \
-    "AccumulateGrad clones a grad that .grad would take over, out of the pool")                  \
-  X(kUnmappedPartitionStatics, "unmapped_partition_statics", kTree,                              \
-    "a partition's static inputs are the graph's indices, not mapped to the partition's")        \
-  X(kDropFanInAdd, "drop_fan_in_add", kRun, "the interpreter's torch.add returns its first arg") \
-  X(kSkipPostHooks, "skip_post_hooks", kRun, "the interpreter runs no post hooks")               \
-  X(kLegacyCapture, "legacy_capture", kCapture,                                                  \
-    "the capture before PR 144707 (CaptureMode::kLegacy), which reads proxy metadata")           \
-  X(kVarySeed, "vary_seed", kCheck, "a determinism check's second run gets another seed")        \
-  X(kIgnoreInputs, "ignore_inputs", kDiff, "a node whose inputs changed compares as the same")   \
-  X(kLastCandidate, "last_candidate", kDiff,                                                     \
-    "passes 2 and 3 pair with the last waiting node: asymmetric")                                \
-  X(kSkipUpload, "skip_upload", kMirror, "memory is copied in before the first replay only")     \
-  X(kBakeOutside, "bake_outside", kCuda,                                                         \
+#define CAPSIM_FAULTS(X)                                                                          \
+  X(kNone, "none", kNone, "the sound model")                                                      \
+  X(kOverlappingSplit, "overlapping_split", kAllocator,                                           \
+    "a split's remainder overlaps the block handed out")                                          \
+  X(kIgnorePools, "ignore_pools", kAllocator,                                                     \
+    "every pool is served from the default pool's blocks")                                        \
+  X(kPoolRestoreKeepsAll, "pool_restore_keeps_all", kAllocator,                                   \
+    "the allocator's restore() keeps every checkpointed block allocated")                         \
+  X(kProcessGlobalPlacement, "process_global_placement", kAllocator,                              \
+    "placement depends on process-wide state")                                                    \
+  X(kSkipCopyIn, "skip_copy_in", kTree, "replays copy no inputs")                                 \
+  X(kSkipFirstCopy, "skip_first_copy", kTree,                                                     \
+    "a replay counts its first non-static input but never copies it (the injected bug)")          \
+  X(kRestoreKeepsAll, "restore_keeps_all", kTree, "checkpoints free nothing")                     \
+  X(kIgnoreStaticPointers, "ignore_static_pointers", kTree,                                       \
+    "a changed static pointer is not checked: never re-record")                                   \
+  X(kFinalizerKeepsState, "finalizer_keeps_state", kTree,                                         \
+    "the graph module keeps its attributes: optimizer state outlives a drop")                     \
+  X(kMoveOptimizerState, "move_optimizer_state", kTree,                                           \
+    "the optimizer state, marked without a guard, moves to new storage")                          \
+  X(kDeallocFreesNothing, "dealloc_frees_nothing", kTree,                                         \
+    "a new generation poisons the path's outputs but frees none of their blocks")                 \
+  X(kCloneCompiledGrads, "clone_compiled_grads", kTree,                                           \
+    "AccumulateGrad clones a grad that .grad would take over, out of the pool")                   \
+  X(kCloneKeepsPoolBlock, "clone_keeps_pool_block", kTree,                                        \
+    "generation cloning moves a live output out of the pool but leaves its pool block allocated") \
+  X(kUnmappedPartitionStatics, "unmapped_partition_statics", kTree,                               \
+    "a partition's static inputs are the graph's indices, not mapped to the partition's")         \
+  X(kDropFanInAdd, "drop_fan_in_add", kRun, "the interpreter's torch.add returns its first arg")  \
+  X(kSkipPostHooks, "skip_post_hooks", kRun, "the interpreter runs no post hooks")                \
+  X(kLegacyCapture, "legacy_capture", kCapture,                                                   \
+    "the capture before PR 144707 (CaptureMode::kLegacy), which reads proxy metadata")            \
+  X(kVarySeed, "vary_seed", kCheck, "a determinism check's second run gets another seed")         \
+  X(kIgnoreInputs, "ignore_inputs", kDiff, "a node whose inputs changed compares as the same")    \
+  X(kLastCandidate, "last_candidate", kDiff,                                                      \
+    "passes 2 and 3 pair with the last waiting node: asymmetric")                                 \
+  X(kSkipUpload, "skip_upload", kMirror, "memory is copied in before the first replay only")      \
+  X(kBakeOutside, "bake_outside", kCuda,                                                          \
     "the first kernel's first pointer is baked outside every buffer")
 
 enum class Fault : std::uint8_t {

@@ -70,6 +70,19 @@ Status TensorStore::force_free(StorageId storage) {
   return allocator_.free(it->second.storage.base);
 }
 
+Status TensorStore::rebase(StorageId storage, const Block& block, bool free_old) {
+  auto it = storages_.find(storage);
+  if (it == storages_.end()) return make_error(fmt::format("unknown storage {}", storage.value));
+  CAPSIM_CHECK(block.size >= it->second.storage.nbytes, "the new block holds the storage");
+  const Address old = it->second.storage.base;
+  const bool owned = it->second.owns_block;
+  it->second.storage.base = block.address;
+  it->second.storage.pool = block.pool;
+  it->second.owns_block = true;
+  if (owned && free_old) return allocator_.free(old);
+  return {};
+}
+
 Status TensorStore::adopt(StorageId storage) {
   auto it = storages_.find(storage);
   if (it == storages_.end()) return make_error(fmt::format("unknown storage {}", storage.value));

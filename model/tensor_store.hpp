@@ -36,6 +36,12 @@ class TensorStore {
   // Frees a live storage's block now while its tensors remain (PyTorch's
   // `_free_And_Remove_DeleterFn`): releasing them later frees nothing.
   Status force_free(StorageId storage);
+  // Points `storage` at `block` (owned from now on), freeing the block it
+  // owned before: torch's UntypedStorage._swap_data_ptr_ followed by freeing
+  // the swapped-out block, as generation cloning does. Every tensor over it
+  // follows, since addresses derive from the storage.
+  // `free_old` false leaks the old block (a fault, for negative controls).
+  Status rebase(StorageId storage, const Block& block, bool free_old = true);
   // Gives a non-owning storage a deleter (`_cuda_setCheckpointPoolState`'s
   // `storages_to_add_deleters_to`): its last release now frees its block.
   Status adopt(StorageId storage);

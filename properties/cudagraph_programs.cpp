@@ -213,6 +213,9 @@ void apply_knobs(const PlanKnobs& knobs, std::int64_t numel, CudagraphConfig& co
     config.cudagraph_dynamic_shape_warn_limit = *knobs.dynamic_shape_warn_limit;
   }
   if (knobs.skip_dynamic_graphs) config.cudagraph_skip_dynamic_graphs = true;
+  if (knobs.generation_cloning && profile_rules(config.torch_profile).has_generation_cloning) {
+    config.cudagraph_trees_generation_cloning = true;
+  }
 }
 
 namespace {

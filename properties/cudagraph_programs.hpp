@@ -93,6 +93,8 @@ struct PlanKnobs {
   std::optional<std::uint32_t> capture_grow;
   std::optional<std::int64_t> dynamic_shape_warn_limit;
   bool skip_dynamic_graphs = false;
+  // cudagraph_trees_generation_cloning, where the profile has it (2.14 on).
+  bool generation_cloning = false;
 };
 // Sets the knobs `knobs` holds on `config`, for programs of `numel`.
 void apply_knobs(const PlanKnobs& knobs, std::int64_t numel, CudagraphConfig& config);

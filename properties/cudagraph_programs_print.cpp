@@ -145,6 +145,7 @@ std::string describe(const GeneratedProgram& generated) {
      << torch_profile_name(generated.torch_profile) << "\n";
   if (!generated.swarm_off.empty()) os << "# swarm: off " << join(generated.swarm_off) << "\n";
   CudagraphConfig knobs;
+  knobs.torch_profile = generated.torch_profile;
   apply_knobs(generated.knobs, generated.numel, knobs);
   if (const Json set = newer_config_to_json(knobs); !set.empty())
     os << "# knobs " << set.dump() << "\n";

@@ -156,6 +156,7 @@ inline rc::Gen<PlanKnobs> knobs() {
     if (*sometimes(4)) k.capture_grow = 1 + *small(3);
     if (*sometimes(2)) k.dynamic_shape_warn_limit = 1 + *small(2);
     k.skip_dynamic_graphs = *sometimes(3);
+    k.generation_cloning = *sometimes(2);
     return k;
   });
 }

@@ -61,6 +61,7 @@ ProbeSet tree_probes(const World& world) {
         break;
       case EventKind::kCheckpoint: set(s, CoverageProbe::kCheckpoint); break;
       case EventKind::kDealloc: set(s, CoverageProbe::kGenerationDealloc); break;
+      case EventKind::kGenerationClone: set(s, CoverageProbe::kGenerationClone); break;
       case EventKind::kError:
         if (is(e, F::id, "E1")) set(s, CoverageProbe::kOverwrittenOutput);
         if (is(e, F::id, "E1") && e.text(F::message)

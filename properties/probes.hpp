@@ -50,6 +50,8 @@ struct AutogradProgram;
   X(kCaptureSizeBypass, "capture-size-bypass", false,                                              \
     "a key outside cudagraph_capture_sizes ran the model directly")                                \
   X(kDynamicShapeWarning, "W2", false, "W2: more distinct int keys than the warn limit")           \
+  X(kGenerationClone, "generation-clone", false,                                                   \
+    "cudagraph_trees_generation_cloning moved live outputs out of the pool (2.14 on)")             \
   X(kNewerSkip, "newer-skip", false,                                                               \
     "a compile-time skip of the newer releases: a CPU or unsafe op, symbolic shapes (S2, S5, S6)") \
   X(kOptimizerDropped, "optimizer-dropped", false, "an optimizer's finalizer ran")                 \

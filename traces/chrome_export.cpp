@@ -238,6 +238,7 @@ class Exporter : public TraceVisitor {
         break;
       case EventKind::kCheckpoint:
       case EventKind::kDealloc:
+      case EventKind::kGenerationClone:
       case EventKind::kAlignClone:
       case EventKind::kRead: {
         std::string name = kind;

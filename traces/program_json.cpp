@@ -444,6 +444,9 @@ Json newer_config_to_json(const CudagraphConfig& c) {
     j["cudagraph_dynamic_shape_rerecord_limit"] = *c.cudagraph_dynamic_shape_rerecord_limit;
   }
   if (c.cudagraph_or_error) j["cudagraph_or_error"] = true;
+  if (c.cudagraph_trees_generation_cloning) {
+    j["cudagraph_trees_generation_cloning"] = "user_visible";
+  }
   if (!c.caching_allocator_enabled) j["caching_allocator_enabled"] = false;
   return j;
 }
@@ -513,6 +516,14 @@ Status newer_config_from_json(ObjectReader& r, CudagraphConfig& c) {
   }
   if (r.has("cudagraph_or_error")) {
     CAPSIM_TRY(assign(c.cudagraph_or_error, r.boolean("cudagraph_or_error")));
+  }
+  if (r.has("cudagraph_trees_generation_cloning")) {
+    CAPSIM_TRY_ASSIGN(const std::string mode, r.string("cudagraph_trees_generation_cloning"));
+    if (mode != "user_visible") {
+      return field_error(r.path_of("cudagraph_trees_generation_cloning"),
+                         fmt::format("expected \"user_visible\" (absent: None), got '{}'", mode));
+    }
+    c.cudagraph_trees_generation_cloning = true;
   }
   if (r.has("caching_allocator_enabled")) {
     CAPSIM_TRY(assign(c.caching_allocator_enabled, r.boolean("caching_allocator_enabled")));
@@ -631,6 +642,7 @@ Json function_to_json(const FunctionDef& def) {
   j["outputs"] = def.outputs;
   j["static_input_idxs"] = def.static_input_idxs;
   j["param_input_idxs"] = def.param_input_idxs;
+  if (def.user_visible_outputs) j["user_visible_outputs"] = *def.user_visible_outputs;
   // Additive: only a function with cuts has the field.
   if (!def.partition_cuts.empty()) {
     Json cuts = Json::array();
@@ -668,6 +680,12 @@ Result<FunctionDef> function_from_json(ObjectReader& r) {
   CAPSIM_TRY(check_below(r, "static_input_idxs", def.static_input_idxs, n, "index", "an input"));
   CAPSIM_TRY_ASSIGN(def.param_input_idxs, read_indices(r, "param_input_idxs", kMaxBodyInputs));
   CAPSIM_TRY(check_below(r, "param_input_idxs", def.param_input_idxs, n, "index", "an input"));
+  if (r.has("user_visible_outputs")) {
+    CAPSIM_TRY_ASSIGN(auto visible, read_indices(r, "user_visible_outputs", kMaxOutputs));
+    CAPSIM_TRY(check_below(r, "user_visible_outputs", visible, def.outputs.size(), "position",
+                           "an output"));
+    def.user_visible_outputs = std::move(visible);
+  }
   if (r.has("partition_cuts")) {
     CAPSIM_TRY_ASSIGN(def.partition_cuts, read_cuts(r, def.ops.size()));
   }

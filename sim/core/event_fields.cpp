@@ -83,6 +83,7 @@ constexpr EventFieldUse kCheckpoint[] = {R(count), R(node), R(live), R(pool_bloc
                                          R(pool_blocks_after)};
 constexpr EventFieldUse kPathEnd[] = {R(reason)};
 constexpr EventFieldUse kDealloc[] = {R(poisoned), R(freed)};
+constexpr EventFieldUse kGenerationClone[] = {R(cloned), R(bytes)};
 constexpr EventFieldUse kAlignClone[] = {R(function), R(input), O(demoted)};
 constexpr EventFieldUse kSkip[] = {R(id),    O(fid),     O(function), O(inputs), O(reason),
                                    O(input), O(old_ptr), O(new_ptr),  R(message)};

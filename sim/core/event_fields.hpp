@@ -97,6 +97,8 @@ inline constexpr IntRange kBytesRange{0, std::int64_t{1} << 50};
   X(pool_blocks_after, "pool_blocks_after", kInt, kCountRange,                                     \
     "live blocks of the pool after the restore")                                                   \
   X(poisoned, "poisoned", kInt, kCountRange, "tensors whose storage was marked deallocated")       \
+  X(cloned, "cloned", kInt, kCountRange,                                                           \
+    "storages of live user-visible outputs cloned out of the pool")                                \
   X(freed, "freed", kInt, kCountRange, "storages freed")                                           \
   X(name, "name", kText, kAnyInt, "a program name (tensor, output or optimizer)")                  \
   X(ptr, "ptr", kAddress, kAnyInt, "the output's data pointer")                                    \
@@ -107,7 +109,7 @@ inline constexpr IntRange kBytesRange{0, std::int64_t{1} << 50};
   X(values, "values", kText, kAnyInt, "a preview of the first values, for people")                 \
   X(demoted, "demoted", kBool, kAnyInt, "the input left the static set")                           \
   X(id, "id", kText, kAnyInt,                                                                      \
-    "capsim's id of the PyTorch message (E1..E8, S1, S2, S5, S6, W1..W3, Z1, A1)")                         \
+    "capsim's id of the PyTorch message (E1..E8, S1, S2, S5, S6, W1..W3, Z1, A1)")                 \
   X(exception, "exception", kText, kAnyInt, "the Python exception type")                           \
   X(message, "message", kText, kAnyInt, "PyTorch's exact text")                                    \
   X(where, "where", kText, kAnyInt,                                                                \

@@ -166,7 +166,23 @@ Status validate(const FunctionDef& def) {
       }
     }
   }
+  if (def.user_visible_outputs) {
+    for (std::uint32_t i : *def.user_visible_outputs) {
+      if (i >= def.outputs.size()) {
+        return make_error(fmt::format(
+            "function '{}': user_visible_outputs: position {} is not an output", def.name, i));
+      }
+    }
+  }
   return validate_cuts(def);
+}
+
+bool user_visible_output(const FunctionDef& def, std::uint32_t i) {
+  if (def.user_visible_outputs) {
+    return std::find(def.user_visible_outputs->begin(), def.user_visible_outputs->end(), i) !=
+           def.user_visible_outputs->end();
+  }
+  return def.mode != CompilationMode::kBackward;
 }
 
 std::vector<std::uint32_t> mutated_input_idxs(const FunctionDef& def) {

@@ -119,6 +119,10 @@ struct FunctionDef {
   std::vector<std::uint32_t> static_input_idxs;
   // Inputs that are nn.Parameters (static under inline_inbuilt_nn_modules).
   std::vector<std::uint32_t> param_input_idxs;
+  // Positions in `outputs` that the user sees (AOTAutograd's
+  // user_visible_output_idxs: not the saved tensors of a forward); none:
+  // every output of a forward or inference graph, none of a backward's.
+  std::optional<std::vector<std::uint32_t>> user_visible_outputs;
   // Where graph partitions (graph_partition) would cut; empty for most.
   std::vector<PartitionCut> partition_cuts;
 
@@ -149,6 +153,9 @@ Status check_mm_work(const Dims& x, const Dims& y);
 // Checks arities, value references (each op may only use earlier values) and
 // index sets. Errors name the function, the op and the field.
 Status validate(const FunctionDef& def);
+
+// Whether output `i` is user-visible (FunctionDef::user_visible_outputs).
+bool user_visible_output(const FunctionDef& def, std::uint32_t i);
 
 // Input indices the body writes, following views back to their input.
 std::vector<std::uint32_t> mutated_input_idxs(const FunctionDef& def);

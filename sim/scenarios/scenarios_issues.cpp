@@ -53,11 +53,51 @@ ProgramScenario issue_122192(int iterations) {
   return s;
 }
 
+// cudagraph_trees_generation_cloning="user_visible" (2.14 on): the kept
+// output of #122192 is cloned out of the pool before each new generation,
+// so the read sees f(x) whether it came from the recording (no E1) or from
+// a replay (not overwritten), at the price of one copy per generation.
+ProgramScenario clone_live_output_on_new_generation(int iterations) {
+  ProgramScenario s;
+  s.name =
+      iterations == 2 ? "clone_live_output_on_new_generation" : "clone_live_output_from_a_replay";
+  s.mirrors = iterations == 2 ? "test_cudagraph_trees.py::test_clone_live_output_on_new_generation"
+                              : "pytorch/pytorch#122192 with cudagraph_trees_generation_cloning";
+  s.description = iterations == 2
+                      ? "generation cloning: the recording's kept output is cloned, no E1"
+                      : "generation cloning: a replay's kept output is cloned, not overwritten";
+  s.options.config.torch_profile = kNewestTorchProfile;
+  s.options.config.cudagraph_trees_generation_cloning = true;
+  ProgramWriter p(s);
+  {
+    FunctionBuilder f("f", kInference, {"primals_1"});
+    p.function(f.returns({f.add(f.input(0), f.input(0))}));
+  }
+  p.add(tensor("x", {4}, 1.0f));
+  p.add(tensor("y", {4}, 3.0f));
+  for (int i = 0; i < iterations; ++i) p.add(call("f", {"x"}, {"out"}));
+  p.add(call("f", {"y"}, {"next"}));
+  p.add(Read{"out"});
+  p.probe([](const World& w) -> std::int64_t {
+    const auto v = w.values("out");
+    return v.ok() && !v->empty() ? static_cast<std::int64_t>((*v)[0]) : -1;
+  });
+  s.expect = [iterations](const World& w, const std::vector<std::int64_t>& probes) {
+    return std::vector<Expectation>{
+        {"E1 errors", 0, events_where(w, EventKind::kError, F::id, "E1")},
+        {"storages cloned", iterations, static_cast<std::int64_t>(w.counters().generation_clones)},
+        {"out[0] = f(x)", 2, probes.at(0)}};
+  };
+  return s;
+}
+
 }  // namespace
 
 void add_issue_scenarios(std::vector<ProgramScenario>& out) {
   out.push_back(issue_122192(2));
   out.push_back(issue_122192(3));
+  out.push_back(clone_live_output_on_new_generation(2));
+  out.push_back(clone_live_output_on_new_generation(3));
 }
 
 }  // namespace capsim

@@ -18,6 +18,9 @@ std::optional<ConfigProblem> config_problem(const CudagraphConfig& c) {
   if (c.cudagraph_min_partition_size != 0 && !rules.has_min_partition_size) {
     return missing("cudagraph_min_partition_size", "2.12");
   }
+  if (c.cudagraph_trees_generation_cloning && !rules.has_generation_cloning) {
+    return missing("cudagraph_trees_generation_cloning", "2.14");
+  }
   if (c.cudagraph_dynamic_shape_rerecord_limit && !rules.has_dynamic_shape_rerecord_limit) {
     return missing("cudagraph_dynamic_shape_rerecord_limit", "2.15");
   }

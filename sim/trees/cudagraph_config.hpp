@@ -58,6 +58,9 @@ struct CudagraphConfig {
   std::optional<std::int64_t> cudagraph_dynamic_shape_rerecord_limit;
   // Every cudagraph skip is a RuntimeError instead (2.9 on).
   bool cudagraph_or_error = false;
+  // cudagraph_trees_generation_cloning = "user_visible" (2.14 on): live
+  // user-visible outputs move out of the pool before a new generation.
+  bool cudagraph_trees_generation_cloning = false;
   // torch.cuda.caching_allocator_enable (or PYTORCH_NO_CUDA_MEMORY_CACHING).
   bool caching_allocator_enabled = true;
 

@@ -32,12 +32,13 @@ struct Counters {
   std::uint64_t checkpoints = 0;                           // debug_checkpointing_counter
   std::uint64_t cudagraph_skips = 0;                       // counters["inductor"]
   std::uint64_t cudagraph_recorded_non_static_inputs = 0;  // counters["inductor"]
-  std::uint64_t copies = 0;         // tensors copied into placeholders at replay
-  std::uint64_t copy_bytes = 0;     // bytes those copies moved
-  std::uint64_t rerecords = 0;      // recordings made because a static pointer changed
-  std::uint64_t recompiles = 0;     // new FunctionIds from a guard failure
-  std::uint64_t errors = 0;         // modelled PyTorch errors raised
-  std::uint64_t replay_checks = 0;  // replays compared with eager (verify_replays)
+  std::uint64_t copies = 0;             // tensors copied into placeholders at replay
+  std::uint64_t copy_bytes = 0;         // bytes those copies moved
+  std::uint64_t generation_clones = 0;  // storages cloned out of the pool (2.14's opt-in)
+  std::uint64_t rerecords = 0;          // recordings made because a static pointer changed
+  std::uint64_t recompiles = 0;         // new FunctionIds from a guard failure
+  std::uint64_t errors = 0;             // modelled PyTorch errors raised
+  std::uint64_t replay_checks = 0;      // replays compared with eager (verify_replays)
   std::uint64_t replay_mismatches = 0;
   // The index in the event log of the first replay event whose outputs
   // differed, so that a failing check can show it (the verdict is not a

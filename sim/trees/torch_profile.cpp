@@ -77,16 +77,16 @@ constexpr TorchProfileRules k2_13Rules =
 constexpr TorchProfileRules k2_14Rules =
     after(k2_13Rules, "2.14", "2.14.0 08187d9e", [](TorchProfileRules& r) {
       r.e1_generation_cloning_text = true;
-      r.not_modelled =
-          "input storage mutation (set_); cudagraph_trees_generation_cloning (opt-in)";
+      r.has_generation_cloning = true;
+      r.not_modelled = "input storage mutation (set_)";
     });
 
 constexpr TorchProfileRules k2_15Rules =
     after(k2_14Rules, "2.15", "2.15.0 d0f2af8b", [](TorchProfileRules& r) {
       r.has_dynamic_shape_rerecord_limit = true;
       r.not_modelled =
-          "input storage mutation (set_); cudagraph_trees_generation_cloning (opt-in); "
-          "managed-input demotion (cudagraph_managed_input_rerecord_limit=5, action \"copy\")";
+          "input storage mutation (set_); managed-input demotion "
+          "(cudagraph_managed_input_rerecord_limit=5, action \"copy\")";
     });
 
 constexpr std::array<TorchProfileRules, static_cast<std::size_t>(TorchProfile::kCount)> kRules = {
@@ -178,6 +178,7 @@ std::vector<std::string> describe_profile(const TorchProfileRules& r) {
   };
   knob(r.has_cudagraph_or_error, "cudagraph_or_error");
   knob(r.has_min_partition_size, "cudagraph_min_partition_size");
+  knob(r.has_generation_cloning, "cudagraph_trees_generation_cloning");
   knob(r.has_dynamic_shape_rerecord_limit, "cudagraph_dynamic_shape_rerecord_limit");
   knob(r.caching_allocator_skip, "the caching-allocator skip");
   if (!knobs.empty()) out.push_back("has: " + knobs);

@@ -85,6 +85,8 @@ struct TorchProfileRules {
   bool has_cudagraph_or_error = false;
   bool has_min_partition_size = false;
   bool has_dynamic_shape_rerecord_limit = false;
+  // cudagraph_trees_generation_cloning (2.14, opt-in).
+  bool has_generation_cloning = false;
   // Compile-time skips the release has (2.13 on): the caching allocator
   // off, an input's storage replaced (set_).
   bool caching_allocator_skip = false;

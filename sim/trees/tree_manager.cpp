@@ -88,6 +88,7 @@ void TreeManager::clear_current_path(const char* reason) {
 
 Status TreeManager::try_end_curr_recording_or_warmup(FunctionId fid) {
   if (can_start_new_generation()) {
+    CAPSIM_TRY(clone_live_user_visible_outputs());
     CAPSIM_TRY(dealloc_current_path_weakrefs());
     clear_current_path("new_generation");
     return {};
@@ -100,14 +101,18 @@ Status TreeManager::try_end_curr_recording_or_warmup(FunctionId fid) {
   return {};
 }
 
-void TreeManager::try_end_curr_execution() {
+Status TreeManager::try_end_curr_execution() {
   CAPSIM_CHECK(state_ != ExecutionState::kRecording);
-  if (!current_) return;
+  if (!current_) return {};
   if (can_start_new_generation()) {
+    // Cloning runs from EXECUTION too: a replay's outputs are not poisoned,
+    // but would be overwritten.
+    CAPSIM_TRY(clone_live_user_visible_outputs());
     clear_current_path("new_generation");
   } else if (all_outputs_are_dead()) {
     clear_current_path("outputs_dead");
   }
+  return {};
 }
 
 void TreeManager::check_warn_on_unable_to_start_executing(FunctionId fid) {
@@ -317,7 +322,7 @@ Result<CallOutcome> TreeManager::run_inner(FunctionId fid, std::vector<TensorId>
       }
     }
     if (current_ && roots_.count(fid) != 0) {
-      try_end_curr_execution();
+      CAPSIM_TRY(try_end_curr_execution());
       if (!current_) return run_inner(fid, inputs);
     }
     if (!fn.mutated_input_idxs.empty() && mutation_blocks(fid, inputs, true)) {
@@ -333,7 +338,7 @@ Result<CallOutcome> TreeManager::run_inner(FunctionId fid, std::vector<TensorId>
       }
       ++ctx_.counters.rerecords;
     }
-    try_end_curr_execution();
+    CAPSIM_TRY(try_end_curr_execution());
     if (current_) CAPSIM_TRY(apply_checkpoint_execution_state_in_allocator());
   }
   // 8. Record, as a root or as a child of the current node.

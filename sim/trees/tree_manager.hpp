@@ -98,7 +98,7 @@ class TreeManager {
   bool can_start_new_generation() const;
   void update_generation() { current_gen_ = ctx_.generations.current(); }
   Status try_end_curr_recording_or_warmup(FunctionId fid);
-  void try_end_curr_execution();
+  Status try_end_curr_execution();
   void clear_current_path(const char* reason);
   void check_warn_on_unable_to_start_executing(FunctionId fid);
   // Whether a sibling that failed with `status` counts toward the
@@ -164,6 +164,9 @@ class TreeManager {
   bool all_outputs_are_dead() const;
   std::vector<StorageRef> live_weakrefs_of(const std::vector<NodeRef>& path) const;
   Status dealloc_current_path_weakrefs();
+  // cudagraph_trees_generation_cloning: moves every live user-visible output
+  // storage of the current path out of the pool (2.14 on, opt-in).
+  Status clone_live_user_visible_outputs();
   Status apply_checkpoint_execution_state_in_allocator();
   // check_memory_pool: false (with an error event) on a mismatch.
   bool check_memory_pool(const std::vector<StorageRef>& live, const char* where);

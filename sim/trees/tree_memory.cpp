@@ -115,6 +115,47 @@ Status TreeManager::dealloc_current_path_weakrefs() {
   return {};
 }
 
+Status TreeManager::clone_live_user_visible_outputs() {
+  const TorchProfileRules& rules = profile_rules(ctx_.config.torch_profile);
+  if (!ctx_.config.cudagraph_trees_generation_cloning || !rules.has_generation_cloning) return {};
+  std::set<StorageId> cloned;
+  std::uint64_t bytes = 0;
+  for (NodeRef r : path_to(current_)) {
+    const FunctionDef& def = *functions_[fid_of(r)].def;
+    auto& weakrefs =
+        r.warmup ? warmups_[r.index].outputs_weakrefs : graphs_[r.index].outputs_weakrefs;
+    for (std::uint32_t i = 0; i < weakrefs.size(); ++i) {
+      // Backward outputs (grads) are never user-visible: they keep E1.
+      if (!is_live(weakrefs[i]) || !user_visible_output(def, i)) continue;
+      const StorageId id = weakrefs[i]->id;
+      if (cloned.insert(id).second) {
+        CAPSIM_TRY_ASSIGN(const Storage st, ctx_.store().storage(id));
+        // torch.empty outside the pool, then _foreach_copy_ and
+        // _swap_data_ptr_: the user's tensors keep their values at a new address.
+        CAPSIM_TRY_ASSIGN(const Block block,
+                          ctx_.allocator.allocate(static_cast<std::int64_t>(st.nbytes)));
+        if (st.nbytes > 0) {
+          CAPSIM_TRY(ctx_.backend.run_step(Step{CopyStep{block.address, st.base, st.nbytes}, {}}));
+        }
+        CAPSIM_TRY(ctx_.store().rebase(id, block, ctx_.fault != Fault::kCloneKeepsPoolBlock));
+        bytes += st.nbytes;
+      }
+      // The output's weak reference now points at the swapped-out storage,
+      // which nothing holds: the output is dead to the tree, and a cached
+      // tensor is no longer handed out.
+      weakrefs[i].reset();
+      if (!r.warmup && graphs_[r.index].cached_outputs[i]) {
+        CAPSIM_TRY(ctx_.refs.unpin(*graphs_[r.index].cached_outputs[i]));
+        graphs_[r.index].cached_outputs[i].reset();
+      }
+    }
+  }
+  if (cloned.empty()) return {};
+  ctx_.counters.generation_clones += cloned.size();
+  ctx_.emit(EventKind::kGenerationClone, {{F::cloned, cloned.size()}, {F::bytes, bytes}});
+  return {};
+}
+
 Status TreeManager::apply_checkpoint_execution_state_in_allocator() {
   CAPSIM_CHECK(current_ && !current_->warmup, "checkpoint needs a recorded current node");
   ++ctx_.counters.checkpoints;

@@ -117,7 +117,18 @@ void build_piece_body(const FunctionDef& def, Segment& s, std::uint32_t eager_in
     for (ValueIndex& a : op.args) a = local[a];
     body.ops.push_back(std::move(op));
   }
-  for (ValueIndex v : s.outputs) body.outputs.push_back(local[v]);
+  // get_partition_cudagraph_metadata: a partition output is user-visible
+  // when a graph output it is, is.
+  body.user_visible_outputs.emplace();
+  for (std::uint32_t j = 0; j < s.outputs.size(); ++j) {
+    body.outputs.push_back(local[s.outputs[j]]);
+    for (std::uint32_t o = 0; o < def.outputs.size(); ++o) {
+      if (def.outputs[o] == s.outputs[j] && user_visible_output(def, o)) {
+        body.user_visible_outputs->push_back(j);
+        break;
+      }
+    }
+  }
   CAPSIM_CHECK(validate(body).ok(), "a piece of a valid body is valid");
 }
 

@@ -115,6 +115,67 @@ TEST_CASE("partitions: cudagraph_min_partition_size folds small partitions into 
   CHECK(partition_function(d, c, false)->size() == 3);
 }
 
+TEST_CASE("generation cloning: values kept, pool freed; leaving the block is caught") {
+  const ProgramScenario* s = find_program_scenario("clone_live_output_on_new_generation");
+  REQUIRE(s != nullptr);
+  World sound(s->options);
+  REQUIRE(sound.run(s->program).ok());
+  CHECK(sound.counters().generation_clones == 2);
+  CHECK(count_events(sound.events(), EventKind::kError) == 0);
+  // The negative control: the cloned storage's pool block stays allocated,
+  // so the next pool check finds a block no output tracks (E7).
+  WorldOptions broken = s->options;
+  broken.fault = Fault::kCloneKeepsPoolBlock;
+  World w(broken);
+  REQUIRE(w.run(s->program).ok());
+  CHECK(std::any_of(w.events().begin(), w.events().end(), [](const Event& e) {
+    return e.kind == EventKind::kError && e.text(F::id) == "E7";
+  }));
+  // Under a profile without the knob it does nothing: E1, as before.
+  ProgramScenario older = under_profile(*s, TorchProfile::k2_13);
+  World w13(older.options);
+  REQUIRE(w13.run(older.program).ok());
+  CHECK(w13.counters().generation_clones == 0);
+}
+
+TEST_CASE("generation cloning: a backward's outputs are not user-visible and keep E1") {
+  Program program;
+  {
+    FunctionBuilder f("fwd", CompilationMode::kForward, {"primals_1"});
+    program.functions.push_back(f.returns({f.add(f.input(0), f.input(0))}));
+    FunctionBuilder b("bwd", CompilationMode::kBackward, {"tangents_1"});
+    program.functions.push_back(b.returns({b.add(b.input(0), b.input(0))}));
+  }
+  NewTensor x;
+  x.name = "x";
+  x.sizes = {4};
+  x.fill = 1.0f;
+  program.actions.push_back(x);
+  for (int step = 0; step < 2; ++step) {
+    Call fwd;
+    fwd.function = "fwd";
+    fwd.args = {"x"};
+    fwd.outputs = {"out"};
+    program.actions.push_back(fwd);
+    Call bwd;
+    bwd.function = "bwd";
+    bwd.args = {"out"};
+    bwd.outputs = {step == 0 ? "grad" : ""};
+    program.actions.push_back(bwd);
+  }
+  program.actions.push_back(Read{"grad"});
+  WorldOptions options;
+  options.config.torch_profile = TorchProfile::k2_15;
+  options.config.cudagraph_trees_generation_cloning = true;
+  World w(options);
+  REQUIRE(w.run(program).ok());
+  CHECK(w.counters().generation_clones >= 1);  // the forward's output
+  CHECK(std::any_of(w.events().begin(), w.events().end(), [](const Event& e) {
+    return e.kind == EventKind::kError && e.text(F::id) == "E1" &&
+           e.text(F::message).value_or("").starts_with("Error: accessing gradient tensor output");
+  }));
+}
+
 TEST_CASE("partitions: a partitioned function's replays compute what eager does") {
   // Every partition scenario replays with verify_replays on; the values of
   // each replay are checked against the body run eagerly.
