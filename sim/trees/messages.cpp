@@ -90,19 +90,45 @@ std::string address_list(const std::vector<Address>& ptrs) {
 }
 }  // namespace
 
-std::string pool_missing(std::uint32_t pool_id, const std::vector<Address>& ptrs) {
+// A Python set of ints as repr prints it: {1, 2}.
+std::string python_set(const std::vector<Address>& ptrs) {
+  std::string list = address_list(ptrs);
+  return "{" + list.substr(1, list.size() - 2) + "}";
+}
+
+std::string pool_missing(const TorchProfileRules& rules, std::uint32_t pool_id,
+                         const std::vector<Address>& ptrs) {
+  if (!rules.pool_texts_2_11) {
+    return fmt::format("These storage data ptrs are not allocated in pool {} but should be {}",
+                       pool_id, python_set(ptrs));
+  }
   return fmt::format(
       "These storage data ptrs are not allocated in pool {} but should be: {}. This could be a "
       "bug in inductor aliasing tracking or in a custom op's meta function. Please file an issue.",
-      pool_id, address_list(ptrs));
+      pool_id, python_set(ptrs));
 }
 
-std::string pool_untracked(const std::vector<Address>& addrs) {
+std::string pool_untracked(const TorchProfileRules& rules, const std::vector<Address>& addrs) {
+  // One "Data Pointer: P, history: \n<trace>" per block; the trace is empty
+  // unless cudagraph_trees_history_recording, which capsim does not model.
+  std::string allocations;
+  for (std::size_t i = 0; i < addrs.size(); ++i) {
+    allocations += fmt::format("{}Data Pointer: {}, history: \n", i == 0 ? "" : "\n", addrs[i]);
+  }
+  if (!rules.pool_texts_2_11) {
+    return "These live storage data ptrs are in the cudagraph pool but not accounted for as an "
+           "output of cudagraph trees: \n\n" +
+           allocations;
+  }
   return fmt::format(
       "Detected {} tensor(s) in the cudagraph pool not tracked as outputs. All live allocations "
-      "must be tracked for correctness.\nDebugging:\n- Search gc.get_objects() for tensors with "
-      "data_ptr() in {}\n- Use refcycle to find what is preventing cleanup\nAllocations:\n{}",
-      addrs.size(), address_list(addrs), address_list(addrs));
+      "must be tracked for correctness.\nDebugging:\n- Set "
+      "torch._inductor.config.triton.cudagraph_trees_history_recording = True for allocation "
+      "origins\n- Objgraph backrefs disabled; set "
+      "torch._inductor.config.triton.cudagraph_trees_objgraph = True "
+      "(refs_live_tensor_{{index}}.svg)\n- Search gc.get_objects() for tensors with data_ptr() in "
+      "OrderedSet({})\n- Use refcycle to find what is preventing cleanup\nAllocations:\n{}",
+      addrs.size(), address_list(addrs), allocations);
 }
 
 std::string mutated_inputs(std::size_t instances) {

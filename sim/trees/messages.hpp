@@ -40,8 +40,11 @@ std::string liveness_mismatch_reason();
 std::string rerecord_limit(std::uint32_t function_id, std::int64_t limit,
                            std::optional<std::uint32_t> parent_graph_id, const std::string& reason);
 // E6 / E7: check_memory_pool found a mismatch.
-std::string pool_missing(std::uint32_t pool_id, const std::vector<Address>& ptrs);
-std::string pool_untracked(const std::vector<Address>& addrs);
+// In `rules`' wording; pointers sorted (PyTorch prints a set, whose order is
+// Python's, and an OrderedSet in segment order).
+std::string pool_missing(const TorchProfileRules& rules, std::uint32_t pool_id,
+                         const std::vector<Address>& ptrs);
+std::string pool_untracked(const TorchProfileRules& rules, const std::vector<Address>& addrs);
 // S1: a mutated input that is neither static nor cudagraph-managed.
 std::string mutated_inputs(std::size_t instances);
 // The compile-time skips of newer releases (docs/cudagraph-trees.md §2.5).

@@ -42,19 +42,21 @@ constexpr TorchProfileRules k2_9Rules =
 
 // The W2 limit drops to 8; with partitions on, cudagraph_unsafe ops and
 // skip_dynamic_graphs cut partitions instead of skipping the graph
-// (compile_fx.py's fx_codegen_and_compile, scheduler.py's should_partition).
-// 2.11 changes only W2's logger.
+// (compile_fx.py's codegen_and_compile, scheduler.py's should_partition).
 constexpr TorchProfileRules k2_10Rules =
-    after(k2_9Rules, "2.10", "2.10.0 449b1768, 2.11.0 70d99e99", [](TorchProfileRules& r) {
-      r.releases = "2.10 to 2.11";
+    after(k2_9Rules, "2.10", "2.10.0 449b1768", [](TorchProfileRules& r) {
       r.dynamic_shape_warn_limit = 8;
       r.partition_bypasses_graph_skips = true;
     });
 
+// check_memory_pool's new texts (E6, E7); W2 moves to the cudagraphs logger.
+constexpr TorchProfileRules k2_11Rules = after(
+    k2_10Rules, "2.11", "2.11.0 70d99e99", [](TorchProfileRules& r) { r.pool_texts_2_11 = true; });
+
 // PR 178205: the limit is off, inline_inbuilt_nn_modules is always True, and
 // so is rerecord_if_static_inputs_change; W1 gets its new text (#176865).
 constexpr TorchProfileRules k2_12Rules =
-    after(k2_10Rules, "2.12", "2.12.0 7661cd9c", [](TorchProfileRules& r) {
+    after(k2_11Rules, "2.12", "2.12.0 7661cd9c", [](TorchProfileRules& r) {
       r.rerecord_limit = RerecordLimit::kNever;
       r.has_min_partition_size = true;
       r.always_rerecord_static = true;
@@ -90,7 +92,8 @@ constexpr TorchProfileRules k2_15Rules =
     });
 
 constexpr std::array<TorchProfileRules, static_cast<std::size_t>(TorchProfile::kCount)> kRules = {
-    kClassicRules, k2_9Rules, k2_10Rules, k2_12Rules, k2_13Rules, k2_14Rules, k2_15Rules};
+    kClassicRules, k2_9Rules,  k2_10Rules, k2_11Rules,
+    k2_12Rules,    k2_13Rules, k2_14Rules, k2_15Rules};
 
 }  // namespace
 
@@ -129,8 +132,7 @@ std::optional<TorchProfile> torch_profile_for(std::string_view version) {
   }
   if (minor >= 5 && minor <= 8) return TorchProfile::kClassic;
   if (minor == 9) return TorchProfile::k2_9;
-  if (minor == 10 || minor == 11) return TorchProfile::k2_10;
-  if (minor >= 12 && minor <= 15) return torch_profile_from_name(version.substr(0, 4));
+  if (minor >= 10 && minor <= 15) return torch_profile_from_name(version.substr(0, 4));
   return std::nullopt;
 }
 
@@ -170,6 +172,12 @@ std::vector<std::string> describe_profile(const TorchProfileRules& r) {
                                        : ""));
   out.push_back(
       fmt::format("W2 (dynamic shapes): past {} distinct int keys", r.dynamic_shape_warn_limit));
+  out.emplace_back(
+      r.pool_texts_2_11
+          ? "E6/E7: \"... but should be: {...}. This could be a bug ...\", \"Detected N "
+            "tensor(s) in the cudagraph pool not tracked as outputs ...\""
+          : "E6/E7: \"... but should be {...}\", \"These live storage data ptrs are "
+            "in the cudagraph pool but not accounted for ...\"");
   std::string knobs;
   const auto knob = [&](bool has, std::string_view name) {
     if (!has) return;

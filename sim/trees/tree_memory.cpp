@@ -223,15 +223,19 @@ bool TreeManager::check_memory_pool(const std::vector<StorageRef>& live, const c
   if (missing.empty() && untracked.empty()) return true;
   ++ctx_.counters.errors;
   if (!missing.empty()) {
-    ctx_.emit(EventKind::kError, {{F::id, "E6"},
-                                  {F::exception, "RuntimeError"},
-                                  {F::where, where},
-                                  {F::message, messages::pool_missing(pool_.value, missing)}});
+    ctx_.emit(EventKind::kError,
+              {{F::id, "E6"},
+               {F::exception, "RuntimeError"},
+               {F::where, where},
+               {F::message, messages::pool_missing(profile_rules(ctx_.config.torch_profile),
+                                                   pool_.value, missing)}});
   } else {
-    ctx_.emit(EventKind::kError, {{F::id, "E7"},
-                                  {F::exception, "RuntimeError"},
-                                  {F::where, where},
-                                  {F::message, messages::pool_untracked(untracked)}});
+    ctx_.emit(EventKind::kError,
+              {{F::id, "E7"},
+               {F::exception, "RuntimeError"},
+               {F::where, where},
+               {F::message,
+                messages::pool_untracked(profile_rules(ctx_.config.torch_profile), untracked)}});
   }
   return false;
 }

@@ -33,7 +33,7 @@ TEST_CASE("torch profiles: a release or a name picks the profile that covers it"
   CHECK(torch_profile_for("2.8.0") == TorchProfile::kClassic);
   CHECK(torch_profile_for("2.9.1") == TorchProfile::k2_9);
   CHECK(torch_profile_for("2.10") == TorchProfile::k2_10);
-  CHECK(torch_profile_for("2.11") == TorchProfile::k2_10);
+  CHECK(torch_profile_for("2.11") == TorchProfile::k2_11);
   CHECK(torch_profile_for("2.12") == TorchProfile::k2_12);
   CHECK(torch_profile_for("2.14.2") == TorchProfile::k2_14);
   CHECK(torch_profile_for("2.15") == TorchProfile::k2_15);
@@ -44,7 +44,7 @@ TEST_CASE("torch profiles: a release or a name picks the profile that covers it"
     CHECK_FALSE(torch_profile_for(bad).has_value());
   }
   CHECK(torch_profile_name(kNewestTorchProfile) == "2.15");
-  CHECK(known_torch_profiles() == "classic, 2.9, 2.10, 2.12, 2.13, 2.14, 2.15");
+  CHECK(known_torch_profiles() == "classic, 2.9, 2.10, 2.11, 2.12, 2.13, 2.14, 2.15");
   // Each profile differs from the one before it in a modelled rule (2.15:
   // cudagraph_dynamic_shape_rerecord_limit).
   for (int i = 1; i < static_cast<int>(TorchProfile::kCount); ++i) {
@@ -136,6 +136,35 @@ TEST_CASE("torch profiles: E1 of a grad output has its own text from 2.13") {
         std::string::npos);
   CHECK(messages::overwritten_output(profile_rules(TorchProfile::k2_14))
             .find("cudagraph_trees_generation_cloning = 'user_visible'") != std::string::npos);
+}
+
+}  // namespace
+}  // namespace capsim
+
+namespace capsim {
+namespace {
+
+TEST_CASE("torch profiles: check_memory_pool's texts changed in 2.11") {
+  const std::vector<Address> two = {1024, 2048};
+  CHECK(messages::pool_untracked(profile_rules(TorchProfile::k2_10), two) ==
+        "These live storage data ptrs are in the cudagraph pool but not accounted for as an "
+        "output of cudagraph trees: \n\nData Pointer: 1024, history: \n\nData Pointer: 2048, "
+        "history: \n");
+  CHECK(messages::pool_untracked(profile_rules(TorchProfile::k2_11), two) ==
+        "Detected 2 tensor(s) in the cudagraph pool not tracked as outputs. All live allocations "
+        "must be tracked for correctness.\nDebugging:\n- Set "
+        "torch._inductor.config.triton.cudagraph_trees_history_recording = True for allocation "
+        "origins\n- Objgraph backrefs disabled; set "
+        "torch._inductor.config.triton.cudagraph_trees_objgraph = True "
+        "(refs_live_tensor_{index}.svg)\n- Search gc.get_objects() for tensors with data_ptr() in "
+        "OrderedSet([1024, 2048])\n- Use refcycle to find what is preventing cleanup\n"
+        "Allocations:\nData Pointer: 1024, history: \n\nData Pointer: 2048, history: \n");
+  CHECK(messages::pool_missing(profile_rules(TorchProfile::kClassic), 1, two) ==
+        "These storage data ptrs are not allocated in pool 1 but should be {1024, 2048}");
+  CHECK(messages::pool_missing(profile_rules(TorchProfile::k2_15), 1, two) ==
+        "These storage data ptrs are not allocated in pool 1 but should be: {1024, 2048}. This "
+        "could be a bug in inductor aliasing tracking or in a custom op's meta function. Please "
+        "file an issue.");
 }
 
 }  // namespace

@@ -197,7 +197,7 @@ TEST_CASE("program_json: torch_profile is written unless classic, and read by na
   unknown["torch_profile"] = "2.99";
   CHECK(config_from_json(unknown, "config").error().message ==
         "field 'config.torch_profile': unknown torch profile '2.99' (this build knows classic, "
-        "2.9, 2.10, 2.12, 2.13, 2.14, 2.15)");
+        "2.9, 2.10, 2.11, 2.12, 2.13, 2.14, 2.15)");
   unknown["torch_profile"] = 2.13;
   CHECK(config_from_json(unknown, "config").error().message.find("expected a string") !=
         std::string::npos);

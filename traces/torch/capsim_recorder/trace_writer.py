@@ -40,7 +40,7 @@ CONFIG_KEYS = (
 # only when the caller gives them. `torch_profile` names the release whose
 # tree manager ran (absent: classic, 2.5 to 2.8).
 OPTIONAL_CONFIG_KEYS = ("torch_profile",)
-TORCH_PROFILES = ("2.9", "2.10", "2.12", "2.13", "2.14", "2.15")
+TORCH_PROFILES = ("2.9", "2.10", "2.11", "2.12", "2.13", "2.14", "2.15")
 
 
 def torch_profile_of(version: str) -> Optional[str]:
@@ -50,10 +50,7 @@ def torch_profile_of(version: str) -> Optional[str]:
     parts = version.split("+")[0].split(".")
     if len(parts) < 2 or parts[0] != "2" or not parts[1].isdigit():
         return None
-    minor = int(parts[1])
-    if minor in (10, 11):
-        return "2.10"
-    name = f"2.{minor}"
+    name = f"2.{int(parts[1])}"
     return name if name in TORCH_PROFILES else None
 
 

@@ -61,20 +61,20 @@ class TraceWriterTest(unittest.TestCase):
         # sim/trees/torch_profile.cpp's torch_profile_for, for the versions
         # torch.__version__ reports.
         cases = {"2.5.1": None, "2.8.0+cu128": None, "2.9.0": "2.9", "2.10.0": "2.10",
-                 "2.11.0+cu130": "2.10", "2.12.0": "2.12", "2.15.1": "2.15",
+                 "2.11.0+cu130": "2.11", "2.12.0": "2.12", "2.15.1": "2.15",
                  "2.16.0": None, "3.0": None, "nightly": None}
         for version, want in cases.items():
             self.assertEqual(torch_profile_of(version), want, version)
 
     def test_header_carries_a_torch_profile_after_the_others(self):
         with TraceWriter(self.path) as w:
-            self._header(w, config=dict(CONFIG, torch_profile="2.10"))
+            self._header(w, config=dict(CONFIG, torch_profile="2.11"))
         header = json.loads(self.read().splitlines()[0])
         self.assertEqual(list(header["config"])[-1], "torch_profile")
-        self.assertEqual(header["config"]["torch_profile"], "2.10")
+        self.assertEqual(header["config"]["torch_profile"], "2.11")
         with self.assertRaises(TraceWriteError):
             with TraceWriter(os.path.join(self.dir.name, "u.jsonl")) as w:
-                self._header(w, config=dict(CONFIG, torch_profile="2.11"))
+                self._header(w, config=dict(CONFIG, torch_profile="2.16"))
 
     def test_header_bytes(self):
         with TraceWriter(self.path) as w:
