@@ -190,12 +190,48 @@ ProgramScenario compiled_adam_optimizer_dropped() {
 
 }  // namespace
 
+// A param without a grad: _init_group skips it and Dynamo guards on
+// `p.grad is None`, so the step updates only w1; when w2's grad appears the
+// guard fails and the step recompiles over both (classic capsim refused the
+// step instead). Every release from 2.5 does this.
+ProgramScenario compiled_optimizer_grad_none_guard() {
+  ProgramScenario s;
+  s.name = "compiled_optimizer_grad_none_guard";
+  s.mirrors = "optimizer.py::OptimizerVariable.map_sources_and_install_guards (a None grad)";
+  s.description = "w2 has no grad at first: its step skips it; when it appears, a recompile";
+  s.options.config.torch_profile = kNewestTorchProfile;
+  ProgramWriter p(s);
+  add_model(p);
+  add_two_params_and_adam(p);
+  CreateOptimizer w2_only;  // never stepped: its zero_grad clears w2's grad
+  w2_only.name = "w2_only";
+  w2_only.kind = OptimizerKind::kSgd;
+  w2_only.params = {"w2"};
+  p.add(w2_only);
+  for (std::int64_t i = 0; i < kSteps; ++i) {
+    forward_backward(p, false);
+    if (i < 2) p.add(ZeroGrad{"w2_only", true});
+    p.add(OptimizerStep{"opt"});
+    p.add(ZeroGrad{"opt", true});
+  }
+  s.expect = [](const World& w, const auto&) {
+    return std::vector<Expectation>{
+        {"grad-None recompiles", 1,
+         events_where(w, EventKind::kCompile, F::reason, "grad_none_guard")},
+        {"steps over w1 alone compiled", 1,
+         events_where(w, EventKind::kCompile, F::function, "opt.step[0]")},
+        {"recompiles", 1, static_cast<std::int64_t>(w.counters().recompiles)}};
+  };
+  return s;
+}
+
 void add_optimizer_scenarios(std::vector<ProgramScenario>& out) {
   out.push_back(compiled_adam_cudagraphed_backward());
   out.push_back(compiled_adam_eager_backward());
   out.push_back(compiled_adam_static_grads(false));
   out.push_back(compiled_adam_static_grads(true));
   out.push_back(compiled_adam_optimizer_dropped());
+  out.push_back(compiled_optimizer_grad_none_guard());
 }
 
 }  // namespace capsim

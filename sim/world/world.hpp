@@ -154,6 +154,7 @@ class World {
   Status do_accumulate_grad(const AccumulateGrad& a);
   Status do_create_optimizer(const CreateOptimizer& a);
   Status do_optimizer_step(const OptimizerStep& a);
+  Result<const FunctionDef*> step_for(Optimizer& opt, const std::vector<bool>& with_grad);
   Status do_zero_grad(const ZeroGrad& a);
   Status do_drop_optimizer(const DropOptimizer& a);
   Status do_reset();

@@ -3,6 +3,7 @@
 // finalizer that releases the marks, and zero_grad with the shipped behaviour
 // plus PR 107853's rule behind a flag.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "sim/core/body_interpreter.hpp"
 #include "sim/trees/messages.hpp"
@@ -37,11 +38,20 @@ Status World::do_create_optimizer(const CreateOptimizer& a) {
 }
 
 namespace {
-// The traced step: inputs are params, then grads, then each param's state.
-std::unique_ptr<FunctionDef> build_step(const std::string& name, OptimizerKind kind, std::size_t n,
-                                        const SgdHyper& sgd, const AdamHyper& adam) {
+// The traced step over the params with a grad (`with_grad`, all of them:
+// "NAME.step"; else "NAME.step[i, j]"): inputs are those params, then their
+// grads, then each one's state.
+std::unique_ptr<FunctionDef> build_step(const std::string& name, OptimizerKind kind,
+                                        const std::vector<bool>& with_grad, const SgdHyper& sgd,
+                                        const AdamHyper& adam) {
   auto def = std::make_unique<FunctionDef>();
-  def->name = fmt::format("{}.step", name);
+  std::vector<std::string> kept;
+  for (std::size_t i = 0; i < with_grad.size(); ++i) {
+    if (with_grad[i]) kept.push_back(std::to_string(i));
+  }
+  const std::size_t n = kept.size();
+  def->name = n == with_grad.size() ? fmt::format("{}.step", name)
+                                    : fmt::format("{}.step[{}]", name, fmt::join(kept, ", "));
   def->mode = CompilationMode::kInference;
   const std::size_t per = kind == OptimizerKind::kSgd ? 1 : 3;
   for (std::size_t i = 0; i < n; ++i) def->input_names.push_back(fmt::format("param_{}", i));
@@ -79,15 +89,18 @@ Status World::do_optimizer_step(const OptimizerStep& a) {
   auto it = optimizers_.find(a.name);
   if (it == optimizers_.end()) return make_error(fmt::format("unknown optimizer '{}'", a.name));
   Optimizer& opt = *it->second;
-  std::vector<std::uint64_t> grads;
-  for (std::size_t i = 0; i < opt.params.size(); ++i) {
-    const PyObject& p = objects_.at(opt.params[i]);
-    if (!p.grad) {
-      return make_error(fmt::format("optimizer '{}': param {} has no grad", a.name, i));
-    }
-    grads.push_back(*p.grad);
+  std::vector<std::uint64_t> grads;  // of the params that have one
+  std::vector<bool> with_grad;
+  for (std::uint64_t p : opt.params) {
+    const std::optional<std::uint64_t>& g = objects_.at(p).grad;
+    with_grad.push_back(g.has_value());
+    if (g) grads.push_back(*g);
   }
-  if (!opt.step) {
+  // No param has a grad: _init_group finds nothing and the step updates
+  // nothing (a graph without kernels, which capsim does not compile).
+  if (grads.empty()) return {};
+  if (!opt.traced) {
+    opt.traced = true;
     // Tracing: _init_group creates the state eagerly; Dynamo marks params and
     // state static with guard=True ([M]) and installs them as attributes of
     // the graph module, which keeps them alive until the finalizer.
@@ -119,8 +132,6 @@ Status World::do_optimizer_step(const OptimizerStep& a) {
       for (std::uint64_t s : opt.state[i]) opt.graph_attributes.push_back(s);
     }
     for (std::uint64_t o : opt.graph_attributes) ref(o);
-    opt.step = build_step(opt.name, opt.kind, opt.params.size(), opt.sgd, opt.adam);
-    CAPSIM_TRY(validate(*opt.step));
     std::size_t static_grads = 0;
     for (std::uint64_t g : grads) static_grads += objects_.at(g).static_guard.has_value();
     ctx_.emit(EventKind::kOptimizer,
@@ -138,10 +149,32 @@ Status World::do_optimizer_step(const OptimizerStep& a) {
     }
   }
   ++opt.steps_taken;
-  std::vector<std::uint64_t> args = opt.params;
+  CAPSIM_TRY_ASSIGN(const FunctionDef* step, step_for(opt, with_grad));
+  std::vector<std::uint64_t> args;
+  for (std::size_t i = 0; i < opt.params.size(); ++i) {
+    if (with_grad[i]) args.push_back(opt.params[i]);
+  }
   args.insert(args.end(), grads.begin(), grads.end());
-  for (const auto& state : opt.state) args.insert(args.end(), state.begin(), state.end());
-  return call_compiled(*opt.step, args, {}, {}, true, {});
+  for (std::size_t i = 0; i < opt.params.size(); ++i) {
+    if (with_grad[i]) args.insert(args.end(), opt.state[i].begin(), opt.state[i].end());
+  }
+  return call_compiled(*step, args, {}, {}, true, {});
+}
+
+// The step traced for this set of grads. Another set than the ones traced
+// before fails Dynamo's `p.grad is None` guards: a recompile.
+Result<const FunctionDef*> World::step_for(Optimizer& opt, const std::vector<bool>& with_grad) {
+  auto [it, fresh] = opt.steps.try_emplace(with_grad);
+  if (!fresh) return it->second.get();
+  it->second = build_step(opt.name, opt.kind, with_grad, opt.sgd, opt.adam);
+  CAPSIM_TRY(validate(*it->second));
+  if (opt.steps.size() > 1) {
+    ++counters_.recompiles;
+    ctx_.emit(
+        EventKind::kCompile,
+        {{F::function, it->second->name}, {F::recompile, true}, {F::reason, "grad_none_guard"}});
+  }
+  return it->second.get();
 }
 
 Status World::do_zero_grad(const ZeroGrad& a) {
@@ -201,7 +234,8 @@ Status World::do_drop_optimizer(const DropOptimizer& a) {
   }
   for (std::uint64_t p : opt->params) CAPSIM_TRY(unref(p));
   // The compiled step dies with the optimizer; so do its FunctionIds.
-  const std::size_t dead = compiled_.erase(opt->step.get());
+  std::size_t dead = 0;
+  for (const auto& [mask, step] : opt->steps) dead += compiled_.erase(step.get());
   CAPSIM_CHECK(dead <= live_cudagraphified_);
   live_cudagraphified_ -= dead;
   ctx_.emit(EventKind::kOptimizer, {{F::name, a.name},
@@ -212,7 +246,7 @@ Status World::do_drop_optimizer(const DropOptimizer& a) {
     CAPSIM_TRY(shutdown_manager("last_cudagraphified_function_died"));
   }
   // The step's FunctionDef must outlive the manager's WrappedFunctions.
-  retired_defs_.push_back(std::move(opt->step));
+  for (auto& [mask, step] : opt->steps) retired_defs_.push_back(std::move(step));
   return {};
 }
 

@@ -38,7 +38,10 @@ struct World::Optimizer {
   std::vector<std::uint64_t> params;              // objects, referenced
   std::vector<std::vector<std::uint64_t>> state;  // per param, referenced
   std::vector<std::uint64_t> graph_attributes;    // referenced until dropped
-  std::unique_ptr<FunctionDef> step;              // built when first traced
+  // The traced step per set of params that have a grad (Dynamo guards on
+  // each `p.grad is None`; _init_group skips a param without one).
+  std::map<std::vector<bool>, std::unique_ptr<FunctionDef>> steps;
+  bool traced = false;
   std::uint64_t steps_taken = 0;
 };
 
