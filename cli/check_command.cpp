@@ -222,7 +222,8 @@ int check_command(const CheckCommandOptions& options) {
           : catalogue_with(CaseSetting{options.run.inject, options.run.torch});
   if (options.backend != "cpu") {
     catalogue = catalogue_with_reference(std::move(catalogue), mirror_factory(options.backend),
-                                         kMirrorControl, options.run.inject);
+                                         kMirrorControl,
+                                         CaseSetting{options.run.inject, options.run.torch});
   }
   if (options.list) {
     print_catalogue(catalogue);

@@ -67,7 +67,9 @@ std::optional<std::string> check_reference_agrees(const GeneratedProgram& genera
   return std::nullopt;
 }
 
-Property reference_property(MirrorFactory factory, std::string_view control, Fault injected) {
+Property reference_property(MirrorFactory factory, std::string_view control,
+                            const CaseSetting& setting) {
+  const Fault injected = setting.injected;
   Property p{"reference.agrees",
              "a reference backend running every graph beside the model bakes the same pointers "
              "and leaves memory bitwise equal after every replay, stale reads included, and the "
@@ -77,7 +79,7 @@ Property reference_property(MirrorFactory factory, std::string_view control, Fau
              control,
              Fault::kSkipUpload};
   p.run = make_case<ProgramPlan>(
-      rc_gen::program(),
+      rc_gen::program(setting.torch),
       [factory = std::move(factory), injected](const ProgramPlan& plan, bool control) {
         return check_reference_agrees(lower(plan), factory,
                                       control ? Fault::kSkipUpload : injected);
@@ -90,9 +92,10 @@ Property reference_property(MirrorFactory factory, std::string_view control, Fau
 }
 
 std::vector<Property> catalogue_with_reference(std::vector<Property> base, MirrorFactory factory,
-                                               std::string_view control, Fault injected) {
+                                               std::string_view control,
+                                               const CaseSetting& setting) {
   std::vector<Property> out = std::move(base);
-  out.push_back(reference_property(std::move(factory), control, injected));
+  out.push_back(reference_property(std::move(factory), control, setting));
   return out;
 }
 

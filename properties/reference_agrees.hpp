@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "model/replay_mirror.hpp"
+#include "properties/catalogue.hpp"
 #include "properties/cudagraph_programs.hpp"
 #include "properties/property.hpp"
 
@@ -33,13 +34,14 @@ std::optional<std::string> check_reference_agrees(const GeneratedProgram& genera
 
 // The property, over random cudagraph programs; its control is mirror fault
 // skip_upload, which `control` describes (a string with static storage).
-// Sound cases run with `injected` (catalogue.hpp: catalogue_with_injected).
+// Sound cases run with the setting's fault, and under its torch profile when
+// it pins one (catalogue.hpp: CaseSetting).
 Property reference_property(MirrorFactory factory, std::string_view control,
-                            Fault injected = Fault::kNone);
+                            const CaseSetting& setting = {});
 
 // `base` (a catalogue) with reference.agrees appended.
 std::vector<Property> catalogue_with_reference(std::vector<Property> base, MirrorFactory factory,
                                                std::string_view control,
-                                               Fault injected = Fault::kNone);
+                                               const CaseSetting& setting = {});
 
 }  // namespace capsim
