@@ -303,6 +303,12 @@ check cuts_overlapping 2 "t.jsonl:2:[0-9]+: field 'partition_cuts\[1\].begin': o
 fresh knob_not_in_profile
 edit "$simple" 1 'l.replace("\"poison_freed\":false}", "\"poison_freed\":false,\"cudagraph_or_error\":true}")' t.jsonl
 check knob_not_in_profile 2 "t.jsonl:1:[0-9]+: field 'config.cudagraph_or_error': cudagraph_or_error is not a knob of the 'classic' profile" -- "$capsim" replay t.jsonl
+fresh visible_out_of_range
+edit "$part" 2 'l.replace("\"partition_cuts\"", "\"user_visible_outputs\":[1],\"partition_cuts\"")' t.jsonl
+check visible_out_of_range 2 "t.jsonl:2:[0-9]+: field 'user_visible_outputs\[0\]': position 1 is not an output" -- "$capsim" replay t.jsonl
+fresh cloning_mode
+edit "$corpus/clone_live_output_on_new_generation.jsonl" 1 'l.replace("\"user_visible\"", "\"all\"")' t.jsonl
+check cloning_mode 2 "t.jsonl:1:[0-9]+: field 'config.cudagraph_trees_generation_cloning': expected \"user_visible\"" -- "$capsim" replay t.jsonl
 
 echo "hostile inputs: $passed passed, $failed failed"
 [ "$failed" = 0 ]
