@@ -36,7 +36,8 @@ ProbeSet tree_probes(const World& world) {
       case EventKind::kWarmup: set(s, CoverageProbe::kWarmup); break;
       case EventKind::kRecord:
         set(s, CoverageProbe::kRecord);
-        if (e.text(F::function).value_or("").find(".partition_") != std::string_view::npos) {
+        if (e.has(F::fid) && world.partition_piece(static_cast<FunctionId>(e.count(F::fid)),
+                                                   e.text(F::function).value_or("")) != nullptr) {
           set(s, CoverageProbe::kPartition);
         }
         if (non_empty(e, F::managed)) set(s, CoverageProbe::kManagedInput);

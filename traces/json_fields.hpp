@@ -97,4 +97,13 @@ Result<E> from_name(std::string_view name, std::string_view path, std::string_vi
       path, fmt::format("unknown {} '{}' (known: {})", what, name, fmt::join(known, ", ")));
 }
 
+// `out = *value`, or value's error: one field per statement, without the
+// scope CAPSIM_TRY_ASSIGN needs (switch cases, if/else).
+template <typename T, typename U>
+Status assign(T& out, Result<U> value) {
+  if (!value.ok()) return value.error();
+  out = std::move(value).value();
+  return {};
+}
+
 }  // namespace capsim

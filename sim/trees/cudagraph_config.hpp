@@ -88,6 +88,24 @@ inline bool graph_partition(const CudagraphConfig& c) {
   return c.graph_partition.value_or(profile_rules(c.torch_profile).graph_partition_default);
 }
 
+// The knobs of newer releases as the profile's release reads them: a knob
+// the release does not have is off (a trace header refuses it; `--torch`
+// may still pair them).
+inline bool cudagraph_or_error(const CudagraphConfig& c) {
+  return c.cudagraph_or_error && profile_rules(c.torch_profile).has_cudagraph_or_error;
+}
+inline bool generation_cloning(const CudagraphConfig& c) {
+  return c.cudagraph_trees_generation_cloning &&
+         profile_rules(c.torch_profile).has_generation_cloning;
+}
+inline std::int64_t min_partition_size(const CudagraphConfig& c) {
+  return profile_rules(c.torch_profile).has_min_partition_size ? c.cudagraph_min_partition_size : 0;
+}
+inline std::optional<std::int64_t> dynamic_shape_rerecord_limit(const CudagraphConfig& c) {
+  if (!profile_rules(c.torch_profile).has_dynamic_shape_rerecord_limit) return std::nullopt;
+  return c.cudagraph_dynamic_shape_rerecord_limit;
+}
+
 // The W2 limit in force; 0: no warning.
 inline std::int64_t dynamic_shape_warn_limit(const CudagraphConfig& c) {
   return c.cudagraph_dynamic_shape_warn_limit.value_or(

@@ -86,6 +86,7 @@ constexpr TorchProfileRules k2_14Rules =
 constexpr TorchProfileRules k2_15Rules =
     after(k2_14Rules, "2.15", "2.15.0 d0f2af8b", [](TorchProfileRules& r) {
       r.has_dynamic_shape_rerecord_limit = true;
+      r.direct_backward_clears_pending = true;
       r.not_modelled =
           "input storage mutation (set_); managed-input demotion "
           "(cudagraph_managed_input_rerecord_limit=5, action \"copy\")";
@@ -190,6 +191,11 @@ std::vector<std::string> describe_profile(const TorchProfileRules& r) {
   knob(r.has_dynamic_shape_rerecord_limit, "cudagraph_dynamic_shape_rerecord_limit");
   knob(r.caching_allocator_skip, "the caching-allocator skip");
   if (!knobs.empty()) out.push_back("has: " + knobs);
+  if (r.direct_backward_clears_pending) {
+    out.emplace_back(
+        "a BACKWARD call run directly (capture sizes, key limit) clears the "
+        "pending-backward flag");
+  }
   out.push_back(fmt::format("read from: {}", r.commits));
   if (!r.not_modelled.empty()) out.push_back(fmt::format("not modelled yet: {}", r.not_modelled));
   return out;

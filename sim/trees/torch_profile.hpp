@@ -88,6 +88,9 @@ struct TorchProfileRules {
   bool has_dynamic_shape_rerecord_limit = false;
   // cudagraph_trees_generation_cloning (2.14, opt-in).
   bool has_generation_cloning = false;
+  // A call cudagraphify_impl runs directly (past the capture sizes or the
+  // key limit) tells the manager a BACKWARD ran (2.15's run_eager).
+  bool direct_backward_clears_pending = false;
   // Compile-time skips the release has (2.13 on): the caching allocator
   // off, an input's storage replaced (set_).
   bool caching_allocator_skip = false;

@@ -200,8 +200,7 @@ bool TreeManager::mutation_blocks(FunctionId fid, const std::vector<TensorId>& i
 }
 
 bool TreeManager::skips_raise() const {
-  return ctx_.config.cudagraph_or_error &&
-         profile_rules(ctx_.config.torch_profile).has_cudagraph_or_error;
+  return cudagraph_or_error(ctx_.config);
 }
 
 Result<CallOutcome> TreeManager::skip_or_fallback(FunctionId fid, std::vector<TensorId>& inputs,

@@ -116,8 +116,7 @@ Status TreeManager::dealloc_current_path_weakrefs() {
 }
 
 Status TreeManager::clone_live_user_visible_outputs() {
-  const TorchProfileRules& rules = profile_rules(ctx_.config.torch_profile);
-  if (!ctx_.config.cudagraph_trees_generation_cloning || !rules.has_generation_cloning) return {};
+  if (!generation_cloning(ctx_.config)) return {};
   std::set<StorageId> cloned;
   std::uint64_t bytes = 0;
   for (NodeRef r : path_to(current_)) {

@@ -53,8 +53,8 @@ std::vector<Segment> cut_pieces(const std::vector<PartitionCut>& cuts, std::uint
 // and joins the eager code around it.
 void apply_min_partition_size(const FunctionDef& def, const CudagraphConfig& config,
                               std::vector<Segment>& pieces) {
-  const std::int64_t min = config.cudagraph_min_partition_size;
-  if (min <= 0 || !profile_rules(config.torch_profile).has_min_partition_size) return;
+  const std::int64_t min = min_partition_size(config);
+  if (min <= 0) return;
   std::vector<Segment> merged;
   for (Segment& s : pieces) {
     if (s.cudagraphed && static_cast<std::int64_t>(kernel_ops(def, s.begin, s.end)) < min) {

@@ -18,10 +18,6 @@ namespace {
 
 using Outputs = std::optional<std::vector<TensorId>>;
 
-bool or_error(const CudagraphConfig& config) {
-  return config.cudagraph_or_error && profile_rules(config.torch_profile).has_cudagraph_or_error;
-}
-
 std::vector<std::uint32_t> mapped(const std::vector<ValueIndex>& piece_inputs,
                                   const std::vector<std::uint32_t>& graph_set) {
   std::vector<std::uint32_t> out;
@@ -50,7 +46,7 @@ void World::emit_compile_skip(const FunctionDef& def, const CompiledEntry& entry
 
 void World::skip_graph(const FunctionDef& def, CompiledEntry& entry, std::string_view id,
                        std::string message, std::vector<std::uint32_t> inputs) {
-  entry.kind = or_error(options_.config) ? EntryKind::kRaises : EntryKind::kSkipped;
+  entry.kind = cudagraph_or_error(options_.config) ? EntryKind::kRaises : EntryKind::kSkipped;
   entry.skip_id = std::string(id);
   entry.skip_reason = std::move(message);
   entry.skip_inputs = std::move(inputs);
@@ -101,9 +97,8 @@ bool World::bypasses_trees(const FunctionDef& def, const std::vector<std::int64_
     entry.kind = EntryKind::kCaptureSizeBypass;
     return true;
   }
-  const std::optional<std::int64_t> limit = c.cudagraph_dynamic_shape_rerecord_limit;
-  if (limit && profile_rules(c.torch_profile).has_dynamic_shape_rerecord_limit &&
-      static_cast<std::int64_t>(cudagraphed_keys_[&def]) >= *limit) {
+  const std::optional<std::int64_t> limit = dynamic_shape_rerecord_limit(c);
+  if (limit && static_cast<std::int64_t>(cudagraphed_keys_[&def]) >= *limit) {
     entry.kind = EntryKind::kRerecordLimited;
     if (warned_rerecord_limit_.insert(&def).second) {
       ctx_.emit(EventKind::kWarning,
@@ -295,7 +290,7 @@ Result<Outputs> World::run_entry(const FunctionDef& def, const CompiledEntry& en
   const bool direct =
       entry.kind == EntryKind::kCaptureSizeBypass || entry.kind == EntryKind::kRerecordLimited;
   if (direct && def.mode == CompilationMode::kBackward && manager_ &&
-      profile_rules(options_.config.torch_profile).has_dynamic_shape_rerecord_limit) {
+      profile_rules(options_.config.torch_profile).direct_backward_clears_pending) {
     manager_->set_to_running_backward();
   }
   return Outputs{std::move(outs)};

@@ -60,7 +60,7 @@ fi
 # times as long. Two TUs that define the same name in an anonymous namespace
 # must go in different files. fmt links as the system library.
 unity_a=(
-  traces/event_schema.cpp traces/json_fields.cpp traces/program_json.cpp traces/resimulation.cpp
+  traces/event_schema.cpp traces/json_fields.cpp traces/config_json.cpp traces/program_json.cpp traces/resimulation.cpp
   traces/trace_format.cpp traces/trace_reader.cpp traces/trace_simulation.cpp
   model/caching_allocator.cpp model/cpu_backend.cpp model/device_memory.cpp model/digest.cpp model/fault.cpp
   model/graph_evidence.cpp
