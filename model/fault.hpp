@@ -69,6 +69,8 @@ enum class FaultSite : std::uint8_t {
     "generation cloning moves a live output out of the pool but leaves its pool block allocated") \
   X(kUnmappedPartitionStatics, "unmapped_partition_statics", kTree,                               \
     "a partition's static inputs are the graph's indices, not mapped to the partition's")         \
+  X(kDemotedNotCopied, "demoted_not_copied", kTree,                                               \
+    "a managed input demoted to a copy (2.15) is never copied at replay")                         \
   X(kDropFanInAdd, "drop_fan_in_add", kRun, "the interpreter's torch.add returns its first arg")  \
   X(kSkipPostHooks, "skip_post_hooks", kRun, "the interpreter runs no post hooks")                \
   X(kLegacyCapture, "legacy_capture", kCapture,                                                   \

@@ -82,7 +82,12 @@ CheckResult check_copies(const World& world, const GeneratedProgram& generated) 
   for (const Event& e : world.events()) {
     if (e.kind == EventKind::kRecord && e.has(F::graph)) {
       const IntList& statics = list_of(e, F::static_);
-      const IntList& copied = list_of(e, F::non_static);
+      // PyTorch's input_copy_idxs: the non-static inputs and, from 2.15,
+      // the managed inputs demoted to copies.
+      IntList copied = list_of(e, F::non_static);
+      const IntList& demoted = list_of(e, F::copied_managed);
+      copied.insert(copied.end(), demoted.begin(), demoted.end());
+      std::sort(copied.begin(), copied.end());
       non_static[e.count(F::graph)] = copied;
       if (piece_of(world, e) != nullptr) pieces.insert(e.count(F::graph));
       // The generator's own view of which inputs the program made static
@@ -123,9 +128,9 @@ CheckResult check_copies(const World& world, const GeneratedProgram& generated) 
       }
       if (const TreeManager* m = world.manager();
           m != nullptr && graph < m->graphs().size() &&
-          copies != m->graphs()[graph].non_static_input_idxs.size()) {
-        return fmt::format("{} copies, node {} has {} non-static inputs {}", copies, graph,
-                           m->graphs()[graph].non_static_input_idxs.size(), where(e));
+          copies != input_copy_idxs(m->graphs()[graph]).size()) {
+        return fmt::format("{} copies, node {} has {} inputs to copy {}", copies, graph,
+                           input_copy_idxs(m->graphs()[graph]).size(), where(e));
       }
     }
   }

@@ -56,6 +56,7 @@ ProbeSet tree_probes(const World& world) {
       case EventKind::kReplay: set(s, CoverageProbe::kReplay); break;
       case EventKind::kSkip:
         if (is(e, F::id, "E5")) set(s, CoverageProbe::kRerecordLimit);
+        if (is(e, F::id, "E9")) set(s, CoverageProbe::kManagedDemotion);
         for (std::string_view id : {"S2", "S5", "S6"}) {
           if (is(e, F::id, id)) set(s, CoverageProbe::kNewerSkip);
         }
@@ -63,6 +64,7 @@ ProbeSet tree_probes(const World& world) {
       case EventKind::kCheckpoint: set(s, CoverageProbe::kCheckpoint); break;
       case EventKind::kDealloc: set(s, CoverageProbe::kGenerationDealloc); break;
       case EventKind::kGenerationClone: set(s, CoverageProbe::kGenerationClone); break;
+      case EventKind::kDemote: set(s, CoverageProbe::kManagedDemotion); break;
       case EventKind::kError:
         if (is(e, F::id, "E1")) set(s, CoverageProbe::kOverwrittenOutput);
         if (is(e, F::id, "E1") && e.text(F::message)

@@ -54,6 +54,8 @@ struct AutogradProgram;
     "cudagraph_trees_generation_cloning moved live outputs out of the pool (2.14 on)")             \
   X(kNewerSkip, "newer-skip", false,                                                               \
     "a compile-time skip of the newer releases: a CPU or unsafe op, symbolic shapes (S2, S5, S6)") \
+  X(kManagedDemotion, "managed-demotion", true,                                                    \
+    "2.15: a managed input's pointer changes reached the limit (a demote event, or E9)")           \
   X(kOptimizerDropped, "optimizer-dropped", false, "an optimizer's finalizer ran")                 \
   X(kManagerShutdown, "manager-shutdown", true, "the tree manager was shut down")                  \
   X(kPendingBackward, "pending-backward", false, "W1: pending backwards kept a path from ending")  \

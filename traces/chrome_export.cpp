@@ -240,10 +240,11 @@ class Exporter : public TraceVisitor {
       case EventKind::kDealloc:
       case EventKind::kGenerationClone:
       case EventKind::kAlignClone:
+      case EventKind::kDemote:
       case EventKind::kRead: {
         std::string name = kind;
         if (e.kind == EventKind::kRead) name.append(" ").append(text_field(e, F::name));
-        if (e.kind == EventKind::kAlignClone)
+        if (e.kind == EventKind::kAlignClone || e.kind == EventKind::kDemote)
           name += fmt::format(" {} input {}", fn, text_field(e, F::input));
         device(std::move(name), 1, std::move(args));
         break;

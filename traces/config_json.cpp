@@ -37,6 +37,13 @@ Json newer_config_to_json(const CudagraphConfig& c) {
     j["cudagraph_trees_generation_cloning"] = "user_visible";
   }
   if (!c.caching_allocator_enabled) j["caching_allocator_enabled"] = false;
+  if (c.cudagraph_managed_input_rerecord_limit != d.cudagraph_managed_input_rerecord_limit) {
+    j["cudagraph_managed_input_rerecord_limit"] = c.cudagraph_managed_input_rerecord_limit;
+  }
+  if (c.cudagraph_managed_input_rerecord_action != d.cudagraph_managed_input_rerecord_action) {
+    j["cudagraph_managed_input_rerecord_action"] =
+        std::string(managed_input_action_name(c.cudagraph_managed_input_rerecord_action));
+  }
   return j;
 }
 
@@ -116,6 +123,19 @@ Status newer_config_from_json(ObjectReader& r, CudagraphConfig& c) {
   }
   if (r.has("caching_allocator_enabled")) {
     CAPSIM_TRY(assign(c.caching_allocator_enabled, r.boolean("caching_allocator_enabled")));
+  }
+  if (r.has("cudagraph_managed_input_rerecord_limit")) {
+    CAPSIM_TRY(assign(c.cudagraph_managed_input_rerecord_limit,
+                      read_count(r, "cudagraph_managed_input_rerecord_limit", kMaxKeys)));
+  }
+  if (r.has("cudagraph_managed_input_rerecord_action")) {
+    CAPSIM_TRY_ASSIGN(const std::string name, r.string("cudagraph_managed_input_rerecord_action"));
+    const std::optional<ManagedInputAction> action = managed_input_action_from_name(name);
+    if (!action) {
+      return field_error(r.path_of("cudagraph_managed_input_rerecord_action"),
+                         fmt::format("expected \"copy\" or \"skip\", got '{}'", name));
+    }
+    c.cudagraph_managed_input_rerecord_action = *action;
   }
   return {};
 }

@@ -454,6 +454,32 @@ Result<std::vector<PartitionCut>> read_cuts(ObjectReader& r, std::size_t num_ops
   return cuts;
 }
 
+// non_tensor_inputs (kind names), cuda_devices and input_storage_mutations
+// (indices); validate() checks their ranges and order.
+Status read_compile_facts(ObjectReader& r, FunctionDef& def) {
+  if (r.has("non_tensor_inputs")) {
+    CAPSIM_TRY_ASSIGN(const std::vector<std::string> kinds,
+                      read_names(r, "non_tensor_inputs", kMaxBodyInputs));
+    for (std::size_t k = 0; k < kinds.size(); ++k) {
+      const std::optional<NonTensorInput> kind = non_tensor_input_from_name(kinds[k]);
+      if (!kind) {
+        return field_error(
+            fmt::format("{}[{}]", r.path_of("non_tensor_inputs"), k),
+            fmt::format("unknown kind '{}' (int, float, bool, none, generator, opaque)", kinds[k]));
+      }
+      def.non_tensor_inputs.push_back(*kind);
+    }
+  }
+  if (r.has("cuda_devices")) {
+    CAPSIM_TRY_ASSIGN(def.cuda_devices, read_indices(r, "cuda_devices", kMaxCudaDevices));
+  }
+  if (r.has("input_storage_mutations")) {
+    CAPSIM_TRY_ASSIGN(def.input_storage_mutations,
+                      read_indices(r, "input_storage_mutations", kMaxBodyInputs));
+  }
+  return {};
+}
+
 }  // namespace
 
 Json function_to_json(const FunctionDef& def) {
@@ -477,6 +503,18 @@ Json function_to_json(const FunctionDef& def) {
                           {"reason", std::string(partition_cut_reason_name(c.reason))}});
     }
     j["partition_cuts"] = std::move(cuts);
+  }
+  // Additive too: the declarations of the compile-time skips S3, S4 and S7.
+  if (!def.non_tensor_inputs.empty()) {
+    Json kinds = Json::array();
+    for (NonTensorInput k : def.non_tensor_inputs) {
+      kinds.push_back(std::string(non_tensor_input_name(k)));
+    }
+    j["non_tensor_inputs"] = std::move(kinds);
+  }
+  if (!def.cuda_devices.empty()) j["cuda_devices"] = def.cuda_devices;
+  if (!def.input_storage_mutations.empty()) {
+    j["input_storage_mutations"] = def.input_storage_mutations;
   }
   return j;
 }
@@ -514,6 +552,7 @@ Result<FunctionDef> function_from_json(ObjectReader& r) {
   if (r.has("partition_cuts")) {
     CAPSIM_TRY_ASSIGN(def.partition_cuts, read_cuts(r, def.ops.size()));
   }
+  CAPSIM_TRY(read_compile_facts(r, def));
   CAPSIM_TRY(r.finish());
   // The checks above give precise paths; validate() stays the one authority,
   // so a rule added there is enforced here too.

@@ -32,8 +32,11 @@ class RecordedChecks {
       const IntList* static_idxs = e.get_if<IntList>(F::static_);
       r.static_ptrs = static_ptrs ? std::optional(*static_ptrs) : std::nullopt;
       r.static_idxs = static_idxs ? std::optional(*static_idxs) : std::nullopt;
+      // The inputs each replay copies: non-static ones and (2.15) managed
+      // ones demoted to copies.
       const IntList* non_static = e.get_if<IntList>(F::non_static);
-      r.non_static = non_static ? non_static->size() : 0;
+      const IntList* demoted = e.get_if<IntList>(F::copied_managed);
+      r.non_static = (non_static ? non_static->size() : 0) + (demoted ? demoted->size() : 0);
       r.line = item.line;
       return;
     }
@@ -57,7 +60,7 @@ class RecordedChecks {
         out.push_back(
             {item.line, "copies_non_static_only",
              fmt::format("copy-in for graph {} copied {} inputs, but its recording at "
-                         "line {} has {} non-static inputs",
+                         "line {} has {} inputs to copy (non-static or demoted managed)",
                          *graph, copies ? std::to_string(*copies) : "", r.line, r.non_static)});
       }
     }

@@ -74,8 +74,9 @@ constexpr EventFieldUse kCompile[] = {R(function),  O(fid),       O(int_key), O(
                                       O(partition), O(recompile), O(reason)};
 constexpr EventFieldUse kWarmup[] = {R(fid), R(function), R(node), R(depth)};
 constexpr EventFieldUse kRecord[] = {
-    O(fid),        R(function), O(api),         O(graph),  O(parent), O(static_), O(managed),
-    O(non_static), R(steps),    O(static_ptrs), O(reason), O(input),  O(old_ptr), O(new_ptr)};
+    O(fid),         R(function), O(api),        O(graph),          O(parent),
+    O(static_),     O(managed),  O(non_static), O(copied_managed), R(steps),
+    O(static_ptrs), O(reason),   O(input),      O(old_ptr),        O(new_ptr)};
 constexpr EventFieldUse kReplay[] = {O(fid), R(function), O(api), O(graph), O(static_ptrs)};
 constexpr EventFieldUse kCopyIn[] = {O(fid), R(function), O(graph), R(copies), R(bytes)};
 constexpr EventFieldUse kEager[] = {O(fid), R(function), R(reason)};
@@ -85,6 +86,7 @@ constexpr EventFieldUse kPathEnd[] = {R(reason)};
 constexpr EventFieldUse kDealloc[] = {R(poisoned), R(freed)};
 constexpr EventFieldUse kGenerationClone[] = {R(cloned), R(bytes)};
 constexpr EventFieldUse kAlignClone[] = {R(function), R(input), O(demoted)};
+constexpr EventFieldUse kDemote[] = {R(fid), R(function), R(parent), R(input)};
 constexpr EventFieldUse kSkip[] = {R(id),    O(fid),     O(function), O(inputs), O(reason),
                                    O(input), O(old_ptr), O(new_ptr),  R(message)};
 constexpr EventFieldUse kWarning[] = {R(id), O(fid), R(message)};

@@ -79,6 +79,8 @@ inline constexpr IntRange kBytesRange{0, std::int64_t{1} << 50};
     "cudagraph_managed_idxs: inputs that are outputs of the path")                                 \
   X(non_static, "non_static", kIntList, kIndexRange,                                               \
     "non_static_input_idxs: inputs copied in at each replay")                                      \
+  X(copied_managed, "copied_managed", kIntList, kIndexRange,                                       \
+    "managed inputs demoted to copies (2.15's copy_cudagraph_managed_idxs); absent when none")     \
   X(steps, "steps", kInt, kStepsRange, "steps (kernels and copies) in the recorded graph")         \
   X(static_ptrs, "static_ptrs", kAddressList, kAnyInt,                                             \
     "data pointers at the static positions, in index order")                                       \
@@ -109,7 +111,7 @@ inline constexpr IntRange kBytesRange{0, std::int64_t{1} << 50};
   X(values, "values", kText, kAnyInt, "a preview of the first values, for people")                 \
   X(demoted, "demoted", kBool, kAnyInt, "the input left the static set")                           \
   X(id, "id", kText, kAnyInt,                                                                      \
-    "capsim's id of the PyTorch message (E1..E8, S1, S2, S5, S6, W1..W3, Z1, A1)")                 \
+    "capsim's id of the PyTorch message (E1..E9, S1..S7, W1..W3, Z1, A1)")                         \
   X(exception, "exception", kText, kAnyInt, "the Python exception type")                           \
   X(message, "message", kText, kAnyInt, "PyTorch's exact text")                                    \
   X(where, "where", kText, kAnyInt,                                                                \

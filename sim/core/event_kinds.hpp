@@ -20,6 +20,7 @@ namespace capsim {
   X(kDealloc, "dealloc")                  /* live path outputs freed and poisoned */    \
   X(kGenerationClone, "generation_clone") /* live user-visible outputs cloned */        \
   X(kAlignClone, "align_clone")           /* a misaligned input cloned */               \
+  X(kDemote, "demote")                    /* 2.15: a managed input becomes a copy */    \
   X(kSkip, "skip")                        /* a cudagraph skip, with PyTorch's text */   \
   X(kWarning, "warning")                  /* a PyTorch warning, with its text */        \
   X(kError, "error")                      /* a modelled PyTorch error, with its text */ \

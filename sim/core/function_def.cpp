@@ -102,7 +102,57 @@ std::optional<PartitionCutReason> partition_cut_reason_from_name(std::string_vie
   return std::nullopt;
 }
 
+std::string_view non_tensor_input_name(NonTensorInput kind) {
+  switch (kind) {
+#define CAPSIM_NAME_(e, name, what) \
+  case NonTensorInput::e: return name;
+    CAPSIM_NON_TENSOR_INPUTS(CAPSIM_NAME_)
+#undef CAPSIM_NAME_
+  }
+  return "?";
+}
+
+std::optional<NonTensorInput> non_tensor_input_from_name(std::string_view name) {
+#define CAPSIM_FROM_(e, n, what) \
+  if (name == n) return NonTensorInput::e;
+  CAPSIM_NON_TENSOR_INPUTS(CAPSIM_FROM_)
+#undef CAPSIM_FROM_
+  return std::nullopt;
+}
+
 namespace {
+
+// The declarations of the compile-time skips: bounded, and each naming what
+// exists (a device once, an input that is one, in order).
+Status validate_compile_facts(const FunctionDef& def) {
+  if (def.non_tensor_inputs.size() > kMaxBodyInputs) {
+    return make_error(
+        fmt::format("function '{}': non_tensor_inputs: more than {}", def.name, kMaxBodyInputs));
+  }
+  if (def.cuda_devices.size() > kMaxCudaDevices) {
+    return make_error(
+        fmt::format("function '{}': cuda_devices: more than {}", def.name, kMaxCudaDevices));
+  }
+  for (std::size_t i = 0; i < def.cuda_devices.size(); ++i) {
+    const std::uint32_t d = def.cuda_devices[i];
+    if (d >= kMaxCudaDevices || std::find(def.cuda_devices.begin(), def.cuda_devices.begin() + i,
+                                          d) != def.cuda_devices.begin() + i) {
+      return make_error(
+          fmt::format("function '{}': cuda_devices[{}]: device {} is over {} or named twice",
+                      def.name, i, d, kMaxCudaDevices - 1));
+    }
+  }
+  for (std::size_t i = 0; i < def.input_storage_mutations.size(); ++i) {
+    const std::uint32_t v = def.input_storage_mutations[i];
+    if (v >= def.num_inputs() || (i > 0 && v <= def.input_storage_mutations[i - 1])) {
+      return make_error(fmt::format(
+          "function '{}': input_storage_mutations[{}]: index {} is not an input, or not in "
+          "increasing order",
+          def.name, i, v));
+    }
+  }
+  return {};
+}
 
 Status validate_cuts(const FunctionDef& def) {
   std::uint32_t end_of_last = 0;
@@ -174,6 +224,7 @@ Status validate(const FunctionDef& def) {
       }
     }
   }
+  CAPSIM_TRY(validate_compile_facts(def));
   return validate_cuts(def);
 }
 

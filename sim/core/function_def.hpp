@@ -19,6 +19,7 @@
 #include "model/kernel_launch.hpp"
 #include "model/result.hpp"
 #include "model/tensor.hpp"
+#include "sim/core/non_tensor_input.hpp"
 
 namespace capsim {
 
@@ -125,6 +126,19 @@ struct FunctionDef {
   std::optional<std::vector<std::uint32_t>> user_visible_outputs;
   // Where graph partitions (graph_partition) would cut; empty for most.
   std::vector<PartitionCut> partition_cuts;
+  // What Inductor sees of the graph beyond its tensor ops, for the
+  // compile-time skips of docs/cudagraph-trees.md §2.5; empty for most.
+  // Example inputs that are not tensors (S4), appended after the tensor
+  // inputs; the body never reads them.
+  std::vector<NonTensorInput> non_tensor_inputs;
+  // The CUDA device indices the graph's nodes use, in first-use order
+  // (GraphLowering's device_node_mapping); empty: one device. More than one
+  // skips the graph (S3). capsim simulates one device whatever it names.
+  std::vector<std::uint32_t> cuda_devices;
+  // Inputs the graph rebinds with `set_` (a storage mutation of the input
+  // itself, get_input_storage_mutation_info), sorted: a skip from 2.13 (S7).
+  // The skip is modelled; the rebinding is not (the body runs without it).
+  std::vector<std::uint32_t> input_storage_mutations;
 
   std::size_t num_inputs() const { return input_names.size(); }
 };

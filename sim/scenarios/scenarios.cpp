@@ -15,6 +15,8 @@ void add_compiled_autograd_scenarios(std::vector<ProgramScenario>& out);
 void add_training_scenarios(std::vector<ProgramScenario>& out);
 void add_partition_scenarios(std::vector<ProgramScenario>& out);
 void add_issue_scenarios(std::vector<ProgramScenario>& out);
+void add_managed_input_scenarios(std::vector<ProgramScenario>& out);
+void add_compile_skip_scenarios(std::vector<ProgramScenario>& out);
 
 const std::vector<ProgramScenario>& builtin_program_scenarios() {
   static const std::vector<ProgramScenario> all = [] {
@@ -27,6 +29,8 @@ const std::vector<ProgramScenario>& builtin_program_scenarios() {
     add_training_scenarios(s);
     add_partition_scenarios(s);
     add_issue_scenarios(s);
+    add_managed_input_scenarios(s);
+    add_compile_skip_scenarios(s);
     return s;
   }();
   return all;

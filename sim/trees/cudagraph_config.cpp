@@ -5,6 +5,24 @@
 
 namespace capsim {
 
+std::string_view managed_input_action_name(ManagedInputAction action) {
+  switch (action) {
+#define CAPSIM_NAME_(e, name) \
+  case ManagedInputAction::e: return name;
+    CAPSIM_MANAGED_INPUT_ACTIONS(CAPSIM_NAME_)
+#undef CAPSIM_NAME_
+  }
+  return "?";
+}
+
+std::optional<ManagedInputAction> managed_input_action_from_name(std::string_view name) {
+#define CAPSIM_FIND_(e, n) \
+  if (name == n) return ManagedInputAction::e;
+  CAPSIM_MANAGED_INPUT_ACTIONS(CAPSIM_FIND_)
+#undef CAPSIM_FIND_
+  return std::nullopt;
+}
+
 std::optional<ConfigProblem> config_problem(const CudagraphConfig& c) {
   const TorchProfileRules& rules = profile_rules(c.torch_profile);
   const auto missing = [&](std::string_view key, std::string_view since) {
@@ -23,6 +41,17 @@ std::optional<ConfigProblem> config_problem(const CudagraphConfig& c) {
   }
   if (c.cudagraph_dynamic_shape_rerecord_limit && !rules.has_dynamic_shape_rerecord_limit) {
     return missing("cudagraph_dynamic_shape_rerecord_limit", "2.15");
+  }
+  const CudagraphConfig defaults;
+  if (!rules.has_managed_input_demotion) {
+    if (c.cudagraph_managed_input_rerecord_limit !=
+        defaults.cudagraph_managed_input_rerecord_limit) {
+      return missing("cudagraph_managed_input_rerecord_limit", "2.15");
+    }
+    if (c.cudagraph_managed_input_rerecord_action !=
+        defaults.cudagraph_managed_input_rerecord_action) {
+      return missing("cudagraph_managed_input_rerecord_action", "2.15");
+    }
   }
   if (!c.caching_allocator_enabled && !rules.caching_allocator_skip) {
     // Older releases capture anyway and fail the pool check later; capsim

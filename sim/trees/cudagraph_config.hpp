@@ -16,6 +16,20 @@
 
 namespace capsim {
 
+// What 2.15 does once a cudagraph-managed input's pointer has changed
+// cudagraph_managed_input_rerecord_limit times on one (parent node,
+// function) edge. X(enumerator, name)
+#define CAPSIM_MANAGED_INPUT_ACTIONS(X)                     \
+  X(kCopy, "copy") /* later recordings copy the input in */ \
+  X(kSkip, "skip") /* the edge runs eagerly from then on (E9) */
+enum class ManagedInputAction : std::uint8_t {
+#define CAPSIM_ENUM_(e, name) e,
+  CAPSIM_MANAGED_INPUT_ACTIONS(CAPSIM_ENUM_)
+#undef CAPSIM_ENUM_
+};
+std::string_view managed_input_action_name(ManagedInputAction action);
+std::optional<ManagedInputAction> managed_input_action_from_name(std::string_view name);
+
 struct CudagraphConfig {
   // Dynamo marks every nn.Parameter static and disables the re-record limit.
   bool inline_inbuilt_nn_modules = true;
@@ -63,6 +77,11 @@ struct CudagraphConfig {
   bool cudagraph_trees_generation_cloning = false;
   // torch.cuda.caching_allocator_enable (or PYTORCH_NO_CUDA_MEMORY_CACHING).
   bool caching_allocator_enabled = true;
+  // 2.15's cudagraph_managed_input_rerecord_limit and _action (PyTorch's
+  // defaults): the count of one managed input's pointer changes on one edge
+  // at which the action applies.
+  std::int64_t cudagraph_managed_input_rerecord_limit = 5;
+  ManagedInputAction cudagraph_managed_input_rerecord_action = ManagedInputAction::kCopy;
 
   friend bool operator==(const CudagraphConfig&, const CudagraphConfig&) = default;
 };
@@ -104,6 +123,13 @@ inline std::int64_t min_partition_size(const CudagraphConfig& c) {
 inline std::optional<std::int64_t> dynamic_shape_rerecord_limit(const CudagraphConfig& c) {
   if (!profile_rules(c.torch_profile).has_dynamic_shape_rerecord_limit) return std::nullopt;
   return c.cudagraph_dynamic_shape_rerecord_limit;
+}
+
+// 2.15's managed-input accounting: the limit in force, or none in a release
+// without it (a managed input then only counts toward the re-record limit).
+inline std::optional<std::int64_t> managed_input_rerecord_limit(const CudagraphConfig& c) {
+  if (!profile_rules(c.torch_profile).has_managed_input_demotion) return std::nullopt;
+  return c.cudagraph_managed_input_rerecord_limit;
 }
 
 // The W2 limit in force; 0: no warning.

@@ -88,6 +88,12 @@ struct GraphNode {
   std::vector<std::uint32_t> non_static_input_idxs;
   std::vector<std::uint32_t> cudagraph_managed_idxs;
   std::vector<std::uint32_t> non_managed_static_input_idxs;
+  // Managed inputs demoted to copies (2.15, action "copy"): outputs of the
+  // path that this recording copies into placeholders like non-static
+  // inputs, and whose pointers check_invariants no longer compares. In
+  // PyTorch they stay in static_input_idxs; here they leave it, so that the
+  // static-pointer check reads PyTorch's tensor_static_input_idxs.
+  std::vector<std::uint32_t> copied_managed_idxs;
   std::vector<std::optional<Address>> static_input_data_ptrs;
   std::vector<bool> preserved_aliased_inputs;
   // Placeholder (reconstructed input) per input index; only non-static ones.
@@ -107,6 +113,10 @@ struct GraphNode {
   std::vector<PathIndex> live_indices_after_graph;
   PoolCheckpoint checkpointed_caching_state;
 };
+
+// PyTorch's input_copy_idxs: the inputs a recording and each replay copy
+// into placeholders (non-static ones and demoted managed ones), sorted.
+std::vector<std::uint32_t> input_copy_idxs(const GraphNode& node);
 
 struct WarmupNode {
   std::int64_t id = -1;

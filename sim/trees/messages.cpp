@@ -1,6 +1,7 @@
 #include "sim/trees/messages.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 namespace capsim::messages {
 
@@ -80,6 +81,17 @@ std::string rerecord_limit(std::uint32_t function_id, std::int64_t limit,
       function_id, limit, parent_graph_id ? std::to_string(*parent_graph_id) : "None", reason);
 }
 
+std::string managed_input_rerecord_limit(std::uint32_t function_id, std::int64_t limit,
+                                         std::optional<std::uint32_t> parent_graph_id,
+                                         const std::vector<std::uint32_t>& input_idxs) {
+  // The indices as Python prints a list of ints.
+  return fmt::format(
+      "skipping cudagraph due to function {} reaching the cudagraph-managed input re-recording "
+      "threshold (={}) on cudagraph node {} for input indices [{}].",
+      function_id, limit, parent_graph_id ? std::to_string(*parent_graph_id) : "None",
+      fmt::join(input_idxs, ", "));
+}
+
 namespace {
 std::string address_list(const std::vector<Address>& ptrs) {
   std::string out = "[";
@@ -149,6 +161,25 @@ std::string symbolic_shapes() {
 std::string incompatible_op(const std::string& target) {
   return fmt::format("skipping cudagraphs due to disabling cudagraphs due to incompatible op {}",
                      target);
+}
+
+std::string multiple_devices(const std::vector<std::uint32_t>& cuda_devices) {
+  std::string devices;
+  for (std::uint32_t d : cuda_devices) {
+    devices += fmt::format("{}device(type='cuda', index={})", devices.empty() ? "" : ", ", d);
+  }
+  return "skipping cudagraphs due to skipping cudagraphs due to multiple devices: " + devices;
+}
+
+std::string fail_reasons(const std::vector<std::string_view>& reasons) {
+  // A Python list of str, as repr prints it.
+  std::string list;
+  for (std::string_view r : reasons) list += fmt::format("{}'{}'", list.empty() ? "" : ", ", r);
+  return "skipping cudagraphs due to [" + list + "]";
+}
+
+std::string input_storage_mutation(std::size_t instances) {
+  return fmt::format("skipping cudagraphs due to input storage mutation ({} instances)", instances);
 }
 
 std::string uncached_allocator() {

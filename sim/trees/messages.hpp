@@ -39,6 +39,11 @@ std::string liveness_mismatch_reason();
 // E5: the re-record limit was crossed.
 std::string rerecord_limit(std::uint32_t function_id, std::int64_t limit,
                            std::optional<std::uint32_t> parent_graph_id, const std::string& reason);
+// E9 (capsim's id; 2.15, action "skip"): the managed-input threshold reached
+// on the edge from `parent_graph_id` (None for a root) for the listed inputs.
+std::string managed_input_rerecord_limit(std::uint32_t function_id, std::int64_t limit,
+                                         std::optional<std::uint32_t> parent_graph_id,
+                                         const std::vector<std::uint32_t>& input_idxs);
 // E6 / E7: check_memory_pool found a mismatch.
 // In `rules`' wording; pointers sorted (PyTorch prints a set, whose order is
 // Python's, and an OrderedSet in segment order).
@@ -52,6 +57,15 @@ std::string mutated_inputs(std::size_t instances);
 // the lowering checks, already starts with it: PyTorch prints it twice.
 // S2: a CPU op (graph_partition off); `node` is its FX node name.
 std::string cpu_device(const std::string& node);
+// S3: the graph's nodes use more than one device (check_multiple_devices_or_
+// any_cpu_nodes), each as repr(torch.device) prints it, in first-use order;
+// the prefix doubled as post_compile logs it.
+std::string multiple_devices(const std::vector<std::uint32_t>& cuda_devices);
+// S4: CompiledFxGraph's failed cudagraph tests, as the Python list
+// cudagraph_post_compile interpolates (e.g. ['non-Tensor inputs']).
+std::string fail_reasons(const std::vector<std::string_view>& reasons);
+// S7 (capsim's id; 2.13 on): inputs rebound by set_ (without the stack trace).
+std::string input_storage_mutation(std::size_t instances);
 // S5: cudagraph_skip_dynamic_graphs on a graph with symbolic-shape inputs.
 std::string symbolic_shapes();
 // S5: an op tagged cudagraph_unsafe (graph_partition off, or 2.9).

@@ -30,7 +30,9 @@ constexpr TorchProfileRules after(TorchProfileRules before, std::string_view nam
 constexpr TorchProfileRules kClassicRules = {.name = "classic",
                                              .releases = "2.5 to 2.8",
                                              .commits = "2.5.0 32f585d9, 2.8.0 a1cb3cc0",
-                                             .not_modelled = ""};
+                                             .not_modelled =
+                                                 "a set_ on a graph input (refused: "
+                                                 "input_storage_mutations)"};
 
 // graph_partition is on by default (torch/_inductor/config.py), and
 // cudagraph_or_error exists.
@@ -62,6 +64,7 @@ constexpr TorchProfileRules k2_12Rules =
       r.always_rerecord_static = true;
       r.inline_always_on = true;
       r.w1_requires_backward_text = true;
+      r.opaque_inputs_allowed = true;
     });
 
 // PR 182531: the limit is back, for every failed check but a static pointer's.
@@ -73,23 +76,21 @@ constexpr TorchProfileRules k2_13Rules =
       r.reason_from_last_failure = true;
       r.e1_grad_output_text = true;
       r.caching_allocator_skip = true;
-      r.not_modelled = "input storage mutation (set_ on an input: a compile-time skip)";
+      r.input_storage_mutation_skip = true;
+      r.not_modelled = "";
     });
 
 constexpr TorchProfileRules k2_14Rules =
     after(k2_13Rules, "2.14", "2.14.0 08187d9e", [](TorchProfileRules& r) {
       r.e1_generation_cloning_text = true;
       r.has_generation_cloning = true;
-      r.not_modelled = "input storage mutation (set_)";
     });
 
 constexpr TorchProfileRules k2_15Rules =
     after(k2_14Rules, "2.15", "2.15.0 d0f2af8b", [](TorchProfileRules& r) {
       r.has_dynamic_shape_rerecord_limit = true;
       r.direct_backward_clears_pending = true;
-      r.not_modelled =
-          "input storage mutation (set_); managed-input demotion "
-          "(cudagraph_managed_input_rerecord_limit=5, action \"copy\")";
+      r.has_managed_input_demotion = true;
     });
 
 constexpr std::array<TorchProfileRules, static_cast<std::size_t>(TorchProfile::kCount)> kRules = {
@@ -190,6 +191,10 @@ std::vector<std::string> describe_profile(const TorchProfileRules& r) {
   knob(r.has_generation_cloning, "cudagraph_trees_generation_cloning");
   knob(r.has_dynamic_shape_rerecord_limit, "cudagraph_dynamic_shape_rerecord_limit");
   knob(r.caching_allocator_skip, "the caching-allocator skip");
+  knob(r.input_storage_mutation_skip, "the input-storage-mutation skip (set_ on an input)");
+  knob(r.opaque_inputs_allowed, "opaque objects as inputs");
+  knob(r.has_managed_input_demotion,
+       "cudagraph_managed_input_rerecord_limit (5) and _action (copy, skip)");
   if (!knobs.empty()) out.push_back("has: " + knobs);
   if (r.direct_backward_clears_pending) {
     out.emplace_back(

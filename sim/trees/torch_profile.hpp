@@ -91,9 +91,18 @@ struct TorchProfileRules {
   // A call cudagraphify_impl runs directly (past the capture sizes or the
   // key limit) tells the manager a BACKWARD ran (2.15's run_eager).
   bool direct_backward_clears_pending = false;
+  // cudagraph_managed_input_rerecord_limit and _action (2.15): the pointer
+  // changes of each cudagraph-managed input are counted per (parent node,
+  // function) edge; at the limit the input is copied in from then on
+  // ("copy"), or the edge runs eagerly ("skip").
+  bool has_managed_input_demotion = false;
   // Compile-time skips the release has (2.13 on): the caching allocator
   // off, an input's storage replaced (set_).
   bool caching_allocator_skip = false;
+  bool input_storage_mutation_skip = false;
+  // An opaque object (OpaqueBase; CustomClassBase from 2.14) passes the
+  // "non-Tensor inputs" test (2.12 on).
+  bool opaque_inputs_allowed = false;
   // E6 and E7 in 2.11's words ("… but should be: {…}. This could be a bug …",
   // "Detected N tensor(s) in the cudagraph pool not tracked as outputs …");
   // else the older ones ("… but should be {…}", "These live storage data ptrs
@@ -105,9 +114,7 @@ struct TorchProfileRules {
 };
 
 // What no profile models yet, whatever the release (`capsim version --profiles`).
-inline constexpr std::string_view kNotModelledInAnyProfile =
-    "multiple devices (S3), the listed fail reasons such as non-Tensor inputs (S4), stack "
-    "traces in any text";
+inline constexpr std::string_view kNotModelledInAnyProfile = "stack traces in any text";
 
 const TorchProfileRules& profile_rules(TorchProfile profile);
 std::string_view torch_profile_name(TorchProfile profile);

@@ -105,6 +105,18 @@ class TreeManager {
   // re-record limit, as the profile says.
   bool counts_toward_rerecord_limit(InvariantStatus status) const;
   bool exceed_rerecord_limit(std::optional<GraphId> node, FunctionId fid) const;
+  // 2.15's managed-input accounting (tree_manager.cpp). The managed inputs
+  // of `latest` (the newest recording of the function on this edge) whose
+  // pointers changed and that a copy may replace.
+  std::vector<std::uint32_t> demotable_managed_idxs(const GraphNode& latest,
+                                                    const std::vector<TensorId>& inputs) const;
+  // Counts one pointer change of each of `idxs` on the current edge and
+  // applies the action at the limit: "copy" demotes (nothing returned),
+  // "skip" returns the inputs that reached it and marks the edge eager.
+  std::vector<std::uint32_t> update_managed_input_rerecord(FunctionId fid,
+                                                           const std::vector<std::uint32_t>& idxs);
+  // The inputs demoted on the current edge, sorted.
+  std::vector<std::uint32_t> demoted_managed_idxs(FunctionId fid) const;
   // The mutation gate: true when the call must run eagerly.
   bool mutation_blocks(FunctionId fid, const std::vector<TensorId>& inputs, bool recompute);
   Result<CallOutcome> run_eager_fallback(FunctionId fid, std::vector<TensorId>& inputs,
@@ -124,7 +136,8 @@ class TreeManager {
   // The parts of record_function, in the order it runs them.
   Status classify_inputs(GraphNode& node, const WrappedFunction& fn,
                          const std::vector<NodeRef>& parent_path,
-                         const std::vector<TensorId>& inputs);
+                         const std::vector<TensorId>& inputs,
+                         const std::vector<std::uint32_t>& demoted);
   Result<std::vector<TensorId>> fill_placeholders(GraphNode& node,
                                                   const std::vector<NodeRef>& parent_path,
                                                   const std::vector<TensorId>& inputs,
@@ -191,6 +204,13 @@ class TreeManager {
   // Keyed by the current node's id: a GraphId, a (negative) warmup id, or none.
   std::map<std::pair<std::optional<std::int64_t>, FunctionId>, bool> mutation_hint_;
   std::map<std::pair<std::optional<GraphId>, FunctionId>, std::uint64_t> num_rerecord_;
+  // 2.15, per (current node id, function) edge like mutation_hint_: pointer
+  // changes per managed input index, the indices demoted to copies, and the
+  // edges that the "skip" action sends to eager.
+  using Edge = std::pair<std::optional<std::int64_t>, FunctionId>;
+  std::map<Edge, std::map<std::uint32_t, std::int64_t>> managed_rerecords_;
+  std::map<Edge, std::set<std::uint32_t>> demoted_managed_;
+  std::set<Edge> managed_skip_edges_;
   bool shut_down_ = false;
   // The text of a skip logged under cudagraph_or_error, not yet raised.
   std::optional<std::string> pending_skip_error_;

@@ -125,12 +125,15 @@ Result<bool> TreeManager::raise_if_static_pointers_changed(const GraphNode& node
   return true;
 }
 
-// One copy per non-static input into its placeholder (a foreach copy).
+// One copy per input to copy into its placeholder (a foreach copy).
 Status TreeManager::copy_into_placeholders(const GraphNode& node,
                                            const std::vector<TensorId>& inputs) {
   std::uint64_t copies = 0, bytes = 0;
-  for (std::uint32_t i : node.non_static_input_idxs) {
+  for (std::uint32_t i : input_copy_idxs(node)) {
     if (ctx_.fault == Fault::kSkipCopyIn) break;
+    const bool demoted =
+        std::binary_search(node.copied_managed_idxs.begin(), node.copied_managed_idxs.end(), i);
+    if (demoted && ctx_.fault == Fault::kDemotedNotCopied) continue;
     const TensorArg& dst = *node.placeholders[i];
     CAPSIM_TRY_ASSIGN(const TensorArg src, tensor_arg(ctx_.store(), inputs[i]));
     ++copies;

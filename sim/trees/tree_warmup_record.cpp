@@ -52,6 +52,14 @@ std::string_view invariant_status_name(InvariantStatus s) {
   return "?";
 }
 
+std::vector<std::uint32_t> input_copy_idxs(const GraphNode& node) {
+  std::vector<std::uint32_t> out;
+  std::set_union(node.non_static_input_idxs.begin(), node.non_static_input_idxs.end(),
+                 node.copied_managed_idxs.begin(), node.copied_managed_idxs.end(),
+                 std::back_inserter(out));
+  return out;
+}
+
 std::string_view record_reason_name(InvariantStatus s) {
   switch (s) {
     case InvariantStatus::kSuccess: return "no_child";
@@ -126,15 +134,21 @@ Result<CallOutcome> TreeManager::run_warmup(FunctionId fid, std::vector<TensorId
 // the pointers the recording bakes in for them.
 Status TreeManager::classify_inputs(GraphNode& node, const WrappedFunction& fn,
                                     const std::vector<NodeRef>& parent_path,
-                                    const std::vector<TensorId>& inputs) {
+                                    const std::vector<TensorId>& inputs,
+                                    const std::vector<std::uint32_t>& demoted) {
   const std::size_t n = inputs.size();
   std::vector<bool> is_static(n, false);
   for (std::uint32_t i : fn.static_input_idxs) is_static[i] = true;
   for (std::uint32_t i = 0; i < n; ++i) {
-    if (is_cuda_graph_recorded_tensor(parent_path, inputs[i])) {
-      node.cudagraph_managed_idxs.push_back(i);
-      is_static[i] = true;
+    if (!is_cuda_graph_recorded_tensor(parent_path, inputs[i])) continue;
+    // A demoted managed input is copied in, unless it is static anyway
+    // (copy_cudagraph_managed_idxs minus static_input_idxs).
+    if (!is_static[i] && std::binary_search(demoted.begin(), demoted.end(), i)) {
+      node.copied_managed_idxs.push_back(i);
+      continue;
     }
+    node.cudagraph_managed_idxs.push_back(i);
+    is_static[i] = true;
   }
   node.static_input_data_ptrs.assign(n, std::nullopt);
   node.placeholders.assign(n, std::nullopt);
@@ -143,7 +157,8 @@ Status TreeManager::classify_inputs(GraphNode& node, const WrappedFunction& fn,
     if (is_static[i]) {
       node.static_input_idxs.push_back(i);
       CAPSIM_TRY_ASSIGN(node.static_input_data_ptrs[i], data_ptr(inputs[i]));
-    } else {
+    } else if (!std::binary_search(node.copied_managed_idxs.begin(), node.copied_managed_idxs.end(),
+                                   i)) {
       node.non_static_input_idxs.push_back(i);
     }
   }
@@ -156,15 +171,16 @@ Status TreeManager::classify_inputs(GraphNode& node, const WrappedFunction& fn,
   return {};
 }
 
-// Placeholders: one pool buffer per non-static input, filled by one copy. The
-// body's inputs: the placeholders where the inputs are not static. Checks the
+// Placeholders: one pool buffer per input to copy (non-static inputs and
+// demoted managed ones), filled by one copy. The body's inputs: the
+// placeholders where the inputs are copied. Checks the
 // pool before the recording.
 Result<std::vector<TensorId>> TreeManager::fill_placeholders(
     GraphNode& node, const std::vector<NodeRef>& parent_path, const std::vector<TensorId>& inputs,
     std::vector<TensorId>& placeholder_ids) {
   std::vector<TensorId> body_inputs = inputs;
   std::vector<StorageRef> before_record_live = live_weakrefs_of(parent_path);
-  for (std::uint32_t i : node.non_static_input_idxs) {
+  for (std::uint32_t i : input_copy_idxs(node)) {
     const Tensor src = ctx_.store().at(inputs[i]);
     const std::int64_t elements = needed_size(src.meta.sizes, src.meta.strides);
     CAPSIM_TRY_ASSIGN(const Tensor buffer, ctx_.store().empty({elements}, DType::kFloat32, pool_));
@@ -226,10 +242,14 @@ void TreeManager::emit_record(const GraphNode& node, const RecordCause& cause) {
                                  {F::parent, node.parent},
                                  {F::static_, int_list(node.static_input_idxs)},
                                  {F::managed, int_list(node.cudagraph_managed_idxs)},
-                                 {F::non_static, int_list(node.non_static_input_idxs)},
-                                 {F::steps, node.program_steps},
-                                 {F::static_ptrs, std::move(static_ptrs)},
-                                 {F::reason, std::string(record_reason_name(cause.status))}};
+                                 {F::non_static, int_list(node.non_static_input_idxs)}};
+  // Additive: only a recording that copies a managed input names them.
+  if (!node.copied_managed_idxs.empty()) {
+    fields.push_back({F::copied_managed, int_list(node.copied_managed_idxs)});
+  }
+  fields.push_back({F::steps, node.program_steps});
+  fields.push_back({F::static_ptrs, std::move(static_ptrs)});
+  fields.push_back({F::reason, std::string(record_reason_name(cause.status))});
   if (cause.input) {
     fields.push_back({F::input, *cause.input});
     fields.push_back({F::old_ptr, DevicePtr{cause.old_ptr}});
@@ -254,7 +274,9 @@ Result<CallOutcome> TreeManager::record_function(FunctionId fid, std::vector<Ten
   node.parent = current_graph_id();
   node.depth = node.parent ? graphs_[*node.parent].depth + 1 : 0;
   const std::vector<NodeRef> parent_path = path_to(current_);
-  CAPSIM_TRY(classify_inputs(node, fn, parent_path, inputs));
+  // _get_demoted_cudagraph_managed_idxs: looked up for the edge as it is now,
+  // after try_end_curr_execution may have made this a root.
+  CAPSIM_TRY(classify_inputs(node, fn, parent_path, inputs, demoted_managed_idxs(fid)));
 
   // Liveness the recording assumes (measured while the input list still holds
   // its tensors, so saved tensors that the graph consumes count as alive).

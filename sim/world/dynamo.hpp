@@ -64,8 +64,9 @@ std::vector<std::uint32_t> mutated_non_static(std::span<const std::uint32_t> mut
 #define CAPSIM_ENTRY_KINDS(X)                                                                      \
   X(kCudagraphed, "")                                 /* one tree function: `fid` */               \
   X(kPartitioned, "")                                 /* a tree function per partition */          \
-  X(kSkipped, "compile_time_skip")                    /* a compile-time skip (S1, S2, S5, S6) */   \
+  X(kSkipped, "compile_time_skip")                    /* a compile-time skip (S1 to S7) */         \
   X(kRaises, "")                                      /* the skip is a RuntimeError (or_error) */  \
+  X(kSilentSkip, "silent_skip")                       /* dropped without a log (S4, partitions) */ \
   X(kNoPartitions, "no_partitions")                   /* partitioned, nothing left to cudagraph */ \
   X(kCaptureSizeBypass, "capture_size")               /* its int key is not a capture size */      \
   X(kRerecordLimited, "dynamic_shape_rerecord_limit") /* past the 2.15 key limit */
@@ -81,7 +82,8 @@ std::string_view entry_eager_reason(EntryKind kind);
 struct CompiledEntry {
   EntryKind kind = EntryKind::kCudagraphed;
   std::optional<FunctionId> fid;
-  // kSkipped and kRaises: the skip, as it was logged.
+  // kSkipped and kRaises: the skip, as it was logged; kSilentSkip: as it
+  // would have been.
   std::string skip_id;
   std::string skip_reason;
   std::vector<std::uint32_t> skip_inputs;

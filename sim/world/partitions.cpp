@@ -173,7 +173,27 @@ std::optional<GraphSkip> lowering_skip(const FunctionDef& def, const CudagraphCo
       return GraphSkip{"S2", messages::cpu_device(fx_node_name(def, c.begin))};
     }
   }
+  if (def.cuda_devices.size() > 1)
+    return GraphSkip{"S3", messages::multiple_devices(def.cuda_devices)};
   return std::nullopt;
+}
+
+std::optional<GraphSkip> storage_mutation_skip(const FunctionDef& def,
+                                               const CudagraphConfig& config) {
+  if (def.input_storage_mutations.empty()) return std::nullopt;
+  // World::begin refuses the declaration under a profile without the skip.
+  CAPSIM_CHECK(profile_rules(config.torch_profile).input_storage_mutation_skip);
+  return GraphSkip{"S7", messages::input_storage_mutation(def.input_storage_mutations.size())};
+}
+
+std::optional<GraphSkip> fail_reasons_skip(const FunctionDef& def, const CudagraphConfig& config) {
+  const bool opaque_allowed = profile_rules(config.torch_profile).opaque_inputs_allowed;
+  const bool all_allowed = std::all_of(
+      def.non_tensor_inputs.begin(), def.non_tensor_inputs.end(), [&](NonTensorInput k) {
+        return k == NonTensorInput::kGenerator || (k == NonTensorInput::kOpaque && opaque_allowed);
+      });
+  if (all_allowed) return std::nullopt;
+  return GraphSkip{"S4", messages::fail_reasons({"non-Tensor inputs"}), !graph_partition(config)};
 }
 
 std::vector<PartitionCut> applied_cuts(const FunctionDef& def, const CudagraphConfig& config,

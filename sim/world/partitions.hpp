@@ -32,14 +32,27 @@ namespace capsim {
 struct GraphSkip {
   std::string_view id;
   std::string message;
+  // False where PyTorch drops cudagraphs without a word: no log, no
+  // cudagraph_skips count, no RuntimeError under cudagraph_or_error.
+  bool logged = true;
 };
 
 // The reasons fx_codegen_and_compile checks before the mutation check, in
 // its order: symbolic shapes and a cudagraph-unsafe op (both S5, the
-// spec's ids), the caching allocator (S6, capsim's), a CPU op (S2). `dynamic`: the graph has symint
-// inputs.
+// spec's ids), the caching allocator (S6, capsim's), a CPU op (S2), more
+// than one device (S3). `dynamic`: the graph has symint inputs.
 std::optional<GraphSkip> lowering_skip(const FunctionDef& def, const CudagraphConfig& config,
                                        bool dynamic);
+
+// CompiledFxGraph.__init__'s own reasons, once no lowering reason applies.
+// An input rebound by set_ (S7, capsim's id, 2.13 on) is logged on every
+// path and wins over the compile-time mutation check (S1).
+std::optional<GraphSkip> storage_mutation_skip(const FunctionDef& def,
+                                               const CudagraphConfig& config);
+// Then the failed cudagraph tests (S4: non-Tensor inputs), logged as a list
+// without graph_partition; with it, cudagraph_partition_post_compile drops
+// cudagraphs silently (pytorch/pytorch#193044 would report it).
+std::optional<GraphSkip> fail_reasons_skip(const FunctionDef& def, const CudagraphConfig& config);
 
 // One piece of a partitioned function: ops [begin, end) of the graph, either
 // a cudagraphed partition or eager code between partitions.

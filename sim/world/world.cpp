@@ -62,6 +62,15 @@ Status World::begin(const Program& program) {
   std::set<std::string> seen;
   for (const FunctionDef& def : program.functions) {
     CAPSIM_TRY(validate(def));
+    const TorchProfileRules& rules = profile_rules(options_.config.torch_profile);
+    if (!def.input_storage_mutations.empty() && !rules.input_storage_mutation_skip) {
+      // Before 2.13 Inductor cudagraphed such a graph; what its replays do
+      // to the rebound input is not modelled.
+      return make_error(fmt::format(
+          "function '{}': input_storage_mutations: a set_ on a graph input is modelled from 2.13 "
+          "(the '{}' profile's releases, {}, cudagraph the graph anyway)",
+          def.name, rules.name, rules.releases));
+    }
     if (!seen.insert(def.name).second) {
       return make_error(fmt::format("function '{}': defined twice", def.name));
     }

@@ -226,7 +226,7 @@ class World {
   void compile(const FunctionDef& def, std::span<const DynamoArg> args,
                const std::vector<std::int64_t>& int_key, CompiledEntry& entry);
   void skip_graph(const FunctionDef& def, CompiledEntry& entry, std::string_view id,
-                  std::string message, std::vector<std::uint32_t> inputs);
+                  std::string message, std::vector<std::uint32_t> inputs, bool logged = true);
   // The skip event of a skipped entry, and with cudagraph_or_error its error.
   void emit_compile_skip(const FunctionDef& def, const CompiledEntry& entry);
   FunctionId add_tree_function(const FunctionDef& def, std::vector<std::uint32_t> statics,

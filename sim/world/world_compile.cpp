@@ -45,7 +45,15 @@ void World::emit_compile_skip(const FunctionDef& def, const CompiledEntry& entry
 }
 
 void World::skip_graph(const FunctionDef& def, CompiledEntry& entry, std::string_view id,
-                       std::string message, std::vector<std::uint32_t> inputs) {
+                       std::string message, std::vector<std::uint32_t> inputs, bool logged) {
+  if (!logged) {
+    // Nothing is logged or counted, and nothing raises: the calls just run
+    // eagerly.
+    entry.kind = EntryKind::kSilentSkip;
+    entry.skip_id = std::string(id);
+    entry.skip_reason = std::move(message);
+    return;
+  }
   entry.kind = cudagraph_or_error(options_.config) ? EntryKind::kRaises : EntryKind::kSkipped;
   entry.skip_id = std::string(id);
   entry.skip_reason = std::move(message);
@@ -122,6 +130,9 @@ void World::compile(const FunctionDef& def, std::span<const DynamoArg> args,
   if (std::optional<GraphSkip> skip = lowering_skip(def, options_.config, dynamic)) {
     return skip_graph(def, entry, skip->id, std::move(skip->message), {});
   }
+  if (std::optional<GraphSkip> skip = storage_mutation_skip(def, options_.config)) {
+    return skip_graph(def, entry, skip->id, std::move(skip->message), def.input_storage_mutations);
+  }
   std::vector<std::uint32_t> mutated = mutated_input_idxs(def);
   if (!options_.config.cudagraph_support_input_mutation) {
     std::vector<std::uint32_t> blocking = mutated_non_static(mutated, statics.idxs);
@@ -129,6 +140,9 @@ void World::compile(const FunctionDef& def, std::span<const DynamoArg> args,
       std::string message = messages::mutated_inputs(blocking.size());
       return skip_graph(def, entry, "S1", std::move(message), std::move(blocking));
     }
+  }
+  if (std::optional<GraphSkip> skip = fail_reasons_skip(def, options_.config)) {
+    return skip_graph(def, entry, skip->id, std::move(skip->message), {}, skip->logged);
   }
   if (bypasses_trees(def, int_key, entry)) return;
   std::optional<std::vector<Segment>> pieces = partition_function(def, options_.config, dynamic);
@@ -278,6 +292,7 @@ Result<Outputs> World::run_entry(const FunctionDef& def, const CompiledEntry& en
       return Outputs{};
     }
     case EntryKind::kSkipped:
+    case EntryKind::kSilentSkip:
     case EntryKind::kNoPartitions:
     case EntryKind::kCaptureSizeBypass:
     case EntryKind::kRerecordLimited: break;

@@ -215,8 +215,10 @@ TEST_CASE(
   c.cudagraph_dynamic_shape_rerecord_limit = 5;
   c.cudagraph_or_error = true;
   c.caching_allocator_enabled = false;
+  c.cudagraph_managed_input_rerecord_limit = 2;
+  c.cudagraph_managed_input_rerecord_action = ManagedInputAction::kSkip;
   const Json j = config_to_json(c);
-  CHECK(newer_config_to_json(c).size() == 8);
+  CHECK(newer_config_to_json(c).size() == 10);
   const Result<CudagraphConfig> back = config_from_json(Json::parse(j.dump()), "config");
   REQUIRE_MESSAGE(back.ok(), back.error().message);
   CHECK(*back == c);
@@ -232,6 +234,18 @@ TEST_CASE(
   bad["cudagraph_capture_sizes"] = Json::parse("[[2],[3,\"x\"]]");
   CHECK(config_from_json(bad, "config").error().message ==
         "field 'config.cudagraph_capture_sizes[1]': expected an array of integers");
+  bad = j;
+  bad["cudagraph_managed_input_rerecord_action"] = "demote";
+  CHECK(config_from_json(bad, "config").error().message ==
+        "field 'config.cudagraph_managed_input_rerecord_action': expected \"copy\" or \"skip\", "
+        "got 'demote'");
+  Json older = j;
+  older["torch_profile"] = "2.14";
+  older.erase("cudagraph_dynamic_shape_rerecord_limit");
+  CHECK(starts_with(config_from_json(older, "config").error().message,
+                    "field 'config.cudagraph_managed_input_rerecord_limit': "
+                    "cudagraph_managed_input_rerecord_limit is not a knob of the '2.14' "
+                    "profile's releases (2.14); it exists from 2.15"));
   bad = j;
   bad["cudagraph_min_partition_size"] = -1;
   CHECK(config_from_json(bad, "config").error().message ==

@@ -1,0 +1,126 @@
+// Built-in scenarios, part 10: the compile-time skips that a graph's inputs
+// and devices cause (docs/cudagraph-trees.md §2.5): more than one device
+// (S3), a non-Tensor input (S4, logged as a list without graph partitions,
+// silent with them), an opaque input (allowed from 2.12) and a set_ on an
+// input (S7, 2.13 on). Each graph is x * x * x, called three times.
+#include "sim/scenarios/scenario_support.hpp"
+
+namespace capsim {
+
+using namespace scenario_support;
+
+namespace {
+
+ProgramScenario cube_scenario(std::string name, std::string mirrors, std::string description,
+                              FunctionDef f) {
+  ProgramScenario s;
+  s.name = std::move(name);
+  s.mirrors = std::move(mirrors);
+  s.description = std::move(description);
+  s.options.config.torch_profile = TorchProfile::k2_15;
+  ProgramWriter p(s);
+  p.function(std::move(f));
+  p.add(tensor("x", {4}, 1.0f));
+  for (int i = 0; i < 3; ++i) {
+    p.add(call("f", {"x"}, {"out"}));
+    p.add(Del{"out"});
+  }
+  return s;
+}
+
+std::int64_t skips(const World& w, std::string_view id) {
+  return events_where(w, EventKind::kSkip, F::id, id);
+}
+std::int64_t cudagraph_skips(const World& w) {
+  return static_cast<std::int64_t>(w.counters().cudagraph_skips);
+}
+
+}  // namespace
+
+ProgramScenario multiple_devices_skip() {
+  FunctionDef f = cube("f", kInference);
+  f.cuda_devices = {0, 1};
+  ProgramScenario s = cube_scenario(
+      "multiple_devices_skip",
+      "test_cudagraph_trees.py::test_multiple_devices_msg (cuda:0, cuda:1)",
+      "a graph on two CUDA devices skips cudagraphs (S3), with partitions on too", std::move(f));
+  s.expect = [](const World& w, const auto&) {
+    return std::vector<Expectation>{{"S3 skips", 1, skips(w, "S3")},
+                                    {"graphs recorded", 0, graphs(w)}};
+  };
+  return s;
+}
+
+// Without graph partitions cudagraph_post_compile logs the failed tests.
+ProgramScenario non_tensor_input_skip() {
+  FunctionDef f = cube("f", kInference);
+  f.non_tensor_inputs = {NonTensorInput::kFloat};
+  ProgramScenario s = cube_scenario(
+      "non_tensor_input_skip", "output_code.py::CompiledFxGraph.__init__ (graph_partition=False)",
+      "a float input fails the non-Tensor test: S4 lists it", std::move(f));
+  s.options.config.graph_partition = false;
+  s.expect = [](const World& w, const auto&) {
+    return std::vector<Expectation>{{"S4 skips", 1, skips(w, "S4")},
+                                    {"cudagraph_skips", 1, cudagraph_skips(w)},
+                                    {"graphs recorded", 0, graphs(w)}};
+  };
+  return s;
+}
+
+// With graph partitions (the default from 2.9) the same failed test drops
+// cudagraphs without a log or a count: cudagraph_partition_post_compile.
+ProgramScenario non_tensor_input_silent() {
+  FunctionDef f = cube("f", kInference);
+  f.non_tensor_inputs = {NonTensorInput::kFloat};
+  ProgramScenario s = cube_scenario(
+      "non_tensor_input_silent",
+      "output_code.py::cudagraph_partition_post_compile (pytorch/pytorch#193044)",
+      "graph_partition on: a float input drops cudagraphs silently, no skip logged", std::move(f));
+  s.expect = [](const World& w, const auto&) {
+    return std::vector<Expectation>{
+        {"skips logged", 0, events_of(w, EventKind::kSkip)},
+        {"cudagraph_skips", 0, cudagraph_skips(w)},
+        {"silent eager runs", 3, events_where(w, EventKind::kEager, F::reason, "silent_skip")}};
+  };
+  return s;
+}
+
+// An opaque object passes the test from 2.12 (OpaqueBase, CustomClassBase
+// from 2.14); a torch.Generator always did.
+ProgramScenario opaque_input_cudagraphed() {
+  FunctionDef f = cube("f", kInference);
+  f.non_tensor_inputs = {NonTensorInput::kOpaque, NonTensorInput::kGenerator};
+  ProgramScenario s = cube_scenario(
+      "opaque_input_cudagraphed", "output_code.py::CompiledFxGraph.__init__ (2.12 on)",
+      "an opaque object and a Generator as inputs: still cudagraphed", std::move(f));
+  s.options.config.graph_partition = false;
+  s.expect = [](const World& w, const auto&) {
+    return std::vector<Expectation>{{"S4 skips", 0, skips(w, "S4")},
+                                    {"graphs recorded", 1, graphs(w)}};
+  };
+  return s;
+}
+
+// A set_ on an input (2.13 on): logged on the partition path too.
+ProgramScenario input_storage_mutation_skip() {
+  FunctionDef f = cube("f", kInference);
+  f.input_storage_mutations = {0};
+  ProgramScenario s = cube_scenario(
+      "input_storage_mutation_skip", "cudagraph_utils.py::get_input_storage_mutation_info (2.13)",
+      "x.set_(...) on a graph input skips cudagraphs (S7), with partitions on", std::move(f));
+  s.expect = [](const World& w, const auto&) {
+    return std::vector<Expectation>{{"S7 skips", 1, skips(w, "S7")},
+                                    {"graphs recorded", 0, graphs(w)}};
+  };
+  return s;
+}
+
+void add_compile_skip_scenarios(std::vector<ProgramScenario>& out) {
+  out.push_back(multiple_devices_skip());
+  out.push_back(non_tensor_input_skip());
+  out.push_back(non_tensor_input_silent());
+  out.push_back(opaque_input_cudagraphed());
+  out.push_back(input_storage_mutation_skip());
+}
+
+}  // namespace capsim
