@@ -104,6 +104,11 @@ std::vector<std::string> regression_lines(const RegressionOutcome& r) {
 
 std::vector<std::string> control_lines(const ControlOutcome& c) {
   std::vector<std::string> out;
+  if (c.not_applicable) {
+    out.push_back(fmt::format("  n/a     {:<36} the control needs {}, which this profile lacks",
+                              c.property->name, c.property->control_needs));
+    return out;
+  }
   if (!c.caught()) {
     out.push_back(fmt::format("  NOT CAUGHT  {:<32} {:>6} cases: {}", c.property->name, c.cases_run,
                               c.property->control));
@@ -118,9 +123,12 @@ std::vector<std::string> control_lines(const ControlOutcome& c) {
 }
 
 std::string summary_line(const CheckReport& report, double seconds) {
-  std::size_t failed = 0, caught = 0, regressions_failed = 0;
+  std::size_t failed = 0, caught = 0, not_applicable = 0, regressions_failed = 0;
   for (const PropertyOutcome& p : report.properties) failed += p.failed;
-  for (const ControlOutcome& c : report.controls) caught += c.caught();
+  for (const ControlOutcome& c : report.controls) {
+    caught += c.caught();
+    not_applicable += c.not_applicable;
+  }
   for (const RegressionOutcome& r : report.regressions) regressions_failed += r.failed;
   std::string regressions;
   if (!report.regressions.empty()) {
@@ -130,7 +138,8 @@ std::string summary_line(const CheckReport& report, double seconds) {
   std::string controls;
   if (report.options.controls) {
     controls = fmt::format("; controls: {} caught, {} not caught", caught,
-                           report.controls.size() - caught);
+                           report.controls.size() - caught - not_applicable);
+    if (not_applicable > 0) controls += fmt::format(", {} not applicable", not_applicable);
   }
   return fmt::format("{}: {}{} properties passed, {} failed{}{} ({:.1f} s)",
                      report.interrupted ? "interrupted" : (report.ok() ? "ok" : "FAILED"),
@@ -177,6 +186,7 @@ Json report_json(const CheckReport& report, bool with_timing) {
     cj["name"] = c.property->name;
     cj["control"] = c.property->control;
     cj["caught"] = c.caught();
+    if (c.not_applicable) cj["not_applicable"] = c.property->control_needs;
     cj["cases_run"] = c.cases_run;
     if (c.caught()) cj["failure"] = failure_json(o, c, true);
     controls.push_back(std::move(cj));
@@ -222,11 +232,16 @@ std::vector<std::string> junit_lines(const CheckReport& report,
                                      const std::vector<const Property*>& selected) {
   std::size_t failures = 0, skipped = 0;
   for (const PropertyOutcome& p : report.properties) failures += p.failed;
-  for (const ControlOutcome& c : report.controls) failures += !c.caught();
+  std::size_t not_applicable = 0;
+  for (const ControlOutcome& c : report.controls) {
+    failures += !c.caught() && !c.not_applicable;
+    not_applicable += c.not_applicable;
+  }
   for (const RegressionOutcome& r : report.regressions) failures += r.failed;
   const std::size_t controls_expected = report.options.controls ? selected.size() : 0;
   const std::size_t tests = report.regressions.size() + selected.size() + controls_expected;
-  skipped = tests - report.regressions.size() - report.properties.size() - report.controls.size();
+  skipped = tests - report.regressions.size() - report.properties.size() - report.controls.size() +
+            not_applicable;
   std::vector<std::string> out{"<?xml version=\"1.0\" encoding=\"UTF-8\"?>"};
   out.push_back(fmt::format(
       "<testsuite name=\"capsim check\" tests=\"{}\" failures=\"{}\" errors=\"0\" skipped=\"{}\">",
@@ -276,6 +291,9 @@ std::vector<std::string> junit_lines(const CheckReport& report,
                       xml_escape(p->name), c ? c->seconds : 0.0));
       if (c == nullptr) {
         out.push_back("    <skipped message=\"the run was interrupted\"/>");
+      } else if (c->not_applicable) {
+        out.push_back(fmt::format("    <skipped message=\"the control needs {}\"/>",
+                                  xml_escape(c->property->control_needs)));
       } else if (!c->caught()) {
         out.push_back(
             fmt::format("    <failure message=\"negative control not caught in {} cases: {}\"/>",

@@ -197,6 +197,13 @@ void add_tree_properties(std::vector<Property>& c, const CaseSetting& injected) 
                "indices as its own",
                Fault::kUnmappedPartitionStatics},
               [](const World& w, const GeneratedProgram& g) { return check_copies(w, g); });
+  world_entry({"cudagraphs.demoted-inputs-copied",
+               "a managed input demoted to a copy (2.15's cudagraph_managed_input_rerecord_limit) "
+               "is copied in at every replay, so replays still equal eager",
+               "cudagraph-trees.md §4 (managed-input demotion)", kPrograms,
+               "tree fault demoted_not_copied: a demoted managed input is never copied at replay",
+               Fault::kDemotedNotCopied},
+              [](const World& w, const GeneratedProgram&) { return check_replays_match_eager(w); });
   world_entry({"cudagraphs.pool-accounting",
                "every pool check finds the pool's live blocks equal to the live tracked "
                "outputs, and each checkpoint leaves exactly its live set",
@@ -309,6 +316,20 @@ void add_trace_properties(std::vector<Property>& c, const CaseSetting& injected)
 }
 
 // In the order `capsim check` runs and lists them.
+// Controls that break what only some releases do: under a pinned profile
+// without it (`capsim check --torch P`) they cannot fail.
+struct ControlNeed {
+  std::string_view property;
+  std::string_view needs;
+  bool (*has)(const TorchProfileRules&);
+};
+constexpr ControlNeed kControlNeeds[] = {
+    {"cudagraphs.partition-statics-mapped", "graph partitions (graph_partition on, 2.9 on)",
+     [](const TorchProfileRules& r) { return r.graph_partition_default; }},
+    {"cudagraphs.demoted-inputs-copied", "managed-input demotion (2.15)",
+     [](const TorchProfileRules& r) { return r.has_managed_input_demotion; }},
+};
+
 std::vector<Property> make_catalogue(const CaseSetting& injected) {
   std::vector<Property> c;
   add_capture_properties(c, injected);
@@ -316,6 +337,13 @@ std::vector<Property> make_catalogue(const CaseSetting& injected) {
   add_determinism_properties(c, injected);
   add_trace_properties(c, injected);
   add_loop_properties(c, injected);
+  for (Property& p : c) {
+    for (const ControlNeed& need : kControlNeeds) {
+      if (p.name != need.property) continue;
+      p.control_needs = need.needs;
+      p.control_applies = !injected.torch || need.has(profile_rules(*injected.torch));
+    }
+  }
   return c;
 }
 

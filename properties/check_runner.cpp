@@ -164,6 +164,15 @@ bool run_each_property(const std::vector<const Property*>& selected, const Check
                        std::vector<Outcome>& outcomes) {
   for (const Property* p : selected) {
     Outcome out;
+    if constexpr (std::is_same_v<Outcome, ControlOutcome>) {
+      if (control && !p->control_applies) {
+        out.property = p;
+        out.not_applicable = true;
+        if (on_outcome) on_outcome(out);
+        outcomes.push_back(std::move(out));
+        continue;
+      }
+    }
     if (!run_cases(*p, options, range, control, hooks, out)) return false;
     if (on_outcome) on_outcome(out);
     outcomes.push_back(std::move(out));
@@ -182,7 +191,7 @@ bool CheckReport::ok() const {
     if (p.failed) return false;
   }
   for (const ControlOutcome& c : controls) {
-    if (!c.caught()) return false;
+    if (!c.caught() && !c.not_applicable) return false;
   }
   return true;
 }

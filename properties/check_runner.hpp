@@ -74,6 +74,8 @@ struct CasesOutcome {
 struct PropertyOutcome : CasesOutcome {};
 // A control's cases: a failure is the expected catch.
 struct ControlOutcome : CasesOutcome {
+  // Not run: the pinned profile lacks what the control breaks.
+  bool not_applicable = false;
   bool caught() const { return failed; }
 };
 

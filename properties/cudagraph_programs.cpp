@@ -174,8 +174,23 @@ std::vector<ValueIndex> pick_outputs(const std::vector<std::uint32_t>& picks,
   return outs;
 }
 
+// The declarations of FunctionPlan::input_facts; a set_ only where the
+// profile models it (2.13 on).
+void declare_input_facts(std::uint32_t facts, TorchProfile profile, FunctionDef& def) {
+  switch (facts % 5) {
+    case 1: def.non_tensor_inputs = {NonTensorInput::kFloat}; break;
+    case 2: def.non_tensor_inputs = {NonTensorInput::kOpaque}; break;
+    case 3: def.cuda_devices = {0, 1}; break;
+    case 4:
+      if (profile_rules(profile).input_storage_mutation_skip) def.input_storage_mutations = {0};
+      break;
+    default: break;
+  }
+}
+
 LoweredFunction lower_function(const FunctionPlan& p, std::size_t index,
-                               std::uint32_t program_params, std::int64_t numel) {
+                               std::uint32_t program_params, std::int64_t numel,
+                               TorchProfile profile) {
   LoweredFunction out;
   out.slots = slot_kinds(p, program_params);
   const auto n = static_cast<std::uint32_t>(out.slots.size());
@@ -198,6 +213,7 @@ LoweredFunction lower_function(const FunctionPlan& p, std::size_t index,
     out.def.partition_cuts = {
         {begin, std::min(ops, begin + p.cut_len), kCutReasons[p.cut_reason % 4]}};
   }
+  declare_input_facts(p.input_facts, profile, out.def);
   return out;
 }
 
@@ -215,6 +231,14 @@ void apply_knobs(const PlanKnobs& knobs, std::int64_t numel, CudagraphConfig& co
   if (knobs.skip_dynamic_graphs) config.cudagraph_skip_dynamic_graphs = true;
   if (knobs.generation_cloning && profile_rules(config.torch_profile).has_generation_cloning) {
     config.cudagraph_trees_generation_cloning = true;
+  }
+  if (profile_rules(config.torch_profile).has_managed_input_demotion) {
+    if (knobs.managed_input_limit) {
+      config.cudagraph_managed_input_rerecord_limit = *knobs.managed_input_limit;
+    }
+    if (knobs.managed_input_skip) {
+      config.cudagraph_managed_input_rerecord_action = ManagedInputAction::kSkip;
+    }
   }
 }
 
@@ -235,10 +259,12 @@ class Lowering {
     std::size_t index = 0;
     for (const FunctionPlan& fp : plan_.functions) {
       if (functions_.size() == 4) break;
-      functions_.push_back(lower_function(fp, index++, params_, g_.numel));
+      functions_.push_back(lower_function(fp, index++, params_, g_.numel, plan_.torch_profile));
     }
-    if (functions_.empty())
-      functions_.push_back(lower_function(FunctionPlan{}, 0, params_, g_.numel));
+    if (functions_.empty()) {
+      functions_.push_back(
+          lower_function(FunctionPlan{}, 0, params_, g_.numel, plan_.torch_profile));
+    }
     for (const LoweredFunction& f : functions_) g_.program.functions.push_back(f.def);
 
     for (std::uint32_t i = 0; i < params_; ++i) {
@@ -265,6 +291,7 @@ class Lowering {
       add(c);
     }
     for (std::size_t s = 0; s < plan_.steps.size(); ++s) lower_step(plan_.steps[s], s);
+    lower_moving_slice();
     forget_demoted_slots();
     drop_unused_tensors();
     for (std::size_t i = 0; i < g_.program.actions.size(); ++i) {
@@ -280,6 +307,47 @@ class Lowering {
   }
 
  private:
+  // ProgramPlan::moving_slice_steps. Rows start 16 bytes apart, so that each
+  // row is aligned and reaches `sink` as a managed input, not as a clone.
+  void lower_moving_slice() {
+    const std::uint32_t steps = std::min<std::uint32_t>(plan_.moving_slice_steps, 16);
+    // Under an older release the loop only re-records every step, which the
+    // rest of the plan covers at less cost.
+    if (steps == 0 || !profile_rules(plan_.torch_profile).has_managed_input_demotion) return;
+    const std::int64_t stride = (g_.numel + 3) / 4 * 4;
+    const std::int64_t big = stride * steps;
+    {
+      FunctionBuilder f("src", CompilationMode::kInference, {"arg0_1"});
+      g_.program.functions.push_back(f.returns({f.add(f.input(0), f.input(0))}));
+    }
+    {
+      FunctionBuilder f("sink", CompilationMode::kInference, {"arg0_1"});
+      g_.program.functions.push_back(f.returns({f.mul(f.input(0), f.input(0))}));
+    }
+    for (std::uint32_t k = 0; k < steps; ++k) {
+      FunctionBuilder row(fmt::format("row{}", k), CompilationMode::kInference, {"y"});
+      g_.program.functions.push_back(
+          row.returns({row.slice(row.input(0), k * stride, k * stride + g_.numel)}));
+    }
+    add(tensor("big", 0, big), {}, big);
+    for (std::uint32_t k = 0; k < steps; ++k) {
+      Call src;
+      src.function = "src";
+      src.args = {"big"};
+      src.outputs = {"y"};
+      add(src, {ArgKnowledge::kNonStatic}, big);
+      add(EagerCall{fmt::format("row{}", k), {"y"}, {"v"}});
+      Call sink;
+      sink.function = "sink";
+      sink.args = {"v"};
+      sink.outputs = {"z"};
+      sink.new_invocation = false;
+      add(sink, {ArgKnowledge::kUnknown});
+      add(Read{"z"});
+      ++g_.calls;
+    }
+  }
+
   NewTensor tensor(std::string name, std::int64_t offset = 0,
                    std::int64_t numel = kDefaultNumel) const {
     NewTensor t;

@@ -81,6 +81,10 @@ struct FunctionPlan {
   // Ops [cut_at, cut_at + cut_len) (taken modulo the body) are a partition
   // cut of reason kCutReasons[cut_reason % 4]; cut_len 0: none.
   std::uint32_t cut_at = 0, cut_len = 0, cut_reason = 0;
+  // What the compile-time skips read beyond the ops (§2.5): 0 none, 1 a
+  // float input (S4), 2 an opaque input (S4 before 2.12), 3 two CUDA
+  // devices (S3), 4 a set_ on input 0 (S7; none before 2.13).
+  std::uint32_t input_facts = 0;
 };
 
 // The knobs of newer releases a case sets; unset ones keep the profile's
@@ -95,6 +99,10 @@ struct PlanKnobs {
   bool skip_dynamic_graphs = false;
   // cudagraph_trees_generation_cloning, where the profile has it (2.14 on).
   bool generation_cloning = false;
+  // cudagraph_managed_input_rerecord_limit and action "skip", where the
+  // profile has them (2.15).
+  std::optional<std::int64_t> managed_input_limit;
+  bool managed_input_skip = false;
 };
 // Sets the knobs `knobs` holds on `config`, for programs of `numel`.
 void apply_knobs(const PlanKnobs& knobs, std::int64_t numel, CudagraphConfig& config);
@@ -153,6 +161,12 @@ struct ProgramPlan {
   std::vector<FunctionPlan> functions;  // at least one after lowering
   std::optional<OptimizerPlan> optimizer;
   std::vector<StepPlan> steps;
+  // A decode loop after the steps (0: none): `moving_slice_steps` new
+  // invocations of `src`, each followed by eager code viewing row k of its
+  // output and `sink` reading that row in the same invocation: a managed
+  // input whose pointer moves every step (2.15's managed-input demotion;
+  // lowered under a profile that has it only).
+  std::uint32_t moving_slice_steps = 0;
   // The swarm (shown in counterexamples only): the features this case
   // switched off, by name (cudagraph_programs_rc.hpp).
   std::vector<std::string> swarm_off;

@@ -37,24 +37,25 @@ inline rc::Gen<std::optional<std::uint32_t>> maybe_param(std::uint32_t one_in) {
 // feature that is off is never drawn; one that is on keeps its usual weight.
 // Faults are features like the rest.
 // X(enumerator, name)
-#define CAPSIM_SWARM_FEATURES(X)                                                       \
-  X(kMarkStep, "mark_step")                                                            \
-  X(kEagerBackward, "eager_backward")                                                  \
-  X(kBackwardGraphs, "backward_graphs")                                                \
-  X(kOptimizer, "optimizer")                                                           \
-  X(kMarkGrads, "mark_grads")                                                          \
-  X(kZeroGrad, "zero_grad") /* set_to_none=True is the grad-set-to-None fault */       \
-  X(kSlice, "slice")                                                                   \
-  X(kStaticMutation, "static_mutation")                                                \
-  X(kInputMutation, "input_mutation")                                                  \
-  X(kMisalignedInputs, "misaligned_inputs")                                            \
-  X(kReassign, "reassign_data")                      /* fault: p.data = ... */         \
-  X(kKeepAcrossGeneration, "keep_across_generation") /* fault: may raise E1 */         \
-  X(kSizeChange, "size_change")                      /* fault: a new symint */         \
-  X(kUnalignedStatic, "unaligned_static")            /* fault: demoted static input */ \
-  X(kDropOptimizer, "drop_optimizer")                /* fault: the finalizer runs */   \
-  X(kPartitionCuts, "partition_cuts")                /* ops graph partitions cut */    \
-  X(kNewerKnobs, "newer_knobs") /* graph_partition, capture sizes, W2, skip_dynamic */
+#define CAPSIM_SWARM_FEATURES(X)                                                         \
+  X(kMarkStep, "mark_step")                                                              \
+  X(kEagerBackward, "eager_backward")                                                    \
+  X(kBackwardGraphs, "backward_graphs")                                                  \
+  X(kOptimizer, "optimizer")                                                             \
+  X(kMarkGrads, "mark_grads")                                                            \
+  X(kZeroGrad, "zero_grad") /* set_to_none=True is the grad-set-to-None fault */         \
+  X(kSlice, "slice")                                                                     \
+  X(kStaticMutation, "static_mutation")                                                  \
+  X(kInputMutation, "input_mutation")                                                    \
+  X(kMisalignedInputs, "misaligned_inputs")                                              \
+  X(kReassign, "reassign_data")                      /* fault: p.data = ... */           \
+  X(kKeepAcrossGeneration, "keep_across_generation") /* fault: may raise E1 */           \
+  X(kSizeChange, "size_change")                      /* fault: a new symint */           \
+  X(kUnalignedStatic, "unaligned_static")            /* fault: demoted static input */   \
+  X(kDropOptimizer, "drop_optimizer")                /* fault: the finalizer runs */     \
+  X(kPartitionCuts, "partition_cuts")                /* ops graph partitions cut */      \
+  X(kNewerKnobs, "newer_knobs")   /* graph_partition, capture sizes, W2, skip_dynamic */ \
+  X(kMovingSlice, "moving_slice") /* a decode loop: a managed input that moves (2.15) */
 CAPSIM_DEFINE_SWARM_FEATURES(SwarmFeature, kSwarmFeatureNames, CAPSIM_SWARM_FEATURES);
 
 using Swarm = FeatureSwarm<SwarmFeature>;
@@ -99,6 +100,7 @@ inline rc::Gen<FunctionPlan> function(const Swarm& sw) {
       f.cut_len = 1 + *small(2);
       f.cut_reason = *small(4);
     }
+    if (sw.has(SwarmFeature::kNewerKnobs) && *sometimes(3)) f.input_facts = 1 + *small(4);
     return f;
   });
 }
@@ -157,6 +159,8 @@ inline rc::Gen<PlanKnobs> knobs() {
     if (*sometimes(2)) k.dynamic_shape_warn_limit = 1 + *small(2);
     k.skip_dynamic_graphs = *sometimes(3);
     k.generation_cloning = *sometimes(2);
+    if (*sometimes(2)) k.managed_input_limit = 1 + *small(3);
+    k.managed_input_skip = *sometimes(3);
     return k;
   });
 }
@@ -181,6 +185,13 @@ inline rc::Gen<ProgramPlan> program(const Swarm& sw) {
     }
     p.steps = *rc::gen::resize(10, rc::gen::container<std::vector<StepPlan>>(step(sw)));
     if (sw.has(SwarmFeature::kNewerKnobs)) p.knobs = *knobs();
+    if (sw.has(SwarmFeature::kMovingSlice)) {
+      // The loop is there for 2.15's demotion: that release half the time,
+      // and mostly a low limit, so that a short loop demotes and replays.
+      p.moving_slice_steps = 3 + *small(6);
+      if (*sometimes(2)) p.torch_profile = TorchProfile::k2_15;
+      if (!*sometimes(4)) p.knobs.managed_input_limit = 1 + *small(3);
+    }
     return p;
   });
 }

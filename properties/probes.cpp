@@ -57,7 +57,7 @@ ProbeSet tree_probes(const World& world) {
       case EventKind::kSkip:
         if (is(e, F::id, "E5")) set(s, CoverageProbe::kRerecordLimit);
         if (is(e, F::id, "E9")) set(s, CoverageProbe::kManagedDemotion);
-        for (std::string_view id : {"S2", "S5", "S6"}) {
+        for (std::string_view id : {"S2", "S3", "S4", "S5", "S6", "S7"}) {
           if (is(e, F::id, id)) set(s, CoverageProbe::kNewerSkip);
         }
         break;
@@ -76,6 +76,10 @@ ProbeSet tree_probes(const World& world) {
       case EventKind::kEager:
         if (is(e, F::reason, "mutated_inputs")) set(s, CoverageProbe::kMutationGate);
         if (is(e, F::reason, "capture_size")) set(s, CoverageProbe::kCaptureSizeBypass);
+        if (is(e, F::reason, "silent_skip")) set(s, CoverageProbe::kNewerSkip);
+        if (is(e, F::reason, "managed_input_rerecord_limit")) {
+          set(s, CoverageProbe::kManagedDemotion);
+        }
         break;
       case EventKind::kAlignClone:
         set(s, flag(e, F::demoted) ? CoverageProbe::kAlignmentDemotion

@@ -63,6 +63,11 @@ struct Property {
   std::string_view generator;  // what the inputs are
   std::string_view control;    // the broken model that must make it fail, in words
   Fault fault = Fault::kNone;  // that model's row of CAPSIM_FAULTS
+  // What only some releases do that the control breaks ("" for every
+  // release), and whether the case setting's pinned profile has it: a
+  // control that cannot fail under `--torch P` is reported not applicable.
+  std::string_view control_needs = {};
+  bool control_applies = true;
   CaseFunction run = {};
   // Empty for properties whose inputs are not programs.
   RegressionCheck regression = {};

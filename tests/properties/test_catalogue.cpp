@@ -141,3 +141,28 @@ TEST_CASE("catalogue: with a bug injected, the properties it breaks fail") {
     CHECK(p.failed == p.property->name.starts_with("cudagraphs."));
   }
 }
+
+// A control that breaks what a pinned release lacks cannot fail under it:
+// `capsim check --torch classic` reports it not applicable, and the run is ok.
+TEST_CASE("catalogue: a control the pinned profile cannot reach is not applicable") {
+  const std::vector<Property> classic =
+      catalogue_with(CaseSetting{Fault::kNone, TorchProfile::kClassic});
+  CheckOptions o;
+  o.patterns = {"cudagraphs.demoted-inputs-copied", "cudagraphs.partition-statics-mapped",
+                "cudagraphs.replay-equals-eager"};
+  o.cases = 40;
+  o.properties = false;
+  o.regressions_dir.clear();
+  const Result<CheckReport> report = run_check(classic, o);
+  REQUIRE(report.ok());
+  REQUIRE(report->controls.size() == 3);
+  for (const ControlOutcome& c : report->controls) {
+    CAPTURE(c.property->name);
+    CHECK(c.not_applicable == (c.property->name != "cudagraphs.replay-equals-eager"));
+  }
+  CHECK(report->ok());
+  // Under 2.15 both apply.
+  for (const Property& p : catalogue_with(CaseSetting{Fault::kNone, TorchProfile::k2_15})) {
+    CHECK(p.control_applies);
+  }
+}
