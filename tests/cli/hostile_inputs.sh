@@ -310,5 +310,24 @@ fresh cloning_mode
 edit "$corpus/clone_live_output_on_new_generation.jsonl" 1 'l.replace("\"user_visible\"", "\"all\"")' t.jsonl
 check cloning_mode 2 "t.jsonl:1:[0-9]+: field 'config.cudagraph_trees_generation_cloning': expected \"user_visible\"" -- "$capsim" replay t.jsonl
 
+# --- 2.15's managed-input knobs and the skips S3, S4, S7 ---------------------
+fresh managed_action
+edit "$corpus/managed_input_rerecord_skip.jsonl" 1 'l.replace("\"skip\"}", "\"demote\"}")' t.jsonl
+check managed_action 2 "t.jsonl:1:[0-9]+: field 'config.cudagraph_managed_input_rerecord_action': expected \"copy\" or \"skip\", got 'demote'" -- "$capsim" replay t.jsonl
+fresh managed_not_in_profile
+edit "$corpus/managed_input_rerecord_skip.jsonl" 1 'l.replace("\"2.15\"", "\"2.14\"")' t.jsonl
+check managed_not_in_profile 2 "t.jsonl:1:[0-9]+: field 'config.cudagraph_managed_input_rerecord_action': cudagraph_managed_input_rerecord_action is not a knob of the '2.14' profile" -- "$capsim" replay t.jsonl
+fresh non_tensor_kind
+edit "$corpus/non_tensor_input_skip.jsonl" 2 'l.replace("\"float\"", "\"complex\"")' t.jsonl
+check non_tensor_kind 2 "t.jsonl:2:[0-9]+: field 'non_tensor_inputs\[0\]': unknown kind 'complex'" -- "$capsim" replay t.jsonl
+fresh devices_twice
+edit "$corpus/multiple_devices_skip.jsonl" 2 'l.replace("[0,1]", "[1,1]")' t.jsonl
+check devices_twice 2 "t.jsonl:2:[0-9]+: .*cuda_devices\[1\]: device 1 is over 63 or named twice" -- "$capsim" replay t.jsonl
+fresh set_not_an_input
+edit "$corpus/input_storage_mutation_skip.jsonl" 2 'l.replace("\"input_storage_mutations\":[0]", "\"input_storage_mutations\":[3]")' t.jsonl
+check set_not_an_input 2 "t.jsonl:2:[0-9]+: .*input_storage_mutations\[0\]: index 3 is not an input" -- "$capsim" replay t.jsonl
+fresh set_before_2_13
+check set_before_2_13 2 "input_storage_mutations: a set_ on a graph input is modelled from 2.13" -- "$capsim" replay "$corpus/input_storage_mutation_skip.jsonl" --torch 2.12
+
 echo "hostile inputs: $passed passed, $failed failed"
 [ "$failed" = 0 ]
