@@ -147,6 +147,10 @@ std::string mutated_inputs(std::size_t instances) {
   return fmt::format("skipping cudagraphs due to mutated inputs ({} instances)", instances);
 }
 
+std::string mutated_inputs_at_compile(std::size_t instances) {
+  return "skipping cudagraphs due to " + mutated_inputs(instances);
+}
+
 std::string cpu_device(const std::string& node) {
   return fmt::format("skipping cudagraphs due to skipping cudagraphs due to cpu device ({})", node);
 }

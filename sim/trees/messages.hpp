@@ -56,6 +56,10 @@ std::string mutated_inputs(std::size_t instances);
 // Each is logged with "skipping cudagraphs due to " before a reason that, for
 // the lowering checks, already starts with it: PyTorch prints it twice.
 // S2: a CPU op (graph_partition off); `node` is its FX node name.
+// S1 at compile time (cudagraph_support_input_mutation=False): the same
+// reason, stored as disabled_cudagraphs_reason and logged by post_compile
+// with the prefix again (2.5.0 to 2.15.0 alike).
+std::string mutated_inputs_at_compile(std::size_t instances);
 std::string cpu_device(const std::string& node);
 // S3: the graph's nodes use more than one device (check_multiple_devices_or_
 // any_cpu_nodes), each as repr(torch.device) prints it, in first-use order;

@@ -167,59 +167,6 @@ bool TreeManager::counts_toward_rerecord_limit(InvariantStatus status) const {
   return false;
 }
 
-std::vector<std::uint32_t> TreeManager::demotable_managed_idxs(
-    const GraphNode& latest, const std::vector<TensorId>& inputs) const {
-  const WrappedFunction& fn = functions_[latest.fid];
-  std::vector<std::uint32_t> out;
-  // can_copy_cudagraph_managed_input: a copy would break the aliasing a
-  // mutating function or an output that aliases the input relies on.
-  if (!fn.mutated_input_idxs.empty()) return out;
-  for (std::uint32_t i : latest.cudagraph_managed_idxs) {
-    CAPSIM_CHECK(i < inputs.size(), "a managed index names an input");
-    const Result<Address> ptr = data_ptr(inputs[i]);
-    if (ptr && latest.static_input_data_ptrs[i] && *ptr == *latest.static_input_data_ptrs[i]) {
-      continue;
-    }
-    if (std::binary_search(fn.static_input_idxs.begin(), fn.static_input_idxs.end(), i)) continue;
-    if (latest.preserved_aliased_inputs[i]) continue;
-    out.push_back(i);
-  }
-  return out;
-}
-
-std::vector<std::uint32_t> TreeManager::update_managed_input_rerecord(
-    FunctionId fid, const std::vector<std::uint32_t>& idxs) {
-  const std::int64_t limit = *managed_input_rerecord_limit(ctx_.config);
-  const bool copy =
-      ctx_.config.cudagraph_managed_input_rerecord_action == ManagedInputAction::kCopy;
-  const Edge edge{current_node_id(), fid};
-  std::map<std::uint32_t, std::int64_t>& counts = managed_rerecords_[edge];
-  std::set<std::uint32_t>& demoted = demoted_managed_[edge];
-  std::vector<std::uint32_t> reached;
-  for (std::uint32_t i : idxs) {
-    // A demoted input is copied already: its changes no longer count.
-    if (copy && demoted.count(i) != 0) continue;
-    if (++counts[i] < limit) continue;
-    if (copy) {
-      demoted.insert(i);
-      ctx_.emit(EventKind::kDemote, {{F::fid, fid},
-                                     {F::function, functions_[fid].def->name},
-                                     {F::parent, current_graph_id()},
-                                     {F::input, i}});
-    } else {
-      reached.push_back(i);
-    }
-  }
-  if (!reached.empty()) managed_skip_edges_.insert(edge);
-  return reached;
-}
-
-std::vector<std::uint32_t> TreeManager::demoted_managed_idxs(FunctionId fid) const {
-  const auto it = demoted_managed_.find({current_node_id(), fid});
-  if (it == demoted_managed_.end()) return {};
-  return {it->second.begin(), it->second.end()};
-}
-
 bool TreeManager::mutation_blocks(FunctionId fid, const std::vector<TensorId>& inputs,
                                   bool recompute) {
   const auto key = std::make_pair(current_node_id(), fid);
@@ -324,17 +271,6 @@ std::string emit_rerecord_limit_skip(SimContext& ctx, FunctionId fid, std::optio
   return message;
 }
 
-// E9: action "skip" reached the managed-input threshold on this edge; the
-// call and every later one on the edge run eagerly.
-std::string emit_managed_input_skip(SimContext& ctx, FunctionId fid, std::optional<GraphId> node,
-                                    const std::vector<std::uint32_t>& idxs) {
-  ++ctx.counters.cudagraph_skips;
-  std::string message = messages::managed_input_rerecord_limit(
-      fid, ctx.config.cudagraph_managed_input_rerecord_limit, node, idxs);
-  ctx.emit(EventKind::kSkip,
-           {{F::id, "E9"}, {F::fid, fid}, {F::inputs, int_list(idxs)}, {F::message, message}});
-  return message;
-}
 }  // namespace
 
 Result<CallOutcome> TreeManager::run_inner(FunctionId fid, std::vector<TensorId>& inputs) {
@@ -410,7 +346,7 @@ Result<CallOutcome> TreeManager::run_inner(FunctionId fid, std::vector<TensorId>
       const std::optional<GraphId> node = current_graph_id();
       ++num_rerecord_[{node, fid}];
       if (!reached.empty()) {
-        std::string message = emit_managed_input_skip(ctx_, fid, node, reached);
+        std::string message = emit_managed_input_skip(node, reached, fid);
         if (skips_raise()) pending_skip_error_ = std::move(message);
         return skip_or_fallback(fid, inputs, "managed_input_rerecord_limit");
       }

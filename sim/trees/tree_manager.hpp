@@ -105,7 +105,7 @@ class TreeManager {
   // re-record limit, as the profile says.
   bool counts_toward_rerecord_limit(InvariantStatus status) const;
   bool exceed_rerecord_limit(std::optional<GraphId> node, FunctionId fid) const;
-  // 2.15's managed-input accounting (tree_manager.cpp). The managed inputs
+  // 2.15's managed-input accounting (tree_managed_inputs.cpp). The managed inputs
   // of `latest` (the newest recording of the function on this edge) whose
   // pointers changed and that a copy may replace.
   std::vector<std::uint32_t> demotable_managed_idxs(const GraphNode& latest,
@@ -117,6 +117,9 @@ class TreeManager {
                                                            const std::vector<std::uint32_t>& idxs);
   // The inputs demoted on the current edge, sorted.
   std::vector<std::uint32_t> demoted_managed_idxs(FunctionId fid) const;
+  // E9 (action "skip"), with its count; returns the text.
+  std::string emit_managed_input_skip(std::optional<GraphId> node,
+                                      const std::vector<std::uint32_t>& idxs, FunctionId fid);
   // The mutation gate: true when the call must run eagerly.
   bool mutation_blocks(FunctionId fid, const std::vector<TensorId>& inputs, bool recompute);
   Result<CallOutcome> run_eager_fallback(FunctionId fid, std::vector<TensorId>& inputs,

@@ -137,7 +137,7 @@ void World::compile(const FunctionDef& def, std::span<const DynamoArg> args,
   if (!options_.config.cudagraph_support_input_mutation) {
     std::vector<std::uint32_t> blocking = mutated_non_static(mutated, statics.idxs);
     if (!blocking.empty()) {
-      std::string message = messages::mutated_inputs(blocking.size());
+      std::string message = messages::mutated_inputs_at_compile(blocking.size());
       return skip_graph(def, entry, "S1", std::move(message), std::move(blocking));
     }
   }

@@ -193,3 +193,38 @@ TEST_CASE("partitions: a partitioned function's replays compute what eager does"
     CHECK(w.counters().replay_mismatches == 0);
   }
 }
+
+// S1 at compile time (cudagraph_support_input_mutation=False) is logged by
+// post_compile with the prefix doubled, as the lowering skips are; the
+// mutation gate's run-time S1 has it once (2.5.0 to 2.15.0 alike).
+TEST_CASE("skips: S1 at compile time has the doubled prefix, at run time a single one") {
+  Program program;
+  {
+    FunctionBuilder f("f", CompilationMode::kInference, {"primals_1"});
+    program.functions.push_back(f.returns({f.add_(f.input(0), f.full({4}, 1.0f))}));
+  }
+  NewTensor x;
+  x.name = "x";
+  x.sizes = {4};
+  x.fill = 1.0f;
+  program.actions.push_back(x);
+  Call call;
+  call.function = "f";
+  call.args = {"x"};
+  program.actions.push_back(call);
+  for (const bool support : {false, true}) {
+    CAPTURE(support);
+    WorldOptions options;
+    options.config.torch_profile = TorchProfile::k2_15;
+    options.config.cudagraph_support_input_mutation = support;
+    World w(options);
+    REQUIRE(w.run(program).ok());
+    const auto skip = std::find_if(w.events().begin(), w.events().end(),
+                                   [](const Event& e) { return e.kind == EventKind::kSkip; });
+    REQUIRE(skip != w.events().end());
+    CHECK(skip->text(F::id) == "S1");
+    CHECK(skip->text(F::message) ==
+          std::string(support ? "" : "skipping cudagraphs due to ") +
+              "skipping cudagraphs due to mutated inputs (1 instances)");
+  }
+}
