@@ -83,7 +83,8 @@ struct FunctionPlan {
   std::uint32_t cut_at = 0, cut_len = 0, cut_reason = 0;
   // What the compile-time skips read beyond the ops (§2.5): 0 none, 1 a
   // float input (S4), 2 an opaque input (S4 before 2.12), 3 two CUDA
-  // devices (S3), 4 a set_ on input 0 (S7; none before 2.13).
+  // devices (S3), 4 a set_ on input 0 (S7; none before 2.13), 5 a body that
+  // marks its first warmup incomplete (none before 2.14).
   std::uint32_t input_facts = 0;
 };
 

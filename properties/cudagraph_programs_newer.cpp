@@ -11,15 +11,18 @@ namespace capsim {
 
 namespace {
 
-// The declarations of FunctionPlan::input_facts; a set_ only where the
-// profile models it (2.13 on).
+// The declarations of FunctionPlan::input_facts; a set_ (2.13 on) and a
+// warmup marked incomplete (2.14 on) only where the profile has them.
 void declare_input_facts(std::uint32_t facts, TorchProfile profile, FunctionDef& def) {
-  switch (facts % 5) {
+  switch (facts % 6) {
     case 1: def.non_tensor_inputs = {NonTensorInput::kFloat}; break;
     case 2: def.non_tensor_inputs = {NonTensorInput::kOpaque}; break;
     case 3: def.cuda_devices = {0, 1}; break;
     case 4:
       if (profile_rules(profile).input_storage_mutation_skip) def.input_storage_mutations = {0};
+      break;
+    case 5:
+      if (profile_rules(profile).has_mark_warmup_incomplete) def.warmups_marked_incomplete = 1;
       break;
     default: break;
   }

@@ -13,7 +13,7 @@
 namespace capsim {
 
 // FunctionPlan's cut (ops taken modulo the body) and input facts onto `def`;
-// a set_ only where `profile` models it (2.13 on).
+// what `profile` has (a set_ from 2.13, a warmup marked incomplete from 2.14).
 void declare_newer_facts(const FunctionPlan& plan, TorchProfile profile, FunctionDef& def);
 
 // One action the lowering appends, with the generator's knowledge of its

@@ -100,7 +100,7 @@ inline rc::Gen<FunctionPlan> function(const Swarm& sw) {
       f.cut_len = 1 + *small(2);
       f.cut_reason = *small(4);
     }
-    if (sw.has(SwarmFeature::kNewerKnobs) && *sometimes(3)) f.input_facts = 1 + *small(4);
+    if (sw.has(SwarmFeature::kNewerKnobs) && *sometimes(3)) f.input_facts = 1 + *small(5);
     return f;
   });
 }

@@ -455,7 +455,8 @@ Result<std::vector<PartitionCut>> read_cuts(ObjectReader& r, std::size_t num_ops
 }
 
 // non_tensor_inputs (kind names), cuda_devices and input_storage_mutations
-// (indices); validate() checks their ranges and order.
+// (indices), warmups_marked_incomplete (a count); validate() checks their
+// ranges and order.
 Status read_compile_facts(ObjectReader& r, FunctionDef& def) {
   if (r.has("non_tensor_inputs")) {
     CAPSIM_TRY_ASSIGN(const std::vector<std::string> kinds,
@@ -476,6 +477,14 @@ Status read_compile_facts(ObjectReader& r, FunctionDef& def) {
   if (r.has("input_storage_mutations")) {
     CAPSIM_TRY_ASSIGN(def.input_storage_mutations,
                       read_indices(r, "input_storage_mutations", kMaxBodyInputs));
+  }
+  if (r.has("warmups_marked_incomplete")) {
+    CAPSIM_TRY_ASSIGN(const std::int64_t n, r.integer("warmups_marked_incomplete"));
+    if (n < 0 || n > kMaxWarmupsMarkedIncomplete) {
+      return field_error(r.path_of("warmups_marked_incomplete"),
+                         fmt::format("must be 0 to {}, got {}", kMaxWarmupsMarkedIncomplete, n));
+    }
+    def.warmups_marked_incomplete = static_cast<std::uint32_t>(n);
   }
   return {};
 }
@@ -515,6 +524,9 @@ Json function_to_json(const FunctionDef& def) {
   if (!def.cuda_devices.empty()) j["cuda_devices"] = def.cuda_devices;
   if (!def.input_storage_mutations.empty()) {
     j["input_storage_mutations"] = def.input_storage_mutations;
+  }
+  if (def.warmups_marked_incomplete > 0) {
+    j["warmups_marked_incomplete"] = def.warmups_marked_incomplete;
   }
   return j;
 }

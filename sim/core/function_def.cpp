@@ -142,6 +142,11 @@ Status validate_compile_facts(const FunctionDef& def) {
                       def.name, i, d, kMaxCudaDevices - 1));
     }
   }
+  if (def.warmups_marked_incomplete > kMaxWarmupsMarkedIncomplete) {
+    return make_error(fmt::format("function '{}': warmups_marked_incomplete: {} is over {}",
+                                  def.name, def.warmups_marked_incomplete,
+                                  kMaxWarmupsMarkedIncomplete));
+  }
   for (std::size_t i = 0; i < def.input_storage_mutations.size(); ++i) {
     const std::uint32_t v = def.input_storage_mutations[i];
     if (v >= def.num_inputs() || (i > 0 && v <= def.input_storage_mutations[i - 1])) {

@@ -139,6 +139,10 @@ struct FunctionDef {
   // itself, get_input_storage_mutation_info), sorted: a skip from 2.13 (S7).
   // The skip is modelled; the rebinding is not (the body runs without it).
   std::vector<std::uint32_t> input_storage_mutations;
+  // The body calls torch.compiler.cudagraph_mark_warmup_incomplete() in its
+  // first N warmup runs (an autotuner that needs more warmups; 2.14 on), so
+  // the function is warmed up N more times before it is recorded.
+  std::uint32_t warmups_marked_incomplete = 0;
 
   std::size_t num_inputs() const { return input_names.size(); }
 };
@@ -156,6 +160,8 @@ inline constexpr std::size_t kMaxBodyOps = 4096;
 // below what would make replaying a hostile trace take minutes or gigabytes.
 inline constexpr std::int64_t kMaxValueElements = std::int64_t{1} << 24;
 inline constexpr std::int64_t kMaxMmMultiplyAdds = std::int64_t{1} << 24;
+// The limit on FunctionDef::warmups_marked_incomplete.
+inline constexpr std::uint32_t kMaxWarmupsMarkedIncomplete = 64;
 
 // An error unless `sizes` (non-negative) span at most kMaxValueElements.
 Status check_value_sizes(const Dims& sizes);

@@ -2,7 +2,8 @@
 // and devices cause (docs/cudagraph-trees.md §2.5): more than one device
 // (S3), a non-Tensor input (S4, logged as a list without graph partitions,
 // silent with them), an opaque input (allowed from 2.12) and a set_ on an
-// input (S7, 2.13 on). Each graph is x * x * x, called three times.
+// input (S7, 2.13 on); and a body that asks for more warmups (2.14 on). Each
+// graph is x * x * x, called three times.
 #include "sim/scenarios/scenario_support.hpp"
 
 namespace capsim {
@@ -115,12 +116,36 @@ ProgramScenario input_storage_mutation_skip() {
   return s;
 }
 
+// An autotuner in the body asks for two more warmups (2.14 on): three
+// warmup runs, then the recording, then replays.
+ProgramScenario mark_warmup_incomplete() {
+  FunctionDef f = cube("f", kInference);
+  f.warmups_marked_incomplete = 2;
+  ProgramScenario s = cube_scenario(
+      "mark_warmup_incomplete",
+      "cudagraph_trees.py::CUDAGraphTreeManager.mark_warmup_incomplete (2.14, #191386)",
+      "the body calls cudagraph_mark_warmup_incomplete() twice: 3 warmups before the recording",
+      std::move(f));
+  for (int i = 0; i < 2; ++i) {
+    s.program.actions.push_back(call("f", {"x"}, {"out"}));
+    s.program.actions.push_back(Del{"out"});
+  }
+  s.expect = [](const World& w, const auto&) {
+    return std::vector<Expectation>{
+        {"warmups", 3, static_cast<std::int64_t>(w.counters().warmups)},
+        {"graphs recorded", 1, graphs(w)},
+        {"replays", 1, static_cast<std::int64_t>(w.counters().replays)}};
+  };
+  return s;
+}
+
 void add_compile_skip_scenarios(std::vector<ProgramScenario>& out) {
   out.push_back(multiple_devices_skip());
   out.push_back(non_tensor_input_skip());
   out.push_back(non_tensor_input_silent());
   out.push_back(opaque_input_cudagraphed());
   out.push_back(input_storage_mutation_skip());
+  out.push_back(mark_warmup_incomplete());
 }
 
 }  // namespace capsim

@@ -84,6 +84,7 @@ constexpr TorchProfileRules k2_14Rules =
     after(k2_13Rules, "2.14", "2.14.0 08187d9e", [](TorchProfileRules& r) {
       r.e1_generation_cloning_text = true;
       r.has_generation_cloning = true;
+      r.has_mark_warmup_incomplete = true;
     });
 
 constexpr TorchProfileRules k2_15Rules =
@@ -189,6 +190,7 @@ std::vector<std::string> describe_profile(const TorchProfileRules& r) {
   knob(r.has_cudagraph_or_error, "cudagraph_or_error");
   knob(r.has_min_partition_size, "cudagraph_min_partition_size");
   knob(r.has_generation_cloning, "cudagraph_trees_generation_cloning");
+  knob(r.has_mark_warmup_incomplete, "torch.compiler.cudagraph_mark_warmup_incomplete()");
   knob(r.has_dynamic_shape_rerecord_limit, "cudagraph_dynamic_shape_rerecord_limit");
   knob(r.caching_allocator_skip, "the caching-allocator skip");
   knob(r.input_storage_mutation_skip, "the input-storage-mutation skip (set_ on an input)");

@@ -88,6 +88,8 @@ struct TorchProfileRules {
   bool has_dynamic_shape_rerecord_limit = false;
   // cudagraph_trees_generation_cloning (2.14, opt-in).
   bool has_generation_cloning = false;
+  // torch.compiler.cudagraph_mark_warmup_incomplete() (2.14, #191386).
+  bool has_mark_warmup_incomplete = false;
   // A call cudagraphify_impl runs directly (past the capture sizes or the
   // key limit) tells the manager a BACKWARD ran (2.15's run_eager).
   bool direct_backward_clears_pending = false;

@@ -201,6 +201,8 @@ class TreeManager {
   std::int64_t current_gen_ = -1;
   bool running_forwards_with_pending_backwards_ = false;
   std::set<FunctionId> warmed_up_functions_;
+  // Per function, the warmups its body marked incomplete so far.
+  std::map<FunctionId, std::uint32_t> warmups_marked_incomplete_;
   std::set<FunctionId> warned_functions_;  // W1
   std::set<FunctionId> warned_mutation_;   // S1
   // non_cudagraph_managed_mutation_hint[(node, fid)]

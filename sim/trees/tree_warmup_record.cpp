@@ -111,6 +111,13 @@ Result<CallOutcome> TreeManager::run_warmup(FunctionId fid, std::vector<TensorId
 
   BodyEnv env{ctx_.refs, ctx_.backend, pool_, nullptr};
   CAPSIM_TRY_ASSIGN(std::vector<TensorId> outputs, run_body(*fn.def, inputs, env));
+  // The body's cudagraph_mark_warmup_incomplete(): the function is not warm
+  // after all, so its next call warms up again (2.14 on).
+  if (std::uint32_t& marked = warmups_marked_incomplete_[fid];
+      marked < fn.def->warmups_marked_incomplete) {
+    ++marked;
+    warmed_up_functions_.erase(fid);
+  }
   CAPSIM_TRY(drop_all(inputs));
   WarmupNode& stored = warmups_.back();
   for (TensorId o : outputs) {

@@ -71,6 +71,13 @@ Status World::begin(const Program& program) {
           "(the '{}' profile's releases, {}, cudagraph the graph anyway)",
           def.name, rules.name, rules.releases));
     }
+    if (def.warmups_marked_incomplete > 0 && !rules.has_mark_warmup_incomplete) {
+      return make_error(fmt::format(
+          "function '{}': warmups_marked_incomplete: torch.compiler."
+          "cudagraph_mark_warmup_incomplete() exists from 2.14 (not in the '{}' profile's "
+          "releases, {})",
+          def.name, rules.name, rules.releases));
+    }
     if (!seen.insert(def.name).second) {
       return make_error(fmt::format("function '{}': defined twice", def.name));
     }

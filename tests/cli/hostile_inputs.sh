@@ -328,6 +328,11 @@ edit "$corpus/input_storage_mutation_skip.jsonl" 2 'l.replace("\"input_storage_m
 check set_not_an_input 2 "t.jsonl:2:[0-9]+: .*input_storage_mutations\[0\]: index 3 is not an input" -- "$capsim" replay t.jsonl
 fresh set_before_2_13
 check set_before_2_13 2 "input_storage_mutations: a set_ on a graph input is modelled from 2.13" -- "$capsim" replay "$corpus/input_storage_mutation_skip.jsonl" --torch 2.12
+fresh warmup_mark_before_2_14
+check warmup_mark_before_2_14 2 "warmups_marked_incomplete: torch.compiler.cudagraph_mark_warmup_incomplete\(\) exists from 2.14" -- "$capsim" replay "$corpus/mark_warmup_incomplete.jsonl" --torch 2.13
+fresh warmup_mark_over
+edit "$corpus/mark_warmup_incomplete.jsonl" 2 'l.replace("\"warmups_marked_incomplete\":2", "\"warmups_marked_incomplete\":65")' t.jsonl
+check warmup_mark_over 2 "t.jsonl:2:[0-9]+: field 'warmups_marked_incomplete': must be 0 to 64, got 65" -- "$capsim" replay t.jsonl
 
 echo "hostile inputs: $passed passed, $failed failed"
 [ "$failed" = 0 ]
