@@ -315,7 +315,6 @@ void add_trace_properties(std::vector<Property>& c, const CaseSetting& injected)
   c.push_back(std::move(p));
 }
 
-// In the order `capsim check` runs and lists them.
 // Controls that break what only some releases do: under a pinned profile
 // without it (`capsim check --torch P`) they cannot fail.
 struct ControlNeed {
@@ -330,6 +329,7 @@ constexpr ControlNeed kControlNeeds[] = {
      [](const TorchProfileRules& r) { return r.has_managed_input_demotion; }},
 };
 
+// In the order `capsim check` runs and lists them.
 std::vector<Property> make_catalogue(const CaseSetting& injected) {
   std::vector<Property> c;
   add_capture_properties(c, injected);

@@ -128,9 +128,9 @@ CheckResult check_copies(const World& world, const GeneratedProgram& generated) 
       }
       if (const TreeManager* m = world.manager();
           m != nullptr && graph < m->graphs().size() &&
-          copies != input_copy_idxs(m->graphs()[graph]).size()) {
+          copies != m->graphs()[graph].input_copy_idxs.size()) {
         return fmt::format("{} copies, node {} has {} inputs to copy {}", copies, graph,
-                           input_copy_idxs(m->graphs()[graph]).size(), where(e));
+                           m->graphs()[graph].input_copy_idxs.size(), where(e));
       }
     }
   }

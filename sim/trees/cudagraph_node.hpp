@@ -94,6 +94,10 @@ struct GraphNode {
   // PyTorch they stay in static_input_idxs; here they leave it, so that the
   // static-pointer check reads PyTorch's tensor_static_input_idxs.
   std::vector<std::uint32_t> copied_managed_idxs;
+  // PyTorch's input_copy_idxs: the inputs the recording and each replay copy
+  // into placeholders (the non-static ones and the demoted managed ones),
+  // sorted; derived once, when the recording classifies its inputs.
+  std::vector<std::uint32_t> input_copy_idxs;
   std::vector<std::optional<Address>> static_input_data_ptrs;
   std::vector<bool> preserved_aliased_inputs;
   // Placeholder (reconstructed input) per input index; only non-static ones.
@@ -113,10 +117,6 @@ struct GraphNode {
   std::vector<PathIndex> live_indices_after_graph;
   PoolCheckpoint checkpointed_caching_state;
 };
-
-// PyTorch's input_copy_idxs: the inputs a recording and each replay copy
-// into placeholders (non-static ones and demoted managed ones), sorted.
-std::vector<std::uint32_t> input_copy_idxs(const GraphNode& node);
 
 struct WarmupNode {
   std::int64_t id = -1;

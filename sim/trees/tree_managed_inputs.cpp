@@ -66,15 +66,14 @@ std::vector<std::uint32_t> TreeManager::demoted_managed_idxs(FunctionId fid) con
 
 // E9: action "skip" reached the managed-input threshold on this edge; the
 // call and every later one on the edge run eagerly.
-std::string TreeManager::emit_managed_input_skip(std::optional<GraphId> node,
-                                                 const std::vector<std::uint32_t>& idxs,
-                                                 FunctionId fid) {
-  SimContext& ctx = ctx_;
-  ++ctx.counters.cudagraph_skips;
+std::string TreeManager::emit_managed_input_skip(FunctionId fid, std::optional<GraphId> node,
+                                                 const std::vector<std::uint32_t>& idxs) {
+  ++ctx_.counters.cudagraph_skips;
   std::string message = messages::managed_input_rerecord_limit(
-      fid, ctx.config.cudagraph_managed_input_rerecord_limit, node, idxs);
-  ctx.emit(EventKind::kSkip,
-           {{F::id, "E9"}, {F::fid, fid}, {F::inputs, int_list(idxs)}, {F::message, message}});
+      fid, ctx_.config.cudagraph_managed_input_rerecord_limit, node, idxs);
+  ctx_.emit(EventKind::kSkip,
+            {{F::id, "E9"}, {F::fid, fid}, {F::inputs, int_list(idxs)}, {F::message, message}});
   return message;
 }
+
 }  // namespace capsim

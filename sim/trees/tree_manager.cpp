@@ -270,7 +270,6 @@ std::string emit_rerecord_limit_skip(SimContext& ctx, FunctionId fid, std::optio
   ctx.emit(EventKind::kSkip, std::move(fields));
   return message;
 }
-
 }  // namespace
 
 Result<CallOutcome> TreeManager::run_inner(FunctionId fid, std::vector<TensorId>& inputs) {
@@ -346,7 +345,7 @@ Result<CallOutcome> TreeManager::run_inner(FunctionId fid, std::vector<TensorId>
       const std::optional<GraphId> node = current_graph_id();
       ++num_rerecord_[{node, fid}];
       if (!reached.empty()) {
-        std::string message = emit_managed_input_skip(node, reached, fid);
+        std::string message = emit_managed_input_skip(fid, node, reached);
         if (skips_raise()) pending_skip_error_ = std::move(message);
         return skip_or_fallback(fid, inputs, "managed_input_rerecord_limit");
       }

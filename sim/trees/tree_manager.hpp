@@ -118,8 +118,8 @@ class TreeManager {
   // The inputs demoted on the current edge, sorted.
   std::vector<std::uint32_t> demoted_managed_idxs(FunctionId fid) const;
   // E9 (action "skip"), with its count; returns the text.
-  std::string emit_managed_input_skip(std::optional<GraphId> node,
-                                      const std::vector<std::uint32_t>& idxs, FunctionId fid);
+  std::string emit_managed_input_skip(FunctionId fid, std::optional<GraphId> node,
+                                      const std::vector<std::uint32_t>& idxs);
   // The mutation gate: true when the call must run eagerly.
   bool mutation_blocks(FunctionId fid, const std::vector<TensorId>& inputs, bool recompute);
   Result<CallOutcome> run_eager_fallback(FunctionId fid, std::vector<TensorId>& inputs,

@@ -129,11 +129,12 @@ Result<bool> TreeManager::raise_if_static_pointers_changed(const GraphNode& node
 Status TreeManager::copy_into_placeholders(const GraphNode& node,
                                            const std::vector<TensorId>& inputs) {
   std::uint64_t copies = 0, bytes = 0;
-  for (std::uint32_t i : input_copy_idxs(node)) {
+  for (std::uint32_t i : node.input_copy_idxs) {
     if (ctx_.fault == Fault::kSkipCopyIn) break;
-    const bool demoted =
-        std::binary_search(node.copied_managed_idxs.begin(), node.copied_managed_idxs.end(), i);
-    if (demoted && ctx_.fault == Fault::kDemotedNotCopied) continue;
+    if (ctx_.fault == Fault::kDemotedNotCopied &&
+        std::binary_search(node.copied_managed_idxs.begin(), node.copied_managed_idxs.end(), i)) {
+      continue;
+    }
     const TensorArg& dst = *node.placeholders[i];
     CAPSIM_TRY_ASSIGN(const TensorArg src, tensor_arg(ctx_.store(), inputs[i]));
     ++copies;

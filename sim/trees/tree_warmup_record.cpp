@@ -52,14 +52,6 @@ std::string_view invariant_status_name(InvariantStatus s) {
   return "?";
 }
 
-std::vector<std::uint32_t> input_copy_idxs(const GraphNode& node) {
-  std::vector<std::uint32_t> out;
-  std::set_union(node.non_static_input_idxs.begin(), node.non_static_input_idxs.end(),
-                 node.copied_managed_idxs.begin(), node.copied_managed_idxs.end(),
-                 std::back_inserter(out));
-  return out;
-}
-
 std::string_view record_reason_name(InvariantStatus s) {
   switch (s) {
     case InvariantStatus::kSuccess: return "no_child";
@@ -144,7 +136,7 @@ Status TreeManager::classify_inputs(GraphNode& node, const WrappedFunction& fn,
                                     const std::vector<TensorId>& inputs,
                                     const std::vector<std::uint32_t>& demoted) {
   const std::size_t n = inputs.size();
-  std::vector<bool> is_static(n, false);
+  std::vector<bool> is_static(n, false), is_copied_managed(n, false);
   for (std::uint32_t i : fn.static_input_idxs) is_static[i] = true;
   for (std::uint32_t i = 0; i < n; ++i) {
     if (!is_cuda_graph_recorded_tensor(parent_path, inputs[i])) continue;
@@ -152,6 +144,7 @@ Status TreeManager::classify_inputs(GraphNode& node, const WrappedFunction& fn,
     // (copy_cudagraph_managed_idxs minus static_input_idxs).
     if (!is_static[i] && std::binary_search(demoted.begin(), demoted.end(), i)) {
       node.copied_managed_idxs.push_back(i);
+      is_copied_managed[i] = true;
       continue;
     }
     node.cudagraph_managed_idxs.push_back(i);
@@ -164,9 +157,9 @@ Status TreeManager::classify_inputs(GraphNode& node, const WrappedFunction& fn,
     if (is_static[i]) {
       node.static_input_idxs.push_back(i);
       CAPSIM_TRY_ASSIGN(node.static_input_data_ptrs[i], data_ptr(inputs[i]));
-    } else if (!std::binary_search(node.copied_managed_idxs.begin(), node.copied_managed_idxs.end(),
-                                   i)) {
-      node.non_static_input_idxs.push_back(i);
+    } else {
+      node.input_copy_idxs.push_back(i);
+      if (!is_copied_managed[i]) node.non_static_input_idxs.push_back(i);
     }
   }
   for (std::uint32_t i : fn.static_input_idxs) {
@@ -187,7 +180,7 @@ Result<std::vector<TensorId>> TreeManager::fill_placeholders(
     std::vector<TensorId>& placeholder_ids) {
   std::vector<TensorId> body_inputs = inputs;
   std::vector<StorageRef> before_record_live = live_weakrefs_of(parent_path);
-  for (std::uint32_t i : input_copy_idxs(node)) {
+  for (std::uint32_t i : node.input_copy_idxs) {
     const Tensor src = ctx_.store().at(inputs[i]);
     const std::int64_t elements = needed_size(src.meta.sizes, src.meta.strides);
     CAPSIM_TRY_ASSIGN(const Tensor buffer, ctx_.store().empty({elements}, DType::kFloat32, pool_));

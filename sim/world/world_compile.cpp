@@ -46,18 +46,16 @@ void World::emit_compile_skip(const FunctionDef& def, const CompiledEntry& entry
 
 void World::skip_graph(const FunctionDef& def, CompiledEntry& entry, std::string_view id,
                        std::string message, std::vector<std::uint32_t> inputs, bool logged) {
+  entry.skip_id = std::string(id);
+  entry.skip_reason = std::move(message);
+  entry.skip_inputs = std::move(inputs);
   if (!logged) {
     // Nothing is logged or counted, and nothing raises: the calls just run
     // eagerly.
     entry.kind = EntryKind::kSilentSkip;
-    entry.skip_id = std::string(id);
-    entry.skip_reason = std::move(message);
     return;
   }
   entry.kind = cudagraph_or_error(options_.config) ? EntryKind::kRaises : EntryKind::kSkipped;
-  entry.skip_id = std::string(id);
-  entry.skip_reason = std::move(message);
-  entry.skip_inputs = std::move(inputs);
   emit_compile_skip(def, entry);
 }
 
