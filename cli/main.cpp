@@ -30,6 +30,7 @@
 #include "sim/scenarios/adam_replay_job.hpp"
 #include "sim/scenarios/autograd_scenarios.hpp"
 #include "sim/scenarios/scenarios.hpp"
+#include "sim/world/release_forms.hpp"
 #include "traces/program_json.hpp"
 #include "traces/resimulation.hpp"
 
@@ -116,7 +117,8 @@ int print_scenario(const std::string& name, std::optional<capsim::TorchProfile> 
 // Prints a compiled-autograd scenario: cache decisions, MetadataReads and the
 // captured graphs, then `metadata reads: N`. A capture that PyTorch itself
 // would reject (the legacy non-traceable CppNode) prints `raised: ...`.
-int print_capture(const std::string& name, const std::string& mode_name) {
+int print_capture(const std::string& name, const std::string& mode_name,
+                  std::optional<capsim::TorchProfile> torch) {
   const capsim::AutogradScenario* s = capsim::find_autograd_scenario(name);
   // The corpus names its traces ca_NAME.jsonl; take that name too.
   if (s == nullptr && name.starts_with("ca_")) s = capsim::find_autograd_scenario(name.substr(3));
@@ -134,6 +136,10 @@ int print_capture(const std::string& name, const std::string& mode_name) {
   fmt::print("mirrors {}\n", s->mirrors);
   fmt::print("about {}\n", s->description);
   capsim::CaptureRunLog log;
+  if (torch) {
+    fmt::print("torch {}\n", capsim::torch_profile_name(*torch));
+    log.release_form = capsim::ca_graph_form_of(*torch);
+  }
   const capsim::Status status = s->run(mode, log);
   for (const std::string& line : log.lines) fmt::print("{}\n", line);
   if (!status) fmt::print("raised: {}\n", status.error().message);
@@ -213,10 +219,12 @@ Subcommand add_capture(CLI::App& root) {
     std::string name;
     std::string mode = "functional";
     bool list = false;
+    std::optional<capsim::TorchProfile> torch;
   };
   auto o = std::make_shared<Options>();
   CLI::App* sub = root.add_subcommand(
       "capture", "Print compiled autograd's capture of a built-in autograd scenario");
+  capsim::cli::add_torch_option(sub, o->torch);
   sub->add_option("name", o->name, "Scenario name (see --list)");
   sub->add_option("--mode", o->mode, "functional (after PR 144707) or legacy (before)")
       ->check(CLI::IsMember({"functional", "legacy"}));
@@ -229,7 +237,7 @@ Subcommand add_capture(CLI::App& root) {
               return 0;
             }
             if (o->name.empty()) return fail("capture: give a NAME or --list");
-            return print_capture(o->name, o->mode);
+            return print_capture(o->name, o->mode, o->torch);
           }};
 }
 
@@ -271,6 +279,8 @@ Subcommand add_replay(CLI::App& root) {
                   "On a divergence, draw the recorded tree against the predicted one "
                   "(FILE.dot, .svg or .png; one trace only)");
   capsim::cli::add_torch_option(sub, o->replay.torch_profile);
+  sub->add_flag("--structural", o->replay.structural,
+                "Compare captured graphs by their calls and dataflow, not node for node");
   return {sub, [o] { return replay_and_draw(o->files, o->json, o->replay, o->dot); }};
 }
 

@@ -59,6 +59,7 @@ void print_details(const ResimulationReport& r) {
     for (const std::string& c : d.context) fmt::print("  matched   {}\n", c);
     fmt::print("  recorded  {}\n", d.recorded.empty() ? "(no event)" : d.recorded);
     fmt::print("  predicted {}\n", d.predicted.empty() ? "(no event)" : d.predicted);
+    if (!d.detail.empty()) fmt::print("  node      {}\n", d.detail);
   }
   for (const Violation& v : r.violations) {
     fmt::print("  violation {}:{}: {}: {}\n", r.file, v.line, v.invariant, v.message);

@@ -23,6 +23,7 @@
 #include <string_view>
 #include <vector>
 
+#include "model/fx_graph.hpp"
 #include "model/result.hpp"
 #include "model/tensor.hpp"
 
@@ -77,6 +78,42 @@ struct TensorGeometry {
 
 using AutogradNodeId = std::uint32_t;
 
+// One field of a node as its `compiled_args` collects it. PyTorch collects a
+// codegen'd node's fields in the order its C++ struct declares them
+// (torch/csrc/autograd/generated/Functions.h) and the captured call passes them
+// in that order, after the grads and needs_input_grad. A recorder writes the
+// list (`saved_values`, docs/trace-format.md §5.1); capsim's own nodes have
+// none and lay their fields out as saved tensors, then sizes.
+struct CollectedField {
+  enum class Kind : std::uint8_t {
+    kTensor,      // a SavedVariable: lifted into `inputs`
+    kNone,        // a SavedVariable that holds nothing (None in the call)
+    kTensorList,  // a std::vector<SavedVariable>; `tensors` may hold nones
+    kSymInt,      // one size, lifted into `sizes` (`sizes` holds it)
+    kSymInts,     // a list of sizes, lifted into `sizes`
+    kConstant,    // a constant of the call, `text` in the node-line form
+    kUnknown,     // a field the recorder could not read; `text` names it
+  };
+  Kind kind = Kind::kNone;
+  std::vector<std::optional<TensorId>> tensors;
+  std::vector<std::int64_t> sizes;
+  std::string text;
+};
+
+// The backward graph of a compiled region (an AOT backward), as a recorder
+// took it from the region's `bw_module`: compiled autograd copies it into its
+// own graph between the prologue and the epilogue. Node references number
+// the graph's placeholders 0..placeholders-1, then its nodes in order.
+struct AotBackwardBody {
+  std::uint32_t placeholders = 0;
+  std::uint32_t symints = 0;  // leading placeholders replaced by capsim's sizes
+  std::vector<FxNode> nodes;  // call_function nodes; names unused
+  std::vector<FxArg> outputs;
+  // Per grad of the node: -1 for a subclass rebuilt by make_subclass over
+  // every output, else the output it is. Absent: the outputs are the grads.
+  std::optional<std::vector<std::int64_t>> epilogue;
+};
+
 struct AutogradNode {
   AutogradNodeKind kind = AutogradNodeKind::kFunctional;
   std::string name;  // "MulBackward0", "CopySlices", "CppNode<MyFn>", ...
@@ -108,6 +145,12 @@ struct AutogradNode {
   // Saved Scalars: a custom function's constants (CppNode saved_data), lifted
   // as scalar inputs.
   std::vector<double> saved_scalars;
+  // The fields compiled_args collects, in PyTorch's order, when a recorder
+  // wrote them; their tensors are `saved_tensors` and their sizes
+  // `saved_sizes`, in the same order.
+  std::optional<std::vector<CollectedField>> collected_fields;
+  // kAotBackward: the region's backward graph, when a recorder wrote it.
+  std::optional<AotBackwardBody> aot_body;
 };
 
 // The edge leaving output `output_nr` of a node, into input `input_nr` of

@@ -56,7 +56,7 @@ Status FxGraph::check_args(const std::vector<FxArg>& args) const {
       return make_error(fmt::format(
           "fx graph '{}': argument refers to node {}, which does not exist", name_, a.node));
     }
-    if (a.kind == FxArg::Kind::kList) CAPSIM_TRY(check_args(a.list));
+    if (a.nests()) CAPSIM_TRY(check_args(a.list));
   }
   return {};
 }
@@ -75,6 +75,15 @@ Result<FxNodeId> FxGraph::call_function(const std::string& target, std::vector<F
   return static_cast<FxNodeId>(nodes_.size() - 1);
 }
 
+Status FxGraph::replace_arg(FxNodeId id, std::size_t index, FxArg value) {
+  if (id >= nodes_.size() || index >= nodes_[id].args.size()) {
+    return make_error(fmt::format("fx graph '{}': node {} has no argument {}", name_, id, index));
+  }
+  CAPSIM_TRY(check_args({value}));
+  nodes_[id].args[index] = std::move(value);
+  return {};
+}
+
 Status FxGraph::output(std::vector<FxArg> args) {
   if (has_output()) return make_error(fmt::format("fx graph '{}': a second output", name_));
   CAPSIM_TRY(check_args(args));
@@ -86,7 +95,7 @@ namespace {
 void collect_uses(const std::vector<FxArg>& args, std::vector<FxNodeId>& out) {
   for (const FxArg& a : args) {
     if (a.kind == FxArg::Kind::kNode) out.push_back(a.node);
-    if (a.kind == FxArg::Kind::kList) collect_uses(a.list, out);
+    if (a.nests()) collect_uses(a.list, out);
   }
 }
 Status remap(std::vector<FxArg>& args, const std::vector<std::optional<FxNodeId>>& to) {
@@ -96,7 +105,7 @@ Status remap(std::vector<FxArg>& args, const std::vector<std::optional<FxNodeId>
         return make_error(fmt::format("fx graph: a use of node {} before it", a.node));
       a.node = *to[a.node];
     }
-    if (a.kind == FxArg::Kind::kList) CAPSIM_TRY(remap(a.list, to));
+    if (a.nests()) CAPSIM_TRY(remap(a.list, to));
   }
   return {};
 }
@@ -122,17 +131,29 @@ Result<FxGraph> FxGraph::rebuilt(const std::vector<FxNodeId>& order) const {
 }
 
 namespace {
-void write_arg(const FxGraph& g, const FxArg& a, std::string& out) {
+// How a form writes a node reference and a float.
+struct ArgStyle {
+  bool node_by_position = false;  // %3 rather than %name
+  bool python_floats = false;     // 1.0 rather than 1
+};
+
+std::string python_float(double f) {
+  std::string s = fmt::format("{}", f);
+  if (s.find_first_of(".eninf") == std::string::npos) s += ".0";
+  return s;
+}
+
+void write_arg(const FxGraph& g, const FxArg& a, std::string& out, ArgStyle style = {}) {
   switch (a.kind) {
     case FxArg::Kind::kNone: out += "None"; return;
     case FxArg::Kind::kNode:
       out += '%';
-      out += g.nodes()[a.node].name;
+      out += style.node_by_position ? std::to_string(a.node) : g.nodes()[a.node].name;
       return;
     case FxArg::Kind::kInt: out += std::to_string(a.i); return;
     case FxArg::Kind::kFloat:
       // Shortest round-trip form, as Python's repr: stable and exact.
-      out += fmt::format("{}", a.f);
+      out += style.python_floats ? python_float(a.f) : fmt::format("{}", a.f);
       return;
     case FxArg::Kind::kBool: out += a.b ? "True" : "False"; return;
     case FxArg::Kind::kString:
@@ -141,24 +162,55 @@ void write_arg(const FxGraph& g, const FxArg& a, std::string& out) {
       out += '\'';
       return;
     case FxArg::Kind::kList:
-      out += '[';
+    case FxArg::Kind::kTuple: {
+      const bool tuple = a.kind == FxArg::Kind::kTuple;
+      out += tuple ? '(' : '[';
       for (std::size_t i = 0; i < a.list.size(); ++i) {
         if (i != 0) out += ", ";
-        write_arg(g, a.list[i], out);
+        write_arg(g, a.list[i], out, style);
       }
-      out += ']';
+      if (tuple && a.list.size() == 1) out += ',';
+      out += tuple ? ')' : ']';
+      return;
+    }
+    case FxArg::Kind::kVerbatim: out += a.s; return;
+    case FxArg::Kind::kKeyword:
+      out += a.s;
+      out += '=';
+      write_arg(g, a.list.at(0), out, style);
       return;
   }
 }
-}  // namespace
 
-std::string fx_args_text(const FxGraph& graph, const std::vector<FxArg>& args) {
+std::string args_text(const FxGraph& g, const std::vector<FxArg>& args, ArgStyle style) {
   std::string out;
   for (std::size_t i = 0; i < args.size(); ++i) {
     if (i != 0) out += ", ";
-    write_arg(graph, args[i], out);
+    write_arg(g, args[i], out, style);
   }
   return out;
+}
+}  // namespace
+
+std::vector<std::string> fx_node_lines(const FxGraph& graph) {
+  const ArgStyle style{true, true};
+  std::vector<std::string> lines;
+  lines.reserve(graph.nodes().size());
+  for (std::size_t i = 0; i < graph.nodes().size(); ++i) {
+    const FxNode& n = graph.nodes()[i];
+    if (n.op == FxOp::kPlaceholder) {
+      lines.push_back(fmt::format("%{} = placeholder {}", i, n.target));
+    } else {
+      const std::string_view target =
+          n.op == FxOp::kOutput ? std::string_view("output") : std::string_view(n.target);
+      lines.push_back(fmt::format("%{} = {}({})", i, target, args_text(graph, n.args, style)));
+    }
+  }
+  return lines;
+}
+
+std::string fx_args_text(const FxGraph& graph, const std::vector<FxArg>& args) {
+  return args_text(graph, args, {});
 }
 
 std::string FxGraph::to_text() const {

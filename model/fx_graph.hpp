@@ -35,9 +35,23 @@ std::string_view fx_op_name(FxOp op);
 
 using FxNodeId = std::uint32_t;
 
-// One argument: None, a node, an int, a float, a bool, a string or a list.
+// One argument: None, a node, an int, a float, a bool, a string, a list, a
+// tuple, a constant written verbatim (a device, or a value a recorder wrote in
+// the node-line form, docs/trace-format.md §6.3) or a keyword argument (its
+// name in `s`, its value the one element of `list`).
 struct FxArg {
-  enum class Kind : std::uint8_t { kNone, kNode, kInt, kFloat, kBool, kString, kList };
+  enum class Kind : std::uint8_t {
+    kNone,
+    kNode,
+    kInt,
+    kFloat,
+    kBool,
+    kString,
+    kList,
+    kTuple,
+    kVerbatim,
+    kKeyword
+  };
   Kind kind = Kind::kNone;
   FxNodeId node = 0;
   std::int64_t i = 0;
@@ -83,6 +97,26 @@ struct FxArg {
     a.list = std::move(items);
     return a;
   }
+  static FxArg tuple(std::vector<FxArg> items) {
+    FxArg a = of(std::move(items));
+    a.kind = Kind::kTuple;
+    return a;
+  }
+  static FxArg verbatim(std::string text) {
+    FxArg a = string(std::move(text));
+    a.kind = Kind::kVerbatim;
+    return a;
+  }
+  static FxArg keyword(std::string name, FxArg value) {
+    FxArg a = of({std::move(value)});
+    a.kind = Kind::kKeyword;
+    a.s = std::move(name);
+    return a;
+  }
+  // Whether `list` holds arguments (a list, a tuple or a keyword's value).
+  bool nests() const {
+    return kind == Kind::kList || kind == Kind::kTuple || kind == Kind::kKeyword;
+  }
   friend bool operator==(const FxArg&, const FxArg&) = default;
 };
 
@@ -115,6 +149,9 @@ class FxGraph {
   // nodes left out of `order` are dropped. Every reference must point to a
   // node placed earlier in `order` (passes reorder and dce through this).
   Result<FxGraph> rebuilt(const std::vector<FxNodeId>& order) const;
+  // Replaces argument `index` of node `id` (a pass renumbering a getitem);
+  // a node it refers to must exist.
+  Status replace_arg(FxNodeId id, std::size_t index, FxArg value);
   // Which nodes each node's arguments refer to.
   std::vector<FxNodeId> uses(FxNodeId id) const;
 
@@ -133,6 +170,12 @@ class FxGraph {
 
 // A node's arguments as to_text writes them, without the parentheses.
 std::string fx_args_text(const FxGraph& graph, const std::vector<FxArg>& args);
+
+// The graph node for node, one line each, in the form a recorder writes for a
+// real PyTorch graph (docs/trace-format.md §6.3), so that the two compare line
+// by line: `%i = placeholder NAME`, `%i = TARGET(ARGS)`, `%i = output(ARGS)`.
+// A node is `%k`, its position; floats are Python's repr; names are left out.
+std::vector<std::string> fx_node_lines(const FxGraph& graph);
 
 // torch.fx's snake case: "MulBackward0" -> "mul_backward0"; the last dotted
 // component of a target only, or the op of "torch.ops.aten.mul.Tensor" ("mul").

@@ -1,5 +1,7 @@
 #include "traces/event_compare.hpp"
 
+#include <fmt/format.h>
+
 #include <charconv>
 #include <map>
 #include <vector>
@@ -84,8 +86,25 @@ FieldValue EventComparison::comparable(const Event& e, const EventField& f,
   return f.value;
 }
 
+namespace {
+
+// The first line where two node lists part, as "fx_nodes[i]", with both lines.
+std::string node_difference(const TextList& predicted, const TextList& recorded,
+                            std::string& detail) {
+  std::size_t i = 0;
+  while (i < predicted.size() && i < recorded.size() && predicted[i] == recorded[i]) ++i;
+  const auto line = [i](const TextList& l) {
+    return i < l.size() ? l[i] : std::string("(no node)");
+  };
+  detail = fmt::format("recorded: {} | predicted: {}", line(recorded), line(predicted));
+  return fmt::format("fx_nodes[{}]", i);
+}
+
+}  // namespace
+
 std::optional<std::string> EventComparison::first_difference(const Event& predicted,
                                                              const Event& recorded) {
+  detail_.clear();
   if (predicted.kind != recorded.kind) return std::string("event");
   if (predicted.action != recorded.action) return std::string("action");
   // By key name, so that the first field left over is the same as ever.
@@ -93,11 +112,26 @@ std::optional<std::string> EventComparison::first_difference(const Event& predic
   for (const EventField& f : predicted.fields) {
     if (!field_spec(f.key).extension()) model[field_key_name(f.key)] = &f;
   }
+  // Node for node where the trace has the nodes, unless structural: then
+  // the canonical calls, as for traces recorded before fx_nodes existed.
+  const bool by_nodes = !structural_ && recorded.get_if<TextList>(F::fx_nodes) != nullptr;
+  const auto skipped = [&](FieldKey k) {
+    return by_nodes ? (k == F::targets || k == F::uses) : (structural_ && k == F::fx_nodes);
+  };
+  for (const FieldKey k : {F::targets, F::uses, F::fx_nodes}) {
+    if (skipped(k)) model.erase(field_key_name(k));
+  }
   for (const EventField& f : recorded.fields) {
+    if (skipped(f.key)) continue;
     const std::string_view key = field_key_name(f.key);
     auto it = model.find(key);
     if (it == model.end()) return std::string(key);
     if (comparable(predicted, *it->second, model_) != comparable(recorded, f, trace_)) {
+      const TextList* model_nodes = it->second->value.get_if<TextList>();
+      const TextList* trace_nodes = f.value.get_if<TextList>();
+      if (f.key == F::fx_nodes && model_nodes != nullptr && trace_nodes != nullptr) {
+        return node_difference(*model_nodes, *trace_nodes, detail_);
+      }
       return std::string(key);
     }
     model.erase(it);

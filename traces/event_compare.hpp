@@ -11,7 +11,11 @@
 //    address (hex fields, and the decimal pointers in PyTorch's message texts)
 //    is replaced by its ordinal in order of first appearance, counted
 //    separately on each side: what is compared is "the same pointer again"
-//    against "a new pointer", never the numbers (docs/fidelity.md).
+//    against "a new pointer", never the numbers (docs/fidelity.md);
+//  - a captured graph's `fx_nodes` compare line by line, and the first
+//    difference names the node: "fx_nodes[17]". An event with `fx_nodes` is
+//    compared by them alone; with `structural`, by `targets` and `uses`
+//    alone (the fallback a trace opts into, docs/fidelity.md).
 // Ordinals are assigned while comparing, in event order and, within an event,
 // in the recorded event's field order, so both sides count the same fields.
 #pragma once
@@ -45,10 +49,14 @@ class AddressOrder {
 
 class EventComparison {
  public:
-  explicit EventComparison(bool real_run) : real_run_(real_run) {}
-  // The first field where the events differ ("event", "action" or a key),
-  // or nullopt when they match.
+  explicit EventComparison(bool real_run, bool structural = false)
+      : real_run_(real_run), structural_(structural) {}
+  // The first field where the events differ ("event", "action", a key, or
+  // "fx_nodes[i]"), or nullopt when they match.
   std::optional<std::string> first_difference(const Event& predicted, const Event& recorded);
+  // For an fx_nodes difference, the two lines ("recorded: ... | predicted:
+  // ..."); else empty.
+  const std::string& detail() const { return detail_; }
 
  private:
   // The value as compared: canonical calls, and a real run's addresses as
@@ -56,6 +64,8 @@ class EventComparison {
   FieldValue comparable(const Event& e, const EventField& f, AddressOrder& order) const;
 
   bool real_run_;
+  bool structural_;
+  std::string detail_;
   AddressOrder model_;
   AddressOrder trace_;
 };

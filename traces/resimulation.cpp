@@ -100,7 +100,9 @@ class RecordedChecks {
 class Resimulator : public TraceVisitor {
  public:
   Resimulator(TraceReader& reader, const ResimulationOptions& options)
-      : reader_(reader), options_(options), comparison_(reader.header().observes_real_run()) {}
+      : reader_(reader),
+        options_(options),
+        comparison_(reader.header().observes_real_run(), options.structural) {}
 
   Result<ResimulationReport> run() {
     report_.file = reader_.name();
@@ -167,6 +169,7 @@ class Resimulator : public TraceVisitor {
     predicted_.pop_front();
     if (std::optional<std::string> field = comparison_.first_difference(p, item.event)) {
       diverge(item.line, *field, item.text, predicted_text(p, item.line));
+      report_.divergence->detail = comparison_.detail();
       return {};
     }
     ++report_.events_matched;
@@ -193,7 +196,8 @@ class Resimulator : public TraceVisitor {
                                     std::move(field),
                                     std::move(recorded),
                                     std::move(predicted),
-                                    {context_.begin(), context_.end()}};
+                                    {context_.begin(), context_.end()},
+                                    {}};
     predicted_.clear();
   }
 
@@ -289,6 +293,7 @@ Json report_to_json(const ResimulationReport& r) {
     dj["field"] = d.field;
     dj["recorded"] = d.recorded.empty() ? Json(nullptr) : Json(d.recorded);
     dj["predicted"] = d.predicted.empty() ? Json(nullptr) : Json(d.predicted);
+    if (!d.detail.empty()) dj["detail"] = d.detail;
     dj["context"] = d.context;
     j["divergence"] = std::move(dj);
   } else {

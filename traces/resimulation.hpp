@@ -36,6 +36,10 @@ struct ResimulationOptions {
   std::uint64_t memory_budget_bytes = kDefaultMemoryBudget;  // WorldOptions
   // Re-simulate under this release's rules instead of the header's profile.
   std::optional<TorchProfile> torch_profile;
+  // Compare captured graphs structurally (canonical targets and dataflow)
+  // rather than node for node: the fallback a trace opts into where capsim
+  // does not lay the graph out as the release does (docs/fidelity.md).
+  bool structural = false;
 };
 inline constexpr std::size_t kMaxReplayContext = 1000;
 
@@ -47,6 +51,8 @@ struct Divergence {
   std::string recorded;              // the recorded line, "" when the trace has none there
   std::string predicted;             // the model's event as a trace line, "" when it predicts none
   std::vector<std::string> context;  // "LINE: text" of the last matching lines
+  // For a captured graph that differs node for node, the two nodes.
+  std::string detail;
 };
 
 struct Violation {

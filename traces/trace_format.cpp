@@ -46,6 +46,31 @@ Json header_to_json(const TraceHeader& header) {
   return j;
 }
 
+namespace {
+
+// A recorded trace names its release (x_torch_version, "2.11.0+cu130"): it
+// must be one a torch profile models, and the profile the config names.
+Status check_torch_version(ObjectReader& r, const CudagraphConfig& config) {
+  if (!r.has("x_torch_version")) return {};
+  CAPSIM_TRY_ASSIGN(const std::string version, r.string("x_torch_version"));
+  const std::string release = version.substr(0, version.find('+'));
+  const std::optional<TorchProfile> p = torch_profile_for(release);
+  if (!p) {
+    return field_error("x_torch_version",
+                       fmt::format("release '{}' has no torch profile (known: {})",
+                                   version.substr(0, 64), known_torch_profiles()));
+  }
+  if (*p != config.torch_profile) {
+    return field_error("x_torch_version",
+                       fmt::format("release {} is profile {}, but config.torch_profile is {}",
+                                   version.substr(0, 64), torch_profile_name(*p),
+                                   torch_profile_name(config.torch_profile)));
+  }
+  return {};
+}
+
+}  // namespace
+
 Result<TraceHeader> header_from_json(ObjectReader& r) {
   TraceHeader h;
   CAPSIM_TRY_ASSIGN(const std::string format, r.string("format"));
@@ -80,6 +105,7 @@ Result<TraceHeader> header_from_json(ObjectReader& r) {
     }
     h.observes = std::move(kinds);
   }
+  CAPSIM_TRY(check_torch_version(r, h.config));
   CAPSIM_TRY(r.finish());
   return h;
 }

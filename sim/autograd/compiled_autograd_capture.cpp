@@ -398,9 +398,15 @@ class Capturer {
         }
       }
     }
+    // The region's ctx is lifted into `hooks` (Phase A), unused here.
+    CAPSIM_CHECK(hook_cursor_ < b_.hooks.size() && b_.hooks[hook_cursor_].node == v &&
+                     b_.hooks[hook_cursor_].backward,
+                 "capture and Phase A disagree on hooks");
+    ++hook_cursor_;
     std::vector<FxArg> args{FxArg::of(a.saved), FxArg::of(a.saved_sizes)};
     for (const auto& gslot : grads) args.push_back(gslot ? ref(gslot->proxy) : FxArg::none());
     const FxNodeId pgrads = call("call_aot_bwd_prologue", std::move(args));
+    if (node.aot_body) return copy_aot_body(v, node, *node.aot_body, pgrads, a.saved_sizes);
     // The copied bw_module: mul's backward, output i = tangent * saved[1 - i].
     if (a.saved.size() < 2) {
       return make_error(fmt::format("{}: an AOT backward needs the region's 2 saved inputs, has {}",
@@ -420,6 +426,58 @@ class Capturer {
       out[i] = value(result, output_meta(v, i), true, kAotDummySizes);
     }
     return out;
+  }
+
+  // A recorded region's backward graph copied in (the release form does the
+  // same, sim/autograd/compiled_autograd_release_form.hpp): an input per
+  // placeholder, its symints replaced by the node's size slots, then its
+  // nodes, then make_subclass over every output for a subclass grad.
+  Result<Slots> copy_aot_body(AutogradNodeId v, const AutogradNode& node,
+                              const AotBackwardBody& body, FxNodeId pgrads,
+                              const std::vector<FxArg>& symints) {
+    std::vector<FxArg> value;
+    for (std::uint32_t i = 0; i < body.placeholders; ++i) {
+      value.push_back(i < body.symints && i < symints.size() ? symints[i]
+                                                             : ref(getitem(pgrads, i)));
+    }
+    const auto remap = [&](const auto& self, const std::vector<FxArg>& args) -> std::vector<FxArg> {
+      std::vector<FxArg> out;
+      for (const FxArg& x : args) {
+        if (x.kind == FxArg::Kind::kNode) {
+          out.push_back(value.at(x.node));
+        } else if (x.nests()) {
+          FxArg copy = x;
+          copy.list = self(self, x.list);
+          out.push_back(std::move(copy));
+        } else {
+          out.push_back(x);
+        }
+      }
+      return out;
+    };
+    for (const FxNode& n : body.nodes) {
+      const std::string target =
+          n.target == "torch.ops.aten.view.default" ? "torch.ops.aten.reshape.default" : n.target;
+      value.push_back(ref(call(target, remap(remap, n.args))));
+    }
+    const std::vector<FxArg> outputs = remap(remap, body.outputs);
+    Slots out(node.num_outputs);
+    for (std::size_t i = 0; i < out.size(); ++i) {
+      std::optional<FxNodeId> result;
+      if (body.epilogue && i < body.epilogue->size() && (*body.epilogue)[i] < 0) {
+        result = call("make_subclass", outputs);
+      } else {
+        const std::size_t k =
+            body.epilogue ? static_cast<std::size_t>(std::max<std::int64_t>(0, (*body.epilogue)[i]))
+                          : i;
+        if (k < outputs.size() && outputs[k].kind == FxArg::Kind::kNode) result = outputs[k].node;
+      }
+      if (result) out[i] = value_of(v, i, *result);
+    }
+    return out;
+  }
+  Value value_of(AutogradNodeId v, std::size_t i, FxNodeId proxy) {
+    return value(proxy, output_meta(v, i), true, kAotDummySizes);
   }
 
   // The legacy path: the eager formula runs on the proxies, reading their

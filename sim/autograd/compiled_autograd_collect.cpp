@@ -96,7 +96,11 @@ void lift_hooks(AutogradNodeId v, const AutogradNode& node, std::vector<LiftedHo
   };
   each([](AutogradHookKind k) { return k == AutogradHookKind::kTensorPre; });
   each([](AutogradHookKind k) { return k == AutogradHookKind::kPre; });
-  if (node.kind == AutogradNodeKind::kPyNode) out.push_back({v, 0, true});
+  // A Python Function's backward, and an AOT region's ctx (compiled
+  // autograd lifts it too, though the inlined region never calls it).
+  if (node.kind == AutogradNodeKind::kPyNode || node.kind == AutogradNodeKind::kAotBackward) {
+    out.push_back({v, 0, true});
+  }
   each([](AutogradHookKind k) {
     return k == AutogradHookKind::kPost || k == AutogradHookKind::kPostAccGrad;
   });

@@ -80,8 +80,11 @@ class Lowering {
         l.kind = Kind::kString;
         l.s = a.s;
         break;
-      case FxArg::Kind::kFloat: l.kind = Kind::kOpaque; break;
+      case FxArg::Kind::kFloat:
+      case FxArg::Kind::kVerbatim:
+      case FxArg::Kind::kKeyword: l.kind = Kind::kOpaque; break;
       case FxArg::Kind::kList:
+      case FxArg::Kind::kTuple:
         l.kind = Kind::kList;
         for (const FxArg& x : a.list) l.list.push_back(arg(x));
         break;

@@ -93,10 +93,15 @@ class CompiledBackwardRun : public BackwardOps {
         v.b = a.b;
         break;
       case FxArg::Kind::kString:
+      case FxArg::Kind::kVerbatim:
+      case FxArg::Kind::kKeyword:
+        // Only the release form writes verbatim constants and keywords, and
+        // it is printed, never run.
         v.kind = Kind::kString;
         v.s = a.s;
         break;
       case FxArg::Kind::kList:
+      case FxArg::Kind::kTuple:
         v.kind = Kind::kList;
         for (const FxArg& x : a.list) v.list.push_back(arg(x));
         break;

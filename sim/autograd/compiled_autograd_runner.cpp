@@ -60,6 +60,12 @@ Result<BackwardCapture> capture_one_backward(const AutogradGraph& graph, Autogra
             {F::graph_nodes, r.graph.nodes().size()},
             {F::graph_digest, Digest{fnv1a64(std::as_bytes(std::span(text)))}}});
   log.lines.push_back(std::move(text));
+  if (log.release_form) {
+    CAPSIM_TRY_ASSIGN(const FxGraph release,
+                      capture_release_form(graph, out.collected, *log.release_form));
+    log.lines.emplace_back("in the release's form:");
+    for (const std::string& line : fx_node_lines(release)) log.lines.push_back("    " + line);
+  }
   out.captured = std::move(r.graph);
   return out;
 }

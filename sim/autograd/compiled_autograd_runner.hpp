@@ -19,6 +19,7 @@
 
 #include "sim/autograd/autograd_engine.hpp"
 #include "sim/autograd/compiled_autograd_capture.hpp"
+#include "sim/autograd/compiled_autograd_release_form.hpp"
 #include "sim/core/events.hpp"
 
 namespace capsim {
@@ -44,6 +45,9 @@ struct CaptureRunLog {
   // then, in functional mode, a ca_run.
   std::vector<Event> events;
   std::uint64_t backwards = 0;
+  // When set, each capture is also printed in this release's own form
+  // (`capsim capture --torch`), after capsim's.
+  std::optional<CaGraphForm> release_form;
   // Appends an event, held to its kind's row as SimContext::emit holds the
   // World's: `capsim capture` prints these without a World.
   void emit(EventKind kind, std::vector<EventField> fields) {

@@ -14,13 +14,17 @@ struct ImportedAutograd::Built {
   AutogradNodeId root = 0;  // the GraphRoot
 };
 
-ImportedAutograd::ImportedAutograd() = default;
+ImportedAutograd::ImportedAutograd(std::optional<CaGraphForm> form) : form_(form) {}
 ImportedAutograd::~ImportedAutograd() = default;
 
 namespace {
 
+constexpr Device kCpu{DeviceType::kCpu, 0};
+
 Result<InputMetadata> input_metadata(const ImportedInput& in) {
   CAPSIM_TRY_ASSIGN(TensorMeta meta, contiguous_meta(in.sizes, in.dtype));
+  meta.device = kCpu;
+  meta.is_subclass = in.subclass;
   return InputMetadata{meta};
 }
 
@@ -68,6 +72,8 @@ Result<NamedTensors> add_tensors(const DefineAutogradGraph& walk, TensorStore& s
     // graphs a trace defines.
     CAPSIM_TRY_ASSIGN(TensorMeta meta, contiguous_meta(t.sizes, t.dtype));
     meta.requires_grad = t.requires_grad;
+    meta.device = kCpu;
+    meta.is_subclass = t.subclass;
     CAPSIM_TRY_ASSIGN(const Tensor tensor, store.from_address(0, meta, kDefaultPool));
     named.grad_defined[t.name] = t.grad_defined;
     if (!named.ids.emplace(t.name, tensor.id).second) {
@@ -75,6 +81,42 @@ Result<NamedTensors> add_tensors(const DefineAutogradGraph& walk, TensorStore& s
     }
   }
   return named;
+}
+
+// A node's saved_values as CollectedFields. Their tensors must be the node's
+// `saved` and their sizes its `saved_sizes`, in order: Phase A lifts and keys
+// those, and the release form reads the fields.
+Result<std::vector<CollectedField>> collected_fields(const ImportedNode& r, std::size_t i,
+                                                     const NamedTensors& named) {
+  std::vector<CollectedField> out;
+  std::vector<std::string> tensors;
+  std::vector<std::int64_t> sizes;
+  for (const ImportedField& f : *r.saved_values) {
+    CollectedField c;
+    c.kind = f.kind;
+    c.sizes = f.sizes;
+    c.text = f.text;
+    for (const auto& name : f.tensors) {
+      if (!name) {
+        c.tensors.emplace_back();
+        continue;
+      }
+      CAPSIM_TRY_ASSIGN(const TensorId id, named.find(*name, i));
+      c.tensors.emplace_back(id);
+      tensors.push_back(*name);
+    }
+    sizes.insert(sizes.end(), f.sizes.begin(), f.sizes.end());
+    out.push_back(std::move(c));
+  }
+  if (tensors != r.saved) {
+    return make_error(
+        fmt::format("node {} ({}): saved_values names other tensors than saved", i, r.name));
+  }
+  if (sizes != r.saved_sizes) {
+    return make_error(
+        fmt::format("node {} ({}): saved_values holds other sizes than saved_sizes", i, r.name));
+  }
+  return out;
 }
 
 // Node `i` of the walk, its tensors resolved by name.
@@ -96,6 +138,20 @@ Result<AutogradNode> recorded_node(const ImportedNode& r, std::size_t i,
   node.saved_scalars.assign(r.saved_scalars.begin(), r.saved_scalars.end());
   node.hooks = r.hooks;
   node.inner_name = r.inner;
+  if (r.aot_backward) {
+    if (r.aot_backward->symints != r.saved_sizes.size()) {
+      return make_error(fmt::format("node {} ({}): aot_backward has {} symints, saved_sizes {}", i,
+                                    r.name, r.aot_backward->symints, r.saved_sizes.size()));
+    }
+    node.aot_body = *r.aot_backward;
+  }
+  if (r.base) {
+    node.base = *r.base;
+    node.view = *r.view;
+  }
+  if (r.saved_values) {
+    CAPSIM_TRY_ASSIGN(node.collected_fields, collected_fields(r, i, named));
+  }
   if (r.kind == AutogradNodeKind::kCopySlices && r.inner.empty()) {
     return make_error(fmt::format("node {} (CopySlices): 'inner' names the wrapped node", i));
   }
@@ -179,6 +235,11 @@ Result<std::vector<Event>> ImportedAutograd::compiled_backward(
     const CanonicalCalls calls = canonical_calls(*capture.captured);
     fields.push_back({F::targets, calls.targets});
     fields.push_back({F::uses, int_lists(calls.uses)});
+    if (form_) {
+      CAPSIM_TRY_ASSIGN(const FxGraph release,
+                        capture_release_form(b.graph, capture.collected, *form_));
+      fields.push_back({F::fx_nodes, fx_node_lines(release)});
+    }
   }
   check_event_shape(EventKind::kCaGraph, fields);
   events.push_back({EventKind::kCaGraph, 0, std::move(fields)});

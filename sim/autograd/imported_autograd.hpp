@@ -10,18 +10,23 @@
 // of the run, and on a miss the functional capture (sim/autograd/compiled_autograd_runner.hpp).
 // Its events are the cache decision, the capture, and a `ca_graph` with the
 // captured graph's call targets in canonical names (sim/autograd/fx_target_names.hpp),
-// which is what a recorded trace's `ca_graph` is compared with. No captured
-// graph runs: a recorded graph has shapes, not values or node semantics.
+// which is what a recorded trace's `ca_graph` is compared with, and, given the
+// release's form, the capture node for node (`fx_nodes`, in the form of
+// compiled_autograd_release_form.hpp). No captured graph runs: a recorded
+// graph has shapes, not values or node semantics. A recorded graph is a CPU
+// graph (the recorder's compiled-autograd half runs on the CPU).
 #pragma once
 
 #include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "sim/autograd/compiled_autograd_collect.hpp"
+#include "sim/autograd/compiled_autograd_release_form.hpp"
 #include "sim/autograd/imported_graph.hpp"
 #include "sim/core/events.hpp"
 
@@ -31,7 +36,8 @@ struct BackwardView;  // sim/autograd/compiled_autograd_runner.hpp
 
 class ImportedAutograd {
  public:
-  ImportedAutograd();
+  // `form`: the release's graph form, when the trace names a release.
+  explicit ImportedAutograd(std::optional<CaGraphForm> form = std::nullopt);
   ~ImportedAutograd();
   ImportedAutograd(const ImportedAutograd&) = delete;
   ImportedAutograd& operator=(const ImportedAutograd&) = delete;
@@ -50,6 +56,7 @@ class ImportedAutograd {
 
  private:
   struct Built;
+  std::optional<CaGraphForm> form_;
   std::map<std::string, std::unique_ptr<Built>> graphs_;
   CompiledAutogradCache cache_;
   std::uint64_t backwards_ = 0;

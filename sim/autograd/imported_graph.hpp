@@ -30,6 +30,7 @@ struct ImportedTensor {
   // A leaf's .grad is defined when the backward starts (AccumulateGrad's
   // specialization key holds it).
   bool grad_defined = false;
+  bool subclass = false;  // a tensor subclass (TwoTensor), written by its outer metadata
 };
 
 // The InputMetadata of one node input: the shape and dtype of the grad it
@@ -37,7 +38,17 @@ struct ImportedTensor {
 struct ImportedInput {
   Dims sizes;
   DType dtype = DType::kFloat32;
+  bool subclass = false;  // InputMetadata::is_tensor_subclass
   friend bool operator==(const ImportedInput&, const ImportedInput&) = default;
+};
+
+// One entry of a node's `saved_values`: a CollectedField whose tensors are
+// named as in the graph's `tensors` table.
+struct ImportedField {
+  CollectedField::Kind kind = CollectedField::Kind::kNone;
+  std::vector<std::optional<std::string>> tensors;
+  std::vector<std::int64_t> sizes;
+  std::string text;
 };
 
 struct ImportedNode {
@@ -50,7 +61,15 @@ struct ImportedNode {
   std::vector<float> saved_scalars;
   std::vector<AutogradHookKind> hooks;  // in registration order
   std::string inner;                    // kCopySlices: the wrapped node's name
-  std::string variable;                 // kAccumulateGrad: the leaf's tensor name
+  // kCopySlices: the base and view geometries, when the program stated them.
+  std::optional<TensorGeometry> base;
+  std::optional<TensorGeometry> view;
+  std::string variable;  // kAccumulateGrad: the leaf's tensor name
+  // compiled_args' fields in order (codegen'd nodes and CopyBackwards); absent
+  // in traces recorded before they were written.
+  std::optional<std::vector<ImportedField>> saved_values;
+  // kAotBackward: the region's backward graph (its references checked).
+  std::optional<AotBackwardBody> aot_backward;
 };
 
 // `autograd_graph`: one walked graph, named so that `compiled_backward` can

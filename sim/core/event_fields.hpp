@@ -154,6 +154,9 @@ inline constexpr IntRange kBytesRange{0, std::int64_t{1} << 50};
   X(uses, "uses", kIntLists, kIndexRange,                                                          \
     "per call of `targets`, the calls its arguments refer to (indices into `targets`; compared "   \
     "as canonical dataflow, docs/fidelity.md)")                                                    \
+  X(fx_nodes, "fx_nodes", kTextList, kAnyInt,                                                      \
+    "the captured graph node for node, one line each in the release's own form (compared line "    \
+    "by line, docs/trace-format.md §6.3)")                                                         \
   X(compiled, "compiled", kBool, kAnyInt, "the backward ran through compiled autograd")            \
   X(x_buffer_ids, "x_buffer_ids", kIntList, kAnyInt,                                               \
     "extension: the CUDA driver's ids of the buffers a replay touched")

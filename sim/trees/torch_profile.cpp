@@ -49,11 +49,15 @@ constexpr TorchProfileRules k2_10Rules =
     after(k2_9Rules, "2.10", "2.10.0 449b1768", [](TorchProfileRules& r) {
       r.dynamic_shape_warn_limit = 8;
       r.partition_bypasses_graph_skips = true;
+      r.ca_metadata_grad_dtype = true;
     });
 
 // check_memory_pool's new texts (E6, E7); W2 moves to the cudagraphs logger.
-constexpr TorchProfileRules k2_11Rules = after(
-    k2_10Rules, "2.11", "2.11.0 70d99e99", [](TorchProfileRules& r) { r.pool_texts_2_11 = true; });
+constexpr TorchProfileRules k2_11Rules =
+    after(k2_10Rules, "2.11", "2.11.0 70d99e99", [](TorchProfileRules& r) {
+      r.pool_texts_2_11 = true;
+      r.ca_aot_opaque_objs = true;
+    });
 
 // PR 178205: the limit is off, inline_inbuilt_nn_modules is always True, and
 // so is rerecord_if_static_inputs_change; W1 gets its new text (#176865).
@@ -77,6 +81,8 @@ constexpr TorchProfileRules k2_13Rules =
       r.e1_grad_output_text = true;
       r.caching_allocator_skip = true;
       r.input_storage_mutation_skip = true;
+      r.ca_aot_flat_args_tuple = true;
+      r.ca_accumulate_variable_grad = true;
       r.not_modelled = "";
     });
 
@@ -198,6 +204,13 @@ std::vector<std::string> describe_profile(const TorchProfileRules& r) {
   knob(r.has_managed_input_demotion,
        "cudagraph_managed_input_rerecord_limit (5) and _action (copy, skip)");
   if (!knobs.empty()) out.push_back("has: " + knobs);
+  out.push_back(fmt::format(
+      "compiled autograd's graph: validate_outputs metadata {}; call_aot_bwd_prologue(saved, "
+      "symints{}, {}); call_accumulate_grad(variable{}, grad, has_post_hooks)",
+      r.ca_metadata_grad_dtype ? "with grad_dtype" : "without grad_dtype",
+      r.ca_aot_opaque_objs ? ", opaque_objs" : "",
+      r.ca_aot_flat_args_tuple ? "(grads...)" : "*grads",
+      r.ca_accumulate_variable_grad ? ", variable_grad" : ""));
   if (r.direct_backward_clears_pending) {
     out.emplace_back(
         "a BACKWARD call run directly (capture sizes, key limit) clears the "

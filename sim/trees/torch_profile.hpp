@@ -110,6 +110,17 @@ struct TorchProfileRules {
   // else the older ones ("… but should be {…}", "These live storage data ptrs
   // are in the cudagraph pool but not accounted for …").
   bool pool_texts_2_11 = false;
+  // Compiled autograd's graph form (torch/_dynamo/compiled_autograd.py,
+  // external_utils.py, csrc/dynamo/compiled_autograd.h; the World hands these
+  // to sim/autograd/compiled_autograd_release_form.hpp): validate_outputs'
+  // packed InputMetadata ends with grad_dtype (2.10 on); call_aot_bwd_prologue
+  // takes ctx_opaque_objs (2.11 on) and its flat args as one tuple (2.13 on);
+  // call_accumulate_grad takes variable_grad (2.13 on, #184082). classic has
+  // 2.8.0's form; 2.5 to 2.7 were not read.
+  bool ca_metadata_grad_dtype = false;
+  bool ca_aot_opaque_objs = false;
+  bool ca_aot_flat_args_tuple = false;
+  bool ca_accumulate_variable_grad = false;
   // What the profile leaves out that its release has, for `capsim version
   // --profiles` (empty: nothing known).
   std::string_view not_modelled;

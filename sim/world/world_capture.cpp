@@ -12,6 +12,7 @@
 
 #include "sim/autograd/compiled_autograd_runner.hpp"
 #include "sim/autograd/imported_autograd.hpp"
+#include "sim/world/release_forms.hpp"
 #include "sim/world/world_parts.hpp"
 
 namespace capsim {
@@ -95,7 +96,10 @@ Status World::check_scenario_grads(const AutogradScenario& s, int i,
 }
 
 Status World::do_define_autograd_graph(const DefineAutogradGraph& a) {
-  if (!recorded_autograd_) recorded_autograd_ = std::make_unique<ImportedAutograd>();
+  if (!recorded_autograd_) {
+    recorded_autograd_ =
+        std::make_unique<ImportedAutograd>(ca_graph_form_of(options_.config.torch_profile));
+  }
   return recorded_autograd_->define(a);
 }
 

@@ -334,5 +334,27 @@ fresh warmup_mark_over
 edit "$corpus/mark_warmup_incomplete.jsonl" 2 'l.replace("\"warmups_marked_incomplete\":2", "\"warmups_marked_incomplete\":65")' t.jsonl
 check warmup_mark_over 2 "t.jsonl:2:[0-9]+: field 'warmups_marked_incomplete': must be 0 to 64, got 65" -- "$capsim" replay t.jsonl
 
+# --- real PyTorch traces: the release, the fields compiled autograd collects,
+# a region's backward graph -------------------------------------------------
+torch_corpus=$corpus/torch/2.11.0
+fresh torch_release_unknown
+edit "$torch_corpus/mlp_adam.jsonl" 1 'l.replace("\"x_torch_version\":\"2.11.0+cu130\"", "\"x_torch_version\":\"2.3.0\"")' t.jsonl
+check torch_release_unknown 2 "t.jsonl:1:[0-9]+: field 'x_torch_version': release '2.3.0' has no torch profile" -- "$capsim" replay t.jsonl
+fresh torch_release_other_profile
+edit "$torch_corpus/mlp_adam.jsonl" 1 'l.replace("\"x_torch_version\":\"2.11.0+cu130\"", "\"x_torch_version\":\"2.15.0\"")' t.jsonl
+check torch_release_other_profile 2 "t.jsonl:1:[0-9]+: field 'x_torch_version': release 2.15.0 is profile 2.15, but config.torch_profile is 2.11" -- "$capsim" replay t.jsonl
+fresh saved_value_type
+edit "$torch_corpus/mlp_adam.jsonl" 2 'l.replace("\"saved_values\":[{\"const\":\"1\"}", "\"saved_values\":[{\"const\":1}", 1)' t.jsonl
+check saved_value_type 2 "t.jsonl:2:[0-9]+: field 'nodes\[0\].saved_values\[0\].const': expected a string" -- "$capsim" replay t.jsonl
+fresh saved_value_kind
+edit "$torch_corpus/mlp_adam.jsonl" 2 'l.replace("\"saved_values\":[{\"const\":\"1\"}", "\"saved_values\":[{\"bytes\":\"1\"}", 1)' t.jsonl
+check saved_value_kind 2 "t.jsonl:2:[0-9]+: field 'nodes\[0\].saved_values\[0\]': expected null or one of tensor" -- "$capsim" replay t.jsonl
+fresh aot_body_unknown_value
+edit "$torch_corpus/twotensor_compiled_region.jsonl" 2 'l.replace("[{\"node\":0},{\"node\":2}]", "[{\"node\":0},{\"node\":99}]", 1)' t.jsonl
+check aot_body_unknown_value 2 "t.jsonl:2:[0-9]+: field 'nodes\[1\].aot_backward.nodes\[0\].args\[1\].node': 99 refers to no value defined before it" -- "$capsim" replay t.jsonl
+fresh aot_body_bad_epilogue
+edit "$torch_corpus/twotensor_compiled_region.jsonl" 2 'l.replace("{\"plain\":2}", "{\"plain\":7}", 1)' t.jsonl
+check aot_body_bad_epilogue 2 "t.jsonl:2:[0-9]+: field 'nodes\[1\].aot_backward.epilogue\[1\].plain': output 7 of 3" -- "$capsim" replay t.jsonl
+
 echo "hostile inputs: $passed passed, $failed failed"
 [ "$failed" = 0 ]

@@ -81,6 +81,7 @@ unity_c=(
   sim/autograd/compiled_autograd_runner.cpp sim/autograd/autograd_engine.cpp sim/autograd/autograd_backward_graph.cpp sim/autograd/autograd_aot.cpp
   sim/autograd/compiled_autograd_collect.cpp sim/autograd/compiled_autograd_capture.cpp
   sim/autograd/imported_autograd.cpp sim/autograd/fx_target_names.cpp
+  sim/autograd/compiled_autograd_release_form.cpp sim/autograd/release_form_passes.cpp
 )
 unity_d=(
   sim/autograd/autograd_backward.cpp sim/autograd/autograd_backward_ops.cpp sim/autograd/compiled_autograd_run.cpp

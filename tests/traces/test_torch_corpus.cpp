@@ -1,5 +1,6 @@
-// The corpus of real PyTorch traces (traces/corpus/torch/, recorded by
-// traces/torch/): every trace replays, and its first divergence is exactly
+// The corpus of real PyTorch traces (traces/corpus/torch/RELEASE/, recorded
+// by traces/torch/ on each release): every trace replays, node for node unless
+// it opts into the structural comparison, and its first divergence is exactly
 // the one docs/fidelity.md lists for it ("none" for most). The list is read
 // from the document itself, so that fixing a difference in capsim fails this
 // test until the document says so too, and a new trace needs a line there.
@@ -28,8 +29,9 @@ std::string read_file(const std::filesystem::path& p) {
   return s.str();
 }
 
-// The ```expected-divergences block of docs/fidelity.md: per trace file,
-// "none" or "LINE FIELD" (the first divergence replay reports).
+// The ```expected-divergences block of docs/fidelity.md: per trace
+// ("RELEASE/FILE"), "none" or "LINE FIELD" (the first divergence replay
+// reports), after "structural " for a trace compared structurally.
 std::map<std::string, std::string> expected_divergences() {
   std::istringstream doc(read_file(kSource / "docs/fidelity.md"));
   std::map<std::string, std::string> out;
@@ -48,13 +50,25 @@ std::map<std::string, std::string> expected_divergences() {
   return out;
 }
 
+// "RELEASE/FILE" for every trace of every release folder.
 std::set<std::string> corpus_files() {
   std::set<std::string> found;
   if (!std::filesystem::exists(kTorchCorpus)) return found;
-  for (const auto& entry : std::filesystem::directory_iterator(kTorchCorpus)) {
-    if (entry.path().extension() == ".jsonl") found.insert(entry.path().filename().string());
+  for (const auto& release : std::filesystem::directory_iterator(kTorchCorpus)) {
+    if (!release.is_directory()) continue;
+    for (const auto& entry : std::filesystem::directory_iterator(release.path())) {
+      if (entry.path().extension() != ".jsonl") continue;
+      found.insert(release.path().filename().string() + "/" + entry.path().filename().string());
+    }
   }
   return found;
+}
+
+Result<ResimulationReport> replay(const std::string& text, bool structural) {
+  CAPSIM_TRY_ASSIGN(std::unique_ptr<TraceReader> reader, test::reader_of(text));
+  ResimulationOptions options;
+  options.structural = structural;
+  return resimulate_trace(*reader, options);
 }
 
 TEST_CASE("torch corpus: docs/fidelity.md lists exactly the traces of traces/corpus/torch") {
@@ -70,14 +84,16 @@ TEST_CASE("torch corpus: every trace replays with exactly the divergences docs/f
   for (const std::string& file : corpus_files()) {
     CAPTURE(file);
     const std::string text = read_file(kTorchCorpus / file);
-    const auto report = test::replay_text(text);
-    REQUIRE_MESSAGE(report.ok(), report.error().message);
     const auto it = expected.find(file);
     REQUIRE(it != expected.end());
+    const bool structural = it->second.starts_with("structural ");
+    const auto report = replay(text, structural);
+    REQUIRE_MESSAGE(report.ok(), report.error().message);
     std::string got = "none";
     if (report->divergence) {
       got = fmt::format("{} {}", report->divergence->line, report->divergence->field);
     }
+    if (structural) got = "structural " + got;
     const std::string recorded = report->divergence ? report->divergence->recorded : "";
     const std::string predicted = report->divergence ? report->divergence->predicted : "";
     INFO("recorded: ", recorded, "\npredicted: ", predicted);
@@ -87,10 +103,52 @@ TEST_CASE("torch corpus: every trace replays with exactly the divergences docs/f
   }
 }
 
-TEST_CASE("torch corpus: negative control, a captured graph with its dataflow cut diverges") {
+TEST_CASE("torch corpus: every release folder holds the same programs, each recorded by it") {
+  std::map<std::string, std::set<std::string>> by_release;
+  for (const std::string& file : corpus_files()) {
+    const std::size_t slash = file.find('/');
+    by_release[file.substr(0, slash)].insert(file.substr(slash + 1));
+    const std::string text = read_file(kTorchCorpus / file);
+    // The header names the release the folder is named after.
+    CHECK(text.find(fmt::format("\"x_torch_version\":\"{}", file.substr(0, slash))) !=
+          std::string::npos);
+  }
+  REQUIRE(by_release.size() >= 3);
+  for (const auto& [release, files] : by_release) {
+    CAPTURE(release);
+    CHECK(files == by_release.begin()->second);
+  }
+}
+
+// hooks.jsonl of the release the recorder pins (traces/torch/requirements.txt).
+std::string hooks_trace() {
+  return read_file(kTorchCorpus / "2.11.0/hooks.jsonl");
+}
+
+TEST_CASE("torch corpus: negative control, one node's argument changed diverges at that node") {
+  std::string text = hooks_trace();
+  // The first validate_outputs of the first capture, its root grad's
+  // metadata said to be a subclass: the same calls, another graph.
+  const std::string from = "[], False, 6)])\"";
+  const std::size_t at = text.find(from);
+  REQUIRE(at != std::string::npos);
+  text.replace(at, from.size(), "[], True, 6)])\"");
+  const auto report = replay(text, false);
+  REQUIRE_MESSAGE(report.ok(), report.error().message);
+  REQUIRE(report->divergence);
+  CHECK(report->divergence->field.starts_with("fx_nodes["));
+  CHECK(report->divergence->line == 4);
+  CHECK(report->divergence->detail.find("True, 6)]) | predicted") != std::string::npos);
+  // Structurally the graph is the same: the fallback cannot see it.
+  const auto structural = replay(text, true);
+  REQUIRE_MESSAGE(structural.ok(), structural.error().message);
+  CHECK(!structural->divergence);
+}
+
+TEST_CASE("torch corpus: negative control, structurally a graph with its dataflow cut diverges") {
   // Every call of hooks.jsonl's first capture made to use nothing: the same
   // calls in the same order, but not the graph capsim predicts.
-  std::string text = read_file(kTorchCorpus / "hooks.jsonl");
+  std::string text = hooks_trace();
   const std::size_t at = text.find("\"uses\":[[");
   REQUIRE(at != std::string::npos);
   const std::size_t end = text.find("]]", at);
@@ -100,11 +158,15 @@ TEST_CASE("torch corpus: negative control, a captured graph with its dataflow cu
   for (std::size_t i = cut.size(); i < old.size(); ++i) entries += old[i] == '[' ? 1 : 0;
   for (std::size_t i = 0; i < entries; ++i) cut += i == 0 ? "[]" : ",[]";
   text.replace(at, old.size(), cut + "]");
-  const auto report = test::replay_text(text);
+  const auto report = replay(text, true);
   REQUIRE_MESSAGE(report.ok(), report.error().message);
   REQUIRE(report->divergence);
   CHECK(report->divergence->field == "uses");
   CHECK(report->divergence->line == 4);
+  // Node for node, `uses` is not compared: the nodes still match.
+  const auto by_nodes = replay(text, false);
+  REQUIRE_MESSAGE(by_nodes.ok(), by_nodes.error().message);
+  CHECK(!by_nodes->divergence);
 }
 
 TEST_CASE("torch corpus: a malformed recorder output is refused with file, line and field") {

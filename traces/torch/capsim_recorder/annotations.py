@@ -40,6 +40,9 @@ class Annotations:
         # graph; we attach them to whichever AccumulateGrad has that variable.
         self._leaf_hooks: list[tuple[torch.Tensor, str, int]] = []
         self._inner: list[tuple[Any, str]] = []
+        self._geometry: list[tuple[Any, dict, dict]] = []
+        self._subclass_inputs: list[tuple[Any, int]] = []
+        self._inner_saved: list[tuple[Any, dict]] = []
 
     # -- registration (what the programs call) --------------------------------
 
@@ -66,13 +69,39 @@ class Annotations:
         self._leaf_hooks.append((leaf, "post_acc_grad_hook", next(self._order)))
         return handle
 
-    def copyslices_inner(self, node: Any, inner_name: str) -> None:
-        """States which node a CopySlices wraps (e.g. "MulBackward0")."""
+    def copyslices_inner(
+        self,
+        node: Any,
+        inner_name: str,
+        base: torch.Tensor | None = None,
+        view: torch.Tensor | None = None,
+        saved: dict[str, torch.Tensor | None] | None = None,
+    ) -> None:
+        """States which node a CopySlices wraps (e.g. "MulBackward0") and,
+        optionally, what CopySlices keeps that Python cannot read: the base
+        and the view it was made from (their geometries) and the inner node's
+        saved tensors by field name ({"other": scale, "self": None})."""
         if type(node).__name__ != "CopySlices":
             raise ValueError(f"copyslices_inner on a {type(node).__name__}, not CopySlices")
         self._inner.append((node, inner_name))
+        if base is not None and view is not None:
+            self._geometry.append((node, _geometry(base), _geometry(view)))
+        if saved is not None:
+            self._inner_saved.append((node, dict(saved)))
+
+    def subclass_output(self, tensor: torch.Tensor) -> None:
+        """States that `tensor` (an output of a node, e.g. of a compiled
+        region) is a tensor subclass: its grad_fn's InputMetadata for it says
+        is_tensor_subclass, which Python cannot read. The loss needs no call:
+        the walk sees it."""
+        if tensor.grad_fn is None:
+            raise ValueError("subclass_output on a tensor without grad_fn")
+        self._subclass_inputs.append((tensor.grad_fn, int(tensor.output_nr)))
 
     # -- queries (what the graph walk calls) ----------------------------------
+
+    def is_subclass_input(self, node: Any, input_nr: int) -> bool:
+        return any(n is node and i == input_nr for n, i in self._subclass_inputs)
 
     def hooks_for(self, node: Any) -> list[str]:
         found = [(order, kind) for n, kind, order in self._node_hooks if n is node]
@@ -86,3 +115,23 @@ class Annotations:
             if n is node:
                 return name
         return None
+
+    def geometry_for(self, node: Any) -> tuple[dict, dict] | None:
+        for n, base, view in self._geometry:
+            if n is node:
+                return base, view
+        return None
+
+    def inner_saved_for(self, node: Any) -> dict | None:
+        for n, saved in self._inner_saved:
+            if n is node:
+                return saved
+        return None
+
+
+def _geometry(t: torch.Tensor) -> dict:
+    return {
+        "sizes": [int(s) for s in t.shape],
+        "strides": [int(s) for s in t.stride()],
+        "storage_offset": int(t.storage_offset()),
+    }

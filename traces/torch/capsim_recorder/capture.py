@@ -10,6 +10,7 @@ reads three things per backward:
   captured  counters["compiled_autograd"]["captures"] went up   (internal)
   targets   the call_function targets of the captured graph      (torch.fx, public)
   uses      per call, the calls its arguments refer to            (torch.fx, public)
+  graph     every node, one line each: target and arguments        (torch.fx, public)
   message   the verbose log's "Cache miss ..." line              (internal logger)
 
 Entry points: torch._dynamo.compiled_autograd._enable (internal; the public
@@ -38,6 +39,7 @@ class BackwardResult:
     captured: bool
     targets: list[str] = field(default_factory=list)
     uses: list[list[int]] = field(default_factory=list)
+    graph: list[str] = field(default_factory=list)
     message: Optional[str] = None
 
 
@@ -78,6 +80,53 @@ def graph_uses(gm: torch.fx.GraphModule) -> list[list[int]]:
         refs: list[int] = []
         torch.fx.node.map_arg((n.args, n.kwargs), lambda a: refs.append(index[a]) if a in index else None)
         out.append(list(dict.fromkeys(refs)))
+    return out
+
+
+def _value_text(value: Any, index: dict) -> str:
+    """One argument in the node-line form of docs/trace-format.md §6.3: a node
+    as %k (its position in the graph), Python's own spelling for constants,
+    lists in brackets, tuples in parentheses (a 1-tuple with its comma)."""
+    if isinstance(value, torch.fx.Node):
+        return f"%{index[value]}"
+    if isinstance(value, list):
+        return "[" + ", ".join(_value_text(v, index) for v in value) + "]"
+    if isinstance(value, tuple):
+        inner = ", ".join(_value_text(v, index) for v in value)
+        return f"({inner},)" if len(value) == 1 else f"({inner})"
+    if value is None or isinstance(value, (bool, int, float)):
+        return repr(value)
+    if isinstance(value, str):
+        return "'" + value + "'"
+    if isinstance(value, (torch.device, torch.dtype, torch.layout, torch.memory_format)):
+        return str(value)
+    # Anything else is named by its type, so that it shows as a difference
+    # rather than as an address or a repr that changes from run to run.
+    return f"<{type(value).__name__}>"
+
+
+def graph_lines(gm: torch.fx.GraphModule) -> list[str]:
+    """Every node of the captured graph in order, one line each:
+    `%i = placeholder NAME`, `%i = TARGET(ARGS)` (the target qualified, raw,
+    in the release's own spelling; keyword arguments after the positional
+    ones as k=v) or `%i = output(ARGS)`. Node names and `num_users` are left
+    out: they are printing, not graph."""
+    nodes = list(gm.graph.nodes)
+    index = {n: i for i, n in enumerate(nodes)}
+    out = []
+    for i, n in enumerate(nodes):
+        if n.op == "placeholder":
+            out.append(f"%{i} = placeholder {n.target}")
+            continue
+        args = [_value_text(a, index) for a in n.args]
+        args += [f"{k}={_value_text(v, index)}" for k, v in n.kwargs.items()]
+        if n.op == "output":
+            target = "output"
+        elif isinstance(n.target, str):
+            target = f"{n.op}:{n.target}"
+        else:
+            target = _get_qualified_name(n.target)
+        out.append(f"%{i} = {target}({', '.join(args)})")
     return out
 
 
@@ -147,5 +196,6 @@ class CompiledAutogradCapture:
             captured=True,
             targets=graph_targets(graphs[0]),
             uses=graph_uses(graphs[0]),
+            graph=graph_lines(graphs[0]),
             message=misses[0] if misses else None,
         )

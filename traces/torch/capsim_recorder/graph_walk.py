@@ -25,6 +25,7 @@ from torch.autograd.function import BackwardCFunction
 from torch.utils._python_dispatch import is_traceable_wrapper_subclass
 
 from .annotations import Annotations
+from . import aot_body, node_fields
 
 DTYPE_NAMES = {
     torch.float32: "float32",
@@ -132,6 +133,8 @@ class TensorTable:
         }
         if t.requires_grad:
             entry["requires_grad"] = True
+        if is_traceable_wrapper_subclass(t):
+            entry["subclass"] = True
         self.entries.append(entry)
         self._keep.append(t)
         return name
@@ -195,6 +198,59 @@ def _saved_fields(node: Any, kind: str, tensors: TensorTable) -> tuple[list, lis
     return saved, sizes, scalars
 
 
+def _flatten_sizes(values: list) -> list[int]:
+    """The sizes among `values`, in order: what compiled autograd lifts."""
+    out: list[int] = []
+    for v in values:
+        if isinstance(v, dict) and "symints" in v:
+            out.extend(v["symints"])
+        elif isinstance(v, dict) and "symint" in v:
+            out.append(v["symint"])
+    return out
+
+
+def _flatten_tensors(values: list) -> list[str]:
+    """The tensor names among `values`, in order: what compiled autograd lifts."""
+    out: list[str] = []
+    for v in values:
+        if isinstance(v, dict) and "tensor" in v:
+            out.append(v["tensor"])
+        elif isinstance(v, dict) and "tensors" in v:
+            out.extend(t for t in v["tensors"] if t is not None)
+    return out
+
+
+def _layout(node: Any, kind: str, tensors: TensorTable, notes: Annotations) -> Optional[list]:
+    """`saved_values` for a node: its fields in compiled_args order (see
+    node_fields.py), or None where compiled autograd collects no field list
+    (AccumulateGrad, CopySlices, Python Functions)."""
+    def edge_meta(i: int) -> Optional[Any]:
+        nexts = node.next_functions
+        if i >= len(nexts) or nexts[i][0] is None:
+            return None
+        fn, nr = nexts[i]
+        metas = fn._input_metadata
+        return metas[nr] if nr < len(metas) else None
+
+    if kind == "CopyBackwards":
+        # Hand-written (torch/csrc/autograd/functions/tensor.h): it keeps the
+        # source's TensorOptions, the source being its second edge.
+        meta = edge_meta(1)
+        text = None if meta is None else node_fields.options_text(meta.dtype, meta.device)
+        return [{"const": text} if text else {"unknown": "at::TensorOptions src_options"}]
+    if kind == "CopySlices":
+        # CopySlices::compiled_args collects its inner node's fields, which
+        # only a program's annotation can name (annotations.py).
+        inner, saved = notes.inner_for(node), notes.inner_saved_for(node)
+        if inner is None or saved is None:
+            return None
+        stand_in = type("InnerNode", (), {f"_saved_{k}": v for k, v in saved.items()})()
+        return node_fields.saved_values(stand_in, tensors.saved, edge_meta, class_name=inner)
+    if kind != "functional":
+        return None
+    return node_fields.saved_values(node, tensors.saved, edge_meta)
+
+
 def walk(loss: torch.Tensor, notes: Optional[Annotations] = None) -> dict[str, Any]:
     """The autograd graph behind `loss`: {"root", "tensors", "nodes"}."""
     root = loss.grad_fn
@@ -229,12 +285,21 @@ def walk(loss: torch.Tensor, notes: Optional[Annotations] = None) -> dict[str, A
             "next": nexts,
         }
         saved, sizes, scalars = _saved_fields(node, kind, tensors)
+        layout = _layout(node, kind, tensors, notes)
+        if layout is not None:
+            # The sizes compiled autograd lifts are the SymInt fields only (a
+            # Scalar alpha or an int64 reduction is a constant of the call).
+            sizes = _flatten_sizes(layout)
+            if kind == "CopySlices":
+                saved = _flatten_tensors(layout)
         if saved:
             entry["saved"] = saved
         if sizes:
             entry["saved_sizes"] = sizes
         if scalars:
             entry["saved_scalars"] = scalars
+        if layout:
+            entry["saved_values"] = layout
         hooks = notes.hooks_for(node)
         if hooks:
             entry["hooks"] = hooks
@@ -243,6 +308,19 @@ def walk(loss: torch.Tensor, notes: Optional[Annotations] = None) -> dict[str, A
             if kind != "CopySlices":
                 raise UnsupportedGraph(f"an inner node named for a {kind} node")
             entry["inner"] = inner
+            geometry = notes.geometry_for(node)
+            if geometry is not None:
+                entry["base"], entry["view"] = geometry
+        if kind == "CompiledFunctionBackward":
+            try:
+                entry["aot_backward"] = aot_body.aot_backward(node)
+            except aot_body.UnsupportedRegion as e:
+                raise UnsupportedGraph(f"{type(node).__name__}: {e}") from None
+        subclass = [i for i in range(len(node._input_metadata)) if notes.is_subclass_input(node, i)]
+        if node is root and is_traceable_wrapper_subclass(loss):
+            subclass = sorted(set(subclass) | {0})
+        for i in subclass:
+            entry["inputs"][i]["subclass"] = True
         if kind == "AccumulateGrad":
             entry["variable"] = tensors.variable(node.variable)
         nodes.append(entry)

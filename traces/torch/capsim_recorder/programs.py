@@ -64,8 +64,14 @@ def inplace_view_copyslices(rec: Recorder) -> None:
     for _ in range(3):
         scale = torch.randn(2)
         y = w * 2.0
-        y[1:3].mul_(scale)  # the view's in-place op rebases y's history
-        rec.notes.copyslices_inner(y.grad_fn, "MulBackward0")
+        view = y[1:3]
+        view.mul_(scale)  # the view's in-place op rebases y's history
+        # What CopySlices keeps in C++: the base and view geometries, and the
+        # inner MulBackward0's saved tensors (scale as `other`; `self` is not
+        # saved, since scale does not require grad).
+        rec.notes.copyslices_inner(
+            y.grad_fn, "MulBackward0", base=y, view=view, saved={"other": scale, "self": None}
+        )
         loss = y.sum()
         rec.backward(loss)
         w.grad = None
@@ -133,7 +139,9 @@ def twotensor_compiled_region(rec: Recorder) -> None:
         # PyTorch asks for the forward of a compiled region to run inside the
         # compiled-autograd context as well.
         with rec.compiled_autograd():
-            loss = compiled(w, x).sum()
+            out = compiled(w, x)
+            rec.notes.subclass_output(out)  # a TwoTensor: its InputMetadata says so
+            loss = out.sum()
             rec.backward(loss)
         w.grad = None
 

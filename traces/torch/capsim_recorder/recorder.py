@@ -26,7 +26,13 @@ OBSERVES = ["ca_graph"]
 SEED = 0
 # The command the header names: fixed rather than sys.argv, so that a trace
 # does not depend on how the recorder was invoked (the bytes must repeat).
-COMMAND = "python -m capsim_recorder --out traces/corpus/torch --program {name}"
+COMMAND = "python -m capsim_recorder --out traces/corpus/torch/{release} --program {name}"
+
+
+def release() -> str:
+    """The release without its local build tag: "2.11.0" for "2.11.0+cu130"
+    (the corpus keeps one folder per release)."""
+    return torch.__version__.split("+")[0]
 
 
 def torch_config() -> dict[str, Any]:
@@ -107,6 +113,7 @@ class Recorder:
         if result.captured:
             event["targets"] = result.targets
             event["uses"] = result.uses
+            event["fx_nodes"] = result.graph
         if result.message is not None:
             event["x_message"] = result.message
         self.writer.event(index, "ca_graph", event)
@@ -131,7 +138,7 @@ def record_program(program: Any, path: str) -> tuple[int, int]:
                 extensions={
                     "x_torch_version": torch.__version__,
                     "x_device": "cpu",
-                    "x_command": COMMAND.format(name=program.name),
+                    "x_command": COMMAND.format(release=release(), name=program.name),
                 },
             )
             rec = Recorder(writer, capture)

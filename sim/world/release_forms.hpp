@@ -1,0 +1,20 @@
+// The compiled-autograd graph form of a torch profile: the profile's row
+// (sim/trees/torch_profile.hpp) as the switches the release form reads
+// (sim/autograd/compiled_autograd_release_form.hpp). Here, in the world wing,
+// because trees and autograd never include each other.
+#pragma once
+
+#include "sim/autograd/compiled_autograd_release_form.hpp"
+#include "sim/trees/torch_profile.hpp"
+
+namespace capsim {
+
+inline CaGraphForm ca_graph_form_of(TorchProfile profile) {
+  const TorchProfileRules& r = profile_rules(profile);
+  return {.metadata_grad_dtype = r.ca_metadata_grad_dtype,
+          .aot_opaque_objs = r.ca_aot_opaque_objs,
+          .aot_flat_args_tuple = r.ca_aot_flat_args_tuple,
+          .accumulate_variable_grad = r.ca_accumulate_variable_grad};
+}
+
+}  // namespace capsim
