@@ -95,6 +95,10 @@ struct CollectedField {
     kUnknown,     // a field the recorder could not read; `text` names it
   };
   Kind kind = Kind::kNone;
+  // kTensor saved under saved_tensors_hooks: lifted into `packed_data` (not
+  // `inputs`, and not among the node's saved_tensors), its unpack hook into
+  // `hooks`.
+  bool packed = false;
   std::vector<std::optional<TensorId>> tensors;
   std::vector<std::int64_t> sizes;
   std::string text;
@@ -149,6 +153,9 @@ struct AutogradNode {
   // wrote them; their tensors are `saved_tensors` and their sizes
   // `saved_sizes`, in the same order.
   std::optional<std::vector<CollectedField>> collected_fields;
+  // kPyNode, kAotBackward: which Function class (an ordinal a recorder
+  // assigns in order of first appearance), when a recorder wrote it.
+  std::optional<std::uint32_t> function_class;
   // kAotBackward: the region's backward graph, when a recorder wrote it.
   std::optional<AotBackwardBody> aot_body;
 };

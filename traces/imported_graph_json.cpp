@@ -130,7 +130,9 @@ Json field_json(const ImportedField& f) {
   using K = CollectedField::Kind;
   switch (f.kind) {
     case K::kNone: return nullptr;
-    case K::kTensor: return {{"tensor", *f.tensors.at(0)}};
+    case K::kTensor:
+      return f.packed ? Json{{"tensor", *f.tensors.at(0)}, {"packed", true}}
+                      : Json{{"tensor", *f.tensors.at(0)}};
     case K::kTensorList: {
       Json names = Json::array();
       for (const auto& t : f.tensors) names.push_back(t ? Json(*t) : Json(nullptr));
@@ -165,6 +167,9 @@ Result<ImportedField> read_field(const Json& j, std::string path) {
     f.kind = K::kTensor;
     CAPSIM_TRY_ASSIGN(std::string name, name_at(r, "tensor"));
     f.tensors.emplace_back(std::move(name));
+    if (r.has("packed")) {
+      CAPSIM_TRY_ASSIGN(f.packed, r.boolean("packed"));
+    }
   } else if (r.has("tensors")) {
     f.kind = K::kTensorList;
     CAPSIM_TRY_ASSIGN(const Json* v, array_of(r, "tensors", kMaxPerNode));
@@ -427,6 +432,7 @@ Json node_json(const ImportedNode& n) {
     j["hooks"] = std::move(hooks);
   }
   if (!n.inner.empty()) j["inner"] = n.inner;
+  if (n.function) j["function"] = *n.function;
   if (n.base) j["base"] = geometry_json(*n.base);
   if (n.view) j["view"] = geometry_json(*n.view);
   if (!n.variable.empty()) j["variable"] = n.variable;
@@ -493,6 +499,16 @@ Result<ImportedNode> read_node(const Json& j, std::string path) {
   }
   if (r.has("inner")) {
     CAPSIM_TRY_ASSIGN(n.inner, name_at(r, "inner"));
+  }
+  if (r.has("function")) {
+    CAPSIM_TRY_ASSIGN(const std::int64_t f, r.integer("function"));
+    if (f < 0 || f >= static_cast<std::int64_t>(kMaxRecordedNodes)) {
+      return field_error(r.path_of("function"), fmt::format("{} is out of range", f));
+    }
+    if (n.kind != AutogradNodeKind::kPyNode && n.kind != AutogradNodeKind::kAotBackward) {
+      return field_error(r.path_of("function"), "only a Python Function's node has a class");
+    }
+    n.function = static_cast<std::uint32_t>(f);
   }
   for (const char* key : {"base", "view"}) {
     if (!r.has(key)) continue;

@@ -185,6 +185,12 @@ class Capturer {
         if (inputs[i]) inputs[i]->proxy = getitem(hooked, static_cast<std::int64_t>(i));
       }
     }
+    // Unpack hooks of packed saved tensors: capsim's own capture does not
+    // model saved-tensor hooks (the release form does), so it skips them.
+    while (hook_cursor_ < b_.hooks.size() && b_.hooks[hook_cursor_].node == v &&
+           b_.hooks[hook_cursor_].unpack) {
+      ++hook_cursor_;
+    }
     CAPSIM_TRY_ASSIGN(Slots outputs, apply(v, node, inputs));
     // The functional capture validates the GraphRoot's outputs too, as
     // PyTorch 2.11 does (its graphs open with a validate_outputs of the root

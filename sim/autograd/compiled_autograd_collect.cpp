@@ -96,6 +96,13 @@ void lift_hooks(AutogradNodeId v, const AutogradNode& node, std::vector<LiftedHo
   };
   each([](AutogradHookKind k) { return k == AutogradHookKind::kTensorPre; });
   each([](AutogradHookKind k) { return k == AutogradHookKind::kPre; });
+  if (node.collected_fields) {
+    for (std::size_t i = 0; i < node.collected_fields->size(); ++i) {
+      if ((*node.collected_fields)[i].packed) {
+        out.push_back({v, static_cast<std::uint32_t>(i), false, true});
+      }
+    }
+  }
   // A Python Function's backward, and an AOT region's ctx (compiled
   // autograd lifts it too, though the inlined region never calls it).
   if (node.kind == AutogradNodeKind::kPyNode || node.kind == AutogradNodeKind::kAotBackward) {
@@ -117,6 +124,9 @@ std::uint32_t node_call_id(std::map<AutogradNodeId, std::uint32_t>& ids, Autogra
 void key_identity_and_hooks(KeyWriter& key, const AutogradNode& node, std::uint32_t id) {
   key.tag("kind", autograd_node_kind_name(node.kind));
   key.tag("name", node.name);
+  // A Python Function's class, not its name: a class defined anew each step
+  // is a new node to the cache (pytorch/pytorch#155105).
+  if (node.function_class) key.tag("function_class", *node.function_class);
   key.tag("id", id);
   key.tag("hooks", static_cast<std::int64_t>(node.hooks.size()));
   for (std::size_t h = 0; h < node.hooks.size(); ++h) {

@@ -54,11 +54,13 @@ struct SizeInput {
 // PyTorch lifts every hook and every Python backward into it. Per call, in
 // ordered_calls order: tensor pre-hooks, pre-hooks, the PyNode's backward,
 // then post-hooks and post-accumulate-grad hooks (each kind in registration
-// order). The capture indexes `hooks` in the same order.
+// order), with a node's unpack hooks (its packed saved tensors, in field
+// order) after its pre-hooks. The capture indexes `hooks` in the same order.
 struct LiftedHook {
   AutogradNodeId node = 0;
-  std::uint32_t index = 0;  // into node.hooks; unused for a backward
+  std::uint32_t index = 0;  // into node.hooks (into collected_fields for an unpack hook)
   bool backward = false;    // a PyNode's backward (call_backward), not a hook
+  bool unpack = false;      // a packed saved tensor's unpack hook (saved_tensors_hooks)
 };
 
 struct CollectedBackward {

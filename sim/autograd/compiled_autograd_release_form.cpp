@@ -150,9 +150,10 @@ class ReleaseCapturer {
   FxNodeId getitem(FxNodeId from, std::int64_t index) {
     return must(call(kGetitem, {FxArg::ref(from), FxArg::integer(index)}));
   }
-  FxNodeId hook(std::uint32_t expected_node, bool backward) {
+  FxNodeId hook(std::uint32_t expected_node, bool backward, bool unpack = false) {
     CAPSIM_CHECK(hook_cursor_ < b_.hooks.size() && b_.hooks[hook_cursor_].node == expected_node &&
-                     b_.hooks[hook_cursor_].backward == backward,
+                     b_.hooks[hook_cursor_].backward == backward &&
+                     b_.hooks[hook_cursor_].unpack == unpack,
                  "release form and Phase A disagree on hooks");
     return getitem(placeholders_[3], static_cast<std::int64_t>(hook_cursor_++));
   }
@@ -179,7 +180,7 @@ class ReleaseCapturer {
 
   // A node's collected fields in PyTorch's order: the recorder's list where
   // there is one, else the saved tensors, then the sizes.
-  std::vector<FxArg> fields(const AutogradNode& node) {
+  std::vector<FxArg> fields(AutogradNodeId v, const AutogradNode& node) {
     std::vector<FxArg> out;
     if (!node.collected_fields) {
       if (node.name == "AsStridedBackward0") {  // Phase A's geometry slots come first
@@ -196,7 +197,17 @@ class ReleaseCapturer {
     using K = CollectedField::Kind;
     for (const CollectedField& f : *node.collected_fields) {
       switch (f.kind) {
-        case K::kTensor: out.push_back(input({*f.tensors.at(0), false})); break;
+        case K::kTensor:
+          if (f.packed) {
+            // hooks[k], packed_data[j], then the unpack hook's call (which
+            // delay_unpack_hook_nodes moves to just before its first user).
+            const FxNodeId unpack_hook = hook(v, false, true);
+            const FxNodeId packed = getitem(placeholders_[4], packed_cursor_++);
+            out.push_back(call_hook(unpack_hook, {FxArg::ref(packed)}, "unpack_hook"));
+          } else {
+            out.push_back(input({*f.tensors.at(0), false}));
+          }
+          break;
         case K::kNone: out.push_back(FxArg::none()); break;
         case K::kTensorList: {
           std::vector<FxArg> list;
@@ -286,7 +297,7 @@ class ReleaseCapturer {
                                        ? std::string(kCopyBackwards)
                                        : std::string(kOps) + node.name;
         std::vector<FxArg> args{grads(in), needs_input_grad(v)};
-        for (FxArg& a : fields(node)) args.push_back(std::move(a));
+        for (FxArg& a : fields(v, node)) args.push_back(std::move(a));
         CAPSIM_TRY_ASSIGN(const FxNodeId op, call(target, std::move(args)));
         return unpack(op, node.num_outputs);
       }
@@ -336,7 +347,7 @@ class ReleaseCapturer {
     FxArg inner_needed = needs_input_grad(v);
     inner_needed.list.at(0) = FxArg::boolean(true);
     std::vector<FxArg> inner_args{FxArg::of({FxArg::ref(*parts[2])}), std::move(inner_needed)};
-    for (FxArg& a : fields(node)) inner_args.push_back(std::move(a));
+    for (FxArg& a : fields(v, node)) inner_args.push_back(std::move(a));
     CAPSIM_TRY_ASSIGN(const FxNodeId inner,
                       call(std::string(kOps) + node.inner_name, std::move(inner_args)));
     const Slots inner_out = unpack(inner, node.num_outputs);
@@ -490,6 +501,7 @@ class ReleaseCapturer {
   std::vector<FxArg> slot_arg_;
   std::size_t size_cursor_ = 0;
   std::size_t hook_cursor_ = 0;
+  std::int64_t packed_cursor_ = 0;
   std::uint32_t call_index_ = 0;
   std::vector<Slots> buffers_;
 };

@@ -94,6 +94,7 @@ Result<std::vector<CollectedField>> collected_fields(const ImportedNode& r, std:
   for (const ImportedField& f : *r.saved_values) {
     CollectedField c;
     c.kind = f.kind;
+    c.packed = f.packed;
     c.sizes = f.sizes;
     c.text = f.text;
     for (const auto& name : f.tensors) {
@@ -103,7 +104,7 @@ Result<std::vector<CollectedField>> collected_fields(const ImportedNode& r, std:
       }
       CAPSIM_TRY_ASSIGN(const TensorId id, named.find(*name, i));
       c.tensors.emplace_back(id);
-      tensors.push_back(*name);
+      if (!f.packed) tensors.push_back(*name);
     }
     sizes.insert(sizes.end(), f.sizes.begin(), f.sizes.end());
     out.push_back(std::move(c));
@@ -138,6 +139,7 @@ Result<AutogradNode> recorded_node(const ImportedNode& r, std::size_t i,
   node.saved_scalars.assign(r.saved_scalars.begin(), r.saved_scalars.end());
   node.hooks = r.hooks;
   node.inner_name = r.inner;
+  node.function_class = r.function;
   if (r.aot_backward) {
     if (r.aot_backward->symints != r.saved_sizes.size()) {
       return make_error(fmt::format("node {} ({}): aot_backward has {} symints, saved_sizes {}", i,

@@ -46,6 +46,7 @@ struct ImportedInput {
 // named as in the graph's `tensors` table.
 struct ImportedField {
   CollectedField::Kind kind = CollectedField::Kind::kNone;
+  bool packed = false;
   std::vector<std::optional<std::string>> tensors;
   std::vector<std::int64_t> sizes;
   std::string text;
@@ -65,6 +66,8 @@ struct ImportedNode {
   std::optional<TensorGeometry> base;
   std::optional<TensorGeometry> view;
   std::string variable;  // kAccumulateGrad: the leaf's tensor name
+  // kPyNode, kAotBackward: the Function class's ordinal in the recording.
+  std::optional<std::uint32_t> function;
   // compiled_args' fields in order (codegen'd nodes and CopyBackwards); absent
   // in traces recorded before they were written.
   std::optional<std::vector<ImportedField>> saved_values;

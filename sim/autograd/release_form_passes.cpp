@@ -99,6 +99,7 @@ class Passes {
   }
 
   Result<FxGraph> run() {
+    delay_unpack_hooks();
     reorder_tensor_pre_hooks();
     reorder_pre_hooks_asap();
     reorder_accumulate_grad();
@@ -138,6 +139,19 @@ class Passes {
     std::vector<FxNodeId> out;
     node_args({a}, out);
     return out;
+  }
+
+  // delay_unpack_hook_nodes: each unpack hook's call moves to just before
+  // its first user.
+  void delay_unpack_hooks() {
+    for (FxNodeId n : find([&](FxNodeId x) { return is_hook(x, "unpack_hook"); })) {
+      if (users_[n].empty()) continue;
+      const auto pos = order_.positions();
+      const FxNodeId first =
+          *std::min_element(users_[n].begin(), users_[n].end(),
+                            [&](FxNodeId a, FxNodeId b) { return pos[a] < pos[b]; });
+      order_.prepend(first, n);
+    }
   }
 
   void reorder_tensor_pre_hooks() {

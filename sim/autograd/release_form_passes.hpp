@@ -1,10 +1,9 @@
 // The passes AutogradCompilerInstance.end_capture runs on a captured graph
 // (torch/_dynamo/compiled_autograd.py, 2.8.0 to 2.15.0), in its order:
-// reorder_tensor_pre_hook_nodes, reorder_pre_hook_nodes_to_schedule_asap,
-// reorder_accumulate_grad_nodes, reorder_pre_hook_nodes_to_mimic_eager,
-// reorder_post_acc_grad_hook_nodes, reorder_post_hook_nodes, dce and
-// remove_unused_sizes. (delay_unpack_hook_nodes moves unpack hooks, which
-// capsim's graphs do not have.)
+// delay_unpack_hook_nodes, reorder_tensor_pre_hook_nodes,
+// reorder_pre_hook_nodes_to_schedule_asap, reorder_accumulate_grad_nodes,
+// reorder_pre_hook_nodes_to_mimic_eager, reorder_post_acc_grad_hook_nodes,
+// reorder_post_hook_nodes, dce and remove_unused_sizes.
 //
 // Each pass moves nodes the way torch.fx's Node.append and Node.prepend do,
 // on the order the graph has when the pass starts, so that ties come out as

@@ -42,6 +42,7 @@ class Annotations:
         self._inner: list[tuple[Any, str]] = []
         self._geometry: list[tuple[Any, dict, dict]] = []
         self._subclass_inputs: list[tuple[Any, int]] = []
+        self._classes: list[type] = []
         self._inner_saved: list[tuple[Any, dict]] = []
 
     # -- registration (what the programs call) --------------------------------
@@ -99,6 +100,15 @@ class Annotations:
         self._subclass_inputs.append((tensor.grad_fn, int(tensor.output_nr)))
 
     # -- queries (what the graph walk calls) ----------------------------------
+
+    def function_ordinal(self, node_class: type) -> int:
+        """The ordinal of a Function's backward class in this run, in order of
+        first appearance (a class made anew each step gets a new one)."""
+        for i, c in enumerate(self._classes):
+            if c is node_class:
+                return i
+        self._classes.append(node_class)  # held, so that its id is not reused
+        return len(self._classes) - 1
 
     def is_subclass_input(self, node: Any, input_nr: int) -> bool:
         return any(n is node and i == input_nr for n, i in self._subclass_inputs)

@@ -139,6 +139,11 @@ class TensorTable:
         self._keep.append(t)
         return name
 
+    def saved_field(self, t: torch.Tensor, output: bool) -> str:
+        """A saved field's tensor: a saved output is a tensor of its own
+        (compiled autograd lifts each unpacking separately)."""
+        return self._add(t) if output else self.saved(t)
+
     def saved(self, t: torch.Tensor) -> str:
         name = self._by_id.get(id(t))
         if name is None:
@@ -213,7 +218,7 @@ def _flatten_tensors(values: list) -> list[str]:
     """The tensor names among `values`, in order: what compiled autograd lifts."""
     out: list[str] = []
     for v in values:
-        if isinstance(v, dict) and "tensor" in v:
+        if isinstance(v, dict) and "tensor" in v and not v.get("packed"):
             out.append(v["tensor"])
         elif isinstance(v, dict) and "tensors" in v:
             out.extend(t for t in v["tensors"] if t is not None)
@@ -245,10 +250,10 @@ def _layout(node: Any, kind: str, tensors: TensorTable, notes: Annotations) -> O
         if inner is None or saved is None:
             return None
         stand_in = type("InnerNode", (), {f"_saved_{k}": v for k, v in saved.items()})()
-        return node_fields.saved_values(stand_in, tensors.saved, edge_meta, class_name=inner)
+        return node_fields.saved_values(stand_in, tensors.saved_field, edge_meta, class_name=inner)
     if kind != "functional":
         return None
-    return node_fields.saved_values(node, tensors.saved, edge_meta)
+    return node_fields.saved_values(node, tensors.saved_field, edge_meta)
 
 
 def walk(loss: torch.Tensor, notes: Optional[Annotations] = None) -> dict[str, Any]:
@@ -284,14 +289,20 @@ def walk(loss: torch.Tensor, notes: Optional[Annotations] = None) -> dict[str, A
             ],
             "next": nexts,
         }
-        saved, sizes, scalars = _saved_fields(node, kind, tensors)
         layout = _layout(node, kind, tensors, notes)
+        # With a layout, its tensors are the names; the _saved_ walk only
+        # gives the scalars then (into a table of its own, so that it names
+        # nothing twice).
+        saved, sizes, scalars = _saved_fields(
+            node, kind, tensors if layout is None else TensorTable()
+        )
         if layout is not None:
             # The sizes compiled autograd lifts are the SymInt fields only (a
             # Scalar alpha or an int64 reduction is a constant of the call).
             sizes = _flatten_sizes(layout)
-            if kind == "CopySlices":
-                saved = _flatten_tensors(layout)
+            # ... and the tensors are lifted in declaration order, not in
+            # the alphabetical order of the _saved_ attributes.
+            saved = _flatten_tensors(layout)
         if saved:
             entry["saved"] = saved
         if sizes:
@@ -311,6 +322,10 @@ def walk(loss: torch.Tensor, notes: Optional[Annotations] = None) -> dict[str, A
             geometry = notes.geometry_for(node)
             if geometry is not None:
                 entry["base"], entry["view"] = geometry
+        if kind in ("PyNode", "CompiledFunctionBackward"):
+            # Which Function class: compiled autograd keys a Python node on
+            # its class, not its name.
+            entry["function"] = notes.function_ordinal(type(node))
         if kind == "CompiledFunctionBackward":
             try:
                 entry["aot_backward"] = aot_body.aot_backward(node)

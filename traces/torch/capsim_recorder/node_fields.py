@@ -90,20 +90,23 @@ def const_text(value: Any) -> str:
         return scalar_type_text(value) or f"<{value}>"
     if isinstance(value, str):
         return "'" + value + "'"
-    if value is None or isinstance(value, (bool, int, float)):
+    if isinstance(value, int) and not isinstance(value, bool):
+        return repr(_signed(value))  # an int64 field (a dim of -1) comes back unsigned
+    if value is None or isinstance(value, (bool, float)):
         return repr(value)
     return f"<{type(value).__name__}>"
 
 
 def saved_values(
     node: Any,
-    tensor_name: Callable[[torch.Tensor], str],
+    tensor_name: Callable[[torch.Tensor, bool], str],
     edge_meta: Callable[[int], Optional[Any]],
     class_name: Optional[str] = None,
 ) -> Optional[list[Any]]:
     """The node's fields in compiled_args order, or None for a node the header
     does not declare (hand-written nodes: the caller handles those).
-    `edge_meta(i)` is the InputMetadata behind next edge i, or None.
+    `edge_meta(i)` is the InputMetadata behind next edge i, or None;
+    `tensor_name(t, is_output)` names a saved tensor.
     `class_name` names the node class when `node` stands in for one (a
     CopySlices' inner node, whose saved tensors a program annotated)."""
     fields = declared_fields().get(class_name or type(node).__name__)
@@ -118,6 +121,12 @@ def saved_values(
             m = edge_meta(_EDGE_OF[base])
             if m is not None:
                 return m.dtype, m.device
+        # Neither saved nor an edge (an input that needs no grad): its dtype
+        # is taken to be the node's own output's, which holds unless the
+        # forward promoted types (a difference then shows in the comparison).
+        metas = node._input_metadata if hasattr(node, "_input_metadata") else ()
+        if metas:
+            return metas[0].dtype, metas[0].device
         return None
 
     out: list[Any] = []
@@ -125,17 +134,31 @@ def saved_values(
         attr = name[:-1] if name.endswith("_") else name
         value = getattr(node, f"_saved_{attr}", _MISSING)
         if cpp_type == "SavedVariable":
-            out.append(None if value is None or value is _MISSING else {"tensor": tensor_name(value)})
+            if value is None or value is _MISSING:
+                out.append(None)
+            else:
+                # A saved output (`result`, or one whose unpacked grad_fn is
+                # the node itself) unpacks to a new tensor each time, so
+                # compiled autograd lifts it as an input of its own.
+                output = attr.startswith("result") or value.grad_fn is node
+                entry = {"tensor": tensor_name(value, output)}
+                # Saved under torch.autograd.graph.saved_tensors_hooks: compiled
+                # autograd lifts what the pack hook returned (packed_data) and
+                # calls the unpack hook in the graph.
+                raw = getattr(node, f"_raw_saved_{attr}", None)
+                if raw is not None and getattr(raw, "unpack_hook", None) is not None:
+                    entry["packed"] = True
+                out.append(entry)
         elif cpp_type == "std::vector<SavedVariable>":
             items = [] if value is _MISSING else list(value)
-            out.append({"tensors": [None if t is None else tensor_name(t) for t in items]})
+            out.append({"tensors": [None if t is None else tensor_name(t, False) for t in items]})
         elif "SymInt" in cpp_type and value is not _MISSING:
             if value is None:
                 out.append(None)
             elif isinstance(value, (list, tuple)):
-                out.append({"symints": [int(v) for v in value]})
+                out.append({"symints": [_signed(v) for v in value]})
             else:
-                out.append({"symint": int(value)})
+                out.append({"symint": _signed(value)})
         elif cpp_type in ("at::ScalarType", "at::TensorOptions", "at::Layout"):
             suffix = {"at::ScalarType": "_scalar_type", "at::TensorOptions": "_options",
                       "at::Layout": "_layout"}[cpp_type]
@@ -159,3 +182,11 @@ def saved_values(
 
 
 _MISSING = object()
+
+
+def _signed(value: Any) -> int:
+    """A SymInt as the int64 it is: the Python binding hands a negative one
+    (EmbeddingBackward0's padding_idx of -1) back as its unsigned 64-bit
+    pattern."""
+    v = int(value)
+    return v - (1 << 64) if v >= (1 << 63) else v

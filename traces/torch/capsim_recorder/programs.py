@@ -242,3 +242,182 @@ def optimizer_dropped(rec: Recorder) -> None:
         rec.backward(loss)
         opt.step()
         opt.zero_grad()
+
+
+def _scaled_by() -> type:
+    """A fresh autograd.Function class, as a program that defines its
+    Function inside the training loop makes one every step."""
+
+    class ScaledBy(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x: torch.Tensor, scale: float) -> torch.Tensor:
+            ctx.scale = scale
+            return x * scale
+
+        @staticmethod
+        def backward(ctx, grad: torch.Tensor):
+            return grad * ctx.scale, None
+
+    return ScaledBy
+
+
+@program("a custom Function whose ctx keeps a float that changes every step: one capture")
+def custom_function_varying_scalar(rec: Recorder) -> None:
+    scaled_by = _scaled_by()
+    w = torch.randn(4, requires_grad=True)
+    for step in range(3):
+        loss = scaled_by.apply(w * torch.randn(4), 0.5 + step).sum()
+        rec.backward(loss)
+        w.grad = None
+
+
+@program("a custom Function class defined inside the loop (pytorch/pytorch#155105): a miss every step")
+def custom_function_redefined(rec: Recorder) -> None:
+    w = torch.randn(4, requires_grad=True)
+    for _ in range(3):
+        loss = _scaled_by().apply(w * torch.randn(4), 0.5).sum()
+        rec.backward(loss)
+        w.grad = None
+
+
+@program("backward(retain_graph=True) twice over one graph per step, then zero_grad")
+def retain_graph(rec: Recorder) -> None:
+    lin = torch.nn.Linear(3, 2)
+    for _ in range(3):
+        loss = lin(torch.randn(4, 3)).tanh().sum()
+        rec.backward(loss, retain_graph=True)
+        rec.backward(loss)
+        lin.zero_grad()
+
+
+@program("a module with buffers (BatchNorm1d running stats) and a frozen parameter")
+def module_buffers_frozen(rec: Recorder) -> None:
+    model = torch.nn.Sequential(torch.nn.Linear(4, 6), torch.nn.BatchNorm1d(6), torch.nn.ReLU(),
+                                torch.nn.Linear(6, 2))
+    model[0].bias.requires_grad_(False)  # frozen: no AccumulateGrad for it
+    opt = torch.optim.SGD([p for p in model.parameters() if p.requires_grad], lr=0.1)
+    for _ in range(3):
+        loss = model(torch.randn(5, 4)).pow(2).mean()
+        rec.backward(loss)
+        opt.step()
+        opt.zero_grad()
+
+
+@program("nn.Embedding(sparse=False) feeding a Linear: EmbeddingBackward0 with its int64 indices")
+def embedding_dense(rec: Recorder) -> None:
+    emb = torch.nn.Embedding(10, 4, sparse=False)
+    lin = torch.nn.Linear(4, 1)
+    opt = torch.optim.SGD(list(emb.parameters()) + list(lin.parameters()), lr=0.1)
+    for _ in range(3):
+        idx = torch.randint(0, 10, (3, 2))
+        loss = lin(emb(idx)).sum()
+        rec.backward(loss)
+        opt.step()
+        opt.zero_grad()
+
+
+@program("Conv2d, BatchNorm2d, ReLU, flatten, Linear, cross-entropy")
+def conv_batchnorm(rec: Recorder) -> None:
+    model = torch.nn.Sequential(torch.nn.Conv2d(1, 2, 3), torch.nn.BatchNorm2d(2), torch.nn.ReLU(),
+                                torch.nn.Flatten(), torch.nn.Linear(2 * 4 * 4, 3))
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for _ in range(3):
+        x, y = torch.randn(2, 1, 6, 6), torch.randint(0, 3, (2,))
+        loss = F.cross_entropy(model(x), y)
+        rec.backward(loss)
+        opt.step()
+        opt.zero_grad()
+
+
+@program("LayerNorm, GELU, a residual add, softmax over the output")
+def layernorm_gelu_residual(rec: Recorder) -> None:
+    norm, lin1, lin2 = torch.nn.LayerNorm(6), torch.nn.Linear(6, 12), torch.nn.Linear(12, 6)
+    params = [*norm.parameters(), *lin1.parameters(), *lin2.parameters()]
+    opt = torch.optim.AdamW(params, lr=0.01)
+    for _ in range(3):
+        x = torch.randn(3, 6)
+        h = x + lin2(F.gelu(lin1(norm(x))))
+        loss = -F.log_softmax(h, dim=-1)[:, 0].mean()
+        rec.backward(loss)
+        opt.step()
+        opt.zero_grad()
+
+
+@program("a 4-layer TransformerEncoder (d_model 8, 2 heads, no dropout): a graph of over 200 autograd nodes")
+def transformer_encoder(rec: Recorder) -> None:
+    layer = torch.nn.TransformerEncoderLayer(d_model=8, nhead=2, dim_feedforward=16, dropout=0.0,
+                                             batch_first=True)
+    model = torch.nn.TransformerEncoder(layer, num_layers=4, enable_nested_tensor=False)
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    for _ in range(3):
+        loss = model(torch.randn(2, 3, 8)).pow(2).mean()
+        rec.backward(loss)
+        opt.step()
+        opt.zero_grad()
+
+
+@program("a detached copy of a parameter used in the loss: no grad flows through the copy")
+def detach_in_loss(rec: Recorder) -> None:
+    w = torch.randn(3, 3, requires_grad=True)
+    for _ in range(3):
+        x = torch.randn(2, 3)
+        target = x @ w.detach()
+        loss = F.mse_loss(x @ w, target + 1.0)
+        rec.backward(loss)
+        w.grad = None
+
+
+@program("a loss over two model outputs that share a trunk (two heads, summed losses)")
+def two_heads(rec: Recorder) -> None:
+    trunk, head_a, head_b = torch.nn.Linear(4, 5), torch.nn.Linear(5, 2), torch.nn.Linear(5, 1)
+    params = [*trunk.parameters(), *head_a.parameters(), *head_b.parameters()]
+    opt = torch.optim.SGD(params, lr=0.1)
+    for _ in range(3):
+        h = torch.relu(trunk(torch.randn(3, 4)))
+        loss = head_a(h).square().mean() + head_b(h).abs().sum()
+        rec.backward(loss)
+        opt.step()
+        opt.zero_grad()
+
+
+@program("torch.utils.checkpoint around a block (non-reentrant): the recompute happens inside backward")
+def activation_checkpoint(rec: Recorder) -> None:
+    from torch.utils.checkpoint import checkpoint
+
+    block = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.Tanh(), torch.nn.Linear(4, 4))
+    opt = torch.optim.SGD(block.parameters(), lr=0.1)
+    for _ in range(3):
+        x = torch.randn(2, 4, requires_grad=True)
+        loss = checkpoint(block, x, use_reentrant=False).sum()
+        rec.backward(loss)
+        opt.step()
+        opt.zero_grad()
+
+
+@program("backward(create_graph=True), then a gradient penalty backward through the grads (double backward)")
+def create_graph_double_backward(rec: Recorder) -> None:
+    import warnings
+
+    w = torch.randn(3, requires_grad=True)
+    for _ in range(3):
+        x = torch.randn(3)
+        loss = (w * x).tanh().sum()
+        with warnings.catch_warnings():
+            # backward(create_graph=True) warns of the .grad reference cycle,
+            # which the program breaks by resetting w.grad below.
+            warnings.simplefilter("ignore")
+            rec.backward(loss, create_graph=True)
+        penalty = w.grad.pow(2).sum()
+        w.grad = None
+        rec.backward(penalty)
+        w.grad = None
+
+
+@program("torch.autograd.graph.saved_tensors_hooks around the forward: every saved tensor is packed (packed_data)")
+def saved_tensor_hooks(rec: Recorder) -> None:
+    w = torch.randn(4, requires_grad=True)
+    for _ in range(3):
+        with torch.autograd.graph.saved_tensors_hooks(lambda t: t * 1.0, lambda t: t):
+            loss = (w * torch.randn(4)).sin().sum()
+        rec.backward(loss)
+        w.grad = None
