@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <set>
 
 namespace capsim {
@@ -306,20 +307,20 @@ CacheDecision CompiledAutogradCache::lookup(const AutogradGraph& graph,
     // check_dynamic_sizes: a STATIC slot that changed becomes DYNAMIC for good.
     CAPSIM_CHECK(node->expected_sizes.size() == backward.sizes.size(),
                  "equal keys with different size counts");
+    std::vector<std::size_t> changed;
     for (std::size_t k = 0; k < backward.sizes.size(); ++k) {
       if (node->dynamic[k] || node->expected_sizes[k] == backward.sizes[k].value) continue;
       node->dynamic[k] = true;
+      changed.push_back(k);
       if (decision.hit) {
         const NodeCall& call = backward.ordered_calls[backward.sizes[k].call];
         decision.hit = false;
         decision.miss_kind = "changed_shapes";
         decision.miss_node = graph.node(call.node).name;
         decision.miss_call = call.id;
-        decision.reason = fmt::format(
-            "Cache miss due to changed shapes: marking size idx {} of {} (NodeCall {}) as dynamic",
-            k, decision.miss_node, decision.miss_call);
       }
     }
+    if (!changed.empty()) decision.reason = changed_shapes_text(node->dynamic, changed);
   }
   if (decision.hit) {
     ++hits_;
@@ -329,6 +330,22 @@ CacheDecision CompiledAutogradCache::lookup(const AutogradGraph& graph,
   decision.entry = node->entry;
   decision.dynamic = node->dynamic;
   return decision;
+}
+
+std::string changed_shapes_text(const std::vector<bool>& dynamic,
+                                const std::vector<std::size_t>& changed) {
+  // PyTorch 2.7 on (#146386, CompiledAutogradCache's log_dynamic_shapes_miss):
+  // each newly dynamic slot by its index among the dynamic ones, which is
+  // its `sizes[j]` in the graph.
+  std::string text =
+      fmt::format("Cache miss due to {} changed tensor shapes (total of {}): ", changed.size(),
+                  std::count(dynamic.begin(), dynamic.end(), true));
+  for (std::size_t i = 0; i < changed.size(); ++i) {
+    const auto j = std::count(dynamic.begin(),
+                              dynamic.begin() + static_cast<std::ptrdiff_t>(changed[i]), true);
+    text += fmt::format("{}sizes[{}]", i == 0 ? "" : ", ", j);
+  }
+  return text;
 }
 
 void mark_dynamic(CollectedBackward& backward, const std::vector<bool>& mask) {

@@ -97,6 +97,12 @@ struct CacheDecision {
   std::vector<bool> dynamic;
 };
 
+// The miss text of a backward whose STATIC slots `changed` (positions among
+// all slots) became DYNAMIC, `dynamic` being the mask after: "Cache miss due
+// to 2 changed tensor shapes (total of 5): sizes[0], sizes[3]" (PyTorch 2.7 on).
+std::string changed_shapes_text(const std::vector<bool>& dynamic,
+                                const std::vector<std::size_t>& changed);
+
 // Sets each size slot's `dynamic` from a cache decision's mask.
 void mark_dynamic(CollectedBackward& backward, const std::vector<bool>& mask);
 

@@ -15,6 +15,7 @@
 #include <fmt/format.h>
 
 #include "tests/traces/trace_test_support.hpp"
+#include "traces/trace_simulation.hpp"
 
 namespace capsim {
 namespace {
@@ -143,6 +144,43 @@ TEST_CASE("torch corpus: negative control, one node's argument changed diverges 
   const auto structural = replay(text, true);
   REQUIRE_MESSAGE(structural.ok(), structural.error().message);
   CHECK(!structural->divergence);
+}
+
+// Collects, per compiled backward, capsim's cache-miss text and PyTorch's
+// (the recorded x_message).
+struct MissTexts : TraceVisitor {
+  std::vector<std::string> predicted, recorded;
+  Result<bool> after_action(const TraceItem&, World& world, const Status& ran) override {
+    if (!ran) return ran.error();
+    for (const Event& e : world.take_events()) {
+      if (e.kind == EventKind::kCaCacheMiss) predicted.push_back(e.get<std::string>(F::message));
+    }
+    return true;
+  }
+};
+
+TEST_CASE("torch corpus: capsim's changed-shapes miss text is PyTorch's, word for word") {
+  // The x_message extension rides along uncompared by replay; the one text
+  // whose numbers capsim's model fixes (which sizes[j] became dynamic) is
+  // checked here: static_shapes' recapture on each release.
+  for (const char* release : {"2.8.0", "2.11.0", "2.15.0"}) {
+    CAPTURE(release);
+    const std::string text = read_file(kTorchCorpus / release / "static_shapes.jsonl");
+    const std::string key = "\"x_message\":\"Cache miss due to ";
+    std::vector<std::string> recorded;
+    for (std::size_t at = text.find(key); at != std::string::npos; at = text.find(key, at + 1)) {
+      const std::size_t begin = at + key.size() - std::string("Cache miss due to ").size();
+      recorded.push_back(text.substr(begin, text.find('"', begin) - begin));
+    }
+    auto reader = test::reader_of(text);
+    REQUIRE(reader.ok());
+    MissTexts visitor;
+    REQUIRE(walk_trace(**reader, {}, visitor).ok());
+    REQUIRE(recorded.size() == 2);
+    REQUIRE(visitor.predicted.size() == 2);
+    CHECK(recorded[1].find("changed tensor shapes") != std::string::npos);
+    CHECK(visitor.predicted[1] == recorded[1]);
+  }
 }
 
 TEST_CASE("torch corpus: negative control, structurally a graph with its dataflow cut diverges") {
