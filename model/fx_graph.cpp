@@ -192,6 +192,24 @@ std::string args_text(const FxGraph& g, const std::vector<FxArg>& args, ArgStyle
 }
 }  // namespace
 
+std::vector<FxArg> substitute_nodes(const std::vector<FxArg>& args, const std::vector<FxArg>& by) {
+  std::vector<FxArg> out;
+  out.reserve(args.size());
+  for (const FxArg& a : args) {
+    if (a.kind == FxArg::Kind::kNode) {
+      CAPSIM_CHECK(a.node < by.size(), "a substituted reference has a value");
+      out.push_back(by[a.node]);
+    } else if (a.nests()) {
+      FxArg copy = a;
+      copy.list = substitute_nodes(a.list, by);
+      out.push_back(std::move(copy));
+    } else {
+      out.push_back(a);
+    }
+  }
+  return out;
+}
+
 std::vector<std::string> fx_node_lines(const FxGraph& graph) {
   const ArgStyle style{true, true};
   std::vector<std::string> lines;

@@ -171,6 +171,11 @@ class FxGraph {
 // A node's arguments as to_text writes them, without the parentheses.
 std::string fx_args_text(const FxGraph& graph, const std::vector<FxArg>& args);
 
+// `args` with every node reference %k replaced by `by[k]` (nested lists,
+// tuples and keywords too): the arguments of a graph copied into another,
+// its numbering mapped to the values they stand for there.
+std::vector<FxArg> substitute_nodes(const std::vector<FxArg>& args, const std::vector<FxArg>& by);
+
 // The graph node for node, one line each, in the form a recorder writes for a
 // real PyTorch graph (docs/trace-format.md §6.3), so that the two compare line
 // by line: `%i = placeholder NAME`, `%i = TARGET(ARGS)`, `%i = output(ARGS)`.

@@ -446,27 +446,12 @@ class Capturer {
       value.push_back(i < body.symints && i < symints.size() ? symints[i]
                                                              : ref(getitem(pgrads, i)));
     }
-    const auto remap = [&](const auto& self, const std::vector<FxArg>& args) -> std::vector<FxArg> {
-      std::vector<FxArg> out;
-      for (const FxArg& x : args) {
-        if (x.kind == FxArg::Kind::kNode) {
-          out.push_back(value.at(x.node));
-        } else if (x.nests()) {
-          FxArg copy = x;
-          copy.list = self(self, x.list);
-          out.push_back(std::move(copy));
-        } else {
-          out.push_back(x);
-        }
-      }
-      return out;
-    };
     for (const FxNode& n : body.nodes) {
       const std::string target =
           n.target == "torch.ops.aten.view.default" ? "torch.ops.aten.reshape.default" : n.target;
-      value.push_back(ref(call(target, remap(remap, n.args))));
+      value.push_back(ref(call(target, substitute_nodes(n.args, value))));
     }
-    const std::vector<FxArg> outputs = remap(remap, body.outputs);
+    const std::vector<FxArg> outputs = substitute_nodes(body.outputs, value);
     Slots out(node.num_outputs);
     for (std::size_t i = 0; i < out.size(); ++i) {
       std::optional<FxNodeId> result;

@@ -395,10 +395,10 @@ class ReleaseCapturer {
       // its forward had must be applied by hand.
       const std::string target =
           n.target == "torch.ops.aten.view.default" ? "torch.ops.aten.reshape.default" : n.target;
-      CAPSIM_TRY_ASSIGN(const FxNodeId id, call(target, remapped(n.args, value)));
+      CAPSIM_TRY_ASSIGN(const FxNodeId id, call(target, substitute_nodes(n.args, value)));
       value.push_back(FxArg::ref(id));
     }
-    const std::vector<FxArg> outputs = remapped(body.outputs, value);
+    const std::vector<FxArg> outputs = substitute_nodes(body.outputs, value);
     Slots out(node.num_outputs);
     const auto as_slot = [](const FxArg& a) {
       return a.kind == FxArg::Kind::kNode ? Slot(a.node) : Slot();
@@ -416,25 +416,6 @@ class ReleaseCapturer {
       }
       CAPSIM_TRY_ASSIGN(const FxNodeId made, call(kMakeSubclass, outputs));
       out[i] = made;
-    }
-    return out;
-  }
-
-  // A recorded argument with the region graph's numbering replaced by nodes
-  // of this graph.
-  static std::vector<FxArg> remapped(const std::vector<FxArg>& args,
-                                     const std::vector<FxArg>& value) {
-    std::vector<FxArg> out;
-    for (const FxArg& a : args) {
-      if (a.kind == FxArg::Kind::kNode) {
-        out.push_back(value.at(a.node));
-      } else if (a.nests()) {
-        FxArg copy = a;
-        copy.list = remapped(a.list, value);
-        out.push_back(std::move(copy));
-      } else {
-        out.push_back(a);
-      }
     }
     return out;
   }
