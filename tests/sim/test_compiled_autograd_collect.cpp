@@ -114,7 +114,11 @@ TEST_CASE("compiled autograd collect: dimension values are sizes, not key bytes 
   CHECK_FALSE(cache.lookup(four.g, c4).hit);
   const CacheDecision recompile = cache.lookup(five.g, c5);
   CHECK_FALSE(recompile.hit);  // a STATIC slot changed: promoted, one recapture
-  CHECK(recompile.reason.find("as dynamic") != std::string::npos);
+  // PyTorch 2.7's text: how many slots changed, of how many dynamic ones,
+  // each as its sizes[j].
+  CHECK(recompile.reason.starts_with("Cache miss due to "));
+  CHECK(recompile.reason.find(" changed tensor shapes (total of ") != std::string::npos);
+  CHECK(recompile.reason.find("): sizes[0]") != std::string::npos);
   CHECK(cache.lookup(six.g, collect_backward(six.g, six.root, t.store).value()).hit);
   CHECK(cache.lookup(four.g, c4).hit);
   CHECK(cache.captures() == 2);
@@ -211,4 +215,14 @@ TEST_CASE("compiled autograd collect: a cyclic graph is an error, not a hang") {
 }
 
 }  // namespace
+}  // namespace capsim
+
+namespace capsim {
+TEST_CASE("compiled autograd collect: the changed-shapes text names each slot by its sizes[j]") {
+  // Slots 2 and 3 changed; slot 0 was dynamic before; slot 1 stays static.
+  CHECK(changed_shapes_text({true, false, true, true}, {2, 3}) ==
+        "Cache miss due to 2 changed tensor shapes (total of 3): sizes[1], sizes[2]");
+  CHECK(changed_shapes_text({false, true}, {1}) ==
+        "Cache miss due to 1 changed tensor shapes (total of 1): sizes[0]");
+}
 }  // namespace capsim
