@@ -35,6 +35,16 @@ def release() -> str:
     return torch.__version__.split("+")[0]
 
 
+def _inline_inbuilt_nn_modules(dynamo_config: Any) -> bool:
+    """The setting, read without the FutureWarning 2.15 gives for it (it is
+    deprecated there and always True)."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)
+        return bool(dynamo_config.inline_inbuilt_nn_modules)
+
+
 def torch_config() -> dict[str, Any]:
     """The header's config: PyTorch's live settings where PyTorch has them."""
     import torch._dynamo.config as dynamo_config
@@ -42,7 +52,7 @@ def torch_config() -> dict[str, Any]:
 
     triton = inductor_config.triton
     config = {
-        "inline_inbuilt_nn_modules": bool(dynamo_config.inline_inbuilt_nn_modules),
+        "inline_inbuilt_nn_modules": _inline_inbuilt_nn_modules(dynamo_config),
         "cudagraph_support_input_mutation": bool(triton.cudagraph_support_input_mutation),
         "cudagraph_unexpected_rerecord_limit": int(triton.cudagraph_unexpected_rerecord_limit),
         "skip_cudagraph_warmup": bool(triton.skip_cudagraph_warmup),
