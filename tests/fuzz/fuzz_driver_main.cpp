@@ -77,7 +77,8 @@ bool read_file(const fs::path& path, std::string& out) {
 }
 
 int usage() {
-  std::fprintf(stderr, "usage: capsim_fuzz_TARGET [--mutations N] [--seed S] PATH...\n");
+  std::fprintf(stderr,
+               "usage: capsim_fuzz_TARGET [--mutations N] [--seed S] [--budget-bytes B] PATH...\n");
   return 2;
 }
 
@@ -86,15 +87,20 @@ int usage() {
 int main(int argc, char** argv) {
   std::size_t mutations = 100;
   std::uint32_t seed = 1;
+  // With a budget, a file gets at most B / its size mutations (at least 10):
+  // the time of a run then grows with the corpus's bytes, not with the size
+  // of its largest traces times the mutation count.
+  std::size_t budget_bytes = 0;
   std::vector<fs::path> files;
   for (int i = 1; i < argc; ++i) {
     const std::string_view arg = argv[i];
-    if ((arg == "--mutations" || arg == "--seed") && i + 1 < argc) {
+    if ((arg == "--mutations" || arg == "--seed" || arg == "--budget-bytes") && i + 1 < argc) {
       char* end = nullptr;
       const unsigned long long v = std::strtoull(argv[++i], &end, 10);
       if (end == nullptr || *end != '\0') return usage();
       if (arg == "--mutations") mutations = static_cast<std::size_t>(v);
       if (arg == "--seed") seed = static_cast<std::uint32_t>(v);
+      if (arg == "--budget-bytes") budget_bytes = static_cast<std::size_t>(v);
       continue;
     }
     if (arg.starts_with("--")) return usage();
@@ -129,7 +135,11 @@ int main(int argc, char** argv) {
       name_hash = (name_hash ^ static_cast<unsigned char>(c)) * 16777619u;
     }
     Lcg rng(seed * 2654435761u ^ name_hash);
-    for (std::size_t k = 0; k < mutations; ++k) {
+    std::size_t count = mutations;
+    if (budget_bytes != 0 && !bytes.empty()) {
+      count = std::min(mutations, std::max<std::size_t>(10, budget_bytes / bytes.size()));
+    }
+    for (std::size_t k = 0; k < count; ++k) {
       const std::string mutated = mutate(bytes, rng);
       run_one(mutated, files[f].string() + " mutation " + std::to_string(k));
       ++runs;
