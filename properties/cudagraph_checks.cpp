@@ -79,7 +79,15 @@ CheckResult check_copies(const World& world, const GeneratedProgram& generated) 
   std::map<std::uint64_t, IntList> non_static;  // graph -> indices
   std::set<std::uint64_t> pieces;               // graphs of partitions: inputs of other sizes
   std::size_t replays = 0, copy_ins = 0;
-  for (const Event& e : world.events()) {
+  // A shutdown ends a tree manager and the next one numbers its graphs from
+  // 0 again: only copy-ins after the last shutdown are graphs of the manager
+  // the World holds at the end.
+  std::size_t last_shutdown = 0;
+  for (std::size_t k = 0; k < world.events().size(); ++k) {
+    if (world.events()[k].kind == EventKind::kShutdown) last_shutdown = k + 1;
+  }
+  for (std::size_t k = 0; k < world.events().size(); ++k) {
+    const Event& e = world.events()[k];
     if (e.kind == EventKind::kRecord && e.has(F::graph)) {
       const IntList& statics = list_of(e, F::static_);
       // PyTorch's input_copy_idxs: the non-static inputs and, from 2.15,
@@ -127,7 +135,7 @@ CheckResult check_copies(const World& world, const GeneratedProgram& generated) 
         return fmt::format("{} bytes copied, {} expected {}", e.count(F::bytes), bytes, where(e));
       }
       if (const TreeManager* m = world.manager();
-          m != nullptr && graph < m->graphs().size() &&
+          m != nullptr && k >= last_shutdown && graph < m->graphs().size() &&
           copies != m->graphs()[graph].input_copy_idxs.size()) {
         return fmt::format("{} copies, node {} has {} inputs to copy {}", copies, graph,
                            m->graphs()[graph].input_copy_idxs.size(), where(e));

@@ -83,6 +83,23 @@ TEST_CASE("catalogue: the compiled-autograd properties hold") {
 TEST_CASE("catalogue: the cudagraph-tree properties hold") {
   sound_cases_pass("cudagraphs.*");
 }
+TEST_CASE("catalogue: copy-ins are checked against the manager that recorded them") {
+  // Seed 39669478193181, case 54 (found by CI on commit 24144527): the
+  // optimizer is dropped, the World shuts its tree manager down, and the next
+  // manager numbers its graphs from 0 again; the check used to hold the first
+  // manager's graph 0 (2 grads copied) to the last manager's graph 0 (1 copy).
+  CheckOptions o;
+  o.patterns = {"cudagraphs.copies-only-non-static"};
+  o.cases = kSampleCases;
+  o.seed = 39669478193181;
+  o.controls = false;
+  o.regressions_dir.clear();
+  const Result<CheckReport> report = run_check(o);
+  REQUIRE_MESSAGE(report.ok(), report.error().message);
+  REQUIRE(report->properties.size() == 1);
+  CHECK(report->properties[0].cases_run == kSampleCases);
+  CHECK_MESSAGE(!report->properties[0].failed, report->properties[0].failure.message);
+}
 TEST_CASE("catalogue: the optimizer properties hold") {
   sound_cases_pass("optimizer.*");
 }
