@@ -61,6 +61,16 @@ __global__ void sgd_kernel(std::int64_t n, float* param, Geometry g_param, const
                 nesterov);
   }
 }
+__global__ void sgd_plain_kernel(std::int64_t n, float* param, Geometry g_param, const float* grad,
+                                 Geometry g_grad, float lr, float momentum, float dampening,
+                                 float weight_decay, float nesterov) {
+  const auto i = thread_index();
+  // momentum is 0 (the launch checks it): sgd_elem never touches the buffer.
+  if (i < n) {
+    k::sgd_elem(i, param, g_param, grad, g_grad, nullptr, g_grad, lr, momentum, dampening,
+                weight_decay, nesterov);
+  }
+}
 __global__ void adam_powers_kernel(std::int64_t n, float* state, float beta1, float beta2) {
   const auto i = thread_index();
   if (i < n) k::adam_powers_elem(i, state, beta1, beta2);
@@ -111,6 +121,10 @@ int launch_and_wait(const KernelLaunch& launch, float* const* p) {
       sgd_kernel<<<blocks, kThreads>>>(n, p[0], g[0], p[1], g[1], p[2], g[2], s[0], s[1], s[2],
                                        s[3], s[4]);
       break;
+    case KernelKind::kSgdPlain:
+      sgd_plain_kernel<<<blocks, kThreads>>>(n, p[0], g[0], p[1], g[1], s[0], s[1], s[2], s[3],
+                                             s[4]);
+      break;
     case KernelKind::kAdamPowers:
       adam_powers_kernel<<<blocks, kThreads>>>(n, p[0], s[0], s[1]);
       break;
@@ -140,6 +154,7 @@ const void* kernel_function(KernelKind kind) {
     case KernelKind::kSum: return reinterpret_cast<const void*>(&sum_kernel);
     case KernelKind::kMm: return reinterpret_cast<const void*>(&mm_kernel);
     case KernelKind::kSgd: return reinterpret_cast<const void*>(&sgd_kernel);
+    case KernelKind::kSgdPlain: return reinterpret_cast<const void*>(&sgd_plain_kernel);
     case KernelKind::kAdamPowers: return reinterpret_cast<const void*>(&adam_powers_kernel);
     case KernelKind::kAdam:
     case KernelKind::kAdamW: return reinterpret_cast<const void*>(&adam_kernel);

@@ -90,6 +90,10 @@ KernelAbi make_abi(KernelKind kind) {
       tensors(ps, 3);
       scalars(ps, 5);
       break;
+    case KernelKind::kSgdPlain:
+      tensors(ps, 2);
+      scalars(ps, 5);
+      break;
     case KernelKind::kAdamPowers:
       ps.push_back(param(ParamSlot::kPointer, 0));
       scalars(ps, 2);

@@ -107,6 +107,13 @@ Status run_kernel_on_host(const KernelLaunch& original, DeviceMemory& memory) {
         k::sgd_elem(i, p[0], g[0], p[1], g[1], p[2], g[2], s[0], s[1], s[2], s[3], s[4]);
       }
       break;
+    case KernelKind::kSgdPlain:
+      // sgd_elem never touches the buffer without momentum (the launch
+      // checks that momentum is 0).
+      for (std::int64_t i = 0; i < n; ++i) {
+        k::sgd_elem(i, p[0], g[0], p[1], g[1], nullptr, g[1], s[0], s[1], s[2], s[3], s[4]);
+      }
+      break;
     case KernelKind::kAdamPowers:
       for (std::int64_t i = 0; i < n; ++i) k::adam_powers_elem(i, p[0], s[0], s[1]);
       break;

@@ -209,6 +209,17 @@ Result<KernelLaunch> launch_sgd(const TensorArg& param, const TensorArg& grad,
   return launch;
 }
 
+Result<KernelLaunch> launch_sgd_plain(const TensorArg& param, const TensorArg& grad,
+                                      const SgdHyper& hyper) {
+  CAPSIM_TRY(same_sizes("sgd_plain", "grad", param, grad));
+  if (hyper.momentum != 0.0f) return make_error("sgd_plain: momentum must be 0 (no buffer)");
+  auto launch = make(KernelKind::kSgdPlain, {&param, &grad});
+  if (launch) {
+    launch->scalars = {hyper.lr, 0.0f, hyper.dampening, hyper.weight_decay, 0.0f, 0.0f};
+  }
+  return launch;
+}
+
 Result<KernelLaunch> launch_adam_powers(const TensorArg& state, const AdamHyper& hyper) {
   if (state.meta.sizes != Dims{2}) {
     return make_error(

@@ -44,6 +44,9 @@ struct SgdHyper {
   float weight_decay = 0.0f;
   bool nesterov = false;
 };
+// SGD without momentum, which has no buffer: `param -= lr * (grad + wd * param)`.
+Result<KernelLaunch> launch_sgd_plain(const TensorArg& param, const TensorArg& grad,
+                                      const SgdHyper& hyper);
 Result<KernelLaunch> launch_sgd(const TensorArg& param, const TensorArg& grad,
                                 const TensorArg& momentum_buffer, const SgdHyper& hyper);
 

@@ -32,6 +32,7 @@ namespace capsim {
   X(kSum, "sum")                    \
   X(kMm, "mm")                      \
   X(kSgd, "sgd")                    \
+  X(kSgdPlain, "sgd_plain")         \
   X(kAdamPowers, "adam_powers")     \
   X(kAdam, "adam")                  \
   X(kAdamW, "adamw")

@@ -242,6 +242,7 @@ class Lowering {
         if ((plan_.optimizer->param_mask >> i) & 1u) c.params.push_back(fmt::format("p{}", i));
       }
       if (c.params.empty()) c.params.push_back("p0");
+      if (plan_.optimizer->momentum) c.sgd.momentum = 0.9f;
       optimizer_ = c;
       add(c);
     }
@@ -389,6 +390,7 @@ class Lowering {
     if (step.drop_optimizer && optimizer_) {
       add(DropOptimizer{optimizer_->name});
       add(*optimizer_);
+      optimizer_stepped_ = false;
       ++g_.optimizer_drops;
     }
     // What this step kept and did not delete may be used later, by the
@@ -587,7 +589,13 @@ class Lowering {
       if (step.mark_grads) add(MarkStatic{opt_params[i] + ".grad", false});
     }
     const std::size_t n = opt_params.size();
-    const std::size_t per = plan_.optimizer->kind == OptimizerKind::kSgd ? 1 : 3;
+    // Adam's state exists from the first step; SGD's momentum buffer from the
+    // second (the first step makes it), and never without momentum.
+    std::size_t per = 3;
+    if (plan_.optimizer->kind == OptimizerKind::kSgd) {
+      per = plan_.optimizer->momentum && optimizer_stepped_ ? 1 : 0;
+    }
+    optimizer_stepped_ = true;
     std::vector<ArgKnowledge> know(n, ArgKnowledge::kStatic);
     know.insert(know.end(), n, ArgKnowledge::kUnknown);  // grads: marked or not
     know.insert(know.end(), n * per, ArgKnowledge::kStatic);
@@ -607,6 +615,7 @@ class Lowering {
   std::vector<LoweredFunction> functions_;
   std::vector<std::string> marked_;
   std::optional<CreateOptimizer> optimizer_;
+  bool optimizer_stepped_ = false;  // the optimizer has taken a step since it was made
   std::multimap<std::size_t, std::string> dels_;  // step -> kept output to delete
   std::set<std::string> deleted_;
   std::vector<std::string> older_outputs_;  // kept outputs of earlier steps, alive

@@ -152,6 +152,9 @@ struct StepPlan {
 struct OptimizerPlan {
   OptimizerKind kind = OptimizerKind::kSgd;
   std::uint32_t param_mask = 1;  // which params (never empty after lowering)
+  // SGD with momentum 0.9: its first step makes the momentum buffers inside
+  // the graph, and the second recompiles with them as static inputs.
+  bool momentum = false;
 };
 
 struct ProgramPlan {

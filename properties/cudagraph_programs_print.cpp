@@ -109,7 +109,11 @@ std::string describe_action(const Action& action) {
         } else if constexpr (std::is_same_v<A, AccumulateGrad>) {
           return fmt::format("accumulate_grad({}, {})", a.param, a.grad);
         } else if constexpr (std::is_same_v<A, CreateOptimizer>) {
-          return fmt::format("{} = {}([{}])", a.name, optimizer_kind_name(a.kind), join(a.params));
+          const std::string momentum = a.kind == OptimizerKind::kSgd && a.sgd.momentum != 0.0f
+                                           ? fmt::format(", momentum={}", a.sgd.momentum)
+                                           : "";
+          return fmt::format("{} = {}([{}]{})", a.name, optimizer_kind_name(a.kind), join(a.params),
+                             momentum);
         } else if constexpr (std::is_same_v<A, OptimizerStep>) {
           return a.name + ".step()";
         } else if constexpr (std::is_same_v<A, ZeroGrad>) {

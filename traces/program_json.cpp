@@ -134,7 +134,8 @@ Json op_json(const BodyOp& op) {
       j["start"] = op.start;
       j["end"] = op.end;
       break;
-    case BodyOpKind::kSgd: j["sgd"] = sgd_json(op.sgd); break;
+    case BodyOpKind::kSgd:
+    case BodyOpKind::kSgdPlain: j["sgd"] = sgd_json(op.sgd); break;
     case BodyOpKind::kAdam:
     case BodyOpKind::kAdamW: j["adam"] = adam_json(op.adam); break;
     default: break;  // the other kinds read no field but their args
@@ -171,7 +172,8 @@ Result<BodyOp> read_op(const Json& j, const std::string& path, std::size_t k, st
       CAPSIM_TRY(assign(op.start, r.integer("start")));
       CAPSIM_TRY(assign(op.end, r.integer("end")));
       break;
-    case BodyOpKind::kSgd: CAPSIM_TRY(assign(op.sgd, read_sgd(r))); break;
+    case BodyOpKind::kSgd:
+    case BodyOpKind::kSgdPlain: CAPSIM_TRY(assign(op.sgd, read_sgd(r))); break;
     case BodyOpKind::kAdam:
     case BodyOpKind::kAdamW: CAPSIM_TRY(assign(op.adam, read_adam(r))); break;
     default: break;  // refused by finish() below if present

@@ -108,6 +108,8 @@ class Interpreter {
         });
       case BodyOpKind::kSlice: return sliced_view(op, a[0].meta);
       case BodyOpKind::kSgd: return run_in_place(op, a[0], launch_sgd(a[0], a[1], a[2], op.sgd));
+      case BodyOpKind::kSgdPlain:
+        return run_in_place(op, a[0], launch_sgd_plain(a[0], a[1], op.sgd));
       case BodyOpKind::kAdam:
       case BodyOpKind::kAdamW: return run_adam(op, a);
     }

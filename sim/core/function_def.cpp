@@ -43,6 +43,7 @@ std::vector<std::uint32_t> body_op_written_args(BodyOpKind kind) {
     case BodyOpKind::kAddInplace:
     case BodyOpKind::kCopyInplace: return {0};
     case BodyOpKind::kSgd: return {0, 2};
+    case BodyOpKind::kSgdPlain: return {0};
     case BodyOpKind::kAdam:
     case BodyOpKind::kAdamW: return {0, 2, 3, 4};
     default: return {};

@@ -41,6 +41,7 @@ namespace capsim {
   X(kTranspose, "t", 1, false)                /* a 2-d view with its dims swapped */       \
   X(kReluBackward, "relu_backward", 2, false) /* grad, result */                           \
   X(kSgd, "sgd", 3, true)                     /* param, grad, momentum_buffer */           \
+  X(kSgdPlain, "sgd_plain", 2, true)          /* param, grad: SGD without momentum */      \
   X(kAdam, "adam", 5, true)                   /* param, grad, exp_avg, exp_avg_sq, step */ \
   X(kAdamW, "adamw", 5, true)
 

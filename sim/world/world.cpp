@@ -470,11 +470,23 @@ Status World::call_compiled(const FunctionDef& def, const std::vector<std::uint6
     CAPSIM_TRY(check_arity(def, args.size()));
     if (new_invocation) ++generations_.generation;
     if (raise_if_poisoned(args)) return {};
-    return call_plain(def, args, outputs);
+    CAPSIM_TRY_ASSIGN(std::vector<TensorId> outs, call_plain(def, args));
+    return bind_outputs(outs, outputs);
   }
   CAPSIM_TRY_ASSIGN(auto outs, run_compiled(def, args, int_key, new_invocation, consume));
   if (!outs) return {};
   return bind_outputs(*outs, outputs);
+}
+
+Result<std::optional<std::vector<TensorId>>> World::call_unbound(
+    const FunctionDef& def, const std::vector<std::uint64_t>& args) {
+  using Outputs = std::optional<std::vector<TensorId>>;
+  if (!options_.config.plain_api) return run_compiled(def, args, {}, true, {});
+  CAPSIM_TRY(check_arity(def, args.size()));
+  ++generations_.generation;
+  if (raise_if_poisoned(args)) return Outputs{};
+  CAPSIM_TRY_ASSIGN(std::vector<TensorId> outs, call_plain(def, args));
+  return Outputs{std::move(outs)};
 }
 
 Result<std::optional<std::vector<TensorId>>> World::run_compiled(

@@ -33,6 +33,7 @@ namespace capsim {
 struct BackwardView;          // sim/autograd/compiled_autograd_runner.hpp
 struct Variable;              // sim/autograd/autograd_engine.hpp
 struct CompiledBackwardCall;  // sim/autograd/compiled_autograd_run.hpp
+struct OptimizerStepKey;      // sim/world/world_parts.hpp
 class FxGraph;                // model/fx_graph.hpp
 struct AutogradScenario;      // sim/autograd/compiled_autograd_runner.hpp
 class ImportedAutograd;       // sim/autograd/imported_autograd.hpp
@@ -154,7 +155,11 @@ class World {
   Status do_accumulate_grad(const AccumulateGrad& a);
   Status do_create_optimizer(const CreateOptimizer& a);
   Status do_optimizer_step(const OptimizerStep& a);
-  Result<const FunctionDef*> step_for(Optimizer& opt, const std::vector<bool>& with_grad);
+  Status trace_optimizer(Optimizer& opt, const std::vector<std::uint64_t>& grads);
+  std::uint64_t adopt_optimizer_state(TensorId held);
+  Status keep_momentum_buffers(Optimizer& opt, const std::vector<std::size_t>& stateless,
+                               const std::vector<TensorId>& outs);
+  Result<const FunctionDef*> step_for(Optimizer& opt, const OptimizerStepKey& key);
   Status do_zero_grad(const ZeroGrad& a);
   Status do_drop_optimizer(const DropOptimizer& a);
   Status do_reset();
@@ -205,18 +210,25 @@ class World {
                        const std::vector<std::int64_t>& int_key, bool new_invocation,
                        const std::vector<std::string>& consume);
   // The same call, its outputs handed back unbound (each held once), or none
-  // when the call raised (its error event is out).
+  // when the call raised (its error event is out). Not under the plain API.
   Result<std::optional<std::vector<TensorId>>> run_compiled(
       const FunctionDef& def, const std::vector<std::uint64_t>& args,
       const std::vector<std::int64_t>& int_key, bool new_invocation,
       const std::vector<std::string>& consume);
-  Status call_plain(const FunctionDef& def, const std::vector<std::uint64_t>& args,
-                    const std::vector<std::string>& outputs);
-  Status capture_plain(const FunctionDef& def, const std::vector<std::uint64_t>& args,
-                       const std::vector<TensorId>& inputs,
-                       const std::vector<std::string>& outputs);
-  Status replay_plain(const FunctionDef& def, PlainGraph& graph,
-                      const std::vector<TensorId>& inputs, const std::vector<std::string>& outputs);
+  // A call through the tree manager or the plain API, as the config says,
+  // with its outputs handed back unbound (each held once), or none when it
+  // raised: a Dynamo entry point of the World's own (an optimizer step).
+  Result<std::optional<std::vector<TensorId>>> call_unbound(const FunctionDef& def,
+                                                            const std::vector<std::uint64_t>& args);
+  // The plain API (make_graphed_callables): outputs handed back unbound,
+  // each held once.
+  Result<std::vector<TensorId>> call_plain(const FunctionDef& def,
+                                           const std::vector<std::uint64_t>& args);
+  Result<std::vector<TensorId>> capture_plain(const FunctionDef& def,
+                                              const std::vector<std::uint64_t>& args,
+                                              const std::vector<TensorId>& inputs);
+  Result<std::vector<TensorId>> replay_plain(const FunctionDef& def, PlainGraph& graph,
+                                             const std::vector<TensorId>& inputs);
   Status copy_into_plain_surface(const FunctionDef& def, const PlainGraph& graph,
                                  const std::vector<TensorId>& inputs);
   // What Dynamo sees of each argument (dynamo.hpp).

@@ -38,25 +38,63 @@ Status World::do_create_optimizer(const CreateOptimizer& a) {
 }
 
 namespace {
-// The traced step over the params with a grad (`with_grad`, all of them:
-// "NAME.step"; else "NAME.step[i, j]"): inputs are those params, then their
-// grads, then each one's state.
-std::unique_ptr<FunctionDef> build_step(const std::string& name, OptimizerKind kind,
-                                        const std::vector<bool>& with_grad, const SgdHyper& sgd,
-                                        const AdamHyper& adam) {
+// SGD's update where the state holds no momentum buffer. Without momentum
+// SGD keeps no state at all: `sgd_plain` over param and grad. On the first
+// step with momentum, `buf = clone(grad)` is made inside the graph and
+// returned, for the optimizer to keep as its state (torch/optim/sgd.py,
+// _single_tensor_sgd): a zero-filled buffer through the sgd kernel with
+// dampening 0 computes exactly that (`buf = 0 * momentum + grad`), as the
+// SGD source ignores dampening on a first step.
+void append_stateless_sgd(FunctionDef& def, ValueIndex param, ValueIndex grad, const Dims& sizes,
+                          const SgdHyper& sgd) {
+  BodyOp update;
+  update.sgd = sgd;
+  if (sgd.momentum == 0.0f) {
+    update.kind = BodyOpKind::kSgdPlain;
+    update.args = {param, grad};
+    def.ops.push_back(update);
+    return;
+  }
+  const auto buffer = static_cast<ValueIndex>(def.input_names.size() + def.ops.size());
+  BodyOp fill;
+  fill.kind = BodyOpKind::kFull;
+  fill.sizes = sizes;
+  fill.scalar = 0.0f;
+  def.ops.push_back(fill);
+  update.kind = BodyOpKind::kSgd;
+  update.args = {param, grad, buffer};
+  update.sgd.dampening = 0.0f;
+  def.ops.push_back(update);
+  def.outputs.push_back(buffer);
+}
+
+// The traced step over the params with a grad (`sizes` holds those params'
+// sizes; all of them: "NAME.step", else "NAME.step[i, j]"): inputs are those
+// params, then their grads, then each one's state where it exists. Adam's
+// always does (its _init_group creates it before Dynamo traces the update);
+// SGD's momentum buffer does from the second step.
+std::unique_ptr<FunctionDef> build_step(const OptimizerStepKey& key, const std::string& name,
+                                        OptimizerKind kind, const std::vector<Dims>& sizes,
+                                        const SgdHyper& sgd, const AdamHyper& adam) {
   auto def = std::make_unique<FunctionDef>();
   std::vector<std::string> kept;
-  for (std::size_t i = 0; i < with_grad.size(); ++i) {
-    if (with_grad[i]) kept.push_back(std::to_string(i));
+  std::vector<bool> has_state;  // per kept param
+  for (std::size_t i = 0; i < key.with_grad.size(); ++i) {
+    if (!key.with_grad[i]) continue;
+    kept.push_back(std::to_string(i));
+    has_state.push_back(key.with_state[i]);
   }
   const std::size_t n = kept.size();
-  def->name = n == with_grad.size() ? fmt::format("{}.step", name)
-                                    : fmt::format("{}.step[{}]", name, fmt::join(kept, ", "));
+  CAPSIM_CHECK(sizes.size() == n, "one size per param with a grad");
+  def->name = n == key.with_grad.size() ? fmt::format("{}.step", name)
+                                        : fmt::format("{}.step[{}]", name, fmt::join(kept, ", "));
   def->mode = CompilationMode::kInference;
-  const std::size_t per = kind == OptimizerKind::kSgd ? 1 : 3;
   for (std::size_t i = 0; i < n; ++i) def->input_names.push_back(fmt::format("param_{}", i));
   for (std::size_t i = 0; i < n; ++i) def->input_names.push_back(fmt::format("grad_{}", i));
+  std::vector<ValueIndex> first_state;  // per kept param
   for (std::size_t i = 0; i < n; ++i) {
+    first_state.push_back(static_cast<ValueIndex>(def->input_names.size()));
+    if (!has_state[i]) continue;
     if (kind == OptimizerKind::kSgd) {
       def->input_names.push_back(fmt::format("momentum_buffer_{}", i));
     } else {
@@ -68,7 +106,12 @@ std::unique_ptr<FunctionDef> build_step(const std::string& name, OptimizerKind k
   for (std::size_t i = 0; i < n; ++i) {
     const auto p = static_cast<ValueIndex>(i);
     const auto g = static_cast<ValueIndex>(n + i);
-    const auto s = static_cast<ValueIndex>(2 * n + per * i);
+    const ValueIndex s = first_state[i];
+    if (!has_state[i]) {
+      CAPSIM_CHECK(kind == OptimizerKind::kSgd, "only SGD steps without state");
+      append_stateless_sgd(*def, p, g, sizes[i], sgd);
+      continue;
+    }
     BodyOp op;
     if (kind == OptimizerKind::kSgd) {
       op.kind = BodyOpKind::kSgd;
@@ -85,61 +128,71 @@ std::unique_ptr<FunctionDef> build_step(const std::string& name, OptimizerKind k
 }
 }  // namespace
 
+// Tracing: _init_group creates Adam's state eagerly (SGD's stays empty: its
+// momentum buffers are made inside the step); Dynamo marks params and state
+// static with guard=True ([M]) and installs them as attributes of the graph
+// module, which keeps them alive until the finalizer.
+Status World::trace_optimizer(Optimizer& opt, const std::vector<std::uint64_t>& grads) {
+  CAPSIM_CHECK(!opt.traced && opt.state.empty(), "an optimizer is traced once");
+  opt.traced = true;
+  for (std::uint64_t p : opt.params) {
+    CAPSIM_TRY_ASSIGN(const Tensor t, store_.tensor(objects_.at(p).tensor));
+    std::vector<std::uint64_t> state;
+    auto add = [&](const Dims& sizes, float fill) -> Status {
+      CAPSIM_TRY_ASSIGN(const TensorId s, fresh_tensor(sizes, fill, 0));
+      state.push_back(adopt_optimizer_state(s));
+      return {};
+    };
+    if (opt.kind != OptimizerKind::kSgd) {
+      CAPSIM_TRY(add(t.meta.sizes, 0.0f));
+      CAPSIM_TRY(add(t.meta.sizes, 0.0f));
+      CAPSIM_TRY(add({2}, 1.0f));  // {beta1^t, beta2^t}: capsim's step state
+    }
+    objects_.at(p).static_guard = true;
+    opt.state.push_back(std::move(state));
+  }
+  for (std::size_t i = 0; i < opt.params.size(); ++i) {
+    opt.graph_attributes.push_back(opt.params[i]);
+    for (std::uint64_t s : opt.state[i]) opt.graph_attributes.push_back(s);
+  }
+  for (std::uint64_t o : opt.graph_attributes) ref(o);
+  std::size_t static_grads = 0;
+  for (std::uint64_t g : grads) static_grads += objects_.at(g).static_guard.has_value();
+  ctx_.emit(EventKind::kOptimizer,
+            {{F::name, opt.name},
+             {F::what, "traced"},
+             {F::static_params, opt.params.size()},
+             {F::static_state, opt.graph_attributes.size() - opt.params.size()},
+             {F::static_grads, static_grads}});
+  return {};
+}
+
+// A state tensor the optimizer now holds (one reference), marked static.
+// (The move_optimizer_state control marks it without a guard, so that a move
+// re-records at once instead of recompiling.)
+std::uint64_t World::adopt_optimizer_state(TensorId held) {
+  const std::uint64_t o = new_object(held);
+  ref(o);
+  objects_.at(o).static_guard = options_.fault != Fault::kMoveOptimizerState;
+  return o;
+}
+
 Status World::do_optimizer_step(const OptimizerStep& a) {
   auto it = optimizers_.find(a.name);
   if (it == optimizers_.end()) return make_error(fmt::format("unknown optimizer '{}'", a.name));
   Optimizer& opt = *it->second;
   std::vector<std::uint64_t> grads;  // of the params that have one
-  std::vector<bool> with_grad;
+  OptimizerStepKey key;
   for (std::uint64_t p : opt.params) {
     const std::optional<std::uint64_t>& g = objects_.at(p).grad;
-    with_grad.push_back(g.has_value());
+    key.with_grad.push_back(g.has_value());
     if (g) grads.push_back(*g);
   }
   // No param has a grad: _init_group finds nothing and the step updates
   // nothing (a graph without kernels, which capsim does not compile).
   if (grads.empty()) return {};
   if (!opt.traced) {
-    opt.traced = true;
-    // Tracing: _init_group creates the state eagerly; Dynamo marks params and
-    // state static with guard=True ([M]) and installs them as attributes of
-    // the graph module, which keeps them alive until the finalizer.
-    for (std::uint64_t p : opt.params) {
-      CAPSIM_TRY_ASSIGN(const Tensor t, store_.tensor(objects_.at(p).tensor));
-      std::vector<std::uint64_t> state;
-      auto add = [&](const Dims& sizes, float fill) -> Status {
-        CAPSIM_TRY_ASSIGN(const TensorId s, fresh_tensor(sizes, fill, 0));
-        const std::uint64_t o = new_object(s);
-        ref(o);
-        // (The move_optimizer_state control marks it without a guard, so that
-        // a move re-records at once instead of recompiling.)
-        objects_.at(o).static_guard = options_.fault != Fault::kMoveOptimizerState;
-        state.push_back(o);
-        return {};
-      };
-      if (opt.kind == OptimizerKind::kSgd) {
-        CAPSIM_TRY(add(t.meta.sizes, 0.0f));
-      } else {
-        CAPSIM_TRY(add(t.meta.sizes, 0.0f));
-        CAPSIM_TRY(add(t.meta.sizes, 0.0f));
-        CAPSIM_TRY(add({2}, 1.0f));  // {beta1^t, beta2^t}: capsim's step state
-      }
-      objects_.at(p).static_guard = true;
-      opt.state.push_back(std::move(state));
-    }
-    for (std::size_t i = 0; i < opt.params.size(); ++i) {
-      opt.graph_attributes.push_back(opt.params[i]);
-      for (std::uint64_t s : opt.state[i]) opt.graph_attributes.push_back(s);
-    }
-    for (std::uint64_t o : opt.graph_attributes) ref(o);
-    std::size_t static_grads = 0;
-    for (std::uint64_t g : grads) static_grads += objects_.at(g).static_guard.has_value();
-    ctx_.emit(EventKind::kOptimizer,
-              {{F::name, opt.name},
-               {F::what, "traced"},
-               {F::static_params, opt.params.size()},
-               {F::static_state, opt.graph_attributes.size() - opt.params.size()},
-               {F::static_grads, static_grads}});
+    CAPSIM_TRY(trace_optimizer(opt, grads));
   } else if (options_.fault == Fault::kMoveOptimizerState && opt.steps_taken == 2) {
     // The control of cudagraphs.static-never-reallocated: the state moves to
     // new storage once, after the step was warmed up and recorded, so that the
@@ -149,30 +202,63 @@ Status World::do_optimizer_step(const OptimizerStep& a) {
     }
   }
   ++opt.steps_taken;
-  CAPSIM_TRY_ASSIGN(const FunctionDef* step, step_for(opt, with_grad));
+  for (const auto& state : opt.state) key.with_state.push_back(!state.empty());
+  CAPSIM_TRY_ASSIGN(const FunctionDef* step, step_for(opt, key));
   std::vector<std::uint64_t> args;
+  std::vector<std::size_t> stateless;  // params whose SGD step makes a buffer
   for (std::size_t i = 0; i < opt.params.size(); ++i) {
-    if (with_grad[i]) args.push_back(opt.params[i]);
+    if (key.with_grad[i]) args.push_back(opt.params[i]);
   }
   args.insert(args.end(), grads.begin(), grads.end());
   for (std::size_t i = 0; i < opt.params.size(); ++i) {
-    if (with_grad[i]) args.insert(args.end(), opt.state[i].begin(), opt.state[i].end());
+    if (!key.with_grad[i]) continue;
+    args.insert(args.end(), opt.state[i].begin(), opt.state[i].end());
+    if (opt.state[i].empty()) stateless.push_back(i);
   }
-  return call_compiled(*step, args, {}, {}, true, {});
+  CAPSIM_TRY_ASSIGN(const auto outs, call_unbound(*step, args));
+  if (!outs) return {};
+  return keep_momentum_buffers(opt, stateless, *outs);
 }
 
-// The step traced for this set of grads. Another set than the ones traced
-// before fails Dynamo's `p.grad is None` guards: a recompile.
-Result<const FunctionDef*> World::step_for(Optimizer& opt, const std::vector<bool>& with_grad) {
-  auto [it, fresh] = opt.steps.try_emplace(with_grad);
+// The buffers a first SGD step returned become the params' state (none
+// without momentum), held by the optimizer and, once the next step is
+// traced, by the graph module too.
+Status World::keep_momentum_buffers(Optimizer& opt, const std::vector<std::size_t>& stateless,
+                                    const std::vector<TensorId>& outs) {
+  const bool momentum = opt.kind == OptimizerKind::kSgd && opt.sgd.momentum != 0.0f;
+  CAPSIM_CHECK(outs.size() == (momentum ? stateless.size() : 0), "one buffer per stateless param");
+  for (std::size_t k = 0; k < outs.size(); ++k) {
+    const std::uint64_t o = adopt_optimizer_state(outs[k]);
+    opt.state.at(stateless[k]).push_back(o);
+    opt.graph_attributes.push_back(o);
+    ref(o);
+  }
+  return {};
+}
+
+// The step traced for this key. Another set of grads than the ones traced
+// before fails Dynamo's `p.grad is None` guards, a state made since fails its
+// guard on the state's length: a recompile either way.
+Result<const FunctionDef*> World::step_for(Optimizer& opt, const OptimizerStepKey& key) {
+  auto [it, fresh] = opt.steps.try_emplace(key);
   if (!fresh) return it->second.get();
-  it->second = build_step(opt.name, opt.kind, with_grad, opt.sgd, opt.adam);
+  std::vector<Dims> sizes;
+  for (std::size_t i = 0; i < opt.params.size(); ++i) {
+    if (!key.with_grad[i]) continue;
+    CAPSIM_TRY_ASSIGN(const Tensor t, store_.tensor(objects_.at(opt.params[i]).tensor));
+    sizes.push_back(t.meta.sizes);
+  }
+  it->second = build_step(key, opt.name, opt.kind, sizes, opt.sgd, opt.adam);
   CAPSIM_TRY(validate(*it->second));
   if (opt.steps.size() > 1) {
+    bool grads_seen = false;
+    for (const auto& [other, def] : opt.steps)
+      grads_seen |= other != key && other.with_grad == key.with_grad;
     ++counters_.recompiles;
-    ctx_.emit(
-        EventKind::kCompile,
-        {{F::function, it->second->name}, {F::recompile, true}, {F::reason, "grad_none_guard"}});
+    ctx_.emit(EventKind::kCompile,
+              {{F::function, it->second->name},
+               {F::recompile, true},
+               {F::reason, grads_seen ? "optimizer_state_guard" : "grad_none_guard"}});
   }
   return it->second.get();
 }

@@ -27,6 +27,16 @@ struct World::PlainGraph {
   std::vector<TensorId> outputs;  // static outputs, pinned, overwritten by every replay
 };
 
+// Which `opt.step()` graph Dynamo traced: per param, whether it had a grad
+// (Dynamo guards each `p.grad is None`; _init_group skips a param without one)
+// and whether its state existed (Dynamo guards that the state is non-empty:
+// SGD makes its momentum buffers inside the first step's graph).
+struct OptimizerStepKey {
+  std::vector<bool> with_grad;
+  std::vector<bool> with_state;
+  friend auto operator<=>(const OptimizerStepKey&, const OptimizerStepKey&) = default;
+};
+
 // A compiled optimizer: its params, its state, the traced step function and
 // the graph-module attributes that keep static tensors alive until the
 // finalizer runs.
@@ -35,12 +45,12 @@ struct World::Optimizer {
   OptimizerKind kind = OptimizerKind::kAdam;
   SgdHyper sgd;
   AdamHyper adam;
-  std::vector<std::uint64_t> params;              // objects, referenced
-  std::vector<std::vector<std::uint64_t>> state;  // per param, referenced
-  std::vector<std::uint64_t> graph_attributes;    // referenced until dropped
-  // The traced step per set of params that have a grad (Dynamo guards on
-  // each `p.grad is None`; _init_group skips a param without one).
-  std::map<std::vector<bool>, std::unique_ptr<FunctionDef>> steps;
+  std::vector<std::uint64_t> params;  // objects, referenced
+  // Per param, referenced; empty until the state exists (SGD without
+  // momentum never has any).
+  std::vector<std::vector<std::uint64_t>> state;
+  std::vector<std::uint64_t> graph_attributes;  // referenced until dropped
+  std::map<OptimizerStepKey, std::unique_ptr<FunctionDef>> steps;
   bool traced = false;
   std::uint64_t steps_taken = 0;
 };

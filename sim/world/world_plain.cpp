@@ -15,21 +15,21 @@
 
 namespace capsim {
 
-Status World::call_plain(const FunctionDef& def, const std::vector<std::uint64_t>& args,
-                         const std::vector<std::string>& outputs) {
+Result<std::vector<TensorId>> World::call_plain(const FunctionDef& def,
+                                                const std::vector<std::uint64_t>& args) {
   std::vector<TensorId> inputs;
   for (std::uint64_t o : args) inputs.push_back(objects_.at(o).tensor);
   auto it = plain_graphs_.find(&def);
-  if (it == plain_graphs_.end()) return capture_plain(def, args, inputs, outputs);
-  return replay_plain(def, *it->second, inputs, outputs);
+  if (it == plain_graphs_.end()) return capture_plain(def, args, inputs);
+  return replay_plain(def, *it->second, inputs);
 }
 
 // The first call: run the body once into a StepProgram over the call's own
 // arguments, which become the graph's static input surface (parameters are
 // baked in as they are, the other arguments pinned as placeholders).
-Status World::capture_plain(const FunctionDef& def, const std::vector<std::uint64_t>& args,
-                            const std::vector<TensorId>& inputs,
-                            const std::vector<std::string>& outputs) {
+Result<std::vector<TensorId>> World::capture_plain(const FunctionDef& def,
+                                                   const std::vector<std::uint64_t>& args,
+                                                   const std::vector<TensorId>& inputs) {
   if (!plain_pool_) {
     CAPSIM_TRY_ASSIGN(plain_pool_, allocator_.create_pool());
     tree_pool_ = plain_pool_;  // pool_live_blocks() reports this pool
@@ -61,14 +61,13 @@ Status World::capture_plain(const FunctionDef& def, const std::vector<std::uint6
   ctx_.emit_device(evidence);
   plain_graphs_.emplace(&def, std::move(graph));
   // The capture's outputs are handed out as they are.
-  return bind_outputs(outs, outputs);
+  return outs;
 }
 
 // A later call: copy each non-parameter argument whose pointer differs into
 // its surface slot, replay, and hand out the same output tensors again.
-Status World::replay_plain(const FunctionDef& def, PlainGraph& graph,
-                           const std::vector<TensorId>& inputs,
-                           const std::vector<std::string>& outputs) {
+Result<std::vector<TensorId>> World::replay_plain(const FunctionDef& def, PlainGraph& graph,
+                                                  const std::vector<TensorId>& inputs) {
   std::optional<std::vector<ElementBits>> expected;
   if (options_.verify_replays) {
     CAPSIM_TRY_ASSIGN(expected, eager_reference_outputs(def, store_, memory_, inputs));
@@ -98,7 +97,7 @@ Status World::replay_plain(const FunctionDef& def, PlainGraph& graph,
   ctx_.emit(EventKind::kReplay, {{F::function, def.name}, {F::api, "plain"}});
   ctx_.emit_device(evidence);
   for (TensorId t : graph.outputs) refs_.hold(t);
-  return bind_outputs(graph.outputs, outputs);
+  return graph.outputs;
 }
 
 // The copy-in of make_graphed_callables: parameters are assumed unchanged,

@@ -493,7 +493,7 @@ TEST_CASE("program_json: bad function lines name the field") {
         "field 'ops[0].args': 'add' takes 2 args, got 1");
   CHECK(function_error(with(R"("op":"add")", R"("op":"div")")) ==
         "field 'ops[0].op': unknown op 'div' (known: add, sub, mul, neg, relu, sum, mm, clone, "
-        "full, add_, copy_, alias, slice, t, relu_backward, sgd, adam, adamw)");
+        "full, add_, copy_, alias, slice, t, relu_backward, sgd, sgd_plain, adam, adamw)");
   CHECK(starts_with(function_error(with(R"("args":[0,1])", R"("args":[0,1],"scalar":2)")),
                     "field 'ops[0].scalar': unknown field"));
   CHECK(function_error(with(R"("scalar":1)", R"("scalar":1e40)")) ==

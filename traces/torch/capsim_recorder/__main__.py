@@ -41,17 +41,23 @@ def main(argv: list[str] | None = None) -> int:
         return _cudagraphs(parser, args)
 
     # torch is imported late so that --help works without it.
+    from .optimizer_programs import PROGRAMS as OPTIMIZER_PROGRAMS
     from .programs import PROGRAMS
 
-    names = _select(parser, args, PROGRAMS, "--list")
+    names = _select(parser, args, {**PROGRAMS, **OPTIMIZER_PROGRAMS}, "--list")
     if names is None:
         return 0
 
+    from .optimizer_recorder import record_optimizer_program
     from .recorder import record_program
 
     os.makedirs(args.out, exist_ok=True)
     for name in names:
         path = os.path.join(args.out, f"{name}.jsonl")
+        if name in OPTIMIZER_PROGRAMS:
+            record_optimizer_program(OPTIMIZER_PROGRAMS[name], path)
+            print(f"{name}: compiled optimizer -> {path}")
+            continue
         backwards, captures = record_program(PROGRAMS[name], path)
         print(f"{name}: {backwards} backwards, {captures} captures -> {path}")
     return 0

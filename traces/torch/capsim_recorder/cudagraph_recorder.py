@@ -184,30 +184,11 @@ class CudagraphRecorder:
     # -- optimizers ----------------------------------------------------------
 
     def create_optimizer(self, name: str, opt: torch.optim.Optimizer, params: Sequence[str]) -> None:
-        kind = type(opt).__name__.lower()
-        d = opt.defaults
-        fields: dict = {"name": name, "kind": kind, "params": list(params)}
-        if kind == "sgd":
-            fields["sgd"] = {
-                "lr": aten_translate.f32(float(d["lr"])),
-                "momentum": aten_translate.f32(float(d.get("momentum", 0.0))),
-                "dampening": aten_translate.f32(float(d.get("dampening", 0.0))),
-                "weight_decay": aten_translate.f32(float(d.get("weight_decay", 0.0))),
-                "nesterov": bool(d.get("nesterov", False)),
-            }
-        elif kind in ("adam", "adamw"):
-            beta1, beta2 = d["betas"]
-            fields["adam"] = {
-                "lr": aten_translate.f32(float(d["lr"])),
-                "beta1": aten_translate.f32(float(beta1)),
-                "beta2": aten_translate.f32(float(beta2)),
-                "eps": aten_translate.f32(float(d["eps"])),
-                "weight_decay": aten_translate.f32(float(d.get("weight_decay", 0.0))),
-            }
-        else:
-            raise ValueError(f"capsim has no optimizer kind {kind!r}")
+        from .optimizer_recorder import optimizer_fields
+
+        fields = optimizer_fields(name, opt, params)
         self.session.action("create_optimizer", fields)
-        self.session.optimizers[name] = (weakref.ref(opt), list(params), kind)
+        self.session.optimizers[name] = (weakref.ref(opt), list(params), fields["kind"])
 
     def optimizer_step(self, name: str, step: Callable[[], Any]) -> None:
         s = self.session
