@@ -34,7 +34,6 @@ from typing import Any, Callable, Optional, Sequence
 
 import torch
 
-from . import aten_translate
 from .cudagraph_events import TreeObserver, skip_log_modules
 from .cudagraph_hooks import CompileHooks
 from .cudagraph_session import Session
