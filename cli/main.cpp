@@ -20,6 +20,7 @@
 #include "cli/input_guards.hpp"
 #include "cli/render_commands.hpp"
 #include "cli/rerecord_report.hpp"
+#include "cli/simulate_command.hpp"
 #include "cli/trace_commands.hpp"
 #include "model/address.hpp"
 #include "model/digest.hpp"
@@ -260,6 +261,22 @@ Subcommand add_record(CLI::App& root) {
           [o] { return capsim::cli::record_command(o->name, o->output, o->backend, o->torch); }};
 }
 
+Subcommand add_simulate(CLI::App& root) {
+  struct Options {
+    std::string program, output;
+    std::optional<capsim::TorchProfile> torch;
+  };
+  auto o = std::make_shared<Options>();
+  CLI::App* sub = root.add_subcommand(
+      "simulate",
+      "Run a program (a trace without events, docs/trace-format.md §10) and print or write what "
+      "capsim predicts");
+  sub->add_option("program", o->program, "The program file (.jsonl)")->required();
+  sub->add_option("-o,--output", o->output, "Also write the predicted trace here ('-': stdout)");
+  capsim::cli::add_torch_option(sub, o->torch);
+  return {sub, [o] { return capsim::cli::simulate_command(o->program, o->output, o->torch); }};
+}
+
 Subcommand add_replay(CLI::App& root) {
   struct Options {
     std::vector<std::string> files;
@@ -487,9 +504,10 @@ int run_main(int argc, char** argv) {
   app.option_defaults()->always_capture_default();
   app.set_version_flag("--version", fmt::format("capsim {}", capsim::kCapsimVersion));
   // In the order --help lists them.
-  const std::vector<Subcommand> subcommands = {
-      add_run(app),    add_scenario(app), add_capture(app), add_record(app), add_replay(app),
-      add_render(app), add_diff(app),     add_export(app),  add_check(app),  add_version(app)};
+  const std::vector<Subcommand> subcommands = {add_run(app),    add_scenario(app), add_capture(app),
+                                               add_record(app), add_simulate(app), add_replay(app),
+                                               add_render(app), add_diff(app),     add_export(app),
+                                               add_check(app),  add_version(app)};
   if (int refused = refuse_unknown_subcommand(app, argc, argv)) return refused;
   try {
     app.parse(argc, argv);

@@ -356,5 +356,22 @@ fresh aot_body_bad_epilogue
 edit "$torch_corpus/twotensor_compiled_region.jsonl" 2 'l.replace("{\"plain\":2}", "{\"plain\":7}", 1)' t.jsonl
 check aot_body_bad_epilogue 2 "t.jsonl:2:[0-9]+: field 'nodes\[1\].aot_backward.epilogue\[1\].plain': output 7 of 3" -- "$capsim" replay t.jsonl
 
+# --- capsim simulate: a program file (a trace without events) ---------------
+prog=$corpus/../programs/static_weight_copied_input.jsonl
+fresh simulate_event_line
+edit "$prog" 5 'l + "\n{\"type\":\"event\",\"action\":2,\"event\":\"read\",\"name\":\"y\",\"numel\":4,\"digest\":\"0000000000000000\"}"' p.jsonl
+check simulate_event_line 2 "p.jsonl:6: field 'type': an event line in a program" -- "$capsim" simulate p.jsonl -o out.jsonl
+fresh simulate_unknown_function
+edit "$prog" 5 'l.replace("\"function\":\"f\"", "\"function\":\"g\"")' p.jsonl
+check simulate_unknown_function 2 "p.jsonl:5: action 2: .*'g'" -- "$capsim" simulate p.jsonl -o out.jsonl
+fresh simulate_bad_json
+edit "$prog" 4 'l[:-3]' p.jsonl
+check simulate_bad_json 2 "p.jsonl:4:[0-9]+" -- "$capsim" simulate p.jsonl -o out.jsonl
+fresh simulate_unknown_config
+edit "$prog" 1 'l.replace("\"name\"", "\"config\":{\"cudagraph_trees_please\":true},\"name\"")' p.jsonl
+check simulate_unknown_config 2 "p.jsonl:1:[0-9]+: field 'config.cudagraph_trees_please'" -- "$capsim" simulate p.jsonl
+fresh simulate_missing_file
+check simulate_missing_file 2 "nope.jsonl: cannot open" -- "$capsim" simulate nope.jsonl -o out.jsonl
+
 echo "hostile inputs: $passed passed, $failed failed"
 [ "$failed" = 0 ]

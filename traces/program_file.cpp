@@ -1,0 +1,133 @@
+#include "traces/program_file.hpp"
+
+#include <fmt/format.h>
+
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <sstream>
+
+#include "traces/trace_reader.hpp"
+
+namespace capsim {
+
+namespace {
+
+// The limit on a program file's size: programs are written by people and
+// generators, not recorded; a bigger file is a trace (capsim replay).
+constexpr std::uintmax_t kMaxProgramBytes = std::uintmax_t{64} << 20;
+
+Json default_header(const std::string& path) {
+  TraceHeader h;
+  h.producer = "user";
+  h.name = std::filesystem::path(path).stem().string();
+  return header_to_json(h);
+}
+
+// The header with what it leaves out filled in; config fields merge into the
+// defaults. Anything that is not an object is left for the reader to refuse.
+void fill_header(Json& line, const std::string& path) {
+  Json full = default_header(path);
+  for (auto it = line.begin(); it != line.end(); ++it) {
+    if (it.key() == "config" && it.value().is_object() && full["config"].is_object()) {
+      for (auto c = it.value().begin(); c != it.value().end(); ++c) full["config"][c.key()] = *c;
+    } else {
+      full[it.key()] = it.value();
+    }
+  }
+  line = std::move(full);
+}
+
+// One line with `seq` (and an action's `index`) filled in where missing;
+// false when nothing was missing (the line is then passed on as written).
+bool fill_line(Json& line, std::size_t seq, std::size_t& actions, const std::string& path) {
+  bool filled = false;
+  if (seq == 0 && line.value("type", "") == "header") {
+    const Json before = line;
+    fill_header(line, path);
+    filled = line != before;
+  }
+  if (!line.contains("seq")) {
+    line["seq"] = seq;
+    filled = true;
+  }
+  if (line.value("type", "") == "function") {
+    for (const char* key : {"static_input_idxs", "param_input_idxs"}) {
+      if (!line.contains(key)) {
+        line[key] = Json::array();
+        filled = true;
+      }
+    }
+  }
+  if (line.value("type", "") == "action") {
+    if (!line.contains("index")) {
+      line["index"] = actions;
+      filled = true;
+    }
+    ++actions;
+  }
+  return filled;
+}
+
+// The file's text with the left-out fields filled in, line for line.
+Result<std::string> filled_text(const std::string& path) {
+  std::error_code ec;
+  const std::uintmax_t bytes = std::filesystem::file_size(path, ec);
+  if (!ec && bytes > kMaxProgramBytes) {
+    return make_error(
+        fmt::format("{}: {} bytes, more than a program's limit of {} (a trace? "
+                    "use capsim replay)",
+                    path, bytes, kMaxProgramBytes));
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return make_error(fmt::format("{}: cannot open", path));
+  std::string out, raw;
+  std::size_t seq = 0, actions = 0;
+  while (std::getline(in, raw)) {
+    Json line = Json::parse(raw, nullptr, false);
+    if (!line.is_discarded() && line.is_object() && fill_line(line, seq, actions, path)) {
+      out += line.dump();
+    } else {
+      out += raw;  // as written: the reader reports what is wrong with it
+    }
+    out += '\n';
+    ++seq;
+  }
+  return out;
+}
+
+}  // namespace
+
+Result<ProgramFile> read_program_file(const std::string& path) {
+  CAPSIM_TRY_ASSIGN(std::string text, filled_text(path));
+  CAPSIM_TRY_ASSIGN(std::unique_ptr<TraceReader> reader,
+                    TraceReader::open(std::make_unique<std::istringstream>(std::move(text)), path));
+  ProgramFile file;
+  file.header = reader->header();
+  for (;;) {
+    CAPSIM_TRY_ASSIGN(std::optional<TraceItem> item, reader->next());
+    if (!item) break;
+    switch (item->type) {
+      case TraceLineType::kHeader: break;  // the reader refuses a second header
+      case TraceLineType::kFunction:
+        file.program.functions.push_back(std::move(item->function));
+        break;
+      case TraceLineType::kAction:
+        file.program.actions.push_back(std::move(item->action));
+        file.action_lines.push_back(item->line);
+        break;
+      case TraceLineType::kEvent:
+        return make_error(fmt::format(
+            "{}:{}: field 'type': an event line in a program (simulate predicts the events; "
+            "capsim replay compares a trace's)",
+            path, item->line));
+    }
+  }
+  if (reader->truncated()) {
+    return make_error(fmt::format("{}:{}: the last line is cut", path, reader->lines_read()));
+  }
+  CAPSIM_CHECK(file.action_lines.size() == file.program.actions.size());
+  return file;
+}
+
+}  // namespace capsim
