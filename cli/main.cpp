@@ -16,10 +16,10 @@
 #include <vector>
 
 #include "cli/check_command.hpp"
+#include "cli/explain_command.hpp"
 #include "cli/export_command.hpp"
 #include "cli/input_guards.hpp"
 #include "cli/render_commands.hpp"
-#include "cli/rerecord_report.hpp"
 #include "cli/simulate_command.hpp"
 #include "cli/trace_commands.hpp"
 #include "model/address.hpp"
@@ -32,6 +32,7 @@
 #include "sim/scenarios/autograd_scenarios.hpp"
 #include "sim/scenarios/scenarios.hpp"
 #include "sim/world/release_forms.hpp"
+#include "traces/explain.hpp"
 #include "traces/program_json.hpp"
 #include "traces/resimulation.hpp"
 
@@ -105,7 +106,8 @@ int print_scenario(const std::string& name, std::optional<capsim::TorchProfile> 
   const capsim::ProgramScenarioRun run = capsim::run_program_scenario(*s);
   for (const capsim::Event& e : run.events) {
     fmt::print("{}\n", capsim::format_event(e));
-    if (auto moved = capsim::cli::explain_rerecord(s->program, e)) fmt::print("  ({})\n", *moved);
+    if (auto moved = capsim::explain_rerecord(s->program.actions, e))
+      fmt::print("  ({})\n", *moved);
   }
   if (!run.status) return fail(fmt::format("scenario '{}': {}", name, run.status.error().message));
   for (const capsim::Expectation& e : run.expectations) {
@@ -275,6 +277,23 @@ Subcommand add_simulate(CLI::App& root) {
   sub->add_option("-o,--output", o->output, "Also write the predicted trace here ('-': stdout)");
   capsim::cli::add_torch_option(sub, o->torch);
   return {sub, [o] { return capsim::cli::simulate_command(o->program, o->output, o->torch); }};
+}
+
+Subcommand add_explain(CLI::App& root) {
+  struct Options {
+    std::string file;
+    std::optional<std::size_t> action;
+    bool json = false;
+  };
+  auto o = std::make_shared<Options>();
+  CLI::App* sub = root.add_subcommand(
+      "explain",
+      "Explain every decision of a trace or program in words: what happened, the rule, the "
+      "tensors involved, the usual fix");
+  sub->add_option("file", o->file, "A trace, or a program (simulated first)")->required();
+  sub->add_option("--action", o->action, "Only the decisions of this action (its index)");
+  sub->add_flag("--json", o->json, "One JSON object: file, simulated, explanations");
+  return {sub, [o] { return capsim::cli::explain_command(o->file, o->action, o->json); }};
 }
 
 Subcommand add_replay(CLI::App& root) {
@@ -504,10 +523,10 @@ int run_main(int argc, char** argv) {
   app.option_defaults()->always_capture_default();
   app.set_version_flag("--version", fmt::format("capsim {}", capsim::kCapsimVersion));
   // In the order --help lists them.
-  const std::vector<Subcommand> subcommands = {add_run(app),    add_scenario(app), add_capture(app),
-                                               add_record(app), add_simulate(app), add_replay(app),
-                                               add_render(app), add_diff(app),     add_export(app),
-                                               add_check(app),  add_version(app)};
+  const std::vector<Subcommand> subcommands = {
+      add_run(app),      add_scenario(app), add_capture(app), add_record(app),
+      add_simulate(app), add_explain(app),  add_replay(app),  add_render(app),
+      add_diff(app),     add_export(app),   add_check(app),   add_version(app)};
   if (int refused = refuse_unknown_subcommand(app, argc, argv)) return refused;
   try {
     app.parse(argc, argv);

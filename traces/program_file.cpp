@@ -7,6 +7,7 @@
 #include <memory>
 #include <sstream>
 
+#include "sim/scenarios/autograd_scenarios.hpp"
 #include "traces/trace_reader.hpp"
 
 namespace capsim {
@@ -128,6 +129,29 @@ Result<ProgramFile> read_program_file(const std::string& path) {
   }
   CAPSIM_CHECK(file.action_lines.size() == file.program.actions.size());
   return file;
+}
+
+Result<ProgramRun> run_program_file(const ProgramFile& file, const std::string& path,
+                                    std::optional<TorchProfile> torch) {
+  WorldOptions options;
+  options.config = file.header.config;
+  if (torch) options.config.torch_profile = *torch;
+  options.seed = file.header.seed;
+  options.autograd_scenarios = find_autograd_scenario;
+  World world(options);
+  if (Status s = world.begin(file.program); !s) {
+    return make_error(fmt::format("{}: {}", path, s.error().message));
+  }
+  ProgramRun run;
+  for (std::size_t i = 0; i < file.program.actions.size(); ++i) {
+    if (Status s = world.run_action(i, file.program.actions[i]); !s) {
+      return make_error(
+          fmt::format("{}:{}: action {}: {}", path, file.action_lines[i], i, s.error().message));
+    }
+    for (Event& e : world.take_events()) run.events.push_back(std::move(e));
+  }
+  run.counters = world.counters();
+  return run;
 }
 
 }  // namespace capsim

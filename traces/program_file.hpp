@@ -15,6 +15,7 @@
 
 #include "model/result.hpp"
 #include "sim/world/program.hpp"
+#include "sim/world/world.hpp"
 #include "traces/trace_format.hpp"
 
 namespace capsim {
@@ -28,5 +29,16 @@ struct ProgramFile {
 // Reads and checks `path`. An event line is an error (a program predicts its
 // events; `capsim replay` compares a trace's).
 Result<ProgramFile> read_program_file(const std::string& path);
+
+struct ProgramRun {
+  std::vector<Event> events;  // in order; each names its action
+  Counters counters;
+};
+
+// Runs the program in one World made from its header (`torch`, when given,
+// replaces the profile). An action the World refuses is an error naming
+// `path`, the action's line and its index.
+Result<ProgramRun> run_program_file(const ProgramFile& file, const std::string& path,
+                                    std::optional<TorchProfile> torch = std::nullopt);
 
 }  // namespace capsim

@@ -373,5 +373,14 @@ check simulate_unknown_config 2 "p.jsonl:1:[0-9]+: field 'config.cudagraph_trees
 fresh simulate_missing_file
 check simulate_missing_file 2 "nope.jsonl: cannot open" -- "$capsim" simulate nope.jsonl -o out.jsonl
 
+# --- capsim explain ------------------------------------------------------------
+fresh explain_action_past_end
+check explain_action_past_end 2 "run_simple.jsonl: field '--action': 99 is past the last action" -- "$capsim" explain "$simple" --action 99
+fresh explain_bad_line
+edit "$simple" 3 'l[:-2]' t.jsonl
+check explain_bad_line 2 "t.jsonl:3:[0-9]+" -- "$capsim" explain t.jsonl
+fresh explain_missing
+check explain_missing 2 "nope.jsonl" -- "$capsim" explain nope.jsonl
+
 echo "hostile inputs: $passed passed, $failed failed"
 [ "$failed" = 0 ]

@@ -1,0 +1,122 @@
+// capsim explain's words: every decision in the corpus has a rule, a re-record
+// names the moved tensor and the action that moved it, --action filters, and
+// a program is simulated first.
+#include <doctest/doctest.h>
+
+#include <filesystem>
+
+#include "traces/explain.hpp"
+#include "traces/explain_rules.hpp"
+
+namespace capsim {
+namespace {
+
+const std::string kCorpus = std::string(CAPSIM_SOURCE_DIR) + "/traces/corpus";
+
+TEST_CASE("explain: every decision in every corpus trace has a rule") {
+  std::size_t files = 0, explained = 0;
+  for (const auto& dir : {kCorpus, kCorpus + "/torch/2.11.0", kCorpus + "/torch/2.15.0"}) {
+    for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+      if (entry.path().extension() != ".jsonl") continue;
+      Result<ObservedRun> run = observe_file(entry.path().string());
+      REQUIRE_MESSAGE(run.ok(), entry.path().string());
+      for (const Explanation& e : explain(*run, std::nullopt)) {
+        INFO(entry.path().string(), ": ", e.event);
+        CHECK(!e.rule.empty());
+        CHECK(!e.what.empty());
+        ++explained;
+      }
+      ++files;
+    }
+  }
+  CHECK(files > 100);
+  CHECK(explained > 300);
+}
+
+TEST_CASE("explain: the ids and reasons of docs/trace-format.md §6.1 have rules") {
+  for (const char* key : {"record:no_child",
+                          "record:static_input_idx_mismatch",
+                          "record:cudagraph_managed_idx_mismatch",
+                          "record:expected_dead_indices_before_graph_mismatch",
+                          "eager:mutated_inputs",
+                          "eager:rerecord_limit",
+                          "eager:compile_time_skip",
+                          "eager:silent_skip",
+                          "eager:managed_input_rerecord_limit",
+                          "eager:no_partitions",
+                          "eager:capture_size",
+                          "eager:dynamic_shape_rerecord_limit",
+                          "eager:not_lowerable",
+                          "compile:guard_failure",
+                          "compile:grad_none_guard",
+                          "compile:optimizer_state_guard",
+                          "error:E1",
+                          "error:E3",
+                          "error:E4",
+                          "error:E6",
+                          "error:E7",
+                          "error:E8",
+                          "error:Z1",
+                          "error:A1",
+                          "error:G1",
+                          "error:G2",
+                          "error:G3",
+                          "error:G4",
+                          "skip:S1",
+                          "skip:S2",
+                          "skip:S3",
+                          "skip:S4",
+                          "skip:S5",
+                          "skip:S6",
+                          "skip:S7",
+                          "skip:E5",
+                          "skip:E9",
+                          "warning:W1",
+                          "warning:W2",
+                          "warning:W3",
+                          "ca_cache_miss:new_autograd_node",
+                          "ca_cache_miss:changed_shapes",
+                          "copy_in",
+                          "demote"}) {
+    INFO(key);
+    CHECK(find_explain_rule(key) != nullptr);
+  }
+}
+
+TEST_CASE("explain: a re-record names the moved tensor and the action that moved it") {
+  Result<ObservedRun> run =
+      observe_file(kCorpus + "/rerecord_if_static_input_address_changed.jsonl");
+  REQUIRE(run.ok());
+  const std::vector<Explanation> all = explain(*run, std::size_t{12});
+  REQUIRE(all.size() == 1);
+  CHECK(all[0].event == "record:static_input_idx_mismatch");
+  CHECK(all[0].inputs == std::vector<std::string>{"bias"});
+  CHECK(all[0].what.find("action 10 (reassign_data)") != std::string::npos);
+  CHECK(all[0].fix.find("in place") != std::string::npos);
+  CHECK(explanation_text(all[0]).starts_with("action 12 (line 26): re-recorded"));
+}
+
+TEST_CASE("explain: a program is simulated first, and copies name their inputs") {
+  Result<ObservedRun> run = observe_file(std::string(CAPSIM_SOURCE_DIR) +
+                                         "/traces/programs/static_weight_copied_input.jsonl");
+  REQUIRE(run.ok());
+  CHECK(run->simulated);
+  const std::vector<Explanation> all = explain(*run, std::nullopt);
+  REQUIRE(all.size() >= 2);
+  CHECK(all[1].event == "copy_in");
+  CHECK(all[1].inputs == std::vector<std::string>{"x"});
+  CHECK(all[1].line == 0);
+}
+
+TEST_CASE("explain: a recorded PyTorch capture cites the cache-miss rule its message names") {
+  Result<ObservedRun> run = observe_file(kCorpus + "/torch/2.11.0/custom_function_redefined.jsonl");
+  REQUIRE(run.ok());
+  const std::vector<Explanation> all = explain(*run, std::nullopt);
+  REQUIRE(all.size() == 2);
+  CHECK(all[0].title == "compiled autograd: a new graph");
+  CHECK(all[0].what.find("ScaledByBackward") != std::string::npos);
+  CHECK(all[0].fix.find("155105") != std::string::npos);
+}
+
+}  // namespace
+}  // namespace capsim

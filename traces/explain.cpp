@@ -1,0 +1,373 @@
+#include "traces/explain.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <fstream>
+#include <map>
+
+#include "traces/explain_rules.hpp"
+#include "traces/program_file.hpp"
+#include "traces/trace_reader.hpp"
+
+namespace capsim {
+
+namespace {
+
+// Reads every line of a trace; a file that is not a full trace (a program
+// that leaves its header's fields out) is read as a program.
+Result<ObservedRun> read_observed(const std::string& path) {
+  Result<std::unique_ptr<TraceReader>> opened = TraceReader::open(path);
+  if (!opened) return opened.error();
+  TraceReader& reader = **opened;
+  ObservedRun run;
+  run.header = reader.header();
+  for (;;) {
+    CAPSIM_TRY_ASSIGN(std::optional<TraceItem> item, reader.next());
+    if (!item) break;
+    if (item->type == TraceLineType::kAction) run.actions.push_back(std::move(item->action));
+    if (item->type == TraceLineType::kEvent) {
+      // The recorder's x_message (compiled autograd's own words) rides along.
+      std::string message;
+      if (item->event.kind == EventKind::kCaGraph) {
+        const Json j = Json::parse(item->text, nullptr, false);
+        if (j.is_object() && j.contains("x_message") && j["x_message"].is_string()) {
+          message = j["x_message"].get<std::string>();
+        }
+      }
+      run.events.push_back(std::move(item->event));
+      run.event_lines.push_back(item->line);
+      run.event_messages.push_back(std::move(message));
+    }
+  }
+  return run;
+}
+
+Result<ObservedRun> simulate_observed(const std::string& path) {
+  CAPSIM_TRY_ASSIGN(ProgramFile file, read_program_file(path));
+  CAPSIM_TRY_ASSIGN(ProgramRun ran, run_program_file(file, path));
+  ObservedRun run;
+  run.header = file.header;
+  run.actions = std::move(file.program.actions);
+  run.events = std::move(ran.events);
+  run.event_lines.assign(run.events.size(), 0);
+  run.event_messages.assign(run.events.size(), "");
+  run.simulated = true;
+  return run;
+}
+
+// The program's names for a call's inputs: a call's arguments, an optimizer
+// step's params, their grads and their state (capsim's input order).
+class InputNames {
+ public:
+  void see(const Action& a) {
+    if (const auto* c = std::get_if<CreateOptimizer>(&a)) optimizers_[c->name] = c->params;
+  }
+  // `function` names the step's graph: "opt.step[0, 2]" when only params 0
+  // and 2 had a grad (the World's naming), so input k is param kept[k].
+  std::string name(const Action& a, std::int64_t i, std::string_view function = {}) const {
+    if (const auto* c = std::get_if<Call>(&a)) {
+      if (i >= 0 && static_cast<std::size_t>(i) < c->args.size()) return c->args[i];
+    }
+    if (const auto* s = std::get_if<OptimizerStep>(&a)) {
+      auto it = optimizers_.find(s->name);
+      if (it != optimizers_.end() && i >= 0) {
+        const std::vector<std::string> params = kept_params(it->second, function);
+        const auto n = static_cast<std::int64_t>(params.size());
+        if (i < n) return params[i];
+        if (i < 2 * n) return params[i - n] + ".grad";
+        return fmt::format("{} state (input {})", s->name, i);
+      }
+    }
+    return fmt::format("input {}", i);
+  }
+  static std::vector<std::string> kept_params(const std::vector<std::string>& all,
+                                              std::string_view function) {
+    const std::size_t open = function.find('[');
+    if (open == std::string_view::npos || function.back() != ']') return all;
+    std::vector<std::string> kept;
+    std::string_view rest = function.substr(open + 1, function.size() - open - 2);
+    while (!rest.empty()) {
+      const std::size_t comma = rest.find(',');
+      const std::string_view part = rest.substr(0, comma);
+      std::size_t k = 0;
+      for (char ch : part) {
+        if (ch >= '0' && ch <= '9') k = k * 10 + static_cast<std::size_t>(ch - '0');
+      }
+      if (k < all.size()) kept.push_back(all[k]);
+      if (comma == std::string_view::npos) break;
+      rest.remove_prefix(comma + 1);
+    }
+    return kept;
+  }
+  std::vector<std::string> names(const Action& a, const IntList& idxs,
+                                 std::string_view function = {}) const {
+    std::vector<std::string> out;
+    for (std::int64_t i : idxs) out.push_back(name(a, i, function));
+    return out;
+  }
+
+ private:
+  std::map<std::string, std::vector<std::string>> optimizers_;
+};
+
+std::string text_or(const Event& e, FieldKey k, std::string_view fallback) {
+  const std::optional<std::string_view> t = e.text(k);
+  return std::string(t ? *t : fallback);
+}
+
+std::int64_t int_or(const Event& e, FieldKey k, std::int64_t fallback) {
+  const std::int64_t* v = e.get_if<std::int64_t>(k);
+  return v ? *v : fallback;
+}
+
+// The rule's key for an event, or "" when the event is no decision to explain.
+std::string rule_key(const Event& e) {
+  const std::string kind(event_kind_name(e.kind));
+  switch (e.kind) {
+    case EventKind::kRecord: return "record:" + text_or(e, F::reason, "no_child");
+    case EventKind::kCopyIn: return int_or(e, F::copies, 0) > 0 ? kind : "";
+    case EventKind::kDemote: return kind;
+    case EventKind::kSkip:
+    case EventKind::kError:
+    case EventKind::kWarning: return kind + ":" + text_or(e, F::id, "");
+    case EventKind::kEager:
+    case EventKind::kCaCacheMiss: return kind + ":" + text_or(e, F::reason, "");
+    case EventKind::kCompile:
+      return e.has(F::recompile) ? kind + ":" + text_or(e, F::reason, "guard_failure") : "";
+    case EventKind::kCaGraph: {
+      const bool* captured = e.get_if<bool>(F::captured);
+      return captured && *captured && int_or(e, F::backward, 0) > 0 ? "ca_graph:captured" : "";
+    }
+    default: return "";
+  }
+}
+
+// Whether `action` gives `name` a new storage: a new tensor, a reassigned
+// .data, or a call that binds it as an output.
+bool binds(const Action& action, const std::string& name) {
+  if (const auto* t = std::get_if<NewTensor>(&action)) return t->name == name;
+  if (const auto* r = std::get_if<ReassignData>(&action)) return r->name == name;
+  if (const auto* c = std::get_if<Call>(&action)) {
+    for (const std::string& out : c->outputs) {
+      if (out == name) return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+std::optional<std::string> explain_rerecord(const std::vector<Action>& actions,
+                                            const Event& event) {
+  const std::int64_t* input = event.get_if<std::int64_t>(F::input);
+  if (event.kind != EventKind::kRecord || input == nullptr || *input < 0 ||
+      event.action >= actions.size()) {
+    return std::nullopt;
+  }
+  const auto index = static_cast<std::size_t>(*input);
+  const auto* call = std::get_if<Call>(&actions[event.action]);
+  if (call == nullptr || index >= call->args.size()) return std::nullopt;
+  const std::string& name = call->args[index];
+  for (std::size_t a = event.action; a-- > 0;) {
+    if (binds(actions[a], name)) {
+      return fmt::format("input {} is '{}'; it last got storage at action {} ({})", index, name, a,
+                         action_name(actions[a]));
+    }
+  }
+  return fmt::format("input {} is '{}'", index, name);
+}
+
+namespace {
+
+// Whether the first line is a program's short header (one that leaves out a
+// field every trace header has), so that the file is read as a program.
+bool short_header(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::string first;
+  if (!in || !std::getline(in, first)) return false;
+  const Json j = Json::parse(first, nullptr, false);
+  if (!j.is_object()) return false;
+  for (const char* key :
+       {"seq", "format", "version", "producer", "capsim_version", "name", "seed", "config"}) {
+    if (!j.contains(key)) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+Result<ObservedRun> observe_file(const std::string& path) {
+  if (short_header(path)) return simulate_observed(path);
+  CAPSIM_TRY_ASSIGN(ObservedRun run, read_observed(path));
+  // A full header but no events: a program too.
+  if (run.events.empty() && !run.header.observes_real_run()) return simulate_observed(path);
+  return run;
+}
+
+namespace {
+
+// What happened, in the program's words, and the tensors involved.
+struct Account {
+  std::string what;
+  std::vector<std::string> inputs;
+};
+
+struct ExplainState {
+  InputNames names;
+  // (function, graph) -> the inputs its recording copies at each replay.
+  std::map<std::pair<std::string, std::int64_t>, std::vector<std::string>> copied;
+};
+
+Account account_record(const Event& e, const Action& a, ExplainState& st) {
+  const std::string f = text_or(e, F::function, "?");
+  const std::int64_t graph = int_or(e, F::graph, -1);
+  std::vector<std::string> copied;
+  if (const IntList* ns = e.get_if<IntList>(F::non_static)) copied = st.names.names(a, *ns, f);
+  if (const IntList* cm = e.get_if<IntList>(F::copied_managed)) {
+    for (const std::string& n : st.names.names(a, *cm, f)) copied.push_back(n);
+  }
+  st.copied[{f, graph}] = copied;
+  Account out;
+  const std::string reason = text_or(e, F::reason, "no_child");
+  if (e.has(F::input)) {
+    const std::string moved = st.names.name(a, int_or(e, F::input, 0), f);
+    out.inputs.push_back(moved);
+    out.what = fmt::format(
+        "'{}' recorded again as graph {}: its input {} ('{}') was at {} when "
+        "the earlier graph was recorded and is at {} now.",
+        f, graph, int_or(e, F::input, 0), moved, format_value(*e.find(F::old_ptr)),
+        format_value(*e.find(F::new_ptr)));
+    return out;
+  }
+  if (reason != "no_child") {
+    out.what = fmt::format("'{}' recorded again as graph {} ({}).", f, graph, reason);
+    return out;
+  }
+  std::vector<std::string> statics;
+  if (const IntList* s = e.get_if<IntList>(F::static_)) statics = st.names.names(a, *s, f);
+  out.what = fmt::format(
+      "'{}' recorded as graph {}; static (baked in): {}; copied at each "
+      "replay: {}.",
+      f, graph, statics.empty() ? "none" : fmt::format("{}", fmt::join(statics, ", ")),
+      copied.empty() ? "none" : fmt::format("{}", fmt::join(copied, ", ")));
+  out.inputs = copied;
+  return out;
+}
+
+Account account_of(const Event& e, const Action& a, ExplainState& st) {
+  const std::string f = text_or(e, F::function, "");
+  switch (e.kind) {
+    case EventKind::kRecord: return account_record(e, a, st);
+    case EventKind::kCopyIn: {
+      Account out;
+      auto it = st.copied.find({f, int_or(e, F::graph, -1)});
+      if (it != st.copied.end()) out.inputs = it->second;
+      out.what = fmt::format(
+          "Before replaying graph {} of '{}', {} input(s) were copied in ({} "
+          "bytes){}.",
+          int_or(e, F::graph, -1), f, int_or(e, F::copies, 0), int_or(e, F::bytes, 0),
+          out.inputs.empty() ? "" : fmt::format(": {}", fmt::join(out.inputs, ", ")));
+      return out;
+    }
+    case EventKind::kSkip:
+    case EventKind::kError:
+    case EventKind::kWarning: {
+      Account out;
+      if (const IntList* in = e.get_if<IntList>(F::inputs)) out.inputs = st.names.names(a, *in);
+      if (e.has(F::input)) out.inputs.push_back(st.names.name(a, int_or(e, F::input, 0)));
+      out.what = text_or(e, F::message, "");
+      return out;
+    }
+    case EventKind::kDemote: {
+      const std::string name = st.names.name(a, int_or(e, F::input, 0));
+      return {fmt::format("Input {} ('{}') of '{}' is copied from now on.", int_or(e, F::input, 0),
+                          name, f),
+              {name}};
+    }
+    case EventKind::kEager: return {fmt::format("'{}' ran without a CUDA graph.", f), {}};
+    case EventKind::kCompile:
+      return {fmt::format("Dynamo traced '{}' again: a new FunctionId.", f), {}};
+    case EventKind::kCaCacheMiss: return {text_or(e, F::message, "a cache miss"), {}};
+    case EventKind::kCaGraph:
+      return {fmt::format("Backward {} was captured again instead of reusing the cached graph.",
+                          int_or(e, F::backward, 0)),
+              {}};
+    default: return {};
+  }
+}
+
+}  // namespace
+
+std::vector<Explanation> explain(const ObservedRun& run, std::optional<std::size_t> only) {
+  ExplainState st;
+  std::vector<Explanation> out;
+  std::size_t seen_actions = 0;
+  for (std::size_t i = 0; i < run.events.size(); ++i) {
+    const Event& e = run.events[i];
+    for (; seen_actions <= e.action && seen_actions < run.actions.size(); ++seen_actions) {
+      st.names.see(run.actions[seen_actions]);
+    }
+    const std::string key = rule_key(e);
+    if (key.empty() || e.action >= run.actions.size()) continue;
+    const Action& a = run.actions[e.action];
+    Account account = account_of(e, a, st);  // always: it tracks the recordings
+    if (!run.event_messages[i].empty()) account.what += " PyTorch: " + run.event_messages[i];
+    if (const std::optional<std::string> moved = explain_rerecord(run.actions, e)) {
+      const std::size_t cut = moved->find("; ");
+      if (cut != std::string::npos) account.what += fmt::format(" It{}.", moved->substr(cut + 4));
+    }
+    if (only && e.action != *only) continue;
+    // A recorded capture names its cause in PyTorch's words: the cache-miss
+    // rule that matches them.
+    std::string rule_name = key;
+    if (key == "ca_graph:captured") {
+      const std::string& m = run.event_messages[i];
+      if (m.find("new autograd node") != std::string::npos) {
+        rule_name = "ca_cache_miss:new_autograd_node";
+      } else if (m.find("changed tensor shapes") != std::string::npos) {
+        rule_name = "ca_cache_miss:changed_shapes";
+      }
+    }
+    const ExplainRule* rule = find_explain_rule(rule_name);
+    Explanation x;
+    x.action = e.action;
+    x.line = run.event_lines[i];
+    x.event = key;
+    x.function = text_or(e, F::function, "");
+    x.title = rule ? std::string(rule->title) : key;
+    x.what = std::move(account.what);
+    x.rule = rule ? std::string(rule->rule) : "";
+    x.inputs = std::move(account.inputs);
+    x.fix = rule ? std::string(rule->fix) : "";
+    out.push_back(std::move(x));
+  }
+  return out;
+}
+
+std::string explanation_text(const Explanation& e) {
+  std::string out =
+      fmt::format("action {}{}: {}{}\n", e.action, e.line ? fmt::format(" (line {})", e.line) : "",
+                  e.title, e.function.empty() ? "" : fmt::format(" [{}]", e.function));
+  if (!e.what.empty()) out += fmt::format("  what:   {}\n", e.what);
+  if (!e.rule.empty()) out += fmt::format("  rule:   {}\n", e.rule);
+  if (!e.inputs.empty()) out += fmt::format("  inputs: {}\n", fmt::join(e.inputs, ", "));
+  if (!e.fix.empty()) out += fmt::format("  fix:    {}\n", e.fix);
+  return out;
+}
+
+Json explanation_json(const Explanation& e) {
+  Json j = Json::object();
+  j["action"] = e.action;
+  j["line"] = e.line;
+  j["event"] = e.event;
+  j["function"] = e.function;
+  j["title"] = e.title;
+  j["what"] = e.what;
+  j["rule"] = e.rule;
+  j["inputs"] = e.inputs;
+  j["fix"] = e.fix;
+  return j;
+}
+
+}  // namespace capsim
