@@ -133,9 +133,10 @@ const std::vector<ExplainRule> kRules = {
      "A tensor returned by a cudagraphed function lives in the tree's pool; a later replay or a "
      "new generation reuses that memory (dealloc_current_path_weakrefs), and touching the old "
      "output raises.",
-     "Clone what you keep across calls (out = f(x).clone()), or call "
-     "torch.compiler.cudagraph_mark_step_begin() at the start of each iteration; with 2.14 on, "
-     "cudagraph_trees_generation_cloning clones live outputs for you."},
+     "Clone what you keep across calls (out = f(x).clone()) before the next compiled call; "
+     "cudagraph_mark_step_begin() only marks where a generation starts and does not keep an "
+     "output alive (pytorch/pytorch#170604, although the message suggests it). From 2.14, "
+     "cudagraph_trees_generation_cloning='user_visible' clones live outputs for you."},
     {"error:E3", "error: an output that died during recording is alive",
      "The recording assumed an output was dead; at replay it is alive (check_invariants), which "
      "the manager refuses.",

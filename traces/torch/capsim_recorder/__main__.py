@@ -1,5 +1,8 @@
 """Command line: python -m capsim_recorder --out DIR [--program NAME ...] [--list].
 
+`python -m capsim_recorder run -o TRACE [--max-steps N] [--max-bytes B]
+[--static-shapes] -- SCRIPT [ARGS...]` records any script instead (launcher.py).
+
 Records each chosen program (all by default) into DIR/NAME.jsonl, one process
 for all of them; each program starts from reset Dynamo state and seed 0, so a
 program's trace is the same whether it runs alone or with the others.
@@ -18,6 +21,11 @@ import sys
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["run"]:
+        from .launcher import run_command
+
+        return run_command(argv[1:])
     parser = argparse.ArgumentParser(
         prog="python -m capsim_recorder",
         description="Record small real PyTorch programs as capsim traces.",

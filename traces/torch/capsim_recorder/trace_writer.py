@@ -134,10 +134,17 @@ class TraceWriter:
       no rename, never removed); a failure cannot take back what went out;
     - "-": standard output, flushed and never closed;
     - a directory: refused with TraceWriteError before anything is written.
+
+    With `log=True` (capsim_recorder.record, the `run` launcher) a regular
+    file is written in place instead, flushed line by line, and kept when the
+    block raises: a recording of a user's script is a log, and a script that
+    fails or is killed leaves the valid prefix of its trace under PATH.
     """
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, log: bool = False) -> None:
         self.path = path
+        self.log = log
+        self.bytes_written = 0
         self.tmp_path: Optional[str] = None  # set while a temporary is open
         self._target: Optional[str] = None   # what the temporary replaces
         self._file = None
@@ -155,6 +162,9 @@ class TraceWriter:
         st = _stat_or_none(target)
         if st is not None and stat.S_ISDIR(st.st_mode):
             raise TraceWriteError(f"{self.path}: is a directory")
+        if self.log and (st is None or stat.S_ISREG(st.st_mode)):
+            self._file = open(target, "w", encoding="utf-8")
+            return self
         if st is None or stat.S_ISREG(st.st_mode):
             mode = stat.S_IMODE(st.st_mode) if st is not None else 0o666 & ~_umask()
             self._file, self.tmp_path = _open_temporary(target, mode)
@@ -188,9 +198,11 @@ class TraceWriter:
     def _emit(self, fields: Mapping[str, Any]) -> None:
         if self._file is None:
             raise TraceWriteError("writer is not open (use it as a context manager)")
-        self._file.write(encode_line(fields))
+        line = encode_line(fields)
+        self._file.write(line)
         self._file.flush()
         self._seq += 1
+        self.bytes_written += len(line.encode("utf-8"))
 
     # -- lines ---------------------------------------------------------------
 

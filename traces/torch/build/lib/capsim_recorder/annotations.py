@@ -1,0 +1,147 @@
+"""Helpers through which programs register hooks and name CopySlices' inner node.
+
+PyTorch keeps a node's hooks and CopySlices' wrapped function in C++ and does
+not expose them for reading from Python (there is no public list of the hooks
+on a grad_fn, and CopySlices::fn is not bound). So the recorder cannot observe
+them by walking the graph. Instead the programs call these helpers, which do
+the real registration with PyTorch's public API and remember what they did, and
+the graph walk asks them: hooks_for(node), inner_for(node).
+
+Hook kinds, as the trace names them:
+  tensor_pre_hook     tensor.register_hook; on a non-leaf it lands on the
+                      tensor's grad_fn, on a leaf on its AccumulateGrad
+  pre_hook            grad_fn.register_prehook
+  post_hook           grad_fn.register_hook
+  post_acc_grad_hook  leaf.register_post_accumulate_grad_hook (AccumulateGrad)
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any, Callable
+
+import torch
+
+
+class Annotations:
+    """What one program registered, kept for the whole program run.
+
+    Nodes are matched by identity: PyTorch hands out one Python object per
+    autograd node while the node lives, and we hold a reference to it so that
+    its id cannot be reused by a later graph's node.
+    """
+
+    def __init__(self) -> None:
+        # A global registration counter, so hooks of different kinds (and those
+        # kept on a leaf versus on a node) merge back into registration order.
+        self._order = itertools.count()
+        self._node_hooks: list[tuple[Any, str, int]] = []
+        # Hooks on leaves live on the leaf tensor in PyTorch and outlast one
+        # graph; we attach them to whichever AccumulateGrad has that variable.
+        self._leaf_hooks: list[tuple[torch.Tensor, str, int]] = []
+        self._inner: list[tuple[Any, str]] = []
+        self._geometry: list[tuple[Any, dict, dict]] = []
+        self._subclass_inputs: list[tuple[Any, int]] = []
+        self._classes: list[type] = []
+        self._inner_saved: list[tuple[Any, dict]] = []
+
+    # -- registration (what the programs call) --------------------------------
+
+    def tensor_hook(self, tensor: torch.Tensor, fn: Callable) -> Any:
+        handle = tensor.register_hook(fn)
+        if tensor.grad_fn is None:
+            self._leaf_hooks.append((tensor, "tensor_pre_hook", next(self._order)))
+        else:
+            self._node_hooks.append((tensor.grad_fn, "tensor_pre_hook", next(self._order)))
+        return handle
+
+    def pre_hook(self, node: Any, fn: Callable) -> Any:
+        handle = node.register_prehook(fn)
+        self._node_hooks.append((node, "pre_hook", next(self._order)))
+        return handle
+
+    def post_hook(self, node: Any, fn: Callable) -> Any:
+        handle = node.register_hook(fn)
+        self._node_hooks.append((node, "post_hook", next(self._order)))
+        return handle
+
+    def post_accumulate_grad_hook(self, leaf: torch.Tensor, fn: Callable) -> Any:
+        handle = leaf.register_post_accumulate_grad_hook(fn)
+        self._leaf_hooks.append((leaf, "post_acc_grad_hook", next(self._order)))
+        return handle
+
+    def copyslices_inner(
+        self,
+        node: Any,
+        inner_name: str,
+        base: torch.Tensor | None = None,
+        view: torch.Tensor | None = None,
+        saved: dict[str, torch.Tensor | None] | None = None,
+    ) -> None:
+        """States which node a CopySlices wraps (e.g. "MulBackward0") and,
+        optionally, what CopySlices keeps that Python cannot read: the base
+        and the view it was made from (their geometries) and the inner node's
+        saved tensors by field name ({"other": scale, "self": None})."""
+        if type(node).__name__ != "CopySlices":
+            raise ValueError(f"copyslices_inner on a {type(node).__name__}, not CopySlices")
+        self._inner.append((node, inner_name))
+        if base is not None and view is not None:
+            self._geometry.append((node, _geometry(base), _geometry(view)))
+        if saved is not None:
+            self._inner_saved.append((node, dict(saved)))
+
+    def subclass_output(self, tensor: torch.Tensor) -> None:
+        """States that `tensor` (an output of a node, e.g. of a compiled
+        region) is a tensor subclass: its grad_fn's InputMetadata for it says
+        is_tensor_subclass, which Python cannot read. The loss needs no call:
+        the walk sees it."""
+        if tensor.grad_fn is None:
+            raise ValueError("subclass_output on a tensor without grad_fn")
+        self._subclass_inputs.append((tensor.grad_fn, int(tensor.output_nr)))
+
+    # -- queries (what the graph walk calls) ----------------------------------
+
+    def function_ordinal(self, node_class: type) -> int:
+        """The ordinal of a Function's backward class in this run, in order of
+        first appearance (a class made anew each step gets a new one)."""
+        for i, c in enumerate(self._classes):
+            if c is node_class:
+                return i
+        self._classes.append(node_class)  # held, so that its id is not reused
+        return len(self._classes) - 1
+
+    def is_subclass_input(self, node: Any, input_nr: int) -> bool:
+        return any(n is node and i == input_nr for n, i in self._subclass_inputs)
+
+    def hooks_for(self, node: Any) -> list[str]:
+        found = [(order, kind) for n, kind, order in self._node_hooks if n is node]
+        variable = getattr(node, "variable", None) if type(node).__name__ == "AccumulateGrad" else None
+        if variable is not None:
+            found += [(order, kind) for t, kind, order in self._leaf_hooks if t is variable]
+        return [kind for _, kind in sorted(found)]
+
+    def inner_for(self, node: Any) -> str | None:
+        for n, name in self._inner:
+            if n is node:
+                return name
+        return None
+
+    def geometry_for(self, node: Any) -> tuple[dict, dict] | None:
+        for n, base, view in self._geometry:
+            if n is node:
+                return base, view
+        return None
+
+    def inner_saved_for(self, node: Any) -> dict | None:
+        for n, saved in self._inner_saved:
+            if n is node:
+                return saved
+        return None
+
+
+def _geometry(t: torch.Tensor) -> dict:
+    return {
+        "sizes": [int(s) for s in t.shape],
+        "strides": [int(s) for s in t.stride()],
+        "storage_offset": int(t.storage_offset()),
+    }

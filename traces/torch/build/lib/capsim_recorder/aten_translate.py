@@ -1,0 +1,596 @@
+"""Translates the aten FX graph Inductor compiles into capsim function bodies.
+
+Inductor receives, per compiled region, the graph AOTAutograd produced
+(functional aten ops, after Inductor's decompositions) and hands the tree
+manager one callable per graph, or one per graph partition. capsim describes
+such a callable as a function line (docs/trace-format.md section 4): a flat
+list of tensor inputs and an SSA body over capsim's ops.
+
+The translation is exact or it is refused: every aten node either maps to a
+fixed sequence of capsim ops computing the same values, or it is reported
+untranslated with its target name, and the caller then writes no function
+lines for the program. Nothing is guessed from names or shapes.
+
+The map (aten -> capsim):
+
+  mm(a, b)                              mm
+  addmm(bias, a, b) [beta = alpha = 1]  mm(a, b), then add(that, bias)
+  permute(x, [1, 0]), t(x),
+  transpose(x, 0, 1)   [x 2-d]          t
+  relu                                  relu
+  threshold_backward(g, r, 0)           relu_backward(g, r)
+  where(le(r, 0), 0, g)                 relu_backward(g, r)   (Inductor's
+                                        decomposition of threshold_backward;
+                                        equal except where r is NaN)
+  add/sub/mul.Tensor [alpha = 1]        add/sub/mul; a Python number operand
+                                        becomes full([], number) first
+  neg, clone                            neg, clone
+  sum(x), sum(x, all dims, keepdim=False)
+                                        sum
+  alias, detach                         alias
+  view/_unsafe_view/reshape/expand to the same shape
+                                        alias
+  copy_(dst, src), add_(a, b)           copy_, add_
+  slice(x, 0, start, end, 1)            slice (concrete sizes only)
+  full(sizes, v) / zeros(sizes) float32 full
+
+Anything else (another op, a get_attr constant, a non-float32 tensor, a
+symbolic size where a concrete one is needed) is untranslated. Integer
+(SymInt) placeholders are not tensor inputs: capsim passes them as a call's
+`int_key`, so they are left out of `inputs`, and the caller removes their
+positions from every index list. Outputs that are not tensors (None, SymInt)
+are left out of `outputs` the same way.
+
+Only torch.fx objects are read here; torch itself is imported lazily so that
+this module imports without torch (its tests skip then).
+"""
+
+from __future__ import annotations
+
+import math
+import struct
+from dataclasses import dataclass, field
+from typing import Any, Optional, Sequence
+
+
+class TranslationError(Exception):
+    pass
+
+
+def f32(value: float) -> float:
+    """The shortest decimal that reads back to the same float32 as `value`
+    (the format's rule for floats), as a Python float."""
+    x = float(value)
+    if not math.isfinite(x):
+        raise TranslationError(f"non-finite scalar {value!r}")
+    bits = struct.pack("<f", x)
+    target = struct.unpack("<f", bits)[0]
+    for digits in range(1, 18):
+        text = "%.*g" % (digits, target)
+        if struct.pack("<f", float(text)) == bits:
+            return float(text)
+    return target
+
+
+def target_name(target: Any) -> str:
+    """A node target as a stable string: `aten.mm.default` for an OpOverload,
+    the qualified name for a Python function."""
+    if isinstance(target, str):
+        return target
+    try:
+        import torch
+
+        if isinstance(target, (torch._ops.OpOverload, torch._ops.OpOverloadPacket)):
+            return str(target)
+    except Exception:  # pragma: no cover - torch missing or changed
+        pass
+    try:
+        from torch.fx.node import _get_qualified_name
+
+        return _get_qualified_name(target)
+    except Exception:
+        return getattr(target, "__name__", repr(target))
+
+
+# A step of a node's translation: (capsim op, args, extra fields). An arg is
+# ("n", node_name) for another node's value or ("s", k) for the k-th step of
+# the same node.
+Step = tuple
+
+
+@dataclass
+class NodeTranslation:
+    steps: list = field(default_factory=list)
+
+    def refs(self) -> list[str]:
+        return [a[1] for _, args, _ in self.steps for a in args if a[0] == "n"]
+
+
+@dataclass
+class GraphTranslation:
+    """Per node, its translation or why it has none."""
+
+    placeholders: list[str]
+    placeholder_is_tensor: list[bool]
+    placeholder_problem: dict[str, str]
+    nodes: dict[str, NodeTranslation]
+    untranslated: dict[str, str]  # node name -> target name (or a reason)
+    inputs_of: dict[str, list[str]]  # untranslated node -> its input nodes
+    order: list[str]  # call_function/get_attr node names in graph order
+    outputs: list[Optional[str]]  # per graph output: node name, or None (not a node)
+    output_is_tensor: list[bool]
+
+
+@dataclass
+class FunctionBody:
+    """A function line's body, or why there is none (`untranslated`)."""
+
+    inputs: list[str]
+    ops: list[dict]
+    outputs: list[int]
+    int_positions: list[int]  # positions of non-tensor inputs in the callable's input list
+    dropped_outputs: list[int]  # positions of non-tensor outputs
+    untranslated: list[str]
+
+    @property
+    def ok(self) -> bool:
+        return not self.untranslated
+
+
+def _val(node: Any) -> Any:
+    return node.meta.get("val") if hasattr(node, "meta") else None
+
+
+def _is_tensor_val(v: Any) -> bool:
+    try:
+        import torch
+
+        return isinstance(v, torch.Tensor)
+    except Exception:  # pragma: no cover
+        return False
+
+
+def _shape_key(v: Any) -> Optional[tuple]:
+    if not _is_tensor_val(v):
+        return None
+    return tuple(str(d) for d in v.shape)
+
+
+def _concrete_shape(v: Any) -> Optional[list[int]]:
+    if not _is_tensor_val(v):
+        return None
+    out = []
+    for d in v.shape:
+        if type(d) is not int:
+            return None
+        out.append(d)
+    return out
+
+
+def _is_float32(v: Any) -> bool:
+    try:
+        import torch
+
+        return _is_tensor_val(v) and v.dtype == torch.float32
+    except Exception:  # pragma: no cover
+        return False
+
+
+_NUMBER = (int, float)
+
+
+def _is_number(x: Any) -> bool:
+    return isinstance(x, _NUMBER) and not isinstance(x, bool)
+
+
+class _Refuse(Exception):
+    pass
+
+
+def _tensor_arg(x: Any) -> tuple:
+    import torch.fx
+
+    if isinstance(x, torch.fx.Node):
+        v = _val(x)
+        if v is not None and not _is_tensor_val(v):
+            raise _Refuse("non-tensor operand")
+        return ("n", x.name)
+    raise _Refuse("operand is not a graph value")
+
+
+def _operand(x: Any, steps: list) -> tuple:
+    """A tensor operand, or a Python number made a 0-d full first."""
+    if _is_number(x):
+        steps.append(("full", [], {"sizes": [], "scalar": f32(x)}))
+        return ("s", len(steps) - 1)
+    return _tensor_arg(x)
+
+
+def _arg(node: Any, i: int, name: str, default: Any = None) -> Any:
+    if len(node.args) > i:
+        return node.args[i]
+    return node.kwargs.get(name, default)
+
+
+def _binary(node: Any, op: str) -> NodeTranslation:
+    alpha = node.kwargs.get("alpha", 1)
+    if not (_is_number(alpha) and alpha == 1):
+        raise _Refuse("alpha != 1")
+    steps: list = []
+    a = _operand(node.args[0], steps)
+    b = _operand(node.args[1], steps)
+    if a[0] == "s" and b[0] == "s":
+        raise _Refuse("two scalar operands")
+    steps.append((op, [a, b], {}))
+    return NodeTranslation(steps)
+
+
+def _unary(node: Any, op: str) -> NodeTranslation:
+    return NodeTranslation([(op, [_tensor_arg(node.args[0])], {})])
+
+
+def _is_2d(node_arg: Any) -> bool:
+    v = _val(node_arg)
+    return _is_tensor_val(v) and v.dim() == 2
+
+
+def _norm_dims(dims: Sequence[int], rank: int) -> list[int]:
+    return [d % rank if rank else d for d in dims]
+
+
+def _permute(node: Any) -> NodeTranslation:
+    x = node.args[0]
+    dims = list(node.args[1])
+    v = _val(x)
+    if not _is_tensor_val(v):
+        raise _Refuse("permute of an unknown rank")
+    dims = _norm_dims(dims, v.dim())
+    if dims == list(range(v.dim())):
+        return _unary(node, "alias")
+    if v.dim() == 2 and dims == [1, 0]:
+        return _unary(node, "t")
+    raise _Refuse(f"permute {dims} of a {v.dim()}-d tensor")
+
+
+def _t(node: Any) -> NodeTranslation:
+    v = _val(node.args[0])
+    if not _is_tensor_val(v):
+        raise _Refuse("t of an unknown rank")
+    if v.dim() < 2:
+        return _unary(node, "alias")
+    return _unary(node, "t")
+
+
+def _transpose(node: Any) -> NodeTranslation:
+    v = _val(node.args[0])
+    if not _is_tensor_val(v):
+        raise _Refuse("transpose of an unknown rank")
+    d0, d1 = _norm_dims([node.args[1], node.args[2]], v.dim())
+    if d0 == d1:
+        return _unary(node, "alias")
+    if v.dim() == 2:
+        return _unary(node, "t")
+    raise _Refuse(f"transpose of a {v.dim()}-d tensor")
+
+
+def _addmm(node: Any) -> NodeTranslation:
+    beta = node.kwargs.get("beta", 1)
+    alpha = node.kwargs.get("alpha", 1)
+    if not (_is_number(beta) and beta == 1 and _is_number(alpha) and alpha == 1):
+        raise _Refuse("addmm with beta or alpha != 1")
+    bias, a, b = (_tensor_arg(x) for x in node.args[:3])
+    return NodeTranslation([("mm", [a, b], {}), ("add", [("s", 0), bias], {})])
+
+
+def _threshold_backward(node: Any) -> NodeTranslation:
+    grad, result, threshold = node.args[:3]
+    if not (_is_number(threshold) and threshold == 0):
+        raise _Refuse("threshold_backward with a threshold != 0")
+    return NodeTranslation([("relu_backward", [_tensor_arg(grad), _tensor_arg(result)], {})])
+
+
+def _is_zero_fill(x: Any) -> bool:
+    import torch.fx
+
+    if _is_number(x):
+        return x == 0
+    if isinstance(x, torch.fx.Node) and x.op == "call_function":
+        name = target_name(x.target)
+        if name in ("aten.full.default",):
+            value = _arg(x, 1, "fill_value")
+            sizes = list(x.args[0])
+            return _is_number(value) and value == 0 and sizes == []
+        if name in ("aten.scalar_tensor.default",):
+            return _is_number(x.args[0]) and x.args[0] == 0
+    return False
+
+
+def _where(node: Any) -> NodeTranslation:
+    import torch.fx
+
+    cond, a, b = node.args[:3]
+    if (
+        isinstance(cond, torch.fx.Node)
+        and cond.op == "call_function"
+        and target_name(cond.target) == "aten.le.Scalar"
+        and _is_number(cond.args[1])
+        and cond.args[1] == 0
+        and _is_zero_fill(a)
+    ):
+        result = cond.args[0]
+        if _shape_key(_val(result)) != _shape_key(_val(node)):
+            raise _Refuse("where(le(r, 0), 0, g) with r broadcast")
+        return NodeTranslation([("relu_backward", [_tensor_arg(b), _tensor_arg(result)], {})])
+    raise _Refuse("where that is not the relu-backward pattern")
+
+
+def _sum(node: Any) -> NodeTranslation:
+    name = target_name(node.target)
+    if name == "aten.sum.dim_IntList":
+        v = _val(node.args[0])
+        dims = _arg(node, 1, "dim")
+        keepdim = _arg(node, 2, "keepdim", False)
+        if keepdim or not _is_tensor_val(v):
+            raise _Refuse("sum over some dims")
+        if dims not in (None, []) and sorted(_norm_dims(list(dims), v.dim())) != list(range(v.dim())):
+            raise _Refuse("sum over some dims")
+        if node.kwargs.get("dtype") is not None:
+            raise _Refuse("sum with a dtype")
+    elif node.kwargs.get("dtype") is not None or len(node.args) > 1:
+        raise _Refuse("sum with a dtype")
+    return _unary(node, "sum")
+
+
+def _same_shape_view(node: Any) -> NodeTranslation:
+    src = _shape_key(_val(node.args[0]))
+    dst = _shape_key(_val(node))
+    if src is None or src != dst:
+        raise _Refuse("a view that changes the shape")
+    return _unary(node, "alias")
+
+
+def _slice(node: Any) -> NodeTranslation:
+    x = node.args[0]
+    dim = _arg(node, 1, "dim", 0)
+    start = _arg(node, 2, "start", None)
+    end = _arg(node, 3, "end", None)
+    step = _arg(node, 4, "step", 1)
+    shape = _concrete_shape(_val(x))
+    if shape is None or not shape:
+        raise _Refuse("slice of a symbolic or 0-d tensor")
+    if dim % len(shape) != 0 or step != 1:
+        raise _Refuse("slice not along dim 0 with step 1")
+    n = shape[0]
+    start = 0 if start is None else start
+    end = n if end is None else end
+    if not (type(start) is int and type(end) is int):
+        raise _Refuse("slice with symbolic bounds")
+    start = max(0, min(n, start + n if start < 0 else start))
+    end = max(start, min(n, end + n if end < 0 else end))
+    return NodeTranslation([("slice", [_tensor_arg(x)], {"start": start, "end": end})])
+
+
+def _full(node: Any) -> NodeTranslation:
+    import torch
+
+    name = target_name(node.target)
+    sizes = list(node.args[0])
+    if not all(type(s) is int for s in sizes):
+        raise _Refuse("full with symbolic sizes")
+    value = 0 if name == "aten.zeros.default" else _arg(node, 1, "fill_value")
+    dtype = node.kwargs.get("dtype")
+    if dtype not in (None, torch.float32) or not _is_number(value):
+        raise _Refuse("full of a non-float32 value")
+    return NodeTranslation([("full", [], {"sizes": sizes, "scalar": f32(value)})])
+
+
+def _inplace(node: Any, op: str) -> NodeTranslation:
+    if node.kwargs.get("alpha", 1) != 1:
+        raise _Refuse("alpha != 1")
+    if op == "copy_" and node.kwargs.get("non_blocking", False):
+        pass  # a host-device hint; the values are the same
+    return NodeTranslation([(op, [_tensor_arg(node.args[0]), _tensor_arg(node.args[1])], {})])
+
+
+_RULES = {
+    "aten.mm.default": lambda n: NodeTranslation([("mm", [_tensor_arg(n.args[0]), _tensor_arg(n.args[1])], {})]),
+    "aten.addmm.default": _addmm,
+    "aten.permute.default": _permute,
+    "aten.t.default": _t,
+    "aten.transpose.int": _transpose,
+    "aten.relu.default": lambda n: _unary(n, "relu"),
+    "aten.threshold_backward.default": _threshold_backward,
+    "aten.where.self": _where,
+    "aten.where.ScalarSelf": _where,
+    "aten.add.Tensor": lambda n: _binary(n, "add"),
+    "aten.sub.Tensor": lambda n: _binary(n, "sub"),
+    "aten.mul.Tensor": lambda n: _binary(n, "mul"),
+    "aten.neg.default": lambda n: _unary(n, "neg"),
+    "aten.clone.default": lambda n: _unary(n, "clone"),
+    "aten.sum.default": _sum,
+    "aten.sum.dim_IntList": _sum,
+    "aten.alias.default": lambda n: _unary(n, "alias"),
+    "aten.detach.default": lambda n: _unary(n, "alias"),
+    "aten.view.default": _same_shape_view,
+    "aten._unsafe_view.default": _same_shape_view,
+    "aten.reshape.default": _same_shape_view,
+    "aten.expand.default": _same_shape_view,
+    "aten.copy_.default": lambda n: _inplace(n, "copy_"),
+    "aten.add_.Tensor": lambda n: _inplace(n, "add_"),
+    "aten.slice.Tensor": _slice,
+    "aten.full.default": _full,
+    "aten.zeros.default": _full,
+}
+
+# Ops whose only job in a translated graph is to feed a pattern (the le of
+# where(le(r, 0), 0, g)); untranslated on their own, reported only when some
+# output really needs them.
+TRANSLATED_OPS = tuple(sorted(_RULES))
+
+
+def translate_graph(gm: Any) -> GraphTranslation:
+    """Translates every node of `gm` (a torch.fx.GraphModule or Graph) that
+    can be; never raises for an unknown op."""
+    import torch.fx
+
+    graph = gm.graph if hasattr(gm, "graph") else gm
+    placeholders: list[str] = []
+    is_tensor: list[bool] = []
+    problems: dict[str, str] = {}
+    nodes: dict[str, NodeTranslation] = {}
+    untranslated: dict[str, str] = {}
+    inputs_of: dict[str, list[str]] = {}
+    order: list[str] = []
+    outputs: list[Optional[str]] = []
+    output_is_tensor: list[bool] = []
+    for node in graph.nodes:
+        if node.op == "placeholder":
+            v = _val(node)
+            placeholders.append(node.name)
+            tensor = v is None or _is_tensor_val(v)
+            is_tensor.append(tensor)
+            if tensor and v is not None and not _is_float32(v):
+                problems[node.name] = f"dtype:{str(v.dtype).replace('torch.', '')}"
+        elif node.op == "call_function":
+            order.append(node.name)
+            inputs_of[node.name] = [a.name for a in node.all_input_nodes]
+            name = target_name(node.target)
+            rule = _RULES.get(name)
+            if rule is None:
+                untranslated[node.name] = name
+                continue
+            try:
+                nodes[node.name] = rule(node)
+            except _Refuse as e:
+                untranslated[node.name] = f"{name} ({e})"
+            except TranslationError as e:
+                untranslated[node.name] = f"{name} ({e})"
+            else:
+                v = _val(node)
+                if v is not None and _is_tensor_val(v) and not _is_float32(v):
+                    del nodes[node.name]
+                    untranslated[node.name] = f"{name} (dtype {str(v.dtype).replace('torch.', '')})"
+        elif node.op == "get_attr":
+            order.append(node.name)
+            untranslated[node.name] = f"get_attr:{node.target}"
+        elif node.op in ("call_method", "call_module"):
+            order.append(node.name)
+            untranslated[node.name] = f"{node.op}:{node.target}"
+        elif node.op == "output":
+            result = node.args[0]
+            if not isinstance(result, (list, tuple)):
+                result = [result]
+            for r in result:
+                if isinstance(r, torch.fx.Node):
+                    outputs.append(r.name)
+                    v = _val(r)
+                    output_is_tensor.append(v is None or _is_tensor_val(v))
+                else:
+                    outputs.append(None)
+                    output_is_tensor.append(False)
+    return GraphTranslation(
+        placeholders, is_tensor, problems, nodes, untranslated, inputs_of, order, outputs,
+        output_is_tensor,
+    )
+
+
+def build_function(
+    tr: GraphTranslation,
+    input_positions: Optional[Sequence[Optional[int]]] = None,
+    output_positions: Optional[Sequence[Optional[int]]] = None,
+) -> FunctionBody:
+    """The body of one callable over the graph: its inputs are the graph's
+    placeholders at `input_positions` (all of them by default), its outputs
+    the graph's outputs at `output_positions` (all by default). A None
+    position (a partition's intermediate) makes the function untranslated."""
+    if input_positions is None:
+        input_positions = list(range(len(tr.placeholders)))
+    if output_positions is None:
+        output_positions = list(range(len(tr.outputs)))
+    reasons: list[str] = []
+    inputs: list[str] = []
+    int_positions: list[int] = []
+    value_of: dict[str, int] = {}
+    for k, pos in enumerate(input_positions):
+        if pos is None or pos >= len(tr.placeholders):
+            reasons.append("partition input that is not a graph input")
+            continue
+        name = tr.placeholders[pos]
+        if not tr.placeholder_is_tensor[pos]:
+            int_positions.append(k)
+            continue
+        if name in tr.placeholder_problem:
+            reasons.append(tr.placeholder_problem[name])
+        value_of[name] = len(inputs)
+        inputs.append(name)
+
+    wanted: list[Optional[str]] = []
+    dropped: list[int] = []
+    for k, pos in enumerate(output_positions):
+        if pos is None or pos >= len(tr.outputs):
+            reasons.append("partition output that is not a graph output")
+            wanted.append(None)
+            continue
+        if not tr.output_is_tensor[pos] or tr.outputs[pos] is None:
+            dropped.append(k)
+            continue
+        wanted.append(tr.outputs[pos])
+
+    # The nodes the outputs need, through the translations' references.
+    needed: set[str] = set()
+    stack = [w for w in wanted if w is not None]
+    placeholder_set = set(tr.placeholders)
+    while stack:
+        name = stack.pop()
+        if name in needed:
+            continue
+        needed.add(name)
+        if name in placeholder_set:
+            if name not in value_of and tr.placeholder_is_tensor[tr.placeholders.index(name)]:
+                reasons.append(f"placeholder {name} is not an input of this callable")
+            continue
+        if name in tr.untranslated:
+            reasons.append(tr.untranslated[name])
+            # Go on through its inputs, so that every untranslated op the
+            # outputs need is reported, not only the last one.
+            stack.extend(tr.inputs_of.get(name, []))
+            continue
+        nt = tr.nodes.get(name)
+        if nt is None:
+            reasons.append(f"unknown node {name}")
+            continue
+        stack.extend(nt.refs())
+
+    ops: list[dict] = []
+    if not reasons:
+        n = len(inputs)
+        for name in tr.order:
+            if name not in needed:
+                continue
+            nt = tr.nodes[name]
+            local: list[int] = []
+            for op, args, extra in nt.steps:
+                refs = []
+                for kind, ref in args:
+                    refs.append(local[ref] if kind == "s" else value_of[ref])
+                line = {"op": op, "args": refs}
+                line.update(extra)
+                ops.append(line)
+                local.append(n + len(ops) - 1)
+            value_of[name] = local[-1]
+        outputs = [value_of[w] for w in wanted if w is not None]
+    else:
+        outputs = []
+    # Report each reason once, in a stable order.
+    seen: list[str] = []
+    for r in reasons:
+        if r not in seen:
+            seen.append(r)
+    return FunctionBody(inputs, ops if not seen else [], outputs, int_positions, dropped, sorted(seen))
+
+
+def op_names(reasons: Sequence[str]) -> list[str]:
+    """The op (or other) names of untranslated reasons, without the why:
+    "aten.view.default (a view that changes the shape)" -> "aten.view.default"."""
+    out = {r.split(" (", 1)[0] for r in reasons}
+    return sorted(out)

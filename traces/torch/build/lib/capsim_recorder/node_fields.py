@@ -1,0 +1,192 @@
+"""The fields a codegen'd autograd node hands to compiled autograd, in order.
+
+Compiled autograd's `compiled_args` collects a node's saved fields in the
+order the node's C++ struct declares them, and the captured graph passes them
+to `ops.<Node>` in that order (after the grads and `needs_input_grad`). Python
+exposes only some of them (`_saved_<x>`: tensors, sizes, scalars); the
+scalar types, layouts and TensorOptions a node keeps have no accessor. So the
+recorder reads each release's own declaration order from the generated header
+that the wheel ships (`torch/include/torch/csrc/autograd/generated/
+Functions.h`) and writes, per node, `saved_values`: every field in that order,
+as a tensor name, a size (lifted by compiled autograd) or a constant in the
+node-line syntax (docs/trace-format.md §5.1). A field whose value the walk
+cannot know is written as {"unknown": ...}, so it shows as a difference rather
+than as a guess.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import re
+from typing import Any, Callable, Optional
+
+import torch
+
+# Field types that are bookkeeping, not collected as arguments.
+_SKIPPED = re.compile(r"_released_$|_size_$")
+# c10::ScalarType numbers (c10/core/ScalarType.h), as compiled autograd packs them.
+SCALAR_TYPES = {
+    torch.uint8: 0, torch.int8: 1, torch.int16: 2, torch.int32: 3, torch.int64: 4,
+    torch.float16: 5, torch.float32: 6, torch.float64: 7, torch.complex64: 9,
+    torch.complex128: 10, torch.bool: 11, torch.bfloat16: 15,
+}
+# Forward arguments whose position among the node's next edges is the usual one.
+_EDGE_OF = {"self": 0, "other": 1}
+
+
+def _header() -> str:
+    return os.path.join(
+        os.path.dirname(torch.__file__),
+        "include", "torch", "csrc", "autograd", "generated", "Functions.h",
+    )
+
+
+@functools.lru_cache(maxsize=1)
+def declared_fields() -> dict[str, list[tuple[str, str]]]:
+    """{node class: [(C++ type, field name), ...]} in declaration order."""
+    fields: dict[str, list[tuple[str, str]]] = {}
+    current: Optional[str] = None
+    body = False
+    with open(_header(), encoding="utf-8") as f:
+        for line in f:
+            m = re.match(r"struct (?:TORCH_API )?(\w+) : public \w+ \{", line)
+            if m:
+                current, body = m.group(1), False
+                fields[current] = []
+                continue
+            if current is None:
+                continue
+            if "apply_with_saved(" in line:
+                body = True
+                continue
+            if line.startswith("};"):
+                current = None
+                continue
+            if not body:
+                continue
+            m = re.match(r"\s+(.+?)\s+(\w+)(?:\s*=.*)?;\s*$", line)
+            if m and not _SKIPPED.search(m.group(2)):
+                fields[current].append((m.group(1), m.group(2)))
+    return fields
+
+
+def scalar_type_text(dtype: torch.dtype) -> Optional[str]:
+    st = SCALAR_TYPES.get(dtype)
+    return None if st is None else str(st)
+
+
+def options_text(dtype: torch.dtype, device: torch.device) -> Optional[str]:
+    """A TensorOptions as compiled autograd packs it: (requires_grad,
+    memory_format, device, scalar type, layout, pinned_memory)."""
+    st = scalar_type_text(dtype)
+    return None if st is None else f"(None, None, {device}, {st}, 0, None)"
+
+
+def const_text(value: Any) -> str:
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(const_text(v) for v in value) + "]"
+    if isinstance(value, torch.dtype):
+        return scalar_type_text(value) or f"<{value}>"
+    if isinstance(value, str):
+        return "'" + value + "'"
+    if isinstance(value, int) and not isinstance(value, bool):
+        return repr(_signed(value))  # an int64 field (a dim of -1) comes back unsigned
+    if value is None or isinstance(value, (bool, float)):
+        return repr(value)
+    return f"<{type(value).__name__}>"
+
+
+def saved_values(
+    node: Any,
+    tensor_name: Callable[[torch.Tensor, bool], str],
+    edge_meta: Callable[[int], Optional[Any]],
+    class_name: Optional[str] = None,
+) -> Optional[list[Any]]:
+    """The node's fields in compiled_args order, or None for a node the header
+    does not declare (hand-written nodes: the caller handles those).
+    `edge_meta(i)` is the InputMetadata behind next edge i, or None;
+    `tensor_name(t, is_output)` names a saved tensor.
+    `class_name` names the node class when `node` stands in for one (a
+    CopySlices' inner node, whose saved tensors a program annotated)."""
+    fields = declared_fields().get(class_name or type(node).__name__)
+    if fields is None:
+        return None
+
+    def base_meta(base: str) -> Optional[tuple[torch.dtype, torch.device]]:
+        saved = getattr(node, f"_saved_{base}", None)
+        if isinstance(saved, torch.Tensor):
+            return saved.dtype, saved.device
+        if base in _EDGE_OF:
+            m = edge_meta(_EDGE_OF[base])
+            if m is not None:
+                return m.dtype, m.device
+        # Neither saved nor an edge (an input that needs no grad): its dtype
+        # is taken to be the node's own output's, which holds unless the
+        # forward promoted types (a difference then shows in the comparison).
+        metas = node._input_metadata if hasattr(node, "_input_metadata") else ()
+        if metas:
+            return metas[0].dtype, metas[0].device
+        return None
+
+    out: list[Any] = []
+    for cpp_type, name in fields:
+        attr = name[:-1] if name.endswith("_") else name
+        value = getattr(node, f"_saved_{attr}", _MISSING)
+        if cpp_type == "SavedVariable":
+            if value is None or value is _MISSING:
+                out.append(None)
+            else:
+                # A saved output (`result`, or one whose unpacked grad_fn is
+                # the node itself) unpacks to a new tensor each time, so
+                # compiled autograd lifts it as an input of its own.
+                output = attr.startswith("result") or value.grad_fn is node
+                entry = {"tensor": tensor_name(value, output)}
+                # Saved under torch.autograd.graph.saved_tensors_hooks: compiled
+                # autograd lifts what the pack hook returned (packed_data) and
+                # calls the unpack hook in the graph.
+                raw = getattr(node, f"_raw_saved_{attr}", None)
+                if raw is not None and getattr(raw, "unpack_hook", None) is not None:
+                    entry["packed"] = True
+                out.append(entry)
+        elif cpp_type == "std::vector<SavedVariable>":
+            items = [] if value is _MISSING else list(value)
+            out.append({"tensors": [None if t is None else tensor_name(t, False) for t in items]})
+        elif "SymInt" in cpp_type and value is not _MISSING:
+            if value is None:
+                out.append(None)
+            elif isinstance(value, (list, tuple)):
+                out.append({"symints": [_signed(v) for v in value]})
+            else:
+                out.append({"symint": _signed(value)})
+        elif cpp_type in ("at::ScalarType", "at::TensorOptions", "at::Layout"):
+            suffix = {"at::ScalarType": "_scalar_type", "at::TensorOptions": "_options",
+                      "at::Layout": "_layout"}[cpp_type]
+            base = attr[: -len(suffix)] if attr.endswith(suffix) else attr
+            meta = base_meta(base)
+            if cpp_type == "at::Layout":
+                out.append({"const": "0"})  # the walk meets strided tensors only
+            elif meta is None:
+                out.append({"unknown": f"{cpp_type} {name}"})
+            elif cpp_type == "at::ScalarType":
+                text = scalar_type_text(meta[0])
+                out.append({"const": text} if text else {"unknown": f"{cpp_type} {name}"})
+            else:
+                text = options_text(*meta)
+                out.append({"const": text} if text else {"unknown": f"{cpp_type} {name}"})
+        elif value is not _MISSING:
+            out.append({"const": const_text(value)})
+        else:
+            out.append({"unknown": f"{cpp_type} {name}"})
+    return out
+
+
+_MISSING = object()
+
+
+def _signed(value: Any) -> int:
+    """A SymInt as the int64 it is: the Python binding hands a negative one
+    (EmbeddingBackward0's padding_idx of -1) back as its unsigned 64-bit
+    pattern."""
+    v = int(value)
+    return v - (1 << 64) if v >= (1 << 63) else v

@@ -1,0 +1,158 @@
+"""One program's recording session: the trace writer, the graph walk and the
+compiled-autograd capture tied together behind `rec.backward(loss)`.
+
+Per backward k it writes
+  action autograd_graph      the graph walked from loss.grad_fn (before the
+                             backward frees the saved tensors)
+  action compiled_backward   the backward, run under compiled autograd
+  event  ca_graph            whether it captured, the captured graph's targets,
+                             and the verbose log's cache-miss line (x_message)
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any, Iterator, Optional
+
+import torch
+
+from . import graph_walk
+from .annotations import Annotations
+from .capture import CompiledAutogradCapture
+from .trace_writer import TraceWriter, torch_profile_of
+
+PRODUCER = "pytorch"
+OBSERVES = ["ca_graph"]
+SEED = 0
+# The command the header names: fixed rather than sys.argv, so that a trace
+# does not depend on how the recorder was invoked (the bytes must repeat).
+COMMAND = "python -m capsim_recorder --out traces/corpus/torch/{release} --program {name}"
+
+
+def release() -> str:
+    """The release without its local build tag: "2.11.0" for "2.11.0+cu130"
+    (the corpus keeps one folder per release)."""
+    return torch.__version__.split("+")[0]
+
+
+def _inline_inbuilt_nn_modules(dynamo_config: Any) -> bool:
+    """The setting, read without the FutureWarning 2.15 gives for it (it is
+    deprecated there and always True)."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)
+        return bool(dynamo_config.inline_inbuilt_nn_modules)
+
+
+def torch_config() -> dict[str, Any]:
+    """The header's config: PyTorch's live settings where PyTorch has them."""
+    import torch._dynamo.config as dynamo_config
+    import torch._inductor.config as inductor_config
+
+    triton = inductor_config.triton
+    config = {
+        "inline_inbuilt_nn_modules": _inline_inbuilt_nn_modules(dynamo_config),
+        "cudagraph_support_input_mutation": bool(triton.cudagraph_support_input_mutation),
+        "cudagraph_unexpected_rerecord_limit": int(triton.cudagraph_unexpected_rerecord_limit),
+        "skip_cudagraph_warmup": bool(triton.skip_cudagraph_warmup),
+        "force_cudagraphs_warmup": bool(triton.force_cudagraphs_warmup),
+        "slow_path_cudagraph_asserts": bool(triton.slow_path_cudagraph_asserts),
+        # capsim-only settings: PyTorch has no such switch, so always off.
+        "zero_grad_static_error": False,
+        "plain_api": False,
+        "poison_freed": False,
+    }
+    # The release's tree-manager rules, unless classic (docs/cudagraph-trees.md).
+    profile = torch_profile_of(torch.__version__)
+    if profile is not None:
+        config["torch_profile"] = profile
+    return config
+
+
+def reset_torch_state(seed: int) -> None:
+    """Makes a program's trace independent of the programs run before it in
+    the same process: Dynamo's caches (which include compiled autograd's
+    cache and graph counter), the counters, and the RNG."""
+    from torch._dynamo.utils import counters
+
+    torch.compiler.reset()  # the public spelling of torch._dynamo.reset()
+    counters.clear()
+    torch.manual_seed(seed)
+
+
+class Recorder:
+    """What a program gets: `rec.notes` for hooks and CopySlices annotations,
+    `rec.backward(loss)` for each backward, `rec.compiled_autograd()` to run a
+    torch.compile forward inside the compiled-autograd context."""
+
+    def __init__(self, writer: TraceWriter, capture: CompiledAutogradCapture) -> None:
+        self.writer = writer
+        self.capture = capture
+        self.notes = Annotations()
+        self.backwards = 0
+        self.captures = 0
+        self._outer_dynamic: Optional[bool] = None
+
+    @contextlib.contextmanager
+    def compiled_autograd(self, dynamic: bool = True) -> Iterator[None]:
+        # Remember the flag: a backward inside this context runs with it, and
+        # the compiled_backward action must say so.
+        self._outer_dynamic = dynamic
+        try:
+            with self.capture.enabled(dynamic):
+                yield
+        finally:
+            self._outer_dynamic = None
+
+    def backward(self, loss: torch.Tensor, dynamic: bool = True, **kwargs: Any) -> None:
+        if self._outer_dynamic is not None and self._outer_dynamic != dynamic:
+            raise ValueError("backward(dynamic=...) differs from the enclosing compiled_autograd()")
+        k = self.backwards
+        name = f"g{k}"
+        graph = graph_walk.walk(loss, self.notes)
+        self.writer.action(
+            "autograd_graph",
+            {"name": name, "root": graph["root"], "tensors": graph["tensors"], "nodes": graph["nodes"]},
+        )
+        index = self.writer.action(
+            "compiled_backward", {"graph": name, "dynamic": bool(dynamic)}
+        )
+        result = self.capture.backward(loss, dynamic=dynamic, **kwargs)
+        event: dict[str, Any] = {"backward": k, "captured": result.captured}
+        if result.captured:
+            event["targets"] = result.targets
+            event["uses"] = result.uses
+            event["fx_nodes"] = result.graph
+        if result.message is not None:
+            event["x_message"] = result.message
+        self.writer.event(index, "ca_graph", event)
+        self.backwards += 1
+        self.captures += int(result.captured)
+
+
+def record_program(program: Any, path: str) -> tuple[int, int]:
+    """Runs one registered program into the trace at `path`; returns
+    (backwards, captures). On an exception no partial trace is left
+    (a file already at `path` stays as it was)."""
+    reset_torch_state(SEED)
+    capture = CompiledAutogradCapture()
+    try:
+        with TraceWriter(path) as writer:
+            writer.header(
+                producer=PRODUCER,
+                name=program.name,
+                seed=SEED,
+                config=torch_config(),
+                observes=OBSERVES,
+                extensions={
+                    "x_torch_version": torch.__version__,
+                    "x_device": "cpu",
+                    "x_command": COMMAND.format(release=release(), name=program.name),
+                },
+            )
+            rec = Recorder(writer, capture)
+            program.run(rec)
+    finally:
+        capture.close()
+    return rec.backwards, rec.captures

@@ -1,0 +1,76 @@
+"""`python -m capsim_recorder run -o TRACE [--max-steps N] [--max-bytes B]
+[--static-shapes] -- SCRIPT [ARGS...]`: runs SCRIPT as `python SCRIPT ARGS`
+would (as __main__, with sys.argv and sys.path[0] set), inside
+capsim_recorder.record() (record.py).
+
+Exit status: the script's (0 when it ends normally or calls sys.exit(0));
+when it raises, what the recorder saw stays in TRACE, one line on stderr says
+where the script failed, and the status is 1. Bad usage is 2 (argparse).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import runpy
+import shlex
+import sys
+import traceback
+
+
+def _where(tb) -> str:
+    """The innermost frame of the script's own file, else the innermost."""
+    frames = traceback.extract_tb(tb)
+    return f"{frames[-1].filename}:{frames[-1].lineno}" if frames else "?"
+
+
+def run_command(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m capsim_recorder run",
+        description="Record any PyTorch script's backwards as a capsim trace.")
+    parser.add_argument("-o", "--output", required=True, help="the trace to write")
+    parser.add_argument("--max-steps", type=int, default=None,
+                        help="record at most this many backwards (later ones run unrecorded)")
+    parser.add_argument("--max-bytes", type=int, default=None,
+                        help="stop recording past this many bytes (default 256 MiB)")
+    parser.add_argument("--static-shapes", action="store_true",
+                        help="compiled autograd with dynamic=False (default: dynamic=True)")
+    parser.add_argument("script", help="the script to run")
+    parser.add_argument("args", nargs=argparse.REMAINDER, help="its arguments")
+    args = parser.parse_args(argv)
+    if args.max_steps is not None and args.max_steps < 0:
+        parser.error(f"--max-steps: must be at least 0, got {args.max_steps}")
+    if args.max_bytes is not None and args.max_bytes < 1:
+        parser.error(f"--max-bytes: must be positive, got {args.max_bytes}")
+    if not os.path.isfile(args.script):
+        parser.error(f"{args.script}: no such script")
+    script_args = args.args[1:] if args.args[:1] == ["--"] else args.args
+
+    from .record import DEFAULT_MAX_BYTES, record
+
+    command = shlex.join(["python", "-m", "capsim_recorder", "run", "-o",
+                          os.path.basename(args.output), "--", os.path.basename(args.script)]
+                         + script_args)
+    saved_argv, saved_path0 = sys.argv, sys.path[0]
+    sys.argv = [args.script] + script_args
+    sys.path[0] = os.path.dirname(os.path.abspath(args.script))
+    status = 0
+    try:
+        with record(args.output, max_steps=args.max_steps,
+                    max_bytes=args.max_bytes or DEFAULT_MAX_BYTES,
+                    dynamic=not args.static_shapes, command=command, reset=True) as session:
+            try:
+                runpy.run_path(args.script, run_name="__main__")
+            except SystemExit as e:
+                status = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+            except BaseException as e:  # the script's failure, reported, not re-raised
+                print(f"capsim_recorder: {args.script} raised at {_where(e.__traceback__)}: "
+                      f"{type(e).__name__}: {e}; the trace keeps the {session.steps} backwards"
+                      f" recorded before ({args.output})", file=sys.stderr)
+                status = 1
+            steps = session.steps
+    finally:
+        sys.argv, sys.path[0] = saved_argv, saved_path0
+    if status == 0:
+        print(f"capsim_recorder: {steps} backwards recorded -> {args.output}", file=sys.stderr)
+    return status

@@ -1,0 +1,124 @@
+"""capsim_recorder.record() and `python -m capsim_recorder run` on real
+PyTorch (CPU): any script's backwards recorded unchanged, the limits, a script
+that raises, and a recording killed mid-run (its trace is a valid prefix).
+Skipped without torch; takes about 30 s.
+"""
+
+import importlib.util
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+PACKAGE_ROOT = os.path.join(HERE, "..")
+sys.path.insert(0, PACKAGE_ROOT)
+
+HAVE_TORCH = importlib.util.find_spec("torch") is not None
+
+SCRIPT = """
+import sys, time
+import torch
+torch.manual_seed(0)
+model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(), torch.nn.Linear(8, 1))
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+steps = int(sys.argv[1])
+i = 0
+while steps < 0 or i < steps:
+    model(torch.randn(5, 4)).square().mean().backward()
+    opt.step()
+    opt.zero_grad()
+    if "--fail" in sys.argv and i == 1:
+        raise ValueError("boom")
+    if steps < 0:
+        time.sleep(0.05)
+    i += 1
+"""
+
+
+def lines_of(path):
+    with open(path, encoding="utf-8") as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+@unittest.skipUnless(HAVE_TORCH, "needs torch")
+class LauncherTest(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.TemporaryDirectory()
+        self.script = os.path.join(self.dir.name, "train.py")
+        with open(self.script, "w", encoding="utf-8") as f:
+            f.write(SCRIPT)
+        self.trace = os.path.join(self.dir.name, "run.jsonl")
+
+    def tearDown(self):
+        self.dir.cleanup()
+
+    def launch(self, *args, wait=True):
+        env = dict(os.environ, PYTHONPATH=PACKAGE_ROOT)
+        cmd = [sys.executable, "-m", "capsim_recorder", "run", "-o", self.trace, *args]
+        if not wait:
+            return subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
+
+    def backwards(self):
+        return [l for l in lines_of(self.trace) if l.get("action") == "compiled_backward"]
+
+    def test_script_recorded_with_max_steps(self):
+        out = self.launch("--max-steps", "2", "--", self.script, "4")
+        self.assertEqual(out.returncode, 0, out.stderr)
+        lines = lines_of(self.trace)
+        self.assertEqual(lines[0]["producer"], "pytorch")
+        self.assertEqual(lines[0]["observes"], ["ca_graph"])
+        self.assertEqual(len(self.backwards()), 2)
+        self.assertEqual(sum(1 for l in lines if l.get("event") == "ca_graph"), 2)
+
+    def test_script_that_raises(self):
+        out = self.launch("--", self.script, "5", "--fail")
+        self.assertEqual(out.returncode, 1)
+        self.assertRegex(out.stderr, r"train\.py raised at .*train\.py:\d+: ValueError: boom")
+        self.assertEqual(len(self.backwards()), 2)
+
+    def test_size_cap(self):
+        out = self.launch("--max-bytes", "2000", "--", self.script, "4")
+        self.assertEqual(out.returncode, 0, out.stderr)
+        self.assertIn("size cap of 2000 bytes reached", out.stderr)
+        self.assertLess(len(self.backwards()), 4)
+
+    def test_killed_recording_is_a_valid_prefix(self):
+        proc = self.launch("--", self.script, "-1", wait=False)
+        deadline = time.time() + 240
+        while time.time() < deadline:
+            time.sleep(0.5)
+            if os.path.exists(self.trace) and len(self.backwards()) >= 3:
+                break
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=30)
+        with open(self.trace, encoding="utf-8") as f:
+            raw = f.read().split("\n")
+        complete = raw[:-1]  # a line cut by the kill has no newline
+        self.assertGreaterEqual(len(complete), 7)
+        for line in complete:
+            json.loads(line)
+        self.assertEqual(json.loads(complete[0])["type"], "header")
+
+    def test_record_context_manager(self):
+        import torch
+
+        import capsim_recorder
+
+        lin = torch.nn.Linear(3, 1)
+        original = torch.Tensor.backward
+        with capsim_recorder.record(self.trace) as session:
+            for _ in range(2):
+                lin(torch.ones(2, 3)).sum().backward()
+        self.assertIs(torch.Tensor.backward, original)
+        self.assertEqual(session.steps, 2)
+        self.assertEqual(len(self.backwards()), 2)
+
+
+if __name__ == "__main__":
+    unittest.main()
