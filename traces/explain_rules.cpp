@@ -171,7 +171,9 @@ const std::vector<ExplainRule> kRules = {
      "A forward's backward was never called before a new generation started; the manager warns "
      "and its memory stays reserved (check_warn_on_unable_to_start_executing).",
      "Call the backward, or torch.compiler.cudagraph_mark_step_begin() if the forward is "
-     "inference-only (or run it under torch.no_grad())."},
+     "inference-only (or run it under torch.no_grad()). When the previous output is the next "
+     "input (a recurrent call), both make the next call touch a freed output (E1): clone the "
+     "output before feeding it back instead (pytorch/pytorch#138949)."},
     {"warning:W2", "warning: many distinct sizes",
      "More distinct int keys than cudagraph_dynamic_shape_warn_limit: each size records its own "
      "graph.",
@@ -199,8 +201,10 @@ const std::vector<ExplainRule> kRules = {
      "Compiled autograd keys its cache on each node's class and fields "
      "(torch/csrc/dynamo/python_compiled_autograd.cpp, CacheNode::lookup); a node it has not "
      "seen at this position means a new capture.",
-     "If the node is a torch.autograd.Function defined inside the loop, define it once outside "
-     "(pytorch/pytorch#155105); otherwise keep the model's structure the same every step."},
+     "If the node is a torch.autograd.Function whose class is made anew each step (defined "
+     "inside the loop; or, in pytorch/pytorch#155105, re-created by Dynamo around a compiled "
+     "call, fixed by #185487 and #195504), make one class for the whole run; otherwise keep the "
+     "model's structure the same every step."},
     {"ca_cache_miss:changed_shapes", "compiled autograd: changed sizes",
      "A size compiled autograd held static changed; the size becomes dynamic and the graph is "
      "captured again (the 2.7+ message lists the sizes).",
