@@ -6,10 +6,45 @@
 
 #include "cli/trace_commands.hpp"
 #include "traces/explain.hpp"
+#include "traces/what_if.hpp"
 
 namespace capsim::cli {
 
-int explain_command(const std::string& path, std::optional<std::size_t> action, bool json) {
+namespace {
+
+int print_what_if(const std::string& path, const ObservedRun& run, const std::string& edit,
+                  bool json) {
+  std::vector<WhatIf> all;
+  if (edit == "auto") {
+    Result<std::vector<WhatIf>> ranked = what_if_auto(run);
+    if (!ranked) return fail(fmt::format("{}: {}", path, ranked.error().message));
+    all = std::move(*ranked);
+  } else {
+    Result<WhatIf> one = what_if(run, edit);
+    if (!one) return fail(fmt::format("{}: {}", path, one.error().message));
+    all.push_back(std::move(*one));
+  }
+  if (json) {
+    Json j = Json::object();
+    j["file"] = path;
+    j["what_if"] = Json::array();
+    for (const WhatIf& w : all) j["what_if"].push_back(what_if_json(w));
+    fmt::print("{}\n", j.dump(2));
+    return 0;
+  }
+  for (const WhatIf& w : all) fmt::print("{}\n", what_if_text(w));
+  if (all.empty())
+    fmt::print(
+        "{}: no edit capsim knows improves it (tried: marks on the copied inputs, step marks "
+        "before errors and warnings, set-to-none=false)\n",
+        path);
+  return 0;
+}
+
+}  // namespace
+
+int explain_command(const std::string& path, std::optional<std::size_t> action, bool json,
+                    const std::optional<std::string>& what_if_edit) {
   Result<ObservedRun> run = observe_file(path);
   if (!run) {
     std::fprintf(stderr, "capsim: error: %s\n", run.error().message.c_str());
@@ -20,6 +55,7 @@ int explain_command(const std::string& path, std::optional<std::size_t> action, 
                  path.c_str(), *action, run->actions.size() == 0 ? 0 : run->actions.size() - 1);
     return kExitBadInput;
   }
+  if (what_if_edit) return print_what_if(path, *run, *what_if_edit, json);
   const std::vector<Explanation> all = explain(*run, action);
   if (json) {
     Json j = Json::object();

@@ -11,6 +11,9 @@ namespace capsim::cli {
 
 // Exit 0 after printing; 2 on bad input (the file, or an action index past
 // the end), naming the file, the line and the field.
-int explain_command(const std::string& path, std::optional<std::size_t> action, bool json);
+// With `what_if` (an edit, or "auto"), the difference the edit makes instead
+// (traces/what_if.hpp).
+int explain_command(const std::string& path, std::optional<std::size_t> action, bool json,
+                    const std::optional<std::string>& what_if = std::nullopt);
 
 }  // namespace capsim::cli

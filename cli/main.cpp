@@ -283,6 +283,7 @@ Subcommand add_explain(CLI::App& root) {
   struct Options {
     std::string file;
     std::optional<std::size_t> action;
+    std::optional<std::string> what_if;
     bool json = false;
   };
   auto o = std::make_shared<Options>();
@@ -293,7 +294,12 @@ Subcommand add_explain(CLI::App& root) {
   sub->add_option("file", o->file, "A trace, or a program (simulated first)")->required();
   sub->add_option("--action", o->action, "Only the decisions of this action (its index)");
   sub->add_flag("--json", o->json, "One JSON object: file, simulated, explanations");
-  return {sub, [o] { return capsim::cli::explain_command(o->file, o->action, o->json); }};
+  sub->add_option("--what-if", o->what_if,
+                  "Re-simulate with one edit and show the difference: mark-static=NAME, "
+                  "mark-step-begin@N, set-to-none=false, 'config KEY=VALUE', torch=VERSION, or "
+                  "auto (every edit that applies, best first)");
+  return {sub,
+          [o] { return capsim::cli::explain_command(o->file, o->action, o->json, o->what_if); }};
 }
 
 Subcommand add_replay(CLI::App& root) {

@@ -26,6 +26,7 @@ Result<ObservedRun> read_observed(const std::string& path) {
     CAPSIM_TRY_ASSIGN(std::optional<TraceItem> item, reader.next());
     if (!item) break;
     if (item->type == TraceLineType::kAction) run.actions.push_back(std::move(item->action));
+    if (item->type == TraceLineType::kFunction) run.functions.push_back(std::move(item->function));
     if (item->type == TraceLineType::kEvent) {
       // The recorder's x_message (compiled autograd's own words) rides along.
       std::string message;
@@ -48,6 +49,7 @@ Result<ObservedRun> simulate_observed(const std::string& path) {
   CAPSIM_TRY_ASSIGN(ProgramRun ran, run_program_file(file, path));
   ObservedRun run;
   run.header = file.header;
+  run.functions = std::move(file.program.functions);
   run.actions = std::move(file.program.actions);
   run.events = std::move(ran.events);
   run.event_lines.assign(run.events.size(), 0);

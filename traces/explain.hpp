@@ -38,6 +38,7 @@ struct Explanation {
 // What an explanation reads: the program's actions and what was observed.
 struct ObservedRun {
   TraceHeader header;
+  std::vector<FunctionDef> functions;
   std::vector<Action> actions;
   std::vector<Event> events;
   std::vector<std::size_t> event_lines;     // per event; 0 when simulated

@@ -379,6 +379,10 @@ check explain_action_past_end 2 "run_simple.jsonl: field '--action': 99 is past 
 fresh explain_bad_line
 edit "$simple" 3 'l[:-2]' t.jsonl
 check explain_bad_line 2 "t.jsonl:3:[0-9]+" -- "$capsim" explain t.jsonl
+fresh explain_what_if_unknown_tensor
+check explain_what_if_unknown_tensor 2 "field '--what-if': 'mark-static=nope': no action binds" -- "$capsim" explain "$simple" --what-if mark-static=nope
+fresh explain_what_if_unknown_edit
+check explain_what_if_unknown_edit 2 "field '--what-if': 'frobnicate': unknown edit" -- "$capsim" explain "$simple" --what-if frobnicate
 fresh explain_missing
 check explain_missing 2 "nope.jsonl" -- "$capsim" explain nope.jsonl
 

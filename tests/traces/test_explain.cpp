@@ -7,6 +7,7 @@
 
 #include "traces/explain.hpp"
 #include "traces/explain_rules.hpp"
+#include "traces/what_if.hpp"
 
 namespace capsim {
 namespace {
@@ -116,6 +117,53 @@ TEST_CASE("explain: a recorded PyTorch capture cites the cache-miss rule its mes
   CHECK(all[0].title == "compiled autograd: a new graph");
   CHECK(all[0].what.find("ScaledByBackward") != std::string::npos);
   CHECK(all[0].fix.find("155105") != std::string::npos);
+}
+
+const std::string kPrograms = std::string(CAPSIM_SOURCE_DIR) + "/traces/programs";
+
+TEST_CASE("what-if: marking a persistent buffer static removes its copies, nothing else") {
+  Result<ObservedRun> run = observe_file(kPrograms + "/persistent_buffer_copied.jsonl");
+  REQUIRE(run.ok());
+  Result<WhatIf> w = what_if(*run, "mark-static=state");
+  REQUIRE(w.ok());
+  CHECK(w->before.copies == 2);
+  CHECK(w->before.copy_bytes == 512);
+  CHECK(w->after.copies == 0);
+  CHECK(w->after.rerecorded == 0);
+  CHECK(w->after.replays == w->before.replays);
+  Result<std::vector<WhatIf>> ranked = what_if_auto(*run);
+  REQUIRE(ranked.ok());
+  REQUIRE(ranked->size() == 1);
+  CHECK(ranked->front().edit == "mark-static=state");
+}
+
+TEST_CASE("what-if: a tensor bound anew every step, marked static, re-records instead") {
+  Result<ObservedRun> run = observe_file(kPrograms + "/static_weight_copied_input.jsonl");
+  REQUIRE(run.ok());
+  Result<WhatIf> w = what_if(*run, "mark-static=x");
+  REQUIRE(w.ok());
+  CHECK(w->after.copies == 0);
+  CHECK(w->after.rerecorded == 1);
+  // So auto, which ranks re-records before bytes, does not offer it.
+  CHECK(what_if_auto(*run)->empty());
+}
+
+TEST_CASE("what-if: bad edits name the field") {
+  Result<ObservedRun> run = observe_file(kPrograms + "/static_weight_copied_input.jsonl");
+  REQUIRE(run.ok());
+  for (const auto& [edit, why] : std::vector<std::pair<std::string, std::string>>{
+           {"mark-static=nope", "no action binds a tensor named 'nope'"},
+           {"mark-step-begin@99", "action 99 is past the last action (6)"},
+           {"config bogus=1", "field 'config.bogus'"},
+           {"torch=1.0", "no torch profile"},
+           {"set-to-none=false", "no zero_grad(set_to_none=True)"},
+           {"frobnicate", "unknown edit"}}) {
+    Result<WhatIf> w = what_if(*run, edit);
+    INFO(edit);
+    REQUIRE(!w.ok());
+    CHECK(w.error().message.find("field '--what-if'") != std::string::npos);
+    CHECK(w.error().message.find(why) != std::string::npos);
+  }
 }
 
 }  // namespace

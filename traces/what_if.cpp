@@ -1,0 +1,236 @@
+#include "traces/what_if.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <charconv>
+#include <set>
+
+#include "sim/scenarios/autograd_scenarios.hpp"
+#include "sim/world/world.hpp"
+#include "traces/program_json.hpp"
+
+namespace capsim {
+
+namespace {
+
+Error bad_edit(const std::string& edit, const std::string& why) {
+  return make_error(fmt::format("field '--what-if': '{}': {}", edit, why));
+}
+
+// The program and config one run simulates.
+struct Variant {
+  CudagraphConfig config;
+  std::uint64_t seed = 0;
+  Program program;
+};
+
+Variant original(const ObservedRun& run) {
+  return {run.header.config, run.header.seed, Program{run.functions, run.actions}};
+}
+
+Result<RunSummary> simulate(const Variant& v) {
+  WorldOptions options;
+  options.config = v.config;
+  options.seed = v.seed;
+  options.autograd_scenarios = find_autograd_scenario;
+  World world(options);
+  CAPSIM_TRY(world.run(v.program));
+  const Counters& c = world.counters();
+  RunSummary s;
+  s.recorded = c.graphs_recorded;
+  s.rerecorded = c.rerecords;
+  s.replays = c.replays;
+  s.copies = c.copies;
+  s.copy_bytes = c.copy_bytes;
+  s.recompiles = c.recompiles;
+  s.errors = c.errors;
+  for (const Event& e : world.events()) {
+    s.warnings += e.kind == EventKind::kWarning;
+    s.calls += e.kind == EventKind::kReplay || e.kind == EventKind::kRecord ||
+               e.kind == EventKind::kWarmup || e.kind == EventKind::kEager;
+  }
+  return s;
+}
+
+// Whether `a` gives `name` (or, for "p.grad", p's grad) a new tensor.
+bool binds(const Action& a, const std::string& name) {
+  if (name.ends_with(".grad")) {
+    const auto* g = std::get_if<AccumulateGrad>(&a);
+    return g != nullptr && g->param + ".grad" == name;
+  }
+  if (const auto* t = std::get_if<NewTensor>(&a)) return t->name == name;
+  if (const auto* r = std::get_if<ReassignData>(&a)) return r->name == name;
+  if (const auto* c = std::get_if<Call>(&a)) {
+    return std::find(c->outputs.begin(), c->outputs.end(), name) != c->outputs.end();
+  }
+  return false;
+}
+
+Result<Variant> mark_static(Variant v, const std::string& edit, const std::string& name) {
+  std::vector<Action> out;
+  bool found = false;
+  for (Action& a : v.program.actions) {
+    const bool b = binds(a, name);
+    out.push_back(std::move(a));
+    if (b) {
+      out.push_back(MarkStatic{name, false});
+      found = true;
+    }
+  }
+  if (!found) return bad_edit(edit, fmt::format("no action binds a tensor named '{}'", name));
+  v.program.actions = std::move(out);
+  return v;
+}
+
+Result<Variant> mark_step_begin(Variant v, const std::string& edit, const std::string& at) {
+  std::size_t n = 0;
+  const auto [ptr, ec] = std::from_chars(at.data(), at.data() + at.size(), n);
+  if (ec != std::errc() || ptr != at.data() + at.size()) {
+    return bad_edit(edit, "expected an action index after '@'");
+  }
+  if (n >= v.program.actions.size()) {
+    return bad_edit(edit, fmt::format("action {} is past the last action ({})", n,
+                                      v.program.actions.size() - 1));
+  }
+  v.program.actions.insert(v.program.actions.begin() + static_cast<std::ptrdiff_t>(n),
+                           MarkStepBegin{});
+  return v;
+}
+
+Result<Variant> set_config(Variant v, const std::string& edit, const std::string& assignment) {
+  const std::size_t eq = assignment.find('=');
+  if (eq == std::string::npos) return bad_edit(edit, "expected config KEY=VALUE");
+  Json j = config_to_json(v.config);
+  Json value = Json::parse(assignment.substr(eq + 1), nullptr, false);
+  if (value.is_discarded()) return bad_edit(edit, "VALUE is not JSON (a string needs quotes)");
+  j[assignment.substr(0, eq)] = std::move(value);
+  Result<CudagraphConfig> c = config_from_json(j, "config");
+  if (!c) return bad_edit(edit, c.error().message);
+  v.config = *c;
+  return v;
+}
+
+Result<Variant> edited(const ObservedRun& run, const std::string& edit) {
+  Variant v = original(run);
+  if (edit.starts_with("mark-static=")) return mark_static(std::move(v), edit, edit.substr(12));
+  if (edit.starts_with("mark-step-begin@")) {
+    return mark_step_begin(std::move(v), edit, edit.substr(16));
+  }
+  if (edit == "set-to-none=false") {
+    bool any = false;
+    for (Action& a : v.program.actions) {
+      if (auto* z = std::get_if<ZeroGrad>(&a); z && z->set_to_none)
+        z->set_to_none = false, any = true;
+    }
+    if (!any) return bad_edit(edit, "the program has no zero_grad(set_to_none=True)");
+    return v;
+  }
+  if (edit.starts_with("config ")) return set_config(std::move(v), edit, edit.substr(7));
+  if (edit.starts_with("torch=")) {
+    const std::optional<TorchProfile> p = torch_profile_from_name(edit.substr(6));
+    if (!p) return bad_edit(edit, "no torch profile of that name (capsim version --profiles)");
+    v.config.torch_profile = *p;
+    return v;
+  }
+  return bad_edit(edit,
+                  "unknown edit (mark-static=NAME, mark-step-begin@N, set-to-none=false, "
+                  "config KEY=VALUE, torch=VERSION, auto)");
+}
+
+}  // namespace
+
+Result<WhatIf> what_if(const ObservedRun& run, const std::string& edit) {
+  CAPSIM_TRY_ASSIGN(const Variant v, edited(run, edit));
+  WhatIf w;
+  w.edit = edit;
+  CAPSIM_TRY_ASSIGN(w.before, simulate(original(run)));
+  Result<RunSummary> after = simulate(v);
+  if (!after) {
+    w.refused = after.error().message;  // the edit made the program bad input
+  } else {
+    w.after = *after;
+  }
+  return w;
+}
+
+namespace {
+
+// The edits worth trying: a mark for every tensor a replay copies, a step
+// mark before every action that raised or warned, keeping the grads.
+std::vector<std::string> candidates(const ObservedRun& run) {
+  std::set<std::string> out;
+  for (const Explanation& e : explain(run, std::nullopt)) {
+    if (e.event == "copy_in") {
+      for (const std::string& name : e.inputs) out.insert("mark-static=" + name);
+    }
+    if (e.event.starts_with("error:") || e.event.starts_with("warning:")) {
+      out.insert(fmt::format("mark-step-begin@{}", e.action));
+    }
+  }
+  for (const Action& a : run.actions) {
+    if (const auto* z = std::get_if<ZeroGrad>(&a); z && z->set_to_none) {
+      out.insert("set-to-none=false");
+    }
+  }
+  return {out.begin(), out.end()};
+}
+
+// Smaller is better: errors, then re-recordings and recompiles, then bytes.
+auto cost(const RunSummary& s) {
+  return std::make_tuple(s.errors, s.rerecorded + s.recompiles, s.copy_bytes);
+}
+
+}  // namespace
+
+Result<std::vector<WhatIf>> what_if_auto(const ObservedRun& run) {
+  std::vector<WhatIf> out;
+  for (const std::string& edit : candidates(run)) {
+    Result<WhatIf> w = what_if(run, edit);
+    if (!w) continue;  // an edit that does not apply (a name no action binds)
+    if (w->refused || !(cost(w->after) < cost(w->before))) continue;
+    out.push_back(std::move(*w));
+  }
+  std::stable_sort(out.begin(), out.end(),
+                   [](const WhatIf& a, const WhatIf& b) { return cost(a.after) < cost(b.after); });
+  return out;
+}
+
+std::string what_if_text(const WhatIf& w) {
+  if (w.refused)
+    return fmt::format("what-if {}: the edited program is refused: {}", w.edit, *w.refused);
+  const RunSummary &a = w.before, &b = w.after;
+  return fmt::format(
+      "what-if {}: recorded {} -> {}, re-recorded {} -> {}, replays {} -> {}, copies {} ({} B) -> "
+      "{} ({} B), recompiles {} -> {}, errors {} -> {}, warnings {} -> {}",
+      w.edit, a.recorded, b.recorded, a.rerecorded, b.rerecorded, a.replays, b.replays, a.copies,
+      a.copy_bytes, b.copies, b.copy_bytes, a.recompiles, b.recompiles, a.errors, b.errors,
+      a.warnings, b.warnings);
+}
+
+Json what_if_json(const WhatIf& w) {
+  const auto summary = [](const RunSummary& s) {
+    Json j = Json::object();
+    j["recorded"] = s.recorded;
+    j["rerecorded"] = s.rerecorded;
+    j["replays"] = s.replays;
+    j["copies"] = s.copies;
+    j["copy_bytes"] = s.copy_bytes;
+    j["recompiles"] = s.recompiles;
+    j["errors"] = s.errors;
+    j["warnings"] = s.warnings;
+    j["calls"] = s.calls;
+    return j;
+  };
+  Json j = Json::object();
+  j["edit"] = w.edit;
+  j["before"] = summary(w.before);
+  if (w.refused) {
+    j["refused"] = *w.refused;
+  } else {
+    j["after"] = summary(w.after);
+  }
+  return j;
+}
+
+}  // namespace capsim

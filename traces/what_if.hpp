@@ -1,0 +1,53 @@
+// What-ifs: the same program re-simulated with one edit, and the difference
+// in what the tree manager did (recordings, re-recordings, replays, copies
+// and their bytes, recompiles, errors). `capsim explain FILE --what-if EDIT`.
+//
+// Edits (one at a time):
+//   mark-static=NAME       torch._dynamo.mark_static_address(NAME) after each
+//                          action that binds NAME (a new tensor, a call's
+//                          output, a new .data; for "p.grad", each
+//                          accumulate_grad into p)
+//   mark-step-begin@N      torch.compiler.cudagraph_mark_step_begin() before
+//                          action N
+//   set-to-none=false      every zero_grad keeps the grads (fills them with 0)
+//   config KEY=VALUE       a config field (docs/trace-format.md §3), VALUE JSON
+//   torch=VERSION          another release's rules (a torch profile)
+//   auto                   every edit that applies, ranked by what it saves
+//
+// Both runs are capsim's: for a recorded PyTorch trace "before" is capsim's
+// simulation of the recorded program, not the recording.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "model/result.hpp"
+#include "traces/explain.hpp"
+#include "traces/json_fields.hpp"
+
+namespace capsim {
+
+struct RunSummary {
+  std::uint64_t recorded = 0, rerecorded = 0, replays = 0, copies = 0, copy_bytes = 0;
+  std::uint64_t recompiles = 0, errors = 0, warnings = 0, calls = 0;
+};
+
+struct WhatIf {
+  std::string edit;
+  RunSummary before, after;
+  std::optional<std::string> refused;  // the edited program is bad input (why)
+};
+
+// One edit; bad input (an unknown tensor, an action past the end, an
+// unknown edit or config key) is an error naming the field "--what-if".
+Result<WhatIf> what_if(const ObservedRun& run, const std::string& edit);
+// Every edit that applies to `run` and improves it, best first: fewer
+// errors, then fewer re-recordings and recompiles, then fewer bytes copied
+// (in that order: an edit that saves copies but adds a re-record is worse).
+Result<std::vector<WhatIf>> what_if_auto(const ObservedRun& run);
+
+std::string what_if_text(const WhatIf& w);
+Json what_if_json(const WhatIf& w);
+
+}  // namespace capsim
