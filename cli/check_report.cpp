@@ -29,6 +29,24 @@ void append_failure(std::vector<std::string>& out, const CaseResult& f) {
   append_indented(out, f.counterexample, "          ");
 }
 
+// The failing (or, for a control, catching) case of `o`, with its reproduction.
+Json failure_json(const CheckOptions& options, const CasesOutcome& o, bool control) {
+  const CaseResult& f = o.failure;
+  Json j = Json::object();
+  j["case"] = o.case_index;
+  j["case_seed"] = seed_text(o.case_seed);
+  j["size"] = o.size;
+  j["message"] = f.message;
+  j["counterexample"] = f.counterexample;
+  j["shrink_steps"] = f.shrink_steps;
+  j["evaluations"] = f.evaluations;
+  j["shrink_cut"] = f.shrink_cut;
+  j["reproduce"] = reproduce_command(options, *o.property, o.case_index, control);
+  return j;
+}
+
+}  // namespace
+
 // XML text and attribute values: the five characters that have a meaning,
 // and the control characters XML 1.0 cannot hold at all.
 std::string xml_escape(std::string_view text) {
@@ -50,24 +68,6 @@ std::string xml_escape(std::string_view text) {
   }
   return out;
 }
-
-// The failing (or, for a control, catching) case of `o`, with its reproduction.
-Json failure_json(const CheckOptions& options, const CasesOutcome& o, bool control) {
-  const CaseResult& f = o.failure;
-  Json j = Json::object();
-  j["case"] = o.case_index;
-  j["case_seed"] = seed_text(o.case_seed);
-  j["size"] = o.size;
-  j["message"] = f.message;
-  j["counterexample"] = f.counterexample;
-  j["shrink_steps"] = f.shrink_steps;
-  j["evaluations"] = f.evaluations;
-  j["shrink_cut"] = f.shrink_cut;
-  j["reproduce"] = reproduce_command(options, *o.property, o.case_index, control);
-  return j;
-}
-
-}  // namespace
 
 std::string reproduce_command(const CheckOptions& options, const Property& property,
                               std::uint64_t case_index, bool control) {

@@ -35,4 +35,8 @@ std::vector<std::string> probe_lines(const CheckReport& report);
 std::vector<std::string> junit_lines(const CheckReport& report,
                                      const std::vector<const Property*>& selected);
 
+// XML (and HTML) text and attribute values: the five characters that have a
+// meaning escaped, the control characters XML 1.0 cannot hold replaced.
+std::string xml_escape(std::string_view text);
+
 }  // namespace capsim::cli

@@ -4,7 +4,9 @@
 
 #include <cstdio>
 
+#include "cli/explain_html.hpp"
 #include "cli/trace_commands.hpp"
+#include "model/output_file.hpp"
 #include "traces/explain.hpp"
 #include "traces/what_if.hpp"
 
@@ -44,7 +46,7 @@ int print_what_if(const std::string& path, const ObservedRun& run, const std::st
 }  // namespace
 
 int explain_command(const std::string& path, std::optional<std::size_t> action, bool json,
-                    const std::optional<std::string>& what_if_edit) {
+                    const std::optional<std::string>& what_if_edit, const std::string& html) {
   Result<ObservedRun> run = observe_file(path);
   if (!run) {
     std::fprintf(stderr, "capsim: error: %s\n", run.error().message.c_str());
@@ -57,6 +59,13 @@ int explain_command(const std::string& path, std::optional<std::size_t> action, 
   }
   if (what_if_edit) return print_what_if(path, *run, *what_if_edit, json);
   const std::vector<Explanation> all = explain(*run, action);
+  if (!html.empty()) {
+    const std::string inputs[] = {path};
+    if (Status s = refuse_output_onto_inputs(html, inputs); !s) return fail(s.error().message);
+    Result<std::string> page = explanation_page(path, *run, all);
+    if (!page) return fail(page.error().message);
+    if (Status w = write_output_file(html, *page); !w) return fail(w.error().message);
+  }
   if (json) {
     Json j = Json::object();
     j["file"] = path;

@@ -13,7 +13,10 @@ namespace capsim::cli {
 // the end), naming the file, the line and the field.
 // With `what_if` (an edit, or "auto"), the difference the edit makes instead
 // (traces/what_if.hpp).
+// With `html`, the page of explain_html.hpp is written there too (a
+// temporary renamed into place).
 int explain_command(const std::string& path, std::optional<std::size_t> action, bool json,
-                    const std::optional<std::string>& what_if = std::nullopt);
+                    const std::optional<std::string>& what_if = std::nullopt,
+                    const std::string& html = "");
 
 }  // namespace capsim::cli

@@ -284,6 +284,7 @@ Subcommand add_explain(CLI::App& root) {
     std::string file;
     std::optional<std::size_t> action;
     std::optional<std::string> what_if;
+    std::string html;
     bool json = false;
   };
   auto o = std::make_shared<Options>();
@@ -298,8 +299,12 @@ Subcommand add_explain(CLI::App& root) {
                   "Re-simulate with one edit and show the difference: mark-static=NAME, "
                   "mark-step-begin@N, set-to-none=false, 'config KEY=VALUE', torch=VERSION, or "
                   "auto (every edit that applies, best first)");
-  return {sub,
-          [o] { return capsim::cli::explain_command(o->file, o->action, o->json, o->what_if); }};
+  sub->add_option("--html", o->html,
+                  "Also write one self-contained page: the drawing, the timeline and the "
+                  "explanations side by side");
+  return {sub, [o] {
+            return capsim::cli::explain_command(o->file, o->action, o->json, o->what_if, o->html);
+          }};
 }
 
 Subcommand add_replay(CLI::App& root) {

@@ -6,6 +6,7 @@
 
 #include "cli/trace_commands.hpp"
 #include "model/output_file.hpp"
+#include "traces/explain.hpp"
 #include "traces/program_file.hpp"
 #include "traces/trace_writer.hpp"
 
@@ -18,18 +19,10 @@ int bad_input(const std::string& message) {
   return kExitBadInput;
 }
 
-// An action line without its envelope, for people: `[3] call {...}`.
-std::string action_text(std::size_t index, const Action& action) {
-  Json j = Json::parse(action_line(0, index, action));
-  const std::string kind = j.value("action", "");
-  for (const char* key : {"seq", "type", "index", "action"}) j.erase(key);
-  return fmt::format("[{}] {} {}", index, kind, j.dump());
-}
-
 void print_listing(std::FILE* out, const ProgramFile& file, const ProgramRun& run) {
   std::size_t next = 0;
   for (std::size_t i = 0; i < file.program.actions.size(); ++i) {
-    std::fprintf(out, "%s\n", action_text(i, file.program.actions[i]).c_str());
+    std::fprintf(out, "[%zu] %s\n", i, action_summary(i, file.program.actions[i]).c_str());
     for (; next < run.events.size() && run.events[next].action == i; ++next) {
       std::fprintf(out, "    %s\n", format_event(run.events[next]).c_str());
     }

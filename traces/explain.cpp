@@ -347,6 +347,13 @@ std::vector<Explanation> explain(const ObservedRun& run, std::optional<std::size
   return out;
 }
 
+std::string action_summary(std::size_t index, const Action& action) {
+  Json j = Json::parse(action_line(0, index, action));
+  const std::string kind = j.value("action", "");
+  for (const char* key : {"seq", "type", "index", "action"}) j.erase(key);
+  return j.empty() ? kind : kind + " " + j.dump();
+}
+
 std::string explanation_text(const Explanation& e) {
   std::string out =
       fmt::format("action {}{}: {}{}\n", e.action, e.line ? fmt::format(" (line {})", e.line) : "",

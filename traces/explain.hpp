@@ -59,6 +59,9 @@ std::vector<Explanation> explain(const ObservedRun& run, std::optional<std::size
 // `event` is no such re-record or no call argument names the input.
 std::optional<std::string> explain_rerecord(const std::vector<Action>& actions, const Event& event);
 
+// An action for people, without the line's envelope: `call {"function":...}`.
+std::string action_summary(std::size_t index, const Action& action);
+
 // Text for people: a title line, then indented "what", "rule", "inputs", "fix".
 std::string explanation_text(const Explanation& e);
 Json explanation_json(const Explanation& e);

@@ -1,0 +1,116 @@
+#include "cli/explain_html.hpp"
+
+#include <fmt/format.h>
+
+#include <memory>
+#include <sstream>
+
+#include "cli/check_report.hpp"
+#include "render/dot_writer.hpp"
+#include "render/fold.hpp"
+#include "render/graphviz_output.hpp"
+#include "render/trace_graphs.hpp"
+
+namespace capsim::cli {
+
+namespace {
+
+// The drawing's node limit, as `capsim render` lays out.
+constexpr std::size_t kMaxDrawnNodes = 2000;
+
+std::string escaped(std::string_view text) {
+  return xml_escape(text);
+}
+
+// The run's graphs: read from the file, or, for a simulated program, from
+// capsim's trace of it (in memory).
+Result<TraceGraphs> graphs_of(const std::string& path, const ObservedRun& run) {
+  if (!run.simulated) return collect_trace_graphs(path);
+  TraceHeader header = run.header;
+  header.producer = std::string(kModelProducer);
+  header.observes.reset();
+  CAPSIM_TRY_ASSIGN(std::vector<std::string> lines,
+                    trace_lines(header, Program{run.functions, run.actions}, run.events));
+  std::string text;
+  for (const std::string& l : lines) text += l + "\n";
+  CAPSIM_TRY_ASSIGN(std::unique_ptr<TraceReader> reader,
+                    TraceReader::open(std::make_unique<std::istringstream>(text), path));
+  return collect_trace_graphs(*reader, std::nullopt);
+}
+
+// The drawing as inline SVG, or a note saying why there is none.
+std::string drawing_html(const std::string& path, const ObservedRun& run) {
+  Result<TraceGraphs> graphs = graphs_of(path, run);
+  if (!graphs) return fmt::format("<p class=note>{}</p>", escaped(graphs.error().message));
+  const GraphSpec spec = default_graph(*graphs);
+  Result<DrawGraph> drawing = pick_graph(*graphs, spec);
+  if (!drawing) return fmt::format("<p class=note>{}</p>", escaped(drawing.error().message));
+  std::string folded;
+  const std::string dot = to_dot(fit_for_layout(*drawing, kMaxDrawnNodes, &folded));
+  Result<std::string> svg = render_in_memory(dot, OutputFormat::kSvg, LayoutOptions{});
+  if (!svg) return fmt::format("<p class=note>{}</p>", escaped(svg.error().message));
+  // Inline SVG: without the XML prolog and doctype Graphviz writes first.
+  const std::size_t start = svg->find("<svg");
+  std::string out = fmt::format("<h2>{}</h2>\n", escaped(spec.text()));
+  if (!folded.empty()) out += fmt::format("<p class=note>{}</p>\n", escaped(folded));
+  return out + (start == std::string::npos ? std::string() : svg->substr(start));
+}
+
+std::string timeline_html(const ObservedRun& run) {
+  std::string out = "<h2>timeline</h2>\n<table>\n";
+  std::size_t next = 0;
+  for (std::size_t i = 0; i < run.actions.size(); ++i) {
+    out += fmt::format("<tr id=a{}><td>{}</td><td><code>{}</code>", i, i,
+                       escaped(action_summary(i, run.actions[i])));
+    for (; next < run.events.size() && run.events[next].action == i; ++next) {
+      out += fmt::format("<div class=ev>{}</div>", escaped(format_event(run.events[next])));
+    }
+    out += "</td></tr>\n";
+  }
+  return out + "</table>\n";
+}
+
+std::string explanations_html(const std::vector<Explanation>& all) {
+  std::string out = fmt::format("<h2>{} decisions</h2>\n", all.size());
+  for (const Explanation& e : all) {
+    out +=
+        fmt::format("<section><h3><a href=#a{}>action {}</a>: {}{}</h3>\n", e.action, e.action,
+                    escaped(e.title),
+                    e.function.empty() ? "" : fmt::format(" <code>{}</code>", escaped(e.function)));
+    const auto row = [&](std::string_view label, const std::string& text) {
+      if (!text.empty()) out += fmt::format("<p><b>{}</b> {}</p>\n", label, escaped(text));
+    };
+    row("what", e.what);
+    row("rule", e.rule);
+    std::string inputs;
+    for (const std::string& n : e.inputs) inputs += (inputs.empty() ? "" : ", ") + n;
+    row("inputs", inputs);
+    row("fix", e.fix);
+    out += "</section>\n";
+  }
+  return out;
+}
+
+constexpr std::string_view kStyle =
+    "body{font-family:sans-serif;margin:1em}main{display:flex;gap:2em;align-items:flex-start}"
+    ".left{flex:1 1 50%;overflow:auto}.right{flex:1 1 50%}table{border-collapse:collapse}"
+    "td{border-top:1px solid #ddd;padding:2px 6px;vertical-align:top;font-size:90%}"
+    ".ev{font-family:monospace;font-size:85%;color:#333}section{border:1px solid #ccc;"
+    "padding:0 .8em;margin-bottom:.8em}.note{color:#a00}svg{max-width:100%;height:auto}";
+
+}  // namespace
+
+Result<std::string> explanation_page(const std::string& path, const ObservedRun& run,
+                                     const std::vector<Explanation>& explanations) {
+  std::string page = "<!DOCTYPE html>\n<html lang=en>\n<head><meta charset=utf-8>\n";
+  page += fmt::format("<title>capsim explain {}</title>\n<style>{}</style></head>\n<body>\n",
+                      escaped(path), kStyle);
+  page += fmt::format("<h1>capsim explain {}</h1>\n<p>{} actions, {} events{}</p>\n", escaped(path),
+                      run.actions.size(), run.events.size(),
+                      run.simulated ? " (a program: simulated first)" : "");
+  page += "<main><div class=left>\n" + drawing_html(path, run) + timeline_html(run);
+  page += "</div><div class=right>\n" + explanations_html(explanations) + "</div></main>\n";
+  return page + "</body>\n</html>\n";
+}
+
+}  // namespace capsim::cli

@@ -1,0 +1,21 @@
+// `capsim explain FILE --html OUT`: one self-contained page (no scripts, no
+// links out) with the run's drawing (the tree, or the first captured graph;
+// an SVG laid out by libgvc), the timeline (each action with its events) and
+// the explanations, side by side. Deterministic: the same file gives the
+// same bytes.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "model/result.hpp"
+#include "traces/explain.hpp"
+
+namespace capsim::cli {
+
+// The page. A drawing that cannot be laid out is replaced by a note saying
+// why; bad input in the file is an error.
+Result<std::string> explanation_page(const std::string& path, const ObservedRun& run,
+                                     const std::vector<Explanation>& explanations);
+
+}  // namespace capsim::cli
