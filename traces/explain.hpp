@@ -6,7 +6,7 @@
 //
 // It reads what a trace observed: capsim's own traces, the CUDA backend's,
 // real PyTorch recordings (whatever kinds they observed), and programs
-// without events, which it simulates first (traces/program_file.hpp). The
+// without events, which it simulates first (traces/observed_run.hpp). The
 // words follow docs/cudagraph-trees.md and docs/compiled-autograd.md; the
 // rules' texts live in explain_rules.cpp.
 #pragma once
@@ -19,6 +19,7 @@
 #include "sim/core/events.hpp"
 #include "sim/world/program.hpp"
 #include "traces/json_fields.hpp"
+#include "traces/observed_run.hpp"
 #include "traces/trace_format.hpp"
 
 namespace capsim {
@@ -34,21 +35,6 @@ struct Explanation {
   std::vector<std::string> inputs;  // the tensors involved, by the program's names
   std::string fix;                  // the usual fix; empty when nothing needs fixing
 };
-
-// What an explanation reads: the program's actions and what was observed.
-struct ObservedRun {
-  TraceHeader header;
-  std::vector<FunctionDef> functions;
-  std::vector<Action> actions;
-  std::vector<Event> events;
-  std::vector<std::size_t> event_lines;     // per event; 0 when simulated
-  std::vector<std::string> event_messages;  // per event: a recorder's x_message, or ""
-  bool simulated = false;                   // the file was a program without events
-};
-
-// Reads a trace, or a program (which it simulates). Bad input is an error
-// naming the file, the line and the field.
-Result<ObservedRun> observe_file(const std::string& path);
 
 // Every decision worth a paragraph, in event order; only those of action
 // `only` when given.
