@@ -383,6 +383,9 @@ fresh explain_what_if_unknown_tensor
 check explain_what_if_unknown_tensor 2 "field '--what-if': 'mark-static=nope': no action binds" -- "$capsim" explain "$simple" --what-if mark-static=nope
 fresh explain_what_if_unknown_edit
 check explain_what_if_unknown_edit 2 "field '--what-if': 'frobnicate': unknown edit" -- "$capsim" explain "$simple" --what-if frobnicate
+fresh explain_html_onto_input
+cp "$simple" t.jsonl
+check explain_html_onto_input 2 "t.jsonl: is the input t.jsonl; writing it would destroy it" -- "$capsim" explain t.jsonl --html t.jsonl
 fresh explain_missing
 check explain_missing 2 "nope.jsonl" -- "$capsim" explain nope.jsonl
 
