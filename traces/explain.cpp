@@ -98,19 +98,6 @@ std::string rule_key(const Event& e) {
   }
 }
 
-// Whether `action` gives `name` a new storage: a new tensor, a reassigned
-// .data, or a call that binds it as an output.
-bool binds(const Action& action, const std::string& name) {
-  if (const auto* t = std::get_if<NewTensor>(&action)) return t->name == name;
-  if (const auto* r = std::get_if<ReassignData>(&action)) return r->name == name;
-  if (const auto* c = std::get_if<Call>(&action)) {
-    for (const std::string& out : c->outputs) {
-      if (out == name) return true;
-    }
-  }
-  return false;
-}
-
 }  // namespace
 
 std::optional<std::string> explain_rerecord(const std::vector<Action>& actions,
@@ -125,7 +112,7 @@ std::optional<std::string> explain_rerecord(const std::vector<Action>& actions,
   if (call == nullptr || index >= call->args.size()) return std::nullopt;
   const std::string& name = call->args[index];
   for (std::size_t a = event.action; a-- > 0;) {
-    if (binds(actions[a], name)) {
+    if (action_binds(actions[a], name)) {
       return fmt::format("input {} is '{}'; it last got storage at action {} ({})", index, name, a,
                          action_name(actions[a]));
     }

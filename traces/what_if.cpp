@@ -55,16 +55,9 @@ Result<RunSummary> simulate(const Variant& v) {
 
 // Whether `a` gives `name` (or, for "p.grad", p's grad) a new tensor.
 bool binds(const Action& a, const std::string& name) {
-  if (name.ends_with(".grad")) {
-    const auto* g = std::get_if<AccumulateGrad>(&a);
-    return g != nullptr && g->param + ".grad" == name;
-  }
-  if (const auto* t = std::get_if<NewTensor>(&a)) return t->name == name;
-  if (const auto* r = std::get_if<ReassignData>(&a)) return r->name == name;
-  if (const auto* c = std::get_if<Call>(&a)) {
-    return std::find(c->outputs.begin(), c->outputs.end(), name) != c->outputs.end();
-  }
-  return false;
+  if (!name.ends_with(".grad")) return action_binds(a, name);
+  const auto* g = std::get_if<AccumulateGrad>(&a);
+  return g != nullptr && g->param + ".grad" == name;
 }
 
 Result<Variant> mark_static(Variant v, const std::string& edit, const std::string& name) {

@@ -3,6 +3,7 @@
 // print and read.
 #include "sim/world/program.hpp"
 
+#include <algorithm>
 #include <iterator>
 #include <variant>
 
@@ -16,6 +17,15 @@ std::string_view optimizer_kind_name(OptimizerKind kind) {
 #undef CAPSIM_NAME_
   }
   return "?";
+}
+
+bool action_binds(const Action& action, const std::string& name) {
+  if (const auto* t = std::get_if<NewTensor>(&action)) return t->name == name;
+  if (const auto* r = std::get_if<ReassignData>(&action)) return r->name == name;
+  if (const auto* c = std::get_if<Call>(&action)) {
+    return std::find(c->outputs.begin(), c->outputs.end(), name) != c->outputs.end();
+  }
+  return false;
 }
 
 std::string_view action_name(const Action& action) {

@@ -151,6 +151,9 @@ using Action = std::variant<NewTensor, MarkStatic, Call, EagerCall, Del, Read, R
                             DefineAutogradGraph, CompiledBackward, Backward>;
 // The action kinds' names, in variant order.
 std::string_view action_name(const Action& action);
+// Whether `action` gives the name `name` a new storage: a new tensor, a
+// reassigned .data, or a call that binds it as an output.
+bool action_binds(const Action& action, const std::string& name);
 
 struct Program {
   std::vector<FunctionDef> functions;
