@@ -26,7 +26,7 @@ FxArg ref(FxNodeId n) {
 class Capturer {
  public:
   Capturer(const AutogradGraph& g, const CollectedBackward& b, const CaptureOptions& o)
-      : g_(g), b_(b), o_(o), rng_(o.perturb.seed) {}
+      : g_(g), b_(b), o_(o), rng_(o.perturb.seed), hook_positions_(b.hooks) {}
 
   Result<CaptureResult> run() {
     inputs_ = r_.graph.placeholder("inputs");
@@ -97,14 +97,12 @@ class Capturer {
                  "capture and Phase A disagree on size slots");
     return slot_arg_[size_cursor_++];
   }
-  // hooks[k] for the next entry of Phase A's lifted hooks, which must be
-  // hook `index` of node `v` (or its backward).
+  // hooks[k] for hook `index` of node `v` (or its backward), at the position
+  // Phase A lifted it to.
   FxNodeId next_hook(AutogradNodeId v, std::size_t index, bool backward) {
-    CAPSIM_CHECK(hook_cursor_ < b_.hooks.size(), "capture and Phase A disagree on hooks");
-    const LiftedHook& h = b_.hooks[hook_cursor_];
-    CAPSIM_CHECK(h.node == v && h.backward == backward && (backward || h.index == index),
-                 "capture and Phase A disagree on hooks");
-    return getitem(hooks_, static_cast<std::int64_t>(hook_cursor_++));
+    const std::size_t k =
+        hook_positions_.at(v, backward ? 0 : static_cast<std::uint32_t>(index), backward, false);
+    return getitem(hooks_, static_cast<std::int64_t>(k));
   }
   // The dtype each output's grad must have, for the formulas that cast
   // (ToCopyBackward0 and CopyBackwards: their saved TensorOptions). It comes
@@ -186,11 +184,7 @@ class Capturer {
       }
     }
     // Unpack hooks of packed saved tensors: capsim's own capture does not
-    // model saved-tensor hooks (the release form does), so it skips them.
-    while (hook_cursor_ < b_.hooks.size() && b_.hooks[hook_cursor_].node == v &&
-           b_.hooks[hook_cursor_].unpack) {
-      ++hook_cursor_;
-    }
+    // model saved-tensor hooks (the release form does), so it calls none.
     CAPSIM_TRY_ASSIGN(Slots outputs, apply(v, node, inputs));
     // The functional capture validates the GraphRoot's outputs too, as
     // PyTorch 2.11 does (its graphs open with a validate_outputs of the root
@@ -405,10 +399,7 @@ class Capturer {
       }
     }
     // The region's ctx is lifted into `hooks` (Phase A), unused here.
-    CAPSIM_CHECK(hook_cursor_ < b_.hooks.size() && b_.hooks[hook_cursor_].node == v &&
-                     b_.hooks[hook_cursor_].backward,
-                 "capture and Phase A disagree on hooks");
-    ++hook_cursor_;
+    (void)hook_positions_.at(v, 0, true, false);
     std::vector<FxArg> args{FxArg::of(a.saved), FxArg::of(a.saved_sizes)};
     for (const auto& gslot : grads) args.push_back(gslot ? ref(gslot->proxy) : FxArg::none());
     const FxNodeId pgrads = call("call_aot_bwd_prologue", std::move(args));
@@ -629,7 +620,7 @@ class Capturer {
   FxNodeId inputs_ = 0, sizes_ = 0, scalars_ = 0, hooks_ = 0;
   std::vector<FxArg> slot_arg_;
   std::size_t size_cursor_ = 0;
-  std::size_t hook_cursor_ = 0;
+  LiftedHookPositions hook_positions_;
   std::vector<Slots> buffers_;
   std::map<std::int64_t, FxNodeId> lifted_;
   std::map<TensorId, std::size_t> input_index_;

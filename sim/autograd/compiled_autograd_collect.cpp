@@ -88,15 +88,23 @@ std::vector<std::uint32_t> dependencies(const AutogradGraph& g, AutogradNodeId r
   return deps;
 }
 
-// The node's entries of the runtime `hooks` list, in LiftedHook's order.
+// The node's entries of the runtime `hooks` list, in the order PyTorch
+// lifts them: CompiledNodeArgs::collect_hooks_from first (tensor pre hooks,
+// pre hooks, post hooks), then the node's own compiled_args (its packed saved
+// fields, a Python Function's backward, AccumulateGrad's post-accumulate-grad
+// hooks). So a Function's post hook comes before its backward, and an
+// AccumulateGrad's post hooks before its post-accumulate-grad hooks whatever
+// the registration order (recorded on 2.8, 2.11 and 2.15:
+// traces/corpus/torch/*/launcher_hooks.jsonl).
 void lift_hooks(AutogradNodeId v, const AutogradNode& node, std::vector<LiftedHook>& out) {
-  auto each = [&](auto&& pred) {
+  auto each = [&](AutogradHookKind kind) {
     for (std::size_t h = 0; h < node.hooks.size(); ++h) {
-      if (pred(node.hooks[h])) out.push_back({v, static_cast<std::uint32_t>(h), false});
+      if (node.hooks[h] == kind) out.push_back({v, static_cast<std::uint32_t>(h), false});
     }
   };
-  each([](AutogradHookKind k) { return k == AutogradHookKind::kTensorPre; });
-  each([](AutogradHookKind k) { return k == AutogradHookKind::kPre; });
+  each(AutogradHookKind::kTensorPre);
+  each(AutogradHookKind::kPre);
+  each(AutogradHookKind::kPost);
   if (node.collected_fields) {
     for (std::size_t i = 0; i < node.collected_fields->size(); ++i) {
       if ((*node.collected_fields)[i].packed) {
@@ -109,10 +117,28 @@ void lift_hooks(AutogradNodeId v, const AutogradNode& node, std::vector<LiftedHo
   if (node.kind == AutogradNodeKind::kPyNode || node.kind == AutogradNodeKind::kAotBackward) {
     out.push_back({v, 0, true});
   }
-  each([](AutogradHookKind k) {
-    return k == AutogradHookKind::kPost || k == AutogradHookKind::kPostAccGrad;
-  });
+  each(AutogradHookKind::kPostAccGrad);
 }
+
+}  // namespace
+
+LiftedHookPositions::LiftedHookPositions(const std::vector<LiftedHook>& hooks) {
+  for (std::size_t k = 0; k < hooks.size(); ++k) {
+    const LiftedHook& h = hooks[k];
+    const bool fresh =
+        positions_.emplace(std::tuple{h.node, h.index, h.backward, h.unpack}, k).second;
+    CAPSIM_CHECK(fresh, "a hook lifted twice");
+  }
+}
+
+std::size_t LiftedHookPositions::at(AutogradNodeId v, std::uint32_t index, bool backward,
+                                    bool unpack) const {
+  const auto it = positions_.find(std::tuple{v, index, backward, unpack});
+  CAPSIM_CHECK(it != positions_.end(), "capture and Phase A disagree on hooks");
+  return it->second;
+}
+
+namespace {
 
 // node_calls.lookup: NodeCall ids are dense, in the order nodes are first met.
 std::uint32_t node_call_id(std::map<AutogradNodeId, std::uint32_t>& ids, AutogradNodeId n) {

@@ -31,6 +31,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <vector>
 
 #include "model/autograd_graph.hpp"
@@ -52,15 +53,30 @@ struct SizeInput {
 
 // One entry of the `hooks` list a captured graph receives when it runs:
 // PyTorch lifts every hook and every Python backward into it. Per call, in
-// ordered_calls order: tensor pre-hooks, pre-hooks, the PyNode's backward,
-// then post-hooks and post-accumulate-grad hooks (each kind in registration
-// order), with a node's unpack hooks (its packed saved tensors, in field
-// order) after its pre-hooks. The capture indexes `hooks` in the same order.
+// ordered_calls order: tensor pre-hooks, pre-hooks, post-hooks (each kind in
+// registration order), then the unpack hooks of the node's packed saved
+// tensors (in field order), a PyNode's backward (an AOT region's ctx) and
+// AccumulateGrad's post-accumulate-grad hooks. A capture calls them in graph
+// order, which differs (a post hook runs after the backward it was lifted
+// before), so it finds each one's position through LiftedHookPositions.
 struct LiftedHook {
   AutogradNodeId node = 0;
   std::uint32_t index = 0;  // into node.hooks (into collected_fields for an unpack hook)
   bool backward = false;    // a PyNode's backward (call_backward), not a hook
   bool unpack = false;      // a packed saved tensor's unpack hook (saved_tensors_hooks)
+};
+
+// Where each lifted hook sits in the `hooks` list.
+class LiftedHookPositions {
+ public:
+  explicit LiftedHookPositions(const std::vector<LiftedHook>& hooks);
+  // The position of node v's hook `index` (its backward: index 0; its unpack
+  // hook of collected field `index`). Phase A must have lifted it: a capture
+  // that asks for another is a broken contract, not bad input.
+  std::size_t at(AutogradNodeId v, std::uint32_t index, bool backward, bool unpack) const;
+
+ private:
+  std::map<std::tuple<AutogradNodeId, std::uint32_t, bool, bool>, std::size_t> positions_;
 };
 
 struct CollectedBackward {

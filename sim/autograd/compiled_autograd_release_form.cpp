@@ -61,7 +61,7 @@ using InputKey = std::pair<TensorId, bool>;
 class ReleaseCapturer {
  public:
   ReleaseCapturer(const AutogradGraph& g, const CollectedBackward& b, const CaGraphForm& f)
-      : g_(g), b_(b), f_(f) {}
+      : g_(g), b_(b), f_(f), hook_positions_(b.hooks) {}
 
   Result<FxGraph> run() {
     for (const char* name : {"inputs", "sizes", "scalars", "hooks", "packed_data"}) {
@@ -150,12 +150,12 @@ class ReleaseCapturer {
   FxNodeId getitem(FxNodeId from, std::int64_t index) {
     return must(call(kGetitem, {FxArg::ref(from), FxArg::integer(index)}));
   }
-  FxNodeId hook(std::uint32_t expected_node, bool backward, bool unpack = false) {
-    CAPSIM_CHECK(hook_cursor_ < b_.hooks.size() && b_.hooks[hook_cursor_].node == expected_node &&
-                     b_.hooks[hook_cursor_].backward == backward &&
-                     b_.hooks[hook_cursor_].unpack == unpack,
-                 "release form and Phase A disagree on hooks");
-    return getitem(placeholders_[3], static_cast<std::int64_t>(hook_cursor_++));
+  // hooks[k] for hook `index` of node `v` (its backward: index 0; its unpack
+  // hook of collected field `index`), where Phase A lifted it.
+  FxNodeId hook(AutogradNodeId v, std::size_t index, bool backward, bool unpack = false) {
+    const std::size_t k =
+        hook_positions_.at(v, static_cast<std::uint32_t>(index), backward, unpack);
+    return getitem(placeholders_[3], static_cast<std::int64_t>(k));
   }
   Slots unpack(FxNodeId op, std::size_t n) {
     Slots out(n);
@@ -201,7 +201,8 @@ class ReleaseCapturer {
           if (f.packed) {
             // hooks[k], packed_data[j], then the unpack hook's call (which
             // delay_unpack_hook_nodes moves to just before its first user).
-            const FxNodeId unpack_hook = hook(v, false, true);
+            const auto field = static_cast<std::size_t>(&f - node.collected_fields->data());
+            const FxNodeId unpack_hook = hook(v, field, false, true);
             const FxNodeId packed = getitem(placeholders_[4], packed_cursor_++);
             out.push_back(call_hook(unpack_hook, {FxArg::ref(packed)}, "unpack_hook"));
           } else {
@@ -253,7 +254,7 @@ class ReleaseCapturer {
   void run_pre_hooks(AutogradNodeId v, const AutogradNode& node, Slots& in) {
     for (std::size_t h = 0; h < node.hooks.size(); ++h) {
       if (node.hooks[h] != AutogradHookKind::kTensorPre) continue;
-      const FxNodeId hook_ref = hook(v, false);
+      const FxNodeId hook_ref = hook(v, h, false);
       const std::size_t slot = h < node.hook_inputs.size() ? node.hook_inputs[h] : 0;
       if (slot < in.size() && in[slot]) {
         in[slot] = call_hook(hook_ref, {FxArg::ref(*in[slot])}, "tensor_pre_hook").node;
@@ -261,7 +262,7 @@ class ReleaseCapturer {
     }
     for (std::size_t h = 0; h < node.hooks.size(); ++h) {
       if (node.hooks[h] != AutogradHookKind::kPre) continue;
-      const FxArg hooked = call_hook(hook(v, false), {grads(in)}, "pre_hook");
+      const FxArg hooked = call_hook(hook(v, h, false), {grads(in)}, "pre_hook");
       for (std::size_t i = 0; i < in.size(); ++i) {
         if (in[i]) in[i] = getitem(hooked.node, static_cast<std::int64_t>(i));
       }
@@ -271,13 +272,13 @@ class ReleaseCapturer {
   void run_post_hooks(AutogradNodeId v, const AutogradNode& node, const Slots& in, Slots& out) {
     for (std::size_t h = 0; h < node.hooks.size(); ++h) {
       if (node.hooks[h] == AutogradHookKind::kPost) {
-        const FxArg hooked = call_hook(hook(v, false), {grads(out), grads(in)}, "post_hook");
+        const FxArg hooked = call_hook(hook(v, h, false), {grads(out), grads(in)}, "post_hook");
         for (std::size_t i = 0; i < out.size(); ++i) {
           if (out[i]) out[i] = getitem(hooked.node, static_cast<std::int64_t>(i));
         }
       } else if (node.hooks[h] == AutogradHookKind::kPostAccGrad) {
         CAPSIM_CHECK(node.variable.has_value(), "a post-accumulate-grad hook off a leaf");
-        (void)call_hook(hook(v, false), {input({*node.variable, false})}, "post_acc_grad_hook");
+        (void)call_hook(hook(v, h, false), {input({*node.variable, false})}, "post_acc_grad_hook");
       }
     }
   }
@@ -303,7 +304,7 @@ class ReleaseCapturer {
       }
       case AutogradNodeKind::kCopySlices: return apply_copy_slices(v, node, in);
       case AutogradNodeKind::kPyNode: {
-        const FxNodeId backward = hook(v, true);
+        const FxNodeId backward = hook(v, 0, true);
         std::vector<FxArg> saved;
         for (TensorId t : node.saved_tensors) saved.push_back(input({t, false}));
         std::vector<FxArg> args{FxArg::ref(backward), FxArg::tuple(std::move(saved))};
@@ -363,7 +364,7 @@ class ReleaseCapturer {
   // (make_subclass over every output for a subclass grad). Without a
   // recorded body, capsim's model of the one region it knows (out = a * b).
   Result<Slots> apply_aot_backward(AutogradNodeId v, const AutogradNode& node, const Slots& in) {
-    (void)hook(v, true);
+    (void)hook(v, 0, true);
     std::vector<FxArg> saved;
     for (TensorId t : node.saved_tensors) saved.push_back(input({t, false}));
     const FxArg symints = size_list(node.saved_sizes.size());
@@ -481,7 +482,7 @@ class ReleaseCapturer {
   std::vector<FxNodeId> input_ref_;
   std::vector<FxArg> slot_arg_;
   std::size_t size_cursor_ = 0;
-  std::size_t hook_cursor_ = 0;
+  LiftedHookPositions hook_positions_;
   std::int64_t packed_cursor_ = 0;
   std::uint32_t call_index_ = 0;
   std::vector<Slots> buffers_;

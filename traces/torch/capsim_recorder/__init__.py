@@ -11,7 +11,7 @@ compiled graphs translated into capsim function lines (cudagraph_*.py,
 aten_translate.py).
 
 Any program: `with capsim_recorder.record("run.jsonl"):` around the code,
-or `python -m capsim_recorder run -o run.jsonl -- train.py ARGS` (record.py,
+or `python -m capsim_recorder run -o run.jsonl -- train.py ARGS` (recording.py,
 launcher.py).
 
 Importable without torch: trace_writer, aten_translate, cudagraph_events,
@@ -23,7 +23,7 @@ __version__ = "0.1.0"
 
 def record(*args, **kwargs):
     """capsim_recorder.record(path, max_steps=..., max_bytes=...): records
-    every Tensor.backward() of the block (record.py). Imports torch."""
-    from .record import record as _record
+    every one-root backward of the block (recording.py). Imports torch."""
+    from .recording import record as _record
 
     return _record(*args, **kwargs)

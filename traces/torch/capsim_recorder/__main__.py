@@ -49,15 +49,18 @@ def main(argv: list[str] | None = None) -> int:
         return _cudagraphs(parser, args)
 
     # torch is imported late so that --help works without it.
+    from .launcher_programs import PROGRAMS as LAUNCHER_PROGRAMS
     from .optimizer_programs import PROGRAMS as OPTIMIZER_PROGRAMS
     from .programs import PROGRAMS
 
-    names = _select(parser, args, {**PROGRAMS, **OPTIMIZER_PROGRAMS}, "--list")
+    names = _select(parser, args, {**PROGRAMS, **OPTIMIZER_PROGRAMS, **LAUNCHER_PROGRAMS},
+                    "--list")
     if names is None:
         return 0
 
     from .optimizer_recorder import record_optimizer_program
-    from .recorder import record_program
+    from .launcher_programs import record_launcher_program
+    from .recorder import record_program, release
 
     os.makedirs(args.out, exist_ok=True)
     for name in names:
@@ -65,6 +68,10 @@ def main(argv: list[str] | None = None) -> int:
         if name in OPTIMIZER_PROGRAMS:
             record_optimizer_program(OPTIMIZER_PROGRAMS[name], path)
             print(f"{name}: compiled optimizer -> {path}")
+            continue
+        if name in LAUNCHER_PROGRAMS:
+            backwards = record_launcher_program(LAUNCHER_PROGRAMS[name], path, release())
+            print(f"{name}: {backwards} backwards, under record() -> {path}")
             continue
         backwards, captures = record_program(PROGRAMS[name], path)
         print(f"{name}: {backwards} backwards, {captures} captures -> {path}")

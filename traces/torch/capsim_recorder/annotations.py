@@ -5,7 +5,10 @@ not expose them for reading from Python (there is no public list of the hooks
 on a grad_fn, and CopySlices::fn is not bound). So the recorder cannot observe
 them by walking the graph. Instead the programs call these helpers, which do
 the real registration with PyTorch's public API and remember what they did, and
-the graph walk asks them: hooks_for(node), inner_for(node).
+the graph walk asks them: hooks_for(node), inner_for(node). Under
+capsim_recorder.record() the plain API is wrapped where PyTorch lets it be
+(recording.py), and those wraps note what they registered through the note_*
+methods below; a hook removed through its handle is left out from then on.
 
 Hook kinds, as the trace names them:
   tensor_pre_hook     tensor.register_hook; on a non-leaf it lands on the
@@ -35,40 +38,64 @@ class Annotations:
         # A global registration counter, so hooks of different kinds (and those
         # kept on a leaf versus on a node) merge back into registration order.
         self._order = itertools.count()
-        self._node_hooks: list[tuple[Any, str, int]] = []
+        # (node, kind, order, handle): the handle tells whether it was removed.
+        self._node_hooks: list[tuple[Any, str, int, Any]] = []
         # Hooks on leaves live on the leaf tensor in PyTorch and outlast one
         # graph; we attach them to whichever AccumulateGrad has that variable.
-        self._leaf_hooks: list[tuple[torch.Tensor, str, int]] = []
+        self._leaf_hooks: list[tuple[torch.Tensor, str, int, Any]] = []
         self._inner: list[tuple[Any, str]] = []
         self._geometry: list[tuple[Any, dict, dict]] = []
         self._subclass_inputs: list[tuple[Any, int]] = []
         self._classes: list[type] = []
         self._inner_saved: list[tuple[Any, dict]] = []
+        # Set while a helper below registers: the wrapped API then notes nothing
+        # (the helper notes it once itself).
+        self.registering = False
 
     # -- registration (what the programs call) --------------------------------
 
     def tensor_hook(self, tensor: torch.Tensor, fn: Callable) -> Any:
-        handle = tensor.register_hook(fn)
-        if tensor.grad_fn is None:
-            self._leaf_hooks.append((tensor, "tensor_pre_hook", next(self._order)))
-        else:
-            self._node_hooks.append((tensor.grad_fn, "tensor_pre_hook", next(self._order)))
-        return handle
+        return self._register(lambda: tensor.register_hook(fn),
+                              lambda h: self.note_tensor_hook(tensor, h))
 
     def pre_hook(self, node: Any, fn: Callable) -> Any:
-        handle = node.register_prehook(fn)
-        self._node_hooks.append((node, "pre_hook", next(self._order)))
-        return handle
+        return self._register(lambda: node.register_prehook(fn),
+                              lambda h: self.note_node_hook(node, "pre_hook", h))
 
     def post_hook(self, node: Any, fn: Callable) -> Any:
-        handle = node.register_hook(fn)
-        self._node_hooks.append((node, "post_hook", next(self._order)))
-        return handle
+        return self._register(lambda: node.register_hook(fn),
+                              lambda h: self.note_node_hook(node, "post_hook", h))
 
     def post_accumulate_grad_hook(self, leaf: torch.Tensor, fn: Callable) -> Any:
-        handle = leaf.register_post_accumulate_grad_hook(fn)
-        self._leaf_hooks.append((leaf, "post_acc_grad_hook", next(self._order)))
+        return self._register(lambda: leaf.register_post_accumulate_grad_hook(fn),
+                              lambda h: self.note_post_accumulate_grad_hook(leaf, h))
+
+    def _register(self, register: Callable[[], Any], note: Callable[[Any], None]) -> Any:
+        self.registering = True
+        try:
+            handle = register()
+        finally:
+            self.registering = False
+        note(handle)
         return handle
+
+    # -- noting a registration made elsewhere (recording.py's wraps) -------------
+
+    def note_tensor_hook(self, tensor: torch.Tensor, handle: Any) -> None:
+        """tensor.register_hook: on a leaf the hook stays with the tensor, on a
+        non-leaf it lands on the tensor's grad_fn."""
+        if tensor.grad_fn is None:
+            self._leaf_hooks.append((tensor, "tensor_pre_hook", next(self._order), handle))
+        else:
+            self._node_hooks.append((tensor.grad_fn, "tensor_pre_hook", next(self._order), handle))
+
+    def note_node_hook(self, node: Any, kind: str, handle: Any) -> None:
+        """grad_fn.register_prehook ("pre_hook") or register_hook ("post_hook")."""
+        assert kind in ("pre_hook", "post_hook"), kind
+        self._node_hooks.append((node, kind, next(self._order), handle))
+
+    def note_post_accumulate_grad_hook(self, leaf: torch.Tensor, handle: Any) -> None:
+        self._leaf_hooks.append((leaf, "post_acc_grad_hook", next(self._order), handle))
 
     def copyslices_inner(
         self,
@@ -114,10 +141,13 @@ class Annotations:
         return any(n is node and i == input_nr for n, i in self._subclass_inputs)
 
     def hooks_for(self, node: Any) -> list[str]:
-        found = [(order, kind) for n, kind, order in self._node_hooks if n is node]
+        """The hooks on `node` still registered, in registration order."""
+        found = [(order, kind) for n, kind, order, h in self._node_hooks
+                 if n is node and _registered(h)]
         variable = getattr(node, "variable", None) if type(node).__name__ == "AccumulateGrad" else None
         if variable is not None:
-            found += [(order, kind) for t, kind, order in self._leaf_hooks if t is variable]
+            found += [(order, kind) for t, kind, order, h in self._leaf_hooks
+                      if t is variable and _registered(h)]
         return [kind for _, kind in sorted(found)]
 
     def inner_for(self, node: Any) -> str | None:
@@ -137,6 +167,18 @@ class Annotations:
             if n is node:
                 return saved
         return None
+
+
+def _registered(handle: Any) -> bool:
+    """Whether a hook's RemovableHandle was not removed: PyTorch's handle
+    keeps a weak reference to the dict the hook lives in, and remove()
+    deletes the hook's id from it. A handle of another kind counts as
+    registered."""
+    ref = getattr(handle, "hooks_dict_ref", None)
+    if ref is None:
+        return True
+    hooks = ref()
+    return hooks is not None and handle.id in hooks
 
 
 def _geometry(t: torch.Tensor) -> dict:

@@ -1,7 +1,7 @@
 """`python -m capsim_recorder run -o TRACE [--max-steps N] [--max-bytes B]
 [--static-shapes] -- SCRIPT [ARGS...]`: runs SCRIPT as `python SCRIPT ARGS`
 would (as __main__, with sys.argv and sys.path[0] set), inside
-capsim_recorder.record() (record.py).
+capsim_recorder.record() (recording.py).
 
 Exit status: the script's (0 when it ends normally or calls sys.exit(0));
 when it raises, what the recorder saw stays in TRACE, one line on stderr says
@@ -46,7 +46,7 @@ def run_command(argv: list[str]) -> int:
         parser.error(f"{args.script}: no such script")
     script_args = args.args[1:] if args.args[:1] == ["--"] else args.args
 
-    from .record import DEFAULT_MAX_BYTES, record
+    from .recording import DEFAULT_MAX_BYTES, record
 
     command = shlex.join(["python", "-m", "capsim_recorder", "run", "-o",
                           os.path.basename(args.output), "--", os.path.basename(args.script)]

@@ -120,5 +120,71 @@ class LauncherTest(unittest.TestCase):
         self.assertEqual(len(self.backwards()), 2)
 
 
+def hooks_of(trace, graph):
+    """(node name, hooks) of every node with hooks in autograd graph `graph`."""
+    for line in lines_of(trace):
+        if line.get("action") == "autograd_graph" and line["name"] == graph:
+            return sorted((n["name"], tuple(n["hooks"])) for n in line["nodes"] if n.get("hooks"))
+    raise AssertionError(f"no graph {graph}")
+
+
+@unittest.skipUnless(HAVE_TORCH, "needs torch")
+class RecordWrapsTest(unittest.TestCase):
+    """What record() wraps of the plain API: hook registrations (and their
+    removal), torch.autograd.backward, and what it leaves unrecorded."""
+
+    def setUp(self):
+        self.dir = tempfile.TemporaryDirectory()
+        self.trace = os.path.join(self.dir.name, "run.jsonl")
+
+    def tearDown(self):
+        self.dir.cleanup()
+
+    def test_plain_api_hooks_are_in_the_graph(self):
+        import torch
+
+        import capsim_recorder
+
+        w = torch.ones(3, requires_grad=True)
+        patched = [(torch.Tensor, "register_hook"), (torch.autograd, "backward"),
+                   (torch.autograd.function.BackwardCFunction, "register_hook")]
+        before = [getattr(o, a) for o, a in patched]
+        with capsim_recorder.record(self.trace) as session:
+            w.register_post_accumulate_grad_hook(lambda p: None)
+            for step in range(3):
+                y = w * 2
+                h = y.register_hook(lambda g: g)
+                if step == 1:
+                    h.remove()
+                torch.autograd.backward(y.sum())
+        self.assertEqual([getattr(o, a) for o, a in patched], before)
+        self.assertNotIn("register_hook", vars(torch.autograd.function.BackwardCFunction))
+        self.assertEqual(session.steps, 3)
+        self.assertEqual(hooks_of(self.trace, "g0"),
+                         [("AccumulateGrad", ("post_acc_grad_hook",)),
+                          ("MulBackward0", ("tensor_pre_hook",))])
+        self.assertEqual(hooks_of(self.trace, "g1"), [("AccumulateGrad", ("post_acc_grad_hook",))])
+
+    def test_function_node_hooks_and_unrecorded_calls(self):
+        import contextlib
+        import io
+
+        import torch
+
+        import capsim_recorder
+
+        lin = torch.nn.Linear(3, 1)
+        lin.register_full_backward_hook(lambda m, gi, go: None)
+        x = torch.ones(2, 3, requires_grad=True)
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err), capsim_recorder.record(self.trace) as session:
+            lin(x).sum().backward()
+            torch.autograd.backward([(x * 2).sum(), (x * 3).sum()])
+            torch.autograd.grad((x * x).sum(), x)
+        self.assertEqual(session.steps, 1)
+        self.assertIn(("BackwardHookFunctionBackward", ("post_hook",)), hooks_of(self.trace, "g0"))
+        self.assertIn("1 backwards with several roots, 1 torch.autograd.grad calls", err.getvalue())
+
+
 if __name__ == "__main__":
     unittest.main()

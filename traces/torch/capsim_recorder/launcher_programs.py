@@ -1,0 +1,71 @@
+"""Plain PyTorch programs recorded the way the launcher records a user's
+script: under capsim_recorder.record() (recording.py), with no recorder calls
+in them. They are the corpus's check that what the wraps see (hooks
+registered with the plain API, `torch.autograd.backward`, a hook removed
+through its handle) is what compiled autograd keys and lifts, on each
+release (traces/corpus/torch/RELEASE/launcher_*.jsonl).
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+from typing import Callable
+
+import torch
+
+SEED = 0
+COMMAND = "python -m capsim_recorder --out traces/corpus/torch/{release} --program {name}"
+
+
+@dataclass(frozen=True)
+class LauncherProgram:
+    name: str
+    run: Callable[[], None]
+    description: str
+
+
+PROGRAMS: dict[str, LauncherProgram] = {}
+
+
+def program(description: str):
+    def register(fn: Callable[[], None]) -> Callable[[], None]:
+        name = "launcher_" + fn.__name__
+        PROGRAMS[name] = LauncherProgram(name, fn, description)
+        return fn
+
+    return register
+
+
+@program("module full backward hooks, a post-accumulate-grad hook, a tensor hook "
+         "registered and removed per step, torch.autograd.backward")
+def hooks() -> None:
+    model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(), torch.nn.Linear(8, 1))
+    # Both land on the BackwardHookFunctionBackward nodes the module adds
+    # around its forward: a post hook and a pre hook of a Python Function.
+    model[2].register_full_backward_hook(lambda m, grad_in, grad_out: None)
+    model[0].register_full_backward_pre_hook(lambda m, grad_out: None)
+    model[0].weight.register_post_accumulate_grad_hook(lambda p: None)
+    # The module's input needs no grad, so PyTorch warns that the full hook
+    # fires on the outputs' grads; that is what this program wants.
+    warnings.filterwarnings("ignore", message="Full backward hook is firing")
+    for step in range(3):
+        hidden = model[0](torch.randn(5, 4))
+        # Step 1 has no tensor hook: the key changes, and compiled autograd
+        # captures again; step 2 has it back.
+        handle = hidden.register_hook(lambda g: g * 2) if step != 1 else None
+        loss = model[2](torch.relu(hidden)).square().mean()
+        torch.autograd.backward(loss)
+        if handle is not None:
+            handle.remove()
+
+
+def record_launcher_program(prog: LauncherProgram, path: str, release: str) -> int:
+    """Runs one program under record() into `path`; returns its backwards."""
+    from .recording import record
+
+    torch.manual_seed(SEED)
+    with record(path, name=prog.name, reset=True,
+                command=COMMAND.format(release=release, name=prog.name)) as session:
+        prog.run()
+        return session.steps

@@ -1,0 +1,290 @@
+"""Recording any PyTorch program, unchanged:
+
+    import capsim_recorder
+    with capsim_recorder.record("run.jsonl", max_steps=20):
+        train()                      # any code that calls loss.backward()
+
+or, for a script, `python -m capsim_recorder run -o run.jsonl -- train.py ARGS`
+(like TORCH_TRACE=...). While the block runs, every backward with one root
+(`Tensor.backward()`, `torch.autograd.backward(t)`) is recorded as the
+programs of programs.py record theirs: the autograd graph walked from the
+loss (`autograd_graph`), the backward run under compiled autograd
+(`compiled_backward`, with the recorder's own compiler function), and what
+compiled autograd captured, node for node (`ca_graph`, with PyTorch's
+cache-miss text in `x_message`). `capsim replay` compares the trace with
+capsim's model and `capsim explain` says why each capture happened.
+
+Hooks registered with the plain API while the block runs are part of the
+walked graph, as compiled autograd keys them: `Tensor.register_hook`,
+`Tensor.register_post_accumulate_grad_hook`, and `register_hook` and
+`register_prehook` on the node of a Python autograd.Function (which includes
+the nodes that `nn.Module.register_full_backward_hook` and
+`register_full_backward_pre_hook` hang their hooks on). A hook removed
+through its handle drops out. The nodes of PyTorch's built-in ops
+(MulBackward0, ...) are C++ types that cannot be wrapped and keep their
+hooks where Python cannot read them: register those through
+`session.notes.pre_hook(node, fn)` / `post_hook(node, fn)` (annotations.py),
+or they are missing from the graph, as are hooks registered before the
+block began.
+
+Not recorded, and counted in one line on stderr at the end: backwards with
+several roots, and `torch.autograd.grad` (capsim models `backward()` only).
+This is what a CPU allows; the cudagraph-tree decisions need the GPU half
+(cudagraph_recorder.py) and the compiled optimizer needs
+optimizer_recorder.py's explicit calls: neither is recorded here yet.
+
+Limits: `max_steps` backwards are recorded, later ones run as they would
+without the recorder; past `max_bytes` the recording stops with one message on
+stderr. The trace is written in place and flushed line by line, so a script
+that raises or is killed leaves the valid prefix of its trace.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+from typing import Any, Iterator, Optional
+
+DEFAULT_MAX_BYTES = 256 << 20
+PRODUCER = "pytorch"
+
+
+class RecordingSession:
+    """What record() holds while its block runs (one at a time)."""
+
+    def __init__(self, writer: Any, recorder: Any, max_steps: Optional[int], max_bytes: int,
+                 dynamic: bool) -> None:
+        self.writer = writer
+        self.recorder = recorder
+        self.max_steps = max_steps
+        self.max_bytes = max_bytes
+        self.dynamic = dynamic
+        self.stopped: Optional[str] = None  # why recording stopped early
+        self.busy = False  # inside a recorded backward: its own loss.backward() passes through
+        self.unrecorded: dict[str, int] = {}  # what ran unrecorded, by kind
+
+    @property
+    def notes(self) -> Any:
+        """The Annotations the graph walk reads (hooks on built-in nodes)."""
+        return self.recorder.notes
+
+    def noting(self) -> bool:
+        """Whether a hook registered now should be noted: not one the
+        recorder's own backward or an Annotations helper registers."""
+        return not self.busy and not self.recorder.notes.registering
+
+    def skip(self, kind: str) -> None:
+        self.unrecorded[kind] = self.unrecorded.get(kind, 0) + 1
+
+    def unrecorded_line(self) -> Optional[str]:
+        if not self.unrecorded:
+            return None
+        parts = [f"{n} {kind}" for kind, n in sorted(self.unrecorded.items())]
+        return (f"capsim_recorder: ran unrecorded (capsim models one-root backward() only): "
+                f"{', '.join(parts)} ({self.writer.path})")
+
+    @property
+    def steps(self) -> int:
+        return self.recorder.backwards
+
+    def wants(self) -> bool:
+        if self.stopped is not None:
+            return False
+        if self.max_steps is not None and self.steps >= self.max_steps:
+            self.stopped = f"--max-steps {self.max_steps} reached"
+            return False
+        if self.writer.bytes_written >= self.max_bytes:
+            self.stopped = f"the size cap of {self.max_bytes} bytes reached"
+            print(f"capsim_recorder: {self.stopped}; the trace holds the first {self.steps}"
+                  f" backwards ({self.writer.path})", file=sys.stderr)
+            return False
+        return True
+
+
+_active: Optional[RecordingSession] = None
+
+
+def _record_backward(session: RecordingSession, root: Any, gradient: Any, retain_graph: Any,
+                     create_graph: bool, inputs: Any) -> None:
+    kwargs: dict[str, Any] = {}
+    if gradient is not None:
+        kwargs["gradient"] = gradient
+    if retain_graph is not None:
+        kwargs["retain_graph"] = retain_graph
+    if create_graph:
+        kwargs["create_graph"] = create_graph
+    if inputs is not None:
+        kwargs["inputs"] = inputs
+    session.busy = True
+    try:
+        session.recorder.backward(root, dynamic=session.dynamic, **kwargs)
+    finally:
+        session.busy = False
+
+
+def _patched_backward(original: Any) -> Any:
+    def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
+        session = _active
+        if session is None or session.busy or self.grad_fn is None or not session.wants():
+            return original(self, gradient, retain_graph, create_graph, inputs)
+        return _record_backward(session, self, gradient, retain_graph, create_graph, inputs)
+
+    backward.__wrapped__ = original  # type: ignore[attr-defined]
+    return backward
+
+
+def _one_root(tensors: Any, grad_tensors: Any) -> Optional[tuple[Any, Any]]:
+    """(root, its gradient) when torch.autograd.backward got one tensor."""
+    import torch
+
+    if isinstance(tensors, torch.Tensor):
+        roots = [tensors]
+    elif isinstance(tensors, (list, tuple)) and len(tensors) == 1:
+        roots = list(tensors)
+    else:
+        return None
+    if grad_tensors is None or isinstance(grad_tensors, torch.Tensor):
+        return roots[0], grad_tensors
+    if isinstance(grad_tensors, (list, tuple)) and len(grad_tensors) == 1:
+        return roots[0], grad_tensors[0]
+    return None
+
+
+def _patched_autograd_backward(original: Any) -> Any:
+    def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False,
+                 grad_variables=None, inputs=None):
+        session = _active
+        call = lambda: original(tensors, grad_tensors, retain_graph, create_graph,  # noqa: E731
+                                grad_variables, inputs)
+        if session is None or session.busy or grad_variables is not None:
+            return call()
+        one = _one_root(tensors, grad_tensors)
+        if one is None:
+            session.skip("backwards with several roots")
+            return call()
+        root, gradient = one
+        if getattr(root, "grad_fn", None) is None or not session.wants():
+            return call()
+        return _record_backward(session, root, gradient, retain_graph, create_graph, inputs)
+
+    backward.__wrapped__ = original  # type: ignore[attr-defined]
+    return backward
+
+
+def _patched_grad(original: Any) -> Any:
+    def grad(*args, **kwargs):
+        session = _active
+        if session is not None and not session.busy:
+            session.skip("torch.autograd.grad calls")
+        return original(*args, **kwargs)
+
+    grad.__wrapped__ = original  # type: ignore[attr-defined]
+    return grad
+
+
+def _noting(original: Any, note: Any) -> Any:
+    """`original` (a hook registration method), then `note(self, handle)`
+    while a recording wants it."""
+    def register(self, *args, **kwargs):
+        handle = original(self, *args, **kwargs)
+        session = _active
+        if session is not None and session.noting():
+            note(session.notes, self, handle)
+        return handle
+
+    register.__wrapped__ = original  # type: ignore[attr-defined]
+    return register
+
+
+def _patch_targets() -> list[tuple[Any, str, Any]]:
+    """(owner, attribute, wrapper factory) for every entry point record()
+    replaces while its block runs; all looked up by PyTorch at call time."""
+    import torch
+    import torch.autograd.function as autograd_function
+
+    node = autograd_function.BackwardCFunction  # a Python class: Function nodes
+    return [
+        (torch.Tensor, "backward", _patched_backward),
+        (torch.autograd, "backward", _patched_autograd_backward),
+        (torch.autograd, "grad", _patched_grad),
+        (torch.Tensor, "register_hook",
+         lambda o: _noting(o, lambda notes, t, h: notes.note_tensor_hook(t, h))),
+        (torch.Tensor, "register_post_accumulate_grad_hook",
+         lambda o: _noting(o, lambda notes, t, h: notes.note_post_accumulate_grad_hook(t, h))),
+        (node, "register_hook",
+         lambda o: _noting(o, lambda notes, n, h: notes.note_node_hook(n, "post_hook", h))),
+        (node, "register_prehook",
+         lambda o: _noting(o, lambda notes, n, h: notes.note_node_hook(n, "pre_hook", h))),
+    ]
+
+
+@contextlib.contextmanager
+def _patched() -> Iterator[None]:
+    """Installs the wraps of _patch_targets(); restores the originals on exit.
+    A class attribute that is inherited (BackwardCFunction's register_hook
+    comes from _FunctionBase) is set on the class and deleted again."""
+    saved = []
+    try:
+        for owner, attr, wrap in _patch_targets():
+            own = attr in vars(owner)
+            original = getattr(owner, attr)
+            saved.append((owner, attr, own, original))
+            setattr(owner, attr, wrap(original))
+        yield
+    finally:
+        for owner, attr, own, original in reversed(saved):
+            if own:
+                setattr(owner, attr, original)
+            else:
+                delattr(owner, attr)
+
+
+@contextlib.contextmanager
+def record(path: str, *, max_steps: Optional[int] = None, max_bytes: int = DEFAULT_MAX_BYTES,
+           dynamic: bool = True, name: Optional[str] = None, command: Optional[str] = None,
+           reset: bool = False) -> Iterator[RecordingSession]:
+    """Records every one-root backward of the block into the trace at `path`
+    (see the module's docstring). `dynamic` is compiled autograd's flag;
+    `name` the trace's name (default: the file's stem); `reset` clears
+    Dynamo's caches and counters first (the launcher does; the program's RNG
+    is never touched)."""
+    global _active
+    import os
+
+    import torch
+
+    from .capture import CompiledAutogradCapture
+    from .recorder import Recorder, SEED, torch_config
+    from .trace_writer import TraceWriter
+
+    if _active is not None:
+        raise RuntimeError("capsim_recorder.record(): a recording is already running")
+    if max_steps is not None and max_steps < 0:
+        raise ValueError(f"max_steps must be at least 0, got {max_steps}")
+    if reset:
+        from torch._dynamo.utils import counters
+
+        torch.compiler.reset()
+        counters.clear()
+    capture = CompiledAutogradCapture()
+    try:
+        with TraceWriter(path, log=True) as writer:
+            extensions = {"x_torch_version": torch.__version__, "x_device": "cpu"}
+            if command:
+                extensions["x_command"] = command
+            writer.header(producer=PRODUCER, seed=SEED, config=torch_config(), observes=["ca_graph"],
+                          name=name or os.path.splitext(os.path.basename(path))[0] or "run",
+                          extensions=extensions)
+            session = RecordingSession(writer, Recorder(writer, capture), max_steps, max_bytes,
+                                       dynamic)
+            _active = session
+            try:
+                with _patched():
+                    yield session
+            finally:
+                _active = None
+                line = session.unrecorded_line()
+                if line is not None:
+                    print(line, file=sys.stderr)
+    finally:
+        capture.close()
