@@ -14,33 +14,28 @@ namespace capsim::cli {
 
 namespace {
 
-int print_what_if(const std::string& path, const ObservedRun& run, const std::string& edit,
-                  bool json) {
-  std::vector<WhatIf> all;
-  if (edit == "auto") {
-    Result<std::vector<WhatIf>> ranked = what_if_auto(run);
-    if (!ranked) return fail(fmt::format("{}: {}", path, ranked.error().message));
-    all = std::move(*ranked);
-  } else {
-    Result<WhatIf> one = what_if(run, edit);
-    if (!one) return fail(fmt::format("{}: {}", path, one.error().message));
-    all.push_back(std::move(*one));
-  }
+// The what-ifs `edit` asks for: one, or auto's ranked list.
+Result<std::vector<WhatIf>> what_ifs(const ObservedRun& run, const std::string& edit) {
+  if (edit == "auto") return what_if_auto(run);
+  CAPSIM_TRY_ASSIGN(WhatIf one, what_if(run, edit));
+  return std::vector<WhatIf>{std::move(one)};
+}
+
+void print_what_ifs(const std::string& path, const std::vector<WhatIf>& all, bool json) {
   if (json) {
     Json j = Json::object();
     j["file"] = path;
     j["what_if"] = Json::array();
     for (const WhatIf& w : all) j["what_if"].push_back(what_if_json(w));
     fmt::print("{}\n", j.dump(2));
-    return 0;
+    return;
   }
   for (const WhatIf& w : all) fmt::print("{}\n", what_if_text(w));
   if (all.empty())
     fmt::print(
         "{}: no edit capsim knows improves it (tried: marks on the copied inputs, step marks "
-        "before errors and warnings, set-to-none=false)\n",
+        "before errors and warnings, clones of what they read, set-to-none=false)\n",
         path);
-  return 0;
 }
 
 }  // namespace
@@ -57,12 +52,21 @@ int explain_command(const std::string& path, std::optional<std::size_t> action, 
                  path.c_str(), *action, run->actions.size() == 0 ? 0 : run->actions.size() - 1);
     return kExitBadInput;
   }
-  if (what_if_edit) return print_what_if(path, *run, *what_if_edit, json);
+  std::vector<WhatIf> edits;
+  if (what_if_edit) {
+    Result<std::vector<WhatIf>> w = what_ifs(*run, *what_if_edit);
+    if (!w) return fail(fmt::format("{}: {}", path, w.error().message));
+    edits = std::move(*w);
+  }
+  if (what_if_edit && html.empty()) {
+    print_what_ifs(path, edits, json);
+    return 0;
+  }
   const std::vector<Explanation> all = explain(*run, action);
   if (!html.empty()) {
     const std::string inputs[] = {path};
     if (Status s = refuse_output_onto_inputs(html, inputs); !s) return fail(s.error().message);
-    Result<std::string> page = explanation_page(path, *run, all);
+    Result<std::string> page = explanation_page(path, *run, all, edits);
     if (!page) return fail(page.error().message);
     if (Status w = write_output_file(html, *page); !w) return fail(w.error().message);
   }
@@ -72,12 +76,17 @@ int explain_command(const std::string& path, std::optional<std::size_t> action, 
     j["simulated"] = run->simulated;
     j["explanations"] = Json::array();
     for (const Explanation& e : all) j["explanations"].push_back(explanation_json(e));
+    if (what_if_edit) {
+      j["what_if"] = Json::array();
+      for (const WhatIf& w : edits) j["what_if"].push_back(what_if_json(w));
+    }
     fmt::print("{}\n", j.dump(2));
     return 0;
   }
   for (const Explanation& e : all) fmt::print("{}\n", explanation_text(e));
   fmt::print("{}: {} decisions explained{}\n", path, all.size(),
              run->simulated ? " (a program: simulated first)" : "");
+  if (what_if_edit) print_what_ifs(path, edits, false);
   return 0;
 }
 

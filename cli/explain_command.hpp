@@ -12,7 +12,8 @@ namespace capsim::cli {
 // Exit 0 after printing; 2 on bad input (the file, or an action index past
 // the end), naming the file, the line and the field.
 // With `what_if` (an edit, or "auto"), the difference the edit makes instead
-// (traces/what_if.hpp).
+// (traces/what_if.hpp); with `html` as well, the explanations and then the
+// what-ifs, and the page gets the what-if table.
 // With `html`, the page of explain_html.hpp is written there too (a
 // temporary renamed into place).
 int explain_command(const std::string& path, std::optional<std::size_t> action, bool json,

@@ -91,6 +91,34 @@ std::string explanations_html(const std::vector<Explanation>& all) {
   return out;
 }
 
+// One row per what-if: the edit, then each figure as before -> after.
+std::string what_ifs_html(const std::vector<WhatIf>& all) {
+  if (all.empty()) return "";
+  std::string out =
+      "<h2>what if</h2>\n<table>\n<tr><td><b>edit</b></td><td>recorded</td><td>re-recorded</td>"
+      "<td>replays</td><td>bytes copied</td><td>recompiles</td><td>errors</td><td>warnings</td>"
+      "</tr>\n";
+  for (const WhatIf& w : all) {
+    out += fmt::format("<tr><td><code>{}</code></td>", escaped(w.edit));
+    if (w.refused) {
+      out += fmt::format("<td colspan=7 class=note>refused: {}</td></tr>\n", escaped(*w.refused));
+      continue;
+    }
+    const RunSummary &a = w.before, &b = w.after;
+    for (const auto& [x, y] : {std::pair{a.recorded, b.recorded},
+                               {a.rerecorded, b.rerecorded},
+                               {a.replays, b.replays},
+                               {a.copy_bytes, b.copy_bytes},
+                               {a.recompiles, b.recompiles},
+                               {a.errors, b.errors},
+                               {a.warnings, b.warnings}}) {
+      out += fmt::format("<td>{} &rarr; {}</td>", x, y);
+    }
+    out += "</tr>\n";
+  }
+  return out + "</table>\n";
+}
+
 constexpr std::string_view kStyle =
     "body{font-family:sans-serif;margin:1em}main{display:flex;gap:2em;align-items:flex-start}"
     ".left{flex:1 1 50%;overflow:auto}.right{flex:1 1 50%}table{border-collapse:collapse}"
@@ -101,7 +129,8 @@ constexpr std::string_view kStyle =
 }  // namespace
 
 Result<std::string> explanation_page(const std::string& path, const ObservedRun& run,
-                                     const std::vector<Explanation>& explanations) {
+                                     const std::vector<Explanation>& explanations,
+                                     const std::vector<WhatIf>& what_ifs) {
   std::string page = "<!DOCTYPE html>\n<html lang=en>\n<head><meta charset=utf-8>\n";
   page += fmt::format("<title>capsim explain {}</title>\n<style>{}</style></head>\n<body>\n",
                       escaped(path), kStyle);
@@ -109,7 +138,8 @@ Result<std::string> explanation_page(const std::string& path, const ObservedRun&
                       run.actions.size(), run.events.size(),
                       run.simulated ? " (a program: simulated first)" : "");
   page += "<main><div class=left>\n" + drawing_html(path, run) + timeline_html(run);
-  page += "</div><div class=right>\n" + explanations_html(explanations) + "</div></main>\n";
+  page += "</div><div class=right>\n" + what_ifs_html(what_ifs) + explanations_html(explanations) +
+          "</div></main>\n";
   return page + "</body>\n</html>\n";
 }
 

@@ -1,8 +1,9 @@
 // `capsim explain FILE --html OUT`: one self-contained page (no scripts, no
 // links out) with the run's drawing (the tree, or the first captured graph;
 // an SVG laid out by libgvc), the timeline (each action with its events) and
-// the explanations, side by side. Deterministic: the same file gives the
-// same bytes.
+// the explanations, side by side, and the what-ifs asked for (`--what-if`
+// with `--html`) above the explanations. Deterministic: the same file gives
+// the same bytes.
 #pragma once
 
 #include <string>
@@ -10,12 +11,14 @@
 
 #include "model/result.hpp"
 #include "traces/explain.hpp"
+#include "traces/what_if.hpp"
 
 namespace capsim::cli {
 
 // The page. A drawing that cannot be laid out is replaced by a note saying
-// why; bad input in the file is an error.
+// why; bad input in the file is an error. `what_ifs` empty: no what-if table.
 Result<std::string> explanation_page(const std::string& path, const ObservedRun& run,
-                                     const std::vector<Explanation>& explanations);
+                                     const std::vector<Explanation>& explanations,
+                                     const std::vector<WhatIf>& what_ifs = {});
 
 }  // namespace capsim::cli

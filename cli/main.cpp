@@ -297,11 +297,12 @@ Subcommand add_explain(CLI::App& root) {
   sub->add_flag("--json", o->json, "One JSON object: file, simulated, explanations");
   sub->add_option("--what-if", o->what_if,
                   "Re-simulate with one edit and show the difference: mark-static=NAME, "
-                  "mark-step-begin@N, set-to-none=false, 'config KEY=VALUE', torch=VERSION, or "
-                  "auto (every edit that applies, best first)");
+                  "mark-step-begin@N, clone=NAME[@N], detach=NAME[@N], set-to-none=false, "
+                  "'config KEY=VALUE', torch=VERSION, or auto (every edit that applies, best "
+                  "first)");
   sub->add_option("--html", o->html,
                   "Also write one self-contained page: the drawing, the timeline and the "
-                  "explanations side by side");
+                  "explanations side by side (with --what-if, its table too)");
   return {sub, [o] {
             return capsim::cli::explain_command(o->file, o->action, o->json, o->what_if, o->html);
           }};

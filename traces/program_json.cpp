@@ -256,11 +256,13 @@ void write_fields(Json& j, const EagerCall& a) {
   j["function"] = a.function;
   j["args"] = a.args;
   j["outputs"] = a.outputs;
+  if (a.no_grad) j["no_grad"] = true;  // written only when set: older traces keep their bytes
 }
 Status read_fields(ObjectReader& r, EagerCall& a) {
   CAPSIM_TRY(assign(a.function, read_name(r, "function")));
   CAPSIM_TRY(assign(a.args, read_names(r, "args", kMaxBodyInputs)));
   CAPSIM_TRY(assign(a.outputs, read_names(r, "outputs", kMaxOutputs)));
+  if (r.has("no_grad")) CAPSIM_TRY(assign(a.no_grad, r.boolean("no_grad")));
   return {};
 }
 

@@ -76,18 +76,79 @@ Result<Variant> mark_static(Variant v, const std::string& edit, const std::strin
   return v;
 }
 
-Result<Variant> mark_step_begin(Variant v, const std::string& edit, const std::string& at) {
+// The action index after '@', which must name an action of the program.
+Result<std::size_t> action_index(const Variant& v, const std::string& edit, const std::string& at) {
   std::size_t n = 0;
   const auto [ptr, ec] = std::from_chars(at.data(), at.data() + at.size(), n);
-  if (ec != std::errc() || ptr != at.data() + at.size()) {
+  if (at.empty() || ec != std::errc() || ptr != at.data() + at.size()) {
     return bad_edit(edit, "expected an action index after '@'");
   }
   if (n >= v.program.actions.size()) {
     return bad_edit(edit, fmt::format("action {} is past the last action ({})", n,
                                       v.program.actions.size() - 1));
   }
+  return n;
+}
+
+Result<Variant> mark_step_begin(Variant v, const std::string& edit, const std::string& at) {
+  CAPSIM_TRY_ASSIGN(const std::size_t n, action_index(v, edit, at));
   v.program.actions.insert(v.program.actions.begin() + static_cast<std::ptrdiff_t>(n),
                            MarkStepBegin{});
+  return v;
+}
+
+// `clone=NAME[@N]` and `detach=NAME[@N]`: `NAME = NAME.clone()` (or
+// `.detach()`) right after action N, or after every action that binds NAME.
+// A clone is a fresh tensor in the default pool, off the tree's memory; a
+// detach is the same storage without the autograd graph, which it no longer
+// keeps alive. Each is an eager call of a one-op function the edit adds.
+struct Rebind {
+  const char* function;  // added to the program; no program can name it ("capsim." prefix)
+  BodyOpKind op;
+  bool no_grad;
+};
+constexpr Rebind kClone{"capsim.clone", BodyOpKind::kClone, false};
+constexpr Rebind kDetach{"capsim.detach", BodyOpKind::kAlias, true};
+
+Result<Variant> rebind(Variant v, const std::string& edit, const std::string& target,
+                       const Rebind& how) {
+  const std::size_t at = target.find('@');
+  const std::string name = target.substr(0, at);
+  if (name.empty() || name.ends_with(".grad")) {
+    return bad_edit(edit, "expected a tensor's name (not a .grad) before '@'");
+  }
+  std::optional<std::size_t> only;
+  if (at != std::string::npos) {
+    CAPSIM_TRY_ASSIGN(only, action_index(v, edit, target.substr(at + 1)));
+  }
+  const EagerCall call{how.function, {name}, {name}, how.no_grad};
+  std::vector<Action> out;
+  bool bound = false, inserted = false;
+  for (std::size_t i = 0; i < v.program.actions.size(); ++i) {
+    const bool b = binds(v.program.actions[i], name);
+    bound = bound || b;
+    out.push_back(std::move(v.program.actions[i]));
+    if (only ? (i == *only && bound) : b) {
+      out.push_back(call);
+      inserted = true;
+    }
+  }
+  if (!inserted) {
+    return bad_edit(
+        edit, only ? fmt::format("no action at or before {} binds a tensor named '{}'", *only, name)
+                   : fmt::format("no action binds a tensor named '{}'", name));
+  }
+  v.program.actions = std::move(out);
+  FunctionDef def;
+  def.name = how.function;
+  def.mode = CompilationMode::kInference;
+  def.input_names = primal_names(1);
+  BodyOp op;
+  op.kind = how.op;
+  op.args = {0};
+  def.ops.push_back(std::move(op));
+  def.outputs = {1};
+  v.program.functions.push_back(std::move(def));
   return v;
 }
 
@@ -119,6 +180,8 @@ Result<Variant> edited(const ObservedRun& run, const std::string& edit) {
     if (!any) return bad_edit(edit, "the program has no zero_grad(set_to_none=True)");
     return v;
   }
+  if (edit.starts_with("clone=")) return rebind(std::move(v), edit, edit.substr(6), kClone);
+  if (edit.starts_with("detach=")) return rebind(std::move(v), edit, edit.substr(7), kDetach);
   if (edit.starts_with("config ")) return set_config(std::move(v), edit, edit.substr(7));
   if (edit.starts_with("torch=")) {
     const std::optional<TorchProfile> p = torch_profile_from_name(edit.substr(6));
@@ -127,8 +190,8 @@ Result<Variant> edited(const ObservedRun& run, const std::string& edit) {
     return v;
   }
   return bad_edit(edit,
-                  "unknown edit (mark-static=NAME, mark-step-begin@N, set-to-none=false, "
-                  "config KEY=VALUE, torch=VERSION, auto)");
+                  "unknown edit (mark-static=NAME, mark-step-begin@N, clone=NAME[@N], "
+                  "detach=NAME[@N], set-to-none=false, config KEY=VALUE, torch=VERSION, auto)");
 }
 
 }  // namespace
@@ -149,8 +212,18 @@ Result<WhatIf> what_if(const ObservedRun& run, const std::string& edit) {
 
 namespace {
 
+// The tensor names an action reads: a call's arguments, a read.
+std::vector<std::string> names_read(const Action& a) {
+  if (const auto* c = std::get_if<Call>(&a)) return c->args;
+  if (const auto* c = std::get_if<EagerCall>(&a)) return c->args;
+  if (const auto* r = std::get_if<Read>(&a)) return {r->name};
+  return {};
+}
+
 // The edits worth trying: a mark for every tensor a replay copies, a step
-// mark before every action that raised or warned, keeping the grads.
+// mark before every action that raised or warned and a clone of what that
+// action reads (the usual fix of E1, and of W1 in a recurrent loop), keeping
+// the grads.
 std::vector<std::string> candidates(const ObservedRun& run) {
   std::set<std::string> out;
   for (const Explanation& e : explain(run, std::nullopt)) {
@@ -159,6 +232,11 @@ std::vector<std::string> candidates(const ObservedRun& run) {
     }
     if (e.event.starts_with("error:") || e.event.starts_with("warning:")) {
       out.insert(fmt::format("mark-step-begin@{}", e.action));
+      if (e.action < run.actions.size()) {
+        for (const std::string& name : names_read(run.actions[e.action])) {
+          if (!name.ends_with(".grad")) out.insert("clone=" + name);
+        }
+      }
     }
   }
   for (const Action& a : run.actions) {
@@ -169,9 +247,10 @@ std::vector<std::string> candidates(const ObservedRun& run) {
   return {out.begin(), out.end()};
 }
 
-// Smaller is better: errors, then re-recordings and recompiles, then bytes.
+// Smaller is better: errors, then warnings (W1 keeps a run warming up
+// forever, #138949), then re-recordings and recompiles, then bytes.
 auto cost(const RunSummary& s) {
-  return std::make_tuple(s.errors, s.rerecorded + s.recompiles, s.copy_bytes);
+  return std::make_tuple(s.errors, s.warnings, s.rerecorded + s.recompiles, s.copy_bytes);
 }
 
 }  // namespace

@@ -9,6 +9,10 @@
 //                          accumulate_grad into p)
 //   mark-step-begin@N      torch.compiler.cudagraph_mark_step_begin() before
 //                          action N
+//   clone=NAME[@N]         NAME = NAME.clone() after action N (which must be
+//                          at or after a binding of NAME), or after every
+//                          action that binds NAME
+//   detach=NAME[@N]        NAME = NAME.detach(), placed the same way
 //   set-to-none=false      every zero_grad keeps the grads (fills them with 0)
 //   config KEY=VALUE       a config field (docs/trace-format.md §3), VALUE JSON
 //   torch=VERSION          another release's rules (a torch profile)
@@ -43,8 +47,9 @@ struct WhatIf {
 // unknown edit or config key) is an error naming the field "--what-if".
 Result<WhatIf> what_if(const ObservedRun& run, const std::string& edit);
 // Every edit that applies to `run` and improves it, best first: fewer
-// errors, then fewer re-recordings and recompiles, then fewer bytes copied
-// (in that order: an edit that saves copies but adds a re-record is worse).
+// errors, then fewer warnings, then fewer re-recordings and recompiles, then
+// fewer bytes copied (in that order: an edit that saves copies but adds a
+// re-record is worse; one that ends a W1 is worth the copies it adds).
 Result<std::vector<WhatIf>> what_if_auto(const ObservedRun& run);
 
 std::string what_if_text(const WhatIf& w);

@@ -25,6 +25,9 @@ bool action_binds(const Action& action, const std::string& name) {
   if (const auto* c = std::get_if<Call>(&action)) {
     return std::find(c->outputs.begin(), c->outputs.end(), name) != c->outputs.end();
   }
+  if (const auto* e = std::get_if<EagerCall>(&action)) {
+    return std::find(e->outputs.begin(), e->outputs.end(), name) != e->outputs.end();
+  }
   return false;
 }
 

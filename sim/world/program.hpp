@@ -61,11 +61,14 @@ struct Call {
 // Plain eager PyTorch: the body runs now, allocating from the default pool.
 // When an argument requires grad, the body runs through the World's autograd
 // engine (sim/autograd/autograd_body.hpp), which records the backward graph;
-// the graph keeps the tensors its nodes save alive.
+// the graph keeps the tensors its nodes save alive. Under torch.no_grad()
+// (`no_grad`) no graph is recorded and the outputs need no grad: an `alias`
+// body so run is `t.detach()`.
 struct EagerCall {
   std::string function;
   std::vector<std::string> args;
   std::vector<std::string> outputs;
+  bool no_grad = false;
 };
 struct Del {
   std::string name;
@@ -151,8 +154,8 @@ using Action = std::variant<NewTensor, MarkStatic, Call, EagerCall, Del, Read, R
                             DefineAutogradGraph, CompiledBackward, Backward>;
 // The action kinds' names, in variant order.
 std::string_view action_name(const Action& action);
-// Whether `action` gives the name `name` a new storage: a new tensor, a
-// reassigned .data, or a call that binds it as an output.
+// Whether `action` gives the name `name` a new tensor: a new tensor, a
+// reassigned .data, or a call (compiled or eager) that binds it as an output.
 bool action_binds(const Action& action, const std::string& name);
 
 struct Program {

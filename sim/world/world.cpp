@@ -346,7 +346,9 @@ Status World::do_eager_call(const EagerCall& a) {
     inputs.push_back(objects_.at(o).tensor);
   }
   if (raise_if_poisoned(objects)) return {};
-  if (requires_autograd(inputs)) return eager_call_with_autograd(*def, inputs, a.outputs);
+  if (!a.no_grad && requires_autograd(inputs)) {
+    return eager_call_with_autograd(*def, inputs, a.outputs);
+  }
   BodyEnv env{refs_, backend_, kDefaultPool, nullptr};
   CAPSIM_TRY_ASSIGN(const std::vector<TensorId> outputs, run_body(*def, inputs, env));
   return bind_outputs(outputs, a.outputs);

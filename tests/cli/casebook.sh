@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # docs/casebook.md's cases still reproduce: every program of traces/casebook/
 # is explained by capsim, and the decisions the page's `casebook` block lists
-# are there (KEY@ACTION), absent (!KEY) or counted (#KEY=N). Every program of
-# the folder must be listed, so that none goes unchecked.
+# are there (KEY@ACTION), absent (!KEY) or counted (#KEY=N), and the fix
+# `--what-if auto` ranks first (auto=EDIT, or auto=none). Every program of the
+# folder must be listed, so that none goes unchecked.
 #   casebook.sh CAPSIM
 set -euo pipefail
 capsim=$1
@@ -31,8 +32,22 @@ def explained(name):
             sys.exit(f"{name}: capsim explain exited {out.returncode}: {out.stderr.strip()}")
         decisions[name] = [(e["event"], e["action"]) for e in json.loads(out.stdout)["explanations"]]
     return decisions[name]
+def first_auto_edit(name):
+    out = subprocess.run([capsim, "explain", "--json", "--what-if", "auto",
+                          os.path.join(folder, name)], capture_output=True, text=True)
+    if out.returncode != 0:
+        sys.exit(f"{name}: capsim explain --what-if auto exited {out.returncode}: {out.stderr.strip()}")
+    ranked = json.loads(out.stdout)["what_if"]
+    return ranked[0]["edit"] if ranked else "none"
 failed = 0
 for name, claim in lines:
+    if claim.startswith("auto="):
+        got = first_auto_edit(name)
+        ok = got == claim[5:]
+        if not ok:
+            failed += 1
+            print(f"FAIL {name}: {claim}; --what-if auto ranks first {got}")
+        continue
     got = explained(name)
     if claim.startswith("!"):
         ok = all(k != claim[1:] for k, _ in got)

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # capsim explain --html: the page is self-contained (no script, no link out),
 # parses as HTML, holds the drawing as inline SVG, the timeline and the
-# explanations, and is the same bytes twice. Then, when a headless Chromium is
+# explanations (and, with --what-if, the what-if table), and is the same
+# bytes twice. Then, when a headless Chromium is
 # installed, the page is opened in it and a screenshot taken (the page must
 # load and draw); without Chromium that part is skipped with a message.
 #   explain_html.sh CAPSIM
@@ -37,6 +38,12 @@ for want in ("re-recorded: a static input moved", "timeline", "It last got stora
     assert want in text, f"missing: {want}"
 print(f"page: {len(text)} bytes, {p.tags.count('section')} explanations")
 PY
+# With --what-if, the page gets the what-if table (#138949: clone ends W1).
+"$capsim" explain "$root/traces/casebook/issue_138949.jsonl" --what-if auto --html "$work/w.html" \
+  > "$work/w.txt"
+grep -q "<h2>what if</h2>" "$work/w.html"
+grep -q "<code>clone=obs</code></td><td>0 &rarr; 1</td>" "$work/w.html"
+grep -q "what-if clone=obs: " "$work/w.txt"
 browser=$(command -v chromium || command -v chromium-browser || true)
 if [ -z "$browser" ]; then
   echo "SKIP the browser check: no chromium (apt-get install chromium)"

@@ -381,6 +381,8 @@ edit "$simple" 3 'l[:-2]' t.jsonl
 check explain_bad_line 2 "t.jsonl:3:[0-9]+" -- "$capsim" explain t.jsonl
 fresh explain_what_if_unknown_tensor
 check explain_what_if_unknown_tensor 2 "field '--what-if': 'mark-static=nope': no action binds" -- "$capsim" explain "$simple" --what-if mark-static=nope
+fresh explain_what_if_clone_past_end
+check explain_what_if_clone_past_end 2 "field '--what-if': 'clone=x@999': action 999 is past the last action" -- "$capsim" explain "$simple" --what-if clone=x@999
 fresh explain_what_if_unknown_edit
 check explain_what_if_unknown_edit 2 "field '--what-if': 'frobnicate': unknown edit" -- "$capsim" explain "$simple" --what-if frobnicate
 fresh explain_html_onto_input

@@ -1,9 +1,10 @@
 // capsim explain's words: every decision in the corpus has a rule, a re-record
 // names the moved tensor and the action that moved it, --action filters, and
-// a program is simulated first.
+// a program is simulated first; what-if edits and their ranking.
 #include <doctest/doctest.h>
 
 #include <filesystem>
+#include <fstream>
 
 #include "traces/explain.hpp"
 #include "traces/explain_rules.hpp"
@@ -148,6 +149,70 @@ TEST_CASE("what-if: a tensor bound anew every step, marked static, re-records in
   CHECK(what_if_auto(*run)->empty());
 }
 
+const std::string kCasebook = std::string(CAPSIM_SOURCE_DIR) + "/traces/casebook";
+
+TEST_CASE("what-if: cloning what an E1 touches ends the error, and auto finds it") {
+  Result<ObservedRun> run = observe_file(kCasebook + "/issue_122192.jsonl");
+  REQUIRE(run.ok());
+  for (const std::string edit : {"clone=x", "clone=x@3"}) {
+    INFO(edit);
+    Result<WhatIf> w = what_if(*run, edit);
+    REQUIRE(w.ok());
+    CHECK(w->before.errors == 1);
+    CHECK(w->after.errors == 0);
+  }
+  // Cloned after the first call only: the second call's output still dies.
+  CHECK(what_if(*run, "clone=x@2")->after.errors == 1);
+  // A detach shares the storage, so the output is overwritten all the same.
+  CHECK(what_if(*run, "detach=x")->after.errors == 1);
+  Result<std::vector<WhatIf>> ranked = what_if_auto(*run);
+  REQUIRE(ranked.ok());
+  REQUIRE(!ranked->empty());
+  CHECK(ranked->front().edit == "clone=x");
+}
+
+TEST_CASE("what-if: a clone that ends W1 is worth the copies it adds (#138949)") {
+  Result<ObservedRun> run = observe_file(kCasebook + "/issue_138949.jsonl");
+  REQUIRE(run.ok());
+  Result<std::vector<WhatIf>> ranked = what_if_auto(*run);
+  REQUIRE(ranked.ok());
+  REQUIRE(!ranked->empty());
+  const WhatIf& best = ranked->front();
+  CHECK(best.edit == "clone=obs");
+  CHECK(best.before.warnings == 1);
+  CHECK(best.after.warnings == 0);
+  CHECK(best.after.replays > 0);
+  CHECK(best.after.copy_bytes > best.before.copy_bytes);
+}
+
+TEST_CASE("what-if: a detach cuts the autograd graph, so backward of it raises G1") {
+  const std::filesystem::path path =
+      std::filesystem::temp_directory_path() / "capsim-test-what-if-detach.jsonl";
+  {
+    std::ofstream out(path);
+    out << R"({"type":"header","name":"detach"})"
+           "\n"
+        << R"({"type":"function","function":"sq","mode":"inference","inputs":["a"],)"
+           R"("ops":[{"op":"mul","args":[0,0]},{"op":"sum","args":[1]}],"outputs":[2]})"
+           "\n"
+        << R"({"type":"action","action":"new_tensor","name":"w","sizes":[3],"requires_grad":true})"
+           "\n"
+        << R"({"type":"action","action":"eager_call","function":"sq","args":["w"],"outputs":["y"]})"
+           "\n"
+        << R"({"type":"action","action":"backward","tensor":"y"})"
+           "\n";
+  }
+  Result<ObservedRun> run = observe_file(path.string());
+  std::filesystem::remove(path);
+  REQUIRE(run.ok());
+  Result<WhatIf> detached = what_if(*run, "detach=y@1");
+  REQUIRE(detached.ok());
+  CHECK(detached->before.errors == 0);
+  CHECK(detached->after.errors == 1);
+  // A clone records CloneBackward: the graph stays, and the backward runs.
+  CHECK(what_if(*run, "clone=y@1")->after.errors == 0);
+}
+
 TEST_CASE("what-if: bad edits name the field") {
   Result<ObservedRun> run = observe_file(kPrograms + "/static_weight_copied_input.jsonl");
   REQUIRE(run.ok());
@@ -157,6 +222,11 @@ TEST_CASE("what-if: bad edits name the field") {
            {"config bogus=1", "field 'config.bogus'"},
            {"torch=1.0", "no torch profile"},
            {"set-to-none=false", "no zero_grad(set_to_none=True)"},
+           {"clone=nope", "no action binds a tensor named 'nope'"},
+           {"clone=x@0", "no action at or before 0 binds a tensor named 'x'"},
+           {"detach=x@99", "action 99 is past the last action (6)"},
+           {"detach=x@", "expected an action index"},
+           {"clone=w.grad", "not a .grad"},
            {"frobnicate", "unknown edit"}}) {
     Result<WhatIf> w = what_if(*run, edit);
     INFO(edit);
