@@ -97,6 +97,35 @@ class RecordedChecks {
   std::optional<std::int64_t> last_read_backward_;
 };
 
+// The last `capacity` matched event lines, for a divergence's report. A ring
+// whose strings keep their capacity: recording one costs a copy into storage
+// already there, not an allocation and a format per matched event.
+class MatchedContext {
+ public:
+  explicit MatchedContext(std::size_t capacity) : ring_(capacity) {}
+  void add(std::size_t line, const std::string& text) {
+    if (ring_.empty()) return;
+    auto& [at, copy] = ring_[next_];
+    at = line;
+    copy.assign(text);
+    next_ = (next_ + 1) % ring_.size();
+    count_ = std::min(count_ + 1, ring_.size());
+  }
+  // Oldest first, each "LINE: TEXT".
+  std::vector<std::string> lines() const {
+    std::vector<std::string> out;
+    for (std::size_t i = 0; i < count_; ++i) {
+      const auto& [at, text] = ring_[(next_ + ring_.size() - count_ + i) % ring_.size()];
+      out.push_back(fmt::format("{}: {}", at, text));
+    }
+    return out;
+  }
+
+ private:
+  std::vector<std::pair<std::size_t, std::string>> ring_;
+  std::size_t next_ = 0, count_ = 0;
+};
+
 class Resimulator : public TraceVisitor {
  public:
   Resimulator(TraceReader& reader, const ResimulationOptions& options)
@@ -173,8 +202,7 @@ class Resimulator : public TraceVisitor {
       return {};
     }
     ++report_.events_matched;
-    context_.push_back(fmt::format("{}: {}", item.line, item.text));
-    if (context_.size() > options_.context) context_.pop_front();
+    context_.add(item.line, item.text);
     return {};
   }
 
@@ -196,7 +224,7 @@ class Resimulator : public TraceVisitor {
                                     std::move(field),
                                     std::move(recorded),
                                     std::move(predicted),
-                                    {context_.begin(), context_.end()},
+                                    context_.lines(),
                                     {}};
     predicted_.clear();
   }
@@ -223,7 +251,7 @@ class Resimulator : public TraceVisitor {
   ResimulationReport report_;
   Counters before_;
   std::deque<Event> predicted_;
-  std::deque<std::string> context_;
+  MatchedContext context_{options_.context};
   RecordedChecks recorded_checks_;
   std::size_t violations_ = 0;
 };

@@ -49,23 +49,87 @@ JsonProblem json_problem(const Json::exception& e, std::string_view line) {
   return p;
 }
 
+// nlohmann's own DOM builder, which keeps the last value of a repeated key
+// silently, behind a watch that notes the first key an object repeats. A
+// SAX handler rather than a parse callback: nlohmann's callback parser is
+// the slower one, and the callback copied every key twice (docs/
+// performance.md). json_sax_dom_parser is nlohmann's detail namespace, but
+// the SAX interface it implements is public (nlohmann::json_sax).
+class DuplicateKeyWatch {
+ public:
+  using Dom = nlohmann::detail::json_sax_dom_parser<Json>;
+  explicit DuplicateKeyWatch(Json& out) : dom_(out) {}
+  const std::optional<std::string>& repeated() const { return repeated_; }
+
+  bool null() { return dom_.null(); }
+  bool boolean(bool v) { return dom_.boolean(v); }
+  bool number_integer(Json::number_integer_t v) { return dom_.number_integer(v); }
+  bool number_unsigned(Json::number_unsigned_t v) { return dom_.number_unsigned(v); }
+  bool number_float(Json::number_float_t v, const Json::string_t& s) {
+    return dom_.number_float(v, s);
+  }
+  bool string(Json::string_t& v) { return dom_.string(v); }
+  bool binary(Json::binary_t& v) { return dom_.binary(v); }
+  bool start_object(std::size_t n) {
+    if (open_ == keys_.size()) keys_.emplace_back();
+    keys_[open_++].clear();
+    return dom_.start_object(n);
+  }
+  bool key(Json::string_t& k) {
+    if (!keys_[open_ - 1].insert(k) && !repeated_) repeated_ = k;
+    return dom_.key(k);
+  }
+  bool end_object() {
+    --open_;
+    return dom_.end_object();
+  }
+  bool start_array(std::size_t n) { return dom_.start_array(n); }
+  bool end_array() { return dom_.end_array(); }
+  template <class Exception>
+  bool parse_error(std::size_t at, const std::string& token, const Exception& e) {
+    return dom_.parse_error(at, token, e);  // throws e, as Json::parse does
+  }
+
+ private:
+  // One object's keys. A trace's objects have a few keys each, where a scan
+  // beats a set; past kFew (a hostile line's object of 100,000 keys) a set
+  // keeps the check linearithmic.
+  struct ObjectKeys {
+    static constexpr std::size_t kFew = 32;
+    std::vector<std::string> few;
+    std::set<std::string, std::less<>> many;
+    void clear() {
+      few.clear();
+      many.clear();
+    }
+    // False when `k` was there already.
+    bool insert(const std::string& k) {
+      if (many.empty() && few.size() < kFew) {
+        if (std::find(few.begin(), few.end(), k) != few.end()) return false;
+        few.push_back(k);
+        return true;
+      }
+      if (many.empty()) many.insert(few.begin(), few.end());
+      return many.insert(k).second;
+    }
+  };
+  Dom dom_;
+  // Keys per open object, kept (and their strings' capacity) across objects.
+  std::vector<ObjectKeys> keys_;
+  std::size_t open_ = 0;
+  std::optional<std::string> repeated_;
+};
+
 // Parses one line as JSON, refusing an object that repeats a key: nlohmann
 // keeps the last value silently, and a line whose fields say two things
 // would otherwise fail lines later, far from its cause.
 std::optional<JsonProblem> parse_json_line(std::string_view line, Json& out) {
-  std::vector<std::set<std::string>> keys;  // one set per open object
   std::optional<std::string> repeated;
-  const auto watch = [&](int, Json::parse_event_t event, Json& parsed) {
-    if (event == Json::parse_event_t::object_start) keys.emplace_back();
-    if (event == Json::parse_event_t::object_end && !keys.empty()) keys.pop_back();
-    if (event == Json::parse_event_t::key && !keys.empty() && !repeated &&
-        !keys.back().insert(parsed.get<std::string>()).second) {
-      repeated = parsed.get<std::string>();
-    }
-    return true;
-  };
   try {
-    out = Json::parse(line, watch);
+    out = Json();
+    DuplicateKeyWatch watch(out);
+    Json::sax_parse(line, &watch);
+    repeated = watch.repeated();
   } catch (const Json::exception& e) {
     return json_problem(e, line);
   }

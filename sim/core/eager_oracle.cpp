@@ -10,9 +10,27 @@
 
 namespace capsim {
 
+namespace {
+
+bool row_major_contiguous(const TensorMeta& meta) {
+  std::int64_t expected = 1;
+  for (std::size_t d = meta.sizes.size(); d-- > 0;) {
+    if (meta.sizes[d] != 1 && meta.strides[d] != expected) return false;
+    expected *= meta.sizes[d];
+  }
+  return true;
+}
+
+}  // namespace
+
 Result<ElementBits> gather_bits(const DeviceMemory& memory, Address data, const TensorMeta& meta) {
   const std::int64_t n = numel(meta);
   ElementBits out;
+  if (n > 0 && row_major_contiguous(meta)) {
+    out.resize(static_cast<std::size_t>(n));
+    CAPSIM_TRY(memory.read(data, std::as_writable_bytes(std::span(out))));
+    return out;
+  }
   out.reserve(static_cast<std::size_t>(n));
   const std::size_t rank = meta.sizes.size();
   std::vector<std::int64_t> index(rank, 0);
@@ -31,15 +49,35 @@ Result<ElementBits> gather_bits(const DeviceMemory& memory, Address data, const 
   return out;
 }
 
-Result<std::vector<ElementBits>> eager_reference_outputs(const FunctionDef& def,
-                                                         const TensorStore& store,
-                                                         const DeviceMemory& memory,
-                                                         std::span<const TensorId> inputs) {
-  DeviceMemory scratch_memory;
-  CachingAllocator allocator(scratch_memory);
-  TensorStore scratch_store(allocator);
-  TensorRefs refs(scratch_store);
-  CpuBackend backend(scratch_memory);
+struct EagerOracle::Scratch {
+  DeviceMemory memory;
+  CachingAllocator allocator{memory};
+  TensorStore store{allocator};
+  CpuBackend backend{memory};
+};
+
+EagerOracle::EagerOracle() = default;
+EagerOracle::~EagerOracle() = default;
+
+Result<std::vector<ElementBits>> EagerOracle::outputs(const FunctionDef& def,
+                                                      const TensorStore& store,
+                                                      const DeviceMemory& memory,
+                                                      std::span<const TensorId> inputs) {
+  if (!scratch_) scratch_ = std::make_unique<Scratch>();
+  CAPSIM_CHECK(scratch_->store.live_tensors() == 0, "the oracle starts from an empty store");
+  Result<std::vector<ElementBits>> out = run(*scratch_, def, store, memory, inputs);
+  // A call that failed midway may leave tensors behind: start the next one
+  // from a fresh scratch rather than from what it left.
+  if (!out || scratch_->store.live_tensors() != 0) scratch_.reset();
+  return out;
+}
+
+Result<std::vector<ElementBits>> EagerOracle::run(Scratch& s, const FunctionDef& def,
+                                                  const TensorStore& store,
+                                                  const DeviceMemory& memory,
+                                                  std::span<const TensorId> inputs) {
+  TensorRefs refs(s.store);
+  std::vector<TensorId> held;  // released before returning
   // One scratch storage per distinct input storage, so inputs that alias one
   // another (the same tensor passed twice, or two views of one base) alias in
   // the scratch run too, and in-place ops see each other's writes.
@@ -51,29 +89,32 @@ Result<std::vector<ElementBits>> eager_reference_outputs(const FunctionDef& def,
     auto it = scratch_base.find(t.storage);
     if (it == scratch_base.end()) {
       const auto elements = static_cast<std::int64_t>(storage.nbytes / kElementBytes);
-      CAPSIM_TRY_ASSIGN(const Tensor buffer, scratch_store.empty({elements}));
+      CAPSIM_TRY_ASSIGN(const Tensor buffer, s.store.empty({elements}));
       refs.hold(buffer.id);
+      held.push_back(buffer.id);
       if (elements > 0) {
-        std::vector<std::byte> bytes(static_cast<std::size_t>(elements) * kElementBytes);
-        CAPSIM_TRY(memory.read(storage.base, bytes));
-        CAPSIM_TRY_ASSIGN(const Address to, scratch_store.data_address(buffer.id));
-        CAPSIM_TRY(scratch_memory.write(to, bytes));
+        CAPSIM_TRY_ASSIGN(const Address to, s.store.data_address(buffer.id));
+        CAPSIM_TRY_ASSIGN(std::byte* const dst, s.memory.resolve(to, storage.nbytes));
+        CAPSIM_TRY(memory.read(storage.base, std::span(dst, storage.nbytes)));
       }
       it = scratch_base.emplace(t.storage, buffer.id).first;
     }
-    CAPSIM_TRY_ASSIGN(const Tensor view, scratch_store.view(it->second, t.meta));
+    CAPSIM_TRY_ASSIGN(const Tensor view, s.store.view(it->second, t.meta));
     refs.hold(view.id);
+    held.push_back(view.id);
     copies.push_back(view.id);
   }
-  BodyEnv env{refs, backend, kDefaultPool, nullptr};
+  BodyEnv env{refs, s.backend, kDefaultPool, nullptr};
   CAPSIM_TRY_ASSIGN(const std::vector<TensorId> outputs, run_body(def, copies, env));
+  held.insert(held.end(), outputs.begin(), outputs.end());
   std::vector<ElementBits> values;
   for (TensorId o : outputs) {
-    CAPSIM_TRY_ASSIGN(const Tensor t, scratch_store.tensor(o));
-    CAPSIM_TRY_ASSIGN(const Address data, scratch_store.data_address(o));
-    CAPSIM_TRY_ASSIGN(ElementBits bits, gather_bits(scratch_memory, data, t.meta));
+    CAPSIM_TRY_ASSIGN(const Tensor t, s.store.tensor(o));
+    CAPSIM_TRY_ASSIGN(const Address data, s.store.data_address(o));
+    CAPSIM_TRY_ASSIGN(ElementBits bits, gather_bits(s.memory, data, t.meta));
     values.push_back(std::move(bits));
   }
+  for (TensorId id : held) CAPSIM_TRY(refs.drop(id));
   return values;
 }
 

@@ -5,9 +5,18 @@
 // of its own (so it never perturbs the simulated allocator), runs the body there
 // eagerly and returns each output's elements in row-major order as raw float
 // bits, so that the comparison is bitwise and NaN payloads count.
+//
+// The scratch memory outlives one call: a replay is checked against the oracle
+// at every call of a steady loop, and mapping and unmapping a fresh scratch
+// segment per call was a fifth of a trace replay (docs/performance.md). Every
+// tensor a call makes is released before it returns, so each call starts from
+// an empty scratch store whose allocator has its segments cached; the values a
+// call computes never depend on what an earlier call left in the memory,
+// because every op writes its whole output before anything reads it.
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <vector>
 
@@ -19,14 +28,32 @@ namespace capsim {
 
 using ElementBits = std::vector<std::uint32_t>;
 
-// The elements of a tensor at `data` with `meta`, row-major.
+// The elements of a tensor at `data` with `meta`, row-major. A contiguous
+// tensor is read in one piece.
 Result<ElementBits> gather_bits(const DeviceMemory& memory, Address data, const TensorMeta& meta);
 
-// Inputs that share a storage share one scratch storage, so aliasing (and
-// in-place writes through it) is reproduced.
-Result<std::vector<ElementBits>> eager_reference_outputs(const FunctionDef& def,
-                                                         const TensorStore& store,
-                                                         const DeviceMemory& memory,
-                                                         std::span<const TensorId> inputs);
+class EagerOracle {
+ public:
+  EagerOracle();
+  ~EagerOracle();
+  EagerOracle(const EagerOracle&) = delete;
+  EagerOracle& operator=(const EagerOracle&) = delete;
+
+  // `def` run eagerly on copies of `inputs` (tensors of `store` over
+  // `memory`). Inputs that share a storage share one scratch storage, so
+  // aliasing (and in-place writes through it) is reproduced.
+  Result<std::vector<ElementBits>> outputs(const FunctionDef& def, const TensorStore& store,
+                                           const DeviceMemory& memory,
+                                           std::span<const TensorId> inputs);
+
+ private:
+  struct Scratch;
+  Result<std::vector<ElementBits>> run(Scratch& s, const FunctionDef& def,
+                                       const TensorStore& store, const DeviceMemory& memory,
+                                       std::span<const TensorId> inputs);
+  // Made on first use; dropped (and made again) when a call failed midway,
+  // so that nothing a failed call held lingers.
+  std::unique_ptr<Scratch> scratch_;
+};
 
 }  // namespace capsim

@@ -23,6 +23,8 @@
 
 namespace capsim {
 
+class EagerOracle;  // sim/core/eager_oracle.hpp
+
 // PyTorch's counters that tests assert on, plus capsim's own tallies.
 struct Counters {
   std::uint64_t graphs_recorded = 0;  // graph_counter
@@ -80,8 +82,10 @@ struct SimContext {
   std::vector<Event>& events;
   Counters& counters;
   GenerationState& generations;
-  // Compare every replay's outputs with an eager run on the same inputs.
+  // Compare every replay's outputs with an eager run on the same inputs, run
+  // by `oracle` (the World's; set whenever verify_replays is).
   bool verify_replays = false;
+  EagerOracle* oracle = nullptr;
   Fault fault = Fault::kNone;  // a kTree fault (model/fault.hpp), checked by World
   std::uint32_t action = 0;    // the program action being run
   // Emit a `device` event after each record and replay (WorldOptions).

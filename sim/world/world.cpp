@@ -46,6 +46,7 @@ World::World(WorldOptions options)
       ctx_{memory_,         allocator_, refs_,     backend_,
            options_.config, events_,    counters_, generations_} {
   ctx_.verify_replays = options_.verify_replays;
+  ctx_.oracle = &oracle_;
   CAPSIM_CHECK_FAULT_SITE(options_.fault, FaultSite::kTree);
   ctx_.fault = options_.fault;
   ctx_.device_evidence = options_.device_evidence;

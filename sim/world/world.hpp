@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "model/rng.hpp"
+#include "sim/core/eager_oracle.hpp"
 #include "sim/trees/sim_context.hpp"
 #include "sim/trees/tree_manager.hpp"
 #include "sim/world/dynamo.hpp"
@@ -284,6 +285,7 @@ class World {
   std::vector<Event> events_;
   Counters counters_;
   GenerationState generations_;
+  EagerOracle oracle_;  // P-replay's eager runs (verify_replays)
   SimContext ctx_;
   const Program* program_ = nullptr;
 

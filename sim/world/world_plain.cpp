@@ -70,7 +70,7 @@ Result<std::vector<TensorId>> World::replay_plain(const FunctionDef& def, PlainG
                                                   const std::vector<TensorId>& inputs) {
   std::optional<std::vector<ElementBits>> expected;
   if (options_.verify_replays) {
-    CAPSIM_TRY_ASSIGN(expected, eager_reference_outputs(def, store_, memory_, inputs));
+    CAPSIM_TRY_ASSIGN(expected, oracle_.outputs(def, store_, memory_, inputs));
   }
   CAPSIM_TRY(copy_into_plain_surface(def, graph, inputs));
   if (options_.verify_replays) {
