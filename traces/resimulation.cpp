@@ -220,12 +220,8 @@ class Resimulator : public TraceVisitor {
   }
 
   void diverge(std::size_t line, std::string field, std::string recorded, std::string predicted) {
-    report_.divergence = Divergence{line,
-                                    std::move(field),
-                                    std::move(recorded),
-                                    std::move(predicted),
-                                    context_.lines(),
-                                    {}};
+    report_.divergence = Divergence{
+        line, std::move(field), std::move(recorded), std::move(predicted), context_.lines(), {}};
     predicted_.clear();
   }
 

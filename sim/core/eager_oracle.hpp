@@ -48,8 +48,8 @@ class EagerOracle {
 
  private:
   struct Scratch;
-  Result<std::vector<ElementBits>> run(Scratch& s, const FunctionDef& def,
-                                       const TensorStore& store, const DeviceMemory& memory,
+  Result<std::vector<ElementBits>> run(Scratch& s, const FunctionDef& def, const TensorStore& store,
+                                       const DeviceMemory& memory,
                                        std::span<const TensorId> inputs);
   // Made on first use; dropped (and made again) when a call failed midway,
   // so that nothing a failed call held lingers.

@@ -164,8 +164,8 @@ Result<CallOutcome> TreeManager::execute_node(GraphId id, std::vector<TensorId>&
   std::optional<std::vector<ElementBits>> expected;
   if (ctx_.verify_replays) {
     CAPSIM_CHECK(ctx_.oracle != nullptr, "verify_replays comes with an oracle");
-    CAPSIM_TRY_ASSIGN(expected, ctx_.oracle->outputs(*functions_[graphs_[id].fid].def,
-                                                     ctx_.store(), ctx_.memory, inputs));
+    CAPSIM_TRY_ASSIGN(expected, ctx_.oracle->outputs(*functions_[graphs_[id].fid].def, ctx_.store(),
+                                                     ctx_.memory, inputs));
   }
   // The pointers the replay finds at the static positions, before managed
   // inputs leave the list; a trace checks them against the recording's (a
