@@ -69,16 +69,33 @@ void apply_min_partition_size(const FunctionDef& def, const CudagraphConfig& con
   pieces = std::move(merged);
 }
 
-// The piece's own body, its inputs (graph values from outside it, in value
-// order) and outputs (its values that later ops or the graph's outputs use).
+// The value a view (chain) of `v` is a view of: Inductor never makes a view
+// a buffer of its own (a ReinterpretView is named after its base), so a
+// partition's signature names the base (Scheduler.
+// get_graph_partition_signature) and the view is made again inside it
+// (reinterpret_tensor). A view of a static input made in eager code between
+// partitions thus reaches the next partition as the static input itself,
+// not as a non-static input that a replay would copy.
+ValueIndex view_root(const FunctionDef& def, ValueIndex v) {
+  const auto n = static_cast<ValueIndex>(def.num_inputs());
+  while (v >= n && launches_no_kernel(def.ops[v - n].kind)) v = def.ops[v - n].args.at(0);
+  return v;
+}
+
+// The piece's own body, its inputs (graph values from outside it, views
+// replaced by their bases, in value order) and outputs (its values that
+// later ops, by their bases, or the graph's outputs use).
 void build_piece_body(const FunctionDef& def, Segment& s, std::uint32_t eager_index) {
   const auto n = static_cast<ValueIndex>(def.num_inputs());
   const ValueIndex first = n + s.begin;
   const ValueIndex past = n + s.end;
   std::vector<bool> used_from_outside(n + def.ops.size(), false);
+  std::vector<ValueIndex> outside_views;  // made again at the top of the body
   for (std::uint32_t k = s.begin; k < s.end; ++k) {
     for (ValueIndex v : def.ops[k].args) {
-      if (v < first) used_from_outside[v] = true;
+      if (v >= first) continue;
+      used_from_outside[view_root(def, v)] = true;
+      if (view_root(def, v) != v) outside_views.push_back(v);
     }
   }
   for (ValueIndex v = 0; v < first; ++v) {
@@ -86,7 +103,7 @@ void build_piece_body(const FunctionDef& def, Segment& s, std::uint32_t eager_in
   }
   std::vector<bool> used_later(n + def.ops.size(), false);
   for (std::size_t k = s.end; k < def.ops.size(); ++k) {
-    for (ValueIndex v : def.ops[k].args) used_later[v] = true;
+    for (ValueIndex v : def.ops[k].args) used_later[view_root(def, v)] = true;
   }
   for (ValueIndex v : def.outputs) used_later[v] = true;
   for (ValueIndex v = first; v < past; ++v) {
@@ -110,7 +127,24 @@ void build_piece_body(const FunctionDef& def, Segment& s, std::uint32_t eager_in
     if (in(def.static_input_idxs)) body.static_input_idxs.push_back(i);
     if (in(def.param_input_idxs)) body.param_input_idxs.push_back(i);
   }
-  const auto m = static_cast<ValueIndex>(s.inputs.size());
+  // The outside views this piece reads, made again from its inputs: each
+  // view op of a chain once, bases first (value order is SSA order).
+  std::vector<bool> made(n + def.ops.size(), false);
+  for (ValueIndex v : s.inputs) made[v] = true;
+  std::sort(outside_views.begin(), outside_views.end());
+  std::vector<ValueIndex> chain;
+  for (ValueIndex v : outside_views) {
+    for (ValueIndex c = v; !made[c]; c = def.ops[c - n].args.at(0)) chain.push_back(c);
+    for (auto it = chain.rbegin(); it != chain.rend(); ++it) {
+      local[*it] = static_cast<ValueIndex>(s.inputs.size() + body.ops.size());
+      BodyOp op = def.ops[*it - n];
+      for (ValueIndex& a : op.args) a = local[a];
+      body.ops.push_back(std::move(op));
+      made[*it] = true;
+    }
+    chain.clear();
+  }
+  const auto m = static_cast<ValueIndex>(s.inputs.size() + body.ops.size());
   for (std::uint32_t k = s.begin; k < s.end; ++k) {
     local[n + k] = m + (k - s.begin);
     BodyOp op = def.ops[k];

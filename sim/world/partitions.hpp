@@ -62,8 +62,10 @@ struct Segment {
   bool cudagraphed = false;
   std::uint32_t partition = 0;  // among the cudagraphed pieces, from 0
   // The piece as a body of its own: the graph's values it reads become its
-  // inputs (`inputs` names them), the values later pieces or the graph's
-  // outputs use become its outputs (`outputs`).
+  // inputs (`inputs` names them; a view made outside the piece is read
+  // through its base, and made again at the top of the body, as Inductor's
+  // partition signature names a ReinterpretView's base), the values later
+  // pieces or the graph's outputs use become its outputs (`outputs`).
   FunctionDef def;
   std::vector<ValueIndex> inputs;
   std::vector<ValueIndex> outputs;

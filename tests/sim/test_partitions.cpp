@@ -67,6 +67,34 @@ TEST_CASE("partitions: pieces read what they need and return what later pieces u
   CHECK_FALSE(lowering_skip(d, under(TorchProfile::k2_9), false).has_value());
 }
 
+TEST_CASE("partitions: a view made outside a partition reaches it as its base") {
+  // x (static) -> a = x + x; v = alias(x) [cut]; x.add_(x); r = v + x.
+  // Inductor makes no buffer of a view (a ReinterpretView is named after its
+  // base), so the second partition takes x, static, and makes v again; were
+  // v a partition input of its own it would be copied at replay, before the
+  // in-place add, and the replay would read the old x (capsim check, seed
+  // 43155764484672, case 142; properties/regressions/).
+  FunctionBuilder f("f", CompilationMode::kInference, {"primals_1"});
+  f.static_inputs({0});
+  const ValueIndex x = f.input(0);
+  (void)f.add(x, x);
+  const ValueIndex v = f.alias(x);
+  (void)f.add_(x, x);
+  FunctionDef d = f.returns({f.add(v, x)});
+  d.partition_cuts = {{1, 2, PartitionCutReason::kCpu}};
+  const auto pieces = partition_function(d, under(TorchProfile::k2_15), false);
+  REQUIRE(pieces.has_value());
+  REQUIRE(pieces->size() == 3);
+  const Segment& p1 = (*pieces)[2];
+  CHECK(p1.inputs == std::vector<ValueIndex>{0});
+  CHECK(p1.def.static_input_idxs == std::vector<std::uint32_t>{0});
+  REQUIRE(p1.def.ops.size() == 3);
+  CHECK(p1.def.ops[0].kind == BodyOpKind::kAlias);  // v, made again from the input
+  CHECK(p1.def.ops[2].args == std::vector<ValueIndex>{1, 0});
+  // The cut no longer hands v on: nothing later reads it but through x.
+  CHECK((*pieces)[1].outputs.empty());
+}
+
 TEST_CASE("partitions: which release skips and which cuts, rule by rule") {
   const FunctionDef unsafe = four_ops(PartitionCutReason::kCudagraphUnsafe);
   // 2.9 checks the unsafe op with partitions on; 2.10 leaves it to the partitioner.
