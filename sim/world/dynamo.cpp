@@ -67,7 +67,7 @@ CompileCache::Lookup CompileCache::find(const FunctionDef* def,
     bool guards_hold = true;
     for (std::size_t g = 0; g < e.guarded_positions.size() && guards_hold; ++g) {
       CAPSIM_CHECK(e.guarded_positions[g] < args.size(), "a guard names an argument");
-      guards_hold = args[e.guarded_positions[g]].data_ptr == e.guarded_ptrs[g];
+      guards_hold = args[e.guarded_positions[g]].object == e.guarded_objects[g];
     }
     if (guards_hold) {
       out.hit = &e.compiled;
@@ -86,7 +86,7 @@ CompiledEntry& CompileCache::insert(const FunctionDef* def,
   for (std::uint32_t i = 0; i < args.size(); ++i) {
     if (!args[i].static_guard.value_or(false)) continue;
     e.guarded_positions.push_back(i);
-    e.guarded_ptrs.push_back(args[i].data_ptr);
+    e.guarded_objects.push_back(args[i].object);
   }
   std::vector<Entry>& list = entries_[def];
   list.push_back(std::move(e));

@@ -2,9 +2,11 @@
 // cudagraph tree manager sees a call.
 //
 // Dynamo (torch/_dynamo) keeps a cache of compiled entries per function, each
-// for one int key and guarded on the data pointers of the inputs marked with
-// mark_static_address(guard=True) (DATA_PTR_MATCH): a call that matches no
-// entry of a key already seen is a recompile. Inductor, compiling an entry,
+// for one int key and guarded on the identity of the inputs marked with
+// mark_static_address(guard=True) (ID_MATCH, VariableBuilder.wrap_tensor;
+// the function's docstring says the data_ptr is guarded, the code guards the
+// Python object, so `t.data = new` keeps the entry and a new tensor misses):
+// a call that matches no entry of a key already seen is a recompile. Inductor, compiling an entry,
 // computes its static_input_idxs (the graph's own, the params when
 // inline_inbuilt_nn_modules, the guarded inputs), demotes the unaligned ones
 // (remove_unaligned_input_idxs, torch/_inductor/utils.py), and skips
@@ -43,6 +45,7 @@ struct DynamoArg {
   Address data_ptr = 0;
   bool parameter = false;
   std::optional<bool> static_guard;  // mark_static_address(guard=...)
+  std::uint64_t object = 0;          // the Python object's identity (id())
 };
 
 // The static inputs of a first compile: `idxs` sorted, and the unaligned ones
@@ -106,7 +109,7 @@ class CompileCache {
   // The first entry of `def` whose int key and guards match `args`.
   Lookup find(const FunctionDef* def, const std::vector<std::int64_t>& int_key,
               std::span<const DynamoArg> args) const;
-  // A new entry for this call, guarding the pointers of its guarded inputs;
+  // A new entry for this call, guarding the identities of its guarded inputs;
   // the caller fills in `compiled`.
   CompiledEntry& insert(const FunctionDef* def, const std::vector<std::int64_t>& int_key,
                         std::span<const DynamoArg> args);
@@ -119,7 +122,7 @@ class CompileCache {
   struct Entry {
     std::vector<std::int64_t> int_key;
     std::vector<std::uint32_t> guarded_positions;
-    std::vector<Address> guarded_ptrs;
+    std::vector<std::uint64_t> guarded_objects;
     CompiledEntry compiled;
   };
   // Entries are only appended: the reference `insert` returns stays valid

@@ -449,7 +449,7 @@ Result<std::vector<DynamoArg>> World::dynamo_args(const std::vector<std::uint64_
   for (std::uint64_t a : args) {
     const PyObject& o = objects_.at(a);
     CAPSIM_TRY_ASSIGN(const Address ptr, store_.data_address(o.tensor));
-    out.push_back({ptr, o.parameter, o.static_guard});
+    out.push_back({ptr, o.parameter, o.static_guard, a});
   }
   return out;
 }

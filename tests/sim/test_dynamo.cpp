@@ -41,17 +41,22 @@ TEST_CASE("dynamo: static inputs are the graph's, the params and the guarded, le
   CHECK_FALSE(is_aligned(0x7f0000000204));
 }
 
-TEST_CASE("dynamo: a guarded pointer that moves misses, and the miss is a recompile") {
+TEST_CASE("dynamo: a guarded tensor replaced by another misses, and the miss is a recompile") {
   const FunctionDef d = def_with({}, {}, 2);
   CompileCache cache;
-  std::vector<DynamoArg> args = {{0x1000, false, true}, {0x2000, false, std::nullopt}};
+  std::vector<DynamoArg> args = {{0x1000, false, true, 1}, {0x2000, false, std::nullopt, 2}};
   CHECK(cache.find(&d, {}, args).hit == nullptr);
   CHECK_FALSE(cache.find(&d, {}, args).recompile);  // never seen: a first compile
   cache.insert(&d, {}, args).fid = FunctionId{0};
   CHECK(cache.find(&d, {}, args).hit->fid == FunctionId{0});
   args[1].data_ptr = 0x9000;  // not guarded: still a hit
+  args[1].object = 7;
   CHECK(cache.find(&d, {}, args).hit != nullptr);
-  args[0].data_ptr = 0x8000;  // guarded: DATA_PTR_MATCH fails
+  // Guarded, the same object with new storage (`t.data = new`): ID_MATCH
+  // holds (the tree manager then sees a moved static input).
+  args[0].data_ptr = 0x8000;
+  CHECK(cache.find(&d, {}, args).hit != nullptr);
+  args[0].object = 3;  // guarded, another tensor: ID_MATCH fails
   const CompileCache::Lookup moved = cache.find(&d, {}, args);
   CHECK(moved.hit == nullptr);
   CHECK(moved.recompile);

@@ -3,6 +3,7 @@
 // a program is simulated first; what-if edits and their ranking.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 
@@ -121,6 +122,21 @@ TEST_CASE("explain: a recorded PyTorch capture cites the cache-miss rule its mes
 }
 
 const std::string kPrograms = std::string(CAPSIM_SOURCE_DIR) + "/traces/programs";
+
+TEST_CASE("explain: guard=True guards the object: .data re-records, a new tensor recompiles") {
+  Result<ObservedRun> run = observe_file(kPrograms + "/guarded_static_data_reassigned.jsonl");
+  REQUIRE(run.ok());
+  std::vector<std::pair<std::size_t, std::string>> decisions;
+  for (const Explanation& e : explain(*run, std::nullopt))
+    decisions.emplace_back(e.action, e.event);
+  const auto has = [&](std::size_t action, const std::string& event) {
+    return std::find(decisions.begin(), decisions.end(), std::pair{action, event}) !=
+           decisions.end();
+  };
+  CHECK(has(6, "record:static_input_idx_mismatch"));  // y.data = new: the same object
+  CHECK_FALSE(has(6, "compile:guard_failure"));
+  CHECK(has(9, "compile:guard_failure"));  // another tensor bound to y
+}
 
 TEST_CASE("what-if: marking a persistent buffer static removes its copies, nothing else") {
   Result<ObservedRun> run = observe_file(kPrograms + "/persistent_buffer_copied.jsonl");
