@@ -1,6 +1,5 @@
 #include "sim/core/eager_oracle.hpp"
 
-#include <cstring>
 #include <map>
 
 #include "model/caching_allocator.hpp"

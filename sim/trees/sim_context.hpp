@@ -94,6 +94,9 @@ struct SimContext {
   void emit(EventKind kind, std::vector<EventField> fields) {
     CAPSIM_CHECK(events.size() < kMaxEvents, "event limit reached");
     check_event_shape(kind, fields);
+    // Every error the model raises is an `error` event, so this is the one
+    // place that counts them.
+    if (kind == EventKind::kError) ++counters.errors;
     events.push_back(Event{kind, action, std::move(fields)});
   }
   TensorStore& store() { return refs.store(); }
@@ -128,7 +131,6 @@ struct SimContext {
       if (t == TensorId{0}) continue;
       auto tensor = store().tensor(t);
       if (!tensor || !refs.access_error(tensor->storage)) continue;
-      ++counters.errors;
       std::vector<EventField> fields{{F::id, "E1"}, {F::exception, "RuntimeError"}};
       if (!where.empty()) fields.push_back({F::where, std::move(where)});
       fields.push_back(

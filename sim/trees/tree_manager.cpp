@@ -209,7 +209,6 @@ Result<CallOutcome> TreeManager::skip_or_fallback(FunctionId fid, std::vector<Te
   // cudagraph_or_error: log_cudagraph_skip_and_bump_counter raises after it
   // logged; the skip is remembered, so the next call runs eagerly.
   CAPSIM_TRY(drop_all(inputs));
-  ++ctx_.counters.errors;
   ctx_.emit(EventKind::kError, {{F::id, "E8"},
                                 {F::exception, "RuntimeError"},
                                 {F::where, "run"},
@@ -233,7 +232,6 @@ Result<CallOutcome> TreeManager::run(FunctionId fid, std::vector<TensorId> input
   CAPSIM_CHECK(fid < functions_.size(), "run of an unknown FunctionId");
   if (shut_down_) {
     CAPSIM_TRY(drop_all(inputs));
-    ++ctx_.counters.errors;
     ctx_.emit(EventKind::kError, {{F::id, "A1"},
                                   {F::exception, "AssertionError"},
                                   {F::message, messages::after_shutdown()}});

@@ -94,7 +94,6 @@ bool TreeManager::raise_if_recorded_dead_is_live(GraphId id) {
   const std::vector<NodeRef> path = path_to(current_);
   for (const PathIndex& i : graphs_[id].expected_dead_indices_after_graph) {
     if (i.depth < path.size() && is_live(node_outputs(path[i.depth])[i.index])) {
-      ++ctx_.counters.errors;
       ctx_.emit(EventKind::kError, {{F::id, "E3"},
                                     {F::exception, "RuntimeError"},
                                     {F::graph, id},
@@ -117,7 +116,6 @@ Result<bool> TreeManager::raise_if_static_pointers_changed(const GraphNode& node
     if (ptr != old_ptr) changes.push_back({fn.def->input_names[i], old_ptr, ptr});
   }
   if (changes.empty()) return false;
-  ++ctx_.counters.errors;
   ctx_.emit(EventKind::kError, {{F::id, "E4"},
                                 {F::exception, "RuntimeError"},
                                 {F::graph, node.id},

@@ -94,8 +94,9 @@ void build_piece_body(const FunctionDef& def, Segment& s, std::uint32_t eager_in
   for (std::uint32_t k = s.begin; k < s.end; ++k) {
     for (ValueIndex v : def.ops[k].args) {
       if (v >= first) continue;
-      used_from_outside[view_root(def, v)] = true;
-      if (view_root(def, v) != v) outside_views.push_back(v);
+      const ValueIndex base = view_root(def, v);
+      used_from_outside[base] = true;
+      if (base != v) outside_views.push_back(v);
     }
   }
   for (ValueIndex v = 0; v < first; ++v) {

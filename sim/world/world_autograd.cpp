@@ -197,7 +197,6 @@ Status World::backward_of(const Backward& a, std::uint64_t root_object,
   CAPSIM_TRY_ASSIGN(const std::optional<BackwardRaise> raise,
                     backward_raise(e, root, options, compiled));
   if (raise) {
-    ++counters_.errors;
     ctx_.emit(EventKind::kError,
               {{F::id, raise->id}, {F::exception, "RuntimeError"}, {F::message, raise->message}});
     return {};
@@ -210,7 +209,6 @@ Status World::backward_of(const Backward& a, std::uint64_t root_object,
     // AccumulateGrads wrote .grad, its nodes released their saved state).
     take_grads_from_engine();
     CAPSIM_TRY(drop_released_saved_tensors());
-    ++counters_.errors;
     ctx_.emit(EventKind::kError,
               {{F::id, "G3"}, {F::exception, "RuntimeError"}, {F::message, kErrBackwardTwice}});
     return {};

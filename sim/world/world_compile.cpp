@@ -37,7 +37,6 @@ void World::emit_compile_skip(const FunctionDef& def, const CompiledEntry& entry
   ctx_.emit(EventKind::kSkip, std::move(fields));
   if (entry.kind != EntryKind::kRaises) return;
   // log_cudagraph_skip_and_bump_counter raises once it has logged.
-  ++counters_.errors;
   ctx_.emit(EventKind::kError, {{F::id, "E8"},
                                 {F::exception, "RuntimeError"},
                                 {F::where, "compile"},

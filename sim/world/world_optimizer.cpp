@@ -271,7 +271,6 @@ Status World::do_zero_grad(const ZeroGrad& a) {
     for (std::size_t i = 0; i < opt.params.size(); ++i) {
       const PyObject& p = objects_.at(opt.params[i]);
       if (p.grad && objects_.at(*p.grad).static_guard) {
-        ++counters_.errors;
         ctx_.emit(EventKind::kError,
                   {{F::id, "Z1"},
                    {F::exception, "RuntimeError"},
