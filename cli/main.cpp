@@ -296,7 +296,7 @@ Subcommand add_explain(CLI::App& root) {
   sub->add_option("--action", o->action, "Only the decisions of this action (its index)");
   sub->add_flag("--json", o->json, "One JSON object: file, simulated, explanations");
   sub->add_option("--what-if", o->what_if,
-                  "Re-simulate with one edit and show the difference: mark-static=NAME, "
+                  "Re-simulate with one edit and show the difference: mark-static=NAME[,NAME...], "
                   "mark-step-begin@N, clone=NAME[@N], detach=NAME[@N], set-to-none=false, "
                   "'config KEY=VALUE', torch=VERSION, or auto (every edit that applies, best "
                   "first)");

@@ -20,6 +20,7 @@ namespace {
 Json newer_config_to_json(const CudagraphConfig& c) {
   Json j = Json::object();
   const CudagraphConfig d;
+  if (!c.cudagraphs) j["cudagraphs"] = false;
   if (c.graph_partition) j["graph_partition"] = *c.graph_partition;
   if (c.cudagraph_min_partition_size != d.cudagraph_min_partition_size) {
     j["cudagraph_min_partition_size"] = c.cudagraph_min_partition_size;
@@ -84,6 +85,7 @@ Result<std::vector<std::vector<std::int64_t>>> read_capture_sizes(ObjectReader& 
 }
 
 Status newer_config_from_json(ObjectReader& r, CudagraphConfig& c) {
+  if (r.has("cudagraphs")) CAPSIM_TRY(assign(c.cudagraphs, r.boolean("cudagraphs")));
   if (r.has("graph_partition")) {
     CAPSIM_TRY_ASSIGN(const bool v, r.boolean("graph_partition"));
     c.graph_partition = v;

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <map>
 
 #include "traces/explain_rules.hpp"
@@ -17,6 +18,30 @@ class InputNames {
  public:
   void see(const Action& a) {
     if (const auto* c = std::get_if<CreateOptimizer>(&a)) optimizers_[c->name] = c->params;
+    if (const auto* t = std::get_if<NewTensor>(&a)) {
+      std::int64_t n = 1;
+      for (std::int64_t d : t->sizes) n *= d;
+      numel_[t->name] = n;
+    }
+  }
+  // An optimizer step's grads that `static_idxs` leaves out (the compiled
+  // step's inputs n..2n-1 for n params with a grad), and their float32 bytes.
+  std::pair<std::vector<std::string>, std::int64_t> grads_not_static(
+      const Action& a, const IntList& static_idxs, std::string_view function) const {
+    const auto* s = std::get_if<OptimizerStep>(&a);
+    auto it = s ? optimizers_.find(s->name) : optimizers_.end();
+    if (it == optimizers_.end()) return {};
+    const std::vector<std::string> params = kept_params(it->second, function);
+    std::vector<std::string> out;
+    std::int64_t bytes = 0;
+    for (std::size_t k = 0; k < params.size(); ++k) {
+      const auto i = static_cast<std::int64_t>(params.size() + k);
+      if (std::find(static_idxs.begin(), static_idxs.end(), i) != static_idxs.end()) continue;
+      out.push_back(params[k] + ".grad");
+      auto n = numel_.find(params[k]);
+      if (n != numel_.end()) bytes += 4 * n->second;
+    }
+    return {out, bytes};
   }
   // `function` names the step's graph: "opt.step[0, 2]" when only params 0
   // and 2 had a grad (the World's naming), so input k is param kept[k].
@@ -64,6 +89,7 @@ class InputNames {
 
  private:
   std::map<std::string, std::vector<std::string>> optimizers_;
+  std::map<std::string, std::int64_t> numel_;  // by tensor name, from new_tensor
 };
 
 std::string text_or(const Event& e, FieldKey k, std::string_view fallback) {
@@ -89,7 +115,10 @@ std::string rule_key(const Event& e) {
     case EventKind::kEager:
     case EventKind::kCaCacheMiss: return kind + ":" + text_or(e, F::reason, "");
     case EventKind::kCompile:
-      return e.has(F::recompile) ? kind + ":" + text_or(e, F::reason, "guard_failure") : "";
+      // A first compile is explained only where its grads are not static
+      // (explain() decides, as it needs the program's names).
+      return e.has(F::recompile) ? kind + ":" + text_or(e, F::reason, "guard_failure")
+                                 : "compile:grads_not_static";
     case EventKind::kCaGraph: {
       const bool* captured = e.get_if<bool>(F::captured);
       return captured && *captured && int_or(e, F::backward, 0) > 0 ? "ca_graph:captured" : "";
@@ -201,8 +230,18 @@ Account account_of(const Event& e, const Action& a, ExplainState& st) {
               {name}};
     }
     case EventKind::kEager: return {fmt::format("'{}' ran without a CUDA graph.", f), {}};
-    case EventKind::kCompile:
-      return {fmt::format("Dynamo traced '{}' again: a new FunctionId.", f), {}};
+    case EventKind::kCompile: {
+      if (e.has(F::recompile))
+        return {fmt::format("Dynamo traced '{}' again: a new FunctionId.", f), {}};
+      const IntList* idxs = e.get_if<IntList>(F::static_input_idxs);
+      auto [grads, bytes] = idxs ? st.names.grads_not_static(a, *idxs, f)
+                                 : std::pair<std::vector<std::string>, std::int64_t>{};
+      return {fmt::format("Dynamo compiled '{}'; {} of its grads are not among its static "
+                          "inputs: under mode=\"reduce-overhead\" every replay would copy them "
+                          "in ({} bytes per step).",
+                          f, grads.size(), bytes),
+              grads};
+    }
     case EventKind::kCaCacheMiss: return {text_or(e, F::message, "a cache miss"), {}};
     case EventKind::kCaGraph:
       return {fmt::format("Backward {} was captured again instead of reusing the cached graph.",
@@ -227,6 +266,7 @@ std::vector<Explanation> explain(const ObservedRun& run, std::optional<std::size
     if (key.empty() || e.action >= run.actions.size()) continue;
     const Action& a = run.actions[e.action];
     Account account = account_of(e, a, st);  // always: it tracks the recordings
+    if (key == "compile:grads_not_static" && account.inputs.empty()) continue;
     if (!run.event_messages[i].empty()) account.what += " PyTorch: " + run.event_messages[i];
     if (const std::optional<std::string> moved = explain_rerecord(run.actions, e)) {
       const std::size_t cut = moved->find("; ");

@@ -197,6 +197,16 @@ const std::vector<ExplainRule> kRules = {
      "guard on the state's length fails at the second step, which is traced again with the "
      "buffers as static inputs (torch/optim/sgd.py _init_group).",
      "Nothing to fix: it happens once per optimizer."},
+    {"compile:grads_not_static", "compiled the optimizer step; its grads are not static",
+     "When Dynamo traces a step, the compiled optimizer marks every param and state tensor with "
+     "mark_static_address, but not the grads, which come from the backward "
+     "(OptimizerVariable.map_sources_and_install_guards and wrap_tensor in "
+     "torch/_dynamo/variables/optimizer.py; it logs the same as a perf hint). Inductor passes "
+     "only the marked inputs on as static_input_idxs, so cudagraph trees copy each grad into its "
+     "placeholder before every replay.",
+     "If the grads keep their storage from step to step (zero_grad(set_to_none=False)), mark "
+     "each one after the first backward with torch._dynamo.mark_static_address(p.grad); on the "
+     "CPU nothing is copied and nothing needs fixing."},
     {"ca_cache_miss:new_autograd_node", "compiled autograd: a new graph",
      "Compiled autograd keys its cache on each node's class and fields "
      "(torch/csrc/dynamo/python_compiled_autograd.cpp, CacheNode::lookup); a node it has not "

@@ -1,6 +1,7 @@
 #include "traces/what_if.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <charconv>
@@ -25,8 +26,13 @@ struct Variant {
   Program program;
 };
 
+// What-ifs ask what the tree manager would do, so a trace that ran without
+// CUDA graphs (a CPU recording) is re-simulated with them on, as on a GPU
+// under mode="reduce-overhead"; `config cudagraphs=false` turns them off.
 Variant original(const ObservedRun& run) {
-  return {run.header.config, run.header.seed, Program{run.functions, run.actions}};
+  Variant v{run.header.config, run.header.seed, Program{run.functions, run.actions}};
+  v.config.cudagraphs = true;
+  return v;
 }
 
 Result<RunSummary> simulate(const Variant& v) {
@@ -60,20 +66,28 @@ bool binds(const Action& a, const std::string& name) {
   return g != nullptr && g->param + ".grad" == name;
 }
 
-Result<Variant> mark_static(Variant v, const std::string& edit, const std::string& name) {
-  std::vector<Action> out;
-  bool found = false;
-  for (Action& a : v.program.actions) {
-    const bool b = binds(a, name);
-    out.push_back(std::move(a));
-    if (b) {
-      out.push_back(MarkStatic{name, false});
-      found = true;
+// `mark-static=NAME[,NAME...]`: a mark after every action that binds each.
+Result<Variant> mark_static(Variant v, const std::string& edit, const std::string& names) {
+  std::size_t from = 0;
+  while (true) {
+    const std::size_t comma = names.find(',', from);
+    const std::string name = names.substr(from, comma - from);
+    if (name.empty()) return bad_edit(edit, "expected a tensor's name between commas");
+    std::vector<Action> out;
+    bool found = false;
+    for (Action& a : v.program.actions) {
+      const bool b = binds(a, name);
+      out.push_back(std::move(a));
+      if (b) {
+        out.push_back(MarkStatic{name, false});
+        found = true;
+      }
     }
+    if (!found) return bad_edit(edit, fmt::format("no action binds a tensor named '{}'", name));
+    v.program.actions = std::move(out);
+    if (comma == std::string::npos) return v;
+    from = comma + 1;
   }
-  if (!found) return bad_edit(edit, fmt::format("no action binds a tensor named '{}'", name));
-  v.program.actions = std::move(out);
-  return v;
 }
 
 // The action index after '@', which must name an action of the program.
@@ -190,7 +204,7 @@ Result<Variant> edited(const ObservedRun& run, const std::string& edit) {
     return v;
   }
   return bad_edit(edit,
-                  "unknown edit (mark-static=NAME, mark-step-begin@N, clone=NAME[@N], "
+                  "unknown edit (mark-static=NAME[,NAME...], mark-step-begin@N, clone=NAME[@N], "
                   "detach=NAME[@N], set-to-none=false, config KEY=VALUE, torch=VERSION, auto)");
 }
 
@@ -200,6 +214,7 @@ Result<WhatIf> what_if(const ObservedRun& run, const std::string& edit) {
   CAPSIM_TRY_ASSIGN(const Variant v, edited(run, edit));
   WhatIf w;
   w.edit = edit;
+  w.as_on_a_gpu = !run.header.config.cudagraphs;
   CAPSIM_TRY_ASSIGN(w.before, simulate(original(run)));
   Result<RunSummary> after = simulate(v);
   if (!after) {
@@ -229,6 +244,9 @@ std::vector<std::string> candidates(const ObservedRun& run) {
   for (const Explanation& e : explain(run, std::nullopt)) {
     if (e.event == "copy_in") {
       for (const std::string& name : e.inputs) out.insert("mark-static=" + name);
+    }
+    if (e.event == "compile:grads_not_static") {
+      out.insert(fmt::format("mark-static={}", fmt::join(e.inputs, ",")));
     }
     if (e.event.starts_with("error:") || e.event.starts_with("warning:")) {
       out.insert(fmt::format("mark-step-begin@{}", e.action));
@@ -272,12 +290,16 @@ std::string what_if_text(const WhatIf& w) {
   if (w.refused)
     return fmt::format("what-if {}: the edited program is refused: {}", w.edit, *w.refused);
   const RunSummary &a = w.before, &b = w.after;
+  const std::string_view note =
+      w.as_on_a_gpu ? " (both with CUDA graphs, as on a GPU under mode=\"reduce-overhead\"; the "
+                      "trace ran without them)"
+                    : "";
   return fmt::format(
       "what-if {}: recorded {} -> {}, re-recorded {} -> {}, replays {} -> {}, copies {} ({} B) -> "
-      "{} ({} B), recompiles {} -> {}, errors {} -> {}, warnings {} -> {}",
+      "{} ({} B), recompiles {} -> {}, errors {} -> {}, warnings {} -> {}{}",
       w.edit, a.recorded, b.recorded, a.rerecorded, b.rerecorded, a.replays, b.replays, a.copies,
       a.copy_bytes, b.copies, b.copy_bytes, a.recompiles, b.recompiles, a.errors, b.errors,
-      a.warnings, b.warnings);
+      a.warnings, b.warnings, note);
 }
 
 Json what_if_json(const WhatIf& w) {
@@ -296,6 +318,7 @@ Json what_if_json(const WhatIf& w) {
   };
   Json j = Json::object();
   j["edit"] = w.edit;
+  if (w.as_on_a_gpu) j["as_on_a_gpu"] = true;
   j["before"] = summary(w.before);
   if (w.refused) {
     j["refused"] = *w.refused;

@@ -19,7 +19,9 @@
 //   auto                   every edit that applies, ranked by what it saves
 //
 // Both runs are capsim's: for a recorded PyTorch trace "before" is capsim's
-// simulation of the recorded program, not the recording.
+// simulation of the recorded program, not the recording. Both have CUDA
+// graphs on: a trace recorded without them (config cudagraphs false, a CPU
+// run) is asked what a GPU under mode="reduce-overhead" would do.
 #pragma once
 
 #include <optional>
@@ -41,6 +43,7 @@ struct WhatIf {
   std::string edit;
   RunSummary before, after;
   std::optional<std::string> refused;  // the edited program is bad input (why)
+  bool as_on_a_gpu = false;            // the trace ran without CUDA graphs; both runs have them
 };
 
 // One edit; bad input (an unknown tensor, an action past the end, an

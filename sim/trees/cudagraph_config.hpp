@@ -55,6 +55,12 @@ struct CudagraphConfig {
   TorchProfile torch_profile = TorchProfile::kClassic;
 
   // --- Compile-time knobs of newer releases (docs/cudagraph-trees.md, §2.5) --
+  // torch._inductor.config.triton.cudagraphs, which mode="reduce-overhead"
+  // turns on. Off: Inductor compiles each graph (the compile event keeps its
+  // static_input_idxs) and runs it without a tree, as on a CPU, where
+  // cudagraphify skips every graph; the PyTorch recorder's record() writes it
+  // off for its CPU runs.
+  bool cudagraphs = true;
   // torch._inductor.config.graph_partition; unset: the profile's default.
   std::optional<bool> graph_partition;
   // Partitions with fewer kernels than this run eagerly (2.12 on; 0: off).

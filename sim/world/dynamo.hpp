@@ -72,7 +72,8 @@ std::vector<std::uint32_t> mutated_non_static(std::span<const std::uint32_t> mut
   X(kSilentSkip, "silent_skip")                       /* dropped without a log (S4, partitions) */ \
   X(kNoPartitions, "no_partitions")                   /* partitioned, nothing left to cudagraph */ \
   X(kCaptureSizeBypass, "capture_size")               /* its int key is not a capture size */      \
-  X(kRerecordLimited, "dynamic_shape_rerecord_limit") /* past the 2.15 key limit */
+  X(kRerecordLimited, "dynamic_shape_rerecord_limit") /* past the 2.15 key limit */                \
+  X(kNoCudagraphs, "")                                /* triton.cudagraphs off: Inductor only */
 enum class EntryKind : std::uint8_t {
 #define CAPSIM_ENUM_(e, reason) e,
   CAPSIM_ENTRY_KINDS(CAPSIM_ENUM_)

@@ -118,11 +118,18 @@ bool World::bypasses_trees(const FunctionDef& def, const std::vector<std::int64_
 
 void World::compile(const FunctionDef& def, std::span<const DynamoArg> args,
                     const std::vector<std::int64_t>& int_key, CompiledEntry& entry) {
-  ensure_manager();
   const StaticInputs statics = static_input_idxs(def, args, options_.config);
   for (std::uint32_t i : statics.demoted) {
     ctx_.emit(EventKind::kAlignClone, {{F::function, def.name}, {F::input, i}, {F::demoted, true}});
   }
+  if (!options_.config.cudagraphs) {
+    // No cudagraphify at all: no skip is logged, no tree function is made.
+    entry.kind = EntryKind::kNoCudagraphs;
+    ctx_.emit(EventKind::kCompile,
+              {{F::function, def.name}, {F::static_input_idxs, int_list(statics.idxs)}});
+    return;
+  }
+  ensure_manager();
   const bool dynamic = !int_key.empty();
   if (std::optional<GraphSkip> skip = lowering_skip(def, options_.config, dynamic)) {
     return skip_graph(def, entry, skip->id, std::move(skip->message), {});
@@ -293,6 +300,11 @@ Result<Outputs> World::run_entry(const FunctionDef& def, const CompiledEntry& en
     case EntryKind::kNoPartitions:
     case EntryKind::kCaptureSizeBypass:
     case EntryKind::kRerecordLimited: break;
+    case EntryKind::kNoCudagraphs: {
+      // Inductor's own code, not a fallback: nothing to report.
+      CAPSIM_TRY_ASSIGN(std::vector<TensorId> outs, run_eagerly(def, inputs));
+      return Outputs{std::move(outs)};
+    }
   }
   CAPSIM_TRY_ASSIGN(std::vector<TensorId> outs, run_eagerly(def, inputs));
   ++counters_.eager_fallbacks;

@@ -63,6 +63,25 @@ TEST_CASE("SGD with momentum: the second step recompiles with the buffers static
   CHECK(count_where(w->events(), EventKind::kError, F::id, FieldValue(std::string("E1"))) == 2);
 }
 
+TEST_CASE("SGD with momentum and cudagraphs off (a CPU run): the same compiles, no tree, no E1") {
+  WorldOptions cpu;
+  cpu.config.cudagraphs = false;
+  auto w = run_program(sgd_loop(0.9f, 3), cpu);
+  CHECK(compiled_static_idxs(*w) == std::vector<IntList>{{0}, {0, 2}});
+  CHECK(w->counters().recompiles == 1);
+  for (const Event& e : w->events()) {
+    CHECK_MESSAGE(e.kind != EventKind::kError, format_event(e));
+    CHECK_MESSAGE(e.kind != EventKind::kWarmup, format_event(e));
+    CHECK_MESSAGE(e.kind != EventKind::kEager, format_event(e));  // Inductor's code, no fallback
+    if (e.kind == EventKind::kCompile) CHECK_FALSE(e.has(F::fid));
+  }
+  CHECK(w->counters().graphs_recorded == 0);
+  WorldOptions eager;
+  eager.all_eager = true;
+  auto reference = run_program(sgd_loop(0.9f, 3), eager);
+  CHECK(w->values("w").value() == reference->values("w").value());
+}
+
 TEST_CASE("SGD with momentum, eagerly: a clone of the grad first, then momentum and dampening") {
   WorldOptions eager;
   eager.all_eager = true;

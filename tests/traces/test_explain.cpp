@@ -229,11 +229,50 @@ TEST_CASE("what-if: a detach cuts the autograd graph, so backward of it raises G
   CHECK(what_if(*run, "clone=y@1")->after.errors == 0);
 }
 
+TEST_CASE("explain: a compiled optimizer step whose grads are not static names them") {
+  Result<ObservedRun> run =
+      observe_file(kCorpus + "/torch/2.11.0/launcher_compiled_optimizer.jsonl");
+  REQUIRE(run.ok());
+  CHECK_FALSE(run->header.config.cudagraphs);  // recorded on a CPU
+  std::vector<Explanation> steps;
+  for (Explanation& e : explain(*run, std::nullopt)) {
+    if (e.event == "compile:grads_not_static") steps.push_back(std::move(e));
+  }
+  // Adam's grads are not marked; SGD's are (head_weight.grad, head_bias.grad).
+  REQUIRE(steps.size() == 1);
+  CHECK(steps[0].function == "opt.step");
+  CHECK(steps[0].inputs == std::vector<std::string>{"model_0_weight.grad", "model_0_bias.grad",
+                                                    "model_2_weight.grad", "model_2_bias.grad"});
+  CHECK(steps[0].what.find("(196 bytes per step)") != std::string::npos);
+
+  // The what-if asks what a GPU would do: marking all four ends the copies.
+  const std::string all =
+      "mark-static=model_0_weight.grad,model_0_bias.grad,"
+      "model_2_weight.grad,model_2_bias.grad";
+  Result<WhatIf> w = what_if(*run, all);
+  REQUIRE(w.ok());
+  CHECK(w->as_on_a_gpu);
+  CHECK(w->before.copy_bytes == 196);
+  CHECK(w->after.copies == 0);
+  CHECK(w->after.rerecorded == 0);
+  Result<std::vector<WhatIf>> ranked = what_if_auto(*run);
+  REQUIRE(ranked.ok());
+  REQUIRE(!ranked->empty());
+  CHECK(ranked->front().edit == all);
+  // With CUDA graphs off, as recorded, nothing is copied to save.
+  Result<WhatIf> off = what_if(*run, "config cudagraphs=false");
+  REQUIRE(off.ok());
+  CHECK(off->after.copies == 0);
+  CHECK(off->after.recorded == 0);
+}
+
 TEST_CASE("what-if: bad edits name the field") {
   Result<ObservedRun> run = observe_file(kPrograms + "/static_weight_copied_input.jsonl");
   REQUIRE(run.ok());
   for (const auto& [edit, why] : std::vector<std::pair<std::string, std::string>>{
            {"mark-static=nope", "no action binds a tensor named 'nope'"},
+           {"mark-static=x,", "expected a tensor's name between commas"},
+           {"mark-static=x,nope", "no action binds a tensor named 'nope'"},
            {"mark-step-begin@99", "action 99 is past the last action (6)"},
            {"config bogus=1", "field 'config.bogus'"},
            {"torch=1.0", "no torch profile"},

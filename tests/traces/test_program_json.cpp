@@ -217,8 +217,9 @@ TEST_CASE(
   c.caching_allocator_enabled = false;
   c.cudagraph_managed_input_rerecord_limit = 2;
   c.cudagraph_managed_input_rerecord_action = ManagedInputAction::kSkip;
+  c.cudagraphs = false;
   const Json j = config_to_json(c);
-  CHECK(newer_config_to_json(c).size() == 10);
+  CHECK(newer_config_to_json(c).size() == 11);
   const Result<CudagraphConfig> back = config_from_json(Json::parse(j.dump()), "config");
   REQUIRE_MESSAGE(back.ok(), back.error().message);
   CHECK(*back == c);

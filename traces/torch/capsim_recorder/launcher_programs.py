@@ -60,6 +60,33 @@ def hooks() -> None:
             handle.remove()
 
 
+@program("a compiled Adam step (torch.compile of opt.step) and a compiled SGD-with-momentum "
+         "step whose grads the script marks static after the first backward and keeps with "
+         "zero_grad(set_to_none=False); no recorder calls")
+def compiled_optimizer() -> None:
+    model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(), torch.nn.Linear(8, 1))
+    head = torch.nn.Linear(4, 2)
+    opt = torch.optim.Adam(model.parameters(), lr=0.01)
+    sgd = torch.optim.SGD(head.parameters(), lr=0.1, momentum=0.9)
+    adam_step = torch.compile(opt.step)
+
+    @torch.compile
+    def sgd_step() -> None:
+        sgd.step()
+
+    for step in range(3):
+        x = torch.randn(5, 4)
+        model(x).square().mean().backward()
+        adam_step()
+        opt.zero_grad()
+        head(x).square().mean().backward()
+        if step == 0:
+            for p in head.parameters():
+                torch._dynamo.mark_static_address(p.grad)
+        sgd_step()
+        sgd.zero_grad(set_to_none=False)
+
+
 def record_launcher_program(prog: LauncherProgram, path: str, release: str) -> int:
     """Runs one program under record() into `path`; returns its backwards."""
     from .recording import record

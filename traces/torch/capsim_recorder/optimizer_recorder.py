@@ -120,6 +120,40 @@ def capsim_order(opt: torch.optim.Optimizer, kind: str, inputs: Sequence[Any]) -
     return mapping
 
 
+def write_traced_event(writer: TraceWriter, index: int, name: str, opt: torch.optim.Optimizer) -> None:
+    """The `traced` event of a step's first compile: what it marked static
+    (mark_static_address's attribute): every param, the state it found, the
+    grads the program marked."""
+    from torch._dynamo.utils import get_static_address_type
+
+    params = [p for group in opt.param_groups for p in group["params"]]
+    state = [v for p in params for v in opt.state.get(p, {}).values() if isinstance(v, torch.Tensor)]
+    grads = [p.grad for p in params if p.grad is not None]
+    marked = lambda ts: sum(1 for t in ts if get_static_address_type(t) is not None)  # noqa: E731
+    writer.event(index, "optimizer", {"name": name, "what": "traced",
+                                      "static_params": marked(params),
+                                      "static_state": marked(state),
+                                      "static_grads": marked(grads)})
+
+
+def write_compile_events(writer: TraceWriter, index: int, name: str, with_grad: Sequence[bool],
+                         static: Sequence[int], mapping: dict[int, int],
+                         failures: Sequence[str]) -> None:
+    """A step's compile event (after a recompile event when Dynamo's guards
+    failed first): `function` names the params with a grad, and the static
+    indices are in capsim's input order through `mapping`."""
+    idxs = sorted(mapping[i] for i in static if i in mapping)
+    kept = [str(i) for i, g in enumerate(with_grad) if g]
+    function = f"{name}.step" if len(kept) == len(with_grad) else f"{name}.step[{', '.join(kept)}]"
+    if failures:
+        fields: dict[str, Any] = {"function": function, "recompile": True,
+                                  "reason": recompile_reason(failures)}
+        if fields["reason"] == "guard_failure":
+            fields["x_guard_failures"] = list(failures)
+        writer.event(index, "compile", fields)
+    writer.event(index, "compile", {"function": function, "static_input_idxs": idxs})
+
+
 class OptimizerRecorder:
     def __init__(self, writer: TraceWriter) -> None:
         self.writer = writer
@@ -194,36 +228,14 @@ class OptimizerRecorder:
                                  for v in state.values() if isinstance(v, torch.Tensor)]
 
     def _traced_event(self, index: int, name: str, opt: torch.optim.Optimizer) -> None:
-        """What the first trace marked static (mark_static_address's
-        attribute): every param, the state it found, the grads the program
-        marked."""
-        from torch._dynamo.utils import get_static_address_type
-
-        params = [p for group in opt.param_groups for p in group["params"]]
-        state = [v for p in params for v in opt.state.get(p, {}).values() if isinstance(v, torch.Tensor)]
-        grads = [p.grad for p in params if p.grad is not None]
-        marked = lambda ts: sum(1 for t in ts if get_static_address_type(t) is not None)  # noqa: E731
-        self.writer.event(index, "optimizer", {"name": name, "what": "traced",
-                                               "static_params": marked(params),
-                                               "static_state": marked(state),
-                                               "static_grads": marked(grads)})
+        write_traced_event(self.writer, index, name, opt)
 
     def _compile_events(self, index: int, name: str, with_grad: list[bool], static: list[int],
                         first: list, failures: list[str]) -> None:
         if not first or first[0] is None:
             self.notes.append(f"{name}.step: a compiled graph whose inputs are not params, grads and state")
             return
-        mapping = first[0]
-        idxs = sorted(mapping[i] for i in static if i in mapping)
-        kept = [str(i) for i, g in enumerate(with_grad) if g]
-        function = f"{name}.step" if len(kept) == len(with_grad) else f"{name}.step[{', '.join(kept)}]"
-        if failures:
-            fields: dict[str, Any] = {"function": function, "recompile": True,
-                                      "reason": recompile_reason(failures)}
-            if fields["reason"] == "guard_failure":
-                fields["x_guard_failures"] = list(failures)
-            self.writer.event(index, "compile", fields)
-        self.writer.event(index, "compile", {"function": function, "static_input_idxs": idxs})
+        write_compile_events(self.writer, index, name, with_grad, static, first[0], failures)
 
     def zero_grad(self, name: str, set_to_none: bool) -> None:
         opt = self.optimizers[name][0]()
@@ -248,10 +260,11 @@ class OptimizerRecorder:
 
 
 @contextlib.contextmanager
-def compile_hooks(rec: OptimizerRecorder) -> Iterator[None]:
-    """Each Inductor compile while a program runs: the static input indices
-    its compiled graph holds (what cudagraphify would get) and the inputs of
-    its first call. Caches off (see the module's docstring)."""
+def inductor_hooks(on_compiled: Callable[[list[int]], Callable[[Any], None]]) -> Iterator[None]:
+    """While the block runs: `on_compiled(static_input_idxs)` at each Inductor
+    compile (what cudagraphify would get), and the callable it returns before
+    each call of that compiled graph, with the call's inputs. Inductor's FX
+    graph cache and AOTAutograd's cache are off (see the module's docstring)."""
     import torch._functorch.config as functorch_config
     import torch._inductor.config as inductor_config
     import torch._inductor.output_code as output_code
@@ -261,16 +274,11 @@ def compile_hooks(rec: OptimizerRecorder) -> Iterator[None]:
     @functools.wraps(original)
     def post_compile(self, example_inputs, *args, **kwargs):
         result = original(self, example_inputs, *args, **kwargs)
-        static = list(self.fx_kwargs.get("static_input_idxs") or ())
-        first: list = []  # the first call's input mapping (ints only: no references kept)
-        rec.compiles.append((static, first))
-        stepping = rec.stepping
+        on_call = on_compiled(list(self.fx_kwargs.get("static_input_idxs") or ()))
         current = self.current_callable
 
         def call(inputs):
-            opt = stepping[0]() if stepping is not None else None
-            if not first and opt is not None:
-                first.append(capsim_order(opt, stepping[1], inputs))
+            on_call(inputs)
             return current(inputs)
 
         self.current_callable = call
@@ -288,6 +296,25 @@ def compile_hooks(rec: OptimizerRecorder) -> Iterator[None]:
         output_code.CompiledFxGraph.post_compile = original
         for owner, key, value in saved:
             setattr(owner, key, value)
+
+
+def compile_hooks(rec: OptimizerRecorder):
+    """Each Inductor compile while a program runs: its static input indices
+    and the capsim order of its first call's inputs (ints only: no references
+    to the inputs are kept)."""
+    def on_compiled(static: list[int]) -> Callable[[Any], None]:
+        first: list = []
+        rec.compiles.append((static, first))
+        stepping = rec.stepping
+
+        def on_call(inputs: Any) -> None:
+            opt = stepping[0]() if stepping is not None else None
+            if not first and opt is not None:
+                first.append(capsim_order(opt, stepping[1], inputs))
+
+        return on_call
+
+    return inductor_hooks(on_compiled)
 
 
 def record_optimizer_program(program: Any, path: str) -> int:

@@ -27,11 +27,18 @@ hooks where Python cannot read them: register those through
 or they are missing from the graph, as are hooks registered before the
 block began.
 
+A compiled optimizer step (`torch.compile` of a function that calls
+`opt.step()`, for SGD, Adam and AdamW) is recorded too, in the actions of
+optimizer_recorder.py's programs: the optimizer, its grads, `zero_grad`,
+`mark_static_address` and each step's static input indices
+(launcher_optimizer.py says how a step is found). Inductor's FX graph cache
+and AOTAutograd's cache are off while the block runs, as for those programs.
+
 Not recorded, and counted in one line on stderr at the end: backwards with
-several roots, and `torch.autograd.grad` (capsim models `backward()` only).
-This is what a CPU allows; the cudagraph-tree decisions need the GPU half
-(cudagraph_recorder.py) and the compiled optimizer needs
-optimizer_recorder.py's explicit calls: neither is recorded here yet.
+several roots, `torch.autograd.grad` (capsim models `backward()` only), and
+the optimizers launcher_optimizer.py does not follow. This is what a CPU
+allows; the cudagraph-tree decisions need the GPU half
+(cudagraph_recorder.py), which is not wired to record() yet.
 
 Limits: `max_steps` backwards are recorded, later ones run as they would
 without the recorder; past `max_bytes` the recording stops with one message on
@@ -47,6 +54,8 @@ from typing import Any, Iterator, Optional
 
 DEFAULT_MAX_BYTES = 256 << 20
 PRODUCER = "pytorch"
+# Compiled autograd's captures, and the compiled optimizer's events.
+OBSERVES = ["ca_graph", "optimizer", "compile", "zero_grad"]
 
 
 class RecordingSession:
@@ -54,8 +63,11 @@ class RecordingSession:
 
     def __init__(self, writer: Any, recorder: Any, max_steps: Optional[int], max_bytes: int,
                  dynamic: bool) -> None:
+        from .launcher_optimizer import OptimizerWatch
+
         self.writer = writer
         self.recorder = recorder
+        self.optimizers = OptimizerWatch(writer, self.live)
         self.max_steps = max_steps
         self.max_bytes = max_bytes
         self.dynamic = dynamic
@@ -76,12 +88,23 @@ class RecordingSession:
     def skip(self, kind: str) -> None:
         self.unrecorded[kind] = self.unrecorded.get(kind, 0) + 1
 
+    def live(self) -> bool:
+        """Whether the trace still takes lines (the limits are not reached)."""
+        return self.stopped is None and self.writer.bytes_written < self.max_bytes
+
+    def after_backward(self) -> None:
+        """Any backward of the script: the grads it left, for the followed
+        optimizers."""
+        if not self.busy and self.live():
+            self.optimizers.synced_all()
+
     def unrecorded_line(self) -> Optional[str]:
-        if not self.unrecorded:
+        counts = {**self.unrecorded, **self.optimizers.unrecorded()}
+        if not counts:
             return None
-        parts = [f"{n} {kind}" for kind, n in sorted(self.unrecorded.items())]
-        return (f"capsim_recorder: ran unrecorded (capsim models one-root backward() only): "
-                f"{', '.join(parts)} ({self.writer.path})")
+        parts = [f"{n} {kind}" for kind, n in sorted(counts.items())]
+        return (f"capsim_recorder: ran unrecorded (capsim models one-root backward() and "
+                f"SGD/Adam/AdamW steps only): {', '.join(parts)} ({self.writer.path})")
 
     @property
     def steps(self) -> int:
@@ -126,8 +149,12 @@ def _patched_backward(original: Any) -> Any:
     def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
         session = _active
         if session is None or session.busy or self.grad_fn is None or not session.wants():
-            return original(self, gradient, retain_graph, create_graph, inputs)
-        return _record_backward(session, self, gradient, retain_graph, create_graph, inputs)
+            result = original(self, gradient, retain_graph, create_graph, inputs)
+        else:
+            result = _record_backward(session, self, gradient, retain_graph, create_graph, inputs)
+        if session is not None:
+            session.after_backward()
+        return result
 
     backward.__wrapped__ = original  # type: ignore[attr-defined]
     return backward
@@ -161,11 +188,13 @@ def _patched_autograd_backward(original: Any) -> Any:
         one = _one_root(tensors, grad_tensors)
         if one is None:
             session.skip("backwards with several roots")
-            return call()
-        root, gradient = one
-        if getattr(root, "grad_fn", None) is None or not session.wants():
-            return call()
-        return _record_backward(session, root, gradient, retain_graph, create_graph, inputs)
+            result = call()
+        elif getattr(one[0], "grad_fn", None) is None or not session.wants():
+            result = call()
+        else:
+            result = _record_backward(session, one[0], one[1], retain_graph, create_graph, inputs)
+        session.after_backward()
+        return result
 
     backward.__wrapped__ = original  # type: ignore[attr-defined]
     return backward
@@ -196,6 +225,78 @@ def _noting(original: Any, note: Any) -> Any:
     return register
 
 
+def _patched_optimizer_init(original: Any) -> Any:
+    def __init__(self, *args, **kwargs):
+        original(self, *args, **kwargs)
+        session = _active
+        if session is not None:
+            session.optimizers.created(self)
+
+    __init__.__wrapped__ = original  # type: ignore[attr-defined]
+    return __init__
+
+
+def _patched_zero_grad(original: Any) -> Any:
+    import torch
+
+    def zero_grad(self, set_to_none: bool = True):
+        session = _active
+        if session is None or torch.compiler.is_compiling():
+            return original(self, set_to_none)
+        after = session.optimizers.zero_grad(self, set_to_none)
+        result = original(self, set_to_none)
+        after()
+        return result
+
+    zero_grad.__wrapped__ = original  # type: ignore[attr-defined]
+    return zero_grad
+
+
+def _patched_compile(original: Any) -> Any:
+    """torch.compile of a function: the same compiled function, each call of
+    which the optimizer watch sees (an nn.Module is left as it is)."""
+    import functools
+
+    import torch
+
+    def compile(model=None, **kwargs):
+        if model is None:
+            return lambda fn: compile(fn, **kwargs)
+        compiled = original(model, **kwargs)
+        if isinstance(model, torch.nn.Module) or not callable(compiled):
+            return compiled
+
+        @functools.wraps(compiled)
+        def call(*args, **kw):
+            session = _active
+            if session is None:
+                return compiled(*args, **kw)
+            return session.optimizers.run_compiled(compiled, args, kw)
+
+        return call
+
+    compile.__wrapped__ = original  # type: ignore[attr-defined]
+    return compile
+
+
+def _patched_mark_static_address(original: Any) -> Any:
+    """mark_static_address with the release's own default for `guard`
+    (True up to 2.9, False from 2.11)."""
+    import inspect
+
+    default = inspect.signature(original).parameters["guard"].default
+
+    def mark_static_address(t, guard=default):
+        result = original(t, guard=guard)
+        session = _active
+        if session is not None:
+            session.optimizers.marked(t, guard)
+        return result
+
+    mark_static_address.__wrapped__ = original  # type: ignore[attr-defined]
+    return mark_static_address
+
+
 def _patch_targets() -> list[tuple[Any, str, Any]]:
     """(owner, attribute, wrapper factory) for every entry point record()
     replaces while its block runs; all looked up by PyTorch at call time."""
@@ -204,6 +305,10 @@ def _patch_targets() -> list[tuple[Any, str, Any]]:
 
     node = autograd_function.BackwardCFunction  # a Python class: Function nodes
     return [
+        (torch.optim.Optimizer, "__init__", _patched_optimizer_init),
+        (torch.optim.Optimizer, "zero_grad", _patched_zero_grad),
+        (torch, "compile", _patched_compile),
+        (torch._dynamo, "mark_static_address", _patched_mark_static_address),
         (torch.Tensor, "backward", _patched_backward),
         (torch.autograd, "backward", _patched_autograd_backward),
         (torch.autograd, "grad", _patched_grad),
@@ -254,6 +359,7 @@ def record(path: str, *, max_steps: Optional[int] = None, max_bytes: int = DEFAU
     import torch
 
     from .capture import CompiledAutogradCapture
+    from .optimizer_recorder import inductor_hooks
     from .recorder import Recorder, SEED, torch_config
     from .trace_writer import TraceWriter
 
@@ -272,14 +378,17 @@ def record(path: str, *, max_steps: Optional[int] = None, max_bytes: int = DEFAU
             extensions = {"x_torch_version": torch.__version__, "x_device": "cpu"}
             if command:
                 extensions["x_command"] = command
-            writer.header(producer=PRODUCER, seed=SEED, config=torch_config(), observes=["ca_graph"],
+            # A CPU run makes no CUDA graphs: capsim's model runs each compiled
+            # graph without a tree, as Inductor did here.
+            config = {**torch_config(), "cudagraphs": False}
+            writer.header(producer=PRODUCER, seed=SEED, config=config, observes=OBSERVES,
                           name=name or os.path.splitext(os.path.basename(path))[0] or "run",
                           extensions=extensions)
             session = RecordingSession(writer, Recorder(writer, capture), max_steps, max_bytes,
                                        dynamic)
             _active = session
             try:
-                with _patched():
+                with _patched(), inductor_hooks(session.optimizers.on_compiled):
                     yield session
             finally:
                 _active = None

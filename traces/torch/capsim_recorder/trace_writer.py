@@ -38,8 +38,10 @@ CONFIG_KEYS = (
 
 # Additive keys (docs/trace-format.md section 3): written after the others,
 # only when the caller gives them. `torch_profile` names the release whose
-# tree manager ran (absent: classic, 2.5 to 2.8).
-OPTIONAL_CONFIG_KEYS = ("torch_profile",)
+# tree manager ran (absent: classic, 2.5 to 2.8); `cudagraphs` is false for a
+# run that made no CUDA graphs (triton.cudagraphs off, or a CPU run; absent:
+# true).
+OPTIONAL_CONFIG_KEYS = ("torch_profile", "cudagraphs")
 TORCH_PROFILES = ("2.9", "2.10", "2.11", "2.12", "2.13", "2.14", "2.15")
 
 

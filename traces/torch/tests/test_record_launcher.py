@@ -72,7 +72,10 @@ class LauncherTest(unittest.TestCase):
         self.assertEqual(out.returncode, 0, out.stderr)
         lines = lines_of(self.trace)
         self.assertEqual(lines[0]["producer"], "pytorch")
-        self.assertEqual(lines[0]["observes"], ["ca_graph"])
+        self.assertEqual(lines[0]["observes"], ["ca_graph", "optimizer", "compile", "zero_grad"])
+        self.assertIs(lines[0]["config"]["cudagraphs"], False)  # a CPU run
+        # The script's SGD steps eagerly: not capsim's compiled optimizer.
+        self.assertFalse([l for l in lines if l.get("action") == "create_optimizer"])
         self.assertEqual(len(self.backwards()), 2)
         self.assertEqual(sum(1 for l in lines if l.get("event") == "ca_graph"), 2)
 
@@ -184,6 +187,82 @@ class RecordWrapsTest(unittest.TestCase):
         self.assertEqual(session.steps, 1)
         self.assertIn(("BackwardHookFunctionBackward", ("post_hook",)), hooks_of(self.trace, "g0"))
         self.assertIn("1 backwards with several roots, 1 torch.autograd.grad calls", err.getvalue())
+
+
+@unittest.skipUnless(HAVE_TORCH, "needs torch")
+class RecordOptimizerTest(unittest.TestCase):
+    """The compiled optimizer of a script with no recorder calls
+    (launcher_optimizer.py): found by its graphs' inputs, written when its
+    first compiled step runs, followed after."""
+
+    def setUp(self):
+        self.dir = tempfile.TemporaryDirectory()
+        self.trace = os.path.join(self.dir.name, "run.jsonl")
+
+    def tearDown(self):
+        self.dir.cleanup()
+
+    def test_optimizer_made_before_the_recording_is_not_seen(self):
+        import torch
+
+        import capsim_recorder
+
+        net = torch.nn.Linear(3, 2)
+        opt = torch.optim.Adam(net.parameters(), lr=0.1)
+        with capsim_recorder.record(self.trace):
+            step = torch.compile(opt.step)
+            net(torch.ones(4, 3)).sum().backward()
+            step()
+        self.assertNotIn("create_optimizer", [l.get("action") for l in lines_of(self.trace)])
+
+    def test_optimizer_made_inside_the_recording(self):
+        import torch
+
+        import capsim_recorder
+
+        torch.manual_seed(0)
+        net = torch.nn.Linear(3, 2)
+        with capsim_recorder.record(self.trace):
+            opt = torch.optim.Adam(net.parameters(), lr=0.1)
+            step = torch.compile(opt.step)
+            for _ in range(2):
+                net(torch.ones(4, 3)).square().sum().backward()
+                step()
+                opt.zero_grad()
+        lines = lines_of(self.trace)
+        actions = [l["action"] for l in lines if l["type"] == "action"]
+        self.assertEqual(actions.count("create_optimizer"), 1)
+        self.assertEqual(actions.count("optimizer_step"), 2)
+        self.assertEqual(actions.count("zero_grad"), 2)
+        params = [l["name"] for l in lines if l.get("action") == "new_tensor" and l.get("parameter")]
+        self.assertEqual(params, ["net_weight", "net_bias"])
+        compiles = [l for l in lines if l.get("event") == "compile"]
+        # params 0, 1; grads 2, 3 (not static); state 4 to 9 (exp_avg, exp_avg_sq, step)
+        self.assertEqual(compiles, [{**compiles[0], "function": "opt.step",
+                                     "static_input_idxs": [0, 1, 4, 5, 6, 7, 8, 9]}])
+
+    def test_eager_and_unmodelled_optimizers(self):
+        import contextlib
+        import io
+
+        import torch
+
+        import capsim_recorder
+
+        net = torch.nn.Linear(3, 2)
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err), capsim_recorder.record(self.trace):
+            sgd = torch.optim.SGD(net.parameters(), lr=0.1)  # eager steps: never written
+            rms = torch.optim.RMSprop(net.parameters(), lr=0.1)
+            for _ in range(2):
+                net(torch.ones(4, 3)).sum().backward()
+                sgd.step()
+                sgd.zero_grad()
+        kinds = [l.get("action") for l in lines_of(self.trace)]
+        self.assertNotIn("create_optimizer", kinds)
+        self.assertNotIn("zero_grad", kinds)
+        self.assertIn("1 RMSprop optimizers (capsim models SGD, Adam, AdamW)", err.getvalue())
+        del rms
 
 
 if __name__ == "__main__":
