@@ -16,6 +16,10 @@
 //    nlohmann::json::parse and nothing else: the floor for a reader built on
 //    nlohmann. The ratio of the two bytes_per_second is the cost of the
 //    checks (envelope, schema, payload conversion).
+//  - BM_ReadTraceGeneralPath: BM_ReadTrace with the reader's fast path for
+//    event lines off: every line through nlohmann and the general checks.
+//  - BM_ParseTraceLinesSimdjson: the same lines through simdjson's DOM parser
+//    and nothing else: the floor of docs/performance.md's targets.
 //  - BM_ReplayTrace: resimulate_file over the 1M-event file (re-simulation with
 //    verify_replays on, every event compared). events/s.
 //  - BM_ReplayTracePeakMemory/<events>: the peak RSS growth of one replay, in a
@@ -26,6 +30,7 @@
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <malloc.h>
+#include <simdjson.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -167,7 +172,9 @@ void set_trace_counters(benchmark::State& state, const BenchTrace& t) {
   state.counters["MB"] = static_cast<double>(t.bytes) / 1e6;
 }
 
-void BM_ReadTrace(benchmark::State& state) {
+// Every line through TraceReader; `fast` is its fast path for event lines
+// (traces/event_line_fast.hpp), off for the general path alone.
+void read_trace(benchmark::State& state, bool fast) {
   const BenchTrace& t = trace_of(state, kMillion);
   if (!t.error.empty()) return;
   for (auto _ : state) {
@@ -176,6 +183,7 @@ void BM_ReadTrace(benchmark::State& state) {
       state.SkipWithError(reader.error().message.c_str());
       return;
     }
+    (*reader)->set_fast_events(fast);
     std::size_t events = 0;
     for (;;) {
       Result<std::optional<TraceItem>> item = (*reader)->next();
@@ -194,7 +202,16 @@ void BM_ReadTrace(benchmark::State& state) {
   }
   set_trace_counters(state, t);
 }
+
+void BM_ReadTrace(benchmark::State& state) {
+  read_trace(state, true);
+}
 BENCHMARK(BM_ReadTrace)->Unit(benchmark::kMillisecond);
+
+void BM_ReadTraceGeneralPath(benchmark::State& state) {
+  read_trace(state, false);
+}
+BENCHMARK(BM_ReadTraceGeneralPath)->Unit(benchmark::kMillisecond);
 
 void BM_ParseTraceLinesNlohmann(benchmark::State& state) {
   const BenchTrace& t = trace_of(state, kMillion);
@@ -216,6 +233,36 @@ void BM_ParseTraceLinesNlohmann(benchmark::State& state) {
   set_trace_counters(state, t);
 }
 BENCHMARK(BM_ParseTraceLinesNlohmann)->Unit(benchmark::kMillisecond);
+
+// The floor the issue names: the same lines through the fastest JSON parser
+// Debian packages, simdjson's DOM parser (one parser, reused), and nothing
+// else.
+void BM_ParseTraceLinesSimdjson(benchmark::State& state) {
+  const BenchTrace& t = trace_of(state, kMillion);
+  if (!t.error.empty()) return;
+  simdjson::dom::parser parser;
+  for (auto _ : state) {
+    std::ifstream in(t.path, std::ios::binary);
+    std::string line;
+    std::size_t lines = 0;
+    while (std::getline(in, line)) {
+      line.reserve(line.size() + simdjson::SIMDJSON_PADDING);
+      simdjson::dom::element root;
+      if (parser.parse(line.data(), line.size(), false).get(root) != simdjson::SUCCESS) {
+        state.SkipWithError("simdjson refused a line");
+        return;
+      }
+      benchmark::DoNotOptimize(root);
+      ++lines;
+    }
+    if (lines != t.lines) {
+      state.SkipWithError("getline saw another number of lines than were written");
+      return;
+    }
+  }
+  set_trace_counters(state, t);
+}
+BENCHMARK(BM_ParseTraceLinesSimdjson)->Unit(benchmark::kMillisecond);
 
 void BM_ReplayTrace(benchmark::State& state) {
   const BenchTrace& t = trace_of(state, kMillion);

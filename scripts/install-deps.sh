@@ -11,7 +11,7 @@ packages=(
   cmake ninja-build g++ make
   librapidcheck-dev doctest-dev libboost-graph-dev
   graphviz libgraphviz-dev
-  nlohmann-json3-dev libcli11-dev libbenchmark-dev libfmt-dev
+  nlohmann-json3-dev libsimdjson-dev libcli11-dev libbenchmark-dev libfmt-dev
   ccache
 )
 

@@ -258,36 +258,61 @@ Result<std::unique_ptr<TraceReader>> TraceReader::open(std::unique_ptr<std::istr
   return r;
 }
 
+Result<bool> TraceReader::fill_chunk() {
+  std::streambuf* buf = in_->rdbuf();
+  std::streamsize got = 0;
+  try {
+    // Only what the stream holds already, or what one refill brings: a
+    // trace on a pipe is read as it comes, never waited for past a line.
+    std::streamsize avail = buf->in_avail();
+    if (avail <= 0) {
+      if (buf->sgetc() == std::char_traits<char>::eof()) return false;
+      avail = std::max<std::streamsize>(buf->in_avail(), 1);
+    }
+    avail = std::min<std::streamsize>(avail, static_cast<std::streamsize>(kChunkBytes));
+    got = buf->sgetn(chunk_.data(), avail);
+  } catch (const std::exception& e) {
+    // libstdc++'s filebuf throws on a read error (EIO, EISDIR) whatever
+    // the stream's exception mask.
+    ++line_;
+    return error_at(1, fmt::format("read failed: {}", e.what()));
+  }
+  chunk_begin_ = 0;
+  chunk_end_ = static_cast<std::size_t>(std::max<std::streamsize>(got, 0));
+  return chunk_end_ > 0;
+}
+
 Result<bool> TraceReader::read_raw_line() {
   raw_.clear();
-  std::streambuf* buf = in_->rdbuf();
+  if (chunk_.empty()) chunk_.resize(kChunkBytes);
   bool any = false;
   for (;;) {
-    int c = 0;
-    try {
-      c = buf->sbumpc();
-    } catch (const std::exception& e) {
-      // libstdc++'s filebuf throws on a read error (EIO, EISDIR) whatever
-      // the stream's exception mask.
-      ++line_;
-      return error_at(1, fmt::format("read failed: {}", e.what()));
-    }
-    if (c == std::char_traits<char>::eof()) {
-      terminated_ = false;
-      break;
+    if (chunk_begin_ == chunk_end_) {
+      CAPSIM_TRY_ASSIGN(const bool more, fill_chunk());
+      if (!more) {
+        terminated_ = false;
+        break;
+      }
     }
     any = true;
-    ++bytes_;
-    if (c == '\n') {
-      terminated_ = true;
-      break;
-    }
-    if (raw_.size() >= kMaxTraceLineBytes) {
+    const char* start = chunk_.data() + chunk_begin_;
+    const std::size_t n = chunk_end_ - chunk_begin_;
+    const char* newline = static_cast<const char*>(std::memchr(start, '\n', n));
+    const std::size_t take = newline ? static_cast<std::size_t>(newline - start) : n;
+    if (raw_.size() + take > kMaxTraceLineBytes) {
       ++line_;
       return error_at(kMaxTraceLineBytes + 1,
                       fmt::format("line longer than the limit of {} bytes", kMaxTraceLineBytes));
     }
-    raw_.push_back(static_cast<char>(c));
+    raw_.append(start, take);
+    chunk_begin_ += take;
+    bytes_ += take;
+    if (newline) {
+      ++chunk_begin_;
+      ++bytes_;
+      terminated_ = true;
+      break;
+    }
   }
   if (!any) return false;
   ++line_;
@@ -323,6 +348,7 @@ Result<std::optional<TraceItem>> TraceReader::next() {
     CAPSIM_TRY_ASSIGN(const bool got, read_raw_line());
     if (!got) return std::optional<TraceItem>{};
     if (raw_.empty() && !terminated_) return std::optional<TraceItem>{};
+    if (std::optional<TraceItem> item = fast_event()) return item;
     if (nesting_depth(raw_) > kMaxTraceNesting) {
       return error_at(1, fmt::format("nesting deeper than {} levels", kMaxTraceNesting));
     }
@@ -343,6 +369,24 @@ Result<std::optional<TraceItem>> TraceReader::next() {
     if (!item) return field_error_at(item.error());
     return std::optional<TraceItem>(std::move(item).value());
   }
+}
+
+std::optional<TraceItem> TraceReader::fast_event() {
+  if (!fast_on_ || !last_action_ || !terminated_) return std::nullopt;
+  // simdjson reads up to its padding past the line; the buffer keeps it.
+  if (raw_.capacity() < raw_.size() + FastEventReader::padding()) {
+    raw_.reserve(raw_.size() + FastEventReader::padding());
+  }
+  std::optional<Event> event = fast_.read(raw_, next_seq_, *last_action_, header_);
+  if (!event) return std::nullopt;
+  ++next_seq_;
+  ++fast_events_;
+  TraceItem item;
+  item.line = line_;
+  item.type = TraceLineType::kEvent;
+  item.text = raw_;
+  item.event = std::move(*event);
+  return item;
 }
 
 Result<TraceItem> TraceReader::parse_line(const Json& j) {

@@ -24,6 +24,7 @@
 #include "sim/core/events.hpp"
 #include "sim/core/function_def.hpp"
 #include "sim/world/program.hpp"
+#include "traces/event_line_fast.hpp"
 #include "traces/trace_format.hpp"
 
 namespace capsim {
@@ -63,6 +64,11 @@ class TraceReader {
   // True when the trace ended in a cut line (its prefix was read).
   bool truncated() const { return truncated_; }
   std::size_t lines_read() const { return line_; }
+  // The event lines the fast path read (event_line_fast.hpp), and a switch
+  // that turns it off: for the test that compares the two paths, and for
+  // benchmarks. Both paths read every line the same way.
+  std::size_t fast_events() const { return fast_events_; }
+  void set_fast_events(bool on) { fast_on_ = on; }
   std::uint64_t bytes_read() const { return bytes_; }
 
  private:
@@ -70,16 +76,25 @@ class TraceReader {
       : in_(std::move(in)), name_(printable_message(name)) {}
   // Reads the next raw line into `raw_`; false at the end. Sets `terminated_`.
   Result<bool> read_raw_line();
+  // Refills `chunk_` from the stream; false at its end.
+  Result<bool> fill_chunk();
   Error error_at(std::size_t column, const std::string& what) const;
   // A payload error about field "a.b[2]" gets the column of the key "b". The
   // reader's errors are of kind bad_trace (unsupported stays unsupported) and
   // keep the field.
   Error field_error_at(const Error& e) const;
   Result<TraceItem> parse_line(const Json& j);
+  // The line read by the fast path (event_line_fast.hpp), or nullopt when it
+  // declines it; then parse_line reads it.
+  std::optional<TraceItem> fast_event();
 
   std::unique_ptr<std::istream> in_;
   std::string name_;
   std::string raw_;
+  // The bytes read from the stream and not yet handed out as lines.
+  static constexpr std::size_t kChunkBytes = 64 * 1024;
+  std::vector<char> chunk_;
+  std::size_t chunk_begin_ = 0, chunk_end_ = 0;
   bool terminated_ = true;
   std::size_t line_ = 0;
   std::uint64_t bytes_ = 0;
@@ -89,6 +104,9 @@ class TraceReader {
   std::optional<std::size_t> last_action_;
   std::vector<std::string> warnings_;
   bool truncated_ = false;
+  FastEventReader fast_;  // most event lines; the rest go through parse_line
+  bool fast_on_ = true;
+  std::size_t fast_events_ = 0;
 };
 
 }  // namespace capsim

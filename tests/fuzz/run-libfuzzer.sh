@@ -58,10 +58,10 @@ fi
 # here. They compile as five unity files: compiled one by one, each TU parsed
 # the same heavy headers (nlohmann, fmt, Boost) again, and the build took four
 # times as long. Two TUs that define the same name in an anonymous namespace
-# must go in different files. fmt links as the system library.
+# must go in different files. fmt and simdjson link as the system libraries.
 unity_a=(
   traces/event_schema.cpp traces/json_fields.cpp traces/config_json.cpp traces/program_json.cpp traces/resimulation.cpp
-  traces/trace_format.cpp traces/trace_reader.cpp traces/trace_simulation.cpp
+  traces/trace_format.cpp traces/trace_reader.cpp traces/event_line_fast.cpp traces/trace_simulation.cpp
   model/caching_allocator.cpp model/cpu_backend.cpp model/device_memory.cpp model/digest.cpp model/fault.cpp
   model/graph_evidence.cpp
   model/kernel_launch.cpp model/kernel_table.cpp model/step_program.cpp model/tensor.cpp
@@ -143,7 +143,7 @@ COMMON := unity_a.o unity_b.o unity_c.o unity_d.o unity_e.o unity_f.o
 .SECONDARY:
 
 fuzz_%: target_%.o \$(COMMON)
-	clang++ \$(CXXFLAGS) \$^ -lfmt -lgvc -lcgraph -o \$@
+	clang++ \$(CXXFLAGS) \$^ -lfmt -lsimdjson -lgvc -lcgraph -o \$@
 
 %.o: %.cpp flags
 	clang++ \$(CXXFLAGS) -MMD -MP -c \$< -o \$@
