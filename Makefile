@@ -9,6 +9,8 @@
 # JOBS defaults to the number of cores.
 
 JOBS ?= $(shell nproc)
+# capsim check's worker processes (at most 64; the report is the same for any count).
+CHECK_JOBS ?= $(shell n=$$(nproc); [ $$n -gt 64 ] && n=64; echo $$n)
 CMAKE ?= cmake
 CTEST ?= ctest
 
@@ -24,7 +26,7 @@ endef
 
 run: deps
 	$(call build_preset,default)
-	./build/default/cli/capsim check
+	./build/default/cli/capsim check --jobs $(CHECK_JOBS)
 	@echo
 	@echo "Next: build/default/cli/capsim check --list          (the catalogue)"
 	@echo "      build/default/cli/capsim replay traces/corpus/*.jsonl   (replay the recorded runs)"
@@ -33,7 +35,7 @@ run: deps
 
 test: deps
 	$(call build_preset,default)
-	./build/default/cli/capsim check --no-progress
+	./build/default/cli/capsim check --no-progress --jobs $(CHECK_JOBS)
 	$(CTEST) --preset default -j $(JOBS)
 
 bench: deps

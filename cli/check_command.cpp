@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <filesystem>
 
+#include "cli/check_jobs.hpp"
 #include "cli/check_report.hpp"
 #include "cli/reference_backends.hpp"
 #include "cli/trace_commands.hpp"
@@ -75,20 +76,26 @@ Status save_drawing(const std::string& stem) {
   return {};
 }
 
-// One counterexample, as <stem>.txt (what the text report printed) and, where
-// the input is a program, <stem>.jsonl (its run as a trace, which `capsim
-// replay` re-simulates) and <stem>.dot (its drawing, above).
-Status save_case(const std::string& stem, const std::vector<std::string>& text,
-                 const CaseResult& failure) {
-  std::vector<std::string> lines;  // one per line: entries may hold several
-  for (const std::string& entry : text) {
+// The entries split at their newlines: a file writer takes one line each, and
+// a failure's message or counterexample holds several.
+std::vector<std::string> one_per_line(const std::vector<std::string>& entries) {
+  std::vector<std::string> lines;
+  for (const std::string& entry : entries) {
     std::size_t start = 0;
     for (std::size_t nl; (nl = entry.find('\n', start)) != std::string::npos; start = nl + 1) {
       lines.push_back(entry.substr(start, nl - start));
     }
     lines.push_back(entry.substr(start));
   }
-  CAPSIM_TRY(write_trace_file(stem + ".txt", lines));
+  return lines;
+}
+
+// One counterexample, as <stem>.txt (what the text report printed) and, where
+// the input is a program, <stem>.jsonl (its run as a trace, which `capsim
+// replay` re-simulates) and <stem>.dot (its drawing, above).
+Status save_case(const std::string& stem, const std::vector<std::string>& text,
+                 const CaseResult& failure) {
+  CAPSIM_TRY(write_trace_file(stem + ".txt", one_per_line(text)));
   if (!failure.trace) return {};
   Result<std::vector<std::string>> trace = failure.trace();
   if (!trace) {
@@ -149,6 +156,10 @@ class SigintStops {
   struct sigaction previous_ {};
 };
 
+double monotonic_seconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
 // What the runner tells as it goes: the progress bar, and each regression,
 // property and control as it ends (nothing but the bar with --json).
 CheckHooks printing_hooks(const CheckCommandOptions& options, Progress& progress,
@@ -174,11 +185,20 @@ CheckHooks printing_hooks(const CheckCommandOptions& options, Progress& progress
     print_lines(control_lines(c));
   };
   hooks.should_stop = [] { return g_interrupted != 0; };
-  hooks.clock = [] {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
-        .count();
-  };
+  hooks.clock = monotonic_seconds;
   return hooks;
+}
+
+// What printing_hooks prints as a run goes, all at once, for a report that
+// came back from workers.
+void print_report_lines(const CheckCommandOptions& options, const CheckReport& report) {
+  if (options.json) return;
+  for (const RegressionOutcome& r : report.regressions) print_lines(regression_lines(r));
+  for (const PropertyOutcome& p : report.properties) print_lines(property_lines(options.run, p));
+  if (!report.controls.empty()) {
+    fmt::print("negative controls (each must make its property fail):\n");
+  }
+  for (const ControlOutcome& c : report.controls) print_lines(control_lines(c));
 }
 
 // The summary (or the JSON report), the probes, the JUnit file and the saved
@@ -200,7 +220,7 @@ int finish_check(const CheckCommandOptions& options, const CheckReport& report,
   }
   std::fflush(stdout);
   if (!options.junit.empty()) {
-    const Status s = write_trace_file(options.junit, junit_lines(report, selected));
+    const Status s = write_trace_file(options.junit, one_per_line(junit_lines(report, selected)));
     if (!s) return fail(s.error().message);
   }
   if (!options.save_failures.empty()) {
@@ -251,7 +271,14 @@ int check_command(const CheckCommandOptions& options) {
     Progress progress(options.progress);
     bool controls_header = false;
     const auto start = std::chrono::steady_clock::now();
-    report = run_check(catalogue, o, printing_hooks(options, progress, controls_header));
+    if (options.jobs > 1) {
+      const JobsOptions jobs{options.jobs, !options.save_failures.empty(),
+                             [] { return g_interrupted != 0; }, monotonic_seconds};
+      report = run_check_in_workers(catalogue, o, jobs);
+      if (report) print_report_lines(options, *report);
+    } else {
+      report = run_check(catalogue, o, printing_hooks(options, progress, controls_header));
+    }
     seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     progress.clear();
   }

@@ -28,6 +28,8 @@ struct CheckCommandOptions {
   // default run, where every such probe must be reached.
   bool require_probes = false;
   std::string backend = "cpu";  // "cpu" (the model) or "cuda" (issue 8)
+  // Worker processes (check_jobs.hpp); the report is the same for any count.
+  int jobs = 1;
 };
 
 int check_command(const CheckCommandOptions& options);

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "cli/check_command.hpp"
+#include "cli/check_jobs.hpp"
 #include "cli/explain_command.hpp"
 #include "cli/export_command.hpp"
 #include "cli/input_guards.hpp"
@@ -431,6 +432,10 @@ void add_check_reporting(CLI::App* sub, CheckFlags& f) {
   sub->add_option("--save-failures", o.save_failures,
                   "Write each failure's counterexample (text, and a trace) into this folder");
   sub->add_flag("!--no-progress", o.progress, "No progress bar on stderr");
+  sub->add_option("--jobs", o.jobs,
+                  "Run the properties in this many worker processes (the same report as one; "
+                  "no progress bar, each property's lines once it is done)")
+      ->check(CLI::Range(1, capsim::cli::kMaxJobs));
   o.run.regressions_dir = CAPSIM_REGRESSIONS_DIR;
   sub->add_option("--regressions", o.run.regressions_dir,
                   "The failure corpus to replay first (default: the source tree's "
@@ -476,6 +481,10 @@ int run_check(CheckFlags& f) {
     f.options.run.inject = *fault;
   }
   if (f.case_option->count() > 0) f.options.run.only_case = f.only_case;
+  if (f.options.jobs > 1 && f.options.backend == "cuda") {
+    // A forked child cannot use its parent's CUDA context.
+    return fail("--jobs: more than 1 needs --backend cpu or host");
+  }
   return capsim::cli::check_command(f.options);
 }
 
