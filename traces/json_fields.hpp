@@ -88,11 +88,11 @@ Json float_json(float f);
 template <typename E>
 Result<E> from_name(std::string_view name, std::string_view path, std::string_view what,
                     const std::vector<std::pair<std::string_view, E>>& names) {
-  std::vector<std::string_view> known;
   for (const auto& [n, e] : names) {
     if (n == name) return e;
-    known.push_back(n);
   }
+  std::vector<std::string_view> known;  // only for the message: no allocation on a hit
+  for (const auto& [n, e] : names) known.push_back(n);
   return field_error(
       path, fmt::format("unknown {} '{}' (known: {})", what, name, fmt::join(known, ", ")));
 }

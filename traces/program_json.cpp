@@ -589,8 +589,11 @@ Json action_to_json(const Action& a) {
 
 Result<Action> action_from_json(ObjectReader& r) {
   CAPSIM_TRY_ASSIGN(const std::string name, r.string("action"));
-  std::vector<std::pair<std::string_view, std::size_t>> names;
-  for (const Action& kind : action_kinds()) names.emplace_back(action_name(kind), kind.index());
+  static const std::vector<std::pair<std::string_view, std::size_t>> names = [] {
+    std::vector<std::pair<std::string_view, std::size_t>> out;
+    for (const Action& kind : action_kinds()) out.emplace_back(action_name(kind), kind.index());
+    return out;
+  }();
   CAPSIM_TRY_ASSIGN(const std::size_t index,
                     from_name<std::size_t>(name, r.path_of("action"), "action", names));
   Action action = action_kinds()[index];
