@@ -173,7 +173,7 @@ void set_trace_counters(benchmark::State& state, const BenchTrace& t) {
 }
 
 // Every line through TraceReader; `fast` is its fast path for event lines
-// (traces/event_line_fast.hpp), off for the general path alone.
+// (traces/line_fast.hpp), off for the general path alone.
 void read_trace(benchmark::State& state, bool fast) {
   const BenchTrace& t = trace_of(state, kMillion);
   if (!t.error.empty()) return;
@@ -183,7 +183,7 @@ void read_trace(benchmark::State& state, bool fast) {
       state.SkipWithError(reader.error().message.c_str());
       return;
     }
-    (*reader)->set_fast_events(fast);
+    (*reader)->set_fast_path(fast);
     std::size_t events = 0;
     for (;;) {
       Result<std::optional<TraceItem>> item = (*reader)->next();

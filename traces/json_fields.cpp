@@ -60,20 +60,23 @@ Result<std::int64_t> json_integer(const Json& value, std::string_view path) {
   return wrong_type(path, "an integer", value);
 }
 
-Result<float> json_float32(const Json& value, std::string_view path) {
-  if (!value.is_number()) return wrong_type(path, "a number", value);
-  const double d = value.get<double>();
+std::optional<float> float32_of_double(double d) {
   // Round to nearest, as a float32 parse would: a number above FLT_MAX by less
   // than half an ulp of the top binade (2^103) is FLT_MAX. That includes
   // FLT_MAX's own shortest text, 3.4028235e+38, which as a double lies above it.
   constexpr double kMax = static_cast<double>(std::numeric_limits<float>::max());
   constexpr double kHalfUlp = 0x1p103;
-  if (!std::isfinite(d) || std::fabs(d) >= kMax + kHalfUlp) {
-    return field_error(path, "number out of float32 range");
-  }
+  if (!std::isfinite(d) || std::fabs(d) >= kMax + kHalfUlp) return std::nullopt;
   if (std::fabs(d) > kMax)
     return d > 0 ? std::numeric_limits<float>::max() : -std::numeric_limits<float>::max();
   return static_cast<float>(d);
+}
+
+Result<float> json_float32(const Json& value, std::string_view path) {
+  if (!value.is_number()) return wrong_type(path, "a number", value);
+  const std::optional<float> f = float32_of_double(value.get<double>());
+  if (!f) return field_error(path, "number out of float32 range");
+  return *f;
 }
 
 Result<Address> json_address(const Json& value, std::string_view path) {

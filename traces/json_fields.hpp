@@ -18,6 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
+#include <optional>
 #include <set>
 #include <string>
 #include <string_view>
@@ -74,6 +75,9 @@ class ObjectReader {
 // Value checks shared with array elements (`path` names the element).
 Result<std::int64_t> json_integer(const Json& value, std::string_view path);
 Result<float> json_float32(const Json& value, std::string_view path);
+// A JSON number's double as the float32 it stands for, rounded to nearest;
+// nullopt past float32's range. json_float32's rule, for the fast reader too.
+std::optional<float> float32_of_double(double d);
 Result<Address> json_address(const Json& value, std::string_view path);
 
 // A float32 as the JSON number with the fewest decimal digits that reads back

@@ -15,9 +15,6 @@
 namespace capsim {
 namespace {
 
-// A call's outputs may name every value of the body.
-constexpr std::size_t kMaxOutputs = kMaxBodyInputs + kMaxBodyOps;
-
 Status check_name(const std::string& s, std::string_view path) {
   if (s.size() > kMaxJsonNameBytes) {
     return field_error(
@@ -242,7 +239,7 @@ void write_fields(Json& j, const Call& a) {
 Status read_fields(ObjectReader& r, Call& a) {
   CAPSIM_TRY(assign(a.function, read_name(r, "function")));
   CAPSIM_TRY(assign(a.args, read_names(r, "args", kMaxBodyInputs)));
-  CAPSIM_TRY(assign(a.outputs, read_names(r, "outputs", kMaxOutputs)));
+  CAPSIM_TRY(assign(a.outputs, read_names(r, "outputs", kMaxCallOutputs)));
   if (r.has("int_key")) {
     CAPSIM_TRY(check_length(r, "int_key", kMaxBodyInputs));
     CAPSIM_TRY(assign(a.int_key, r.integer_list("int_key")));
@@ -261,7 +258,7 @@ void write_fields(Json& j, const EagerCall& a) {
 Status read_fields(ObjectReader& r, EagerCall& a) {
   CAPSIM_TRY(assign(a.function, read_name(r, "function")));
   CAPSIM_TRY(assign(a.args, read_names(r, "args", kMaxBodyInputs)));
-  CAPSIM_TRY(assign(a.outputs, read_names(r, "outputs", kMaxOutputs)));
+  CAPSIM_TRY(assign(a.outputs, read_names(r, "outputs", kMaxCallOutputs)));
   if (r.has("no_grad")) CAPSIM_TRY(assign(a.no_grad, r.boolean("no_grad")));
   return {};
 }
@@ -381,17 +378,6 @@ Status read_fields(ObjectReader& r, Backward& a) {
   if (r.has("compiled")) CAPSIM_TRY(assign(a.compiled, r.boolean("compiled")));
   if (r.has("dynamic")) CAPSIM_TRY(assign(a.dynamic, r.boolean("dynamic")));
   return {};
-}
-
-// One default-constructed action of each kind, in variant order.
-template <std::size_t... I>
-std::array<Action, sizeof...(I)> default_actions(std::index_sequence<I...>) {
-  return {Action(std::in_place_index<I>)...};
-}
-const std::array<Action, std::variant_size_v<Action>>& action_kinds() {
-  static const auto kinds =
-      default_actions(std::make_index_sequence<std::variant_size_v<Action>>{});
-  return kinds;
 }
 
 }  // namespace
@@ -553,14 +539,14 @@ Result<FunctionDef> function_from_json(ObjectReader& r) {
     def.ops.push_back(std::move(op));
   }
 
-  CAPSIM_TRY_ASSIGN(def.outputs, read_indices(r, "outputs", kMaxOutputs));
+  CAPSIM_TRY_ASSIGN(def.outputs, read_indices(r, "outputs", kMaxCallOutputs));
   CAPSIM_TRY(check_below(r, "outputs", def.outputs, n + def.ops.size(), "value", "defined"));
   CAPSIM_TRY_ASSIGN(def.static_input_idxs, read_indices(r, "static_input_idxs", kMaxBodyInputs));
   CAPSIM_TRY(check_below(r, "static_input_idxs", def.static_input_idxs, n, "index", "an input"));
   CAPSIM_TRY_ASSIGN(def.param_input_idxs, read_indices(r, "param_input_idxs", kMaxBodyInputs));
   CAPSIM_TRY(check_below(r, "param_input_idxs", def.param_input_idxs, n, "index", "an input"));
   if (r.has("user_visible_outputs")) {
-    CAPSIM_TRY_ASSIGN(auto visible, read_indices(r, "user_visible_outputs", kMaxOutputs));
+    CAPSIM_TRY_ASSIGN(auto visible, read_indices(r, "user_visible_outputs", kMaxCallOutputs));
     CAPSIM_TRY(check_below(r, "user_visible_outputs", visible, def.outputs.size(), "position",
                            "an output"));
     def.user_visible_outputs = std::move(visible);

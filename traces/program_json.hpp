@@ -27,6 +27,8 @@ namespace capsim {
 
 // The longest name (tensor, function, optimizer, placeholder) a line may hold.
 inline constexpr std::size_t kMaxJsonNameBytes = 256;
+// A call's outputs (and a function's) may name every value of the body.
+inline constexpr std::size_t kMaxCallOutputs = kMaxBodyInputs + kMaxBodyOps;
 
 // Every field, in struct order, under the struct's member names.
 // The knobs of newer releases that differ from their defaults (a part of

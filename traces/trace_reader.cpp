@@ -348,7 +348,7 @@ Result<std::optional<TraceItem>> TraceReader::next() {
     CAPSIM_TRY_ASSIGN(const bool got, read_raw_line());
     if (!got) return std::optional<TraceItem>{};
     if (raw_.empty() && !terminated_) return std::optional<TraceItem>{};
-    if (std::optional<TraceItem> item = fast_event()) return item;
+    if (std::optional<TraceItem> item = fast_line()) return item;
     if (nesting_depth(raw_) > kMaxTraceNesting) {
       return error_at(1, fmt::format("nesting deeper than {} levels", kMaxTraceNesting));
     }
@@ -371,21 +371,26 @@ Result<std::optional<TraceItem>> TraceReader::next() {
   }
 }
 
-std::optional<TraceItem> TraceReader::fast_event() {
-  if (!fast_on_ || !last_action_ || !terminated_) return std::nullopt;
+std::optional<TraceItem> TraceReader::fast_line() {
+  if (!fast_on_ || !terminated_) return std::nullopt;
   // simdjson reads up to its padding past the line; the buffer keeps it.
-  if (raw_.capacity() < raw_.size() + FastEventReader::padding()) {
-    raw_.reserve(raw_.size() + FastEventReader::padding());
+  if (raw_.capacity() < raw_.size() + FastLineReader::padding()) {
+    raw_.reserve(raw_.size() + FastLineReader::padding());
   }
-  std::optional<Event> event = fast_.read(raw_, next_seq_, *last_action_, header_);
-  if (!event) return std::nullopt;
+  if (!fast_.read(raw_, next_seq_, last_action_, header_, fast_out_)) return std::nullopt;
   ++next_seq_;
-  ++fast_events_;
+  ++fast_lines_;
   TraceItem item;
   item.line = line_;
-  item.type = TraceLineType::kEvent;
+  item.type = fast_out_.type;
   item.text = raw_;
-  item.event = std::move(*event);
+  if (item.type == TraceLineType::kAction) {
+    last_action_ = fast_out_.action_index;
+    item.action_index = fast_out_.action_index;
+    item.action = std::move(fast_out_.action);
+  } else {
+    item.event = std::move(fast_out_.event);
+  }
   return item;
 }
 

@@ -24,7 +24,7 @@
 #include "sim/core/events.hpp"
 #include "sim/core/function_def.hpp"
 #include "sim/world/program.hpp"
-#include "traces/event_line_fast.hpp"
+#include "traces/line_fast.hpp"
 #include "traces/trace_format.hpp"
 
 namespace capsim {
@@ -64,11 +64,11 @@ class TraceReader {
   // True when the trace ended in a cut line (its prefix was read).
   bool truncated() const { return truncated_; }
   std::size_t lines_read() const { return line_; }
-  // The event lines the fast path read (event_line_fast.hpp), and a switch
-  // that turns it off: for the test that compares the two paths, and for
-  // benchmarks. Both paths read every line the same way.
-  std::size_t fast_events() const { return fast_events_; }
-  void set_fast_events(bool on) { fast_on_ = on; }
+  // The lines the fast path read (line_fast.hpp), and a switch that turns
+  // it off: for the test that compares the two paths, and for benchmarks.
+  // Both paths read every line the same way.
+  std::size_t fast_lines() const { return fast_lines_; }
+  void set_fast_path(bool on) { fast_on_ = on; }
   std::uint64_t bytes_read() const { return bytes_; }
 
  private:
@@ -84,9 +84,9 @@ class TraceReader {
   // keep the field.
   Error field_error_at(const Error& e) const;
   Result<TraceItem> parse_line(const Json& j);
-  // The line read by the fast path (event_line_fast.hpp), or nullopt when it
+  // The line read by the fast path (line_fast.hpp), or nullopt when it
   // declines it; then parse_line reads it.
-  std::optional<TraceItem> fast_event();
+  std::optional<TraceItem> fast_line();
 
   std::unique_ptr<std::istream> in_;
   std::string name_;
@@ -104,9 +104,10 @@ class TraceReader {
   std::optional<std::size_t> last_action_;
   std::vector<std::string> warnings_;
   bool truncated_ = false;
-  FastEventReader fast_;  // most event lines; the rest go through parse_line
+  FastLineReader fast_;  // most lines; the rest go through parse_line
+  FastLine fast_out_;    // kept across lines
   bool fast_on_ = true;
-  std::size_t fast_events_ = 0;
+  std::size_t fast_lines_ = 0;
 };
 
 }  // namespace capsim

@@ -4,7 +4,9 @@
 #include "sim/world/program.hpp"
 
 #include <algorithm>
+#include <array>
 #include <iterator>
+#include <utility>
 #include <variant>
 
 namespace capsim {
@@ -53,6 +55,19 @@ std::string_view action_name(const Action& action) {
                                                 "backward"};
   static_assert(std::size(kNames) == std::variant_size_v<Action>);
   return kNames[action.index()];
+}
+
+namespace {
+template <std::size_t... I>
+std::array<Action, sizeof...(I)> default_actions(std::index_sequence<I...>) {
+  return {Action(std::in_place_index<I>)...};
+}
+}  // namespace
+
+const std::array<Action, std::variant_size_v<Action>>& action_kinds() {
+  static const auto kinds =
+      default_actions(std::make_index_sequence<std::variant_size_v<Action>>{});
+  return kinds;
 }
 
 }  // namespace capsim

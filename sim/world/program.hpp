@@ -11,6 +11,7 @@
 // .grad) when its `.data` is reassigned, as in PyTorch.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -154,6 +155,9 @@ using Action = std::variant<NewTensor, MarkStatic, Call, EagerCall, Del, Read, R
                             DefineAutogradGraph, CompiledBackward, Backward>;
 // The action kinds' names, in variant order.
 std::string_view action_name(const Action& action);
+// One action of each kind with its fields at their defaults, in variant
+// order: what a reader that picks the kind by its name starts from.
+const std::array<Action, std::variant_size_v<Action>>& action_kinds();
 // Whether `action` gives the name `name` a new tensor: a new tensor, a
 // reassigned .data, or a call (compiled or eager) that binds it as an output.
 bool action_binds(const Action& action, const std::string& name);

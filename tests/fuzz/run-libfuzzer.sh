@@ -61,7 +61,7 @@ fi
 # must go in different files. fmt and simdjson link as the system libraries.
 unity_a=(
   traces/event_schema.cpp traces/json_fields.cpp traces/config_json.cpp traces/program_json.cpp traces/resimulation.cpp
-  traces/trace_format.cpp traces/trace_reader.cpp traces/event_line_fast.cpp traces/trace_simulation.cpp
+  traces/trace_format.cpp traces/trace_reader.cpp traces/line_fast.cpp traces/event_line_fast.cpp traces/action_line_fast.cpp traces/trace_simulation.cpp
   model/caching_allocator.cpp model/cpu_backend.cpp model/device_memory.cpp model/digest.cpp model/fault.cpp
   model/graph_evidence.cpp
   model/kernel_launch.cpp model/kernel_table.cpp model/step_program.cpp model/tensor.cpp
