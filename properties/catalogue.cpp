@@ -232,10 +232,12 @@ void add_tree_properties(std::vector<Property>& c, const CaseSetting& injected) 
 CheckResult same_events(const GeneratedProgram& g, const GeneratedProgram& again,
                         const WorldOptions& options, ProbeSet* probes) {
   Status s1, s2;
-  const auto first = run_generated(g, options, s1);
-  const auto second = run_generated(again, options, s2);
-  if (!s1) return "bad input: " + s1.error().message;
-  if (!s2) return "bad input: " + s2.error().message;
+  std::size_t n1 = 0, n2 = 0;
+  const auto first = run_generated(g, options, s1, n1);
+  const auto second = run_generated(again, options, s2, n2);
+  if (CheckResult ending = same_ending(ending_of(*first, s1, n1), ending_of(*second, s2, n2))) {
+    return ending;
+  }
   if (probes != nullptr) *probes = tree_probes(*first);
   return check_same_events(*first, *second);
 }

@@ -26,12 +26,43 @@ std::string where(const Event& e) {
 
 std::unique_ptr<World> run_generated(const GeneratedProgram& generated, WorldOptions options,
                                      Status& status) {
+  std::size_t completed = 0;
+  return run_generated(generated, std::move(options), status, completed);
+}
+
+std::unique_ptr<World> run_generated(const GeneratedProgram& generated, WorldOptions options,
+                                     Status& status, std::size_t& completed) {
   options.seed = generated.seed;
   options.config.torch_profile = generated.torch_profile;
   apply_knobs(generated.knobs, generated.numel, options.config);
   auto world = std::make_unique<World>(options);
-  status = world->run(generated.program);
+  completed = 0;
+  status = world->run(generated.program, [&](std::size_t i) { completed = i + 1; });
   return world;
+}
+
+RunEnding ending_of(const World& world, Status status, std::size_t completed) {
+  const std::vector<Event>& events = world.events();
+  const bool raised = std::any_of(events.begin(), events.end(),
+                                  [](const Event& e) { return e.kind == EventKind::kError; });
+  return RunEnding{std::move(status), completed, raised};
+}
+
+CheckResult same_ending(const RunEnding& first, const RunEnding& second) {
+  for (const RunEnding* r : {&first, &second}) {
+    if (!r->status.ok() && !r->raised) return "bad input: " + r->status.error().message;
+  }
+  if (first.status.ok() && second.status.ok()) return std::nullopt;
+  const auto text = [](const RunEnding& r) {
+    return r.status.ok()
+               ? std::string("ran to the end")
+               : fmt::format("failed after {} actions: {}", r.completed, r.status.error().message);
+  };
+  if (first.status.ok() != second.status.ok() || first.completed != second.completed ||
+      first.status.error().message != second.status.error().message) {
+    return fmt::format("the two runs end differently: {}; then {}", text(first), text(second));
+  }
+  return std::nullopt;
 }
 
 CheckResult check_replays_match_eager(const World& world) {

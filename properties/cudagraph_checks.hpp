@@ -21,8 +21,30 @@ namespace capsim {
 // program's). `status` gets World::run's result: any error is bad input.
 std::unique_ptr<World> run_generated(const GeneratedProgram& generated, WorldOptions options,
                                      Status& status);
+// The same, with the number of actions that ran without an error.
+std::unique_ptr<World> run_generated(const GeneratedProgram& generated, WorldOptions options,
+                                     Status& status, std::size_t& completed);
 
 using CheckResult = std::optional<std::string>;
+
+// How one run of a program ended: its status, the actions that ran without
+// an error, and whether a modelled PyTorch error (an `error` event) came
+// before the end.
+struct RunEnding {
+  Status status;
+  std::size_t completed = 0;
+  bool raised = false;
+};
+RunEnding ending_of(const World& world, Status status, std::size_t completed);
+
+// Two runs of one program (the second maybe with another seed). Past the
+// end of PyTorch's contract a call may raise where PyTorch raises (an E1: it
+// takes an output a later generation overwrote), and its outputs are never
+// bound, so a later action of the program may name nothing and fail. Such a
+// failure, after a modelled error, must be the same in both runs: the same
+// action, the same message. A failure with no error before it is the
+// generator's bug: "bad input".
+CheckResult same_ending(const RunEnding& first, const RunEnding& second);
 
 // P-replay: every replay's outputs equal eager execution on the same inputs.
 CheckResult check_replays_match_eager(const World& world);

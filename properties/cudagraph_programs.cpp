@@ -635,11 +635,15 @@ GeneratedProgram lower(const ProgramPlan& plan) {
 GeneratedProgram within_contract(GeneratedProgram generated) {
   if (!generated.contract_end) return generated;
   const std::size_t n = *generated.contract_end;
+  return first_actions(std::move(generated), n);
+}
+
+GeneratedProgram first_actions(GeneratedProgram generated, std::size_t n) {
   CAPSIM_CHECK(n <= generated.program.actions.size());
   generated.program.actions.resize(n);
-  generated.knowledge.resize(n);
-  generated.numel_at.resize(n);
-  generated.contract_end.reset();
+  generated.knowledge.resize(std::min(n, generated.knowledge.size()));
+  generated.numel_at.resize(std::min(n, generated.numel_at.size()));
+  if (generated.contract_end && *generated.contract_end >= n) generated.contract_end.reset();
   return generated;
 }
 

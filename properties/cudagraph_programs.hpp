@@ -227,6 +227,8 @@ GeneratedProgram lower(const ProgramPlan& plan);
 
 // `generated` cut before its contract_end (unchanged when it has none).
 GeneratedProgram within_contract(GeneratedProgram generated);
+// Its first `n` actions (and their knowledge).
+GeneratedProgram first_actions(GeneratedProgram generated, std::size_t n);
 
 // One line per function and per action, in a Python-like notation.
 std::string describe(const GeneratedProgram& generated);
