@@ -17,7 +17,8 @@
 //    nlohmann. The ratio of the two bytes_per_second is the cost of the
 //    checks (envelope, schema, payload conversion).
 //  - BM_ReadTraceGeneralPath: BM_ReadTrace with the reader's fast path for
-//    event lines off: every line through nlohmann and the general checks.
+//    event and action lines off: every line through nlohmann and the general
+//    checks.
 //  - BM_ParseTraceLinesSimdjson: the same lines through simdjson's DOM parser
 //    and nothing else: the floor of docs/performance.md's targets.
 //  - BM_ReplayTrace: resimulate_file over the 1M-event file (re-simulation with
@@ -172,7 +173,7 @@ void set_trace_counters(benchmark::State& state, const BenchTrace& t) {
   state.counters["MB"] = static_cast<double>(t.bytes) / 1e6;
 }
 
-// Every line through TraceReader; `fast` is its fast path for event lines
+// Every line through TraceReader; `fast` is its fast path for event and action lines
 // (traces/line_fast.hpp), off for the general path alone.
 void read_trace(benchmark::State& state, bool fast) {
   const BenchTrace& t = trace_of(state, kMillion);
@@ -186,12 +187,13 @@ void read_trace(benchmark::State& state, bool fast) {
     (*reader)->set_fast_path(fast);
     std::size_t events = 0;
     for (;;) {
-      Result<std::optional<TraceItem>> item = (*reader)->next();
+      // advance(), as replay reads (next() moves each line into a new item).
+      Result<TraceItem*> item = (*reader)->advance();
       if (!item) {
         state.SkipWithError(item.error().message.c_str());
         return;
       }
-      if (!item->has_value()) break;
+      if (*item == nullptr) break;
       events += (*item)->type == TraceLineType::kEvent;
     }
     if (events != t.events) {

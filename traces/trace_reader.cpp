@@ -344,11 +344,31 @@ Error TraceReader::field_error_at(const Error& e) const {
 }
 
 Result<std::optional<TraceItem>> TraceReader::next() {
+  CAPSIM_TRY_ASSIGN(TraceItem* const item, advance());
+  if (item == nullptr) return std::optional<TraceItem>{};
+  // A fresh item with only this line's member, as the reader always gave.
+  TraceItem out;
+  out.line = item->line;
+  out.type = item->type;
+  out.text = std::move(item->text);
+  switch (item->type) {
+    case TraceLineType::kHeader: break;
+    case TraceLineType::kFunction: out.function = std::move(item->function); break;
+    case TraceLineType::kAction:
+      out.action_index = item->action_index;
+      out.action = std::move(item->action);
+      break;
+    case TraceLineType::kEvent: out.event = std::move(item->event); break;
+  }
+  return std::optional<TraceItem>(std::move(out));
+}
+
+Result<TraceItem*> TraceReader::advance() {
   for (;;) {
     CAPSIM_TRY_ASSIGN(const bool got, read_raw_line());
-    if (!got) return std::optional<TraceItem>{};
-    if (raw_.empty() && !terminated_) return std::optional<TraceItem>{};
-    if (std::optional<TraceItem> item = fast_line()) return item;
+    if (!got) return nullptr;
+    if (raw_.empty() && !terminated_) return nullptr;
+    if (fast_line()) return &item_;
     if (nesting_depth(raw_) > kMaxTraceNesting) {
       return error_at(1, fmt::format("nesting deeper than {} levels", kMaxTraceNesting));
     }
@@ -361,37 +381,37 @@ Result<std::optional<TraceItem>> TraceReader::next() {
             "{}:{}:1: warning: the last line is truncated ({} bytes, no newline); replaying the {} "
             "lines before it",
             name_, line_, raw_.size(), line_ - 1));
-        return std::optional<TraceItem>{};
+        return nullptr;
       }
       return error_at(p->column, "invalid JSON: " + p->what);
     }
     Result<TraceItem> item = parse_line(j);
     if (!item) return field_error_at(item.error());
-    return std::optional<TraceItem>(std::move(item).value());
+    item_ = std::move(item).value();
+    return &item_;
   }
 }
 
-std::optional<TraceItem> TraceReader::fast_line() {
-  if (!fast_on_ || !terminated_) return std::nullopt;
+bool TraceReader::fast_line() {
+  if (!fast_on_ || !terminated_) return false;
   // simdjson reads up to its padding past the line; the buffer keeps it.
   if (raw_.capacity() < raw_.size() + FastLineReader::padding()) {
     raw_.reserve(raw_.size() + FastLineReader::padding());
   }
-  if (!fast_.read(raw_, next_seq_, last_action_, header_, fast_out_)) return std::nullopt;
+  if (!fast_.read(raw_, next_seq_, last_action_, header_, fast_out_)) return false;
   ++next_seq_;
   ++fast_lines_;
-  TraceItem item;
-  item.line = line_;
-  item.type = fast_out_.type;
-  item.text = raw_;
-  if (item.type == TraceLineType::kAction) {
+  item_.line = line_;
+  item_.type = fast_out_.type;
+  item_.text.assign(raw_);
+  if (item_.type == TraceLineType::kAction) {
     last_action_ = fast_out_.action_index;
-    item.action_index = fast_out_.action_index;
-    item.action = std::move(fast_out_.action);
+    item_.action_index = fast_out_.action_index;
+    std::swap(item_.action, fast_out_.action);
   } else {
-    item.event = std::move(fast_out_.event);
+    std::swap(item_.event, fast_out_.event);
   }
-  return item;
+  return true;
 }
 
 Result<TraceItem> TraceReader::parse_line(const Json& j) {

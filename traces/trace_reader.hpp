@@ -59,6 +59,12 @@ class TraceReader {
   const std::string& name() const { return name_; }
   // The next line after the header; nullopt at the end of the trace.
   Result<std::optional<TraceItem>> next();
+  // The same, in an item the reader keeps and reuses (its strings and lists
+  // keep their capacity): valid until the next call, nullptr at the end.
+  // Only `line`, `type`, `text` and the member of its type hold this line;
+  // the others hold whatever an earlier line left. Replay's loop reads this
+  // way, and allocates less per line.
+  Result<TraceItem*> advance();
   // Non-fatal findings (a truncated last line), one line each.
   const std::vector<std::string>& warnings() const { return warnings_; }
   // True when the trace ended in a cut line (its prefix was read).
@@ -84,9 +90,9 @@ class TraceReader {
   // keep the field.
   Error field_error_at(const Error& e) const;
   Result<TraceItem> parse_line(const Json& j);
-  // The line read by the fast path (line_fast.hpp), or nullopt when it
-  // declines it; then parse_line reads it.
-  std::optional<TraceItem> fast_line();
+  // The line read by the fast path (line_fast.hpp) into `item_`, or false
+  // when it declines it; then parse_line reads it.
+  bool fast_line();
 
   std::unique_ptr<std::istream> in_;
   std::string name_;
@@ -106,6 +112,7 @@ class TraceReader {
   bool truncated_ = false;
   FastLineReader fast_;  // most lines; the rest go through parse_line
   FastLine fast_out_;    // kept across lines
+  TraceItem item_;       // advance()'s
   bool fast_on_ = true;
   std::size_t fast_lines_ = 0;
 };

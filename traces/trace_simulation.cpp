@@ -32,7 +32,7 @@ Status walk_trace(TraceReader& reader, WorldOptions options, TraceVisitor& visit
   bool begun = false;
   bool simulating = true;
   for (;;) {
-    CAPSIM_TRY_ASSIGN(std::optional<TraceItem> item, reader.next());
+    CAPSIM_TRY_ASSIGN(TraceItem* const item, reader.advance());
     if (!item) return visitor.on_end(world);
     switch (item->type) {
       case TraceLineType::kHeader: break;  // the reader refuses a second header

@@ -190,11 +190,11 @@ Status World::unbind(const std::string& name) {
 
 Result<std::uint64_t> World::lookup(const std::string& name) const {
   const auto dot = name.find('.');
-  const std::string base = name.substr(0, dot);
+  const std::string_view base = std::string_view(name).substr(0, dot);
   auto it = names_.find(base);
   if (it == names_.end()) return make_error(fmt::format("unknown tensor '{}'", base));
   if (dot == std::string::npos) return it->second;
-  if (name.substr(dot) != ".grad") {
+  if (std::string_view(name).substr(dot) != ".grad") {
     return make_error(fmt::format("'{}': the only attribute is .grad", name));
   }
   const PyObject& o = objects_.at(it->second);

@@ -303,7 +303,7 @@ class World {
   std::set<const FunctionDef*> warned_rerecord_limit_;
 
   std::map<std::uint64_t, PyObject> objects_;
-  std::map<std::string, std::uint64_t> names_;
+  std::map<std::string, std::uint64_t, std::less<>> names_;  // found by string_view too
   std::uint64_t next_object_ = 1;
 
   std::map<const FunctionDef*, std::unique_ptr<PlainGraph>> plain_graphs_;
