@@ -231,15 +231,10 @@ void add_tree_properties(std::vector<Property>& c, const CaseSetting& injected) 
 // Two runs of one program under `options`: the same events, event for event.
 CheckResult same_events(const GeneratedProgram& g, const GeneratedProgram& again,
                         const WorldOptions& options, ProbeSet* probes) {
-  Status s1, s2;
-  std::size_t n1 = 0, n2 = 0;
-  const auto first = run_generated(g, options, s1, n1);
-  const auto second = run_generated(again, options, s2, n2);
-  if (CheckResult ending = same_ending(ending_of(*first, s1, n1), ending_of(*second, s2, n2))) {
-    return ending;
-  }
-  if (probes != nullptr) *probes = tree_probes(*first);
-  return check_same_events(*first, *second);
+  const TwoRuns runs = run_twice(g, again, options);
+  if (runs.ending) return runs.ending;
+  if (probes != nullptr) *probes = tree_probes(*runs.first);
+  return check_same_events(*runs.first, *runs.second);
 }
 
 // Same program and seed, same events and same bytes. The control varies the

@@ -41,6 +41,16 @@ std::unique_ptr<World> run_generated(const GeneratedProgram& generated, WorldOpt
   return world;
 }
 
+namespace {
+
+// How one run ended: its status, the actions it completed, and whether a
+// modelled PyTorch error came before the end.
+struct RunEnding {
+  Status status;
+  std::size_t completed = 0;
+  bool raised = false;
+};
+
 RunEnding ending_of(const World& world, Status status, std::size_t completed) {
   const std::vector<Event>& events = world.events();
   const bool raised = std::any_of(events.begin(), events.end(),
@@ -63,6 +73,20 @@ CheckResult same_ending(const RunEnding& first, const RunEnding& second) {
     return fmt::format("the two runs end differently: {}; then {}", text(first), text(second));
   }
   return std::nullopt;
+}
+
+}  // namespace
+
+TwoRuns run_twice(const GeneratedProgram& generated, const GeneratedProgram& again,
+                  const WorldOptions& options) {
+  TwoRuns runs;
+  Status s1, s2;
+  std::size_t n1 = 0, n2 = 0;
+  runs.first = run_generated(generated, options, s1, n1);
+  runs.second = run_generated(again, options, s2, n2);
+  runs.ending = same_ending(ending_of(*runs.first, s1, n1), ending_of(*runs.second, s2, n2));
+  runs.completed = n1;
+  return runs;
 }
 
 CheckResult check_replays_match_eager(const World& world) {

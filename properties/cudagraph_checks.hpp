@@ -27,24 +27,22 @@ std::unique_ptr<World> run_generated(const GeneratedProgram& generated, WorldOpt
 
 using CheckResult = std::optional<std::string>;
 
-// How one run of a program ended: its status, the actions that ran without
-// an error, and whether a modelled PyTorch error (an `error` event) came
-// before the end.
-struct RunEnding {
-  Status status;
+// Two runs of one program (the second maybe with another seed), for the
+// determinism properties. Past the end of PyTorch's contract a call may
+// raise where PyTorch raises (an E1: it takes an output a later generation
+// overwrote), and its outputs are never bound, so a later action of the
+// program may name nothing and fail. Such a failure, after a modelled error
+// (an `error` event), must be the same in both runs: the same action, the
+// same message. A failure with no error before it is the generator's bug
+// ("bad input"). `ending` holds what was wrong, if anything; `completed`
+// the actions the first run completed.
+struct TwoRuns {
+  std::unique_ptr<World> first, second;
+  CheckResult ending;
   std::size_t completed = 0;
-  bool raised = false;
 };
-RunEnding ending_of(const World& world, Status status, std::size_t completed);
-
-// Two runs of one program (the second maybe with another seed). Past the
-// end of PyTorch's contract a call may raise where PyTorch raises (an E1: it
-// takes an output a later generation overwrote), and its outputs are never
-// bound, so a later action of the program may name nothing and fail. Such a
-// failure, after a modelled error, must be the same in both runs: the same
-// action, the same message. A failure with no error before it is the
-// generator's bug: "bad input".
-CheckResult same_ending(const RunEnding& first, const RunEnding& second);
+TwoRuns run_twice(const GeneratedProgram& generated, const GeneratedProgram& again,
+                  const WorldOptions& options);
 
 // P-replay: every replay's outputs equal eager execution on the same inputs.
 CheckResult check_replays_match_eager(const World& world);

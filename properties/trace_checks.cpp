@@ -64,19 +64,14 @@ CheckResult check_trace_bytes_deterministic(const GeneratedProgram& generated, b
   Result<std::string> a = record_generated(generated, recorded_with);
   Result<std::string> b = record_generated(again, recorded_with);
   if (!a || !b) {
-    // A run that fails past the contract's end (same_ending): both must
-    // fail alike, and the recordings of the actions before are compared.
+    // A run that fails past the contract's end (run_twice): both must fail
+    // alike, and the recordings of the actions before are compared.
     WorldOptions options;
     options.fault = recorded_with;
-    Status s1, s2;
-    std::size_t n1 = 0, n2 = 0;
-    const auto w1 = run_generated(generated, options, s1, n1);
-    const auto w2 = run_generated(again, options, s2, n2);
-    if (CheckResult ending = same_ending(ending_of(*w1, s1, n1), ending_of(*w2, s2, n2))) {
-      return ending;
-    }
-    a = record_generated(first_actions(generated, n1), recorded_with);
-    b = record_generated(first_actions(again, n1), recorded_with);
+    const TwoRuns runs = run_twice(generated, again, options);
+    if (runs.ending) return runs.ending;
+    a = record_generated(first_actions(generated, runs.completed), recorded_with);
+    b = record_generated(first_actions(again, runs.completed), recorded_with);
     if (!a) return "bad input: " + a.error().message;
     if (!b) return "bad input: " + b.error().message;
   }
