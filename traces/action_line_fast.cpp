@@ -20,21 +20,16 @@ class FieldReader {
   bool ok() const { return ok_ && m_.all_taken(); }
 
   void name(std::string_view key, std::string& out) {
-    if (const element* e = take(key, true)) read_name(*e, out);
+    if (const element* e = take(key, true)) set(out, name_of(*e));
   }
   void name(std::string_view key, std::optional<std::string>& out) {
-    if (const element* e = take(key, false)) read_name(*e, out.emplace());
+    if (const element* e = take(key, false)) set(out, name_of(*e));
   }
   void names(std::string_view key, std::size_t limit, std::vector<std::string>& out,
              bool required = true) {
     const element* e = take(key, required);
     if (!e) return;
-    auto read = [](element x) -> std::optional<std::string> {
-      const std::optional<std::string_view> s = text(x);
-      if (!s || s->size() > kMaxJsonNameBytes) return std::nullopt;
-      return std::string(*s);
-    };
-    set(out, list<std::string>(*e, limit, read));
+    set(out, list<std::string>(*e, limit, name_of));
   }
   void integers(std::string_view key, std::size_t limit, std::vector<std::int64_t>& out) {
     if (const element* e = take(key, false)) set(out, list<std::int64_t>(*e, limit, integer));
@@ -79,13 +74,11 @@ class FieldReader {
     if (!e && required) ok_ = false;
     return ok_ ? e : nullptr;
   }
-  void read_name(element e, std::string& out) {
+  // read_name's rule: a string of at most kMaxJsonNameBytes.
+  static std::optional<std::string> name_of(element e) {
     const std::optional<std::string_view> s = text(e);
-    if (!s || s->size() > kMaxJsonNameBytes) {
-      ok_ = false;
-      return;
-    }
-    out.assign(*s);
+    if (!s || s->size() > kMaxJsonNameBytes) return std::nullopt;
+    return std::string(*s);
   }
   template <typename T, typename U>
   void set(T& out, std::optional<U> v) {

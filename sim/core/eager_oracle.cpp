@@ -156,13 +156,20 @@ Result<std::vector<ElementBits>> EagerOracle::outputs(const FunctionDef& def,
       ++planned_calls_;
       return out;
     }
-    scratch_->plans.clear();  // and run the body, which says what went wrong
+    scratch_->plans.clear();  // and make it again, which says what went wrong
     break;
   }
-  Result<std::vector<ElementBits>> out = run(*scratch_, def, memory, seen);
+  Result<Plan> plan = make_plan(*scratch_, def, seen);
+  Result<std::vector<ElementBits>> out = plan ? replay(*scratch_, *plan, memory, seen)
+                                              : Result<std::vector<ElementBits>>(plan.error());
   // A call that failed midway may leave tensors behind: start the next one
   // from a fresh scratch rather than from what it left.
-  if (!out || scratch_->store.live_tensors() != 0) scratch_.reset();
+  if (!out || scratch_->store.live_tensors() != 0) {
+    scratch_.reset();
+    return out;
+  }
+  if (scratch_->plans.size() == kMaxPlans) scratch_->plans.clear();
+  scratch_->plans.push_back(std::move(*plan));
   return out;
 }
 
@@ -184,9 +191,8 @@ Result<std::vector<ElementBits>> EagerOracle::replay(Scratch& s, const Plan& pla
   return values;
 }
 
-Result<std::vector<ElementBits>> EagerOracle::run(Scratch& s, const FunctionDef& def,
-                                                  const DeviceMemory& memory,
-                                                  const std::vector<InputSeen>& seen) {
+Result<EagerOracle::Plan> EagerOracle::make_plan(Scratch& s, const FunctionDef& def,
+                                                 const std::vector<InputSeen>& seen) {
   TensorRefs refs(s.store);
   std::vector<TensorId> held;  // released before returning
   Plan plan;
@@ -209,10 +215,6 @@ Result<std::vector<ElementBits>> EagerOracle::run(Scratch& s, const FunctionDef&
       buffers[i] = buffer.id;
       CAPSIM_TRY_ASSIGN(const Address to, s.store.data_address(buffer.id));
       plan.copies_to.push_back(to);
-      if (elements > 0) {
-        CAPSIM_TRY_ASSIGN(std::byte* const dst, s.memory.resolve(to, in.nbytes));
-        CAPSIM_TRY(memory.read(in.base, std::span(dst, in.nbytes)));
-      }
     } else {
       plan.copies_to.push_back(plan.copies_to[in.group]);
     }
@@ -221,25 +223,20 @@ Result<std::vector<ElementBits>> EagerOracle::run(Scratch& s, const FunctionDef&
     held.push_back(view.id);
     copies.push_back(view.id);
   }
-  // Captured, then run: the launches are those an eager run makes, in its
-  // order, and the plan keeps them.
+  // Captured: the launches an eager run makes, in its order, with the
+  // addresses it would use. The blocks go back to the scratch allocator
+  // below, but its segments stay mapped, so replay() runs them there.
   StepProgram program;
   BodyEnv env{refs, s.backend, kDefaultPool, &program};
   CAPSIM_TRY_ASSIGN(const std::vector<TensorId> outputs, run_body(def, copies, env));
   held.insert(held.end(), outputs.begin(), outputs.end());
-  for (const Step& step : program.steps) CAPSIM_TRY(s.backend.run_step(step));
-  std::vector<ElementBits> values;
   for (TensorId o : outputs) {
     CAPSIM_TRY_ASSIGN(const TensorArg r, tensor_arg(s.store, o));
-    CAPSIM_TRY_ASSIGN(ElementBits bits, gather_bits(s.memory, r.address, r.meta));
-    values.push_back(std::move(bits));
     plan.results.push_back(r);
   }
   for (TensorId id : held) CAPSIM_TRY(refs.drop(id));
   plan.steps = std::move(program.steps);
-  if (s.plans.size() == kMaxPlans) s.plans.clear();
-  s.plans.push_back(std::move(plan));
-  return values;
+  return plan;
 }
 
 }  // namespace capsim

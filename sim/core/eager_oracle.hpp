@@ -17,13 +17,14 @@
 // A plan per body and shape of inputs. A body's launches depend on its
 // inputs' metadata, storage sizes and aliasing, never on their values, and
 // the scratch allocator, starting empty each call, hands out the same
-// addresses for the same requests. So the first call with a shape runs the
-// body through the tensor store and keeps what it did (the input copies'
-// addresses, the launches, the outputs' addresses and metadata); a later
-// call with the same body and shape copies its inputs to those addresses,
-// runs those launches and reads those outputs, which is what running the
-// body again would do, at a fraction of the cost (the oracle was a third of
-// a steady replay). A plan that fails is dropped and the call runs the body.
+// addresses for the same requests. So the first call with a shape captures
+// the body in the scratch tensor store and keeps what it did (the input
+// copies' addresses, the launches, the outputs' addresses and metadata);
+// that call and every later one with the same body and shape copy their
+// inputs to those addresses, run those launches and read those outputs,
+// which is what running the body eagerly does, at a fraction of the cost
+// (the oracle was a third of a steady replay). A plan that fails is dropped
+// and made again.
 #pragma once
 
 #include <cstdint>
@@ -66,11 +67,14 @@ class EagerOracle {
   struct Scratch;
   struct Plan;
   struct InputSeen;
-  Result<std::vector<ElementBits>> run(Scratch& s, const FunctionDef& def,
-                                       const DeviceMemory& memory,
-                                       const std::vector<InputSeen>& seen);
-  Result<std::vector<ElementBits>> replay(Scratch& s, const Plan& plan, const DeviceMemory& memory,
-                                          const std::vector<InputSeen>& seen);
+  // The plan of `def` over inputs shaped as `seen`: the body captured in
+  // the scratch store (nothing runs), every tensor released again.
+  static Result<Plan> make_plan(Scratch& s, const FunctionDef& def,
+                                const std::vector<InputSeen>& seen);
+  // A plan run: the inputs copied in, its launches, its outputs read.
+  static Result<std::vector<ElementBits>> replay(Scratch& s, const Plan& plan,
+                                                 const DeviceMemory& memory,
+                                                 const std::vector<InputSeen>& seen);
   // Made on first use; dropped (and made again) when a call failed midway,
   // so that nothing a failed call held lingers.
   std::unique_ptr<Scratch> scratch_;
