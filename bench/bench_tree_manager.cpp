@@ -4,15 +4,18 @@
 // the seed scenarios. Speed goals live here, never in timed tests; the figures
 // are recorded in docs/performance.md ("Tree manager").
 //
-//  - BM_TreeDecisions/<chained>: a 100,000-call program over 50 small
-//    functions, in steps of mark_step_begin + 50 calls (2,000 steps). Arg 0:
-//    every output is dropped at once, so each function is its own root and the
-//    path ends after every call. Arg 1: each call takes the previous call's
-//    output (a model split into 50 graphs), so the tree is one 50-deep chain
-//    and every input after the first is cudagraph-managed. One item = one call
-//    (one tree-manager decision: warmup, record, replay or eager). The World is
-//    built and destroyed inside the timed region: that is part of running a
-//    program.
+//  - BM_TreeDecisions/<chain>/<elements>: a 100,000-call program over 50 small
+//    functions, in steps of mark_step_begin + 50 calls (2,000 steps). Chain 0:
+//    every output is dropped at once, so each function is its own root and
+//    the path ends after every call. Chain D > 0: the calls run in chains of
+//    D, each call taking the previous call's output (a model split into D
+//    graphs), so the tree holds 50 / D chains D deep and every input after a
+//    chain's first is cudagraph-managed; D = 50 is one 50-deep chain. The
+//    tensors hold `elements` floats: 64 for small fused kernels, 1 to leave
+//    the tree manager's bookkeeping with almost no arithmetic beside it. One
+//    item = one call (one tree-manager decision: warmup, record, replay or
+//    eager). The World is built and destroyed inside the timed region: that
+//    is part of running a program.
 //  - BM_TreeSteadyReplay/<fresh_input>: one function replayed in steady state
 //    (the warmup and the recording happen before timing). Arg 0: the same
 //    eager input every step; Arg 1: a new eager input every step (one
@@ -67,23 +70,23 @@ Call call(const std::string& fn, std::vector<std::string> args, std::vector<std:
   return c;
 }
 
-Program decisions_program(bool chained) {
+Program decisions_program(std::size_t chain, std::int64_t elements) {
   Program p;
   for (std::size_t i = 0; i < kFunctions; ++i) p.functions.push_back(small_function(i));
-  p.actions.reserve(1 + kSteps * (kFunctions + 1));
-  p.actions.push_back(new_tensor("x", {64}, 0.5f));
+  p.actions.reserve(1 + kSteps * (kFunctions + 2));
+  p.actions.push_back(new_tensor("x", {elements}, 0.5f));
   for (std::size_t s = 0; s < kSteps; ++s) {
     p.actions.push_back(MarkStepBegin{});
     for (std::size_t i = 0; i < kFunctions; ++i) {
       const std::string fn = fmt::format("f{}", i);
-      if (!chained) {
+      if (chain == 0) {
         p.actions.push_back(call(fn, {"x"}, {}));  // the output is dropped at once
       } else {
         // h = f_i(h): the previous h dies when the name is rebound.
-        p.actions.push_back(call(fn, {i == 0 ? "x" : "h"}, {"h"}));
+        p.actions.push_back(call(fn, {i % chain == 0 ? "x" : "h"}, {"h"}));
       }
     }
-    if (chained) p.actions.push_back(Del{"h"});
+    if (chain != 0) p.actions.push_back(Del{"h"});
   }
   return p;
 }
@@ -95,8 +98,8 @@ bool ok_or_skip(benchmark::State& state, const Status& status) {
 }
 
 void BM_TreeDecisions(benchmark::State& state) {
-  const bool chained = state.range(0) != 0;
-  const Program program = decisions_program(chained);
+  const auto chain = static_cast<std::size_t>(state.range(0));
+  const Program program = decisions_program(chain, state.range(1));
   Counters last;
   std::size_t events = 0, graphs = 0;
   for (auto _ : state) {
@@ -114,7 +117,15 @@ void BM_TreeDecisions(benchmark::State& state) {
   state.counters["eager"] = static_cast<double>(last.eager_fallbacks);
   state.counters["events/call"] = static_cast<double>(events) / static_cast<double>(kCalls);
 }
-BENCHMARK(BM_TreeDecisions)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_TreeDecisions)
+    ->ArgNames({"chain", "elements"})
+    ->Args({0, 64})
+    ->Args({50, 64})
+    ->Args({0, 1})
+    ->Args({1, 1})
+    ->Args({10, 1})
+    ->Args({50, 1})
+    ->Unit(benchmark::kMillisecond);
 
 // One step: mark_step_begin, (a fresh x,) out = g(x, w); the output is dropped.
 // g(x, w) = x*w + x with w an nn.Parameter (static), x copied in.

@@ -113,9 +113,9 @@ Status TensorStore::release(TensorId id) {
 }
 
 Result<Tensor> TensorStore::tensor(TensorId id) const {
-  auto it = tensors_.find(id);
-  if (it == tensors_.end()) return make_error(fmt::format("unknown tensor {}", id.value));
-  return it->second;
+  const Tensor* t = find(id);
+  if (t == nullptr) return make_error(fmt::format("unknown tensor {}", id.value));
+  return *t;
 }
 
 const Tensor& TensorStore::at(TensorId id) const {
@@ -130,9 +130,14 @@ Result<Storage> TensorStore::storage(StorageId id) const {
   return it->second.storage;
 }
 
+const Tensor* TensorStore::find(TensorId id) const {
+  auto it = tensors_.find(id);
+  return it == tensors_.end() ? nullptr : &it->second;
+}
+
 Result<Address> TensorStore::data_address(TensorId id) const {
-  auto t = tensor(id);
-  if (!t) return t.error();
+  const Tensor* t = find(id);
+  if (t == nullptr) return make_error(fmt::format("unknown tensor {}", id.value));
   return capsim::data_address(storages_.at(t->storage).storage, t->meta);
 }
 

@@ -51,6 +51,10 @@ class TensorStore {
   Status release(TensorId id);
 
   Result<Tensor> tensor(TensorId id) const;
+  // The live tensor `id`, or nullptr: a lookup without tensor()'s copy (a
+  // Tensor holds two Dims, so a copy is two allocations). The pointer is
+  // invalidated by the next change to the store.
+  const Tensor* find(TensorId id) const;
   // A tensor capsim itself holds (a World object, a node's placeholder, a
   // graph's pinned output). Where tensor() answers an id from input with an
   // Error, a held tensor that is gone is a bug: this aborts (CAPSIM_CHECK).

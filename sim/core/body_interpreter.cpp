@@ -6,9 +6,10 @@
 namespace capsim {
 
 Result<TensorArg> tensor_arg(const TensorStore& store, TensorId id) {
-  CAPSIM_TRY_ASSIGN(const Tensor t, store.tensor(id));
+  const Tensor* t = store.find(id);
+  if (t == nullptr) return make_error(fmt::format("unknown tensor {}", id.value));
   CAPSIM_TRY_ASSIGN(const Address address, store.data_address(id));
-  return TensorArg{address, t.meta};
+  return TensorArg{address, t->meta};
 }
 
 TensorArg held_tensor_arg(const TensorStore& store, TensorId id) {

@@ -145,6 +145,36 @@ std::span<const EventFieldUse> event_fields_of(EventKind kind) {
   return {};
 }
 
+namespace {
+constexpr std::size_t kEventKindCount = 0
+#define CAPSIM_COUNT_(e, name) +1
+    CAPSIM_EVENT_KINDS(CAPSIM_COUNT_)
+#undef CAPSIM_COUNT_
+    ;
+
+constexpr EventFieldMasks masks_of(std::span<const EventFieldUse> uses) {
+  EventFieldMasks m;
+  for (const EventFieldUse& u : uses) {
+    m.allowed.set(u.field);
+    if (u.required) m.required.set(u.field);
+  }
+  return m;
+}
+
+// Built at compile time from the rows above, in EventKind order.
+constexpr EventFieldMasks kEventFieldMasks[kEventKindCount] = {
+#define CAPSIM_MASKS_(e, name) masks_of(e),
+    CAPSIM_EVENT_KINDS(CAPSIM_MASKS_)
+#undef CAPSIM_MASKS_
+};
+}  // namespace
+
+const EventFieldMasks& event_field_masks(EventKind kind) {
+  const auto i = static_cast<std::size_t>(kind);
+  CAPSIM_CHECK(i < kEventKindCount, "an event kind is in the table");
+  return kEventFieldMasks[i];
+}
+
 const EventFieldUse* find_field_use(EventKind kind, FieldKey field) {
   const std::span<const EventFieldUse> uses = event_fields_of(kind);
   const auto it = std::find_if(uses.begin(), uses.end(),

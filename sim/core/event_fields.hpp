@@ -193,4 +193,29 @@ struct EventFieldUse {
 std::span<const EventFieldUse> event_fields_of(EventKind kind);
 const EventFieldUse* find_field_use(EventKind kind, FieldKey field);
 
+// A set of FieldKeys, one bit each (FieldKey is a uint8_t).
+class FieldMask {
+ public:
+  constexpr void set(FieldKey f) { words_[index(f) / 64] |= bit(f); }
+  constexpr bool test(FieldKey f) const { return (words_[index(f) / 64] & bit(f)) != 0; }
+  constexpr bool contains(const FieldMask& other) const {
+    for (std::size_t w = 0; w < kWords; ++w) {
+      if ((other.words_[w] & ~words_[w]) != 0) return false;
+    }
+    return true;
+  }
+
+ private:
+  static constexpr std::size_t kWords = 4;
+  static constexpr std::size_t index(FieldKey f) { return static_cast<std::size_t>(f); }
+  static constexpr std::uint64_t bit(FieldKey f) { return std::uint64_t{1} << (index(f) % 64); }
+  std::uint64_t words_[kWords] = {};
+};
+// event_fields_of(kind) as masks: what the kind may carry and must carry.
+struct EventFieldMasks {
+  FieldMask allowed;
+  FieldMask required;
+};
+const EventFieldMasks& event_field_masks(EventKind kind);
+
 }  // namespace capsim

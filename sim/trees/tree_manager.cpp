@@ -82,7 +82,7 @@ bool TreeManager::can_start_new_generation() const {
 
 void TreeManager::clear_current_path(const char* reason) {
   ctx_.emit(EventKind::kPathEnd, {{F::reason, reason}});
-  current_.reset();
+  set_current(std::nullopt);
   state_ = ExecutionState::kNone;
 }
 
@@ -118,12 +118,7 @@ Status TreeManager::try_end_curr_execution() {
 void TreeManager::check_warn_on_unable_to_start_executing(FunctionId fid) {
   if (warned_functions_.count(fid) != 0 || !in_new_torch_compile_invocation()) return;
   CAPSIM_CHECK(current_.has_value());
-  const std::vector<NodeRef> path = path_to(current_);
-  auto parent_of = [&](NodeRef r) -> std::optional<NodeRef> {
-    if (r.warmup) return warmups_[r.index].parent;
-    if (graphs_[r.index].parent) return NodeRef{false, *graphs_[r.index].parent};
-    return std::nullopt;
-  };
+  const std::vector<NodeRef>& path = current_path();
   std::vector<NodeRef> existing;
   for (NodeRef r : path) {
     if (fid_of(r) == fid) existing.push_back(r);
@@ -175,7 +170,7 @@ bool TreeManager::mutation_blocks(FunctionId fid, const std::vector<TensorId>& i
     if (it != mutation_hint_.end()) return it->second;
   }
   const WrappedFunction& fn = functions_[fid];
-  const std::vector<NodeRef> path = path_to(current_);
+  const std::vector<NodeRef>& path = current_path();
   std::size_t instances = 0;
   std::vector<std::uint32_t> mutated;  // the inputs that block, for the skip event
   for (std::uint32_t idx : fn.mutated_input_idxs) {
@@ -375,7 +370,7 @@ Status TreeManager::drop_all(std::vector<TensorId>& inputs) {
 Status TreeManager::shutdown() {
   if (shut_down_) return {};
   shut_down_ = true;
-  current_.reset();
+  set_current(std::nullopt);
   state_ = ExecutionState::kNone;
   for (GraphNode& node : graphs_) {
     for (auto& cached : node.cached_outputs) {

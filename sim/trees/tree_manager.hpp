@@ -170,7 +170,20 @@ class TreeManager {
 
   // tree_memory.cpp: liveness, checkpoints, pool checks.
   std::vector<NodeRef> path_to(std::optional<NodeRef> node) const;
+  std::optional<NodeRef> parent_of(NodeRef ref) const;
+  // The only way current_ changes: it keeps current_path_ in step, one
+  // push_back when the new node is a child of the current one (a replay or
+  // recording that extends the path), a walk from the root otherwise.
+  void set_current(std::optional<NodeRef> node);
+  // path_to(current_), without the walk: a decision reads the path several
+  // times (check_invariants, liveness, reconstruct_outputs), and a walk per
+  // read made the decisions of a 50-deep chain grow with its depth. The
+  // reference is invalidated by set_current.
+  const std::vector<NodeRef>& current_path() const;
   const std::vector<std::optional<StorageRef>>& node_outputs(NodeRef ref) const;
+  std::uint32_t depth_of(NodeRef ref) const {
+    return ref.warmup ? warmups_[ref.index].depth : graphs_[ref.index].depth;
+  }
   FunctionId fid_of(NodeRef ref) const {
     return ref.warmup ? warmups_[ref.index].fid : graphs_[ref.index].fid;
   }
@@ -197,6 +210,7 @@ class TreeManager {
   std::vector<WarmupNode> warmups_;
   std::map<FunctionId, std::vector<GraphId>> roots_;
   std::optional<NodeRef> current_;
+  std::vector<NodeRef> current_path_;  // path_to(current_), kept by set_current
   ExecutionState state_ = ExecutionState::kNone;
   std::int64_t current_gen_ = -1;
   bool running_forwards_with_pending_backwards_ = false;

@@ -27,6 +27,32 @@ std::vector<NodeRef> TreeManager::path_to(std::optional<NodeRef> node) const {
   return path;
 }
 
+std::optional<NodeRef> TreeManager::parent_of(NodeRef ref) const {
+  if (ref.warmup) return warmups_[ref.index].parent;
+  if (auto p = graphs_[ref.index].parent) return NodeRef{false, *p};
+  return std::nullopt;
+}
+
+void TreeManager::set_current(std::optional<NodeRef> node) {
+  if (!node) {
+    current_path_.clear();
+  } else if (parent_of(*node) == current_) {
+    current_path_.push_back(*node);
+  } else {
+    current_path_ = path_to(node);
+  }
+  current_ = node;
+  CAPSIM_CHECK(current_path_.size() == (current_ ? depth_of(*current_) + 1 : 0),
+               "the current path runs from a root to the current node");
+}
+
+const std::vector<NodeRef>& TreeManager::current_path() const {
+  CAPSIM_CHECK(
+      current_path_.empty() == !current_ && (!current_ || current_path_.back() == *current_),
+      "current_path_ follows current_ (set_current is the only writer)");
+  return current_path_;
+}
+
 const std::vector<std::optional<StorageRef>>& TreeManager::node_outputs(NodeRef ref) const {
   return ref.warmup ? warmups_[ref.index].outputs_weakrefs : graphs_[ref.index].outputs_weakrefs;
 }
@@ -46,8 +72,9 @@ std::vector<std::vector<bool>> TreeManager::liveness(const std::vector<NodeRef>&
 }
 
 Result<Address> TreeManager::storage_ptr(TensorId t) const {
-  CAPSIM_TRY_ASSIGN(const Tensor tensor, ctx_.store().tensor(t));
-  CAPSIM_TRY_ASSIGN(const Storage storage, ctx_.store().storage(tensor.storage));
+  const Tensor* tensor = ctx_.store().find(t);
+  if (tensor == nullptr) return make_error(fmt::format("unknown tensor {}", t.value));
+  CAPSIM_TRY_ASSIGN(const Storage storage, ctx_.store().storage(tensor->storage));
   return storage.base;
 }
 
@@ -81,14 +108,14 @@ std::vector<StorageRef> TreeManager::live_weakrefs_of(const std::vector<NodeRef>
 }
 
 std::vector<StorageRef> TreeManager::path_live_weakrefs() const {
-  return live_weakrefs_of(path_to(current_));
+  return live_weakrefs_of(current_path());
 }
 
 bool TreeManager::all_outputs_are_dead() const {
   CAPSIM_CHECK(current_.has_value());
-  if (current_->warmup) return live_weakrefs_of(path_to(current_)).empty();
+  if (current_->warmup) return live_weakrefs_of(current_path()).empty();
   const GraphNode& node = graphs_[current_->index];
-  const std::vector<NodeRef> path = path_to(current_);
+  const std::vector<NodeRef>& path = current_path();
   for (const PathIndex& i : node.live_indices_after_graph) {
     if (is_live(node_outputs(path[i.depth])[i.index])) return false;
   }
@@ -98,7 +125,7 @@ bool TreeManager::all_outputs_are_dead() const {
 Status TreeManager::dealloc_current_path_weakrefs() {
   std::size_t freed = 0;
   std::set<StorageId> seen;
-  for (NodeRef r : path_to(current_)) {
+  for (NodeRef r : current_path()) {
     // Outputs of a BACKWARD function are grads (format_dealloc_msg's
     // is_grad_output, 2.13 on).
     const bool grad_output = functions_[fid_of(r)].mode() == CompilationMode::kBackward;
@@ -119,7 +146,7 @@ Status TreeManager::clone_live_user_visible_outputs() {
   if (!generation_cloning(ctx_.config)) return {};
   std::set<StorageId> cloned;
   std::uint64_t bytes = 0;
-  for (NodeRef r : path_to(current_)) {
+  for (NodeRef r : current_path()) {
     const FunctionDef& def = *functions_[fid_of(r)].def;
     auto& weakrefs =
         r.warmup ? warmups_[r.index].outputs_weakrefs : graphs_[r.index].outputs_weakrefs;
@@ -158,7 +185,7 @@ Status TreeManager::clone_live_user_visible_outputs() {
 Status TreeManager::apply_checkpoint_execution_state_in_allocator() {
   CAPSIM_CHECK(current_ && !current_->warmup, "checkpoint needs a recorded current node");
   ++ctx_.counters.checkpoints;
-  const std::vector<NodeRef> path = path_to(current_);
+  const std::vector<NodeRef>& path = current_path();
   // remove_path_cached_tensors: later replays hand out new tensor objects.
   for (NodeRef r : path) {
     for (auto& cached : graphs_[r.index].cached_outputs) {

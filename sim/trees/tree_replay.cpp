@@ -35,7 +35,7 @@ InvariantStatus TreeManager::check_invariants(const GraphNode& node,
   for (std::uint32_t i : node.cudagraph_managed_idxs) {
     if (!ptr_matches(i)) return InvariantStatus::kCudagraphManagedIdxMismatch;
   }
-  const std::vector<NodeRef> path = path_to(current_);
+  const std::vector<NodeRef>& path = current_path();
   for (const PathIndex& i : node.expected_dead_indices_before_graph) {
     if (i.depth < path.size() && is_live(node_outputs(path[i.depth])[i.index])) {
       return InvariantStatus::kExpectedDeadIndicesBeforeGraphMismatch;
@@ -91,7 +91,7 @@ std::string TreeManager::mismatch_reason(const GraphNode& node, const std::vecto
 }
 
 bool TreeManager::raise_if_recorded_dead_is_live(GraphId id) {
-  const std::vector<NodeRef> path = path_to(current_);
+  const std::vector<NodeRef>& path = current_path();
   for (const PathIndex& i : graphs_[id].expected_dead_indices_after_graph) {
     if (i.depth < path.size() && is_live(node_outputs(path[i.depth])[i.index])) {
       ctx_.emit(EventKind::kError, {{F::id, "E3"},
@@ -181,7 +181,7 @@ Result<CallOutcome> TreeManager::execute_node(GraphId id, std::vector<TensorId>&
     inputs[i] = TensorId{0};
   }
   if (raise_if_recorded_dead_is_live(id)) return CallOutcome{CallPath::kRaised, {}};
-  current_ = NodeRef{false, id};
+  set_current(NodeRef{false, id});
   state_ = ExecutionState::kExecution;
   update_generation();
   // The node is current when its run reads the inputs (to copy them) and raises.
@@ -242,7 +242,7 @@ Status TreeManager::check_static_inputs_alive(const GraphNode& node,
 }
 
 Result<std::vector<TensorId>> TreeManager::reconstruct_outputs(GraphNode& node) {
-  const std::vector<NodeRef> path = path_to(current_);
+  const std::vector<NodeRef>& path = current_path();
   std::vector<TensorId> outputs;
   for (std::uint32_t i = 0; i < node.outputs.size(); ++i) {
     const OutputInfo& info = node.outputs[i];

@@ -80,7 +80,8 @@ Result<CallOutcome> TreeManager::run_warmup(FunctionId fid, std::vector<TensorId
   node.id = -static_cast<std::int64_t>(warmups_.size()) - 1;
   node.parent = current_;
   node.fid = fid;
-  const std::vector<NodeRef> parent_path = path_to(current_);
+  // A copy: the warmup node becomes current below.
+  const std::vector<NodeRef> parent_path = current_path();
   node.depth = static_cast<std::uint32_t>(parent_path.size());
   const std::vector<StorageRef> parent_live = live_weakrefs_of(parent_path);
   // Storages of inputs that are not live path outputs: outputs over them are
@@ -93,7 +94,7 @@ Result<CallOutcome> TreeManager::run_warmup(FunctionId fid, std::vector<TensorId
     if (!on_path) non_cudagraph_inps.insert(ptr);
   }
   warmups_.push_back(node);
-  current_ = NodeRef{true, static_cast<std::uint32_t>(warmups_.size() - 1)};
+  set_current(NodeRef{true, static_cast<std::uint32_t>(warmups_.size() - 1)});
   state_ = ExecutionState::kWarmup;
   update_generation();
   // PyTorch's warmup node is current and the function warm by the time its
@@ -217,9 +218,9 @@ GraphNode& TreeManager::add_to_tree(GraphNode node, FunctionId fid) {
   } else {
     roots_[fid].push_back(stored.id);
   }
-  current_ = NodeRef{false, stored.id};
+  set_current(NodeRef{false, stored.id});
   state_ = ExecutionState::kRecording;
-  const std::vector<NodeRef> path = path_to(current_);
+  const std::vector<NodeRef>& path = current_path();
   stored.recorded_liveness_after_graph = liveness(path);
   for (std::uint32_t d = 0; d < path.size(); ++d) {
     const auto& level = stored.recorded_liveness_after_graph[d];
@@ -273,7 +274,8 @@ Result<CallOutcome> TreeManager::record_function(FunctionId fid, std::vector<Ten
   node.fid = fid;
   node.parent = current_graph_id();
   node.depth = node.parent ? graphs_[*node.parent].depth + 1 : 0;
-  const std::vector<NodeRef> parent_path = path_to(current_);
+  // A copy: add_to_tree makes the new node current.
+  const std::vector<NodeRef> parent_path = current_path();
   // _get_demoted_cudagraph_managed_idxs: looked up for the edge as it is now,
   // after try_end_curr_execution may have made this a root.
   CAPSIM_TRY(classify_inputs(node, fn, parent_path, inputs, demoted_managed_idxs(fid)));
@@ -336,7 +338,7 @@ Status TreeManager::classify_outputs(GraphNode& node, const std::vector<TensorId
   std::set<Address> persistent;
   for (std::uint32_t i : node.non_managed_static_input_idxs)
     persistent.insert(input_storage_ptrs[i]);
-  const std::vector<NodeRef> ancestors = path_to(current_);
+  const std::vector<NodeRef>& ancestors = current_path();
   std::map<Address, std::uint32_t> new_storages;
   node.unaliased_in_all_paths.assign(outputs.size(), false);
   node.cached_outputs.assign(outputs.size(), std::nullopt);

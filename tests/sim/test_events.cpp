@@ -69,6 +69,13 @@ TEST_CASE("events: a reader gets each field as its table type") {
 
 TEST_CASE("events: the shape check names what breaks a kind's row") {
   using V = std::vector<EventField>;
+  // The mask check that emit runs must agree with the one that names the
+  // fault, on every case below.
+  auto event_shape_error = [](EventKind kind, const V& fields) {
+    std::optional<std::string> error = capsim::event_shape_error(kind, fields);
+    CHECK(event_shape_holds(kind, fields) == !error.has_value());
+    return error;
+  };
   CHECK(event_shape_error(EventKind::kCopyIn,
                           V{{F::function, "f"}, {F::copies, 1}, {F::bytes, 4}}) == std::nullopt);
   CHECK(event_shape_error(EventKind::kCopyIn, V{{F::function, "f"}, {F::copies, 1}}) ==
@@ -83,6 +90,12 @@ TEST_CASE("events: the shape check names what breaks a kind's row") {
         "event 'output' field 'ptr' is a int, not a address");
   CHECK(event_shape_error(EventKind::kPathEnd, V{{F::reason, "a"}, {F::reason, "b"}}) ==
         "event 'path_end' carries field 'reason' twice");
+  CHECK(event_shape_error(EventKind::kPathEnd, V{}) == "event 'path_end' lacks its field 'reason'");
+  // The last field key in the table: the masks reach past the first word.
+  CHECK(event_shape_error(EventKind::kDevice, V{{F::baked, 1},
+                                                {F::baked_digest, Digest{1}},
+                                                {F::digest, Digest{2}},
+                                                {F::x_buffer_ids, IntList{}}}) == std::nullopt);
 }
 
 TEST_CASE("events: emitting an event that breaks its row aborts, naming it") {
