@@ -30,6 +30,29 @@ std::string describe_difference(Address segment, std::uint64_t offset, const std
                      mf, m, target_name, tf, t);
 }
 
+// The ranges of `uses`, sorted by base, with overlapping ones merged. Ranges
+// that only touch stay apart: each lies in one segment, and two segments may
+// be neighbours in the address space.
+std::vector<AddressRange> merged_ranges(const std::vector<PointerUse>& uses) {
+  std::vector<AddressRange> ranges;
+  ranges.reserve(uses.size());
+  for (const PointerUse& u : uses) {
+    if (u.range.bytes > 0) ranges.push_back(u.range);
+  }
+  std::sort(ranges.begin(), ranges.end(),
+            [](const AddressRange& a, const AddressRange& b) { return a.base < b.base; });
+  std::vector<AddressRange> merged;
+  for (const AddressRange& r : ranges) {
+    if (!merged.empty() && r.base < merged.back().end()) {
+      const Address end = std::max(merged.back().end(), r.end());
+      merged.back().bytes = end - merged.back().base;
+    } else {
+      merged.push_back(r);
+    }
+  }
+  return merged;
+}
+
 }  // namespace
 
 void ReferenceMirror::disagree(std::string what) {
@@ -64,6 +87,7 @@ void ReferenceMirror::instantiated(GraphHandle handle, const StepProgram& progra
   Result<std::vector<PointerUse>> baked = target_.baked_pointers(*target);
   if (!baked) return disagree(fmt::format("graph '{}': {}", program.name, baked.error().message));
   const std::vector<PointerUse> want = pointer_uses(program);
+  graph.touched = merged_ranges(want);
   if (*baked == want) {
     Result<std::vector<std::uint64_t>> ids = target_.buffer_ids(*target);
     if (!ids) return disagree(fmt::format("graph '{}': {}", program.name, ids.error().message));
@@ -82,38 +106,46 @@ void ReferenceMirror::instantiated(GraphHandle handle, const StepProgram& progra
                        expected->range.bytes));
 }
 
+std::vector<AddressRange> ReferenceMirror::checked_ranges(const Graph& graph,
+                                                          const DeviceMemory& memory,
+                                                          bool first_replay) const {
+  if (first_replay) return memory.layout().segments;
+  return graph.touched;
+}
+
 void ReferenceMirror::before_replay(GraphHandle handle, const DeviceMemory& memory) {
   if (stopped()) return;
-  if (graphs_.count(handle.value) == 0) {
+  auto it = graphs_.find(handle.value);
+  if (it == graphs_.end()) {
     return disagree(fmt::format("graph {} replays but was never instantiated", handle.value));
   }
   if (Status s = materialize(memory); !s) return disagree(s.error().message);
   if (fault_ == Fault::kSkipUpload && uploaded_once_) return;
   uploaded_once_ = true;
-  for (const AddressRange& segment : memory.layout().segments) {
-    Result<const std::byte*> bytes = memory.resolve(segment.base, segment.bytes);
+  for (const AddressRange& range : checked_ranges(it->second, memory, it->second.replays == 0)) {
+    Result<const std::byte*> bytes = memory.resolve(range.base, range.bytes);
     if (!bytes) return disagree(bytes.error().message);
-    if (Status s = target_.write(segment.base, {*bytes, segment.bytes}); !s) {
-      return disagree(
-          fmt::format("copying segment {} in: {}", hex(segment.base), s.error().message));
+    if (Status s = target_.write(range.base, {*bytes, range.bytes}); !s) {
+      return disagree(fmt::format("copying {} in: {}", hex(range.base), s.error().message));
     }
-    stats_.bytes_uploaded += segment.bytes;
+    stats_.bytes_uploaded += range.bytes;
   }
 }
 
 Status ReferenceMirror::compare(const Graph& graph, const DeviceMemory& memory) {
   std::vector<std::byte> theirs;
-  for (const AddressRange& segment : memory.layout().segments) {
-    CAPSIM_TRY_ASSIGN(const std::byte* ours, memory.resolve(segment.base, segment.bytes));
-    theirs.resize(segment.bytes);
-    CAPSIM_TRY(target_.read(segment.base, theirs));
-    stats_.bytes_compared += segment.bytes;
-    if (std::memcmp(ours, theirs.data(), segment.bytes) == 0) continue;
+  // after_replay counts the replay before it compares: 1 is the first.
+  for (const AddressRange& range : checked_ranges(graph, memory, graph.replays == 1)) {
+    CAPSIM_TRY_ASSIGN(const std::byte* ours, memory.resolve(range.base, range.bytes));
+    theirs.resize(range.bytes);
+    CAPSIM_TRY(target_.read(range.base, theirs));
+    stats_.bytes_compared += range.bytes;
+    if (std::memcmp(ours, theirs.data(), range.bytes) == 0) continue;
     const auto at = std::mismatch(theirs.begin(), theirs.end(), ours);
     const std::uint64_t offset = static_cast<std::uint64_t>(at.first - theirs.begin());
-    return make_error(fmt::format("graph '{}' replay {}: {}", graph.name, graph.replays,
-                                  describe_difference(segment.base, offset, ours, theirs.data(),
-                                                      segment.bytes, target_.name())));
+    return make_error(fmt::format(
+        "graph '{}' replay {}: {}", graph.name, graph.replays,
+        describe_difference(range.base, offset, ours, theirs.data(), range.bytes, target_.name())));
   }
   return {};
 }

@@ -5,12 +5,19 @@
 // every program the model instantiates on its target backend (the CUDA
 // backend; a second CPU backend over its own memory in the host tests), and
 // around every replay it
-//   1. maps any new segment and copies every segment of the model's memory
-//      into the target, so that the graph starts from the model's bytes;
+//   1. maps any new segment and copies the model's memory into the target, so
+//      that the graph starts from the model's bytes;
 //   2. replays its own graph;
-//   3. compares the target's memory with the model's, every segment, bit for
-//      bit, and keeps the evidence (baked pointers, written digest, buffer
-//      ids) as the target reports it.
+//   3. compares the target's memory with the model's, bit for bit, and keeps
+//      the evidence (baked pointers, written digest, buffer ids) as the
+//      target reports it.
+// A graph's first replay copies and compares every segment: that is where a
+// kernel that writes outside its arguments shows. Its later replays run the
+// same program at the same baked addresses, so they copy and compare only
+// the ranges the graph's steps touch (its pointer uses, merged): a replay
+// reads nothing else, and writes nothing else that its first replay did not
+// already show. Whole segments per replay made reference.agrees 25 times the
+// cost of the property it mirrors (docs/performance.md).
 // At instantiation it also compares the target's baked pointers (read back
 // from the driver, translated to simulated addresses) with the program's.
 // The first disagreement is kept, with the graph, the replay, the address
@@ -75,10 +82,16 @@ class ReferenceMirror final : public ReplayMirror {
     std::vector<PointerUse> baked;
     std::vector<std::uint64_t> buffer_ids;
     std::optional<GraphEvidence> evidence;
+    // The program's pointer ranges, sorted, overlapping ones merged: what a
+    // replay after the first copies in and compares.
+    std::vector<AddressRange> touched;
   };
   bool stopped() const { return disagreement_.has_value(); }
   void disagree(std::string what);
   Status materialize(const DeviceMemory& memory);
+  // The segments for a graph's first replay, its touched ranges after.
+  std::vector<AddressRange> checked_ranges(const Graph& graph, const DeviceMemory& memory,
+                                           bool first_replay) const;
   Status compare(const Graph& graph, const DeviceMemory& memory);
   Status record_evidence(Graph& graph);
 

@@ -148,7 +148,11 @@ class FxGraph {
   // A graph with the same nodes (names kept) in `order`, references remapped;
   // nodes left out of `order` are dropped. Every reference must point to a
   // node placed earlier in `order` (passes reorder and dce through this).
-  Result<FxGraph> rebuilt(const std::vector<FxNodeId>& order) const;
+  Result<FxGraph> rebuilt(const std::vector<FxNodeId>& order) const&;
+  // The same for a graph about to be replaced (`g = std::move(g).rebuilt(o)`):
+  // its nodes are moved, not copied, unless `order` places one twice. On an
+  // error the graph is left valid but unspecified.
+  Result<FxGraph> rebuilt(const std::vector<FxNodeId>& order) &&;
   // Replaces argument `index` of node `id` (a pass renumbering a getitem);
   // a node it refers to must exist.
   Status replace_arg(FxNodeId id, std::size_t index, FxArg value);

@@ -584,7 +584,7 @@ class Capturer {
       order.push_back(id);
       order.insert(order.end(), after[id].begin(), after[id].end());
     }
-    CAPSIM_TRY_ASSIGN(r_.graph, r_.graph.rebuilt(order));
+    CAPSIM_TRY_ASSIGN(r_.graph, std::move(r_.graph).rebuilt(order));
     return {};
   }
 
@@ -608,7 +608,7 @@ class Capturer {
     for (FxNodeId i = 0; i < nodes.size(); ++i) {
       if (keep[i]) order.push_back(i);
     }
-    CAPSIM_TRY_ASSIGN(r_.graph, r_.graph.rebuilt(order));
+    CAPSIM_TRY_ASSIGN(r_.graph, std::move(r_.graph).rebuilt(order));
     return {};
   }
 

@@ -28,13 +28,28 @@ const ProgramScenario& scenario(const std::string& name) {
 // HostBackend with one rule broken, to show the mirror catches it.
 class SkewedBackend final : public Backend {
  public:
-  enum class Skew { kBakedPointer, kWrongValue, kBufferIds };
+  enum class Skew { kBakedPointer, kWrongValue, kBufferIds, kStrayWrite };
   explicit SkewedBackend(Skew skew) : skew_(skew) {}
   std::string_view name() const override { return "skewed"; }
-  Status materialize(const MemoryLayout& layout) override { return inner_.materialize(layout); }
+  Status materialize(const MemoryLayout& layout) override {
+    layout_ = layout;
+    return inner_.materialize(layout);
+  }
   Result<GraphHandle> instantiate(const StepProgram& p) override { return inner_.instantiate(p); }
   Status replay(GraphHandle h) override {
     CAPSIM_TRY(inner_.replay(h));
+    if (skew_ == Skew::kStrayWrite) {
+      // One bit flipped in the last word of the first segment, which no
+      // argument of these small graphs reaches: a kernel writing past its
+      // tensor.
+      const Address stray = layout_.segments.front().end() - 4;
+      CAPSIM_TRY_ASSIGN(const std::vector<PointerUse> uses, inner_.baked_pointers(h));
+      for (const PointerUse& u : uses) REQUIRE_FALSE(u.range.contains(stray));
+      std::byte b[4];
+      CAPSIM_TRY(inner_.read(stray, b));
+      b[0] ^= std::byte{1};
+      return inner_.write(stray, b);
+    }
     if (skew_ != Skew::kWrongValue) return {};
     // One bit of the last written range flipped, as a kernel that rounds
     // differently would leave it.
@@ -62,6 +77,7 @@ class SkewedBackend final : public Backend {
 
  private:
   Skew skew_;
+  MemoryLayout layout_;
   HostBackend inner_;
 };
 
@@ -119,6 +135,29 @@ TEST_CASE("reference mirror: one flipped bit after a replay is caught, with both
   // The World fails at the device event: no evidence in a disagreeing
   // mirror's name.
   CHECK_FALSE(run.mirrored_status);
+}
+
+TEST_CASE("reference mirror: a write outside a graph's arguments is caught at its first replay") {
+  // Later replays copy and compare only the ranges the graph touches; the
+  // first compares every segment, so a stray write shows there.
+  SkewedBackend skewed(SkewedBackend::Skew::kStrayWrite);
+  ReferenceMirror mirror(skewed);
+  run_mirrored(scenario("run_simple"), mirror);
+  REQUIRE(mirror.disagreement().has_value());
+  CHECK(mirror.disagreement()->find("replay 1: 0x7f") != std::string::npos);
+}
+
+TEST_CASE("reference mirror: after a graph's first replay only its ranges are copied") {
+  HostBackend host;
+  ReferenceMirror mirror(host);
+  run_mirrored(scenario("compiled_adam_cudagraphed_backward"), mirror);
+  REQUIRE_FALSE(mirror.disagreement().has_value());
+  REQUIRE(mirror.stats().replays > mirror.stats().graphs);
+  // Whole memory per replay would be at least one 2 MiB segment each; first
+  // replays copy that, the others the graph's kilobytes.
+  const std::uint64_t segment = std::uint64_t{2} << 20;
+  CHECK(mirror.stats().bytes_uploaded < mirror.stats().replays * segment);
+  CHECK(mirror.stats().bytes_uploaded == mirror.stats().bytes_compared);
 }
 
 TEST_CASE("reference mirror: buffer ids ride along as an extension the model does not compare") {
