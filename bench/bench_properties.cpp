@@ -13,6 +13,10 @@
 //    stops the benchmark with the property's message (a model bug, not a
 //    speed figure). `reference.agrees` runs beside the host mirror
 //    (cuda_reference/host_backend.hpp), as `capsim check --backend host` does.
+//  - BM_CheckDefault: one `capsim check` on its defaults (500 cases of every
+//    property, every control, the saved regressions, seed 0) through
+//    run_check on this one core, as `capsim check --jobs 1` runs it; the
+//    issue asks for at most 10 s. Its report must be clean.
 #include <benchmark/benchmark.h>
 
 #include <cstdint>
@@ -70,6 +74,22 @@ const std::vector<Property>& bench_catalogue() {
   }
   return 0;
 }();
+
+void BM_CheckDefault(benchmark::State& state) {
+  CheckOptions options;
+  options.regressions_dir = CAPSIM_REGRESSIONS_DIR;
+  for (auto _ : state) {
+    const Result<CheckReport> report = run_check(options);
+    if (!report || !report->ok()) {
+      state.SkipWithError(report ? "capsim check on its defaults failed"
+                                 : report.error().message.c_str());
+      return;
+    }
+    state.counters["properties"] = static_cast<double>(report->properties.size());
+    state.counters["controls"] = static_cast<double>(report->controls.size());
+  }
+}
+BENCHMARK(BM_CheckDefault)->Iterations(1)->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace capsim

@@ -2,13 +2,8 @@
 // needs as a trace grows. The figures are recorded in docs/performance.md
 // ("Traces").
 //
-// The trace is synthetic and built once per size, lazily, into a temporary
-// file (removed at exit): a steady training-like loop of mark_step_begin, a
-// fresh random input x and a call g(x, w) with w an nn.Parameter, so after
-// the warmup and the recording every call is a replay with a copy-in. It is
-// recorded the way `capsim record` does it (a World with verify_replays off,
-// the lines of traces/trace_format.hpp), but streamed: each action's events
-// are taken from the World and written at once.
+// The trace is synthetic (synthetic_trace.hpp) and built once per size,
+// lazily, into a temporary file (removed at exit).
 //
 //  - BM_ReadTrace: TraceReader over the 1M-event file, every line parsed and
 //    checked. bytes_per_second and events/s.
@@ -23,16 +18,11 @@
 //    and nothing else: the floor of docs/performance.md's targets.
 //  - BM_ReplayTrace: resimulate_file over the 1M-event file (re-simulation with
 //    verify_replays on, every event compared). events/s.
-//  - BM_ReplayTracePeakMemory/<events>: the peak RSS growth of one replay, in a
-//    forked child that first trims its heap (malloc_trim) and resets its peak
-//    (/proc/self/clear_refs), for 100k- and 1M-event traces. Streaming replay
-//    must keep it flat.
+//  Replays too large for a file, and their peak memory, are in
+//  bench_trace_stream.cpp.
 #include <benchmark/benchmark.h>
-#include <fcntl.h>
 #include <fmt/format.h>
-#include <malloc.h>
 #include <simdjson.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdint>
@@ -44,10 +34,8 @@
 #include <string>
 #include <system_error>
 
-#include "sim/core/function_builder.hpp"
-#include "sim/world/world.hpp"
+#include "synthetic_trace.hpp"
 #include "traces/resimulation.hpp"
-#include "traces/trace_format.hpp"
 #include "traces/trace_reader.hpp"
 
 namespace capsim {
@@ -63,74 +51,6 @@ struct BenchTrace {
   std::size_t events = 0;
   std::string error;  // non-empty: the trace could not be built
 };
-
-NewTensor new_tensor(const std::string& name, Dims sizes, std::optional<float> fill,
-                     bool parameter) {
-  NewTensor t;
-  t.name = name;
-  t.sizes = std::move(sizes);
-  t.fill = fill;
-  t.parameter = parameter;
-  return t;
-}
-
-Call call(const std::string& fn, std::vector<std::string> args) {
-  Call c;
-  c.function = fn;
-  c.args = std::move(args);
-  c.outputs = {""};  // the output is dropped at once
-  return c;
-}
-
-// Writes a trace of at least `min_events` events to `path`.
-Status write_trace(std::size_t min_events, BenchTrace& t) {
-  Program program;
-  {
-    FunctionBuilder f("g", CompilationMode::kInference, {"arg0_1", "primals_1"});
-    f.params({1});
-    const ValueIndex x = f.input(0);
-    program.functions.push_back(f.returns({f.add(f.mul(x, f.input(1)), x)}));
-  }
-  TraceHeader header;
-  header.name = fmt::format("bench_traces_{}", min_events);
-  WorldOptions options;
-  options.config = header.config;
-  options.seed = header.seed;
-  World world(options);
-  CAPSIM_TRY(world.begin(program));
-
-  std::ofstream out(t.path, std::ios::binary | std::ios::trunc);
-  if (!out) return make_error(fmt::format("{}: cannot write", t.path));
-  std::uint64_t seq = 0;
-  auto put = [&](const std::string& line) {
-    out << line << '\n';
-    t.bytes += line.size() + 1;
-    ++t.lines;
-    ++seq;
-  };
-  put(header_line(header));
-  for (const FunctionDef& def : program.functions) put(function_line(seq, def));
-  auto run = [&](const Action& action) -> Status {
-    put(action_line(seq, t.actions, action));
-    CAPSIM_TRY(world.run_action(t.actions, action));
-    ++t.actions;
-    for (const Event& e : world.take_events()) {
-      CAPSIM_TRY_ASSIGN(const std::string line, event_line(seq, e));
-      put(line);
-      ++t.events;
-    }
-    return {};
-  };
-  CAPSIM_TRY(run(new_tensor("w", {64}, 0.25f, true)));
-  while (t.events < min_events) {
-    CAPSIM_TRY(run(MarkStepBegin{}));
-    CAPSIM_TRY(run(new_tensor("x", {64}, std::nullopt, false)));
-    CAPSIM_TRY(run(call("g", {"x", "w"})));
-  }
-  out.close();
-  if (!out) return make_error(fmt::format("{}: write failed", t.path));
-  return {};
-}
 
 // The files, built on first use and removed when the benchmark exits.
 class TraceFiles {
@@ -148,8 +68,13 @@ class TraceFiles {
     t.path = (std::filesystem::temp_directory_path() /
               fmt::format("capsim_bench_trace_{}_{}.jsonl", ::getpid(), min_events))
                  .string();
-    const Status s = write_trace(min_events, t);
+    bench::SyntheticTrace written;
+    const Status s = bench::write_synthetic_trace(t.path, {min_events}, written);
     if (!s) t.error = s.error().message;
+    t.bytes = written.bytes;
+    t.lines = written.lines;
+    t.actions = written.actions;
+    t.events = written.events;
     return t;
   }
 
@@ -284,88 +209,6 @@ void BM_ReplayTrace(benchmark::State& state) {
   state.counters["actions"] = static_cast<double>(t.actions);
 }
 BENCHMARK(BM_ReplayTrace)->Unit(benchmark::kMillisecond);
-
-// A field of /proc/self/status in kB ("VmRSS", "VmHWM"), or -1.
-long status_kb(const char* field) {
-  std::ifstream in("/proc/self/status");
-  std::string line;
-  const std::string key = std::string(field) + ":";
-  while (std::getline(in, line)) {
-    if (line.rfind(key, 0) == 0) return std::strtol(line.c_str() + key.size(), nullptr, 10);
-  }
-  return -1;
-}
-
-struct PeakSample {
-  long base_kb = -1;  // RSS when the replay starts
-  long peak_kb = -1;  // the peak RSS during the replay
-  long reset = 0;     // 1 when the peak was reset at the start (else it is an upper bound)
-  long ok = 0;
-};
-
-// One replay of `path` in a forked child, so that nothing the benchmark
-// process did before counts in the peak.
-PeakSample replay_peak_in_child(const std::string& path) {
-  PeakSample sample;
-  int fds[2];
-  if (::pipe(fds) != 0) return sample;
-  const pid_t pid = ::fork();
-  if (pid == 0) {
-    ::close(fds[0]);
-    PeakSample s;
-    // Free heap inherited from the benchmarks before would be reused without
-    // counting: give it back first, so every size starts from the same state.
-    ::malloc_trim(0);
-    {
-      // "5" resets the peak RSS (VmHWM) to the current RSS (Linux 4.0+).
-      std::ofstream clear("/proc/self/clear_refs");
-      clear << "5";
-      clear.flush();
-      s.reset = clear.good() ? 1 : 0;
-    }
-    s.base_kb = status_kb("VmRSS");
-    {
-      const Result<ResimulationReport> report = resimulate_file(path, ResimulationOptions{});
-      s.ok = report.ok() && report->ok();
-    }
-    s.peak_kb = status_kb("VmHWM");
-    (void)!::write(fds[1], &s, sizeof s);
-    ::_exit(0);
-  }
-  ::close(fds[1]);
-  if (pid > 0) {
-    if (::read(fds[0], &sample, sizeof sample) != static_cast<ssize_t>(sizeof sample)) {
-      sample = PeakSample{};
-    }
-    int status = 0;
-    ::waitpid(pid, &status, 0);
-  }
-  ::close(fds[0]);
-  return sample;
-}
-
-void BM_ReplayTracePeakMemory(benchmark::State& state) {
-  const BenchTrace& t = trace_of(state, static_cast<std::size_t>(state.range(0)));
-  if (!t.error.empty()) return;
-  PeakSample s;
-  for (auto _ : state) {
-    s = replay_peak_in_child(t.path);
-    if (s.ok == 0 || s.peak_kb < 0 || s.base_kb < 0) {
-      state.SkipWithError("the replay in the child failed");
-      return;
-    }
-  }
-  // Rates would be the parent's: it only waits. The time is the child's replay.
-  state.counters["events"] = static_cast<double>(t.events);
-  state.counters["rss_base_MiB"] = static_cast<double>(s.base_kb) / 1024.0;
-  state.counters["peak_growth_MiB"] = static_cast<double>(s.peak_kb - s.base_kb) / 1024.0;
-  state.counters["peak_reset"] = static_cast<double>(s.reset);
-}
-BENCHMARK(BM_ReplayTracePeakMemory)
-    ->Arg(100'000)
-    ->Arg(static_cast<std::int64_t>(kMillion))
-    ->Iterations(1)
-    ->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace capsim

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <ostream>
 
 #include "properties/catalogue.hpp"
@@ -86,14 +87,57 @@ void trace_rows(const MeasuredRuns& runs, std::vector<TargetRow>& rows) {
                     fmt::format("{:.1f}x", nlohmann->cpu_seconds / floor->cpu_seconds), "",
                     Verdict::kInfo});
   }
-  const Measured* memory = runs.find("BM_ReplayTracePeakMemory/1000000/iterations:1");
-  if (memory && memory->counter("peak_growth_MiB")) {
-    const double mib = *memory->counter("peak_growth_MiB");
-    rows.push_back({"replay peak memory growth, 1 M events", fmt::format("{:.1f} MiB", mib), "", "",
-                    "≤ 64 MB (the issue asks it at 10^7 events)",
-                    verdict_of(mib * 1024 * 1024 <= 64e6)});
+}
+
+std::string stream_name(std::size_t events, int damage) {
+  return fmt::format("BM_ReplayStream/{}/damage:{}/iterations:1", events, damage);
+}
+
+// Replays through a pipe (bench_trace_stream.cpp): memory at 10^7 events,
+// time per event from 10^5 to 10^7, and the damaged traces' first errors.
+void stream_rows(const MeasuredRuns& runs, std::vector<TargetRow>& rows) {
+  const Measured* big = runs.find(stream_name(10'000'000, 0));
+  const Measured* small = runs.find(stream_name(100'000, 0));
+  if (big && big->counter("peak_growth_MiB")) {
+    const double mib = *big->counter("peak_growth_MiB");
+    rows.push_back({"replay peak memory growth, 10^7 events", fmt::format("{:.1f} MiB", mib), "",
+                    "", "≤ 64 MB", verdict_of(mib * 1024 * 1024 <= 64e6)});
   } else {
-    rows.push_back(not_run("replay peak memory growth, 1 M events", "≤ 64 MB"));
+    rows.push_back(not_run("replay peak memory growth, 10^7 events", "≤ 64 MB"));
+  }
+  const std::optional<double> big_rate = big ? big->counter("events/s") : std::nullopt;
+  const std::optional<double> small_rate = small ? small->counter("events/s") : std::nullopt;
+  if (big_rate && small_rate && *big_rate > 0) {
+    rows.push_back({"replay time per event, 10^5 to 10^7 events (pipe)",
+                    fmt::format("{:.0f} k events/s at 10^7", *big_rate / 1e3),
+                    fmt::format("{:.0f} k events/s at 10^5", *small_rate / 1e3),
+                    fmt::format("{:.2f}x", *small_rate / *big_rate), "≤ 1.25x (linear)",
+                    verdict_of(*small_rate / *big_rate <= 1.25)});
+  } else {
+    rows.push_back(not_run("replay time per event, 10^5 to 10^7 events (pipe)", "≤ 1.25x"));
+  }
+  for (const auto& [damage, what] : std::array<std::pair<int, const char*>, 2>{
+           {{1, "its last line cut (a warning)"}, {2, "a malformed line"}}}) {
+    const std::string figure =
+        fmt::format("bad input: a 10^7-event trace, {} after half its events", what);
+    const Measured* bad = runs.find(stream_name(10'000'000, damage));
+    const std::optional<double> seconds = bad ? bad->counter("replay_cpu_s") : std::nullopt;
+    const std::optional<double> prefix_events = bad ? bad->counter("events") : std::nullopt;
+    const std::optional<double> located =
+        bad ? bad->counter("error_on_damaged_line") : std::nullopt;
+    if (!seconds || !prefix_events || !located || !big_rate) {
+      rows.push_back(not_run(figure, "≤ 1.2x, file:line:column"));
+      continue;
+    }
+    // A clean replay of the prefix, at the clean 10^7 run's rate.
+    const double prefix_seconds = *prefix_events / *big_rate;
+    const double ratio = *seconds / prefix_seconds;
+    rows.push_back({figure,
+                    fmt::format("reported after {:.1f} s{}", *seconds,
+                                *located == 1 ? ", at file:line:column" : ", **line not named**"),
+                    fmt::format("clean replay of the prefix, {:.1f} s", prefix_seconds),
+                    fmt::format("{:.2f}x", ratio), "≤ 1.2x, file:line:column",
+                    verdict_of(ratio <= 1.2 && *located == 1)});
   }
 }
 
@@ -138,11 +182,15 @@ void tree_rows(const MeasuredRuns& runs, std::vector<TargetRow>& rows) {
 void capture_rows(const MeasuredRuns& runs, std::vector<TargetRow>& rows) {
   for (const char* shape : {"chain", "tree", "wide"}) {
     std::optional<double> first_per_node, last_per_node;
-    for (const int n : {1000, 10000, 100000}) {
+    int last_n = 0;
+    const Measured* largest_collect = nullptr;
+    const Measured* largest_capture = nullptr;
+    for (const int n : {1000, 10000, 100000, 1000000}) {
       auto name = [&](const char* phase) {
         return fmt::format("BM_CompiledAutograd_{}/{}/{}", shape, phase, n);
       };
-      const std::string figure = fmt::format("compiled-autograd capture, {} of {}", shape, n);
+      const std::string figure = fmt::format("compiled-autograd capture, {} of 10^{}", shape,
+                                             static_cast<int>(std::lround(std::log10(n))));
       const std::optional<double> floor = seconds_per_item(runs.find(name("floor")));
       const std::optional<double> collect = seconds_per_item(runs.find(name("collect")));
       const std::optional<double> capture = seconds_per_item(runs.find(name("capture")));
@@ -154,21 +202,37 @@ void capture_rows(const MeasuredRuns& runs, std::vector<TargetRow>& rows) {
       // what compiled autograd does before it runs a new graph.
       const double per_node = *collect + *capture;
       if (n == 1000) first_per_node = per_node;
-      if (n == 100000) last_per_node = per_node;
+      last_per_node = per_node;
+      last_n = n;
+      largest_collect = runs.find(name("collect"));
+      largest_capture = runs.find(name("capture"));
       rows.push_back({figure, fmt::format("{:.2f} µs/node", per_node * 1e6),
                       fmt::format("topological_order, {:.0f} ns/node", *floor * 1e9),
                       fmt::format("{:.0f}x", per_node / *floor), "≤ 10x",
                       verdict_of(per_node / *floor <= 10.0)});
     }
     const std::string figure = fmt::format("compiled-autograd capture, {}: linear", shape);
-    if (first_per_node && last_per_node) {
+    if (first_per_node && last_per_node && last_n > 1000) {
       const double growth = *last_per_node / *first_per_node;
-      rows.push_back({figure, fmt::format("{:.2f} µs/node at 10^5", *last_per_node * 1e6),
+      const std::string largest = fmt::format("10^{}", std::lround(std::log10(last_n)));
+      rows.push_back({figure, fmt::format("{:.2f} µs/node at {}", *last_per_node * 1e6, largest),
                       fmt::format("{:.2f} µs/node at 10^3", *first_per_node * 1e6),
-                      fmt::format("{:.2f}x", growth), "≤ 2x per node from 10^3 to 10^5",
+                      fmt::format("{:.2f}x", growth),
+                      fmt::format("≤ 2x per node from 10^3 to {}", largest),
                       verdict_of(growth <= 2.0)});
     } else {
       rows.push_back(not_run(figure, "≤ 2x per node"));
+    }
+    const std::optional<double> collect_bytes =
+        largest_collect ? largest_collect->counter("collect_B/node") : std::nullopt;
+    const std::optional<double> fx_bytes =
+        largest_capture ? largest_capture->counter("fx_B/node") : std::nullopt;
+    if (collect_bytes && fx_bytes) {
+      rows.push_back(
+          {fmt::format("compiled-autograd capture, {}: bytes per node", shape),
+           fmt::format("{:.0f} B collected + {:.0f} B of FX graph", *collect_bytes, *fx_bytes), "",
+           "", fmt::format("(recorded, at 10^{})", std::lround(std::log10(last_n))),
+           Verdict::kInfo});
     }
   }
 }
@@ -185,6 +249,14 @@ void property_rows(const MeasuredRuns& runs, std::vector<TargetRow>& rows,
     }
     rows.push_back({figure, fmt::format("{:.0f} cases/s", *rate), "", "", "≥ 1,000 cases/s",
                     verdict_of(*rate >= 1000.0)});
+  }
+  const Measured* check = runs.find("BM_CheckDefault/iterations:1");
+  if (check) {
+    rows.push_back({"`capsim check` on its defaults, one core",
+                    fmt::format("{:.1f} s", check->cpu_seconds), "", "", "≤ 10 s",
+                    verdict_of(check->cpu_seconds <= 10.0)});
+  } else {
+    rows.push_back(not_run("`capsim check` on its defaults, one core", "≤ 10 s"));
   }
   const Measured* reference = runs.find("BM_PropertyCases/reference.agrees");
   const Measured* eager = runs.find("BM_PropertyCases/cudagraphs.replay-equals-eager");
@@ -216,6 +288,7 @@ std::string_view verdict_text(Verdict v) {
 std::vector<TargetRow> target_rows(const MeasuredRuns& runs) {
   std::vector<TargetRow> rows;
   trace_rows(runs, rows);
+  stream_rows(runs, rows);
   tree_rows(runs, rows);
   capture_rows(runs, rows);
   // The catalogue's names, as bench_properties.cpp registers them.

@@ -55,7 +55,7 @@ bool FastLineReader::read(std::string_view line, std::uint64_t seq,
   if (type == "action") {
     const std::size_t expected = last_action ? *last_action + 1 : 0;
     const element* i = m.take("index");
-    if (!i || integer(*i) != static_cast<std::int64_t>(expected) || expected >= kMaxActions) {
+    if (!i || integer(*i) != static_cast<std::int64_t>(expected) || expected >= kMaxRunActions) {
       return false;
     }
     std::optional<Action> action = fast_line::read_action(m);

@@ -30,6 +30,7 @@ inline constexpr std::string_view kCapsimVersion = "0.1.0";
 // Limits on what a reader accepts (a limit on everything).
 inline constexpr std::size_t kMaxTraceLineBytes = std::size_t{1} << 20;  // 1 MiB
 inline constexpr std::size_t kMaxTraceLines = std::size_t{1} << 26;
+static_assert(kMaxRunActions <= kMaxTraceLines, "an action is a line");
 inline constexpr std::size_t kMaxTraceFunctions = 4096;
 inline constexpr std::size_t kMaxTraceNesting = 32;  // arrays and objects in one line
 

@@ -446,8 +446,8 @@ Result<TraceItem> TraceReader::parse_line(const Json& j) {
       return field_error(
           "index", fmt::format("action index {} out of order (expected {})", index, expected));
     }
-    if (expected >= kMaxActions) {
-      return field_error("index", fmt::format("more than {} actions", kMaxActions));
+    if (expected >= kMaxRunActions) {
+      return field_error("index", fmt::format("more than {} actions", kMaxRunActions));
     }
     last_action_ = expected;
     item.action_index = expected;

@@ -167,7 +167,14 @@ struct Program {
   std::vector<Action> actions;
 };
 
-// The limit on actions in one program.
+// The limit on actions in one program held in memory (a Program, a
+// `capsim simulate` file): each costs a few hundred bytes there.
 inline constexpr std::size_t kMaxActions = std::size_t{1} << 22;
+// The limit on action indices in one run. A trace replays one action at a
+// time and keeps none, so its limit is its line limit (kMaxTraceLines in
+// traces/trace_format.hpp; every action is a line): a 10^7-event trace has
+// about 10^7 actions.
+inline constexpr std::size_t kMaxRunActions = std::size_t{1} << 26;
+static_assert(kMaxActions <= kMaxRunActions);
 
 }  // namespace capsim

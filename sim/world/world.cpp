@@ -89,8 +89,8 @@ Status World::begin(const Program& program) {
 
 Status World::run_action(std::size_t index, const Action& action) {
   CAPSIM_CHECK(program_ != nullptr, "run_action before begin");
-  if (index >= kMaxActions) {
-    return make_error(fmt::format("action {}: the limit is {} actions", index, kMaxActions));
+  if (index >= kMaxRunActions) {
+    return make_error(fmt::format("action {}: the limit is {} actions", index, kMaxRunActions));
   }
   ctx_.action = static_cast<std::uint32_t>(index);
   Status s = step(action);
