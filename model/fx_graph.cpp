@@ -41,7 +41,19 @@ std::string fx_snake_case(std::string_view target) {
 
 std::string FxGraph::unique_name(const std::string& base) {
   const std::uint32_t n = name_counts_[base]++;
-  return n == 0 ? base : fmt::format("{}_{}", base, n);
+  if (n == 0) return base;
+  std::string name = base;
+  name += '_';
+  name += std::to_string(n);
+  return name;
+}
+
+const std::string& FxGraph::snake_case_of(std::string_view target) {
+  auto it = snake_case_of_.find(target);
+  if (it == snake_case_of_.end()) {
+    it = snake_case_of_.emplace(std::string(target), fx_snake_case(target)).first;
+  }
+  return it->second;
 }
 
 FxNodeId FxGraph::placeholder(const std::string& name) {
@@ -62,7 +74,7 @@ Status FxGraph::check_args(const std::vector<FxArg>& args) const {
   return {};
 }
 
-Result<FxNodeId> FxGraph::call_function(const std::string& target, std::vector<FxArg> args) {
+Result<FxNodeId> FxGraph::call_function(std::string_view target, std::vector<FxArg> args) {
   if (has_output()) {
     return make_error(
         fmt::format("fx graph '{}': call_function {} after the output", name_, target));
@@ -71,8 +83,8 @@ Result<FxNodeId> FxGraph::call_function(const std::string& target, std::vector<F
     return make_error(fmt::format("fx graph '{}': more than {} nodes", name_, kMaxFxNodes));
   }
   CAPSIM_TRY(check_args(args));
-  nodes_.push_back(
-      {FxOp::kCallFunction, unique_name(fx_snake_case(target)), target, std::move(args)});
+  std::string name = unique_name(snake_case_of(target));
+  nodes_.push_back({FxOp::kCallFunction, std::move(name), std::string(target), std::move(args)});
   return static_cast<FxNodeId>(nodes_.size() - 1);
 }
 
@@ -116,6 +128,22 @@ std::vector<FxNodeId> FxGraph::uses(FxNodeId id) const {
   std::vector<FxNodeId> out;
   collect_uses(nodes_.at(id).args, out);
   return out;
+}
+
+namespace {
+std::optional<FxNodeId> first_node_ref(const std::vector<FxArg>& args) {
+  for (const FxArg& a : args) {
+    if (a.kind == FxArg::Kind::kNode) return a.node;
+    if (a.nests()) {
+      if (const std::optional<FxNodeId> n = first_node_ref(a.list)) return n;
+    }
+  }
+  return std::nullopt;
+}
+}  // namespace
+
+std::optional<FxNodeId> FxGraph::first_use(FxNodeId id) const {
+  return first_node_ref(nodes_.at(id).args);
 }
 
 Result<FxGraph> FxGraph::rebuilt(const std::vector<FxNodeId>& order) && {

@@ -11,7 +11,9 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -35,10 +37,6 @@ std::string_view fx_op_name(FxOp op);
 
 using FxNodeId = std::uint32_t;
 
-// One argument: None, a node, an int, a float, a bool, a string, a list, a
-// tuple, a constant written verbatim (a device, or a value a recorder wrote in
-// the node-line form, docs/trace-format.md §6.3) or a keyword argument (its
-// name in `s`, its value the one element of `list`).
 struct FxArg {
   enum class Kind : std::uint8_t {
     kNone,
@@ -137,7 +135,7 @@ class FxGraph {
 
   FxNodeId placeholder(const std::string& name);
   // A call of `target`; every node argument must already exist.
-  Result<FxNodeId> call_function(const std::string& target, std::vector<FxArg> args);
+  Result<FxNodeId> call_function(std::string_view target, std::vector<FxArg> args);
   // The single output; nothing may follow it.
   Status output(std::vector<FxArg> args);
 
@@ -158,6 +156,20 @@ class FxGraph {
   Status replace_arg(FxNodeId id, std::size_t index, FxArg value);
   // Which nodes each node's arguments refer to.
   std::vector<FxNodeId> uses(FxNodeId id) const;
+  // The same, one at a time and in the same order, without a vector: the
+  // capture's passes ask it of every node.
+  template <typename Fn>
+  void for_each_use(FxNodeId id, Fn&& fn) const {
+    for_each_node_ref(nodes_.at(id).args, fn);
+  }
+  // The first of uses(id), if any.
+  std::optional<FxNodeId> first_use(FxNodeId id) const;
+
+  // Same name and same nodes (names, targets, arguments), in the same order:
+  // what makes to_text() equal, without writing it.
+  friend bool operator==(const FxGraph& a, const FxGraph& b) {
+    return a.name_ == b.name_ && a.nodes_ == b.nodes_;
+  }
 
   // One line per node: `%name = op[target=T](args)`, args written as Python
   // would (None, True, 1.5, 'text', [a, b]).
@@ -166,10 +178,22 @@ class FxGraph {
  private:
   Status check_args(const std::vector<FxArg>& args) const;
   std::string unique_name(const std::string& base);
+  // fx_snake_case(target), remembered: a capture calls a few targets
+  // thousands of times.
+  const std::string& snake_case_of(std::string_view target);
+  template <typename Fn>
+  static void for_each_node_ref(const std::vector<FxArg>& args, Fn& fn) {
+    for (const FxArg& a : args) {
+      if (a.kind == FxArg::Kind::kNode) fn(a.node);
+      if (a.nests()) for_each_node_ref(a.list, fn);
+    }
+  }
 
   std::string name_;
   std::vector<FxNode> nodes_;
   std::map<std::string, std::uint32_t> name_counts_;
+  // A pure function of the target: safe to copy with the graph.
+  std::map<std::string, std::string, std::less<>> snake_case_of_;
 };
 
 // A node's arguments as to_text writes them, without the parentheses.

@@ -65,11 +65,11 @@ CheckResult check_independent_of_metadata(const AutogradProgram& p, CaptureMode 
   if (Status s = collect(p, 0.0f, c); !s) return s.error().message;
   Result<CaptureResult> r = capture_backward(c.bg.graph, c.backward, {mode, {}});
   if (!r) return "capture: " + r.error().message;
-  const std::string text = r->graph.to_text();
   for (std::uint64_t seed = 1; seed <= 3; ++seed) {
     Result<CaptureResult> q = capture_backward(c.bg.graph, c.backward, {mode, {true, seed}});
-    const std::string other = q ? q->graph.to_text() : "raised: " + q.error().message;
-    if (other != text) {
+    // The graphs themselves, not their text: equal graphs print equal text,
+    // and writing four texts per case was a sixth of the property's time.
+    if (!q || !(q->graph == r->graph)) {
       return fmt::format("with proxy metadata perturbed (seed {}) the captured graph differs",
                          seed);
     }

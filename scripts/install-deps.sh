@@ -12,7 +12,7 @@ packages=(
   librapidcheck-dev doctest-dev libboost-graph-dev
   graphviz libgraphviz-dev
   nlohmann-json3-dev libsimdjson-dev libcli11-dev libbenchmark-dev libfmt-dev
-  ccache
+  ccache libmimalloc-dev
 )
 
 missing=()

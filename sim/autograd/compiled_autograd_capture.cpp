@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <map>
-#include <set>
 
 namespace capsim {
 
@@ -49,7 +48,7 @@ class Capturer {
 
  private:
   // --- Proxies and values ---------------------------------------------------
-  FxNodeId call(const std::string& target, std::vector<FxArg> args) {
+  FxNodeId call(std::string_view target, std::vector<FxArg> args) {
     auto id = r_.graph.call_function(target, std::move(args));
     CAPSIM_CHECK(id.ok(), "capture emitted a dangling reference");
     return *id;
@@ -62,9 +61,7 @@ class Capturer {
   // formula would give (`correct`). A perturbation replaces either.
   Value value(FxNodeId proxy, const TensorMeta& correct, bool dummy, const Dims& dummy_sizes) {
     Value v{proxy, correct, 1};
-    if (dummy && o_.mode == CaptureMode::kFunctional) {
-      v.meta = contiguous_meta(dummy_sizes).value();
-    }
+    if (dummy && o_.mode == CaptureMode::kFunctional) v.meta = dummy_meta(dummy_sizes);
     if (o_.perturb.enabled) {
       Dims sizes;
       const auto rank = 1 + rng_.next() % 3;
@@ -78,6 +75,13 @@ class Capturer {
       v.use_count = static_cast<std::uint32_t>(1 + rng_.next() % 3);
     }
     return v;
+  }
+  // The metadata of a dummy of `sizes`; the two dummy shapes are built once.
+  const TensorMeta& dummy_meta(const Dims& sizes) {
+    if (sizes == kDummySizes) return dummy_;
+    if (sizes == kAotDummySizes) return aot_dummy_;
+    other_dummy_ = contiguous_meta(sizes).value();
+    return other_dummy_;
   }
   // The one accessor of a proxy's metadata: every call is a MetadataRead.
   const Value& read(const Value& v, const char* field) {
@@ -544,8 +548,8 @@ class Capturer {
     const FxNode& node = r_.graph.nodes()[n];
     if (node.op == FxOp::kPlaceholder) return true;
     if (node.target != "operator.getitem") return false;
-    const auto uses = r_.graph.uses(n);
-    return !uses.empty() && r_.graph.nodes()[uses[0]].op == FxOp::kPlaceholder;
+    const std::optional<FxNodeId> from = r_.graph.first_use(n);
+    return from && r_.graph.nodes()[*from].op == FxOp::kPlaceholder;
   }
 
   // Each accumulate_grad_ moves to right after the later of its param and its
@@ -562,18 +566,18 @@ class Capturer {
       // every input at the top of the graph, capsim lifts an input where it is
       // first used, so an input must not count as "later" here.
       std::optional<FxNodeId> anchor;
-      for (FxNodeId u : r_.graph.uses(id)) {
+      r_.graph.for_each_use(id, [&](FxNodeId u) {
         if (!is_input_like(u) && (!anchor || u > *anchor)) anchor = u;
-      }
+      });
       if (!anchor) continue;
       // An input lifted after the anchor (capsim lifts where first used)
       // moves with the node, just before it; its own argument is a placeholder.
-      for (FxNodeId u : r_.graph.uses(id)) {
+      r_.graph.for_each_use(id, [&](FxNodeId u) {
         if (u > *anchor && !moved[u] && is_input_like(u)) {
           after[*anchor].push_back(u);
           moved[u] = true;
         }
-      }
+      });
       after[*anchor].push_back(id);
       moved[id] = true;
     }
@@ -588,21 +592,24 @@ class Capturer {
     return {};
   }
 
+  // Calls dce keeps whether or not anything uses them.
+  static bool impure_target(std::string_view target) {
+    return target == "call_hook" || target == "call_backward" ||
+           target == "FakeCompiledAutogradEngine._exec_final_callbacks_stub" ||
+           target == "torch.ops.inductor.accumulate_grad_.default" ||
+           target.starts_with("torch.ops.aten.copy_") || target == "torch.ops.aten.add_.Tensor";
+  }
+
   Status dce() {
-    static const std::set<std::string> kImpure{
-        "call_hook", "call_backward", "FakeCompiledAutogradEngine._exec_final_callbacks_stub",
-        "torch.ops.inductor.accumulate_grad_.default"};
     const auto& nodes = r_.graph.nodes();
     std::vector<bool> keep(nodes.size(), false);
     for (std::size_t i = nodes.size(); i-- > 0;) {
       const FxNode& n = nodes[i];
-      const bool impure = n.op != FxOp::kCallFunction || kImpure.count(n.target) != 0 ||
-                          is_input_like(static_cast<FxNodeId>(i)) ||
-                          n.target.rfind("torch.ops.aten.copy_", 0) == 0 ||
-                          n.target == "torch.ops.aten.add_.Tensor";
+      const bool impure = n.op != FxOp::kCallFunction || impure_target(n.target) ||
+                          is_input_like(static_cast<FxNodeId>(i));
       if (impure) keep[i] = true;
       if (!keep[i]) continue;
-      for (FxNodeId u : r_.graph.uses(static_cast<FxNodeId>(i))) keep[u] = true;
+      r_.graph.for_each_use(static_cast<FxNodeId>(i), [&](FxNodeId u) { keep[u] = true; });
     }
     std::vector<FxNodeId> order;
     for (FxNodeId i = 0; i < nodes.size(); ++i) {
@@ -617,6 +624,9 @@ class Capturer {
   CaptureOptions o_;
   Rng rng_;
   CaptureResult r_;
+  const TensorMeta dummy_ = contiguous_meta(kDummySizes).value();
+  const TensorMeta aot_dummy_ = contiguous_meta(kAotDummySizes).value();
+  TensorMeta other_dummy_;
   FxNodeId inputs_ = 0, sizes_ = 0, scalars_ = 0, hooks_ = 0;
   std::vector<FxArg> slot_arg_;
   std::size_t size_cursor_ = 0;

@@ -2,6 +2,9 @@
 // errors for references to nodes that do not exist or nodes after the output.
 #include <doctest/doctest.h>
 
+#include <optional>
+#include <vector>
+
 #include "model/fx_graph.hpp"
 
 namespace capsim {
@@ -37,6 +40,38 @@ TEST_CASE("fx graph: the text form is stable and Python-like") {
         "    %mul_backward0 = call_function[target=ops.MulBackward0]([%inputs], [True, False], 6, "
         "0.5, 'x', None)\n"
         "    return (%mul_backward0)\n");
+}
+
+TEST_CASE("fx graph: uses one at a time, the first use, equality without the text") {
+  auto build = [](std::int64_t constant) {
+    FxGraph g;
+    const FxNodeId inputs = g.placeholder("inputs");
+    const FxNodeId x =
+        g.call_function("operator.getitem", {FxArg::ref(inputs), FxArg::integer(0)}).value();
+    // Nested references come in argument order, depth first, repeats kept.
+    (void)g
+        .call_function("torch.add",
+                       {FxArg::integer(constant),
+                        FxArg::of({FxArg::ref(x), FxArg::of({FxArg::ref(inputs)})}), FxArg::ref(x)})
+        .value();
+    return g;
+  };
+  const FxGraph g = build(1);
+  for (FxNodeId id = 0; id < g.nodes().size(); ++id) {
+    std::vector<FxNodeId> seen;
+    g.for_each_use(id, [&](FxNodeId u) { seen.push_back(u); });
+    CHECK(seen == g.uses(id));
+    const std::optional<FxNodeId> first = g.first_use(id);
+    CHECK(first.has_value() == !seen.empty());
+    if (first) CHECK(*first == seen.front());
+  }
+  CHECK(g.uses(2) == std::vector<FxNodeId>{1, 0, 1});
+  CHECK(g.first_use(0) == std::nullopt);
+  CHECK(g.first_use(1) == FxNodeId{0});  // the placeholder: 0 is a node, not "none"
+  // Equal graphs print equal text; one constant apart, they differ.
+  CHECK(build(1) == g);
+  CHECK_FALSE(build(2) == g);
+  CHECK(build(2).to_text() != g.to_text());
 }
 
 TEST_CASE("fx graph: dangling references and nodes after the output are errors") {
