@@ -39,33 +39,47 @@ bool is_dense(const Geometry& g) {
 // same shape touches element i at offset i in each, so every geometry can be
 // collapsed to rank 1. Same addresses, same order, same arithmetic: only the
 // index computation gets cheaper.
-KernelLaunch collapse_dense(const KernelLaunch& launch) {
+bool collapses_to_rank_one(const KernelLaunch& launch, std::int64_t n) {
   const int pointers = elementwise_pointers(launch.kind);
-  const std::int64_t n = grid_size(launch);
-  if (pointers == 0) return launch;
+  if (pointers == 0) return false;
   for (int p = 0; p < pointers; ++p) {
     const Geometry& g = launch.geometry[p];
-    if (!is_dense(g) || kernels::geometry_numel(g) != n) return launch;
+    if (!is_dense(g) || kernels::geometry_numel(g) != n) return false;
   }
-  KernelLaunch flat = launch;
-  for (int p = 0; p < pointers; ++p) {
-    flat.geometry[p] = Geometry{};
-    flat.geometry[p].rank = 1;
-    flat.geometry[p].sizes[0] = n;
-    flat.geometry[p].strides[0] = 1;
-  }
-  return flat;
+  return true;
 }
+
+// Each operand's geometry: its own, or one rank-1 geometry shared by all when
+// the launch collapses. Pointers, not a collapsed copy of the launch: a
+// launch holds every operand's sizes and strides, and copying it was most of
+// a small kernel's time.
+class OperandGeometry {
+ public:
+  OperandGeometry(const KernelLaunch& launch, std::int64_t n) {
+    flat_.rank = 1;
+    flat_.sizes[0] = n;
+    flat_.strides[0] = 1;
+    const bool collapsed = collapses_to_rank_one(launch, n);
+    for (std::size_t i = 0; i < at_.size(); ++i) {
+      at_[i] = collapsed ? &flat_ : &launch.geometry[i];
+    }
+  }
+  OperandGeometry(const OperandGeometry&) = delete;  // at_ may point into it
+  const Geometry& operator[](std::size_t i) const { return *at_[i]; }
+
+ private:
+  Geometry flat_;
+  std::array<const Geometry*, kMaxKernelPointers> at_{};
+};
 }  // namespace
 
-Status run_kernel_on_host(const KernelLaunch& original, DeviceMemory& memory) {
-  const KernelLaunch launch = collapse_dense(original);
+Status run_kernel_on_host(const KernelLaunch& launch, DeviceMemory& memory) {
   auto resolved = resolve_pointers(launch, memory);
   if (!resolved) return resolved.error();
   const auto& p = *resolved;
-  const auto& g = launch.geometry;
   const auto& s = launch.scalars;
   const std::int64_t n = grid_size(launch);
+  const OperandGeometry g(launch, n);
   namespace k = kernels;
   switch (launch.kind) {
     case KernelKind::kFill:
