@@ -5,8 +5,10 @@
 namespace capsim {
 
 void TensorRefs::hold(TensorId id) {
-  auto t = store_.tensor(id);
-  CAPSIM_CHECK(t.ok(), "hold of a tensor the store does not have");
+  // find, not tensor(): only the storage is read, and tensor() copies the
+  // sizes and strides (this runs for every output of every call).
+  const Tensor* t = store_.find(id);
+  CAPSIM_CHECK(t != nullptr, "hold of a tensor the store does not have");
   Counts& c = counts_[id];
   c.storage = t->storage;
   ++c.holders;
@@ -24,8 +26,8 @@ Status TensorRefs::drop(TensorId id) {
 }
 
 void TensorRefs::pin(TensorId id) {
-  auto t = store_.tensor(id);
-  CAPSIM_CHECK(t.ok(), "pin of a tensor the store does not have");
+  const Tensor* t = store_.find(id);
+  CAPSIM_CHECK(t != nullptr, "pin of a tensor the store does not have");
   Counts& c = counts_[id];
   c.storage = t->storage;
   ++c.pins;

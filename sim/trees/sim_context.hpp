@@ -129,8 +129,8 @@ struct SimContext {
   bool raise_if_overwritten(const std::vector<TensorId>& tensors, std::string where = {}) {
     for (TensorId t : tensors) {
       if (t == TensorId{0}) continue;
-      auto tensor = store().tensor(t);
-      if (!tensor || !refs.access_error(tensor->storage)) continue;
+      const Tensor* tensor = store().find(t);
+      if (tensor == nullptr || !refs.access_error(tensor->storage)) continue;
       std::vector<EventField> fields{{F::id, "E1"}, {F::exception, "RuntimeError"}};
       if (!where.empty()) fields.push_back({F::where, std::move(where)});
       fields.push_back(

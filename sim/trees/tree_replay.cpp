@@ -223,14 +223,14 @@ Status TreeManager::check_static_inputs_alive(const GraphNode& node,
   for (std::uint32_t i : node.static_input_idxs) {
     if (inputs[i] == TensorId{0}) continue;
     auto ptr = data_ptr(inputs[i]);
-    auto tensor = ctx_.store().tensor(inputs[i]);
+    const Tensor* tensor = ctx_.store().find(inputs[i]);
     const bool moved = !ptr || *ptr != node.static_input_data_ptrs[i].value_or(0);
     // An owning storage must still hold its block. A non-owning one (a
     // replayed output the pool tracks through weak references) is never in the
     // allocator's books during execution; it must only not have been
     // deallocated by a generation change.
-    bool freed = !tensor.ok();
-    if (tensor.ok()) {
+    bool freed = tensor == nullptr;
+    if (tensor != nullptr) {
       auto storage = ctx_.store().storage(tensor->storage);
       freed = !storage.ok() || ctx_.refs.access_error(tensor->storage) ||
               (storage->base != 0 && ctx_.store().owns_block(tensor->storage) &&
