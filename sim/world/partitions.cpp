@@ -69,21 +69,28 @@ void apply_min_partition_size(const FunctionDef& def, const CudagraphConfig& con
   pieces = std::move(merged);
 }
 
-// The value a view (chain) of `v` is a view of: Inductor never makes a view
-// a buffer of its own (a ReinterpretView is named after its base), so a
-// partition's signature names the base (Scheduler.
-// get_graph_partition_signature) and the view is made again inside it
-// (reinterpret_tensor). A view of a static input made in eager code between
+// Whether op `k`'s result is its argument 0's storage: a view, or an
+// in-place op (which returns the tensor it wrote).
+bool aliases_arg0(const FunctionDef& def, std::uint32_t k) {
+  return launches_no_kernel(def.ops[k].kind) || body_op_in_place(def.ops[k].kind);
+}
+
+// The value whose buffer `v` is: Inductor never makes a view a buffer of its
+// own (a ReinterpretView is named after its base), and an in-place op's
+// result is the buffer it mutated (a MutationOutput), so a partition's
+// signature names that buffer (Scheduler.get_graph_partition_signature) and
+// a view is made again inside it (reinterpret_tensor). A view of a static
+// input, or the result of an in-place op on it, made in eager code between
 // partitions thus reaches the next partition as the static input itself,
 // not as a non-static input that a replay would copy.
 ValueIndex view_root(const FunctionDef& def, ValueIndex v) {
   const auto n = static_cast<ValueIndex>(def.num_inputs());
-  while (v >= n && launches_no_kernel(def.ops[v - n].kind)) v = def.ops[v - n].args.at(0);
+  while (v >= n && aliases_arg0(def, v - n)) v = def.ops[v - n].args.at(0);
   return v;
 }
 
-// The piece's own body, its inputs (graph values from outside it, views
-// replaced by their bases, in value order) and outputs (its values that
+// The piece's own body, its inputs (graph values from outside it, views and
+// in-place results replaced by their buffers, in value order) and outputs (its values that
 // later ops, by their bases, or the graph's outputs use).
 void build_piece_body(const FunctionDef& def, Segment& s, std::uint32_t eager_index) {
   const auto n = static_cast<ValueIndex>(def.num_inputs());
@@ -137,11 +144,17 @@ void build_piece_body(const FunctionDef& def, Segment& s, std::uint32_t eager_in
   for (ValueIndex v : outside_views) {
     for (ValueIndex c = v; !made[c]; c = def.ops[c - n].args.at(0)) chain.push_back(c);
     for (auto it = chain.rbegin(); it != chain.rend(); ++it) {
+      made[*it] = true;
+      // An in-place op already ran where it stands: its result is its
+      // argument's buffer, never run again here.
+      if (body_op_in_place(def.ops[*it - n].kind)) {
+        local[*it] = local[def.ops[*it - n].args.at(0)];
+        continue;
+      }
       local[*it] = static_cast<ValueIndex>(s.inputs.size() + body.ops.size());
       BodyOp op = def.ops[*it - n];
       for (ValueIndex& a : op.args) a = local[a];
       body.ops.push_back(std::move(op));
-      made[*it] = true;
     }
     chain.clear();
   }

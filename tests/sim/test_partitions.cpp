@@ -95,6 +95,35 @@ TEST_CASE("partitions: a view made outside a partition reaches it as its base") 
   CHECK((*pieces)[1].outputs.empty());
 }
 
+TEST_CASE("partitions: an in-place result made outside a partition reaches it as its buffer") {
+  // x (static) -> a = x + x; b = x.add_(x) [cut]; x.add_(x); r = x + b.
+  // b is x's buffer (Inductor's MutationOutput names the buffer it wrote), so
+  // the second partition takes x, static, and reads b as x. Were b a
+  // partition input of its own it would be copied at replay, before the
+  // second in-place add, and the replay would read the old x (capsim check,
+  // seed 201644847310125, case 447; properties/regressions/). The add_ is
+  // not run again inside the partition: that would add twice.
+  FunctionBuilder f("f", CompilationMode::kInference, {"primals_1"});
+  f.static_inputs({0});
+  const ValueIndex x = f.input(0);
+  (void)f.add(x, x);
+  const ValueIndex b = f.add_(x, x);
+  (void)f.add_(x, x);
+  FunctionDef d = f.returns({f.add(x, b)});
+  d.partition_cuts = {{1, 2, PartitionCutReason::kCpu}};
+  const auto pieces = partition_function(d, under(TorchProfile::k2_9), false);
+  REQUIRE(pieces.has_value());
+  REQUIRE(pieces->size() == 3);
+  const Segment& p1 = (*pieces)[2];
+  CHECK(p1.inputs == std::vector<ValueIndex>{0});
+  CHECK(p1.def.static_input_idxs == std::vector<std::uint32_t>{0});
+  REQUIRE(p1.def.ops.size() == 2);  // the second add_ and the add, nothing made again
+  CHECK(p1.def.ops[0].kind == BodyOpKind::kAddInplace);
+  CHECK(p1.def.ops[1].kind == BodyOpKind::kAdd);
+  CHECK(p1.def.ops[1].args == std::vector<ValueIndex>{0, 0});  // x + b, b read as x
+  CHECK((*pieces)[1].outputs.empty());
+}
+
 TEST_CASE("partitions: which release skips and which cuts, rule by rule") {
   const FunctionDef unsafe = four_ops(PartitionCutReason::kCudagraphUnsafe);
   // 2.9 checks the unsafe op with partitions on; 2.10 leaves it to the partitioner.
@@ -251,8 +280,7 @@ TEST_CASE("skips: S1 at compile time has the doubled prefix, at run time a singl
                                    [](const Event& e) { return e.kind == EventKind::kSkip; });
     REQUIRE(skip != w.events().end());
     CHECK(skip->text(F::id) == "S1");
-    CHECK(skip->text(F::message) ==
-          std::string(support ? "" : "skipping cudagraphs due to ") +
-              "skipping cudagraphs due to mutated inputs (1 instances)");
+    CHECK(skip->text(F::message) == std::string(support ? "" : "skipping cudagraphs due to ") +
+                                        "skipping cudagraphs due to mutated inputs (1 instances)");
   }
 }
