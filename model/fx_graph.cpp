@@ -105,12 +105,6 @@ Status FxGraph::output(std::vector<FxArg> args) {
 }
 
 namespace {
-void collect_uses(const std::vector<FxArg>& args, std::vector<FxNodeId>& out) {
-  for (const FxArg& a : args) {
-    if (a.kind == FxArg::Kind::kNode) out.push_back(a.node);
-    if (a.nests()) collect_uses(a.list, out);
-  }
-}
 Status remap(std::vector<FxArg>& args, const std::vector<std::optional<FxNodeId>>& to) {
   for (FxArg& a : args) {
     if (a.kind == FxArg::Kind::kNode) {
@@ -126,7 +120,7 @@ Status remap(std::vector<FxArg>& args, const std::vector<std::optional<FxNodeId>
 
 std::vector<FxNodeId> FxGraph::uses(FxNodeId id) const {
   std::vector<FxNodeId> out;
-  collect_uses(nodes_.at(id).args, out);
+  for_each_use(id, [&out](FxNodeId u) { out.push_back(u); });
   return out;
 }
 

@@ -37,6 +37,10 @@ std::string_view fx_op_name(FxOp op);
 
 using FxNodeId = std::uint32_t;
 
+// One argument: None, a node, an int, a float, a bool, a string, a list, a
+// tuple, a constant written verbatim (a device, or a value a recorder wrote in
+// the node-line form, docs/trace-format.md §6.3) or a keyword argument (its
+// name in `s`, its value the one element of `list`).
 struct FxArg {
   enum class Kind : std::uint8_t {
     kNone,

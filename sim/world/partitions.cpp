@@ -83,7 +83,7 @@ bool aliases_arg0(const FunctionDef& def, std::uint32_t k) {
 // input, or the result of an in-place op on it, made in eager code between
 // partitions thus reaches the next partition as the static input itself,
 // not as a non-static input that a replay would copy.
-ValueIndex view_root(const FunctionDef& def, ValueIndex v) {
+ValueIndex buffer_root(const FunctionDef& def, ValueIndex v) {
   const auto n = static_cast<ValueIndex>(def.num_inputs());
   while (v >= n && aliases_arg0(def, v - n)) v = def.ops[v - n].args.at(0);
   return v;
@@ -97,13 +97,15 @@ void build_piece_body(const FunctionDef& def, Segment& s, std::uint32_t eager_in
   const ValueIndex first = n + s.begin;
   const ValueIndex past = n + s.end;
   std::vector<bool> used_from_outside(n + def.ops.size(), false);
-  std::vector<ValueIndex> outside_views;  // made again at the top of the body
+  // Views (made again at the top of the body) and in-place results (read as
+  // their buffers) from outside the piece.
+  std::vector<ValueIndex> outside_aliases;
   for (std::uint32_t k = s.begin; k < s.end; ++k) {
     for (ValueIndex v : def.ops[k].args) {
       if (v >= first) continue;
-      const ValueIndex base = view_root(def, v);
+      const ValueIndex base = buffer_root(def, v);
       used_from_outside[base] = true;
-      if (base != v) outside_views.push_back(v);
+      if (base != v) outside_aliases.push_back(v);
     }
   }
   for (ValueIndex v = 0; v < first; ++v) {
@@ -111,7 +113,7 @@ void build_piece_body(const FunctionDef& def, Segment& s, std::uint32_t eager_in
   }
   std::vector<bool> used_later(n + def.ops.size(), false);
   for (std::size_t k = s.end; k < def.ops.size(); ++k) {
-    for (ValueIndex v : def.ops[k].args) used_later[view_root(def, v)] = true;
+    for (ValueIndex v : def.ops[k].args) used_later[buffer_root(def, v)] = true;
   }
   for (ValueIndex v : def.outputs) used_later[v] = true;
   for (ValueIndex v = first; v < past; ++v) {
@@ -136,12 +138,13 @@ void build_piece_body(const FunctionDef& def, Segment& s, std::uint32_t eager_in
     if (in(def.param_input_idxs)) body.param_input_idxs.push_back(i);
   }
   // The outside views this piece reads, made again from its inputs: each
-  // view op of a chain once, bases first (value order is SSA order).
+  // view op of a chain once, bases first (value order is SSA order); an
+  // in-place result in a chain is its argument's buffer.
   std::vector<bool> made(n + def.ops.size(), false);
   for (ValueIndex v : s.inputs) made[v] = true;
-  std::sort(outside_views.begin(), outside_views.end());
+  std::sort(outside_aliases.begin(), outside_aliases.end());
   std::vector<ValueIndex> chain;
-  for (ValueIndex v : outside_views) {
+  for (ValueIndex v : outside_aliases) {
     for (ValueIndex c = v; !made[c]; c = def.ops[c - n].args.at(0)) chain.push_back(c);
     for (auto it = chain.rbegin(); it != chain.rend(); ++it) {
       made[*it] = true;
