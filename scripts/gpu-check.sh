@@ -489,6 +489,19 @@ else
     while IFS= read -r line; do
       row "pytorch $(printf '%s' "$line" | cut -d: -f1)" "$(printf '%s' "$line" | cut -d: -f2- | cut -c2-60)" "" info
     done < <(grep -v '^#' "$outdir/torch/summary.txt" 2>/dev/null)
+    # A plain script recorded unchanged by the launcher (issue 25): the same
+    # trees seen through record(cudagraphs=True) instead of the program API.
+    launch_left=$(tlimit 120)
+    if [ "$launch_left" -lt 45 ]; then
+      row "pytorch launcher" "not run (time)" "$launch_left s left of the budget" info
+    else
+      launch_py=${CAPSIM_PYTHON:-python3}
+      [ -x build/torch-venv/bin/python ] && [ -z "${CAPSIM_PYTHON:-}" ] && launch_py=build/torch-venv/bin/python
+      PYTHONPATH="$root/traces/torch" timeout -k 5 "$launch_left" "$launch_py" -m capsim_recorder run \
+        -o "$outdir/torch/launcher_reduce_overhead.jsonl" --cudagraphs -- \
+        traces/torch/examples/reduce_overhead_train.py --steps 4 > "$outdir/logs/torch-launcher.log" 2>&1
+      row "pytorch launcher" "exit $?" "$(grep -m1 'capsim_recorder:' "$outdir/logs/torch-launcher.log" | cut -c1-100)" info
+    fi
     for t in "$outdir"/torch/*.jsonl; do
       [ -f "$t" ] || continue
       run_timed "$(tlimit 30)" "$capsim" replay "$t" > "$outdir/logs/torch-$(basename "$t" .jsonl).replay.log" 2>&1

@@ -135,6 +135,8 @@ class PartitionRun:
         self._run = run
 
     def __call__(self, new_inputs):
+        if self._session.closed:
+            return self._run(new_inputs)
         tls = self._session.tls
         previous = getattr(tls, "partition", None)
         tls.partition = self._part
@@ -158,6 +160,8 @@ class GraphCall:
 
     def __call__(self, inputs):
         session = self._session
+        if session.closed:
+            return self._fn(inputs)
         token = None
         try:
             token = session.graph_call_enter(self._record, inputs)

@@ -71,10 +71,16 @@ class CudagraphRecorder:
         if len(plist) != len(names):
             raise ValueError(f"{len(plist)} parameters, {len(names)} names")
         for name, p in zip(names, plist):
-            self.session.action("new_tensor", {"name": name, "sizes": list(p.shape), "parameter": True})
-            self.session.registry.bind(p, name, "param")
-            self._params[name] = weakref.ref(p)
+            self.param(name, p)
         return list(names)
+
+    def param(self, name: str, p: torch.Tensor) -> str:
+        """One parameter: new_tensor parameter=true, and its grads followed
+        after each backward (accumulate_grad)."""
+        self.session.action("new_tensor", {"name": name, "sizes": list(p.shape), "parameter": True})
+        self.session.registry.bind(p, name, "param")
+        self._params[name] = weakref.ref(p)
+        return name
 
     def tensor(self, name: str, t: torch.Tensor) -> torch.Tensor:
         self.session.action("new_tensor", {"name": name, "sizes": list(t.shape)})
@@ -122,14 +128,20 @@ class CudagraphRecorder:
     # -- backward ------------------------------------------------------------
 
     def backward(self, loss: torch.Tensor) -> None:
+        self.run_backward(loss.backward)
+
+    def run_backward(self, run: Callable[[], Any]) -> Any:
+        """`run()` (a backward), then accumulate_grad for each parameter the
+        compiled backward's outputs became the grad of."""
         s = self.session
         s.graph_calls = []
         s.in_backward = True
         try:
-            loss.backward()
+            result = run()
         finally:
             s.in_backward = False
         self._accumulate()
+        return result
 
     def _accumulate(self) -> None:
         s = self.session
@@ -309,20 +321,12 @@ def _config_patches(program_config: Optional[dict] = None):
     return stack
 
 
-def record_cudagraph_program(program: Any, path: str, device: str = "cuda", timeout_s: Optional[int] = None,
-                             log=None) -> dict:
-    """Runs one program and writes its trace at `path`. Returns a summary:
-    {"status": "recorded"|"exception", "error": text, "actions", "events",
-    "functions", "untranslated", "notes"}. A trace is written even when the
-    program raised (up to that point, with an error event)."""
-    from torch._inductor import compile_fx, cudagraph_trees
+def make_observer(session: Session, dev: torch.device) -> TreeObserver:
+    """The tree manager's observer for one recording, feeding `session`
+    (not installed yet)."""
+    from torch._inductor import cudagraph_trees
 
-    log = log or (lambda msg: print(msg, file=sys.stderr, flush=True))
-    dev = torch.device(device)
-    reset_state(SEED)
-    session = Session(program.name, generation_fn=_generation)
-    hooks = CompileHooks(session, compile_fx)
-    observer = TreeObserver(
+    return TreeObserver(
         session,
         cudagraph_trees.CUDAGraphTreeManager,
         cudagraph_trees.CUDAGraphNode,
@@ -330,6 +334,22 @@ def record_cudagraph_program(program: Any, path: str, device: str = "cuda", time
         get_block_count=_block_counter() if dev.type == "cuda" else None,
         dealloc_message_prefix=_dealloc_prefix(cudagraph_trees.CUDAGraphTreeManager),
     )
+
+
+def record_cudagraph_program(program: Any, path: str, device: str = "cuda", timeout_s: Optional[int] = None,
+                             log=None) -> dict:
+    """Runs one program and writes its trace at `path`. Returns a summary:
+    {"status": "recorded"|"exception", "error": text, "actions", "events",
+    "functions", "untranslated", "notes"}. A trace is written even when the
+    program raised (up to that point, with an error event)."""
+    from torch._inductor import compile_fx
+
+    log = log or (lambda msg: print(msg, file=sys.stderr, flush=True))
+    dev = torch.device(device)
+    reset_state(SEED)
+    session = Session(program.name, generation_fn=_generation)
+    hooks = CompileHooks(session, compile_fx)
+    observer = make_observer(session, dev)
     rec = CudagraphRecorder(session, observer, dev)
     summary: dict = {"status": "recorded", "error": None}
     hooks.install()
@@ -369,15 +389,17 @@ def record_cudagraph_program(program: Any, path: str, device: str = "cuda", time
 
 
 def write_session(session: Session, path: str, name: str, device: torch.device,
-                  inductor_config: Optional[dict] = None) -> dict:
+                  inductor_config: Optional[dict] = None, command: Optional[str] = None,
+                  config: Optional[dict] = None) -> dict:
     extensions = {
         "x_torch_version": torch.__version__,
         "x_device": device_description(device),
-        "x_command": COMMAND.format(name=name),
+        "x_command": command or COMMAND.format(name=name),
     }
     if inductor_config:
         extensions["x_inductor_config"] = dict(inductor_config)
-    return session.write(path, producer=PRODUCER, seed=SEED, config=torch_config(), extensions=extensions)
+    return session.write(path, producer=PRODUCER, seed=SEED, config=config or torch_config(),
+                         extensions=extensions)
 
 
 def record_all(programs: dict, names: Sequence[str], out_dir: str, device: str,

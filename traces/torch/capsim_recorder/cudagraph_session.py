@@ -249,6 +249,16 @@ class Session:
         self.in_backward = False
         self.program_error: Optional[tuple[str, str]] = None
         self.step_inputs: dict[str, list[str]] = {}
+        # A name for a tensor nobody named yet, or None for `t<k>`: the
+        # launcher names the script's nn.Parameters this way (it writes their
+        # new_tensor action itself).
+        self.on_unnamed: Optional[Any] = None
+        # Told of every compiled graph's call before anything else
+        # (graph, inputs): the launcher finds optimizer steps this way.
+        self.on_graph_call: Optional[Any] = None
+        # Set when a recording stops early (record(cudagraphs=True)'s limits):
+        # the compile and call wrappers then pass straight through.
+        self.closed = False
 
     # -- actions and events --------------------------------------------------
 
@@ -285,6 +295,10 @@ class Session:
         name = self.registry.lookup(t)
         if name is not None or not create:
             return name
+        if self.on_unnamed is not None:
+            name = self.on_unnamed(t)
+            if name is not None:
+                return name
         name = f"t{self.auto}"
         self.auto += 1
         fields: dict = {"name": name, "sizes": [int(s) for s in t.size()]}
@@ -380,6 +394,20 @@ class Session:
                 g.functions.append(f)
                 if not g.builtin:
                     self.functions[name] = f
+
+    def make_step(self, g: GraphRecord, opt_name: str) -> None:
+        """A graph found to be `opt_name`'s step only at its first call (the
+        launcher): from now on it is named and written as the built-in
+        programs' optimizer steps are (no function line, no call action;
+        its tree events go with the optimizer_step action)."""
+        with self.lock:
+            assert g.builtin is None and g.calls == 0, "a graph becomes a step before its first call"
+            g.builtin = opt_name
+            g.base = f"{opt_name}.step"
+            for f in g.functions:
+                self.functions.pop(f.name, None)
+                f.name = g.base
+                f.builtin = opt_name
 
     def on_compile_skip(self, message: str) -> None:
         stack = getattr(self.tls, "compiling", None)
@@ -574,6 +602,8 @@ class Session:
     def graph_call_enter(self, g: GraphRecord, inputs: Sequence[Any]) -> Any:
         """A call of a compiled graph, before Inductor's callable runs."""
         with self.lock:
+            if self.on_graph_call is not None:
+                self.on_graph_call(g, inputs)
             g.calls += 1
             self.tls.graph_new_invocation = None
             self.tls.graph_new_invocation = self._new_invocation()
@@ -743,6 +773,7 @@ class Session:
         return {
             "actions": len(items),
             "events": events,
+            "bytes": w.bytes_written,
             "functions": [f["function"] for f in functions],
             "untranslated": untranslated,
         }

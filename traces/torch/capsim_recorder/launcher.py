@@ -1,5 +1,5 @@
 """`python -m capsim_recorder run -o TRACE [--max-steps N] [--max-bytes B]
-[--static-shapes] -- SCRIPT [ARGS...]`: runs SCRIPT as `python SCRIPT ARGS`
+[--static-shapes | --cudagraphs] -- SCRIPT [ARGS...]`: runs SCRIPT as `python SCRIPT ARGS`
 would (as __main__, with sys.argv and sys.path[0] set), inside
 capsim_recorder.record() (recording.py).
 
@@ -35,6 +35,9 @@ def run_command(argv: list[str]) -> int:
                         help="stop recording past this many bytes (default 256 MiB)")
     parser.add_argument("--static-shapes", action="store_true",
                         help="compiled autograd with dynamic=False (default: dynamic=True)")
+    parser.add_argument("--cudagraphs", action="store_true",
+                        help="record the cudagraph trees (the backwards run as the script runs"
+                             " them, not under compiled autograd); see launcher_cudagraphs.py")
     parser.add_argument("script", help="the script to run")
     parser.add_argument("args", nargs=argparse.REMAINDER, help="its arguments")
     args = parser.parse_args(argv)
@@ -42,6 +45,8 @@ def run_command(argv: list[str]) -> int:
         parser.error(f"--max-steps: must be at least 0, got {args.max_steps}")
     if args.max_bytes is not None and args.max_bytes < 1:
         parser.error(f"--max-bytes: must be positive, got {args.max_bytes}")
+    if args.static_shapes and args.cudagraphs:
+        parser.error("--static-shapes is compiled autograd's flag; --cudagraphs runs none")
     if not os.path.isfile(args.script):
         parser.error(f"{args.script}: no such script")
     script_args = args.args[1:] if args.args[:1] == ["--"] else args.args
@@ -49,8 +54,9 @@ def run_command(argv: list[str]) -> int:
     from .recording import DEFAULT_MAX_BYTES, record
 
     command = shlex.join(["python", "-m", "capsim_recorder", "run", "-o",
-                          os.path.basename(args.output), "--", os.path.basename(args.script)]
-                         + script_args)
+                          os.path.basename(args.output)]
+                         + (["--cudagraphs"] if args.cudagraphs else [])
+                         + ["--", os.path.basename(args.script)] + script_args)
     saved_argv, saved_path0 = sys.argv, sys.path[0]
     sys.argv = [args.script] + script_args
     sys.path[0] = os.path.dirname(os.path.abspath(args.script))
@@ -58,7 +64,8 @@ def run_command(argv: list[str]) -> int:
     try:
         with record(args.output, max_steps=args.max_steps,
                     max_bytes=args.max_bytes or DEFAULT_MAX_BYTES,
-                    dynamic=not args.static_shapes, command=command, reset=True) as session:
+                    dynamic=not args.static_shapes, command=command, reset=True,
+                    cudagraphs=args.cudagraphs) as session:
             try:
                 runpy.run_path(args.script, run_name="__main__")
             except SystemExit as e:
@@ -68,6 +75,7 @@ def run_command(argv: list[str]) -> int:
                       f"{type(e).__name__}: {e}; the trace keeps the {session.steps} backwards"
                       f" recorded before ({args.output})", file=sys.stderr)
                 status = 1
+                session.script_failed(e)
             steps = session.steps
     finally:
         sys.argv, sys.path[0] = saved_argv, saved_path0

@@ -300,8 +300,6 @@ def _reads_a_grad(opt: Any, mapping: dict[int, int]) -> bool:
     return any(n <= i < 2 * n for i in mapping.values())
 
 
-# The recorder's own frames between a wrap and the script.
-_OWN_MODULES = {__name__, "capsim_recorder.recording", "capsim_recorder.launcher"}
 
 
 def _script_frames(frame: Any) -> list[Any]:
@@ -309,7 +307,8 @@ def _script_frames(frame: Any) -> list[Any]:
     out = []
     while frame is not None:
         module = frame.f_globals.get("__name__", "")
-        if not (module == "torch" or module.startswith("torch.") or module in _OWN_MODULES):
+        # (The recorder's own frames lie between a wrap and the script.)
+        if not (module in ("torch", "capsim_recorder") or module.startswith(("torch.", "capsim_recorder."))):
             out.append(frame)
         frame = frame.f_back
     return out

@@ -36,9 +36,13 @@ and AOTAutograd's cache are off while the block runs, as for those programs.
 
 Not recorded, and counted in one line on stderr at the end: backwards with
 several roots, `torch.autograd.grad` (capsim models `backward()` only), and
-the optimizers launcher_optimizer.py does not follow. This is what a CPU
-allows; the cudagraph-tree decisions need the GPU half
-(cudagraph_recorder.py), which is not wired to record() yet.
+the optimizers launcher_optimizer.py does not follow.
+
+`record(path, cudagraphs=True)` (the launcher's `--cudagraphs`) records the
+other half instead: what the cudagraph trees did with the script's
+torch.compile(mode="reduce-overhead") graphs, on a GPU (on a CPU, Inductor
+hands no graph to a tree, and every call is written as an eager call).
+launcher_cudagraphs.py says what it writes and why it is a form of its own.
 
 Limits: `max_steps` backwards are recorded, later ones run as they would
 without the recorder; past `max_bytes` the recording stops with one message on
@@ -109,6 +113,10 @@ class RecordingSession:
     @property
     def steps(self) -> int:
         return self.recorder.backwards
+
+    def script_failed(self, e: BaseException) -> None:
+        """The script raised: what was recorded before is in the trace
+        already (written line by line); nothing to add."""
 
     def wants(self) -> bool:
         if self.stopped is not None:
@@ -200,10 +208,17 @@ def _patched_autograd_backward(original: Any) -> Any:
     return backward
 
 
+def called_by_torch(frame: Any) -> bool:
+    """Whether `frame` is PyTorch's own code (AOTAutograd traces its joint
+    graph with torch.autograd.grad: not a call of the script's)."""
+    module = frame.f_globals.get("__name__", "") if frame is not None else ""
+    return module == "torch" or module.startswith("torch.")
+
+
 def _patched_grad(original: Any) -> Any:
     def grad(*args, **kwargs):
         session = _active
-        if session is not None and not session.busy:
+        if session is not None and not session.busy and not called_by_torch(sys._getframe(1)):
             session.skip("torch.autograd.grad calls")
         return original(*args, **kwargs)
 
@@ -324,13 +339,14 @@ def _patch_targets() -> list[tuple[Any, str, Any]]:
 
 
 @contextlib.contextmanager
-def _patched() -> Iterator[None]:
-    """Installs the wraps of _patch_targets(); restores the originals on exit.
-    A class attribute that is inherited (BackwardCFunction's register_hook
-    comes from _FunctionBase) is set on the class and deleted again."""
+def _patched(targets: Optional[list] = None) -> Iterator[None]:
+    """Installs the wraps of `targets` (default _patch_targets()); restores
+    the originals on exit. A class attribute that is inherited
+    (BackwardCFunction's register_hook comes from _FunctionBase) is set on the
+    class and deleted again."""
     saved = []
     try:
-        for owner, attr, wrap in _patch_targets():
+        for owner, attr, wrap in (_patch_targets() if targets is None else targets):
             own = attr in vars(owner)
             original = getattr(owner, attr)
             saved.append((owner, attr, own, original))
@@ -347,23 +363,21 @@ def _patched() -> Iterator[None]:
 @contextlib.contextmanager
 def record(path: str, *, max_steps: Optional[int] = None, max_bytes: int = DEFAULT_MAX_BYTES,
            dynamic: bool = True, name: Optional[str] = None, command: Optional[str] = None,
-           reset: bool = False) -> Iterator[RecordingSession]:
+           reset: bool = False, cudagraphs: bool = False) -> Iterator[Any]:
     """Records every one-root backward of the block into the trace at `path`
     (see the module's docstring). `dynamic` is compiled autograd's flag;
     `name` the trace's name (default: the file's stem); `reset` clears
     Dynamo's caches and counters first (the launcher does; the program's RNG
-    is never touched)."""
+    is never touched). `cudagraphs` records the cudagraph trees instead, with
+    the backwards run as the script runs them (launcher_cudagraphs.py)."""
     global _active
     import os
 
     import torch
 
-    from .capture import CompiledAutogradCapture
-    from .optimizer_recorder import inductor_hooks
-    from .recorder import Recorder, SEED, torch_config
-    from .trace_writer import TraceWriter
+    from . import launcher_cudagraphs
 
-    if _active is not None:
+    if _active is not None or launcher_cudagraphs._active is not None:
         raise RuntimeError("capsim_recorder.record(): a recording is already running")
     if max_steps is not None and max_steps < 0:
         raise ValueError(f"max_steps must be at least 0, got {max_steps}")
@@ -372,6 +386,30 @@ def record(path: str, *, max_steps: Optional[int] = None, max_bytes: int = DEFAU
 
         torch.compiler.reset()
         counters.clear()
+    trace_name = name or os.path.splitext(os.path.basename(path))[0] or "run"
+    if cudagraphs:
+        from .launcher_cudagraphs import record_cudagraphs
+
+        with record_cudagraphs(path, max_steps=max_steps, max_bytes=max_bytes, name=trace_name,
+                               command=command) as recording:
+            yield recording
+        return
+    with _record_compiled_autograd(path, max_steps, max_bytes, dynamic, trace_name,
+                                   command) as session:
+        yield session
+
+
+@contextlib.contextmanager
+def _record_compiled_autograd(path: str, max_steps: Optional[int], max_bytes: int, dynamic: bool,
+                              name: str, command: Optional[str]) -> Iterator[RecordingSession]:
+    """The CPU form of record(): compiled autograd and the compiled optimizer."""
+    global _active
+    import torch
+
+    from .capture import CompiledAutogradCapture
+    from .optimizer_recorder import inductor_hooks
+    from .recorder import Recorder, SEED, torch_config
+    from .trace_writer import TraceWriter
     capture = CompiledAutogradCapture()
     try:
         with TraceWriter(path, log=True) as writer:
@@ -382,7 +420,7 @@ def record(path: str, *, max_steps: Optional[int] = None, max_bytes: int = DEFAU
             # graph without a tree, as Inductor did here.
             config = {**torch_config(), "cudagraphs": False}
             writer.header(producer=PRODUCER, seed=SEED, config=config, observes=OBSERVES,
-                          name=name or os.path.splitext(os.path.basename(path))[0] or "run",
+                          name=name,
                           extensions=extensions)
             session = RecordingSession(writer, Recorder(writer, capture), max_steps, max_bytes,
                                        dynamic)

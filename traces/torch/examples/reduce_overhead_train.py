@@ -1,0 +1,50 @@
+"""A small training loop under torch.compile(mode="reduce-overhead"), the kind
+of script `python -m capsim_recorder run --cudagraphs` records unchanged (and
+what tests/test_record_cudagraphs.py and scripts/gpu-check.sh record).
+Runs on a GPU when there is one, else on the CPU.
+
+    python reduce_overhead_train.py [--steps N] [--fail-at K] [--compiled-step]
+
+--steps -1 loops until killed; --fail-at K raises at step K (a failing script);
+--compiled-step uses Adam with its step compiled (else SGD stepped eagerly).
+"""
+
+import argparse
+import time
+
+import torch
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--steps", type=int, default=3)
+parser.add_argument("--fail-at", type=int, default=None)
+parser.add_argument("--compiled-step", action="store_true")
+args = parser.parse_args()
+
+device = "cuda" if torch.cuda.is_available() else "cpu"
+torch.manual_seed(0)
+model = torch.nn.Sequential(torch.nn.Linear(4, 8, bias=False), torch.nn.ReLU(),
+                            torch.nn.Linear(8, 2, bias=False)).to(device)
+if args.compiled_step:
+    opt = torch.optim.Adam(model.parameters(), lr=0.01)
+    opt_step = torch.compile(opt.step, mode="reduce-overhead")
+else:
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    opt_step = opt.step
+batch = torch.zeros(3, 4, device=device)  # one input buffer, refilled each step
+torch._dynamo.mark_static_address(batch)
+step = torch.compile(model, mode="reduce-overhead")
+
+i = 0
+while args.steps < 0 or i < args.steps:
+    torch.compiler.cudagraph_mark_step_begin()
+    batch.copy_(torch.randn(3, 4, device=device))
+    loss = step(batch).sum()
+    loss.backward()
+    opt_step()
+    opt.zero_grad(set_to_none=False)
+    if args.fail_at == i:
+        raise ValueError(f"step {i}: a failure of the script's own")
+    if args.steps < 0:
+        time.sleep(0.05)
+    i += 1
+print(f"{i} steps on {device}, loss {loss.item():.4f}")

@@ -1,0 +1,184 @@
+"""`python -m capsim_recorder run --cudagraphs` and record(cudagraphs=True) on
+real PyTorch, on the CPU: a torch.compile(mode="reduce-overhead") training
+script recorded unchanged in the cudagraph half's actions. On a CPU Inductor
+hands no graph to a tree, so every compiled call is an eager_call; this checks
+the wiring (names, backwards, optimizers, limits, failures, checkpoints), and
+scripts/gpu-check.sh runs the same script on a GPU. Skipped without torch;
+takes about 2 minutes (Inductor's CPU code generation, once per launch).
+"""
+
+import importlib.util
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+PACKAGE_ROOT = os.path.join(HERE, "..")
+sys.path.insert(0, PACKAGE_ROOT)
+
+HAVE_TORCH = importlib.util.find_spec("torch") is not None
+SCRIPT = os.path.join(PACKAGE_ROOT, "examples", "reduce_overhead_train.py")
+
+
+def lines_of(path):
+    with open(path, encoding="utf-8") as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def actions_of(lines, kind=None):
+    return [l for l in lines if l["type"] == "action" and (kind is None or l["action"] == kind)]
+
+
+@unittest.skipUnless(HAVE_TORCH, "needs torch")
+class CudagraphLauncherTest(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.TemporaryDirectory()
+        self.trace = os.path.join(self.dir.name, "run.jsonl")
+
+    def tearDown(self):
+        self.dir.cleanup()
+
+    def launch(self, *args, wait=True):
+        env = dict(os.environ, PYTHONPATH=PACKAGE_ROOT)
+        cmd = [sys.executable, "-m", "capsim_recorder", "run", "-o", self.trace, *args]
+        if not wait:
+            return subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
+
+    def replay(self):
+        capsim = os.environ.get("CAPSIM_BIN")
+        if not capsim:
+            return
+        r = subprocess.run([capsim, "replay", self.trace], capture_output=True, text=True, timeout=120)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+
+    def test_script_recorded(self):
+        out = self.launch("--cudagraphs", "--", SCRIPT, "--steps", "3")
+        self.assertEqual(out.returncode, 0, out.stderr)
+        self.assertIn("3 backwards recorded", out.stderr)
+        # AOTAutograd's own torch.autograd.grad is not the script's.
+        self.assertNotIn("not in the trace", out.stderr)
+        lines = lines_of(self.trace)
+        header = lines[0]
+        self.assertEqual(header["producer"], "pytorch")
+        self.assertIn("--cudagraphs", header["x_command"])
+        self.assertNotIn("x_untranslated", header)
+        self.assertEqual(sorted(l["function"] for l in lines if l["type"] == "function"), ["bwd0", "fwd0"])
+        params = [a["name"] for a in actions_of(lines, "new_tensor") if a.get("parameter")]
+        self.assertEqual(params, ["model_0_weight", "model_2_weight"])
+        opt = actions_of(lines, "create_optimizer")
+        self.assertEqual([(o["name"], o["kind"], o["params"]) for o in opt],
+                         [("opt", "sgd", params)])
+        self.assertEqual(len(actions_of(lines, "mark_step_begin")), 3)
+        calls = actions_of(lines, "eager_call")  # a CPU: no tree
+        self.assertEqual([c["function"] for c in calls], ["fwd0", "bwd0"] * 3)
+        self.assertEqual(calls[0]["args"][0], "model_0_weight")
+        grads = actions_of(lines, "accumulate_grad")
+        self.assertEqual([g["param"] for g in grads], params * 3)
+        self.assertEqual(grads[0]["grad"], calls[1]["outputs"][0])
+        zero = actions_of(lines, "zero_grad")
+        self.assertEqual([(z["name"], z["set_to_none"]) for z in zero], [("opt", False)] * 3)
+        # The script's input buffer: marked static, then passed to every call.
+        marked = actions_of(lines, "mark_static")
+        self.assertEqual([m["name"] for m in marked], [calls[0]["args"][1]])
+        self.assertEqual({c["args"][1] for c in calls[::2]}, {marked[0]["name"]})
+        self.replay()
+
+    def test_compiled_optimizer_step(self):
+        """A torch.compile'd Adam step is found at its graph's first call and
+        written as capsim's optimizer_step, with the compile event's static
+        inputs (params and state, not the grads) in capsim's order."""
+        out = self.launch("--cudagraphs", "--", SCRIPT, "--steps", "2", "--compiled-step")
+        self.assertEqual(out.returncode, 0, out.stderr)
+        lines = lines_of(self.trace)
+        self.assertNotIn("x_untranslated", lines[0])
+        self.assertIs(lines[0]["config"]["cudagraphs"], False)  # a CPU run
+        self.assertEqual(sorted(l["function"] for l in lines if l["type"] == "function"), ["bwd0", "fwd0"])
+        self.assertEqual([(o["name"], o["kind"]) for o in actions_of(lines, "create_optimizer")],
+                         [("opt", "adam")])
+        steps = actions_of(lines, "optimizer_step")
+        self.assertEqual([s["name"] for s in steps], ["opt", "opt"])
+        compiles = [l for l in lines if l.get("event") == "compile"]
+        self.assertEqual([(c["action"], c["function"], c["static_input_idxs"]) for c in compiles],
+                         [(steps[0]["index"], "opt.step", [0, 1, 4, 5, 6, 7, 8, 9])])
+        self.replay()
+
+    def test_max_steps_and_own_failure(self):
+        out = self.launch("--cudagraphs", "--max-steps", "1", "--", SCRIPT, "--steps", "3",
+                          "--fail-at", "2")
+        self.assertEqual(out.returncode, 1, out.stderr)
+        self.assertIn("raised at", out.stderr)
+        lines = lines_of(self.trace)
+        self.assertEqual(len(actions_of(lines, "accumulate_grad")), 2)  # one backward
+        # (It raised after the recording stopped: nothing of it in the trace.)
+        self.assertFalse([l for l in lines if l.get("event") == "error"])
+        self.assertNotIn("x_notes", lines[0])
+        self.replay()
+
+    def test_own_failure_is_a_note(self):
+        out = self.launch("--cudagraphs", "--", SCRIPT, "--steps", "3", "--fail-at", "1")
+        self.assertEqual(out.returncode, 1, out.stderr)
+        header = lines_of(self.trace)[0]
+        self.assertTrue(any("the script raised ValueError" in n for n in header.get("x_notes", [])),
+                        header.get("x_notes"))
+        lines = lines_of(self.trace)
+        self.assertEqual(len(actions_of(lines, "accumulate_grad")), 4)
+        self.assertFalse([l for l in lines if l.get("event") == "error"])
+        self.replay()
+
+    def test_killed_run_leaves_a_checkpoint(self):
+        proc = self.launch("--cudagraphs", "--", SCRIPT, "--steps", "-1", wait=False)
+        try:
+            deadline = time.time() + 180
+            while time.time() < deadline:
+                if proc.poll() is not None:
+                    self.fail(f"the script ended: {proc.stderr.read().decode()}")
+                try:
+                    if len(actions_of(lines_of(self.trace), "accumulate_grad")) >= 4:
+                        break
+                except (OSError, ValueError):
+                    pass  # not written yet (a rename replaces it whole)
+                time.sleep(0.2)
+            else:
+                self.fail("no checkpoint with two backwards in 180 s")
+        finally:
+            proc.send_signal(signal.SIGKILL)
+            proc.communicate()
+        lines = lines_of(self.trace)
+        self.assertEqual(lines[0]["type"], "header")
+        self.assertEqual([l["seq"] for l in lines], list(range(len(lines))))
+        self.replay()
+
+    def test_bad_usage(self):
+        out = self.launch("--cudagraphs", "--static-shapes", "--", SCRIPT)
+        self.assertEqual(out.returncode, 2)
+        self.assertIn("--static-shapes", out.stderr)
+        self.assertFalse(os.path.exists(self.trace))
+
+    def test_library_form(self):
+        """record() around code; a parameter no optimizer named is named when
+        a compiled graph first takes it; one recording at a time."""
+        import capsim_recorder
+        import torch
+
+        path = os.path.join(self.dir.name, "a.jsonl")
+        lin = torch.nn.Linear(2, 2, bias=False)
+        with capsim_recorder.record(path, cudagraphs=True, reset=True):
+            torch.compile(lin, mode="reduce-overhead")(torch.ones(1, 2)).sum().backward()
+            with self.assertRaises(RuntimeError):
+                with capsim_recorder.record(os.path.join(self.dir.name, "b.jsonl")):
+                    pass
+        lines = lines_of(path)
+        self.assertEqual([(a["name"], a.get("parameter")) for a in actions_of(lines, "new_tensor")][:2],
+                         [("lin_weight", True), ("t0", None)])
+        self.assertEqual([(g["param"]) for g in actions_of(lines, "accumulate_grad")], ["lin_weight"])
+        self.assertFalse(os.path.exists(os.path.join(self.dir.name, "b.jsonl")))
+
+
+if __name__ == "__main__":
+    unittest.main()
