@@ -8,7 +8,6 @@ takes about 2 minutes (Inductor's CPU code generation, once per launch).
 """
 
 import importlib.util
-import json
 import os
 import signal
 import subprocess
@@ -20,14 +19,14 @@ import unittest
 HERE = os.path.dirname(os.path.abspath(__file__))
 PACKAGE_ROOT = os.path.join(HERE, "..")
 sys.path.insert(0, PACKAGE_ROOT)
+sys.path.insert(0, HERE)
 
 HAVE_TORCH = importlib.util.find_spec("torch") is not None
+
+from launching import launch, lines_of  # noqa: E402
 SCRIPT = os.path.join(PACKAGE_ROOT, "examples", "reduce_overhead_train.py")
 
 
-def lines_of(path):
-    with open(path, encoding="utf-8") as f:
-        return [json.loads(line) for line in f if line.strip()]
 
 
 def actions_of(lines, kind=None):
@@ -44,11 +43,7 @@ class CudagraphLauncherTest(unittest.TestCase):
         self.dir.cleanup()
 
     def launch(self, *args, wait=True):
-        env = dict(os.environ, PYTHONPATH=PACKAGE_ROOT)
-        cmd = [sys.executable, "-m", "capsim_recorder", "run", "-o", self.trace, *args]
-        if not wait:
-            return subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
+        return launch(self.trace, *args, wait=wait, timeout=600)
 
     def replay(self):
         capsim = os.environ.get("CAPSIM_BIN")

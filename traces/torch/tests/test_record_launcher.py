@@ -8,7 +8,6 @@ import importlib.util
 import json
 import os
 import signal
-import subprocess
 import sys
 import tempfile
 import time
@@ -17,8 +16,11 @@ import unittest
 HERE = os.path.dirname(os.path.abspath(__file__))
 PACKAGE_ROOT = os.path.join(HERE, "..")
 sys.path.insert(0, PACKAGE_ROOT)
+sys.path.insert(0, HERE)
 
 HAVE_TORCH = importlib.util.find_spec("torch") is not None
+
+from launching import launch, lines_of  # noqa: E402
 
 SCRIPT = """
 import sys, time
@@ -40,9 +42,6 @@ while steps < 0 or i < steps:
 """
 
 
-def lines_of(path):
-    with open(path, encoding="utf-8") as f:
-        return [json.loads(line) for line in f if line.strip()]
 
 
 @unittest.skipUnless(HAVE_TORCH, "needs torch")
@@ -58,11 +57,7 @@ class LauncherTest(unittest.TestCase):
         self.dir.cleanup()
 
     def launch(self, *args, wait=True):
-        env = dict(os.environ, PYTHONPATH=PACKAGE_ROOT)
-        cmd = [sys.executable, "-m", "capsim_recorder", "run", "-o", self.trace, *args]
-        if not wait:
-            return subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
+        return launch(self.trace, *args, wait=wait, timeout=300)
 
     def backwards(self):
         return [l for l in lines_of(self.trace) if l.get("action") == "compiled_backward"]
