@@ -475,6 +475,9 @@ done
 # GPU when its python imports torch, in what is left of the budget, then
 # replayed through the model (informative: docs/fidelity.md says what to expect).
 torch_left=$(tlimit 300)
+# The python of steps 6 and 7: $CAPSIM_PYTHON, else the pinned venv, else python3.
+torch_py=${CAPSIM_PYTHON:-python3}
+[ -x build/torch-venv/bin/python ] && [ -z "${CAPSIM_PYTHON:-}" ] && torch_py=build/torch-venv/bin/python
 if [ "$torch_left" -lt 60 ]; then
   row "pytorch cudagraphs" "not run (time)" "$torch_left s left of the budget" info
 elif ! timeout 60 "${CAPSIM_PYTHON:-python3}" -c 'import torch' >/dev/null 2>&1 &&
@@ -495,9 +498,7 @@ else
     if [ "$launch_left" -lt 45 ]; then
       row "pytorch launcher" "not run (time)" "$launch_left s left of the budget" info
     else
-      launch_py=${CAPSIM_PYTHON:-python3}
-      [ -x build/torch-venv/bin/python ] && [ -z "${CAPSIM_PYTHON:-}" ] && launch_py=build/torch-venv/bin/python
-      PYTHONPATH="$root/traces/torch" timeout -k 5 "$launch_left" "$launch_py" -m capsim_recorder run \
+      PYTHONPATH="$root/traces/torch" timeout -k 5 "$launch_left" "$torch_py" -m capsim_recorder run \
         -o "$outdir/torch/launcher_reduce_overhead.jsonl" --cudagraphs -- \
         traces/torch/examples/reduce_overhead_train.py --steps 4 > "$outdir/logs/torch-launcher.log" 2>&1
       row "pytorch launcher" "exit $?" "$(grep -m1 'capsim_recorder:' "$outdir/logs/torch-launcher.log" | cut -c1-100)" info
@@ -514,12 +515,10 @@ fi
 # whether loss.backward() is a new invocation): capsim's reading of the
 # sources, which this settles (docs/compiled-autograd.md, "In a program").
 probe_left=$(tlimit 120)
-probe_py=${CAPSIM_PYTHON:-python3}
-[ -x build/torch-venv/bin/python ] && [ -z "${CAPSIM_PYTHON:-}" ] && probe_py=build/torch-venv/bin/python
 if [ "$probe_left" -lt 30 ]; then
   row "ca tree mode" "not run (time)" "$probe_left s left of the budget" info
 else
-  timeout -k 5 "$probe_left" "$probe_py" scripts/probe-ca-tree-mode.py > "$outdir/ca-tree-mode.txt" 2>&1
+  timeout -k 5 "$probe_left" "$torch_py" scripts/probe-ca-tree-mode.py > "$outdir/ca-tree-mode.txt" 2>&1
   prc=$?
   case $prc in
     0) row "ca tree mode" "probed" "$(grep -m3 '^function' "$outdir/ca-tree-mode.txt" | paste -sd';' | cut -c1-120); see ca-tree-mode.txt" info ;;

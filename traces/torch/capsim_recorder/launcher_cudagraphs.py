@@ -80,8 +80,7 @@ class CudagraphRecording:
         self.hooks = CompileHooks(self.session, compile_fx)
         self.observer = make_observer(self.session, self.device)
         self.rec = CudagraphRecorder(self.session, self.observer, self.device)
-        self.optimizers: dict[int, str] = {}  # id(optimizer) -> its name in the trace
-        self.optimizer_refs: list[tuple[Any, str, str]] = []  # (weakref, name, kind)
+        self.optimizer_refs: list[tuple[Any, str, str]] = []  # (weakref, name in the trace, kind)
         self.stepped: set[str] = set()  # optimizers whose step graph was found
         self.names: set[str] = set()
         self.steps = 0  # recorded backwards
@@ -126,22 +125,23 @@ class CudagraphRecording:
         self.checkpoint_actions = len(self.session.items)
         return size
 
-    def stop(self, why: str) -> None:
-        """Recording ends here; the script goes on without the recorder."""
-        if self.stopped is not None:
-            return
+    def _close(self) -> None:
+        """The last write; from here on the script runs without the recorder."""
         self.write()
-        self.stopped = why
         self.session.closed = True
         self.uninstall()
 
+    def stop(self, why: str) -> None:
+        """A limit ended the recording before the block did."""
+        if self.stopped is None:
+            self._close()
+            self.stopped = why
+
     def finish(self, error: Optional[BaseException]) -> None:
-        if error is not None and self.live():
-            self.script_failed(error)
         if self.live():
-            self.write()
-            self.session.closed = True
-            self.uninstall()
+            if error is not None:
+                self.script_failed(error)
+            self._close()
         line = self.unrecorded_line()
         if line is not None:
             print(line, file=sys.stderr)
@@ -222,11 +222,12 @@ class CudagraphRecording:
             return None
         from .launcher_optimizer import _module_names
 
-        names = _module_names(sys._getframe(1))
-        return self.rec.param(self._unique(names.get(id(t)) or "p"), t)
+        return self._new_parameter(t, _module_names(sys._getframe(1)))
 
-    def name_of(self, t: Any) -> str:
-        return self.session.name_of(t)
+    def _new_parameter(self, p: Any, module_names: dict[int, str]) -> str:
+        """`p`'s new_tensor parameter=true, named after the module attribute
+        that holds it (`module_names`: launcher_optimizer._module_names)."""
+        return self.rec.param(self._unique(module_names.get(id(p)) or "p"), p)
 
     # -- what the wraps report -------------------------------------------------
 
@@ -250,23 +251,18 @@ class CudagraphRecording:
         module_names = _module_names(frame)
         params = []
         for p in _params(opt):
-            name = self.session.registry.lookup(p)
-            if name is None:
-                name = self.rec.param(self._unique(module_names.get(id(p)) or "p"), p)
-            params.append(name)
+            params.append(self.session.registry.lookup(p) or self._new_parameter(p, module_names))
         opt_name = self._unique(_variable_name(opt, frame) or "opt")
         self.rec.create_optimizer(opt_name, opt, params)
-        self.optimizers[id(opt)] = opt_name
         self.optimizer_refs.append((weakref.ref(opt), opt_name, kind))
-        weakref.finalize(opt, self.optimizers.pop, id(opt), None)
 
     def _graph_call(self, g: Any, inputs: Any) -> None:
         """The session's on_graph_call. A graph whose first call takes one
         followed optimizer's params, grads and state (by identity, as
         launcher_optimizer.py finds steps), and reads a grad, is its
         compiled step: capsim's optimizer_step, once per call."""
-        from .launcher_optimizer import _reads_a_grad
-        from .optimizer_recorder import capsim_order
+        from .launcher_optimizer import _params, _reads_a_grad
+        from .optimizer_recorder import capsim_order, step_compile_fields
 
         compile_event = None
         if g.calls == 0 and g.builtin is None and g.mode != "backward":
@@ -281,9 +277,10 @@ class CudagraphRecording:
                     break
                 self.stepped.add(name)
                 self.session.make_step(g, name)
-                compile_event = _step_compile_event(name, opt, g.static_input_idxs, mapping)
+                with_grad = [p.grad is not None for p in _params(opt)]
+                compile_event = step_compile_fields(name, with_grad, g.static_input_idxs, mapping)
                 break
-        if g.builtin is not None and g.builtin in self.stepped:
+        if g.builtin is not None:  # (only make_step sets it in this form)
             self.session.action("optimizer_step", {"name": g.builtin})
             if compile_event is not None and not g.cudagraphed:
                 # A tree announces the step's compile when it binds the graph
@@ -291,30 +288,18 @@ class CudagraphRecording:
                 self.session.event("compile", compile_event)
 
     def zero_grad(self, opt: Any, set_to_none: bool) -> None:
-        name = self.optimizers.get(id(opt))
+        name = next((n for ref, n, _kind in self.optimizer_refs if ref() is opt), None)
         if name is not None:
             self.session.action("zero_grad", {"name": name, "set_to_none": bool(set_to_none)})
 
     def marked(self, t: Any, guard: bool) -> None:
-        fields: dict = {"name": self.name_of(t)}
+        fields: dict = {"name": self.session.name_of(t)}
         if guard:
             fields["guard"] = True
         self.session.action("mark_static", fields)
 
     def step_begin(self) -> None:
         self.session.action("mark_step_begin", {})
-
-
-def _step_compile_event(name: str, opt: Any, static: list, mapping: dict) -> dict:
-    """The compile event of a step's graph, in capsim's input order (the
-    function names the params with a grad when some have none), as
-    optimizer_recorder.write_compile_events writes it for the CPU form."""
-    from .launcher_optimizer import _params
-
-    with_grad = [p.grad is not None for p in _params(opt)]
-    kept = [str(i) for i, has in enumerate(with_grad) if has]
-    function = f"{name}.step" if len(kept) == len(with_grad) else f"{name}.step[{', '.join(kept)}]"
-    return {"function": function, "static_input_idxs": sorted(mapping[i] for i in static if i in mapping)}
 
 
 # -- the wraps -------------------------------------------------------------------
@@ -444,8 +429,7 @@ def record_cudagraphs(path: str, *, max_steps: Optional[int], max_bytes: int, na
     from .cudagraph_recorder import _config_patches
     from .recording import _patched
 
-    if _active is not None:
-        raise RuntimeError("capsim_recorder.record(): a recording is already running")
+    assert _active is None, "record() lets one recording run at a time"
     recording = CudagraphRecording(path, name, max_steps, max_bytes, command)
     if recording.rewritable:
         recording.write()  # a valid trace from the start; a bad path fails here

@@ -142,16 +142,23 @@ def write_compile_events(writer: TraceWriter, index: int, name: str, with_grad: 
     """A step's compile event (after a recompile event when Dynamo's guards
     failed first): `function` names the params with a grad, and the static
     indices are in capsim's input order through `mapping`."""
-    idxs = sorted(mapping[i] for i in static if i in mapping)
+    fields = step_compile_fields(name, with_grad, static, mapping)
+    if failures:
+        recompile: dict[str, Any] = {"function": fields["function"], "recompile": True,
+                                     "reason": recompile_reason(failures)}
+        if recompile["reason"] == "guard_failure":
+            recompile["x_guard_failures"] = list(failures)
+        writer.event(index, "compile", recompile)
+    writer.event(index, "compile", fields)
+
+
+def step_compile_fields(name: str, with_grad: Sequence[bool], static: Sequence[int],
+                        mapping: dict[int, int]) -> dict:
+    """A step's compile event: `function` names the params with a grad when
+    some have none, and the static indices are in capsim's input order."""
     kept = [str(i) for i, g in enumerate(with_grad) if g]
     function = f"{name}.step" if len(kept) == len(with_grad) else f"{name}.step[{', '.join(kept)}]"
-    if failures:
-        fields: dict[str, Any] = {"function": function, "recompile": True,
-                                  "reason": recompile_reason(failures)}
-        if fields["reason"] == "guard_failure":
-            fields["x_guard_failures"] = list(failures)
-        writer.event(index, "compile", fields)
-    writer.event(index, "compile", {"function": function, "static_input_idxs": idxs})
+    return {"function": function, "static_input_idxs": sorted(mapping[i] for i in static if i in mapping)}
 
 
 class OptimizerRecorder:
