@@ -40,43 +40,74 @@ void print_what_ifs(const std::string& path, const std::vector<WhatIf>& all, boo
 
 }  // namespace
 
-int explain_command(const std::string& path, std::optional<std::size_t> action, bool json,
-                    const std::optional<std::string>& what_if_edit, const std::string& html) {
-  Result<ObservedRun> run = observe_file(path);
+namespace {
+
+// The run to explain: the file's, or as on a GPU.
+Result<ObservedRun> run_to_explain(const std::string& path, const ExplainOptions& o) {
+  CAPSIM_TRY_ASSIGN(ObservedRun run, observe_file(path));
+  if (o.action && *o.action >= run.actions.size()) {
+    return make_error(fmt::format("{}: field '--action': {} is past the last action ({})", path,
+                                  *o.action, run.actions.empty() ? 0 : run.actions.size() - 1));
+  }
+  if (!o.as_on_a_gpu) return run;
+  if (run.header.config.cudagraphs) {
+    return make_error(fmt::format(
+        "{}: field '--as-on-a-gpu': the run had CUDA graphs (its header's config.cudagraphs is "
+        "true); explain it without the flag",
+        path));
+  }
+  Result<ObservedRun> gpu = as_on_a_gpu(run);
+  if (!gpu) return make_error(fmt::format("{}: {}", path, gpu.error().message));
+  return gpu;
+}
+
+// The last line of the text form: how many, and what the events are.
+std::string summary_line(const std::string& path, const ObservedRun& run, std::size_t count) {
+  std::string how;
+  if (run.as_on_a_gpu) {
+    how = " (as on a GPU: capsim's simulation with CUDA graphs on; the trace ran without them)";
+  } else if (run.simulated) {
+    how = " (a program: simulated first)";
+  } else if (!run.header.config.cudagraphs) {
+    how = " (the trace ran without CUDA graphs: --as-on-a-gpu explains what a GPU would do)";
+  }
+  return fmt::format("{}: {} decisions explained{}", path, count, how);
+}
+
+}  // namespace
+
+int explain_command(const std::string& path, const ExplainOptions& o) {
+  Result<ObservedRun> run = run_to_explain(path, o);
   if (!run) {
     std::fprintf(stderr, "capsim: error: %s\n", run.error().message.c_str());
     return kExitBadInput;
   }
-  if (action && *action >= run->actions.size()) {
-    std::fprintf(stderr, "capsim: error: %s: field '--action': %zu is past the last action (%zu)\n",
-                 path.c_str(), *action, run->actions.size() == 0 ? 0 : run->actions.size() - 1);
-    return kExitBadInput;
-  }
   std::vector<WhatIf> edits;
-  if (what_if_edit) {
-    Result<std::vector<WhatIf>> w = what_ifs(*run, *what_if_edit);
+  if (o.what_if) {
+    Result<std::vector<WhatIf>> w = what_ifs(*run, *o.what_if);
     if (!w) return fail(fmt::format("{}: {}", path, w.error().message));
     edits = std::move(*w);
   }
-  if (what_if_edit && html.empty()) {
-    print_what_ifs(path, edits, json);
+  if (o.what_if && o.html.empty()) {
+    print_what_ifs(path, edits, o.json);
     return 0;
   }
-  const std::vector<Explanation> all = explain(*run, action);
-  if (!html.empty()) {
+  const std::vector<Explanation> all = explain(*run, o.action);
+  if (!o.html.empty()) {
     const std::string inputs[] = {path};
-    if (Status s = refuse_output_onto_inputs(html, inputs); !s) return fail(s.error().message);
+    if (Status s = refuse_output_onto_inputs(o.html, inputs); !s) return fail(s.error().message);
     Result<std::string> page = explanation_page(path, *run, all, edits);
     if (!page) return fail(page.error().message);
-    if (Status w = write_output_file(html, *page); !w) return fail(w.error().message);
+    if (Status w = write_output_file(o.html, *page); !w) return fail(w.error().message);
   }
-  if (json) {
+  if (o.json) {
     Json j = Json::object();
     j["file"] = path;
     j["simulated"] = run->simulated;
+    if (run->as_on_a_gpu) j["as_on_a_gpu"] = true;
     j["explanations"] = Json::array();
     for (const Explanation& e : all) j["explanations"].push_back(explanation_json(e));
-    if (what_if_edit) {
+    if (o.what_if) {
       j["what_if"] = Json::array();
       for (const WhatIf& w : edits) j["what_if"].push_back(what_if_json(w));
     }
@@ -84,9 +115,8 @@ int explain_command(const std::string& path, std::optional<std::size_t> action, 
     return 0;
   }
   for (const Explanation& e : all) fmt::print("{}\n", explanation_text(e));
-  fmt::print("{}: {} decisions explained{}\n", path, all.size(),
-             run->simulated ? " (a program: simulated first)" : "");
-  if (what_if_edit) print_what_ifs(path, edits, false);
+  fmt::print("{}\n", summary_line(path, *run, all.size()));
+  if (o.what_if) print_what_ifs(path, edits, false);
   return 0;
 }
 

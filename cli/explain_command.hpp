@@ -16,8 +16,16 @@ namespace capsim::cli {
 // what-ifs, and the page gets the what-if table.
 // With `html`, the page of explain_html.hpp is written there too (a
 // temporary renamed into place).
-int explain_command(const std::string& path, std::optional<std::size_t> action, bool json,
-                    const std::optional<std::string>& what_if = std::nullopt,
-                    const std::string& html = "");
+// With `as_on_a_gpu`, a trace recorded without CUDA graphs is explained as
+// capsim simulates it with them on (observed_run.hpp); a trace that had them
+// is bad input for it.
+struct ExplainOptions {
+  std::optional<std::size_t> action;
+  bool json = false;
+  std::optional<std::string> what_if;
+  std::string html;
+  bool as_on_a_gpu = false;
+};
+int explain_command(const std::string& path, const ExplainOptions& options);
 
 }  // namespace capsim::cli

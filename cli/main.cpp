@@ -283,10 +283,7 @@ Subcommand add_simulate(CLI::App& root) {
 Subcommand add_explain(CLI::App& root) {
   struct Options {
     std::string file;
-    std::optional<std::size_t> action;
-    std::optional<std::string> what_if;
-    std::string html;
-    bool json = false;
+    capsim::cli::ExplainOptions explain;
   };
   auto o = std::make_shared<Options>();
   CLI::App* sub = root.add_subcommand(
@@ -294,19 +291,20 @@ Subcommand add_explain(CLI::App& root) {
       "Explain every decision of a trace or program in words: what happened, the rule, the "
       "tensors involved, the usual fix");
   sub->add_option("file", o->file, "A trace, or a program (simulated first)")->required();
-  sub->add_option("--action", o->action, "Only the decisions of this action (its index)");
-  sub->add_flag("--json", o->json, "One JSON object: file, simulated, explanations");
-  sub->add_option("--what-if", o->what_if,
+  sub->add_option("--action", o->explain.action, "Only the decisions of this action (its index)");
+  sub->add_flag("--json", o->explain.json, "One JSON object: file, simulated, explanations");
+  sub->add_flag("--as-on-a-gpu", o->explain.as_on_a_gpu,
+                "For a trace recorded without CUDA graphs (a CPU run): explain what capsim "
+                "predicts a GPU under mode=\"reduce-overhead\" would do");
+  sub->add_option("--what-if", o->explain.what_if,
                   "Re-simulate with one edit and show the difference: mark-static=NAME[,NAME...], "
                   "mark-step-begin@N, clone=NAME[@N], detach=NAME[@N], set-to-none=false, "
                   "'config KEY=VALUE', torch=VERSION, or auto (every edit that applies, best "
                   "first)");
-  sub->add_option("--html", o->html,
+  sub->add_option("--html", o->explain.html,
                   "Also write one self-contained page: the drawing, the timeline and the "
                   "explanations side by side (with --what-if, its table too)");
-  return {sub, [o] {
-            return capsim::cli::explain_command(o->file, o->action, o->json, o->what_if, o->html);
-          }};
+  return {sub, [o] { return capsim::cli::explain_command(o->file, o->explain); }};
 }
 
 Subcommand add_replay(CLI::App& root) {

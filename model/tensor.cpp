@@ -223,4 +223,28 @@ Result<Dims> broadcast_shape(const Dims& a, const Dims& b) {
   return out;
 }
 
+Result<Dims> sum_result_sizes(const Dims& sizes, const std::vector<std::int64_t>& dims,
+                              bool keepdim) {
+  const auto rank = static_cast<std::int64_t>(sizes.size());
+  const std::int64_t wrap = std::max<std::int64_t>(rank, 1);
+  std::vector<bool> reduced(static_cast<std::size_t>(wrap), false);
+  for (const std::int64_t d : dims) {
+    if (d < -wrap || d >= wrap) {
+      return make_error(fmt::format("sum: dim {} is out of range for rank {}", d, rank));
+    }
+    const auto dim = static_cast<std::size_t>(d < 0 ? d + wrap : d);
+    if (reduced[dim]) return make_error(fmt::format("sum: dim {} appears twice", dim));
+    reduced[dim] = true;
+  }
+  Dims out;
+  for (std::size_t d = 0; d < sizes.size(); ++d) {
+    if (!reduced[d]) {
+      out.push_back(sizes[d]);
+    } else if (keepdim) {
+      out.push_back(1);
+    }
+  }
+  return out;
+}
+
 }  // namespace capsim

@@ -119,6 +119,12 @@ Result<TensorMeta> slice(const TensorMeta& base, std::int64_t dim, std::int64_t 
 Result<TensorMeta> expand(const TensorMeta& base, const Dims& sizes);
 // PyTorch's broadcast of two shapes, with its error text.
 Result<Dims> broadcast_shape(const Dims& a, const Dims& b);
+// The sizes of a sum of a tensor of `sizes` over `dims` (negative counts from
+// the end; a 0-d tensor accepts 0 and -1, as maybe_wrap_dim does): each
+// reduced dim dropped, or kept with size 1 under `keepdim`. An error for a dim
+// out of range or named twice.
+Result<Dims> sum_result_sizes(const Dims& sizes, const std::vector<std::int64_t>& dims,
+                              bool keepdim);
 
 // The address of element 0 of a tensor over `storage`.
 inline Address data_address(const Storage& storage, const TensorMeta& meta) {

@@ -499,7 +499,7 @@ else
       row "pytorch launcher" "not run (time)" "$launch_left s left of the budget" info
     else
       PYTHONPATH="$root/traces/torch" timeout -k 5 "$launch_left" "$torch_py" -m capsim_recorder run \
-        -o "$outdir/torch/launcher_reduce_overhead.jsonl" --cudagraphs -- \
+        -o "$outdir/torch/reduce_overhead_train.jsonl" --cudagraphs -- \
         traces/torch/examples/reduce_overhead_train.py --steps 4 > "$outdir/logs/torch-launcher.log" 2>&1
       row "pytorch launcher" "exit $?" "$(grep -m1 'capsim_recorder:' "$outdir/logs/torch-launcher.log" | cut -c1-100)" info
     fi

@@ -3,6 +3,10 @@
 #include <fstream>
 #include <memory>
 
+#include <fmt/format.h>
+
+#include "sim/scenarios/autograd_scenarios.hpp"
+#include "sim/world/world.hpp"
 #include "traces/json_fields.hpp"
 #include "traces/program_file.hpp"
 #include "traces/trace_reader.hpp"
@@ -78,6 +82,34 @@ Result<ObservedRun> observe_file(const std::string& path) {
   // A full header but no events: a program too.
   if (run.events.empty() && !run.header.observes_real_run()) return simulate_observed(path);
   return run;
+}
+
+Result<ObservedRun> as_on_a_gpu(const ObservedRun& run) {
+  WorldOptions options;
+  options.config = run.header.config;
+  options.config.cudagraphs = true;
+  options.seed = run.header.seed;
+  options.autograd_scenarios = find_autograd_scenario;
+  World world(options);
+  const Program program{run.functions, run.actions};
+  if (Status s = world.begin(program); !s) {
+    return make_error(fmt::format("as on a GPU: {}", s.error().message));
+  }
+  ObservedRun out;
+  out.header = run.header;
+  out.functions = run.functions;
+  out.actions = run.actions;
+  for (std::size_t i = 0; i < run.actions.size(); ++i) {
+    if (Status s = world.run_action(i, run.actions[i]); !s) {
+      return make_error(fmt::format("as on a GPU: action {}: {}", i, s.error().message));
+    }
+    for (Event& e : world.take_events()) out.events.push_back(std::move(e));
+  }
+  out.event_lines.assign(out.events.size(), 0);
+  out.event_messages.assign(out.events.size(), "");
+  out.simulated = true;
+  out.as_on_a_gpu = true;
+  return out;
 }
 
 }  // namespace capsim

@@ -22,11 +22,19 @@ struct ObservedRun {
   std::vector<std::size_t> event_lines;     // per event; 0 when simulated
   std::vector<std::string> event_messages;  // per event: a recorder's x_message, or ""
   bool simulated = false;                   // the file was a program without events
+  bool as_on_a_gpu = false;                 // events re-simulated with CUDA graphs on
 };
 
 // Reads a trace, or a program (a short header, or no events in a trace that
 // is not a real run's), which it simulates. Bad input is an error naming the
 // file, the line and the field.
 Result<ObservedRun> observe_file(const std::string& path);
+
+// `run` with its events replaced by capsim's simulation of its program with
+// CUDA graphs on, as on a GPU under mode="reduce-overhead": what a run
+// recorded without them (a CPU run, `"cudagraphs": false`) would have met on
+// a GPU. `explain --as-on-a-gpu` explains it, and what-ifs of such a run
+// compare against it. The header is kept: it still says how the run went.
+Result<ObservedRun> as_on_a_gpu(const ObservedRun& run);
 
 }  // namespace capsim

@@ -131,6 +131,12 @@ Json op_json(const BodyOp& op) {
       j["start"] = op.start;
       j["end"] = op.end;
       break;
+    case BodyOpKind::kView:
+    case BodyOpKind::kExpand: j["sizes"] = op.sizes; break;
+    case BodyOpKind::kSum:
+      if (op.dims) j["dims"] = *op.dims;
+      if (op.keepdim) j["keepdim"] = true;
+      break;
     case BodyOpKind::kSgd:
     case BodyOpKind::kSgdPlain: j["sgd"] = sgd_json(op.sgd); break;
     case BodyOpKind::kAdam:
@@ -138,6 +144,22 @@ Json op_json(const BodyOp& op) {
     default: break;  // the other kinds read no field but their args
   }
   return j;
+}
+
+// A sum's optional `dims` (at least one, at most kMaxRank; left out, the
+// sum is over every dim, so an empty list, which aten reads the same way, is
+// refused as ambiguous) and `keepdim` (default false).
+Status read_sum_fields(ObjectReader& r, BodyOp& op) {
+  if (r.has("dims")) {
+    CAPSIM_TRY(check_length(r, "dims", kMaxRank));
+    CAPSIM_TRY_ASSIGN(std::vector<std::int64_t> dims, r.integer_list("dims"));
+    if (dims.empty()) {
+      return field_error(r.path_of("dims"), "empty; leave dims out to sum over every dim");
+    }
+    op.dims = std::move(dims);
+  }
+  if (r.has("keepdim")) CAPSIM_TRY(assign(op.keepdim, r.boolean("keepdim")));
+  return {};
 }
 
 // Op k of a body with n inputs. Arity and references are checked here, with
@@ -169,6 +191,9 @@ Result<BodyOp> read_op(const Json& j, const std::string& path, std::size_t k, st
       CAPSIM_TRY(assign(op.start, r.integer("start")));
       CAPSIM_TRY(assign(op.end, r.integer("end")));
       break;
+    case BodyOpKind::kView:
+    case BodyOpKind::kExpand: CAPSIM_TRY(assign(op.sizes, read_sizes(r, "sizes"))); break;
+    case BodyOpKind::kSum: CAPSIM_TRY(read_sum_fields(r, op)); break;
     case BodyOpKind::kSgd:
     case BodyOpKind::kSgdPlain: CAPSIM_TRY(assign(op.sgd, read_sgd(r))); break;
     case BodyOpKind::kAdam:

@@ -274,8 +274,14 @@ auto cost(const RunSummary& s) {
 }  // namespace
 
 Result<std::vector<WhatIf>> what_if_auto(const ObservedRun& run) {
+  // A run without CUDA graphs is compared as on a GPU, so the edits to try
+  // are those that simulation calls for (its copies, errors and warnings).
+  std::optional<ObservedRun> gpu;
+  if (!run.header.config.cudagraphs && !run.as_on_a_gpu) {
+    CAPSIM_TRY_ASSIGN(gpu, as_on_a_gpu(run));
+  }
   std::vector<WhatIf> out;
-  for (const std::string& edit : candidates(run)) {
+  for (const std::string& edit : candidates(gpu ? *gpu : run)) {
     Result<WhatIf> w = what_if(run, edit);
     if (!w) continue;  // an edit that does not apply (a name no action binds)
     if (w->refused || !(cost(w->after) < cost(w->before))) continue;

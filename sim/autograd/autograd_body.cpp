@@ -5,18 +5,6 @@
 
 namespace capsim {
 
-bool has_autograd_formula(BodyOpKind kind) {
-  switch (kind) {
-    case BodyOpKind::kAdd:
-    case BodyOpKind::kMul:
-    case BodyOpKind::kSum:
-    case BodyOpKind::kMm:
-    case BodyOpKind::kRelu:
-    case BodyOpKind::kClone: return true;
-    default: return false;
-  }
-}
-
 namespace {
 
 // The body interpreter's limits, checked before the engine allocates.
@@ -43,14 +31,17 @@ Result<Variable> run_op(AutogradEngine& e, const BodyOp& op, std::span<const Var
   switch (op.kind) {
     case BodyOpKind::kAdd: return e.add(a[0], a[1]);
     case BodyOpKind::kMul: return e.mul(a[0], a[1]);
-    case BodyOpKind::kSum: return e.sum(a[0]);
+    case BodyOpKind::kSum:
+      if (op.dims || op.keepdim) break;  // SumBackward1 is not modelled
+      return e.sum(a[0]);
     case BodyOpKind::kMm: return e.mm(a[0], a[1]);
     case BodyOpKind::kRelu: return e.relu(a[0]);
     case BodyOpKind::kClone: return e.clone(a[0]);
     default: break;
   }
   return make_error(fmt::format(
-      "op '{}' has no autograd formula in capsim (those that do: add, mul, sum, mm, relu, clone)",
+      "op '{}' has no autograd formula in capsim (those that do: add, mul, sum over every dim, "
+      "mm, relu, clone)",
       body_op_name(op.kind)));
 }
 

@@ -20,9 +20,6 @@
 
 namespace capsim {
 
-// The ops run_body_with_autograd runs.
-bool has_autograd_formula(BodyOpKind kind);
-
 // Runs `def` on `inputs` (variables of `engine`) and returns its outputs.
 // Every tensor made on the way is the engine's (AutogradEngine::owned).
 Result<std::vector<Variable>> run_body_with_autograd(AutogradEngine& engine, const FunctionDef& def,

@@ -87,10 +87,11 @@ class Interpreter {
     switch (op.kind) {
       case BodyOpKind::kAdd:
       case BodyOpKind::kSub:
-      case BodyOpKind::kMul: return run_broadcast_binary(op.kind, a[0], a[1]);
+      case BodyOpKind::kMul:
+      case BodyOpKind::kDiv: return run_broadcast_binary(op.kind, a[0], a[1]);
       case BodyOpKind::kNeg:
       case BodyOpKind::kRelu: return run_unary(op.kind, a[0]);
-      case BodyOpKind::kSum: return run_sum_all(a[0]);
+      case BodyOpKind::kSum: return run_sum(op, a[0]);
       case BodyOpKind::kMm: return run_mm(a[0], a[1]);
       case BodyOpKind::kClone:
         return run_into_fresh(a[0].meta.sizes,
@@ -108,6 +109,8 @@ class Interpreter {
           return launch_relu_backward(o, a[0], a[1]);
         });
       case BodyOpKind::kSlice: return sliced_view(op, a[0].meta);
+      case BodyOpKind::kView: return reshaped_view(op, a[0].meta);
+      case BodyOpKind::kExpand: return expanded_view(op, a[0].meta);
       case BodyOpKind::kSgd: return run_in_place(op, a[0], launch_sgd(a[0], a[1], a[2], op.sgd));
       case BodyOpKind::kSgdPlain:
         return run_in_place(op, a[0], launch_sgd_plain(a[0], a[1], op.sgd));
@@ -138,11 +141,12 @@ class Interpreter {
     return out;
   }
 
-  // add, sub or mul of two operands.
+  // add, sub, mul or div of two operands.
   Result<TensorId> run_broadcast_binary(BodyOpKind kind, TensorArg lhs, TensorArg rhs) {
     const KernelKind k = kind == BodyOpKind::kAdd   ? KernelKind::kAdd
                          : kind == BodyOpKind::kSub ? KernelKind::kSub
-                                                    : KernelKind::kMul;
+                         : kind == BodyOpKind::kMul ? KernelKind::kMul
+                                                    : KernelKind::kDiv;
     // Broadcasting, as torch's binary ops do (a compiled backward's
     // SumBackward0 multiplies a 0-d grad into its input's shape).
     CAPSIM_TRY_ASSIGN(const Dims sizes, broadcast_shape(lhs.meta.sizes, rhs.meta.sizes));
@@ -158,15 +162,19 @@ class Interpreter {
                           [&](const TensorArg& o) { return launch_unary(k, o, in); });
   }
 
-  // The sum of every element, as a 0-d tensor.
-  Result<TensorId> run_sum_all(const TensorArg& in) {
-    return run_into_fresh({}, [&](const TensorArg& o) {
-      std::vector<std::int64_t> dims;
+  // The sum over op.dims (every dim when it has none), keeping each reduced
+  // dim with size 1 under keepdim: aten.sum.dim_IntList's result.
+  Result<TensorId> run_sum(const BodyOp& op, const TensorArg& in) {
+    std::vector<std::int64_t> dims;
+    if (op.dims) {
+      dims = *op.dims;
+    } else {
       for (std::size_t d = 0; d < in.meta.sizes.size(); ++d) {
         dims.push_back(static_cast<std::int64_t>(d));
       }
-      return launch_sum(o, in, dims);
-    });
+    }
+    CAPSIM_TRY_ASSIGN(const Dims sizes, sum_result_sizes(in.meta.sizes, dims, op.keepdim));
+    return run_into_fresh(sizes, [&](const TensorArg& o) { return launch_sum(o, in, dims); });
   }
 
   // mm of two 2-d operands, refused before allocating when over the work limit.
@@ -209,6 +217,32 @@ class Interpreter {
   // The first operand's rows [op.start, op.end).
   Result<TensorId> sliced_view(const BodyOp& op, const TensorMeta& in) {
     CAPSIM_TRY_ASSIGN(const TensorMeta meta, slice(in, 0, op.start, op.end));
+    return view_of_first_operand(op, meta);
+  }
+
+  // view(sizes) of a contiguous operand: the same elements, in the same
+  // order, under new sizes. A non-contiguous operand is refused rather than
+  // copied (aten.view's rule; reshape would copy).
+  Result<TensorId> reshaped_view(const BodyOp& op, const TensorMeta& in) {
+    if (!is_contiguous(in)) {
+      return make_error(fmt::format("view: the operand (sizes {}, strides {}) is not contiguous",
+                                    in.sizes, in.strides));
+    }
+    CAPSIM_TRY_ASSIGN(TensorMeta meta, contiguous_meta(op.sizes, in.dtype));
+    if (numel(meta) != numel(in)) {
+      return make_error(
+          fmt::format("view: shape {} is invalid for input of size {}", op.sizes, numel(in)));
+    }
+    meta.storage_offset = in.storage_offset;
+    return view_of_first_operand(op, meta);
+  }
+
+  // expand(sizes): size-1 dims broadcast with stride 0. The view may name
+  // more elements than its storage holds, so it is held to the limit of a
+  // fresh tensor: an op reading it does one body call per element.
+  Result<TensorId> expanded_view(const BodyOp& op, const TensorMeta& in) {
+    CAPSIM_TRY_ASSIGN(const TensorMeta meta, expand(in, op.sizes));
+    CAPSIM_TRY(check_value_sizes(meta.sizes));
     return view_of_first_operand(op, meta);
   }
 

@@ -59,9 +59,9 @@ bool same_bits(float a, float b) {
 // to BodyOp must be added here.
 bool same_op(const BodyOp& a, const BodyOp& b) {
   return a.kind == b.kind && a.args == b.args && a.sizes == b.sizes &&
-         same_bits(a.scalar, b.scalar) && a.start == b.start && a.end == b.end &&
-         same_bits(a.sgd.lr, b.sgd.lr) && same_bits(a.sgd.momentum, b.sgd.momentum) &&
-         same_bits(a.sgd.dampening, b.sgd.dampening) &&
+         same_bits(a.scalar, b.scalar) && a.dims == b.dims && a.keepdim == b.keepdim &&
+         a.start == b.start && a.end == b.end && same_bits(a.sgd.lr, b.sgd.lr) &&
+         same_bits(a.sgd.momentum, b.sgd.momentum) && same_bits(a.sgd.dampening, b.sgd.dampening) &&
          same_bits(a.sgd.weight_decay, b.sgd.weight_decay) && a.sgd.nesterov == b.sgd.nesterov &&
          same_bits(a.adam.lr, b.adam.lr) && same_bits(a.adam.beta1, b.adam.beta1) &&
          same_bits(a.adam.beta2, b.adam.beta2) && same_bits(a.adam.eps, b.adam.eps) &&

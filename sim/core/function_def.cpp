@@ -38,6 +38,17 @@ bool body_op_in_place(BodyOpKind kind) {
   return false;
 }
 
+bool body_op_is_view(BodyOpKind kind) {
+  switch (kind) {
+    case BodyOpKind::kAlias:
+    case BodyOpKind::kSlice:
+    case BodyOpKind::kTranspose:
+    case BodyOpKind::kView:
+    case BodyOpKind::kExpand: return true;
+    default: return false;
+  }
+}
+
 std::vector<std::uint32_t> body_op_written_args(BodyOpKind kind) {
   switch (kind) {
     case BodyOpKind::kAddInplace:
@@ -198,6 +209,12 @@ Status validate(const FunctionDef& def) {
       return make_error(fmt::format("function '{}': op {} ({}): args: expected {}, got {}",
                                     def.name, k, body_op_name(op.kind), arity, op.args.size()));
     }
+    if (op.dims && (op.kind != BodyOpKind::kSum || op.dims->empty())) {
+      return make_error(
+          fmt::format("function '{}': op {} ({}): dims: only a sum has dims, and "
+                      "at least one",
+                      def.name, k, body_op_name(op.kind)));
+    }
     for (ValueIndex v : op.args) {
       if (v >= n + k) {
         return make_error(
@@ -250,8 +267,7 @@ std::vector<std::uint32_t> mutated_input_idxs(const FunctionDef& def) {
   std::vector<std::uint32_t> mutated;
   for (std::size_t k = 0; k < def.ops.size(); ++k) {
     const BodyOp& op = def.ops[k];
-    const bool view = op.kind == BodyOpKind::kAlias || op.kind == BodyOpKind::kSlice ||
-                      op.kind == BodyOpKind::kTranspose || body_op_in_place(op.kind);
+    const bool view = body_op_is_view(op.kind) || body_op_in_place(op.kind);
     if (view) root[n + k] = root[op.args[0]];
     for (std::uint32_t a : body_op_written_args(op.kind)) {
       if (root[op.args[a]]) mutated.push_back(*root[op.args[a]]);

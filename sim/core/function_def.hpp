@@ -28,9 +28,10 @@ namespace capsim {
   X(kAdd, "add", 2, false)                                                                 \
   X(kSub, "sub", 2, false)                                                                 \
   X(kMul, "mul", 2, false)                                                                 \
+  X(kDiv, "div", 2, false)                                                                 \
   X(kNeg, "neg", 1, false)                                                                 \
   X(kRelu, "relu", 1, false)                                                               \
-  X(kSum, "sum", 1, false) /* over every dim, to a 0-d tensor */                           \
+  X(kSum, "sum", 1, false) /* over `dims` (default every dim), keepdim or not */           \
   X(kMm, "mm", 2, false)                                                                   \
   X(kClone, "clone", 1, false)                                                             \
   X(kFull, "full", 0, false) /* a fresh tensor of `sizes` filled with `scalar` */          \
@@ -39,6 +40,8 @@ namespace capsim {
   X(kAlias, "alias", 1, false)                /* a view with the same metadata */          \
   X(kSlice, "slice", 1, false)                /* a view of [start, end) along dim 0 */     \
   X(kTranspose, "t", 1, false)                /* a 2-d view with its dims swapped */       \
+  X(kView, "view", 1, false)                  /* a contiguous operand seen as `sizes` */   \
+  X(kExpand, "expand", 1, false)              /* a broadcast view to `sizes` */            \
   X(kReluBackward, "relu_backward", 2, false) /* grad, result */                           \
   X(kSgd, "sgd", 3, true)                     /* param, grad, momentum_buffer */           \
   X(kSgdPlain, "sgd_plain", 2, true)          /* param, grad: SGD without momentum */      \
@@ -53,6 +56,10 @@ enum class BodyOpKind : std::uint8_t {
 std::string_view body_op_name(BodyOpKind kind);
 int body_op_arity(BodyOpKind kind);
 bool body_op_in_place(BodyOpKind kind);
+// Whether the op's value is a view of its first operand that launches no
+// kernel (alias, slice, t, view, expand); in-place ops return a view too, but
+// launch their update.
+bool body_op_is_view(BodyOpKind kind);
 // Argument positions an in-place op writes (SGD: param and momentum buffer).
 std::vector<std::uint32_t> body_op_written_args(BodyOpKind kind);
 
@@ -61,8 +68,12 @@ using ValueIndex = std::uint32_t;
 struct BodyOp {
   BodyOpKind kind = BodyOpKind::kAdd;
   std::vector<ValueIndex> args;
-  Dims sizes;                       // kFull
-  float scalar = 0.0f;              // kFull
+  Dims sizes;           // kFull, kView, kExpand
+  float scalar = 0.0f;  // kFull
+  // kSum: the dims to reduce (aten.sum.dim_IntList); none: every dim, as
+  // aten.sum.default. keepdim keeps each reduced dim with size 1.
+  std::optional<std::vector<std::int64_t>> dims;
+  bool keepdim = false;
   std::int64_t start = 0, end = 0;  // kSlice
   SgdHyper sgd;
   AdamHyper adam;

@@ -114,6 +114,8 @@ class CompileCache {
   // the caller fills in `compiled`.
   CompiledEntry& insert(const FunctionDef* def, const std::vector<std::int64_t>& int_key,
                         std::span<const DynamoArg> args);
+  // Whether `def` has any entry (of any int key).
+  bool has_entries(const FunctionDef* def) const { return entries_.contains(def); }
   // Forgets `def`'s entries (an optimizer's step dies with it); returns how
   // many had a FunctionId.
   std::size_t erase(const FunctionDef* def);

@@ -12,10 +12,6 @@ namespace capsim {
 
 namespace {
 
-bool launches_no_kernel(BodyOpKind kind) {
-  return kind == BodyOpKind::kAlias || kind == BodyOpKind::kSlice || kind == BodyOpKind::kTranspose;
-}
-
 // From 2.10, graph_partition replaces the unsafe-op and dynamic-shape skips
 // by cuts (compile_fx.py: "partitioning handles ...").
 bool partition_bypasses_skips(const CudagraphConfig& config) {
@@ -72,7 +68,7 @@ void apply_min_partition_size(const FunctionDef& def, const CudagraphConfig& con
 // Whether op `k`'s result is its argument 0's storage: a view, or an
 // in-place op (which returns the tensor it wrote).
 bool aliases_arg0(const FunctionDef& def, std::uint32_t k) {
-  return launches_no_kernel(def.ops[k].kind) || body_op_in_place(def.ops[k].kind);
+  return body_op_is_view(def.ops[k].kind) || body_op_in_place(def.ops[k].kind);
 }
 
 // The value whose buffer `v` is: Inductor never makes a view a buffer of its
@@ -196,7 +192,7 @@ std::string fx_node_name(const FunctionDef& def, std::uint32_t k) {
 std::size_t kernel_ops(const FunctionDef& def, std::uint32_t begin, std::uint32_t end) {
   std::size_t count = 0;
   for (std::uint32_t k = begin; k < end && k < def.ops.size(); ++k) {
-    count += launches_no_kernel(def.ops[k].kind) ? 0 : 1;
+    count += body_op_is_view(def.ops[k].kind) ? 0 : 1;
   }
   return count;
 }

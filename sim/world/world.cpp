@@ -525,8 +525,9 @@ Result<std::optional<std::vector<TensorId>>> World::run_compiled(
       ctx_.emit(EventKind::kCompile,
                 {{F::function, def.name}, {F::recompile, true}, {F::reason, "guard_failure"}});
     }
+    const bool another_size = !lookup.recompile && !int_key.empty() && compiled_.has_entries(&def);
     CompiledEntry& fresh = compiled_.insert(&def, int_key, seen);
-    compile(def, seen, int_key, fresh);
+    compile(def, seen, int_key, fresh, another_size);
     found = &fresh;
   } else if (found->kind == EntryKind::kRaises) {
     // The failed compile left no entry behind: Dynamo compiles, and raises, again.

@@ -236,8 +236,10 @@ class World {
   Result<std::vector<DynamoArg>> dynamo_args(const std::vector<std::uint64_t>& args) const;
   // world_compile.cpp: a first compile of a function and key fills `entry`
   // (its tree functions, or the skip or bypass that runs it eagerly).
+  // `another_size`: a dynamic graph Inductor already compiled, called with
+  // new sizes (cudagraphify makes a function per key; Inductor compiles once).
   void compile(const FunctionDef& def, std::span<const DynamoArg> args,
-               const std::vector<std::int64_t>& int_key, CompiledEntry& entry);
+               const std::vector<std::int64_t>& int_key, CompiledEntry& entry, bool another_size);
   void skip_graph(const FunctionDef& def, CompiledEntry& entry, std::string_view id,
                   std::string message, std::vector<std::uint32_t> inputs, bool logged = true);
   // The skip event of a skipped entry, and with cudagraph_or_error its error.

@@ -117,14 +117,17 @@ bool World::bypasses_trees(const FunctionDef& def, const std::vector<std::int64_
 }
 
 void World::compile(const FunctionDef& def, std::span<const DynamoArg> args,
-                    const std::vector<std::int64_t>& int_key, CompiledEntry& entry) {
+                    const std::vector<std::int64_t>& int_key, CompiledEntry& entry,
+                    bool another_size) {
   const StaticInputs statics = static_input_idxs(def, args, options_.config);
   for (std::uint32_t i : statics.demoted) {
     ctx_.emit(EventKind::kAlignClone, {{F::function, def.name}, {F::input, i}, {F::demoted, true}});
   }
   if (!options_.config.cudagraphs) {
-    // No cudagraphify at all: no skip is logged, no tree function is made.
+    // No cudagraphify at all: no skip is logged, no tree function is made,
+    // and a dynamic graph's new sizes need no compile.
     entry.kind = EntryKind::kNoCudagraphs;
+    if (another_size) return;
     ctx_.emit(EventKind::kCompile,
               {{F::function, def.name}, {F::static_input_idxs, int_list(statics.idxs)}});
     return;

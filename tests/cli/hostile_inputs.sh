@@ -385,6 +385,8 @@ fresh explain_what_if_clone_past_end
 check explain_what_if_clone_past_end 2 "field '--what-if': 'clone=x@999': action 999 is past the last action" -- "$capsim" explain "$simple" --what-if clone=x@999
 fresh explain_what_if_unknown_edit
 check explain_what_if_unknown_edit 2 "field '--what-if': 'frobnicate': unknown edit" -- "$capsim" explain "$simple" --what-if frobnicate
+fresh explain_as_on_a_gpu_with_cudagraphs
+check explain_as_on_a_gpu_with_cudagraphs 2 "run_simple.jsonl: field '--as-on-a-gpu': the run had CUDA graphs" -- "$capsim" explain "$simple" --as-on-a-gpu
 fresh explain_html_onto_input
 cp "$simple" t.jsonl
 check explain_html_onto_input 2 "t.jsonl: is the input t.jsonl; writing it would destroy it" -- "$capsim" explain t.jsonl --html t.jsonl

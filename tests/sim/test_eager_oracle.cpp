@@ -4,56 +4,14 @@
 // edits to the body; and it does answer from plans.
 #include <doctest/doctest.h>
 
-#include <random>
-
-#include "model/caching_allocator.hpp"
-#include "sim/core/eager_oracle.hpp"
+#include "tests/sim/body_test_support.hpp"
 
 namespace capsim {
 namespace {
 
-struct Device {
-  DeviceMemory memory;
-  CachingAllocator allocator{memory};
-  TensorStore store{allocator};
-  std::mt19937 rng{7};
-
-  // A fresh contiguous tensor of `sizes` with values drawn from `rng`.
-  TensorId tensor(const Dims& sizes) {
-    const Tensor t = store.empty(sizes).value();
-    std::vector<float> values(static_cast<std::size_t>(numel(t.meta)));
-    std::uniform_real_distribution<float> uniform(-2.0f, 2.0f);
-    for (float& v : values) v = uniform(rng);
-    if (!values.empty()) {
-      REQUIRE(memory.write(store.data_address(t.id).value(), std::as_bytes(std::span(values))));
-    }
-    return t.id;
-  }
-  // A view of `base` with `sizes`, contiguous strides and `offset`.
-  TensorId view(TensorId base, const Dims& sizes, std::int64_t offset) {
-    TensorMeta meta = store.tensor(base).value().meta;
-    meta.sizes = sizes;
-    meta.strides = contiguous_strides(sizes);
-    meta.storage_offset = offset;
-    return store.view(base, meta).value().id;
-  }
-};
-
-BodyOp op(BodyOpKind kind, std::vector<ValueIndex> args) {
-  BodyOp o;
-  o.kind = kind;
-  o.args = std::move(args);
-  return o;
-}
-
-FunctionDef def_of(std::size_t inputs, std::vector<BodyOp> ops, std::vector<ValueIndex> outputs) {
-  FunctionDef def;
-  def.name = "f";
-  for (std::size_t i = 0; i < inputs; ++i) def.input_names.push_back("in" + std::to_string(i));
-  def.ops = std::move(ops);
-  def.outputs = std::move(outputs);
-  return def;
-}
+using testing::def_of;
+using testing::Device;
+using testing::op;
 
 // `oracle`'s answer, checked against a fresh oracle's (which has no plan).
 void check_call(EagerOracle& oracle, const FunctionDef& def, Device& d,
@@ -134,6 +92,17 @@ TEST_CASE("eager oracle: a body edited in place is not answered from the old pla
   f.ops[0].sizes = {3};
   check_call(oracle, f, d, {});
   CHECK(oracle.planned_calls() == 2);
+
+  // A sum's dims and keepdim are part of the body too.
+  FunctionDef s = def_of(1, {op(BodyOpKind::kSum, {0})}, {1});
+  s.ops[0].dims = std::vector<std::int64_t>{0};
+  const TensorId x = d.tensor({2, 3});
+  check_call(oracle, s, d, {x});
+  check_call(oracle, s, d, {x});
+  s.ops[0].dims = std::vector<std::int64_t>{1};
+  check_call(oracle, s, d, {x});
+  s.ops[0].keepdim = true;
+  check_call(oracle, s, d, {x});
 }
 
 }  // namespace

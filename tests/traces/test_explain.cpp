@@ -2,6 +2,8 @@
 // names the moved tensor and the action that moved it, --action filters, and
 // a program is simulated first; what-if edits and their ranking.
 #include <doctest/doctest.h>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -264,6 +266,53 @@ TEST_CASE("explain: a compiled optimizer step whose grads are not static names t
   REQUIRE(off.ok());
   CHECK(off->after.copies == 0);
   CHECK(off->after.recorded == 0);
+}
+
+TEST_CASE("explain: a run recorded without CUDA graphs is explained as on a GPU") {
+  Result<ObservedRun> run = observe_file(kCorpus + "/torch/2.11.0/launcher_reduce_overhead.jsonl");
+  REQUIRE(run.ok());
+  CHECK_FALSE(run->header.config.cudagraphs);  // recorded on a CPU: nothing to explain
+  CHECK(explain(*run, std::nullopt).empty());
+  Result<ObservedRun> gpu = as_on_a_gpu(*run);
+  REQUIRE(gpu.ok());
+  CHECK(gpu->as_on_a_gpu);
+  CHECK_FALSE(gpu->header.config.cudagraphs);  // the header still says how the run went
+  std::vector<std::string> seen;
+  for (const Explanation& e : explain(*gpu, std::nullopt)) {
+    seen.push_back(fmt::format("{}@{} {}", e.event, e.action, fmt::join(e.inputs, ",")));
+  }
+  // The forward and the backward record at the second step; each replay
+  // copies the step's fresh inputs (x and y, then the loss's grad).
+  INFO(fmt::format("{}", fmt::join(seen, " | ")));
+  CHECK(seen == std::vector<std::string>{"record:no_child@23 t3,t4", "record:no_child@27 t5",
+                                         "copy_in@40 t3,t4", "copy_in@44 t5"});
+}
+
+TEST_CASE("what-if auto: a run without CUDA graphs takes its edits from the GPU simulation") {
+  // persistent_buffer_copied, run without CUDA graphs: it copies nothing,
+  // but as on a GPU its buffer is copied at every replay.
+  const std::filesystem::path path =
+      std::filesystem::temp_directory_path() / "capsim_test_cpu_buffer.jsonl";
+  {
+    std::ifstream in(kPrograms + "/persistent_buffer_copied.jsonl");
+    std::ofstream out(path);
+    std::string line;
+    std::getline(in, line);
+    out << R"({"type":"header","name":"cpu_buffer","config":{"cudagraphs":false}})"
+        << "\n";
+    while (std::getline(in, line)) out << line << "\n";
+  }
+  Result<ObservedRun> run = observe_file(path.string());
+  std::filesystem::remove(path);
+  REQUIRE(run.ok());
+  CHECK(std::none_of(run->events.begin(), run->events.end(),
+                     [](const Event& e) { return e.kind == EventKind::kCopyIn; }));
+  Result<std::vector<WhatIf>> ranked = what_if_auto(*run);
+  REQUIRE(ranked.ok());
+  REQUIRE(ranked->size() == 1);
+  CHECK(ranked->front().edit == "mark-static=state");
+  CHECK(ranked->front().as_on_a_gpu);
+  CHECK(ranked->front().after.copies == 0);
 }
 
 TEST_CASE("what-if: bad edits name the field") {

@@ -492,9 +492,27 @@ TEST_CASE("program_json: bad function lines name the field") {
         "field 'ops[0].args[1]': value 5 is not defined before op 0");
   CHECK(function_error(with(R"("args":[0,1])", R"("args":[0])")) ==
         "field 'ops[0].args': 'add' takes 2 args, got 1");
-  CHECK(function_error(with(R"("op":"add")", R"("op":"div")")) ==
-        "field 'ops[0].op': unknown op 'div' (known: add, sub, mul, neg, relu, sum, mm, clone, "
-        "full, add_, copy_, alias, slice, t, relu_backward, sgd, sgd_plain, adam, adamw)");
+  CHECK(function_error(with(R"("op":"add")", R"("op":"pow")")) ==
+        "field 'ops[0].op': unknown op 'pow' (known: add, sub, mul, div, neg, relu, sum, mm, "
+        "clone, full, add_, copy_, alias, slice, t, view, expand, relu_backward, sgd, sgd_plain, "
+        "adam, adamw)");
+  // A sum's dims and keepdim, and the sizes of a view or an expand.
+  const std::string first_op = R"({"op":"add","args":[0,1]})";
+  CHECK(function_via_text(
+            Json::parse(with(first_op, R"({"op":"sum","args":[0],"dims":[0],"keepdim":true})")))
+            .ok());
+  CHECK(function_error(with(first_op, R"({"op":"sum","args":[0],"dims":[]})")) ==
+        "field 'ops[0].dims': empty; leave dims out to sum over every dim");
+  CHECK(function_error(with(first_op, R"({"op":"sum","args":[0],"dims":[0,1,2,3,4,5,6,7,8]})")) ==
+        "field 'ops[0].dims': 9 entries, the limit is 8");
+  CHECK(function_error(with(first_op, R"({"op":"sum","args":[0],"keepdim":1})")) ==
+        "field 'ops[0].keepdim': expected a boolean, got an integer");
+  CHECK(starts_with(function_error(with(first_op, R"({"op":"add","args":[0,1],"dims":[0]})")),
+                    "field 'ops[0].dims': unknown field"));
+  CHECK(function_error(with(first_op, R"({"op":"view","args":[0]})")) ==
+        "field 'ops[0].sizes': missing");
+  CHECK(function_error(with(first_op, R"({"op":"expand","args":[0],"sizes":[-1,2]})")) ==
+        "field 'ops[0].sizes[0]': negative size -1");
   CHECK(starts_with(function_error(with(R"("args":[0,1])", R"("args":[0,1],"scalar":2)")),
                     "field 'ops[0].scalar': unknown field"));
   CHECK(function_error(with(R"("scalar":1)", R"("scalar":1e40)")) ==

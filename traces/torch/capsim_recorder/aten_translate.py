@@ -22,14 +22,21 @@ The map (aten -> capsim):
   where(le(r, 0), 0, g)                 relu_backward(g, r)   (Inductor's
                                         decomposition of threshold_backward;
                                         equal except where r is NaN)
-  add/sub/mul.Tensor [alpha = 1]        add/sub/mul; a Python number operand
-                                        becomes full([], number) first
+  add/sub/mul.Tensor/Scalar [alpha = 1],
+  div.Tensor/Scalar [no rounding mode]  add/sub/mul/div; a Python number
+                                        operand becomes full([], number) first
+  pow.Tensor_Scalar(x, 2), (x, 1)       mul(x, x), clone(x)
   neg, clone                            neg, clone
-  sum(x), sum(x, all dims, keepdim=False)
-                                        sum
+  sum(x), sum(x, dims, keepdim)         sum (with dims and keepdim unless it
+                                        is over every dim without keepdim)
+  mean(x), mean(x, dims, keepdim)       sum as above, then div by
+                                        full([], elements summed)
   alias, detach                         alias
-  view/_unsafe_view/reshape/expand to the same shape
+  view/_unsafe_view/reshape/expand/squeeze/unsqueeze to the same shape
                                         alias
+  view/_unsafe_view/reshape/squeeze/unsqueeze of a contiguous tensor
+                                        view (sizes: the node's concrete shape)
+  expand                                expand (sizes: the node's concrete shape)
   copy_(dst, src), add_(a, b)           copy_, add_
   slice(x, 0, start, end, 1)            slice (concrete sizes only)
   full(sizes, v) / zeros(sizes) float32 full
@@ -213,7 +220,7 @@ def _arg(node: Any, i: int, name: str, default: Any = None) -> Any:
 
 
 def _binary(node: Any, op: str) -> NodeTranslation:
-    alpha = node.kwargs.get("alpha", 1)
+    alpha = _arg(node, 2, "alpha", 1)  # positional in add.Scalar, sub.Scalar
     if not (_is_number(alpha) and alpha == 1):
         raise _Refuse("alpha != 1")
     steps: list = []
@@ -324,29 +331,92 @@ def _where(node: Any) -> NodeTranslation:
     raise _Refuse("where that is not the relu-backward pattern")
 
 
-def _sum(node: Any) -> NodeTranslation:
+def _reduction_fields(node: Any) -> tuple[dict, list[int]]:
+    """A sum's or mean's capsim fields ({} over every dim, else dims and
+    keepdim) and the sizes it reduces; refuses a dtype or symbolic sizes."""
+    if node.kwargs.get("dtype") is not None:
+        raise _Refuse("with a dtype")
+    shape = _concrete_shape(_val(node.args[0]))
+    if shape is None:
+        raise _Refuse("of a symbolic or unknown shape")
     name = target_name(node.target)
-    if name == "aten.sum.dim_IntList":
-        v = _val(node.args[0])
-        dims = _arg(node, 1, "dim")
-        keepdim = _arg(node, 2, "keepdim", False)
-        if keepdim or not _is_tensor_val(v):
-            raise _Refuse("sum over some dims")
-        if dims not in (None, []) and sorted(_norm_dims(list(dims), v.dim())) != list(range(v.dim())):
-            raise _Refuse("sum over some dims")
-        if node.kwargs.get("dtype") is not None:
-            raise _Refuse("sum with a dtype")
-    elif node.kwargs.get("dtype") is not None or len(node.args) > 1:
-        raise _Refuse("sum with a dtype")
-    return _unary(node, "sum")
+    if name.endswith(".default"):
+        if len(node.args) > 1:
+            raise _Refuse("with a dtype")
+        return {}, shape
+    dims = _arg(node, 1, "dim")
+    keepdim = bool(_arg(node, 2, "keepdim", False))
+    rank = len(shape)
+    every = list(range(rank))
+    dims = every if dims in (None, []) else _norm_dims(list(dims), rank)
+    if len(set(dims)) != len(dims) or any(not 0 <= d < max(rank, 1) for d in dims):
+        raise _Refuse("with dims out of range or repeated")
+    reduced = [shape[d] for d in dims if d < rank]
+    if sorted(dims) == every and not keepdim:
+        return {}, reduced
+    return {"dims": dims, "keepdim": True} if keepdim else {"dims": dims}, reduced
 
 
-def _same_shape_view(node: Any) -> NodeTranslation:
+def _sum(node: Any) -> NodeTranslation:
+    fields, _ = _reduction_fields(node)
+    return NodeTranslation([("sum", [_tensor_arg(node.args[0])], fields)])
+
+
+def _mean(node: Any) -> NodeTranslation:
+    """mean = sum, then a division by the number of elements summed (what
+    PyTorch's mean computes; the order of the additions is capsim's)."""
+    fields, reduced = _reduction_fields(node)
+    count = math.prod(reduced)
+    if count == 0 or count >= 1 << 24:
+        raise _Refuse(f"mean over {count} elements")
+    return NodeTranslation([
+        ("sum", [_tensor_arg(node.args[0])], fields),
+        ("full", [], {"sizes": [], "scalar": f32(count)}),
+        ("div", [("s", 0), ("s", 1)], {}),
+    ])
+
+
+def _pow(node: Any) -> NodeTranslation:
+    """x ** 2 is x * x (one rounding either way), x ** 1 a copy of x; other
+    exponents are refused."""
+    x, exponent = _tensor_arg(node.args[0]), node.args[1]
+    if _is_number(exponent) and exponent == 2:
+        return NodeTranslation([("mul", [x, x], {})])
+    if _is_number(exponent) and exponent == 1:
+        return NodeTranslation([("clone", [x], {})])
+    raise _Refuse(f"exponent {exponent!r}")
+
+
+def _div(node: Any) -> NodeTranslation:
+    if node.kwargs.get("rounding_mode") is not None:
+        raise _Refuse("with a rounding mode")
+    return _binary(node, "div")
+
+
+def _reshaping_view(node: Any) -> NodeTranslation:
+    """A view to another shape: alias when the shape is the same, else
+    capsim's view of a contiguous operand (aten's view, _unsafe_view,
+    squeeze, unsqueeze, and reshape where it does not copy)."""
+    v = _val(node.args[0])
+    src = _shape_key(v)
+    if src is not None and src == _shape_key(_val(node)):
+        return _unary(node, "alias")
+    sizes = _concrete_shape(_val(node))
+    if sizes is None or _concrete_shape(v) is None:
+        raise _Refuse("a view of a symbolic or unknown shape")
+    if not v.is_contiguous():
+        raise _Refuse("a view of a non-contiguous tensor")
+    return NodeTranslation([("view", [_tensor_arg(node.args[0])], {"sizes": sizes})])
+
+
+def _expand(node: Any) -> NodeTranslation:
     src = _shape_key(_val(node.args[0]))
-    dst = _shape_key(_val(node))
-    if src is None or src != dst:
-        raise _Refuse("a view that changes the shape")
-    return _unary(node, "alias")
+    if src is not None and src == _shape_key(_val(node)):
+        return _unary(node, "alias")
+    sizes = _concrete_shape(_val(node))
+    if sizes is None:
+        raise _Refuse("an expand to a symbolic or unknown shape")
+    return NodeTranslation([("expand", [_tensor_arg(node.args[0])], {"sizes": sizes})])
 
 
 def _slice(node: Any) -> NodeTranslation:
@@ -403,18 +473,29 @@ _RULES = {
     "aten.where.self": _where,
     "aten.where.ScalarSelf": _where,
     "aten.add.Tensor": lambda n: _binary(n, "add"),
+    "aten.add.Scalar": lambda n: _binary(n, "add"),
     "aten.sub.Tensor": lambda n: _binary(n, "sub"),
+    "aten.sub.Scalar": lambda n: _binary(n, "sub"),
     "aten.mul.Tensor": lambda n: _binary(n, "mul"),
+    "aten.mul.Scalar": lambda n: _binary(n, "mul"),
+    "aten.div.Tensor": _div,
+    "aten.div.Scalar": _div,
+    "aten.pow.Tensor_Scalar": _pow,
     "aten.neg.default": lambda n: _unary(n, "neg"),
     "aten.clone.default": lambda n: _unary(n, "clone"),
     "aten.sum.default": _sum,
     "aten.sum.dim_IntList": _sum,
+    "aten.mean.default": _mean,
+    "aten.mean.dim": _mean,
     "aten.alias.default": lambda n: _unary(n, "alias"),
     "aten.detach.default": lambda n: _unary(n, "alias"),
-    "aten.view.default": _same_shape_view,
-    "aten._unsafe_view.default": _same_shape_view,
-    "aten.reshape.default": _same_shape_view,
-    "aten.expand.default": _same_shape_view,
+    "aten.view.default": _reshaping_view,
+    "aten._unsafe_view.default": _reshaping_view,
+    "aten.reshape.default": _reshaping_view,
+    "aten.squeeze.dim": _reshaping_view,
+    "aten.squeeze.dims": _reshaping_view,
+    "aten.unsqueeze.default": _reshaping_view,
+    "aten.expand.default": _expand,
     "aten.copy_.default": lambda n: _inplace(n, "copy_"),
     "aten.add_.Tensor": lambda n: _inplace(n, "add_"),
     "aten.slice.Tensor": _slice,

@@ -259,6 +259,12 @@ class Session:
         # Set when a recording stops early (record(cudagraphs=True)'s limits):
         # the compile and call wrappers then pass straight through.
         self.closed = False
+        # No CUDA device (the header's `"cudagraphs": false`): a graph that
+        # reached no tree is a `call` with its `compile` event at the first
+        # call, as capsim runs a compiled graph without CUDA graphs, so that a
+        # what-if can ask what a GPU would do with it. Otherwise such a graph
+        # (Inductor without triton.cudagraphs) is an `eager_call`.
+        self.no_cudagraphs = False
 
     # -- actions and events --------------------------------------------------
 
@@ -628,16 +634,19 @@ class Session:
                 ints = [int(v) for v in inputs if isinstance(v, int) and not isinstance(v, bool)]
                 args = [self.name_of(v) for v in inputs if is_tensor(v)]
                 self.calls += 1
-                if g.skip_messages:
-                    # cudagraphs were skipped when Inductor compiled it: a
-                    # call that capsim should run eagerly (compile_time_skip).
+                if g.skip_messages or self.no_cudagraphs:
+                    # cudagraphs were skipped when Inductor compiled it (a
+                    # call that capsim should run eagerly, compile_time_skip),
+                    # or there are none on this device.
                     fields: dict = {"function": f.name, "args": args, "outputs": []}
                     if ints:
                         fields["int_key"] = ints
                     if self.generation_fn is not None and bool(new_invocation) != (f.mode != "backward"):
                         fields["new_invocation"] = bool(new_invocation)
                     item = self.action("call", fields, note=f"call {f.name}")
-                    if g.calls == 1:
+                    if g.calls == 1 and not g.skip_messages:
+                        self.event("compile", {"function": f.name, "static_input_idxs": self._static_of(f)})
+                    elif g.calls == 1:
                         for m in g.skip_messages:
                             skip = {"id": "S1"} if "mutated inputs" in m else {}
                             skip.update({"function": f.name, "message": m})
@@ -697,12 +706,18 @@ class Session:
                 reasons.extend(f.untranslated or ["no body"])
         return sorted(set(reasons))
 
+    def _static_of(self, f: FunctionRecord) -> list[int]:
+        """f's static_input_idxs in capsim's input order (SymInts dropped)."""
+        if f.body is None:
+            return []
+        remap = drop_positions(f.body.int_positions)
+        return sorted({j for j in (remap(i) for i in f.static_input_idxs) if j is not None})
+
     def function_lines(self) -> list[dict]:
         lines = []
         for f in self.used_functions():
             body = f.body
-            remap = drop_positions(body.int_positions)
-            static = sorted({j for j in (remap(i) for i in f.static_input_idxs) if j is not None})
+            static = self._static_of(f)
             lines.append({
                 "function": f.name,
                 "mode": f.mode,

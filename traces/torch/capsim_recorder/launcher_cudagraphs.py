@@ -75,6 +75,7 @@ class CudagraphRecording:
         self.command = command
         self.device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
         self.session = Session(name, generation_fn=_generation)
+        self.session.no_cudagraphs = self.device.type != "cuda"
         self.session.on_unnamed = self._name_parameter
         self.session.on_graph_call = self._graph_call
         self.hooks = CompileHooks(self.session, compile_fx)

@@ -307,8 +307,10 @@ def _script_frames(frame: Any) -> list[Any]:
     out = []
     while frame is not None:
         module = frame.f_globals.get("__name__", "")
-        # (The recorder's own frames lie between a wrap and the script.)
-        if not (module in ("torch", "capsim_recorder") or module.startswith(("torch.", "capsim_recorder."))):
+        # (The recorder's own frames lie between a wrap and the script; the
+        # corpus's launcher programs play the script's part.)
+        own = module in ("torch", "capsim_recorder") or module.startswith(("torch.", "capsim_recorder."))
+        if not own or module == "capsim_recorder.launcher_programs":
             out.append(frame)
         frame = frame.f_back
     return out

@@ -23,18 +23,19 @@ class LauncherProgram:
     name: str
     run: Callable[[], None]
     description: str
+    cudagraphs: bool = False  # recorded as `run --cudagraphs` records a script
 
 
-PROGRAMS: dict[str, LauncherProgram] = {}
-
-
-def program(description: str):
+def program(description: str, *, cudagraphs: bool = False):
     def register(fn: Callable[[], None]) -> Callable[[], None]:
         name = "launcher_" + fn.__name__
-        PROGRAMS[name] = LauncherProgram(name, fn, description)
+        PROGRAMS[name] = LauncherProgram(name, fn, description, cudagraphs)
         return fn
 
     return register
+
+
+PROGRAMS: dict[str, LauncherProgram] = {}
 
 
 @program("module full backward hooks, a post-accumulate-grad hook, a tensor hook "
@@ -87,12 +88,42 @@ def compiled_optimizer() -> None:
         sgd.zero_grad(set_to_none=False)
 
 
+@program("the cudagraph trees' half of a plain training loop under "
+         "torch.compile(mode=\"reduce-overhead\"): an MLP with biases and a mean-squared loss "
+         "(mean, pow, sums over some dims and views in its graphs), SGD stepped eagerly, then "
+         "predictions under no_grad at three batch sizes (a dynamic recompile)", cudagraphs=True)
+def reduce_overhead() -> None:
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    # (Two outputs, not one: on the CPU, 2.8's Inductor unrolls an mm whose
+    # inner size is 1 into selects and a cat, which capsim cannot express.)
+    model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(),
+                                torch.nn.Linear(16, 2)).to(device)
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+
+    @torch.compile(mode="reduce-overhead")
+    def loss_of(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        return (model(x) - y).pow(2).mean()
+
+    @torch.compile(mode="reduce-overhead")
+    def predict(x: torch.Tensor) -> torch.Tensor:
+        return model(x)
+
+    for _ in range(3):
+        loss = loss_of(torch.randn(4, 8, device=device), torch.randn(4, 2, device=device))
+        loss.backward()
+        opt.step()
+        opt.zero_grad()
+    with torch.no_grad():
+        for batch in (2, 3, 5):
+            predict(torch.randn(batch, 8, device=device))
+
+
 def record_launcher_program(prog: LauncherProgram, path: str, release: str) -> int:
     """Runs one program under record() into `path`; returns its backwards."""
     from .recording import record
 
     torch.manual_seed(SEED)
-    with record(path, name=prog.name, reset=True,
+    with record(path, name=prog.name, reset=True, cudagraphs=prog.cudagraphs,
                 command=COMMAND.format(release=release, name=prog.name)) as session:
         prog.run()
         return session.steps

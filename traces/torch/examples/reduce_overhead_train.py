@@ -22,8 +22,8 @@ args = parser.parse_args()
 
 device = "cuda" if torch.cuda.is_available() else "cpu"
 torch.manual_seed(0)
-model = torch.nn.Sequential(torch.nn.Linear(4, 8, bias=False), torch.nn.ReLU(),
-                            torch.nn.Linear(8, 2, bias=False)).to(device)
+model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(),
+                            torch.nn.Linear(8, 2)).to(device)
 if args.compiled_step:
     opt = torch.optim.Adam(model.parameters(), lr=0.01)
     opt_step = torch.compile(opt.step, mode="reduce-overhead")
@@ -31,6 +31,7 @@ else:
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
     opt_step = opt.step
 batch = torch.zeros(3, 4, device=device)  # one input buffer, refilled each step
+target = torch.ones(3, 2, device=device)
 torch._dynamo.mark_static_address(batch)
 step = torch.compile(model, mode="reduce-overhead")
 
@@ -38,7 +39,7 @@ i = 0
 while args.steps < 0 or i < args.steps:
     torch.compiler.cudagraph_mark_step_begin()
     batch.copy_(torch.randn(3, 4, device=device))
-    loss = step(batch).sum()
+    loss = torch.nn.functional.mse_loss(step(batch), target)
     loss.backward()
     opt_step()
     opt.zero_grad(set_to_none=False)

@@ -40,6 +40,34 @@ def capture(fn, *args, dynamic=False, backward=True):
     return graphs
 
 
+def simulate_values(capsim, body, inputs):
+    """The values capsim computes for `body` on `inputs` (uniform tensors):
+    a program with one call and a read of each output, through `capsim
+    simulate`; each read's preview (its first values) as floats."""
+    import json
+    import subprocess
+    import tempfile
+
+    lines = [{"type": "header", "name": "values"},
+             {"type": "function", "function": "f", "mode": "inference", "inputs": body.inputs,
+              "ops": body.ops, "outputs": body.outputs}]
+    names = [f"in{k}" for k in range(len(inputs))]
+    for name, t in zip(names, inputs):
+        lines.append({"type": "action", "action": "new_tensor", "name": name, "sizes": list(t.shape),
+                      "fill": at.f32(t.view(-1)[0].item())})
+    outs = [f"out{k}" for k in range(len(body.outputs))]
+    lines.append({"type": "action", "action": "call", "function": "f", "args": names, "outputs": outs})
+    lines += [{"type": "action", "action": "read", "name": o} for o in outs]
+    with tempfile.TemporaryDirectory() as d:
+        program, trace = os.path.join(d, "p.jsonl"), os.path.join(d, "t.jsonl")
+        with open(program, "w") as f:
+            f.write("".join(json.dumps(l) + "\n" for l in lines))
+        subprocess.run([capsim, "simulate", program, "-o", trace], check=True, capture_output=True)
+        with open(trace) as f:
+            reads = [json.loads(l) for l in f if '"event":"read"' in l]
+    return [[float(v) for v in r["values"].strip("[]").split(",") if v != "..."] for r in reads]
+
+
 @unittest.skipUnless(HAVE_TORCH, "torch is not installed in this python")
 class TranslateTest(unittest.TestCase):
     def setUp(self):
@@ -72,12 +100,60 @@ class TranslateTest(unittest.TestCase):
         self.assertEqual(b.dropped_outputs, [1])
         self.assertEqual(len(b.outputs), 2)
 
-    def test_bias_grads_are_untranslated(self):
-        _fwd, bwd = capture(self.mlp(bias=True), self.torch.randn(3, 4))
+    def mse_graphs(self):
+        """The forward and backward of an MLP with biases under a
+        mean-squared loss: means, squares, scalar divisions, the bias grads'
+        sums over the batch and the views and expands around them."""
+        torch = self.torch
+        model = self.mlp(bias=True)
+        return capture(lambda x, y: (model(x) - y).pow(2).mean(), torch.randn(3, 4), torch.randn(3, 2))
+
+    def test_bias_grads_and_mse_loss_translate(self):
+        fwd, bwd = self.mse_graphs()
+        f = at.build_function(at.translate_graph(fwd))
+        self.assertTrue(f.ok, f.untranslated)
         b = at.build_function(at.translate_graph(bwd))
-        self.assertFalse(b.ok)
-        self.assertEqual(at.op_names(b.untranslated), ["aten.sum.dim_IntList", "aten.view.default"])
-        self.assertEqual(b.ops, [])
+        self.assertTrue(b.ok, b.untranslated)
+        ops = [op["op"] for op in b.ops]
+        for op in ("expand", "div", "view", "relu_backward"):
+            self.assertIn(op, ops)
+        self.assertIn({"op": "sum", "dims": [0], "keepdim": True},
+                      [{k: v for k, v in op.items() if k != "args"} for op in b.ops])
+
+    def test_translated_values_are_torch_values(self):
+        """capsim (`capsim simulate`, CAPSIM_BIN) computes what the graph
+        computes in PyTorch, on the same uniform inputs."""
+        capsim = os.environ.get("CAPSIM_BIN")
+        if not capsim:
+            self.skipTest("CAPSIM_BIN is not set")
+        for gm in self.mse_graphs():
+            fills = [0.25, -0.5, 0.125, 0.75, -0.375, 1.5, 0.0625]
+            inputs = []
+            for k, node in enumerate(n for n in gm.graph.nodes if n.op == "placeholder"):
+                inputs.append(self.torch.full(tuple(node.meta["val"].shape), fills[k % len(fills)]))
+            want = [t for t in gm(*inputs) if isinstance(t, self.torch.Tensor)]
+            f = at.build_function(at.translate_graph(gm))
+            self.assertTrue(f.ok, f.untranslated)
+            got = simulate_values(capsim, f, inputs)
+            self.assertEqual(len(got), len(want))
+            for g, w in zip(got, want):
+                flat = w.detach().contiguous().view(-1).tolist()
+                self.assertTrue(1 <= len(g) <= len(flat), (g, flat))
+                for a, b in zip(g, flat):
+                    self.assertAlmostEqual(a, b, places=5)
+
+    def test_refused_views_and_exponents(self):
+        torch = self.torch
+        from torch.fx.experimental.proxy_tensor import make_fx
+
+        gm = make_fx(lambda x: x.t().unsqueeze(0) + x.pow(3).sum())(torch.randn(2, 3))
+        f = at.build_function(at.translate_graph(gm))
+        self.assertFalse(f.ok)
+        self.assertEqual(
+            sorted(f.untranslated),
+            ["aten.pow.Tensor_Scalar (exponent 3)",
+             "aten.unsqueeze.default (a view of a non-contiguous tensor)"],
+        )
 
     def test_addmm_is_mm_then_add(self):
         fwd, _ = capture(self.torch.nn.Linear(4, 2), self.torch.randn(3, 4))

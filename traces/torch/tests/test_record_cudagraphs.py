@@ -1,7 +1,8 @@
 """`python -m capsim_recorder run --cudagraphs` and record(cudagraphs=True) on
 real PyTorch, on the CPU: a torch.compile(mode="reduce-overhead") training
 script recorded unchanged in the cudagraph half's actions. On a CPU Inductor
-hands no graph to a tree, so every compiled call is an eager_call; this checks
+hands no graph to a tree, so every compiled call is a `call` run without CUDA
+graphs (the header's `"cudagraphs": false`); this checks
 the wiring (names, backwards, optimizers, limits, failures, checkpoints), and
 scripts/gpu-check.sh runs the same script on a GPU. Skipped without torch;
 takes about 2 minutes (Inductor's CPU code generation, once per launch).
@@ -25,8 +26,6 @@ HAVE_TORCH = importlib.util.find_spec("torch") is not None
 
 from launching import launch, lines_of  # noqa: E402
 SCRIPT = os.path.join(PACKAGE_ROOT, "examples", "reduce_overhead_train.py")
-
-
 
 
 def actions_of(lines, kind=None):
@@ -65,14 +64,27 @@ class CudagraphLauncherTest(unittest.TestCase):
         self.assertNotIn("x_untranslated", header)
         self.assertEqual(sorted(l["function"] for l in lines if l["type"] == "function"), ["bwd0", "fwd0"])
         params = [a["name"] for a in actions_of(lines, "new_tensor") if a.get("parameter")]
-        self.assertEqual(params, ["model_0_weight", "model_2_weight"])
+        self.assertEqual(params, ["model_0_weight", "model_0_bias", "model_2_weight", "model_2_bias"])
+        # The bias grads' sums over the batch and their views translated.
+        bwd = next(l for l in lines if l["type"] == "function" and l["function"] == "bwd0")
+        self.assertIn({"dims": [0], "keepdim": True},
+                      [{k: op[k] for k in ("dims", "keepdim") if k in op} for op in bwd["ops"]])
+        self.assertIn("view", [op["op"] for op in bwd["ops"]])
         opt = actions_of(lines, "create_optimizer")
         self.assertEqual([(o["name"], o["kind"], o["params"]) for o in opt],
                          [("opt", "sgd", params)])
         self.assertEqual(len(actions_of(lines, "mark_step_begin")), 3)
-        calls = actions_of(lines, "eager_call")  # a CPU: no tree
+        self.assertIs(header["config"]["cudagraphs"], False)  # a CPU: no tree
+        self.assertFalse(actions_of(lines, "eager_call"))
+        calls = actions_of(lines, "call")
         self.assertEqual([c["function"] for c in calls], ["fwd0", "bwd0"] * 3)
         self.assertEqual(calls[0]["args"][0], "model_0_weight")
+        # Each graph's compile event at its first call, its static inputs
+        # the parameters and the marked buffer.
+        compiles = [l for l in lines if l.get("event") == "compile"]
+        self.assertEqual([(c["action"], c["function"]) for c in compiles],
+                         [(calls[0]["index"], "fwd0"), (calls[1]["index"], "bwd0")])
+        self.assertEqual(compiles[0]["static_input_idxs"], [0, 1, 2, 3, 4])
         grads = actions_of(lines, "accumulate_grad")
         self.assertEqual([g["param"] for g in grads], params * 3)
         self.assertEqual(grads[0]["grad"], calls[1]["outputs"][0])
@@ -80,8 +92,8 @@ class CudagraphLauncherTest(unittest.TestCase):
         self.assertEqual([(z["name"], z["set_to_none"]) for z in zero], [("opt", False)] * 3)
         # The script's input buffer: marked static, then passed to every call.
         marked = actions_of(lines, "mark_static")
-        self.assertEqual([m["name"] for m in marked], [calls[0]["args"][1]])
-        self.assertEqual({c["args"][1] for c in calls[::2]}, {marked[0]["name"]})
+        self.assertEqual([m["name"] for m in marked], [calls[0]["args"][2]])
+        self.assertEqual({c["args"][2] for c in calls[::2]}, {marked[0]["name"]})
         self.replay()
 
     def test_compiled_optimizer_step(self):
@@ -98,9 +110,9 @@ class CudagraphLauncherTest(unittest.TestCase):
                          [("opt", "adam")])
         steps = actions_of(lines, "optimizer_step")
         self.assertEqual([s["name"] for s in steps], ["opt", "opt"])
-        compiles = [l for l in lines if l.get("event") == "compile"]
-        self.assertEqual([(c["action"], c["function"], c["static_input_idxs"]) for c in compiles],
-                         [(steps[0]["index"], "opt.step", [0, 1, 4, 5, 6, 7, 8, 9])])
+        compiles = [l for l in lines if l.get("event") == "compile" and l["function"] == "opt.step"]
+        self.assertEqual([(c["action"], c["static_input_idxs"]) for c in compiles],
+                         [(steps[0]["index"], [0, 1, 2, 3, *range(8, 20)])])
         self.replay()
 
     def test_max_steps_and_own_failure(self):
@@ -109,7 +121,7 @@ class CudagraphLauncherTest(unittest.TestCase):
         self.assertEqual(out.returncode, 1, out.stderr)
         self.assertIn("raised at", out.stderr)
         lines = lines_of(self.trace)
-        self.assertEqual(len(actions_of(lines, "accumulate_grad")), 2)  # one backward
+        self.assertEqual(len(actions_of(lines, "accumulate_grad")), 4)  # one backward, four params
         # (It raised after the recording stopped: nothing of it in the trace.)
         self.assertFalse([l for l in lines if l.get("event") == "error"])
         self.assertNotIn("x_notes", lines[0])
@@ -122,7 +134,7 @@ class CudagraphLauncherTest(unittest.TestCase):
         self.assertTrue(any("the script raised ValueError" in n for n in header.get("x_notes", [])),
                         header.get("x_notes"))
         lines = lines_of(self.trace)
-        self.assertEqual(len(actions_of(lines, "accumulate_grad")), 4)
+        self.assertEqual(len(actions_of(lines, "accumulate_grad")), 8)
         self.assertFalse([l for l in lines if l.get("event") == "error"])
         self.replay()
 
@@ -134,7 +146,7 @@ class CudagraphLauncherTest(unittest.TestCase):
                 if proc.poll() is not None:
                     self.fail(f"the script ended: {proc.stderr.read().decode()}")
                 try:
-                    if len(actions_of(lines_of(self.trace), "accumulate_grad")) >= 4:
+                    if len(actions_of(lines_of(self.trace), "accumulate_grad")) >= 8:
                         break
                 except (OSError, ValueError):
                     pass  # not written yet (a rename replaces it whole)

@@ -1,0 +1,141 @@
+// The body ops that the recorder lowers aten's reductions, scalar arithmetic
+// and reshaping views to (div, sum over dims, view, expand): their values,
+// computed by the body interpreter through the eager oracle, and their errors.
+#include <doctest/doctest.h>
+
+#include <bit>
+
+#include "tests/sim/body_test_support.hpp"
+
+namespace capsim {
+namespace {
+
+using testing::def_of;
+using testing::Device;
+using testing::op;
+
+std::vector<float> floats_of(const ElementBits& bits) {
+  std::vector<float> out;
+  for (std::uint32_t b : bits) out.push_back(std::bit_cast<float>(b));
+  return out;
+}
+
+// The values of `t`, row-major.
+std::vector<float> values_of(Device& d, TensorId t) {
+  const Tensor tensor = d.store.tensor(t).value();
+  const Address data = d.store.data_address(t).value();
+  return floats_of(gather_bits(d.memory, data, tensor.meta).value());
+}
+
+// The one output of `def` on `inputs`, or the error's text.
+Result<std::vector<float>> run_one(const FunctionDef& def, Device& d,
+                                   const std::vector<TensorId>& inputs) {
+  EagerOracle oracle;
+  CAPSIM_TRY_ASSIGN(const std::vector<ElementBits> outs,
+                    oracle.outputs(def, d.store, d.memory, inputs));
+  REQUIRE(outs.size() == 1);
+  return floats_of(outs[0]);
+}
+
+BodyOp with_sizes(BodyOp o, Dims sizes) {
+  o.sizes = std::move(sizes);
+  return o;
+}
+
+BodyOp full(float value) {
+  BodyOp o = op(BodyOpKind::kFull, {});
+  o.scalar = value;
+  return o;
+}
+
+BodyOp sum_over(std::vector<std::int64_t> dims, bool keepdim) {
+  BodyOp o = op(BodyOpKind::kSum, {0});
+  o.dims = std::move(dims);
+  o.keepdim = keepdim;
+  return o;
+}
+
+TEST_CASE("body ops: div broadcasts a 0-d operand, as aten.div.Scalar lowers") {
+  Device d;
+  const TensorId x = d.tensor({2, 3});
+  const auto got = run_one(def_of(1, {full(4.0f), op(BodyOpKind::kDiv, {0, 1})}, {2}), d, {x});
+  REQUIRE(got.ok());
+  const std::vector<float> in = values_of(d, x);
+  REQUIRE(got->size() == in.size());
+  for (std::size_t i = 0; i < in.size(); ++i) CHECK((*got)[i] == in[i] / 4.0f);
+}
+
+TEST_CASE("body ops: sum over some dims, keepdim or not, and mean as sum then div") {
+  Device d;
+  const TensorId x = d.tensor({2, 3});
+  const std::vector<float> in = values_of(d, x);
+  const auto cols = run_one(def_of(1, {sum_over({0}, true)}, {1}), d, {x});
+  REQUIRE(cols.ok());
+  REQUIRE(cols->size() == 3);
+  for (int c = 0; c < 3; ++c) CHECK((*cols)[c] == doctest::Approx(in[c] + in[3 + c]));
+  const auto rows = run_one(def_of(1, {sum_over({-1}, false)}, {1}), d, {x});
+  REQUIRE(rows.ok());
+  REQUIRE(rows->size() == 2);
+  for (int r = 0; r < 2; ++r) {
+    CHECK((*rows)[r] == doctest::Approx(in[3 * r] + in[3 * r + 1] + in[3 * r + 2]));
+  }
+  // mean(x): aten.mean.default as the recorder writes it.
+  const auto mean =
+      run_one(def_of(1, {op(BodyOpKind::kSum, {0}), full(6.0f), op(BodyOpKind::kDiv, {1, 2})}, {3}),
+              d, {x});
+  REQUIRE(mean.ok());
+  float total = 0.0f;
+  for (float v : in) total += v;
+  CHECK(mean->at(0) == doctest::Approx(total / 6.0f));
+  CHECK(run_one(def_of(1, {sum_over({2}, false)}, {1}), d, {x}).error().message ==
+        "function 'f': op 0 (sum): sum: dim 2 is out of range for rank 2");
+  CHECK(run_one(def_of(1, {sum_over({1, -1}, false)}, {1}), d, {x}).error().message ==
+        "function 'f': op 0 (sum): sum: dim 1 appears twice");
+}
+
+TEST_CASE("body ops: view keeps the elements in order; a non-contiguous operand is refused") {
+  Device d;
+  const TensorId x = d.tensor({2, 3});
+  const auto viewed =
+      run_one(def_of(1, {with_sizes(op(BodyOpKind::kView, {0}), {3, 2})}, {1}), d, {x});
+  REQUIRE(viewed.ok());
+  CHECK(*viewed == values_of(d, x));
+  const FunctionDef of_t = def_of(
+      1, {op(BodyOpKind::kTranspose, {0}), with_sizes(op(BodyOpKind::kView, {1}), {6})}, {2});
+  CHECK(run_one(of_t, d, {x}).error().message ==
+        "function 'f': op 1 (view): view: the operand (sizes [3, 2], strides [1, 3]) is not "
+        "contiguous");
+  CHECK(run_one(def_of(1, {with_sizes(op(BodyOpKind::kView, {0}), {4})}, {1}), d, {x})
+            .error()
+            .message ==
+        "function 'f': op 0 (view): view: shape [4] is invalid for input of size 6");
+}
+
+TEST_CASE("body ops: expand repeats size-1 dims, within the limit of a fresh tensor") {
+  Device d;
+  const TensorId row = d.tensor({1, 3});
+  const FunctionDef f = def_of(
+      1, {with_sizes(op(BodyOpKind::kExpand, {0}), {2, 3}), op(BodyOpKind::kClone, {1})}, {2});
+  const auto got = run_one(f, d, {row});
+  REQUIRE(got.ok());
+  std::vector<float> twice = values_of(d, row);
+  twice.insert(twice.end(), twice.begin(), twice.end());
+  CHECK(*got == twice);
+  const FunctionDef huge =
+      def_of(1, {with_sizes(op(BodyOpKind::kExpand, {0}), {std::int64_t{1} << 23, 3})}, {1});
+  CHECK(run_one(huge, d, {row}).error().message.find("the limit for one tensor") !=
+        std::string::npos);
+}
+
+TEST_CASE("body ops: an in-place write through a view or an expand mutates the input") {
+  const FunctionDef f = def_of(
+      2, {with_sizes(op(BodyOpKind::kView, {0}), {6}), op(BodyOpKind::kAddInplace, {2, 1})}, {3});
+  CHECK(mutated_input_idxs(f) == std::vector<std::uint32_t>{0});
+  const FunctionDef g = def_of(
+      2, {with_sizes(op(BodyOpKind::kExpand, {1}), {6}), op(BodyOpKind::kCopyInplace, {2, 0})},
+      {3});
+  CHECK(mutated_input_idxs(g) == std::vector<std::uint32_t>{1});
+}
+
+}  // namespace
+}  // namespace capsim
