@@ -86,6 +86,8 @@ class CudagraphRecording:
         self.names: set[str] = set()
         self.steps = 0  # recorded backwards
         self.busy = False  # inside a recorded backward
+        self.read_watch: Optional[Any] = None  # launcher_reads.ReadWatch, while installed
+        self.read_since_call: set[str] = set()  # names read since the last graph call
         self.stopped: Optional[str] = None
         self.unrecorded: dict[str, int] = {}
         self.checkpoint_actions = 0
@@ -96,12 +98,40 @@ class CudagraphRecording:
     # -- lifetime ------------------------------------------------------------
 
     def install(self) -> None:
+        from .launcher_reads import ReadWatch, supported
+
         self.hooks.install()
         self.observer.install()
+        if supported():
+            self.read_watch = ReadWatch(self._reads)
+            self.read_watch.__enter__()
+        else:
+            self.session.notes.append("reads not recorded: this release's TorchDispatchMode has no "
+                                      "ignore_compile_internals (2.11 on)")
 
     def uninstall(self) -> None:
+        if self.read_watch is not None:
+            from .launcher_reads import pop_or_mute
+
+            pop_or_mute(self.read_watch)
+            self.read_watch = None
         self.observer.uninstall()
         self.hooks.uninstall()
+
+    def _reads(self, func: Any, tensors: list) -> None:
+        """The script's op `func` read `tensors`: a `read` of each that is a
+        bound output of a compiled graph, once between two graph calls
+        (launcher_reads.py). Not inside a graph's call or a backward."""
+        s = self.session
+        if not self.live() or self.busy or s.closed or getattr(s.tls, "tree_runs", None) is not None:
+            return
+        for t in tensors:
+            # (By memory and layout too: AOTAutograd's wrappers hand the
+            # script a detached alias of the graph's output, not the object.)
+            for e in s.registry.entries(t):
+                if e.kind == "output" and not e.dropped and e.name not in self.read_since_call:
+                    self.read_since_call.add(e.name)
+                    s.action("read", {"name": e.name}, note=f"read {e.name}")
 
     def live(self) -> bool:
         return self.stopped is None
@@ -265,6 +295,7 @@ class CudagraphRecording:
         from .launcher_optimizer import _params, _reads_a_grad
         from .optimizer_recorder import capsim_order, step_compile_fields
 
+        self.read_since_call.clear()
         compile_event = None
         if g.calls == 0 and g.builtin is None and g.mode != "backward":
             for ref, name, kind in self.optimizer_refs:

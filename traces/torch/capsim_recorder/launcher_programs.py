@@ -90,8 +90,9 @@ def compiled_optimizer() -> None:
 
 @program("the cudagraph trees' half of a plain training loop under "
          "torch.compile(mode=\"reduce-overhead\"): an MLP with biases and a mean-squared loss "
-         "(mean, pow, sums over some dims and views in its graphs), SGD stepped eagerly, then "
-         "predictions under no_grad at three batch sizes (a dynamic recompile)", cudagraphs=True)
+         "(mean, pow, sums over some dims and views in its graphs), SGD stepped eagerly, the loss "
+         "logged each step, then predictions under no_grad at three batch sizes (a dynamic "
+         "recompile) kept and read at the end", cudagraphs=True)
 def reduce_overhead() -> None:
     device = "cuda" if torch.cuda.is_available() else "cpu"
     # (Two outputs, not one: on the CPU, 2.8's Inductor unrolls an mm whose
@@ -108,14 +109,17 @@ def reduce_overhead() -> None:
     def predict(x: torch.Tensor) -> torch.Tensor:
         return model(x)
 
+    logged = []
     for _ in range(3):
         loss = loss_of(torch.randn(4, 8, device=device), torch.randn(4, 2, device=device))
+        logged.append(loss.item())  # a read right after the call: fine
         loss.backward()
         opt.step()
         opt.zero_grad()
     with torch.no_grad():
-        for batch in (2, 3, 5):
-            predict(torch.randn(batch, 8, device=device))
+        kept = [predict(torch.randn(batch, 8, device=device)) for batch in (2, 3, 5)]
+        # Read after later calls: on a GPU, E1 for those overwritten since.
+        torch.cat(kept)
 
 
 def record_launcher_program(prog: LauncherProgram, path: str, release: str) -> int:

@@ -4,9 +4,14 @@ what tests/test_record_cudagraphs.py and scripts/gpu-check.sh record).
 Runs on a GPU when there is one, else on the CPU.
 
     python reduce_overhead_train.py [--steps N] [--fail-at K] [--compiled-step]
+        [--keep-outputs] [--keep-grads]
 
 --steps -1 loops until killed; --fail-at K raises at step K (a failing script);
---compiled-step uses Adam with its step compiled (else SGD stepped eagerly).
+--compiled-step uses Adam with its step compiled (else SGD stepped eagerly);
+--keep-outputs keeps each step's compiled output and reads them all at the end
+(on a GPU, the overwritten-output error E1: the mistake to catch);
+--keep-grads zeroes the grads in place (zero_grad(set_to_none=False)), so each
+backward accumulates into the previous one's output (E1 on a GPU too).
 """
 
 import argparse
@@ -18,6 +23,8 @@ parser = argparse.ArgumentParser()
 parser.add_argument("--steps", type=int, default=3)
 parser.add_argument("--fail-at", type=int, default=None)
 parser.add_argument("--compiled-step", action="store_true")
+parser.add_argument("--keep-outputs", action="store_true")
+parser.add_argument("--keep-grads", action="store_true")
 args = parser.parse_args()
 
 device = "cuda" if torch.cuda.is_available() else "cpu"
@@ -35,17 +42,23 @@ target = torch.ones(3, 2, device=device)
 torch._dynamo.mark_static_address(batch)
 step = torch.compile(model, mode="reduce-overhead")
 
+kept = []
 i = 0
 while args.steps < 0 or i < args.steps:
     torch.compiler.cudagraph_mark_step_begin()
     batch.copy_(torch.randn(3, 4, device=device))
-    loss = torch.nn.functional.mse_loss(step(batch), target)
+    out = step(batch)
+    if args.keep_outputs:
+        kept.append(out)
+    loss = torch.nn.functional.mse_loss(out, target)
     loss.backward()
     opt_step()
-    opt.zero_grad(set_to_none=False)
+    opt.zero_grad(set_to_none=not args.keep_grads)
     if args.fail_at == i:
         raise ValueError(f"step {i}: a failure of the script's own")
     if args.steps < 0:
         time.sleep(0.05)
     i += 1
+if args.keep_outputs:
+    print(f"kept outputs sum to {torch.stack(kept).sum().item():.4f}")
 print(f"{i} steps on {device}, loss {loss.item():.4f}")

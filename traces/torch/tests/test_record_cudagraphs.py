@@ -89,12 +89,37 @@ class CudagraphLauncherTest(unittest.TestCase):
         self.assertEqual([g["param"] for g in grads], params * 3)
         self.assertEqual(grads[0]["grad"], calls[1]["outputs"][0])
         zero = actions_of(lines, "zero_grad")
-        self.assertEqual([(z["name"], z["set_to_none"]) for z in zero], [("opt", False)] * 3)
+        self.assertEqual([(z["name"], z["set_to_none"]) for z in zero], [("opt", True)] * 3)
         # The script's input buffer: marked static, then passed to every call.
         marked = actions_of(lines, "mark_static")
         self.assertEqual([m["name"] for m in marked], [calls[0]["args"][2]])
         self.assertEqual({c["args"][2] for c in calls[::2]}, {marked[0]["name"]})
         self.replay()
+
+    def test_reads_of_kept_outputs(self):
+        """The script's own reads of compiled outputs are `read` actions (the
+        loss reads each step's output at once; --keep-outputs reads all three
+        again at the end), none from the backward or the optimizer; as on a
+        GPU, capsim predicts E1 at the late ones."""
+        out = self.launch("--cudagraphs", "--", SCRIPT, "--steps", "3", "--keep-outputs")
+        self.assertEqual(out.returncode, 0, out.stderr)
+        lines = lines_of(self.trace)
+        calls = {c["index"]: c for c in actions_of(lines, "call")}
+        reads = actions_of(lines, "read")
+        forward_outputs = [c["outputs"][0] for c in calls.values() if c["function"] == "fwd0"]
+        self.assertEqual([r["name"] for r in reads], forward_outputs + forward_outputs)
+        for r in reads[:3]:  # the loss's read, right after its own call
+            self.assertEqual(calls[r["index"] - 1]["outputs"][0], r["name"])
+        self.replay()
+        capsim = os.environ.get("CAPSIM_BIN")
+        if capsim:
+            r = subprocess.run([capsim, "explain", "--as-on-a-gpu", "--json", self.trace],
+                               capture_output=True, text=True, timeout=120)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            import json
+            errors = [(e["action"], e["event"]) for e in json.loads(r.stdout)["explanations"]
+                      if e["event"].startswith("error")]
+            self.assertEqual(errors, [(r["index"], "error:E1") for r in reads[3:5]])
 
     def test_compiled_optimizer_step(self):
         """A torch.compile'd Adam step is found at its graph's first call and

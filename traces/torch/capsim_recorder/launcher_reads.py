@@ -1,0 +1,113 @@
+"""Reads of compiled graphs' outputs by the script's own eager code, for
+record(cudagraphs=True) (launcher_cudagraphs.py).
+
+Reading an output of a cudagraphed call after a later generation has
+overwritten it is the error capsim calls E1 (docs/cudagraph-trees.md). A
+script reads outputs outside any compiled region: `loss.item()`, `print(out)`,
+`torch.stack(losses)`. Each such read is written as capsim's `read` action, so
+that capsim can say whether it comes too late; on a CPU, where no CUDA graph
+is made, `capsim explain --as-on-a-gpu` then predicts the E1 a GPU would raise.
+
+The reads are seen through a TorchDispatchMode that asks to be left out of
+compilation (`ignore_compile_internals`, PyTorch 2.11 on): Dynamo still
+compiles under it, and it sees the eager aten ops the script runs. On a
+release without that hook a pushed mode would make Dynamo skip compiling, so
+nothing is watched there (`supported()`). Only outputs of compiled graphs
+that are still bound in the trace are read (a backward's grads are not: its
+accumulate_grad actions took them); ops inside a compiled graph's call,
+inside a recorded backward, run by PyTorch's own machinery (`is_script`) or
+after the recording closed are not the script's. One `read` per name between
+two graph calls: the first access is the one that raises.
+
+Not followed: a view made of an output outside the compiled region (a
+`detach()`, an index) and read later is not the output's name.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any, Callable
+
+import torch
+from torch.utils._pytree import tree_leaves
+
+try:
+    from torch.utils._python_dispatch import TorchDispatchMode
+except ImportError:  # pragma: no cover - very old torch
+    TorchDispatchMode = object  # type: ignore[misc,assignment]
+
+
+# Modules between an op's caller and __torch_dispatch__ (which 2.11 wraps in
+# torch._dynamo.disable: eval_frame's and _compile's frames): the caller is
+# the first frame above them.
+_MACHINERY = ("torch._ops", "torch.utils._python_dispatch", "torch.utils._pytree",
+              "torch._dynamo.eval_frame", "torch._compile", __name__)
+
+# PyTorch's own machinery: what they run is not the script's read (AOTAutograd's
+# runtime wrappers, the autograd engine's Python half, an optimizer's step, the
+# tree manager, Dynamo and Inductor). Everything else of torch (torch.nn,
+# torch.functional, Tensor's own methods, its printing) runs an op for its
+# caller, and counts as the script.
+_TORCH_INTERNALS = ("torch._functorch", "torch._dynamo", "torch._inductor", "torch.autograd",
+                    "torch.optim", "torch._subclasses", "torch.fx", "torch._decomp", "torch._refs",
+                    "torch._prims", "torch._prims_common", "torch._higher_order_ops",
+                    "torch.utils.checkpoint", "torch._library", "torch.cuda")
+
+
+def op_caller(frame: Any) -> str:
+    """The module whose code ran the op being dispatched (from `frame`
+    outwards); "" when only the dispatch machinery is on the stack."""
+    while frame is not None:
+        module = frame.f_globals.get("__name__", "")
+        if module not in _MACHINERY:
+            return module
+        frame = frame.f_back
+    return ""
+
+
+def is_script(module: str) -> bool:
+    """Whether an op run by `module` is the script's, directly or through
+    PyTorch's user-facing code: not PyTorch's internals nor the recorder's
+    (the corpus's launcher programs play the script's part)."""
+    if module == "capsim_recorder.launcher_programs":
+        return True
+    if module in ("", "capsim_recorder") or module.startswith("capsim_recorder."):
+        return False
+    return not any(module == p or module.startswith(p + ".") for p in _TORCH_INTERNALS)
+
+
+def supported() -> bool:
+    """Whether a mode can watch without changing what Dynamo compiles."""
+    return TorchDispatchMode is not object and hasattr(TorchDispatchMode, "ignore_compile_internals")
+
+
+class ReadWatch(TorchDispatchMode):  # type: ignore[misc,valid-type]
+    """Calls `on_tensors(func, tensors)` with the tensor arguments of every
+    aten op the script runs while it is pushed, then runs the op."""
+
+    def __init__(self, on_tensors: Callable[[Any, list], None]) -> None:
+        super().__init__()
+        self.on_tensors = on_tensors
+
+    @classmethod
+    def ignore_compile_internals(cls) -> bool:
+        return True
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        tensors = [t for t in tree_leaves((args, kwargs)) if isinstance(t, torch.Tensor)]
+        if tensors and is_script(op_caller(sys._getframe(1))):
+            self.on_tensors(func, tensors)
+        return func(*args, **kwargs)
+
+
+def pop_or_mute(watch: ReadWatch) -> None:
+    """Takes `watch` off the dispatch mode stack when it is on top; under a
+    mode the script pushed since (a recording stopped by a limit inside the
+    script's own `with SomeMode():`), popping would take the script's mode
+    instead, so `watch` stays and stops watching."""
+    from torch.utils._python_dispatch import _get_current_dispatch_mode
+
+    watch.on_tensors = lambda func, tensors: None
+    if _get_current_dispatch_mode() is watch:
+        watch.__exit__(None, None, None)
