@@ -296,11 +296,12 @@ Subcommand add_explain(CLI::App& root) {
   sub->add_flag("--as-on-a-gpu", o->explain.as_on_a_gpu,
                 "For a trace recorded without CUDA graphs (a CPU run): explain what capsim "
                 "predicts a GPU under mode=\"reduce-overhead\" would do");
-  sub->add_option("--what-if", o->explain.what_if,
-                  "Re-simulate with one edit and show the difference: mark-static=NAME[,NAME...], "
-                  "mark-step-begin@N, clone=NAME[@N], detach=NAME[@N], set-to-none=false, "
-                  "'config KEY=VALUE', torch=VERSION, or auto (every edit that applies, best "
-                  "first)");
+  sub->add_option(
+      "--what-if", o->explain.what_if,
+      "Re-simulate with one edit and show the difference: mark-static=NAME[,NAME...], "
+      "mark-step-begin@N, clone=NAME[@N] (or A,B,...), detach=NAME[@N], set-to-none=false, "
+      "'config KEY=VALUE', torch=VERSION, or auto (every edit that applies, best "
+      "first)");
   sub->add_option("--html", o->explain.html,
                   "Also write one self-contained page: the drawing, the timeline and the "
                   "explanations side by side (with --what-if, its table too)");

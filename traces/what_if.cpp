@@ -112,7 +112,8 @@ Result<Variant> mark_step_begin(Variant v, const std::string& edit, const std::s
 }
 
 // `clone=NAME[@N]` and `detach=NAME[@N]`: `NAME = NAME.clone()` (or
-// `.detach()`) right after action N, or after every action that binds NAME.
+// `.detach()`) right after action N, or after every action that binds NAME;
+// `clone=A,B,...` (no `@`) does so for each name.
 // A clone is a fresh tensor in the default pool, off the tree's memory; a
 // detach is the same storage without the autograd graph, which it no longer
 // keeps alive. Each is an eager call of a one-op function the edit adds.
@@ -124,8 +125,8 @@ struct Rebind {
 constexpr Rebind kClone{"capsim.clone", BodyOpKind::kClone, false};
 constexpr Rebind kDetach{"capsim.detach", BodyOpKind::kAlias, true};
 
-Result<Variant> rebind(Variant v, const std::string& edit, const std::string& target,
-                       const Rebind& how) {
+Result<Variant> rebind_one(Variant v, const std::string& edit, const std::string& target,
+                           const Rebind& how) {
   const std::size_t at = target.find('@');
   const std::string name = target.substr(0, at);
   if (name.empty() || name.ends_with(".grad")) {
@@ -153,6 +154,10 @@ Result<Variant> rebind(Variant v, const std::string& edit, const std::string& ta
                    : fmt::format("no action binds a tensor named '{}'", name));
   }
   v.program.actions = std::move(out);
+  const auto has_function = [&](const FunctionDef& f) { return f.name == how.function; };
+  if (std::any_of(v.program.functions.begin(), v.program.functions.end(), has_function)) {
+    return v;
+  }
   FunctionDef def;
   def.name = how.function;
   def.mode = CompilationMode::kInference;
@@ -164,6 +169,23 @@ Result<Variant> rebind(Variant v, const std::string& edit, const std::string& ta
   def.outputs = {1};
   v.program.functions.push_back(std::move(def));
   return v;
+}
+
+Result<Variant> rebind(Variant v, const std::string& edit, const std::string& targets,
+                       const Rebind& how) {
+  if (targets.find(',') == std::string::npos) return rebind_one(std::move(v), edit, targets, how);
+  if (targets.find('@') != std::string::npos) {
+    return bad_edit(edit, "'@N' applies to one name; leave it out to rebind several");
+  }
+  std::size_t from = 0;
+  while (true) {
+    const std::size_t comma = targets.find(',', from);
+    const std::string name = targets.substr(from, comma - from);
+    if (name.empty()) return bad_edit(edit, "expected a tensor's name between commas");
+    CAPSIM_TRY_ASSIGN(v, rebind_one(std::move(v), edit, name, how));
+    if (comma == std::string::npos) return v;
+    from = comma + 1;
+  }
 }
 
 Result<Variant> set_config(Variant v, const std::string& edit, const std::string& assignment) {
@@ -203,9 +225,10 @@ Result<Variant> edited(const ObservedRun& run, const std::string& edit) {
     v.config.torch_profile = *p;
     return v;
   }
-  return bad_edit(edit,
-                  "unknown edit (mark-static=NAME[,NAME...], mark-step-begin@N, clone=NAME[@N], "
-                  "detach=NAME[@N], set-to-none=false, config KEY=VALUE, torch=VERSION, auto)");
+  return bad_edit(
+      edit,
+      "unknown edit (mark-static=NAME[,NAME...], mark-step-begin@N, clone=NAME[@N], clone=A,B,..., "
+      "detach=NAME[@N], set-to-none=false, config KEY=VALUE, torch=VERSION, auto)");
 }
 
 }  // namespace
@@ -241,6 +264,7 @@ std::vector<std::string> names_read(const Action& a) {
 // the grads.
 std::vector<std::string> candidates(const ObservedRun& run) {
   std::set<std::string> out;
+  std::set<std::string> clones;  // every name an error or warning read
   for (const Explanation& e : explain(run, std::nullopt)) {
     if (e.event == "copy_in") {
       for (const std::string& name : e.inputs) out.insert("mark-static=" + name);
@@ -252,11 +276,13 @@ std::vector<std::string> candidates(const ObservedRun& run) {
       out.insert(fmt::format("mark-step-begin@{}", e.action));
       if (e.action < run.actions.size()) {
         for (const std::string& name : names_read(run.actions[e.action])) {
-          if (!name.ends_with(".grad")) out.insert("clone=" + name);
+          if (!name.ends_with(".grad")) out.insert("clone=" + name), clones.insert(name);
         }
       }
     }
   }
+  // Several outputs kept across steps (losses.append(loss)) take a clone each.
+  if (clones.size() > 1) out.insert(fmt::format("clone={}", fmt::join(clones, ",")));
   for (const Action& a : run.actions) {
     if (const auto* z = std::get_if<ZeroGrad>(&a); z && z->set_to_none) {
       out.insert("set-to-none=false");

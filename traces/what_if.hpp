@@ -11,7 +11,8 @@
 //                          action N
 //   clone=NAME[@N]         NAME = NAME.clone() after action N (which must be
 //                          at or after a binding of NAME), or after every
-//                          action that binds NAME
+//                          action that binds NAME; clone=A,B,... does so
+//                          for each name (auto tries every name an error read)
 //   detach=NAME[@N]        NAME = NAME.detach(), placed the same way
 //   set-to-none=false      every zero_grad keeps the grads (fills them with 0)
 //   config KEY=VALUE       a config field (docs/trace-format.md §3), VALUE JSON

@@ -290,6 +290,28 @@ TEST_CASE("explain: a run recorded without CUDA graphs is explained as on a GPU"
                                          "error:E1@68 "});
 }
 
+TEST_CASE("what-if auto: outputs kept across steps are cloned together") {
+  Result<ObservedRun> run = observe_file(kCorpus + "/torch/2.11.0/launcher_reduce_overhead.jsonl");
+  REQUIRE(run.ok());
+  Result<std::vector<WhatIf>> ranked = what_if_auto(*run);
+  REQUIRE(ranked.ok());
+  REQUIRE(ranked->size() == 3);
+  // Each clone ends one E1; both together end both, and rank first.
+  CHECK(ranked->front().edit == "clone=inf1_7_0,inf2_8_0");
+  CHECK(ranked->front().before.errors == 2);
+  CHECK(ranked->front().after.errors == 0);
+  CHECK((*ranked)[1].after.errors == 1);
+  Result<WhatIf> placed = what_if(*run, "clone=inf1_7_0,inf2_8_0@67");
+  REQUIRE_FALSE(placed.ok());
+  CHECK(placed.error().message ==
+        "field '--what-if': 'clone=inf1_7_0,inf2_8_0@67': '@N' applies to one name; leave it "
+        "out to rebind several");
+  CHECK(what_if(*run, "clone=inf1_7_0,,inf2_8_0").error().message ==
+        "field '--what-if': 'clone=inf1_7_0,,inf2_8_0': expected a tensor's name between commas");
+  CHECK(what_if(*run, "clone=inf1_7_0,nope").error().message ==
+        "field '--what-if': 'clone=inf1_7_0,nope': no action binds a tensor named 'nope'");
+}
+
 TEST_CASE("what-if auto: a run without CUDA graphs takes its edits from the GPU simulation") {
   // persistent_buffer_copied, run without CUDA graphs: it copies nothing,
   // but as on a GPU its buffer is copied at every replay.
