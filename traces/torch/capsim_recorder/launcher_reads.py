@@ -19,8 +19,10 @@ inside a recorded backward, run by PyTorch's own machinery (`is_script`) or
 after the recording closed are not the script's. One `read` per name between
 two graph calls: the first access is the one that raises.
 
-Not followed: a view made of an output outside the compiled region (a
-`detach()`, an index) and read later is not the output's name.
+An output is found by identity, or by its memory and layout, so a
+`detach()` of it (AOTAutograd's own, or the script's `kept.append(out.detach())`)
+is the output too. Not followed: a view of another shape or offset made
+outside the compiled region (`out[0]`, `out.flatten()`) and read later.
 """
 
 from __future__ import annotations

@@ -49,7 +49,7 @@ while args.steps < 0 or i < args.steps:
     batch.copy_(torch.randn(3, 4, device=device))
     out = step(batch)
     if args.keep_outputs:
-        kept.append(out)
+        kept.append(out.detach())  # as one keeps a loss to log it
     loss = torch.nn.functional.mse_loss(out, target)
     loss.backward()
     opt_step()

@@ -98,9 +98,10 @@ class CudagraphLauncherTest(unittest.TestCase):
 
     def test_reads_of_kept_outputs(self):
         """The script's own reads of compiled outputs are `read` actions (the
-        loss reads each step's output at once; --keep-outputs reads all three
-        again at the end), none from the backward or the optimizer; as on a
-        GPU, capsim predicts E1 at the late ones."""
+        loss reads each step's output at once; --keep-outputs keeps a
+        detach() of each, the output's memory, and reads all three again at
+        the end), none from the backward or the optimizer; as on a GPU,
+        capsim predicts E1 at the late ones but the last."""
         out = self.launch("--cudagraphs", "--", SCRIPT, "--steps", "3", "--keep-outputs")
         self.assertEqual(out.returncode, 0, out.stderr)
         lines = lines_of(self.trace)
