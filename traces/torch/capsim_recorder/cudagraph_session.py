@@ -750,7 +750,10 @@ class Session:
             if keep:
                 kept.append(Item(it.action, it.fields, list(it.events), it.note))
                 continue
-            moved = [(k, dict(f, x_from=it.note)) for k, f in it.events]
+            # (A compile event without a fid, of a graph no tree took, is
+            # the call's own and goes with it; the tree's events stay.)
+            moved = [(k, dict(f, x_from=it.note)) for k, f in it.events
+                     if not (k == "compile" and "fid" not in f)]
             if kept:
                 kept[-1].events.extend(moved)
             else:

@@ -88,6 +88,7 @@ class CudagraphRecording:
         self.busy = False  # inside a recorded backward
         self.read_watch: Optional[Any] = None  # launcher_reads.ReadWatch, while installed
         self.read_since_call: set[str] = set()  # names read since the last graph call
+        self.untranslated: list[str] = []  # the last write's x_untranslated
         self.stopped: Optional[str] = None
         self.unrecorded: dict[str, int] = {}
         self.checkpoint_actions = 0
@@ -150,6 +151,7 @@ class CudagraphRecording:
             config["cudagraphs"] = False
         counts = write_session(self.session, self.path, self.name, self.device, command=self.command,
                                config=config)
+        self.untranslated = list(counts.get("untranslated", []))
         size = int(counts.get("bytes", 0))
         actions = max(1, len(self.session.items))
         self.bytes_per_action = max(1.0, size / actions)
@@ -173,9 +175,9 @@ class CudagraphRecording:
             if error is not None:
                 self.script_failed(error)
             self._close()
-        line = self.unrecorded_line()
-        if line is not None:
-            print(line, file=sys.stderr)
+        for line in (self.untranslated_line(), self.unrecorded_line()):
+            if line is not None:
+                print(line, file=sys.stderr)
         for note in self.notes_line():
             print(note, file=sys.stderr)
 
@@ -223,6 +225,15 @@ class CudagraphRecording:
 
     def skip(self, kind: str) -> None:
         self.unrecorded[kind] = self.unrecorded.get(kind, 0) + 1
+
+    def untranslated_line(self) -> Optional[str]:
+        """Said when some graph used an op capsim cannot express: the trace
+        then has no function lines and no calls (cudagraph_session.plan)."""
+        if not self.untranslated:
+            return None
+        return (f"capsim_recorder: no compiled calls in the trace: its graphs use "
+                f"{len(self.untranslated)} op(s) capsim cannot express: {', '.join(self.untranslated)} "
+                f"(the header's x_untranslated; traces/torch/README.md lists the ops it can)")
 
     def unrecorded_line(self) -> Optional[str]:
         if not self.unrecorded:

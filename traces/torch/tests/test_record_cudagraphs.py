@@ -122,6 +122,24 @@ class CudagraphLauncherTest(unittest.TestCase):
                       if e["event"].startswith("error")]
             self.assertEqual(errors, [(r["index"], "error:E1") for r in reads[3:5]])
 
+    def test_untranslated_graph_is_said(self):
+        """A graph with an op capsim cannot express leaves no calls in the
+        trace, and the launcher says which ops, on stderr and in the header."""
+        script = os.path.join(self.dir.name, "sigmoid.py")
+        with open(script, "w") as f:
+            f.write("import torch\n"
+                    "lin = torch.nn.Linear(4, 2)\n"
+                    "f = torch.compile(lambda x: torch.sigmoid(lin(x)), mode='reduce-overhead')\n"
+                    "f(torch.ones(3, 4)).sum().backward()\n")
+        out = self.launch("--cudagraphs", "--", script)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        self.assertIn("no compiled calls in the trace", out.stderr)
+        self.assertIn("aten.sigmoid.default", out.stderr)
+        lines = lines_of(self.trace)
+        self.assertIn("aten.sigmoid.default", lines[0]["x_untranslated"])
+        self.assertFalse(actions_of(lines, "call"))
+        self.replay()
+
     def test_compiled_optimizer_step(self):
         """A torch.compile'd Adam step is found at its graph's first call and
         written as capsim's optimizer_step, with the compile event's static
