@@ -136,20 +136,7 @@ Result<KernelLaunch> sum_with_mask(const TensorArg& out, const TensorArg& in, st
 
 Result<KernelLaunch> launch_sum(const TensorArg& out, const TensorArg& in,
                                 const std::vector<std::int64_t>& dims) {
-  const auto rank = static_cast<std::int64_t>(in.meta.sizes.size());
-  // As PyTorch's maybe_wrap_dim: a 0-d tensor accepts dim 0 and -1, which
-  // reduce nothing.
-  const std::int64_t wrap = std::max<std::int64_t>(rank, 1);
-  std::uint32_t seen = 0;
-  for (std::int64_t d : dims) {
-    if (d < -wrap || d >= wrap) {
-      return make_error(fmt::format("sum: dim {} is out of range for rank {}", d, rank));
-    }
-    const std::int64_t dim = d < 0 ? d + wrap : d;
-    if ((seen >> dim) & 1u) return make_error(fmt::format("sum: dim {} appears twice", dim));
-    seen |= 1u << dim;
-  }
-  const std::uint32_t mask = rank == 0 ? 0u : seen;
+  CAPSIM_TRY_ASSIGN(const std::uint32_t mask, sum_reduce_mask(in.meta.sizes, dims));
   return sum_with_mask(out, in, mask, "sum");
 }
 

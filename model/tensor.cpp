@@ -223,22 +223,27 @@ Result<Dims> broadcast_shape(const Dims& a, const Dims& b) {
   return out;
 }
 
-Result<Dims> sum_result_sizes(const Dims& sizes, const std::vector<std::int64_t>& dims,
-                              bool keepdim) {
+Result<std::uint32_t> sum_reduce_mask(const Dims& sizes, const std::vector<std::int64_t>& dims) {
   const auto rank = static_cast<std::int64_t>(sizes.size());
   const std::int64_t wrap = std::max<std::int64_t>(rank, 1);
-  std::vector<bool> reduced(static_cast<std::size_t>(wrap), false);
+  std::uint32_t seen = 0;
   for (const std::int64_t d : dims) {
     if (d < -wrap || d >= wrap) {
       return make_error(fmt::format("sum: dim {} is out of range for rank {}", d, rank));
     }
-    const auto dim = static_cast<std::size_t>(d < 0 ? d + wrap : d);
-    if (reduced[dim]) return make_error(fmt::format("sum: dim {} appears twice", dim));
-    reduced[dim] = true;
+    const std::int64_t dim = d < 0 ? d + wrap : d;
+    if ((seen >> dim) & 1u) return make_error(fmt::format("sum: dim {} appears twice", dim));
+    seen |= 1u << dim;
   }
+  return rank == 0 ? 0u : seen;
+}
+
+Result<Dims> sum_result_sizes(const Dims& sizes, const std::vector<std::int64_t>& dims,
+                              bool keepdim) {
+  CAPSIM_TRY_ASSIGN(const std::uint32_t mask, sum_reduce_mask(sizes, dims));
   Dims out;
   for (std::size_t d = 0; d < sizes.size(); ++d) {
-    if (!reduced[d]) {
+    if (((mask >> d) & 1u) == 0) {
       out.push_back(sizes[d]);
     } else if (keepdim) {
       out.push_back(1);

@@ -119,10 +119,13 @@ Result<TensorMeta> slice(const TensorMeta& base, std::int64_t dim, std::int64_t 
 Result<TensorMeta> expand(const TensorMeta& base, const Dims& sizes);
 // PyTorch's broadcast of two shapes, with its error text.
 Result<Dims> broadcast_shape(const Dims& a, const Dims& b);
-// The sizes of a sum of a tensor of `sizes` over `dims` (negative counts from
-// the end; a 0-d tensor accepts 0 and -1, as maybe_wrap_dim does): each
-// reduced dim dropped, or kept with size 1 under `keepdim`. An error for a dim
-// out of range or named twice.
+// The dims a sum over `dims` of a tensor of `sizes` reduces, bit d for dim d
+// (negative dims count from the end; a 0-d tensor accepts 0 and -1, as
+// maybe_wrap_dim does, and reduces nothing). An error for a dim out of range
+// or named twice.
+Result<std::uint32_t> sum_reduce_mask(const Dims& sizes, const std::vector<std::int64_t>& dims);
+// The sizes of that sum: each reduced dim dropped, or kept with size 1 under
+// `keepdim`.
 Result<Dims> sum_result_sizes(const Dims& sizes, const std::vector<std::int64_t>& dims,
                               bool keepdim);
 

@@ -3,10 +3,6 @@
 #include <fstream>
 #include <memory>
 
-#include <fmt/format.h>
-
-#include "sim/scenarios/autograd_scenarios.hpp"
-#include "sim/world/world.hpp"
 #include "traces/json_fields.hpp"
 #include "traces/program_file.hpp"
 #include "traces/trace_reader.hpp"
@@ -45,11 +41,10 @@ Result<ObservedRun> read_observed(const std::string& path) {
   return run;
 }
 
-Result<ObservedRun> simulate_observed(const std::string& path) {
-  CAPSIM_TRY_ASSIGN(ProgramFile file, read_program_file(path));
-  CAPSIM_TRY_ASSIGN(ProgramRun ran, run_program_file(file, path));
+// A program and the events capsim predicted for it, as explain reads a run.
+ObservedRun simulated_run(ProgramFile file, ProgramRun ran) {
   ObservedRun run;
-  run.header = file.header;
+  run.header = std::move(file.header);
   run.functions = std::move(file.program.functions);
   run.actions = std::move(file.program.actions);
   run.events = std::move(ran.events);
@@ -57,6 +52,12 @@ Result<ObservedRun> simulate_observed(const std::string& path) {
   run.event_messages.assign(run.events.size(), "");
   run.simulated = true;
   return run;
+}
+
+Result<ObservedRun> simulate_observed(const std::string& path) {
+  CAPSIM_TRY_ASSIGN(ProgramFile file, read_program_file(path));
+  CAPSIM_TRY_ASSIGN(ProgramRun ran, run_program_file(file, path));
+  return simulated_run(std::move(file), std::move(ran));
 }
 
 // Whether the first line is a program's short header (one that leaves out a
@@ -85,29 +86,11 @@ Result<ObservedRun> observe_file(const std::string& path) {
 }
 
 Result<ObservedRun> as_on_a_gpu(const ObservedRun& run) {
-  WorldOptions options;
-  options.config = run.header.config;
-  options.config.cudagraphs = true;
-  options.seed = run.header.seed;
-  options.autograd_scenarios = find_autograd_scenario;
-  World world(options);
-  const Program program{run.functions, run.actions};
-  if (Status s = world.begin(program); !s) {
-    return make_error(fmt::format("as on a GPU: {}", s.error().message));
-  }
-  ObservedRun out;
-  out.header = run.header;
-  out.functions = run.functions;
-  out.actions = run.actions;
-  for (std::size_t i = 0; i < run.actions.size(); ++i) {
-    if (Status s = world.run_action(i, run.actions[i]); !s) {
-      return make_error(fmt::format("as on a GPU: action {}: {}", i, s.error().message));
-    }
-    for (Event& e : world.take_events()) out.events.push_back(std::move(e));
-  }
-  out.event_lines.assign(out.events.size(), 0);
-  out.event_messages.assign(out.events.size(), "");
-  out.simulated = true;
+  ProgramFile file{run.header, Program{run.functions, run.actions}, {}};
+  file.header.config.cudagraphs = true;
+  CAPSIM_TRY_ASSIGN(ProgramRun ran, run_program_file(file, "as on a GPU"));
+  ObservedRun out = simulated_run(std::move(file), std::move(ran));
+  out.header = run.header;  // the run had no CUDA graphs; its header says so
   out.as_on_a_gpu = true;
   return out;
 }

@@ -145,8 +145,9 @@ Result<ProgramRun> run_program_file(const ProgramFile& file, const std::string& 
   ProgramRun run;
   for (std::size_t i = 0; i < file.program.actions.size(); ++i) {
     if (Status s = world.run_action(i, file.program.actions[i]); !s) {
-      return make_error(
-          fmt::format("{}:{}: action {}: {}", path, file.action_lines[i], i, s.error().message));
+      const std::string where =
+          i < file.action_lines.size() ? fmt::format("{}:{}", path, file.action_lines[i]) : path;
+      return make_error(fmt::format("{}: action {}: {}", where, i, s.error().message));
     }
     for (Event& e : world.take_events()) run.events.push_back(std::move(e));
   }

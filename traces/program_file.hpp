@@ -37,7 +37,7 @@ struct ProgramRun {
 
 // Runs the program in one World made from its header (`torch`, when given,
 // replaces the profile). An action the World refuses is an error naming
-// `path`, the action's line and its index.
+// `path`, the action's line (when `action_lines` has it) and its index.
 Result<ProgramRun> run_program_file(const ProgramFile& file, const std::string& path,
                                     std::optional<TorchProfile> torch = std::nullopt);
 

@@ -31,12 +31,8 @@ import sys
 from typing import Any, Callable
 
 import torch
+from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_leaves
-
-try:
-    from torch.utils._python_dispatch import TorchDispatchMode
-except ImportError:  # pragma: no cover - very old torch
-    TorchDispatchMode = object  # type: ignore[misc,assignment]
 
 
 # Modules between an op's caller and __torch_dispatch__ (which 2.11 wraps in
@@ -80,10 +76,10 @@ def is_script(module: str) -> bool:
 
 def supported() -> bool:
     """Whether a mode can watch without changing what Dynamo compiles."""
-    return TorchDispatchMode is not object and hasattr(TorchDispatchMode, "ignore_compile_internals")
+    return hasattr(TorchDispatchMode, "ignore_compile_internals")
 
 
-class ReadWatch(TorchDispatchMode):  # type: ignore[misc,valid-type]
+class ReadWatch(TorchDispatchMode):
     """Calls `on_tensors(func, tensors)` with the tensor arguments of every
     aten op the script runs while it is pushed, then runs the op."""
 
