@@ -13,6 +13,7 @@
 #include "cli/check_report.hpp"
 #include "cli/reference_backends.hpp"
 #include "cli/trace_commands.hpp"
+#include "model/output_file.hpp"
 #include "properties/catalogue.hpp"
 #include "render/dot_writer.hpp"
 #include "render/graph_diff.hpp"
@@ -132,9 +133,9 @@ Status save_failures(const std::string& dir, const CheckReport& report) {
   return {};
 }
 
-void print_lines(const std::vector<std::string>& lines) {
-  for (const std::string& l : lines) fmt::print("{}\n", l);
-  std::fflush(stdout);
+void print_lines(std::FILE* out, const std::vector<std::string>& lines) {
+  for (const std::string& l : lines) fmt::print(out, "{}\n", l);
+  std::fflush(out);
 }
 
 // Ctrl-C stops the run between cases (the report says so), for as long as
@@ -169,20 +170,21 @@ CheckHooks printing_hooks(const CheckCommandOptions& options, Progress& progress
                               std::uint64_t total) { progress.update(p, control, done, total); };
   hooks.on_regression = [&](const RegressionOutcome& r) {
     progress.clear();
-    if (!options.json) print_lines(regression_lines(r));
+    if (!options.json) print_lines(options.report_stream(), regression_lines(r));
   };
   hooks.on_property = [&](const PropertyOutcome& p) {
     progress.clear();
-    if (!options.json) print_lines(property_lines(options.run, p));
+    if (!options.json) print_lines(options.report_stream(), property_lines(options.run, p));
   };
   hooks.on_control = [&](const ControlOutcome& c) {
     progress.clear();
     if (options.json) return;
     if (!controls_header) {
-      fmt::print("negative controls (each must make its property fail):\n");
+      fmt::print(options.report_stream(),
+                 "negative controls (each must make its property fail):\n");
       controls_header = true;
     }
-    print_lines(control_lines(c));
+    print_lines(options.report_stream(), control_lines(c));
   };
   hooks.should_stop = [] { return g_interrupted != 0; };
   hooks.clock = monotonic_seconds;
@@ -193,12 +195,15 @@ CheckHooks printing_hooks(const CheckCommandOptions& options, Progress& progress
 // came back from workers.
 void print_report_lines(const CheckCommandOptions& options, const CheckReport& report) {
   if (options.json) return;
-  for (const RegressionOutcome& r : report.regressions) print_lines(regression_lines(r));
-  for (const PropertyOutcome& p : report.properties) print_lines(property_lines(options.run, p));
+  for (const RegressionOutcome& r : report.regressions)
+    print_lines(options.report_stream(), regression_lines(r));
+  for (const PropertyOutcome& p : report.properties)
+    print_lines(options.report_stream(), property_lines(options.run, p));
   if (!report.controls.empty()) {
-    fmt::print("negative controls (each must make its property fail):\n");
+    fmt::print(options.report_stream(), "negative controls (each must make its property fail):\n");
   }
-  for (const ControlOutcome& c : report.controls) print_lines(control_lines(c));
+  for (const ControlOutcome& c : report.controls)
+    print_lines(options.report_stream(), control_lines(c));
 }
 
 // The summary (or the JSON report), the probes, the JUnit file and the saved
@@ -206,19 +211,19 @@ void print_report_lines(const CheckCommandOptions& options, const CheckReport& r
 int finish_check(const CheckCommandOptions& options, const CheckReport& report,
                  const std::vector<const Property*>& selected, double seconds) {
   if (options.json) {
-    fmt::print("{}\n", report_json(report, true).dump(2));
+    fmt::print(options.report_stream(), "{}\n", report_json(report, true).dump(2));
   } else {
-    fmt::print("{}\n", summary_line(report, seconds));
-    if (options.stats) print_lines(probe_lines(report));
+    fmt::print(options.report_stream(), "{}\n", summary_line(report, seconds));
+    if (options.stats) print_lines(options.report_stream(), probe_lines(report));
   }
   const std::vector<std::string_view> missed = report.missed_probes();
   const bool probes_missed = options.require_probes && !report.interrupted && !missed.empty();
   if (probes_missed) {
     std::string names;
     for (std::string_view m : missed) names += fmt::format("{}{}", names.empty() ? "" : ", ", m);
-    fmt::print(stderr, "capsim check: coverage probes never hit: {} (see --stats)\n", names);
+    stderr_line(fmt::format("capsim check: coverage probes never hit: {} (see --stats)", names));
   }
-  std::fflush(stdout);
+  std::fflush(options.report_stream());
   if (!options.junit.empty()) {
     const Status s = write_trace_file(options.junit, one_per_line(junit_lines(report, selected)));
     if (!s) return fail(s.error().message);
@@ -232,6 +237,10 @@ int finish_check(const CheckCommandOptions& options, const CheckReport& report,
 }
 
 }  // namespace
+
+std::FILE* CheckCommandOptions::report_stream() const {
+  return junit == kStdoutPath ? stderr : stdout;
+}
 
 int check_command(const CheckCommandOptions& options) {
   if (Status s = check_backend_usable(options.backend); !s) return fail(s.error().message);
@@ -256,13 +265,14 @@ int check_command(const CheckCommandOptions& options) {
   const CheckOptions& o = options.run;
   if (!options.json) {
     fmt::print(
+        options.report_stream(),
         "capsim check: {} properties, {} cases each, seed {}, shard {}/{}, max size {}{}{}\n",
         selected->size(), o.only_case ? 1 : o.cases, o.seed, o.shard, o.shards, o.max_size,
         o.torch ? fmt::format(", torch {}", torch_profile_name(*o.torch)) : "",
         options.run.inject == Fault::kNone
             ? ""
             : fmt::format(", every sound case with fault {}", fault_name(options.run.inject)));
-    std::fflush(stdout);
+    std::fflush(options.report_stream());
   }
   Result<CheckReport> report = make_error("not run");
   double seconds = 0;

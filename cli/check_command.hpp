@@ -8,6 +8,7 @@
 // after a partial summary and a valid partial JUnit file.
 #pragma once
 
+#include <cstdio>
 #include <string>
 
 #include "properties/check_runner.hpp"
@@ -30,6 +31,10 @@ struct CheckCommandOptions {
   std::string backend = "cpu";  // "cpu" (the model) or "cuda" (issue 8)
   // Worker processes (check_jobs.hpp); the report is the same for any count.
   int jobs = 1;
+
+  // Where the report (text or JSON) goes: stderr when the JUnit file is
+  // standard output ("--junit -"), so that stdout holds the XML alone.
+  std::FILE* report_stream() const;
 };
 
 int check_command(const CheckCommandOptions& options);

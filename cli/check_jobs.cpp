@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -196,6 +197,7 @@ Result<std::vector<Worker>> start_workers(std::span<const Property> catalogue,
   };
   std::fflush(stdout);  // a child must not write the parent's buffered output again
   std::fflush(stderr);
+  const pid_t parent = ::getpid();
   for (const std::vector<std::string>& share : shares) {
     int fds[2];
     if (::pipe(fds) != 0) return give_up("pipe");
@@ -206,6 +208,8 @@ Result<std::vector<Worker>> start_workers(std::span<const Property> catalogue,
       return give_up("fork");
     }
     if (pid == 0) {
+      // Workers die with a killed parent (as render's layout does).
+      if (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || ::getppid() != parent) ::_exit(1);
       ::close(fds[0]);
       for (const Worker& w : workers) ::close(w.fd);
       worker(fds[1], catalogue, options, share, jobs);

@@ -45,6 +45,7 @@ namespace {
 // The run to explain: the file's, or as on a GPU.
 Result<ObservedRun> run_to_explain(const std::string& path, const ExplainOptions& o) {
   CAPSIM_TRY_ASSIGN(ObservedRun run, observe_file(path));
+  for (const std::string& w : run.warnings) stderr_line(w);
   if (o.action && *o.action >= run.actions.size()) {
     return make_error(fmt::format("{}: field '--action': {} is past the last action ({})", path,
                                   *o.action, run.actions.empty() ? 0 : run.actions.size() - 1));
@@ -79,7 +80,7 @@ std::string summary_line(const std::string& path, const ObservedRun& run, std::s
 int explain_command(const std::string& path, const ExplainOptions& o) {
   Result<ObservedRun> run = run_to_explain(path, o);
   if (!run) {
-    std::fprintf(stderr, "capsim: error: %s\n", run.error().message.c_str());
+    stderr_line("capsim: error: " + run.error().message);
     return kExitBadInput;
   }
   std::vector<WhatIf> edits;
@@ -94,8 +95,6 @@ int explain_command(const std::string& path, const ExplainOptions& o) {
   }
   const std::vector<Explanation> all = explain(*run, o.action);
   if (!o.html.empty()) {
-    const std::string inputs[] = {path};
-    if (Status s = refuse_output_onto_inputs(o.html, inputs); !s) return fail(s.error().message);
     Result<std::string> page = explanation_page(path, *run, all, edits);
     if (!page) return fail(page.error().message);
     if (Status w = write_output_file(o.html, *page); !w) return fail(w.error().message);

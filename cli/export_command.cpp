@@ -35,17 +35,15 @@ std::vector<std::string> document_lines(const Json& doc) {
 
 int export_command(const std::string& chrome_out, const std::string& trace,
                    std::uint64_t memory_budget_bytes) {
-  const std::string outputs[] = {chrome_out}, inputs[] = {trace};
-  if (int refused = refuse_outputs_onto_inputs(outputs, inputs)) return refused;
   Result<std::unique_ptr<TraceReader>> reader = TraceReader::open(trace);
   if (!reader) return fail(reader.error().message);
   Result<Json> doc = chrome_trace(**reader, memory_budget_bytes);
   if (!doc) return fail(doc.error().message);
-  for (const std::string& w : (*reader)->warnings()) std::fprintf(stderr, "%s\n", w.c_str());
+  for (const std::string& w : (*reader)->warnings()) stderr_line(w);
   // A viewer would drop or misdraw what fails here, so nothing is written.
   if (Status valid = validate_chrome_trace(*doc); !valid) {
-    std::fprintf(stderr, "capsim: error: export of %s is not a valid Chrome trace: %s\n",
-                 trace.c_str(), valid.error().message.c_str());
+    stderr_line(fmt::format("capsim: error: export of {} is not a valid Chrome trace: {}", trace,
+                            valid.error().message));
     return 1;
   }
   Status written = write_trace_file(chrome_out, document_lines(*doc));

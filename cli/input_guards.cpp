@@ -6,7 +6,15 @@
 #include <cerrno>
 #include <charconv>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <new>
+
+#include <sys/resource.h>
+#include <unistd.h>
+#if defined(CAPSIM_MIMALLOC)
+#include <mimalloc.h>
+#endif
 
 #include "cli/trace_commands.hpp"
 #include "model/check.hpp"
@@ -36,14 +44,47 @@ std::string operand_file(const std::string& operand) {
   return hash == std::string::npos ? operand : operand.substr(0, hash);
 }
 
-int finish_stdout(int exit_code) {
+int finish_stdout(int exit_code, int failed_errno) {
+  // A stream in error keeps no errno of its own: the last failed write's is
+  // the best witness (the flush below retries what is buffered, and so
+  // fails again with the same cause when anything is).
+  const int last = errno;
   errno = 0;
   if (std::fflush(stdout) != 0 || std::ferror(stdout)) {
+    const int why = failed_errno != 0 ? failed_errno : errno != 0 ? errno : last;
     std::fprintf(stderr, "capsim: error: standard output: write failed: %s\n",
-                 std::strerror(errno != 0 ? errno : EIO));
+                 std::strerror(why != 0 ? why : EIO));
     return kExitBadInput;
   }
   return exit_code;
+}
+
+namespace {
+
+[[noreturn]] void out_of_host_memory() {
+  // No allocation from here on: a fixed message, written with write(2).
+  static constexpr char kLine[] =
+      "capsim: error: out of host memory (the machine, or RLIMIT_AS, cannot hold what the input "
+      "asks for; try a smaller --memory-budget or a smaller input)\n";
+  [[maybe_unused]] const ssize_t n = ::write(STDERR_FILENO, kLine, sizeof kLine - 1);
+  std::_Exit(kExitOutOfMemory);
+}
+
+#if defined(CAPSIM_MIMALLOC)
+// mimalloc reports an allocation it cannot serve here (ENOMEM), before
+// returning null or throwing; other errors keep its default output.
+void on_mimalloc_error(int err, void*) {
+  if (err == ENOMEM) out_of_host_memory();
+}
+#endif
+
+}  // namespace
+
+void exit_with_a_line_when_out_of_memory() {
+  std::set_new_handler(out_of_host_memory);
+#if defined(CAPSIM_MIMALLOC)
+  mi_register_error(on_mimalloc_error, nullptr);
+#endif
 }
 
 void add_torch_option(CLI::App* sub, std::optional<TorchProfile>& profile) {
@@ -62,7 +103,27 @@ void add_torch_option(CLI::App* sub, std::optional<TorchProfile>& profile) {
                 "unknown torch version '{}' (a release from 2.5 to 2.15, or a profile: {})",
                 text.substr(0, 40), known_torch_profiles());
           },
-          "VERSION"));
+          "VERSION"))
+      ->type_name("VERSION");
+}
+
+CLI::Validator decimal(bool signed_value) {
+  return CLI::Validator(
+      [signed_value](std::string& text) -> std::string {
+        const bool negative = signed_value && text.starts_with('-');
+        std::string digits = text.substr(negative ? 1 : 0);
+        const bool only_digits =
+            !digits.empty() && digits.size() <= 40 &&
+            std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; });
+        if (!only_digits) {
+          return fmt::format("'{}' is not a {}decimal integer", text.substr(0, 40),
+                             signed_value ? "" : "non-negative ");
+        }
+        const std::size_t first = std::min(digits.find_first_not_of('0'), digits.size() - 1);
+        text = (negative ? "-" : "") + digits.substr(first);
+        return "";
+      },
+      "", kDecimalValidator);
 }
 
 CLI::Validator unsigned_64_bit() {
@@ -78,17 +139,89 @@ CLI::Validator unsigned_64_bit() {
           return fmt::format("'{}' is not an integer from 0 to 2^64-1 (18446744073709551615)",
                              text.substr(0, 40));
         }
+        text = std::to_string(v);  // as decimal for CLI11, which reads "010" as 8
         return "";
       },
-      "UINT64");
+      "UINT64", kDecimalValidator);
 }
+
+namespace {
+
+// Decimal digits, then an optional unit (letters): AsSizeValue alone reads
+// "010MiB" as 8 MiB and "0x10" as 16. Runs before it (transforms run
+// last-added first) and leaves what it passes unchanged but its zeros.
+CLI::Validator size_with_unit() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        const std::size_t unit = text.find_first_not_of("0123456789");
+        std::string digits = text.substr(0, unit);
+        const std::string rest = unit == std::string::npos ? "" : text.substr(unit);
+        std::string number = digits;
+        if (!decimal()(number).empty()) {
+          return fmt::format("'{}' is not a decimal size (512MiB, 4GiB, or bytes)",
+                             text.substr(0, 40));
+        }
+        const bool letters = std::all_of(rest.begin(), rest.end(), [](char c) {
+          return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == ' ';
+        });
+        if (!letters) {
+          return fmt::format("'{}' is not a decimal size (512MiB, 4GiB, or bytes)",
+                             text.substr(0, 40));
+        }
+        text = number + rest;
+        return "";
+      },
+      "", kDecimalValidator);
+}
+
+// The most host memory this process can have: physical memory, less by
+// RLIMIT_AS and RLIMIT_DATA where they are set, with what each limit is.
+std::pair<std::uint64_t, std::string> host_memory_limit() {
+  const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
+  std::uint64_t bytes = pages > 0 && page > 0
+                            ? static_cast<std::uint64_t>(pages) * static_cast<std::uint64_t>(page)
+                            : UINT64_MAX;
+  std::string what = "physical memory";
+  for (const auto& [resource, name] :
+       {std::pair{RLIMIT_AS, "RLIMIT_AS"}, std::pair{RLIMIT_DATA, "RLIMIT_DATA"}}) {
+    struct rlimit limit {};
+    if (::getrlimit(resource, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY &&
+        limit.rlim_cur < bytes) {
+      bytes = limit.rlim_cur;
+      what = name;
+    }
+  }
+  return {bytes, what};
+}
+
+// Simulated device memory is host memory: a budget the host cannot give
+// would end in running out of it midway, so it is refused before the run.
+CLI::Validator within_host_memory() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        std::uint64_t budget = 0;
+        const auto [at, ec] = std::from_chars(text.data(), text.data() + text.size(), budget);
+        if (ec != std::errc() || at != text.data() + text.size()) return "";  // Range refused it
+        const auto [limit, what] = host_memory_limit();
+        if (budget <= limit) return "";
+        return fmt::format(
+            "{} bytes is more than this host can give ({}: {} bytes); simulated device memory is "
+            "host memory",
+            budget, what, limit);
+      },
+      "", "HOST_MEMORY");
+}
+
+}  // namespace
 
 void add_memory_budget_option(CLI::App* sub, std::uint64_t& bytes) {
   sub->add_option("--memory-budget", bytes,
                   "Simulated device memory the trace's program may take (512MiB, 4GiB, ...); "
                   "more is refused at the action that asks")
       ->transform(CLI::AsSizeValue(false))
-      ->check(CLI::Range(std::uint64_t{1} << 20, kMaxMemoryBudget));
+      ->transform(size_with_unit())
+      ->check(CLI::Range(std::uint64_t{1} << 20, kMaxMemoryBudget))
+      ->check(within_host_memory());
 }
 
 namespace {

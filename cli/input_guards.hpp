@@ -30,11 +30,30 @@ std::vector<std::string> drawing_outputs(const std::string& path);
 std::string operand_file(const std::string& operand);
 
 // After a command: 0 when everything printed reached standard output, else
-// the error line and exit code 2 (a full disk, a closed pipe).
-int finish_stdout(int exit_code);
+// the error line and exit code 2 (a full disk, a closed pipe), naming the
+// failed write's errno: `failed_errno` when the caller caught it, else what
+// the last write left.
+int finish_stdout(int exit_code, int failed_errno = 0);
+
+// Running out of host memory (a trace whose tensors the host cannot hold
+// under --memory-budget, RLIMIT_AS, a full machine) ends with one line,
+// "capsim: error: out of host memory ...", and kExitOutOfMemory, from
+// std::set_new_handler and mimalloc's error hook; never an abort with
+// nothing on stderr.
+void exit_with_a_line_when_out_of_memory();
+inline constexpr int kExitOutOfMemory = 3;
 
 // Digits only, within 64 bits: the value of --seed and --case.
 CLI::Validator unsigned_64_bit();
+// Every numeric flag reads decimal digits (a '-' first where `signed_value`),
+// and nothing else: CLI11 alone reads "010" as 8 and "0x10" as 16, and
+// "-1" into an unsigned flag as 2^64-1. Leading zeros are dropped, so "010"
+// is ten. Add it with ->transform(): only a transform may rewrite the text
+// (->check() hands a validator a copy), and transforms run before every
+// check, the last added first. Its name is kDecimalValidator; PathRoles::check_complete asserts
+// that every INT, UINT and FLOAT option has it.
+CLI::Validator decimal(bool signed_value = false);
+inline constexpr const char* kDecimalValidator = "DECIMAL";
 // --memory-budget: a size with an optional unit (CLI11's AsSizeValue: 512MiB,
 // 4GiB, or bytes), from 1 MiB to sim/world/world.hpp's kMaxMemoryBudget.
 void add_memory_budget_option(CLI::App* sub, std::uint64_t& bytes);

@@ -7,12 +7,14 @@
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>
 
+#include <csignal>
 #include <cstdio>
 #include <exception>
 #include <functional>
 #include <memory>
 #include <optional>
 #include <string>
+#include <system_error>
 #include <vector>
 
 #include "cli/check_command.hpp"
@@ -20,6 +22,7 @@
 #include "cli/explain_command.hpp"
 #include "cli/export_command.hpp"
 #include "cli/input_guards.hpp"
+#include "cli/path_roles.hpp"
 #include "cli/render_commands.hpp"
 #include "cli/simulate_command.hpp"
 #include "cli/trace_commands.hpp"
@@ -40,6 +43,7 @@
 namespace {
 
 using capsim::cli::fail;
+using enum capsim::cli::PathRole;
 
 // CLI11 messages can span lines; the contract is one line.
 std::string one_line(std::string s) {
@@ -158,17 +162,13 @@ int print_capture(const std::string& name, const std::string& mode_name,
 }
 
 // capsim replay, and with --dot, the drawing of the first divergence (one
-// trace only; the drawing is refused before any replay if it would land on
-// the trace).
+// trace only; run_main's guard has refused a drawing that would land on the
+// trace).
 int replay_and_draw(const std::vector<std::string>& files, bool json,
                     const capsim::ResimulationOptions& options, const std::string& dot) {
   if (!dot.empty()) {
     if (files.size() != 1) return fail("replay --dot: give exactly one trace");
     if (auto f = capsim::output_format_of(dot); !f) return fail(f.error().message);
-    if (int refused =
-            capsim::cli::refuse_outputs_onto_inputs(capsim::cli::drawing_outputs(dot), files)) {
-      return refused;
-    }
   }
   const int replayed = capsim::cli::replay_command(files, json, options);
   if (replayed != 1 || dot.empty()) return replayed;
@@ -189,11 +189,15 @@ Subcommand add_run(CLI::App& root) {
   CLI::App* sub = root.add_subcommand(
       "run", "Record one AdamW step as a step program and replay it (the main job)");
   sub->add_option("--steps", o->steps, "Replays to run")
+      ->transform(capsim::cli::decimal())
       ->check(CLI::Range(std::int64_t{1}, capsim::kMaxJobSteps));
-  sub->add_option("--seed", o->seed, "Seed of the one RNG")->check(capsim::cli::unsigned_64_bit());
+  sub->add_option("--seed", o->seed, "Seed of the one RNG")
+      ->transform(capsim::cli::unsigned_64_bit());
   sub->add_option("--numel", o->numel, "Elements per param")
+      ->transform(capsim::cli::decimal())
       ->check(CLI::Range(std::int64_t{1}, capsim::kMaxJobNumel));
   sub->add_option("--params", o->params, "Number of params")
+      ->transform(capsim::cli::decimal())
       ->check(CLI::Range(std::int64_t{1}, capsim::kMaxJobParams));
   sub->add_flag("--poison", o->poison_freed, "Poison freed device memory");
   return {sub, [o] { return print_run(*o); }};
@@ -208,7 +212,7 @@ Subcommand add_scenario(CLI::App& root) {
   auto o = std::make_shared<Options>();
   CLI::App* sub =
       root.add_subcommand("scenario", "Print the events of a built-in cudagraph-trees scenario");
-  sub->add_option("name", o->name, "Scenario name (see --list)");
+  sub->add_option("name", o->name, "Scenario name (see --list)")->type_name("NAME");
   sub->add_flag("--list", o->list, "List the built-in scenarios");
   capsim::cli::add_torch_option(sub, o->torch);
   return {sub, [o] {
@@ -229,8 +233,9 @@ Subcommand add_capture(CLI::App& root) {
   CLI::App* sub = root.add_subcommand(
       "capture", "Print compiled autograd's capture of a built-in autograd scenario");
   capsim::cli::add_torch_option(sub, o->torch);
-  sub->add_option("name", o->name, "Scenario name (see --list)");
+  sub->add_option("name", o->name, "Scenario name (see --list)")->type_name("NAME");
   sub->add_option("--mode", o->mode, "functional (after PR 144707) or legacy (before)")
+      ->type_name("MODE")
       ->check(CLI::IsMember({"functional", "legacy"}));
   sub->add_flag("--list", o->list, "List the built-in autograd scenarios");
   return {sub, [o] {
@@ -245,7 +250,7 @@ Subcommand add_capture(CLI::App& root) {
           }};
 }
 
-Subcommand add_record(CLI::App& root) {
+Subcommand add_record(CLI::App& root, capsim::cli::PathRoles& roles) {
   struct Options {
     std::string name, output, backend = "cpu";
     std::optional<capsim::TorchProfile> torch;
@@ -253,18 +258,22 @@ Subcommand add_record(CLI::App& root) {
   auto o = std::make_shared<Options>();
   CLI::App* sub = root.add_subcommand(
       "record", "Write the trace of a built-in scenario (docs/trace-format.md)");
-  sub->add_option("scenario", o->name, "Scenario name (see capsim scenario --list)")->required();
-  sub->add_option("-o,--output", o->output, "The trace file to write")->required();
+  sub->add_option("scenario", o->name, "Scenario name (see capsim scenario --list)")
+      ->type_name("NAME")
+      ->required();
+  roles.mark(sub->add_option("-o,--output", o->output, "The trace file to write"), kOutput)
+      ->required();
   sub->add_option("--backend", o->backend,
                   "cpu (the model), host or cuda (the model beside that reference backend; "
                   "docs/cuda-reference.md)")
+      ->type_name("BACKEND")
       ->check(CLI::IsMember({"cpu", "host", "cuda"}));
   capsim::cli::add_torch_option(sub, o->torch);
   return {sub,
           [o] { return capsim::cli::record_command(o->name, o->output, o->backend, o->torch); }};
 }
 
-Subcommand add_simulate(CLI::App& root) {
+Subcommand add_simulate(CLI::App& root, capsim::cli::PathRoles& roles) {
   struct Options {
     std::string program, output;
     std::optional<capsim::TorchProfile> torch;
@@ -274,13 +283,16 @@ Subcommand add_simulate(CLI::App& root) {
       "simulate",
       "Run a program (a trace without events, docs/trace-format.md §10) and print or write what "
       "capsim predicts");
-  sub->add_option("program", o->program, "The program file (.jsonl)")->required();
-  sub->add_option("-o,--output", o->output, "Also write the predicted trace here ('-': stdout)");
+  roles.mark(sub->add_option("program", o->program, "The program file (.jsonl)"), kInput)
+      ->required();
+  roles.mark(sub->add_option("-o,--output", o->output,
+                             "Also write the predicted trace here ('-': stdout)"),
+             kOutput);
   capsim::cli::add_torch_option(sub, o->torch);
   return {sub, [o] { return capsim::cli::simulate_command(o->program, o->output, o->torch); }};
 }
 
-Subcommand add_explain(CLI::App& root) {
+Subcommand add_explain(CLI::App& root, capsim::cli::PathRoles& roles) {
   struct Options {
     std::string file;
     capsim::cli::ExplainOptions explain;
@@ -290,25 +302,29 @@ Subcommand add_explain(CLI::App& root) {
       "explain",
       "Explain every decision of a trace or program in words: what happened, the rule, the "
       "tensors involved, the usual fix");
-  sub->add_option("file", o->file, "A trace, or a program (simulated first)")->required();
-  sub->add_option("--action", o->explain.action, "Only the decisions of this action (its index)");
+  roles.mark(sub->add_option("file", o->file, "A trace, or a program (simulated first)"), kInput)
+      ->required();
+  sub->add_option("--action", o->explain.action, "Only the decisions of this action (its index)")
+      ->transform(capsim::cli::decimal());
   sub->add_flag("--json", o->explain.json, "One JSON object: file, simulated, explanations");
   sub->add_flag("--as-on-a-gpu", o->explain.as_on_a_gpu,
                 "For a trace recorded without CUDA graphs (a CPU run): explain what capsim "
                 "predicts a GPU under mode=\"reduce-overhead\" would do");
   sub->add_option(
-      "--what-if", o->explain.what_if,
-      "Re-simulate with one edit and show the difference: mark-static=NAME[,NAME...], "
-      "mark-step-begin@N, clone=NAME[@N] (or A,B,...), detach=NAME[@N], set-to-none=false, "
-      "'config KEY=VALUE', torch=VERSION, or auto (every edit that applies, best "
-      "first)");
-  sub->add_option("--html", o->explain.html,
-                  "Also write one self-contained page: the drawing, the timeline and the "
-                  "explanations side by side (with --what-if, its table too)");
+         "--what-if", o->explain.what_if,
+         "Re-simulate with one edit and show the difference: mark-static=NAME[,NAME...], "
+         "mark-step-begin@N, clone=NAME[@N] (or A,B,...), detach=NAME[@N], set-to-none=false, "
+         "'config KEY=VALUE', torch=VERSION, or auto (every edit that applies, best "
+         "first)")
+      ->type_name("EDIT");
+  roles.mark(sub->add_option("--html", o->explain.html,
+                             "Also write one self-contained page: the drawing, the timeline and "
+                             "the explanations side by side (with --what-if, its table too)"),
+             kOutput);
   return {sub, [o] { return capsim::cli::explain_command(o->file, o->explain); }};
 }
 
-Subcommand add_replay(CLI::App& root) {
+Subcommand add_replay(CLI::App& root, capsim::cli::PathRoles& roles) {
   struct Options {
     std::vector<std::string> files;
     bool json = false;
@@ -318,14 +334,16 @@ Subcommand add_replay(CLI::App& root) {
   auto o = std::make_shared<Options>();
   CLI::App* sub = root.add_subcommand(
       "replay", "Re-simulate recorded traces; report the first divergence and every violation");
-  sub->add_option("files", o->files, "Trace files")->required();
+  roles.mark(sub->add_option("files", o->files, "Trace files"), kInput)->required();
   sub->add_flag("--json", o->json, "Print a machine-readable report");
   sub->add_option("--context", o->replay.context, "Matching events shown before a divergence")
+      ->transform(capsim::cli::decimal())
       ->check(CLI::Range(std::size_t{0}, capsim::kMaxReplayContext));
   capsim::cli::add_memory_budget_option(sub, o->replay.memory_budget_bytes);
-  sub->add_option("--dot", o->dot,
-                  "On a divergence, draw the recorded tree against the predicted one "
-                  "(FILE.dot, .svg or .png; one trace only)");
+  roles.mark(sub->add_option("--dot", o->dot,
+                             "On a divergence, draw the recorded tree against the predicted one "
+                             "(FILE.dot, .svg or .png; one trace only)"),
+             kOutputDrawing);
   capsim::cli::add_torch_option(sub, o->replay.torch_profile);
   sub->add_flag("--structural", o->replay.structural,
                 "Compare captured graphs by their calls and dataflow, not node for node");
@@ -333,21 +351,26 @@ Subcommand add_replay(CLI::App& root) {
 }
 
 // The options render and diff share.
-void add_draw_options(CLI::App* sub, capsim::cli::DrawOptions& draw) {
+void add_draw_options(CLI::App* sub, capsim::cli::DrawOptions& draw,
+                      capsim::cli::PathRoles& roles) {
   sub->add_option("--graph", draw.graph,
-                  "KIND[:ID]: tree, tree:predicted, program:G, autograd:B, fx:B, pool[:LINE]");
-  sub->add_option("-o,--output", draw.output,
-                  "FILE.dot, FILE.svg or FILE.png (default: DOT on stdout)");
+                  "KIND[:ID]: tree, tree:predicted, program:G, autograd:B, fx:B, pool[:LINE]")
+      ->type_name("KIND[:ID]");
+  roles.mark(sub->add_option("-o,--output", draw.output,
+                             "FILE.dot, FILE.svg or FILE.png (default: DOT on stdout)"),
+             kOutputDrawing);
   sub->add_flag("--changes-only", draw.changes_only, "Keep only what changed and its neighbours");
   sub->add_option("--layout-timeout", draw.timeout_s, "Seconds Graphviz may lay out")
+      ->transform(capsim::cli::decimal())
       ->check(CLI::Range(std::uint32_t{1}, capsim::kMaxLayoutTimeout));
   sub->add_option("--max-nodes", draw.max_nodes,
                   "Fold or cut drawings above this many nodes before a layout")
+      ->transform(capsim::cli::decimal())
       ->check(CLI::Range(std::size_t{10}, capsim::kMaxDrawNodes));
   capsim::cli::add_memory_budget_option(sub, draw.memory_budget_bytes);
 }
 
-Subcommand add_render(CLI::App& root) {
+Subcommand add_render(CLI::App& root, capsim::cli::PathRoles& roles) {
   struct Options {
     std::string trace;
     bool list = false;
@@ -357,13 +380,16 @@ Subcommand add_render(CLI::App& root) {
   CLI::App* sub = root.add_subcommand(
       "render",
       "Draw a graph of a trace: its tree, a recording, a capture, the pool (docs/gallery.md)");
-  sub->add_option("trace", o->trace, "The trace (TRACE or TRACE#KIND[:ID])")->required();
+  roles
+      .mark(sub->add_option("trace", o->trace, "The trace (TRACE or TRACE#KIND[:ID])"),
+            kInputOperand)
+      ->required();
   sub->add_flag("--list", o->list, "List the graphs the trace has");
-  add_draw_options(sub, o->draw);
+  add_draw_options(sub, o->draw, roles);
   return {sub, [o] { return capsim::cli::render_command(o->trace, o->list, o->draw); }};
 }
 
-Subcommand add_diff(CLI::App& root) {
+Subcommand add_diff(CLI::App& root, capsim::cli::PathRoles& roles) {
   struct Options {
     std::string a, b;
     bool predicted = false;
@@ -372,15 +398,18 @@ Subcommand add_diff(CLI::App& root) {
   auto o = std::make_shared<Options>();
   CLI::App* sub = root.add_subcommand(
       "diff", "Draw the differences of two graphs (two traces, TRACE#KIND:ID, or --predicted)");
-  sub->add_option("a", o->a, "The first graph: TRACE or TRACE#KIND[:ID]")->required();
-  sub->add_option("b", o->b, "The second graph (left out with --predicted)");
+  roles
+      .mark(sub->add_option("a", o->a, "The first graph: TRACE or TRACE#KIND[:ID]"), kInputOperand)
+      ->required();
+  roles.mark(sub->add_option("b", o->b, "The second graph (left out with --predicted)"),
+             kInputOperand);
   sub->add_flag("--predicted", o->predicted,
                 "The trace's recorded tree against capsim's own replay of it");
-  add_draw_options(sub, o->draw);
+  add_draw_options(sub, o->draw, roles);
   return {sub, [o] { return capsim::cli::diff_command(o->a, o->b, o->predicted, o->draw); }};
 }
 
-Subcommand add_export(CLI::App& root) {
+Subcommand add_export(CLI::App& root, capsim::cli::PathRoles& roles) {
   struct Options {
     std::string chrome, trace;
     std::uint64_t budget = capsim::kDefaultMemoryBudget;
@@ -388,8 +417,9 @@ Subcommand add_export(CLI::App& root) {
   auto o = std::make_shared<Options>();
   CLI::App* sub = root.add_subcommand(
       "export", "Write a trace as a Chrome trace for Perfetto (docs/chrome-export.md)");
-  sub->add_option("--chrome", o->chrome, "The Chrome trace file to write")->required();
-  sub->add_option("trace", o->trace, "The capsim trace to export")->required();
+  roles.mark(sub->add_option("--chrome", o->chrome, "The Chrome trace file to write"), kOutput)
+      ->required();
+  roles.mark(sub->add_option("trace", o->trace, "The capsim trace to export"), kInput)->required();
   capsim::cli::add_memory_budget_option(sub, o->budget);
   return {sub, [o] { return capsim::cli::export_command(o->chrome, o->trace, o->budget); }};
 }
@@ -407,38 +437,50 @@ struct CheckFlags {
 void add_check_selection(CLI::App* sub, CheckFlags& f) {
   capsim::CheckOptions& run = f.options.run;
   sub->add_option("--property", run.patterns,
-                  "Only properties matching this shell glob (repeatable)");
+                  "Only properties matching this shell glob (repeatable)")
+      ->type_name("GLOB");
   sub->add_option("--cases", run.cases, "Cases per property")
+      ->transform(capsim::cli::decimal())
       ->check(CLI::Range(std::uint64_t{1}, capsim::kMaxCases));
-  sub->add_option("--seed", run.seed, "The run's seed")->check(capsim::cli::unsigned_64_bit());
-  sub->add_option("--shard", f.shard, "K/N: run the cases whose index is K modulo N");
+  sub->add_option("--seed", run.seed, "The run's seed")->transform(capsim::cli::unsigned_64_bit());
+  sub->add_option("--shard", f.shard, "K/N: run the cases whose index is K modulo N")
+      ->type_name("K/N");
   sub->add_option("--max-size", run.max_size, "The largest case size")
+      ->transform(capsim::cli::decimal())
       ->check(CLI::Range(0, capsim::kMaxMaxSize));
   f.case_option =
       sub->add_option("--case", f.only_case, "Run only this case index (a reproduction)")
-          ->check(capsim::cli::unsigned_64_bit());
+          ->transform(capsim::cli::unsigned_64_bit());
 }
 
 // --controls through --backend: what else runs, and what is reported where.
-void add_check_reporting(CLI::App* sub, CheckFlags& f) {
+void add_check_reporting(CLI::App* sub, CheckFlags& f, capsim::cli::PathRoles& roles) {
   capsim::cli::CheckCommandOptions& o = f.options;
   sub->add_flag("--controls,!--no-controls", o.run.controls,
                 "Run every negative control after the properties (the default); fail if one "
                 "is not caught");
   sub->add_flag("--list", o.list, "Print the catalogue");
   sub->add_flag("--json", o.json, "Print the report as JSON");
-  sub->add_option("--junit", o.junit, "Write a JUnit XML report to this file");
-  sub->add_option("--save-failures", o.save_failures,
-                  "Write each failure's counterexample (text, and a trace) into this folder");
+  roles.mark(sub->add_option("--junit", o.junit,
+                             "Write a JUnit XML report to this file ('-': stdout, and the "
+                             "report to stderr)"),
+             kOutput);
+  roles.mark(sub->add_option("--save-failures", o.save_failures,
+                             "Write each failure's counterexample (text, and a trace) into this "
+                             "folder"),
+             kOutputDir);
   sub->add_flag("!--no-progress", o.progress, "No progress bar on stderr");
   sub->add_option("--jobs", o.jobs,
                   "Run the properties in this many worker processes (the same report as one; "
                   "no progress bar, each property's lines once it is done)")
+      ->transform(capsim::cli::decimal())
       ->check(CLI::Range(1, capsim::cli::kMaxJobs));
   o.run.regressions_dir = CAPSIM_REGRESSIONS_DIR;
-  sub->add_option("--regressions", o.run.regressions_dir,
-                  "The failure corpus to replay first (default: the source tree's "
-                  "properties/regressions)")
+  roles
+      .mark(sub->add_option("--regressions", o.run.regressions_dir,
+                            "The failure corpus to replay first (default: the source tree's "
+                            "properties/regressions)"),
+            kInputDir)
       ->check(CLI::ExistingDirectory);
   sub->add_flag_callback(
       "--no-regressions", [&o] { o.run.regressions_dir.clear(); },
@@ -448,10 +490,12 @@ void add_check_reporting(CLI::App* sub, CheckFlags& f) {
                 "Fail when a probe that is not rare was never hit");
   sub->add_option("--inject", f.inject,
                   "Run every sound case with this fault of model/fault.hpp (a tree, run or "
-                  "capture fault, e.g. skip_first_copy): a bug the catalogue must catch");
+                  "capture fault, e.g. skip_first_copy): a bug the catalogue must catch")
+      ->type_name("FAULT");
   sub->add_option("--backend", o.backend,
                   "cpu (the model), host or cuda (adds reference.agrees: the model beside that "
                   "reference backend; docs/cuda-reference.md)")
+      ->type_name("BACKEND")
       ->check(CLI::IsMember({"cpu", "host", "cuda"}));
   capsim::cli::add_torch_option(sub, o.run.torch);
 }
@@ -487,12 +531,12 @@ int run_check(CheckFlags& f) {
   return capsim::cli::check_command(f.options);
 }
 
-Subcommand add_check(CLI::App& root) {
+Subcommand add_check(CLI::App& root, capsim::cli::PathRoles& roles) {
   auto f = std::make_shared<CheckFlags>();
   CLI::App* sub = root.add_subcommand(
       "check", "Run the property catalogue over generated cases (docs/properties.md)");
   add_check_selection(sub, *f);
-  add_check_reporting(sub, *f);
+  add_check_reporting(sub, *f, roles);
   return {sub, [f] { return run_check(*f); }};
 }
 
@@ -509,13 +553,23 @@ int print_profiles() {
   return 0;
 }
 
-Subcommand add_version(CLI::App& root) {
-  auto profiles = std::make_shared<bool>(false);
+Subcommand add_version(CLI::App& root, capsim::cli::PathRoles& roles) {
+  struct Options {
+    bool profiles = false, paths = false;
+  };
+  auto o = std::make_shared<Options>();
   CLI::App* sub = root.add_subcommand("version", "Print the version (as --version)");
-  sub->add_flag("--profiles", *profiles,
+  sub->add_flag("--profiles", o->profiles,
                 "List the torch profiles (--torch) and what each release's manager does");
-  return {sub, [profiles] {
-            if (*profiles) return print_profiles();
+  sub->add_flag("--paths", o->paths,
+                "List every option that names a file or folder, and whether the command reads "
+                "or writes it");
+  return {sub, [o, &root, &roles] {
+            if (o->profiles) return print_profiles();
+            if (o->paths) {
+              for (const std::string& line : roles.listing(root)) fmt::print("{}\n", line);
+              return 0;
+            }
             fmt::print("capsim {}\n", capsim::kCapsimVersion);
             return 0;
           }};
@@ -538,15 +592,18 @@ int refuse_unknown_subcommand(const CLI::App& app, int argc, char** argv) {
 
 int run_main(int argc, char** argv) {
   CLI::App app{"capsim: a deterministic simulator of graph capture semantics"};
+  capsim::cli::PathRoles roles;
   app.require_subcommand(1);
   // Every option's default in --help (subcommands copy this when made).
   app.option_defaults()->always_capture_default();
   app.set_version_flag("--version", fmt::format("capsim {}", capsim::kCapsimVersion));
   // In the order --help lists them.
   const std::vector<Subcommand> subcommands = {
-      add_run(app),      add_scenario(app), add_capture(app), add_record(app),
-      add_simulate(app), add_explain(app),  add_replay(app),  add_render(app),
-      add_diff(app),     add_export(app),   add_check(app),   add_version(app)};
+      add_run(app),           add_scenario(app),        add_capture(app),
+      add_record(app, roles), add_simulate(app, roles), add_explain(app, roles),
+      add_replay(app, roles), add_render(app, roles),   add_diff(app, roles),
+      add_export(app, roles), add_check(app, roles),    add_version(app, roles)};
+  roles.check_complete(app);
   if (int refused = refuse_unknown_subcommand(app, argc, argv)) return refused;
   try {
     app.parse(argc, argv);
@@ -560,7 +617,10 @@ int run_main(int argc, char** argv) {
     return fail(one_line(e.what()));
   }
   for (const Subcommand& s : subcommands) {
-    if (s.app->parsed()) return s.run();
+    if (!s.app->parsed()) continue;
+    // Before the command reads anything: no output may land on an input.
+    if (int refused = roles.refuse_outputs_onto_inputs(*s.app)) return refused;
+    return s.run();
   }
   CAPSIM_CHECK(false, "require_subcommand(1) lets no command line through without one");
   return 2;
@@ -569,10 +629,20 @@ int run_main(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // A reader that closes the pipe early (`capsim scenario --list | head -1`)
+  // makes a write fail with EPIPE, reported as every failed write to stdout
+  // is (exit 2, docs/reliability.md), instead of killing capsim by signal.
+  std::signal(SIGPIPE, SIG_IGN);
+  capsim::cli::exit_with_a_line_when_out_of_memory();
   try {
     return capsim::cli::finish_stdout(run_main(argc, argv));
+  } catch (const std::system_error& e) {
+    // fmt::print throws when stdout cannot take its bytes (a full disk, a
+    // closed pipe); its code is the write's errno.
+    if (std::ferror(stdout)) return capsim::cli::finish_stdout(0, e.code().value());
+    std::fprintf(stderr, "capsim: internal error: %s\n", one_line(e.what()).c_str());
+    return 70;
   } catch (const std::exception& e) {
-    // fmt::print throws when stdout cannot take its bytes (a full disk).
     if (std::ferror(stdout)) return capsim::cli::finish_stdout(0);
     // A library bug, not user input; still one line, never a stack trace.
     std::fprintf(stderr, "capsim: internal error: %s\n", one_line(e.what()).c_str());

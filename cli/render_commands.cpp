@@ -45,11 +45,6 @@ std::optional<std::size_t> pool_line(const std::optional<GraphSpec>& spec) {
   return static_cast<std::size_t>(std::stoull(spec->id));
 }
 
-// 0, or exit 2 when -o, or the DOT beside an image, is one of `inputs`.
-int refuse_drawing_onto_inputs(const DrawOptions& options, std::span<const std::string> inputs) {
-  return refuse_outputs_onto_inputs(drawing_outputs(options.output), inputs);
-}
-
 // Writes or prints the drawing; 0, 1 (Graphviz failed) or 2 (bad output).
 int emit(const DrawGraph& drawing, const DrawOptions& options, const std::string& summary) {
   OutputFormat format_of_output = OutputFormat::kDot;
@@ -67,17 +62,17 @@ int emit(const DrawGraph& drawing, const DrawOptions& options, const std::string
   const std::string dot = to_dot(fitted);
   if (options.output.empty() || options.output == kStdoutPath) {
     std::fwrite(dot.data(), 1, dot.size(), stdout);
-    if (!summary.empty()) std::fprintf(stderr, "%s\n", summary.c_str());
+    if (!summary.empty()) stderr_line(summary);
     return 0;
   }
-  if (!folded.empty()) std::fprintf(stderr, "capsim: note: %s\n", folded.c_str());
+  if (!folded.empty()) stderr_line("capsim: note: " + folded);
   Result<WrittenDrawing> written =
       write_drawing(dot, options.output, LayoutOptions{options.timeout_s});
   // A path we cannot write is the user's input (exit 2); a layout that
   // failed is not (exit 1), and its DOT is on disk.
   if (!written) return fail(written.error().message);
   if (written->layout_failure) {
-    std::fprintf(stderr, "capsim: error: %s\n", written->layout_failure->c_str());
+    stderr_line("capsim: error: " + *written->layout_failure);
     return 1;
   }
   std::string files;
@@ -87,15 +82,24 @@ int emit(const DrawGraph& drawing, const DrawOptions& options, const std::string
   return 0;
 }
 
+// The graphs of a trace, its reader's warnings (a cut last line) printed as
+// replay prints them.
+Result<TraceGraphs> graphs_of(const std::string& file, std::optional<std::size_t> pool_at,
+                              std::uint64_t memory_budget_bytes) {
+  Result<TraceGraphs> graphs = collect_trace_graphs(file, pool_at, memory_budget_bytes);
+  if (graphs) {
+    for (const std::string& w : graphs->warnings) stderr_line(w);
+  }
+  return graphs;
+}
+
 }  // namespace
 
 int render_command(const std::string& trace, bool list, const DrawOptions& options) {
   Result<Operand> op = parse_operand(trace, options.graph);
   if (!op) return fail(op.error().message);
-  const std::string inputs[] = {op->file};
-  if (int refused = refuse_drawing_onto_inputs(options, inputs)) return refused;
   Result<TraceGraphs> graphs =
-      collect_trace_graphs(op->file, pool_line(op->spec), options.memory_budget_bytes);
+      graphs_of(op->file, pool_line(op->spec), options.memory_budget_bytes);
   if (!graphs) return fail(graphs.error().message);
   if (list) {
     for (const std::string& name : graphs->names()) fmt::print("{}\n", name);
@@ -120,10 +124,7 @@ int diff_command(const std::string& a, const std::string& b, bool predicted,
           "be held against the prediction",
           op->spec->text()));
     }
-    const std::string inputs[] = {op->file};
-    if (int refused = refuse_drawing_onto_inputs(options, inputs)) return refused;
-    Result<TraceGraphs> graphs =
-        collect_trace_graphs(op->file, std::nullopt, options.memory_budget_bytes);
+    Result<TraceGraphs> graphs = graphs_of(op->file, std::nullopt, options.memory_budget_bytes);
     if (!graphs) return fail(graphs.error().message);
     Result<TreeAgainstPrediction> trees = tree_against_prediction(*graphs);
     if (!trees) return fail(trees.error().message);
@@ -135,10 +136,7 @@ int diff_command(const std::string& a, const std::string& b, bool predicted,
     if (!oa) return fail(oa.error().message);
     Result<Operand> ob = parse_operand(b, options.graph);
     if (!ob) return fail(ob.error().message);
-    const std::string inputs[] = {oa->file, ob->file};
-    if (int refused = refuse_drawing_onto_inputs(options, inputs)) return refused;
-    Result<TraceGraphs> ga =
-        collect_trace_graphs(oa->file, pool_line(oa->spec), options.memory_budget_bytes);
+    Result<TraceGraphs> ga = graphs_of(oa->file, pool_line(oa->spec), options.memory_budget_bytes);
     if (!ga) return fail(ga.error().message);
     const GraphSpec sa = oa->spec ? *oa->spec : default_graph(*ga);
     Result<DrawGraph> da = pick_graph(*ga, sa);
@@ -146,7 +144,7 @@ int diff_command(const std::string& a, const std::string& b, bool predicted,
     Result<TraceGraphs> gb =
         ob->file == oa->file && pool_line(ob->spec) == pool_line(oa->spec)
             ? std::move(ga)
-            : collect_trace_graphs(ob->file, pool_line(ob->spec), options.memory_budget_bytes);
+            : graphs_of(ob->file, pool_line(ob->spec), options.memory_budget_bytes);
     if (!gb) return fail(gb.error().message);
     const GraphSpec sb = ob->spec ? *ob->spec : sa;
     Result<DrawGraph> db = pick_graph(*gb, sb);

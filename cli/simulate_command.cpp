@@ -14,11 +14,6 @@ namespace capsim::cli {
 
 namespace {
 
-int bad_input(const std::string& message) {
-  std::fprintf(stderr, "capsim: error: %s\n", message.c_str());
-  return kExitBadInput;
-}
-
 void print_listing(std::FILE* out, const ProgramFile& file, const ProgramRun& run) {
   std::size_t next = 0;
   for (std::size_t i = 0; i < file.program.actions.size(); ++i) {
@@ -34,17 +29,17 @@ void print_listing(std::FILE* out, const ProgramFile& file, const ProgramRun& ru
 int simulate_command(const std::string& path, const std::string& output,
                      std::optional<TorchProfile> torch) {
   Result<ProgramFile> file = read_program_file(path);
-  if (!file) return bad_input(file.error().message);
+  if (!file) return fail(file.error().message);
   Result<ProgramRun> run = run_program_file(*file, path, torch);
-  if (!run) return bad_input(run.error().message);
+  if (!run) return fail(run.error().message);
   if (!output.empty()) {
     TraceHeader header = file->header;
     header.producer = std::string(kModelProducer);
     header.observes.reset();
     if (torch) header.config.torch_profile = *torch;
     Result<std::vector<std::string>> lines = trace_lines(header, file->program, run->events);
-    if (!lines) return bad_input(fmt::format("{}: {}", path, lines.error().message));
-    if (Status w = write_trace_file(output, *lines); !w) return bad_input(w.error().message);
+    if (!lines) return fail(fmt::format("{}: {}", path, lines.error().message));
+    if (Status w = write_trace_file(output, *lines); !w) return fail(w.error().message);
   }
   // With "-o -" the trace is stdout, and the listing goes to stderr.
   std::FILE* out = output == kStdoutPath ? stderr : stdout;

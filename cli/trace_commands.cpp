@@ -10,12 +10,18 @@
 #include "sim/scenarios/scenarios.hpp"
 #include "traces/resimulation.hpp"
 #include "traces/scenario_trace.hpp"
+#include "traces/trace_reader.hpp"
 #include "traces/trace_writer.hpp"
 
 namespace capsim::cli {
 
+void stderr_line(const std::string& line) {
+  const std::string shown = printable_message(line) + "\n";
+  std::fwrite(shown.data(), 1, shown.size(), stderr);
+}
+
 int fail(const std::string& message) {
-  std::fprintf(stderr, "capsim: error: %s\n", message.c_str());
+  stderr_line("capsim: error: " + message);
   return kExitBadInput;
 }
 
@@ -38,7 +44,7 @@ int record_command(const std::string& scenario, const std::string& output,
     lines = trace_scenario_on(*s, **mirror);
     // A reference that disagrees with the model is a finding, not bad input.
     if (!lines) {
-      std::fprintf(stderr, "capsim: %s\n", lines.error().message.c_str());
+      stderr_line("capsim: " + lines.error().message);
       return 1;
     }
   }
@@ -83,12 +89,12 @@ int replay_command(const std::vector<std::string>& files, bool json,
         j["error"] = report.error().message;
         all.push_back(std::move(j));
       } else {
-        std::fprintf(stderr, "capsim: error: %s\n", report.error().message.c_str());
+        stderr_line("capsim: error: " + report.error().message);
       }
       exit_code = kExitBadInput;
       continue;
     }
-    for (const std::string& w : report->warnings) std::fprintf(stderr, "%s\n", w.c_str());
+    for (const std::string& w : report->warnings) stderr_line(w);
     if (!report->ok() && exit_code == 0) exit_code = 1;
     ++(report->ok() ? matched : findings);
     if (json) {

@@ -4,6 +4,7 @@
 #include <graphviz/cgraph.h>
 #include <graphviz/gvc.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -107,6 +108,7 @@ Result<std::string> render_in_memory(const std::string& dot, OutputFormat format
     return make_error(fmt::format("cannot make a pipe: {}", std::strerror(errno)));
   }
   std::fflush(nullptr);  // nothing buffered may be written twice
+  const pid_t parent = getpid();
   const pid_t pid = fork();
   if (pid < 0) {
     close(pipe_fds[0]);
@@ -114,6 +116,10 @@ Result<std::string> render_in_memory(const std::string& dot, OutputFormat format
     return make_error(fmt::format("cannot fork the layout: {}", std::strerror(errno)));
   }
   if (pid == 0) {
+    // A killed capsim takes its layout with it, instead of leaving it at
+    // 100 % CPU until the timeout (the check closes the race with the
+    // parent's death before the prctl).
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != parent) _exit(1);
     close(pipe_fds[0]);
     child_render(dot, format, options.timeout_s, pipe_fds[1]);
   }

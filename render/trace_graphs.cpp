@@ -72,6 +72,7 @@ class Collector : public TraceVisitor {
       on_backward(action, view);
     };
     CAPSIM_TRY(walk_trace(*reader, std::move(wo), *this));
+    out_.warnings = reader->warnings();
     out_.graphs.emplace("tree",
                         draw_tree(out_.recorded, fmt::format("{}: tree (recorded)", short_name())));
     out_.graphs.emplace(

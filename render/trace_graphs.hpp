@@ -47,6 +47,9 @@ struct TraceGraphs {
   std::vector<Event> recorded;
   std::vector<Event> predicted;
   std::map<std::string, DrawGraph> graphs;  // "program:0", "fx:1", "pool:40", ...
+  // The reader's warnings (a cut last line: docs/reliability.md), which every
+  // command prints on stderr as replay does.
+  std::vector<std::string> warnings;
   // The names one can pass to --graph, sorted ("tree" and "tree:predicted" first).
   std::vector<std::string> names() const;
 };

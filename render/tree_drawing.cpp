@@ -8,6 +8,7 @@
 #include <optional>
 #include <vector>
 
+#include "model/saturating_sum.hpp"
 #include "render/state_colours.hpp"
 #include "traces/event_compare.hpp"
 
@@ -150,7 +151,9 @@ class TreeBuilder {
       }
       n.fill = std::string(fill);
       set_row(n, "state", state);
-      if (st.copied_bytes > 0) set_row(n, "copied in", fmt::format("{} bytes", st.copied_bytes));
+      if (st.copied_bytes.value > 0) {
+        set_row(n, "copied in", fmt::format("{} bytes", st.copied_bytes.text()));
+      }
     }
     if (eager_ > 0) g_.notes.push_back(fmt::format("{} calls fell back to eager", eager_));
     return std::move(g_);
@@ -161,7 +164,7 @@ class TreeBuilder {
     bool warmup = false;
     bool rerecord = false;
     std::uint64_t replays = 0;
-    std::uint64_t copied_bytes = 0;
+    SaturatingSum copied_bytes;  // the trace's byte counts: their sum may not fit
     std::uint64_t errors = 0;
     std::uint32_t depth = 0;
   };
@@ -295,7 +298,7 @@ class TreeBuilder {
   void copy_in(const Event& e) {
     if (!e.has(F::graph)) return;
     const std::uint32_t index = node_for(prefix() + "g" + field(e, F::graph));
-    state_[index].copied_bytes += e.count(F::bytes);
+    state_[index].copied_bytes.add(e.count(F::bytes));
   }
 
   void checkpoint(const Event& e) {

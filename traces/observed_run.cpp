@@ -38,6 +38,7 @@ Result<ObservedRun> read_observed(const std::string& path) {
       run.event_messages.push_back(std::move(message));
     }
   }
+  run.warnings = reader.warnings();
   return run;
 }
 

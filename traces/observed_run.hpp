@@ -23,6 +23,9 @@ struct ObservedRun {
   std::vector<std::string> event_messages;  // per event: a recorder's x_message, or ""
   bool simulated = false;                   // the file was a program without events
   bool as_on_a_gpu = false;                 // events re-simulated with CUDA graphs on
+  // The reader's warnings (a cut last line: docs/reliability.md), which every
+  // command prints on stderr as replay does.
+  std::vector<std::string> warnings;
 };
 
 // Reads a trace, or a program (a short header, or no events in a trace that

@@ -5,6 +5,10 @@
 // errors a user meets (bad --graph, bad extension, unwritable path).
 #include <doctest/doctest.h>
 
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cctype>
 #include <cstddef>
@@ -581,11 +585,10 @@ TEST_CASE("render: a graphviz failure is an error, and capsim carries on") {
   CHECK_FALSE(parse_dot("digraph { a -> }").ok());
 }
 
-TEST_CASE("render: a layout past its timeout is stopped") {
-  // 1,500 nodes, each fed by two earlier ones picked by an LCG: dot 2.43
-  // takes about 20 s on it (anchors §4.4 measure 5.9 s at 3,000 chain-like
-  // nodes). Written as raw DOT, with no hub splitting to make it easier. The
-  // test takes the timeout, 1 s.
+// 1,500 nodes, each fed by two earlier ones picked by an LCG: dot 2.43
+// takes about 20 s on it (anchors §4.4 measure 5.9 s at 3,000 chain-like
+// nodes). Written as raw DOT, with no hub splitting to make it easier.
+std::string slow_layout_dot() {
   testing::Lcg lcg(12345);
   std::string dot = "digraph slow {\n";
   for (std::uint32_t i = 1; i < 1500; ++i) {
@@ -593,7 +596,58 @@ TEST_CASE("render: a layout past its timeout is stopped") {
       dot += "  n" + std::to_string(lcg.next() % i) + " -> n" + std::to_string(i) + ";\n";
     }
   }
-  dot += "}\n";
+  return dot + "}\n";
+}
+
+// Whether a process of group `pgid` is still running (zombies aside: the
+// machine's init may be slow to reap them).
+bool group_runs(pid_t pgid) {
+  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+    std::ifstream stat(entry.path() / "stat");
+    std::string line;
+    if (!stat || !std::getline(stat, line)) continue;
+    const std::size_t paren = line.rfind(')');
+    if (paren == std::string::npos) continue;
+    std::istringstream rest(line.substr(paren + 2));
+    char state = 0;
+    long ppid = 0, group = 0;
+    rest >> state >> ppid >> group;
+    if (group == pgid && state != 'Z') return true;
+  }
+  return false;
+}
+
+TEST_CASE("render: a layout dies with the capsim that started it") {
+  // A process of its own group starts a 20-second layout and is killed;
+  // its layout worker must not run on to the timeout.
+  const std::string dot = slow_layout_dot();
+  const pid_t child = fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    setpgid(0, 0);
+    LayoutOptions options;
+    options.timeout_s = 60;
+    (void)render_in_memory(dot, OutputFormat::kSvg, options);
+    _exit(0);
+  }
+  setpgid(child, child);  // either side may run first
+  usleep(500 * 1000);     // the worker has forked and is laying out
+  kill(child, SIGKILL);
+  int status = 0;
+  waitpid(child, &status, 0);
+  bool gone = false;
+  // With the fix the worker dies at once; without, it lays out for seconds.
+  for (int tries = 0; tries < 20 && !gone; ++tries) {
+    gone = !group_runs(child);
+    if (!gone) usleep(50 * 1000);
+  }
+  if (!gone) kill(-child, SIGKILL);  // clean up before failing
+  CHECK(gone);
+}
+
+TEST_CASE("render: a layout past its timeout is stopped") {
+  // The test takes the timeout, 1 s.
+  const std::string dot = slow_layout_dot();
   LayoutOptions options;
   options.timeout_s = 1;
   const Result<std::string> svg = render_in_memory(dot, OutputFormat::kSvg, options);

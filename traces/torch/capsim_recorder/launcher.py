@@ -24,6 +24,22 @@ def _where(tb) -> str:
     return f"{frames[-1].filename}:{frames[-1].lineno}" if frames else "?"
 
 
+def output_onto_input(output: str, inputs: list[str]) -> str | None:
+    """The refusal when `output` is one of `inputs` (by device and inode, so a
+    link counts, as capsim's own guard in cli/path_roles.hpp): the rename that
+    puts the trace in place would replace the script. None when it is not."""
+    if output == "-":
+        return None
+    for path in inputs:
+        try:
+            if os.path.samefile(output, path):
+                return (f"{output}: is the input {path}; writing it would destroy it"
+                        " (choose another output)")
+        except OSError:  # either does not exist
+            continue
+    return None
+
+
 def run_command(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m capsim_recorder run",
@@ -49,6 +65,9 @@ def run_command(argv: list[str]) -> int:
         parser.error("--static-shapes is compiled autograd's flag; --cudagraphs runs none")
     if not os.path.isfile(args.script):
         parser.error(f"{args.script}: no such script")
+    refused = output_onto_input(args.output, [args.script])
+    if refused:
+        parser.error(refused)
     script_args = args.args[1:] if args.args[:1] == ["--"] else args.args
 
     from .recording import DEFAULT_MAX_BYTES, record
