@@ -33,6 +33,16 @@ int refuse_outputs_onto_inputs(std::span<const std::string> outputs,
   return 0;
 }
 
+int refuse_empty_values(const CLI::App& sub) {
+  for (const CLI::Option* option : sub.get_options()) {
+    if (option->get_type_size() == 0) continue;  // a flag
+    for (const std::string& value : option->results()) {
+      if (value.empty()) return fail(fmt::format("{}: an empty value", option->get_name()));
+    }
+  }
+  return 0;
+}
+
 std::vector<std::string> drawing_outputs(const std::string& path) {
   if (path.empty()) return {};
   Result<std::vector<std::string>> files = drawing_files(path);

@@ -22,6 +22,10 @@ namespace capsim::cli {
 // 0, or "capsim: error: OUTPUT: is the input INPUT; ..." and exit code 2.
 int refuse_outputs_onto_inputs(std::span<const std::string> outputs,
                                std::span<const std::string> inputs);
+// 0, or exit 2 when an option of the parsed subcommand `sub` was given an
+// empty value: `--html ''` would quietly mean "no page" and `--inject ''`
+// "no fault", and no option of capsim's takes an empty value on purpose.
+int refuse_empty_values(const CLI::App& sub);
 // The files a drawing written to `path` consists of (the DOT beside an SVG or
 // PNG first), or `path` alone when its format is unknown (the writer refuses
 // it later with the formats it knows).

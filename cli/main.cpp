@@ -384,8 +384,11 @@ Subcommand add_render(CLI::App& root, capsim::cli::PathRoles& roles) {
       .mark(sub->add_option("trace", o->trace, "The trace (TRACE or TRACE#KIND[:ID])"),
             kInputOperand)
       ->required();
-  sub->add_flag("--list", o->list, "List the graphs the trace has");
+  CLI::Option* list = sub->add_flag("--list", o->list, "List the graphs the trace has");
   add_draw_options(sub, o->draw, roles);
+  // --list prints every graph's name: a graph to pick or a file to write
+  // would be ignored, so they are refused with it.
+  list->excludes("--graph")->excludes("--output");
   return {sub, [o] { return capsim::cli::render_command(o->trace, o->list, o->draw); }};
 }
 
@@ -618,7 +621,9 @@ int run_main(int argc, char** argv) {
   }
   for (const Subcommand& s : subcommands) {
     if (!s.app->parsed()) continue;
-    // Before the command reads anything: no output may land on an input.
+    // Before the command reads anything: no empty value, and no output may
+    // land on an input.
+    if (int refused = capsim::cli::refuse_empty_values(*s.app)) return refused;
     if (int refused = roles.refuse_outputs_onto_inputs(*s.app)) return refused;
     return s.run();
   }

@@ -81,8 +81,10 @@ bool short_header(const std::string& path) {
 Result<ObservedRun> observe_file(const std::string& path) {
   if (short_header(path)) return simulate_observed(path);
   CAPSIM_TRY_ASSIGN(ObservedRun run, read_observed(path));
-  // A full header but no events: a program too.
-  if (run.events.empty() && !run.header.observes_real_run()) return simulate_observed(path);
+  // A full header but no events is a program only when the header says a
+  // person wrote it; a run that capsim, its CUDA reference or the recorder
+  // wrote is a trace, with or without events (a run may have none).
+  if (run.events.empty() && run.header.producer == kUserProducer) return simulate_observed(path);
   return run;
 }
 

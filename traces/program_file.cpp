@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -20,7 +22,7 @@ constexpr std::uintmax_t kMaxProgramBytes = std::uintmax_t{64} << 20;
 
 Json default_header(const std::string& path) {
   TraceHeader h;
-  h.producer = "user";
+  h.producer = std::string(kUserProducer);
   h.name = std::filesystem::path(path).stem().string();
   return header_to_json(h);
 }
@@ -73,6 +75,12 @@ bool fill_line(Json& line, std::size_t seq, std::size_t& actions, const std::str
 // The file's text with the left-out fields filled in, line for line.
 Result<std::string> filled_text(const std::string& path) {
   std::error_code ec;
+  // As the trace reader says it (a folder opens as a stream, then reads as
+  // an empty file).
+  if (std::filesystem::is_directory(path, ec)) {
+    return make_error(
+        fmt::format("{}: cannot read: {}", printable_message(path), std::strerror(EISDIR)));
+  }
   const std::uintmax_t bytes = std::filesystem::file_size(path, ec);
   if (!ec && bytes > kMaxProgramBytes) {
     return make_error(
@@ -80,8 +88,12 @@ Result<std::string> filled_text(const std::string& path) {
                     "use capsim replay)",
                     path, bytes, kMaxProgramBytes));
   }
+  errno = 0;
   std::ifstream in(path, std::ios::binary);
-  if (!in) return make_error(fmt::format("{}: cannot open", path));
+  if (!in) {
+    return make_error(fmt::format("{}: cannot open: {}", printable_message(path),
+                                  std::strerror(errno != 0 ? errno : ENOENT)));
+  }
   std::string out, raw;
   std::size_t seq = 0, actions = 0;
   while (std::getline(in, raw)) {
@@ -147,7 +159,13 @@ Result<ProgramRun> run_program_file(const ProgramFile& file, const std::string& 
     if (Status s = world.run_action(i, file.program.actions[i]); !s) {
       const std::string where =
           i < file.action_lines.size() ? fmt::format("{}:{}", path, file.action_lines[i]) : path;
-      return make_error(fmt::format("{}: action {}: {}", where, i, s.error().message));
+      // The World names the action itself in some refusals ("action 16
+      // (new_tensor): ..."): once is enough.
+      const std::string& why = s.error().message;
+      if (why.starts_with(fmt::format("action {} ", i))) {
+        return make_error(fmt::format("{}: {}", where, why));
+      }
+      return make_error(fmt::format("{}: action {}: {}", where, i, why));
     }
     for (Event& e : world.take_events()) run.events.push_back(std::move(e));
   }

@@ -546,6 +546,22 @@ Json function_to_json(const FunctionDef& def) {
   return j;
 }
 
+// The field a validate() refusal is about: it names it after "function
+// 'NAME': " (cuda_devices[1]: ..., outputs: ...); a key the line has is that
+// field, with its index; anything else ("op 3 (mul): ...", "40 inputs") is
+// the body's, "ops".
+std::string validated_field(const ObjectReader& r, const std::string& message) {
+  const std::size_t quote = message.find("': ");
+  if (!message.starts_with("function '") || quote == std::string::npos) return r.path_of("ops");
+  const std::string rest = message.substr(quote + 3);
+  const std::string key = rest.substr(0, rest.find_first_of(":[ "));
+  if (key.empty() || !r.has(key)) return r.path_of("ops");
+  const std::size_t close = rest.find(']');
+  const bool indexed =
+      rest.size() > key.size() && rest[key.size()] == '[' && close != std::string::npos;
+  return r.path_of(key) + (indexed ? rest.substr(key.size(), close + 1 - key.size()) : "");
+}
+
 Result<FunctionDef> function_from_json(ObjectReader& r) {
   FunctionDef def;
   CAPSIM_TRY_ASSIGN(def.name, read_name(r, "function"));
@@ -584,7 +600,7 @@ Result<FunctionDef> function_from_json(ObjectReader& r) {
   // The checks above give precise paths; validate() stays the one authority,
   // so a rule added there is enforced here too.
   if (const Status s = validate(def); !s.ok()) {
-    return field_error(r.path_of("ops"), s.error().message);
+    return field_error(validated_field(r, s.error().message), s.error().message);
   }
   return def;
 }

@@ -87,6 +87,16 @@ Result<TraceHeader> header_from_json(ObjectReader& r) {
     return e;
   }
   CAPSIM_TRY_ASSIGN(h.producer, r.string("producer"));
+  // Who wrote the trace decides how replay compares it (a real run's
+  // recorder observes less than the model predicts), so a name capsim does
+  // not know is refused rather than read as the model's.
+  if (h.producer != kModelProducer && h.producer != kCudaProducer &&
+      h.producer != kPytorchProducer && h.producer != kUserProducer) {
+    return field_error("producer", fmt::format("unknown producer '{}' ({}, {}, {}; a program may "
+                                               "say {})",
+                                               h.producer.substr(0, 64), kModelProducer,
+                                               kCudaProducer, kPytorchProducer, kUserProducer));
+  }
   CAPSIM_TRY_ASSIGN(h.capsim_version, r.string("capsim_version"));
   CAPSIM_TRY_ASSIGN(h.name, r.string("name"));
   CAPSIM_TRY_ASSIGN(h.seed, r.unsigned_integer("seed"));

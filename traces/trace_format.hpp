@@ -52,6 +52,8 @@ inline constexpr std::string_view kModelProducer = "capsim";
 inline constexpr std::string_view kCudaProducer = "capsim-cuda";
 // A recorder of real PyTorch runs (traces/torch/).
 inline constexpr std::string_view kPytorchProducer = "pytorch";
+// A program's header that leaves `producer` out (§10: a hand-written file).
+inline constexpr std::string_view kUserProducer = "user";
 
 struct TraceHeader {
   std::int64_t version = kTraceVersion;

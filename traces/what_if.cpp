@@ -194,7 +194,16 @@ Result<Variant> set_config(Variant v, const std::string& edit, const std::string
   Json j = config_to_json(v.config);
   Json value = Json::parse(assignment.substr(eq + 1), nullptr, false);
   if (value.is_discarded()) return bad_edit(edit, "VALUE is not JSON (a string needs quotes)");
-  j[assignment.substr(0, eq)] = std::move(value);
+  const std::string key = assignment.substr(0, eq);
+  // The reader keeps an x_ key of a header's config as an extension that
+  // nothing reads (docs/trace-format.md, compatibility): editing it would
+  // change nothing, so say so instead of re-simulating the same run.
+  if (key.starts_with("x_")) {
+    return bad_edit(edit, fmt::format("'{}' is an extension key, which capsim ignores: the edit "
+                                      "would change nothing",
+                                      key));
+  }
+  j[key] = std::move(value);
   Result<CudagraphConfig> c = config_from_json(j, "config");
   if (!c) return bad_edit(edit, c.error().message);
   v.config = *c;

@@ -378,6 +378,19 @@ Status World::bind_outputs(const std::vector<TensorId>& outputs,
 Status World::do_accumulate_grad(const AccumulateGrad& a) {
   CAPSIM_TRY_ASSIGN(const std::uint64_t p, lookup(a.param));
   CAPSIM_TRY_ASSIGN(const std::uint64_t g, lookup(a.grad));
+  // PyTorch's engine refuses a grad whose shape is not the parameter's
+  // (validate_outputs: "... returned an invalid gradient at index 0 - got
+  // [..] but expected shape compatible with [..]"); it would sum a grad that
+  // broadcasts to it, which capsim does not model, so that is refused too.
+  CAPSIM_TRY_ASSIGN(const Tensor param, store_.tensor(objects_.at(p).tensor));
+  CAPSIM_TRY_ASSIGN(const Tensor grad, store_.tensor(objects_.at(g).tensor));
+  if (param.meta.sizes != grad.meta.sizes) {
+    return make_error(fmt::format(
+        "an invalid gradient for '{}': got [{}] but expected shape compatible "
+        "with [{}] (PyTorch raises here; capsim accumulates only a grad of the parameter's "
+        "sizes)",
+        a.param, fmt::join(grad.meta.sizes, ", "), fmt::join(param.meta.sizes, ", ")));
+  }
   return accumulate_into(p, g);
 }
 
@@ -456,6 +469,16 @@ Result<std::vector<DynamoArg>> World::dynamo_args(const std::vector<std::uint64_
 
 Status World::do_call(const Call& a) {
   CAPSIM_TRY_ASSIGN(const FunctionDef* def, function(a.function));
+  // A call lets go only of names it was handed (the caller's `del x` after
+  // passing x); any other name would be deleted behind the program's back.
+  for (const std::string& name : a.consume) {
+    if (std::find(a.args.begin(), a.args.end(), name) == a.args.end()) {
+      return make_error(fmt::format(
+          "field 'consume': '{}' is not one of the call's args (a call consumes only names it "
+          "is passed)",
+          name));
+    }
+  }
   std::vector<std::uint64_t> args;
   for (const std::string& name : a.args) {
     CAPSIM_TRY_ASSIGN(const std::uint64_t o, lookup(name));

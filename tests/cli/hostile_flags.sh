@@ -38,6 +38,19 @@ check decimal_size_hex 2 "--memory-budget: '0x10' is not a decimal size" -- "$ca
 fresh decimal_size_leading_zero
 check decimal_size_leading_zero 0 "ok, 6 actions" -- "$capsim" replay --memory-budget 0010MiB "$simple"
 
+# --- values that would be ignored: refused with the reason -----------------------
+fresh empty_html
+check empty_html 2 "--html: an empty value" -- "$capsim" explain "$simple" --html ''
+fresh empty_inject
+check empty_inject 2 "--inject: an empty value" -- "$capsim" check --inject ''
+fresh render_list_with_graph
+check render_list_with_graph 2 "--list excludes --graph" -- "$capsim" render "$simple" --list --graph tree
+fresh what_if_extension_key
+check what_if_extension_key 2 "'x_foo' is an extension key, which capsim ignores" -- "$capsim" explain "$simple" --what-if 'config x_foo=1'
+fresh unknown_producer
+edit "$simple" 1 'l.replace("\"producer\":\"capsim\"", "\"producer\":\"me\"")' t.jsonl
+check unknown_producer 2 "t.jsonl:1:[0-9]+: field 'producer': unknown producer 'me'" -- "$capsim" replay t.jsonl
+
 # --- values echoed from argv and the input: escaped, one line ------------------
 fresh echo_argv_control_bytes
 check echo_argv_control_bytes 2 'a\\x0ab\\x1b\[31m: cannot open' -- "$capsim" explain $'a\nb\x1b[31m'

@@ -314,15 +314,36 @@ edit "$prog" 5 'l + "\n{\"type\":\"event\",\"action\":2,\"event\":\"read\",\"nam
 check simulate_event_line 2 "p.jsonl:6: field 'type': an event line in a program" -- "$capsim" simulate p.jsonl -o out.jsonl
 fresh simulate_unknown_function
 edit "$prog" 5 'l.replace("\"function\":\"f\"", "\"function\":\"g\"")' p.jsonl
-check simulate_unknown_function 2 "p.jsonl:5: action 2: .*'g'" -- "$capsim" simulate p.jsonl -o out.jsonl
+check simulate_unknown_function 2 "p.jsonl:5: action 2 \(call\): unknown function 'g'" -- "$capsim" simulate p.jsonl -o out.jsonl
 fresh simulate_bad_json
 edit "$prog" 4 'l[:-3]' p.jsonl
 check simulate_bad_json 2 "p.jsonl:4:[0-9]+" -- "$capsim" simulate p.jsonl -o out.jsonl
 fresh simulate_unknown_config
 edit "$prog" 1 'l.replace("\"name\"", "\"config\":{\"cudagraph_trees_please\":true},\"name\"")' p.jsonl
 check simulate_unknown_config 2 "p.jsonl:1:[0-9]+: field 'config.cudagraph_trees_please'" -- "$capsim" simulate p.jsonl
+# Programs PyTorch would refuse: a grad of another shape, a consumed name
+# that was never passed.
+fresh simulate_grad_of_another_shape
+printf '%s\n' '{"type":"header","name":"p"}' \
+  '{"type":"action","action":"new_tensor","name":"w","sizes":[4],"parameter":true}' \
+  '{"type":"action","action":"new_tensor","name":"g","sizes":[5]}' \
+  '{"type":"action","action":"accumulate_grad","param":"w","grad":"g"}' >p.jsonl
+check simulate_grad_of_another_shape 2 "p.jsonl:4: action 2 \(accumulate_grad\): an invalid gradient for 'w': got \[5\] but expected shape compatible with \[4\]" -- "$capsim" simulate p.jsonl
+fresh simulate_consume_not_an_arg
+printf '%s\n' '{"type":"header","name":"p"}' \
+  '{"type":"function","function":"f","mode":"inference","inputs":["x"],"ops":[{"op":"mul","args":[0,0]}],"outputs":[1]}' \
+  '{"type":"action","action":"new_tensor","name":"x","sizes":[4]}' \
+  '{"type":"action","action":"new_tensor","name":"z","sizes":[4]}' \
+  '{"type":"action","action":"call","function":"f","args":["x"],"outputs":["y"],"consume":["z"]}' >p.jsonl
+check simulate_consume_not_an_arg 2 "p.jsonl:5: action 2 \(call\): field 'consume': 'z' is not one of the call's args" -- "$capsim" simulate p.jsonl
+fresh simulate_directory
+mkdir d
+check simulate_directory 2 "capsim: error: d: cannot read: Is a directory" -- "$capsim" simulate d
+fresh function_line_field_named
+edit "$simple" 2 'l.replace("\"param_input_idxs\":[]", "\"param_input_idxs\":[],\"cuda_devices\":[0,0]")' t.jsonl
+check function_line_field_named 2 "t.jsonl:2:[0-9]+: field 'cuda_devices\[1\]': .*device 0 is over 63 or named twice" -- "$capsim" replay t.jsonl
 fresh simulate_missing_file
-check simulate_missing_file 2 "nope.jsonl: cannot open" -- "$capsim" simulate nope.jsonl -o out.jsonl
+check simulate_missing_file 2 "nope.jsonl: cannot open: No such file or directory" -- "$capsim" simulate nope.jsonl -o out.jsonl
 
 # --- capsim explain ------------------------------------------------------------
 fresh explain_action_past_end
@@ -341,6 +362,18 @@ check explain_as_on_a_gpu_with_cudagraphs 2 "run_simple.jsonl: field '--as-on-a-
 fresh explain_html_onto_input
 cp "$simple" t.jsonl
 check explain_html_onto_input 2 "t.jsonl: is the input t.jsonl; writing it would destroy it" -- "$capsim" explain t.jsonl --html t.jsonl
+# A trace capsim wrote, without events (its run had none): read as a trace
+# (its header says who wrote it), not simulated again as a program.
+fresh explain_trace_without_events
+python3 - "$simple" <<'EOF'
+import json, sys
+header = open(sys.argv[1]).readline().strip()
+out = [header] + [json.dumps({"seq": i + 1, "type": "action", "index": i, "action": "new_tensor",
+                              "name": f"t{i}", "sizes": [16777216]}, separators=(",", ":"))
+                  for i in range(60)]
+open("t.jsonl", "w").write("\n".join(out) + "\n")
+EOF
+check explain_trace_without_events 0 "^t.jsonl: 0 decisions explained$" -- "$capsim" explain t.jsonl
 fresh explain_missing
 check explain_missing 2 "nope.jsonl" -- "$capsim" explain nope.jsonl
 
