@@ -10,6 +10,10 @@
 //    growth, after malloc_trim and a reset of the peak through
 //    /proc/self/clear_refs), replay_cpu_s (the child's CPU time; the
 //    parent only waits) and events/s from it.
+//  - BM_ExportStream/<events>: `capsim export --chrome` of the same clean
+//    trace from the pipe, streamed through its check to /dev/null, with the
+//    same counters (export_cpu_s in replay_cpu_s's place): its memory must
+//    be flat as replay's, its time linear (docs/chrome-export.md).
 //  - BM_ReplayStream/10000000/damage:1 and damage:2: the same trace cut in
 //    the middle of a line (a killed recorder), or with one line of broken
 //    JSON, after half its events. Issue 26 asks for the first error, in
@@ -34,7 +38,9 @@
 #include <regex>
 #include <string>
 
+#include "model/output_file.hpp"
 #include "synthetic_trace.hpp"
+#include "traces/chrome_export_file.hpp"
 #include "traces/resimulation.hpp"
 
 namespace capsim::bench {
@@ -47,8 +53,9 @@ struct StreamSample {
   long peak_reset = 0;
   double cpu_seconds = 0;
   std::uint64_t events_matched = 0;
-  bool replay_clean = false;  // the replay ended with no error, divergence or violation
-  bool writer_ok = false;     // the writer wrote the whole (damaged) trace
+  bool replay_clean = false;        // the replay ended with no error, divergence or violation
+  std::uint64_t chrome_events = 0;  // an export's trace events
+  bool writer_ok = false;           // the writer wrote the whole (damaged) trace
   SyntheticTrace written;
   char message[512] = {};  // the replay's error, or its summary
 };
@@ -89,8 +96,38 @@ void copy_message(StreamSample& s, const std::string& text) {
   ::_exit(0);
 }
 
-// The replay child: starts the writer, replays from the pipe, reports.
-[[noreturn]] void replay_main(int result_fd, const SyntheticTraceOptions& options) {
+// What the child runs on the trace as it comes through the pipe.
+enum class StreamJob { kReplay, kExport };
+
+// The replay: its verdict, the events it matched, its summary or error.
+void replay_from(const std::string& path, StreamSample& s) {
+  const Result<ResimulationReport> report = resimulate_file(path, ResimulationOptions{});
+  if (report) {
+    s.replay_clean = report->ok();
+    s.events_matched = report->events_matched;
+    // A cut last line is a warning (docs/trace-format.md §8): report it.
+    copy_message(s, report->warnings.empty() ? report_summary(*report) : report->warnings[0]);
+  } else {
+    copy_message(s, report.error().message);
+  }
+}
+
+// The Chrome export, streamed to /dev/null through its own check.
+void export_from(const std::string& path, StreamSample& s) {
+  Result<std::unique_ptr<TraceReader>> reader = TraceReader::open(path);
+  Result<std::unique_ptr<OutputFile>> out = OutputFile::create("/dev/null");
+  if (!reader || !out) {
+    copy_message(s, !reader ? reader.error().message : out.error().message);
+    return;
+  }
+  const ChromeExportReport r = write_chrome_export(**reader, **out);
+  s.replay_clean = r.status.ok();
+  s.chrome_events = r.events;
+  copy_message(s, r.status ? fmt::format("{} trace events", r.events) : r.status.error().message);
+}
+
+// The child: starts the writer, replays or exports from the pipe, reports.
+[[noreturn]] void replay_main(int result_fd, const SyntheticTraceOptions& options, StreamJob job) {
   StreamSample s;
   int trace[2], info[2];
   if (::pipe(trace) != 0 || ::pipe(info) != 0) ::_exit(1);
@@ -114,18 +151,9 @@ void copy_message(StreamSample& s, const std::string& text) {
   }
   s.base_kb = status_kb("VmRSS");
   const double start = cpu_seconds_self();
-  {
-    const Result<ResimulationReport> report =
-        resimulate_file(fmt::format("/dev/fd/{}", trace[0]), ResimulationOptions{});
-    if (report) {
-      s.replay_clean = report->ok();
-      s.events_matched = report->events_matched;
-      // A cut last line is a warning (docs/trace-format.md §8): report it.
-      copy_message(s, report->warnings.empty() ? report_summary(*report) : report->warnings[0]);
-    } else {
-      copy_message(s, report.error().message);
-    }
-  }
+  const std::string path = fmt::format("/dev/fd/{}", trace[0]);
+  if (job == StreamJob::kReplay) replay_from(path, s);
+  if (job == StreamJob::kExport) export_from(path, s);
   s.cpu_seconds = cpu_seconds_self() - start;
   s.peak_kb = status_kb("VmHWM");
   ::close(trace[0]);
@@ -140,13 +168,14 @@ void copy_message(StreamSample& s, const std::string& text) {
   ::_exit(0);
 }
 
-bool run_stream(const SyntheticTraceOptions& options, StreamSample& sample) {
+bool run_stream(const SyntheticTraceOptions& options, StreamSample& sample,
+                StreamJob job = StreamJob::kReplay) {
   int fds[2];
   if (::pipe(fds) != 0) return false;
   const pid_t pid = ::fork();
   if (pid == 0) {
     ::close(fds[0]);
-    replay_main(fds[1], options);
+    replay_main(fds[1], options, job);
   }
   ::close(fds[1]);
   bool got = false;
@@ -210,6 +239,34 @@ BENCHMARK(BM_ReplayStream)
     ->Args({10'000'000, 0})
     ->Args({10'000'000, static_cast<std::int64_t>(TraceDamage::kCut)})
     ->Args({10'000'000, static_cast<std::int64_t>(TraceDamage::kMalformedLine)})
+    ->Iterations(1)
+    ->Unit(benchmark::kMillisecond);
+
+void BM_ExportStream(benchmark::State& state) {
+  SyntheticTraceOptions options;
+  options.min_events = static_cast<std::size_t>(state.range(0));
+  StreamSample s;
+  for (auto _ : state) {
+    if (!run_stream(options, s, StreamJob::kExport) || s.peak_kb < 0 || s.base_kb < 0) {
+      state.SkipWithError("the export child failed");
+      return;
+    }
+    if (!s.writer_ok || !s.replay_clean) {
+      state.SkipWithError(s.message);
+      return;
+    }
+  }
+  state.counters["events"] = static_cast<double>(s.written.events);
+  state.counters["chrome_events"] = static_cast<double>(s.chrome_events);
+  state.counters["export_cpu_s"] = s.cpu_seconds;
+  state.counters["events/s"] = static_cast<double>(s.written.events) / s.cpu_seconds;
+  state.counters["peak_growth_MiB"] = static_cast<double>(s.peak_kb - s.base_kb) / 1024.0;
+  state.counters["GB"] = static_cast<double>(s.written.bytes) / 1e9;
+}
+BENCHMARK(BM_ExportStream)
+    ->Arg(100'000)
+    ->Arg(1'000'000)
+    ->Arg(10'000'000)
     ->Iterations(1)
     ->Unit(benchmark::kMillisecond);
 

@@ -78,10 +78,25 @@ Result<std::unique_ptr<OutputFile>> OutputFile::create(const std::string& path) 
   }
   // A rename would replace a file we may not write; refuse as open() would.
   if (exists && access(target.c_str(), W_OK) != 0) return io_error(path, "cannot write", errno);
+  const mode_t mode = exists ? static_cast<mode_t>(st.st_mode & 07777) : default_mode();
+  // An unnamed file in the target's folder: whatever ends the process before
+  // commit() (running out of memory, SIGKILL) leaves nothing behind. Where
+  // the file system has no O_TMPFILE, a named temporary instead.
+  const int unnamed = open(parent_of(target).c_str(), O_TMPFILE | O_WRONLY | O_CLOEXEC, mode);
+  if (unnamed >= 0) {
+    if (fchmod(unnamed, mode) != 0) {
+      const int err = errno;
+      close(unnamed);
+      return io_error(path, "cannot set the mode", err);
+    }
+    auto out = std::unique_ptr<OutputFile>(
+        new OutputFile(path, target, fmt::format("/proc/self/fd/{}", unnamed), unnamed));
+    out->unnamed_ = true;
+    return out;
+  }
   std::string tmp = fmt::format("{}/.{}.XXXXXX.tmp", parent_of(target), base_of(target));
   const int fd = mkstemps(tmp.data(), 4);
   if (fd < 0) return io_error(path, "cannot write", errno);
-  const mode_t mode = exists ? static_cast<mode_t>(st.st_mode & 07777) : default_mode();
   if (fchmod(fd, mode) != 0) {
     const int err = errno;
     close(fd);
@@ -91,9 +106,26 @@ Result<std::unique_ptr<OutputFile>> OutputFile::create(const std::string& path) 
   return std::unique_ptr<OutputFile>(new OutputFile(path, target, std::move(tmp), fd));
 }
 
+Status OutputFile::link_unnamed() {
+  // A name in the target's folder first (rename cannot take an unnamed
+  // file), then the same rename as a named temporary's. The name is this
+  // process's; one left by a process that died in between is skipped.
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    std::string name =
+        fmt::format("{}/.{}.{}-{}.tmp", parent_of(target_), base_of(target_), getpid(), attempt);
+    if (linkat(AT_FDCWD, tmp_.c_str(), AT_FDCWD, name.c_str(), AT_SYMLINK_FOLLOW) == 0) {
+      tmp_ = std::move(name);
+      unnamed_ = false;
+      return {};
+    }
+    if (errno != EEXIST) return io_error(path_, "cannot link the output into its folder", errno);
+  }
+  return io_error(path_, "cannot link the output into its folder", EEXIST);
+}
+
 OutputFile::~OutputFile() {
-  if (fd_ >= 0 && !is_stdout()) close(fd_);
-  if (!committed_ && !tmp_.empty()) unlink(tmp_.c_str());
+  if (fd_ >= 0 && !is_stdout()) close(fd_);  // an unnamed file goes with its descriptor
+  if (!committed_ && !tmp_.empty() && !unnamed_) unlink(tmp_.c_str());
 }
 
 Status OutputFile::write(std::string_view bytes) {
@@ -115,6 +147,7 @@ Status OutputFile::write(std::string_view bytes) {
 
 Status OutputFile::commit() {
   CAPSIM_CHECK(!committed_ && fd_ >= 0, "commit twice");
+  if (unnamed_) CAPSIM_TRY(link_unnamed());
   if (!is_stdout()) {
     const int closed = close(fd_);
     fd_ = -1;

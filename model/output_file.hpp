@@ -4,9 +4,12 @@
 // report) goes through OutputFile, which picks one of three ways by what the
 // path names when it is opened:
 //   - a regular file, or nothing yet: the bytes go to a fresh temporary in the
-//     same folder (mkstemp, never a fixed "PATH.tmp" that could be a user's
-//     file), and `commit()` renames it into place. A reader never sees half a
-//     file, and a failure leaves the old file as it was;
+//     same folder, and `commit()` renames it into place. A reader never sees
+//     half a file, and a failure leaves the old file as it was. The temporary
+//     is an unnamed file (O_TMPFILE), so a process that dies before commit()
+//     (out of memory, SIGKILL) leaves nothing; where the file system has none,
+//     a named one (mkstemp, never a fixed "PATH.tmp" that could be a user's
+//     file), removed by the destructor;
 //   - anything else that exists (a device such as /dev/null, a FIFO, a
 //     socket) and "-" (standard output): written in place. Renaming onto
 //     /dev/null as root would replace the system's device with a file;
@@ -49,7 +52,8 @@ class OutputFile {
   Status commit();
 
   const std::string& path() const { return path_; }
-  // The temporary's path; empty when the output is written in place.
+  // The temporary's path (/proc/self/fd/N while it is unnamed); empty when
+  // the output is written in place.
   const std::string& temporary_path() const { return tmp_; }
   bool in_place() const { return tmp_.empty(); }
   bool is_stdout() const { return path_ == kStdoutPath; }
@@ -59,9 +63,12 @@ class OutputFile {
       : path_(std::move(path)), target_(std::move(target)), tmp_(std::move(tmp)), fd_(fd) {}
   std::string path_;    // as the caller named it, for messages
   std::string target_;  // what the rename replaces (the link's target)
+  // Gives the unnamed temporary a name beside the target, for the rename.
+  Status link_unnamed();
   std::string tmp_;
   int fd_;
   bool committed_ = false;
+  bool unnamed_ = false;  // tmp_ is /proc/self/fd/N, an O_TMPFILE
 };
 
 // Writes all of `bytes` to `path` through an OutputFile.

@@ -1,8 +1,10 @@
 // Fuzz target for `capsim export --chrome` (libFuzzer's entry point): the
-// bytes are a trace, exported to the Chrome Trace Event Format and dumped as
-// the file would be written. Cross-check: what the exporter builds passes
-// its own validation (the CLI refuses to write a document that fails it, so
-// a failure is a bug in the exporter, not in the input).
+// bytes are a trace, streamed to the Chrome Trace Event Format as the CLI
+// streams it and dumped as the file would be written. Cross-checks: every
+// event passes the streaming check as it comes (ChromeTraceChecker, what the
+// CLI runs), and the whole document passes the whole-document validation
+// (the CLI refuses to write a stream that fails its check, so a failure is a
+// bug in the exporter, not in the input).
 #include <cstddef>
 #include <cstdint>
 
@@ -10,19 +12,38 @@
 #include "traces/chrome_export.hpp"
 
 namespace {
+
 constexpr const char* kTarget = "fuzz_export";
+
+// Checks each event as the CLI's writer does, and keeps them all.
+class CheckingSink : public capsim::ChromeEventSink {
+ public:
+  capsim::Status event(capsim::Json event, bool may_start_flows) override {
+    if (capsim::Status ok = checker.add(event, may_start_flows); !ok) {
+      capsim::fuzz::fail(kTarget, "an exported event fails the streaming check");
+    }
+    events.push_back(std::move(event));
+    return {};
+  }
+  capsim::ChromeTraceChecker checker;
+  capsim::Json events = capsim::Json::array();
+};
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::unique_ptr<capsim::TraceReader> reader =
       capsim::fuzz::open_checked(kTarget, data, size);
   if (!reader) return 0;
-  const capsim::Result<capsim::Json> doc =
-      capsim::chrome_trace(*reader, capsim::fuzz::kFuzzMemoryBudget);
+  CheckingSink sink;
+  capsim::Result<capsim::Json> doc =
+      capsim::stream_chrome_trace(*reader, sink, capsim::fuzz::kFuzzMemoryBudget);
   if (!doc) {
     capsim::fuzz::check_message(kTarget, doc.error());
     return 0;
   }
+  if (!sink.checker.finish().ok()) capsim::fuzz::fail(kTarget, "a flow of the stream has no end");
+  (*doc)["traceEvents"] = std::move(sink.events);
   if (!capsim::validate_chrome_trace(*doc).ok()) {
     capsim::fuzz::fail(kTarget, "the export fails its own validation");
   }

@@ -101,6 +101,7 @@ unity_e=(
   render/capture_drawings.cpp render/dot_writer.cpp render/draw_graph.cpp render/fold.cpp
   render/graph_diff.cpp render/graphviz_output.cpp render/memory_drawings.cpp
   render/trace_graphs.cpp render/tree_drawing.cpp traces/chrome_export.cpp
+  traces/chrome_trace_check.cpp traces/chrome_export_file.cpp
   tests/fuzz/trace_mutations.cpp tests/fuzz/custom_mutator.cpp
 )
 # -gline-tables-only: file:line in every stack trace, at a fraction of -g's cost.

@@ -257,5 +257,93 @@ TEST_CASE("chrome export: the validator refuses broken documents") {
   refused(Json::array(), "traceEvents array");
 }
 
+// The minimal document's events through the streaming check, the recording
+// (its first slice) sent as a place where flows start.
+Status streamed(const Json& doc) {
+  ChromeTraceChecker checker;
+  const Json& events = doc["traceEvents"];
+  for (std::size_t i = 0; i < events.size(); ++i) {
+    CAPSIM_TRY(checker.add(events[i], i == 1));
+  }
+  return checker.finish();
+}
+
+TEST_CASE("chrome export: the streaming check refuses what the validator refuses") {
+  // The minimal document in the order an export sends it: the flow's two
+  // ends with the replay they land in, before the replay's kernel.
+  Json d = minimal_document();
+  std::swap(d["traceEvents"][3], d["traceEvents"][5]);
+  REQUIRE(validate_chrome_trace(d).ok());
+  CHECK(streamed(d).ok());
+  auto refused = [](const Json& doc, const std::string& needle) {
+    const Status s = streamed(doc);
+    REQUIRE(!s.ok());
+    CAPTURE(s.error().message);
+    CHECK(s.error().message.find(needle) != std::string::npos);
+  };
+  Json broken = d;
+  broken["traceEvents"][5]["dur"] = 10;  // the kernel outlives its replay
+  refused(broken, "without nesting");
+  broken = d;
+  broken["traceEvents"].erase(3);  // the f side of flow 7
+  refused(broken, "flow id 7 has no matching f event");
+  broken = d;
+  broken["traceEvents"][4]["ts"] = 4;  // the s side between the two slices
+  refused(broken, "lies inside no X event");
+  broken = d;
+  broken["traceEvents"][3]["ts"] = 4.5;  // f before the replay it lands in
+  refused(broken, "lies inside no X event");
+  broken = d;
+  std::swap(broken["traceEvents"][1], broken["traceEvents"][2]);  // out of time order
+  refused(broken, "before the last slice of its thread");
+  broken = d;
+  broken["traceEvents"][2].erase("ts");
+  refused(broken, "missing 'ts'");
+}
+
+// Counts what a sink is sent, as the CLI's writer counts.
+class CountingSink : public ChromeEventSink {
+ public:
+  Status event(Json event, bool may_start_flows) override {
+    CAPSIM_TRY(checker.add(event, may_start_flows));
+    ++events;
+    kernels += event["ph"] == "X" && event["args"].contains("graph_node_id");
+    return {};
+  }
+  ChromeTraceChecker checker;
+  std::size_t events = 0, kernels = 0;
+};
+
+TEST_CASE("chrome export: a stream passes its own check and draws a capped replay") {
+  const ProgramScenario* s = find_program_scenario("rerecord_if_static_input_address_changed");
+  std::vector<std::string> lines = recorded(*s);
+  Result<Json> whole = export_lines(lines);
+  REQUIRE(whole.ok());
+  {
+    Result<std::unique_ptr<TraceReader>> reader = test::reader_of(test::join_lines(lines));
+    REQUIRE(reader.ok());
+    CountingSink sink;
+    REQUIRE(stream_chrome_trace(**reader, sink).ok());
+    CHECK(sink.checker.finish().ok());
+    CHECK(sink.events == (*whole)["traceEvents"].size());
+  }
+  // A recording that claims 2^20 steps: its replays draw no nested slices
+  // (the model's graph has another step count, so they would be "step k").
+  for (std::string& l : lines) {
+    const std::size_t at = l.find("\"event\":\"record\"");
+    if (at == std::string::npos) continue;
+    const std::size_t steps = l.find("\"steps\":");
+    REQUIRE(steps != std::string::npos);
+    const std::size_t end = l.find_first_of(",}", steps);
+    l = l.substr(0, steps) + "\"steps\":1048576" + l.substr(end);
+  }
+  Result<std::unique_ptr<TraceReader>> reader = test::reader_of(test::join_lines(lines));
+  REQUIRE(reader.ok());
+  CountingSink sink;
+  REQUIRE(stream_chrome_trace(**reader, sink).ok());
+  CHECK(sink.kernels == 0);
+  CHECK(sink.events < 200);
+}
+
 }  // namespace
 }  // namespace capsim
