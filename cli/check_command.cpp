@@ -11,6 +11,7 @@
 
 #include "cli/check_jobs.hpp"
 #include "cli/check_report.hpp"
+#include "cli/progress.hpp"
 #include "cli/reference_backends.hpp"
 #include "cli/trace_commands.hpp"
 #include "model/output_file.hpp"
@@ -42,28 +43,6 @@ void print_catalogue(std::span<const Property> catalogue) {
                p.statement, p.spec, p.generator, p.control, fault_name(p.fault));
   }
 }
-
-// A one-line progress bar on stderr, redrawn in place; only on a terminal,
-// so that CI logs get no control characters.
-class Progress {
- public:
-  explicit Progress(bool enabled) : enabled_(enabled && ::isatty(STDERR_FILENO) == 1) {}
-  void update(const Property& p, bool control, std::uint64_t done, std::uint64_t total) {
-    if (!enabled_) return;
-    std::fprintf(stderr, "\r\033[K%s%.*s %llu/%llu", control ? "control " : "",
-                 static_cast<int>(p.name.size()), p.name.data(),
-                 static_cast<unsigned long long>(done), static_cast<unsigned long long>(total));
-    std::fflush(stderr);
-  }
-  void clear() {
-    if (!enabled_) return;
-    std::fprintf(stderr, "\r\033[K");
-    std::fflush(stderr);
-  }
-
- private:
-  bool enabled_;
-};
 
 // <stem>.dot beside a saved trace: its tree, drawn from the recorded events;
 // when the sound model's replay predicts another tree (a control's trace
@@ -163,11 +142,13 @@ double monotonic_seconds() {
 
 // What the runner tells as it goes: the progress bar, and each regression,
 // property and control as it ends (nothing but the bar with --json).
-CheckHooks printing_hooks(const CheckCommandOptions& options, Progress& progress,
+CheckHooks printing_hooks(const CheckCommandOptions& options, TerminalProgress& progress,
                           bool& controls_header) {
   CheckHooks hooks;
   hooks.on_case = [&progress](const Property& p, bool control, std::uint64_t done,
-                              std::uint64_t total) { progress.update(p, control, done, total); };
+                              std::uint64_t total) {
+    progress.update(std::string(control ? "control " : "") + std::string(p.name), done, total);
+  };
   hooks.on_regression = [&](const RegressionOutcome& r) {
     progress.clear();
     if (!options.json) print_lines(options.report_stream(), regression_lines(r));
@@ -278,7 +259,7 @@ int check_command(const CheckCommandOptions& options) {
   double seconds = 0;
   {
     const SigintStops stops;
-    Progress progress(options.progress);
+    TerminalProgress progress(options.progress);
     bool controls_header = false;
     const auto start = std::chrono::steady_clock::now();
     if (options.jobs > 1) {

@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "cli/explain_html.hpp"
+#include "cli/progress.hpp"
 #include "cli/trace_commands.hpp"
 #include "model/output_file.hpp"
 #include "traces/explain.hpp"
@@ -16,7 +17,12 @@ namespace {
 
 // The what-ifs `edit` asks for: one, or auto's ranked list.
 Result<std::vector<WhatIf>> what_ifs(const ObservedRun& run, const std::string& edit) {
-  if (edit == "auto") return what_if_auto(run);
+  if (edit == "auto") {
+    TerminalProgress progress;
+    return what_if_auto(run, [&progress](std::size_t k, std::size_t n) {
+      progress.update("capsim explain: what-if edits tried", k, n);
+    });
+  }
   CAPSIM_TRY_ASSIGN(WhatIf one, what_if(run, edit));
   return std::vector<WhatIf>{std::move(one)};
 }

@@ -10,6 +10,7 @@
 
 #include <memory>
 
+#include "cli/progress.hpp"
 #include "cli/trace_commands.hpp"
 #include "model/output_file.hpp"
 #include "traces/chrome_export_file.hpp"
@@ -22,7 +23,13 @@ int export_command(const std::string& chrome_out, const std::string& trace,
   if (!reader) return fail(reader.error().message);
   Result<std::unique_ptr<OutputFile>> out = OutputFile::create(chrome_out);
   if (!out) return fail(out.error().message);
-  const ChromeExportReport r = write_chrome_export(**reader, **out, memory_budget_bytes);
+  ChromeExportReport r;
+  {
+    TerminalProgress progress;
+    r = write_chrome_export(**reader, **out, memory_budget_bytes, [&progress](std::size_t n) {
+      progress.count("capsim export: trace events written", n, 1);
+    });
+  }
   // A viewer would drop or misdraw what fails the check: nothing is written
   // (the temporary goes with `out`), and the bug is capsim's.
   if (r.check_failed) {

@@ -23,6 +23,7 @@
 #include "cli/export_command.hpp"
 #include "cli/input_guards.hpp"
 #include "cli/path_roles.hpp"
+#include "cli/progress.hpp"
 #include "cli/render_commands.hpp"
 #include "cli/simulate_command.hpp"
 #include "cli/trace_commands.hpp"
@@ -54,8 +55,14 @@ std::string one_line(std::string s) {
   return s;
 }
 
-int print_run(const capsim::AdamReplayJobOptions& options) {
+int print_run(capsim::AdamReplayJobOptions options) {
+  capsim::cli::TerminalProgress progress;
+  options.on_step = [&progress, &options](std::int64_t step) {
+    progress.update("capsim run: replays", static_cast<std::uint64_t>(step),
+                    static_cast<std::uint64_t>(options.steps));
+  };
   auto report = capsim::run_adam_replay_job(options);
+  progress.clear();
   if (!report) return fail(report.error().message);
   fmt::print("capsim run: one recorded AdamW step over {} params of {} floats, seed {}\n",
              options.params, options.numel, options.seed);

@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "cli/input_guards.hpp"
+#include "cli/progress.hpp"
 #include "cli/reference_backends.hpp"
 #include "model/output_file.hpp"
 #include "sim/scenarios/scenarios.hpp"
@@ -79,8 +80,12 @@ int replay_command(const std::vector<std::string>& files, bool json,
   int exit_code = 0;
   std::size_t matched = 0, findings = 0, unread = 0;
   Json all = Json::array();
-  for (const std::string& file : files) {
+  TerminalProgress progress(files.size() > 1);
+  for (std::size_t i = 0; i < files.size(); ++i) {
+    const std::string& file = files[i];
+    progress.update("capsim replay: traces", i, files.size());
     Result<ResimulationReport> report = resimulate_file(file, options);
+    progress.clear();
     if (!report) {
       ++unread;
       if (json) {

@@ -10,7 +10,9 @@ namespace {
 // A line waits for the next one to learn whether it needs its comma.
 class StreamingWriter : public ChromeEventSink {
  public:
-  StreamingWriter(OutputFile& out, ChromeExportReport& report) : out_(out), report_(report) {
+  StreamingWriter(OutputFile& out, ChromeExportReport& report,
+                  const std::function<void(std::size_t)>& on_events)
+      : out_(out), report_(report), on_events_(on_events) {
     buffer_ = "{\"traceEvents\":[\n";
   }
 
@@ -48,6 +50,7 @@ class StreamingWriter : public ChromeEventSink {
  private:
   void count(const Json& e) {
     ++report_.events;
+    if (on_events_ && report_.events % (std::size_t{1} << 16) == 0) on_events_(report_.events);
     const std::string& ph = e["ph"].get_ref<const std::string&>();
     const std::string& name = e["name"].get_ref<const std::string&>();
     if (ph == "X" && name.starts_with("replay ")) ++report_.replays;
@@ -66,6 +69,7 @@ class StreamingWriter : public ChromeEventSink {
   static constexpr std::size_t kFlushBytes = std::size_t{1} << 20;
   OutputFile& out_;
   ChromeExportReport& report_;
+  const std::function<void(std::size_t)>& on_events_;
   ChromeTraceChecker checker_;
   std::string held_;    // the last event's line, waiting for its comma
   std::string buffer_;  // lines not yet written
@@ -74,9 +78,10 @@ class StreamingWriter : public ChromeEventSink {
 }  // namespace
 
 ChromeExportReport write_chrome_export(TraceReader& reader, OutputFile& out,
-                                       std::uint64_t memory_budget_bytes) {
+                                       std::uint64_t memory_budget_bytes,
+                                       const std::function<void(std::size_t)>& on_events) {
   ChromeExportReport report;
-  StreamingWriter writer(out, report);
+  StreamingWriter writer(out, report, on_events);
   Result<Json> rest = stream_chrome_trace(reader, writer, memory_budget_bytes);
   report.status = rest ? writer.finish(*rest) : Status(rest.error());
   return report;

@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 
 #include "model/output_file.hpp"
 #include "traces/chrome_export.hpp"
@@ -21,7 +22,10 @@ struct ChromeExportReport {
   Status status;  // ok, or why the export stopped (bad input, a failed write)
 };
 
-ChromeExportReport write_chrome_export(TraceReader& reader, OutputFile& out,
-                                       std::uint64_t memory_budget_bytes = kDefaultMemoryBudget);
+// `on_events`, when set, hears the count of trace events written so far,
+// every 2^16 of them (the CLI's progress line).
+ChromeExportReport write_chrome_export(
+    TraceReader& reader, OutputFile& out, std::uint64_t memory_budget_bytes = kDefaultMemoryBudget,
+    const std::function<void(std::size_t events)>& on_events = {});
 
 }  // namespace capsim

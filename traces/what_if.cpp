@@ -308,7 +308,8 @@ auto cost(const RunSummary& s) {
 
 }  // namespace
 
-Result<std::vector<WhatIf>> what_if_auto(const ObservedRun& run) {
+Result<std::vector<WhatIf>> what_if_auto(
+    const ObservedRun& run, const std::function<void(std::size_t k, std::size_t n)>& on_edit) {
   // A run without CUDA graphs is compared as on a GPU, so the edits to try
   // are those that simulation calls for (its copies, errors and warnings).
   std::optional<ObservedRun> gpu;
@@ -316,7 +317,10 @@ Result<std::vector<WhatIf>> what_if_auto(const ObservedRun& run) {
     CAPSIM_TRY_ASSIGN(gpu, as_on_a_gpu(run));
   }
   std::vector<WhatIf> out;
-  for (const std::string& edit : candidates(gpu ? *gpu : run)) {
+  const std::vector<std::string> edits = candidates(gpu ? *gpu : run);
+  for (std::size_t k = 0; k < edits.size(); ++k) {
+    if (on_edit) on_edit(k, edits.size());
+    const std::string& edit = edits[k];
     Result<WhatIf> w = what_if(run, edit);
     if (!w) continue;  // an edit that does not apply (a name no action binds)
     if (w->refused || !(cost(w->after) < cost(w->before))) continue;

@@ -25,6 +25,7 @@
 // run) is asked what a GPU under mode="reduce-overhead" would do.
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -54,7 +55,10 @@ Result<WhatIf> what_if(const ObservedRun& run, const std::string& edit);
 // errors, then fewer warnings, then fewer re-recordings and recompiles, then
 // fewer bytes copied (in that order: an edit that saves copies but adds a
 // re-record is worse; one that ends a W1 is worth the copies it adds).
-Result<std::vector<WhatIf>> what_if_auto(const ObservedRun& run);
+// `on_edit`, when set, hears each edit before it is tried (k of n; the
+// CLI's progress line); nothing of the result depends on it.
+Result<std::vector<WhatIf>> what_if_auto(
+    const ObservedRun& run, const std::function<void(std::size_t k, std::size_t n)>& on_edit = {});
 
 std::string what_if_text(const WhatIf& w);
 Json what_if_json(const WhatIf& w);

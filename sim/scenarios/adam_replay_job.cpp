@@ -147,6 +147,7 @@ Result<AdamReplayReport> run_adam_replay_job(const AdamReplayJobOptions& options
     CAPSIM_TRY(d.backend.replay(handle));
     CAPSIM_TRY_ASSIGN(const std::uint64_t digest, param_digest(d));
     report.steps.push_back({step, copy_bytes, digest});
+    if (options.on_step) options.on_step(step);
   }
   report.pool_live_blocks = d.allocator.live_blocks(d.pool).size();
   report.pool_allocated_bytes = d.allocator.allocated_bytes(d.pool);

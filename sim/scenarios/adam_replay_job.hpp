@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,9 @@ struct AdamReplayJobOptions {
   std::int64_t numel = 1024;  // elements per param
   std::int64_t params = 2;
   bool poison_freed = false;
+  // Called after each replay with its 1-based step (the CLI's progress
+  // line); nothing of the report depends on it.
+  std::function<void(std::int64_t step)> on_step;
 };
 // Limits that bad flags run into.
 inline constexpr std::int64_t kMaxJobSteps = 1'000'000;
