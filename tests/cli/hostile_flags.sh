@@ -105,16 +105,7 @@ done
 
 # --- host memory ---------------------------------------------------------------
 # 60 tensors of 64 MiB: more than the host gives under the limits below.
-big() {
-  python3 - "$simple" <<'EOF'
-import json, sys
-header = open(sys.argv[1]).readline().strip()
-out = [header] + [json.dumps({"seq": i + 1, "type": "action", "index": i, "action": "new_tensor",
-                              "name": f"t{i}", "sizes": [16777216]}, separators=(",", ":"))
-                  for i in range(60)]
-open("big.jsonl", "w").write("\n".join(out) + "\n")
-EOF
-}
+big() { big_tensors "$simple" 60 big.jsonl; }
 # "${limited[@]}" KIB COMMAND...: COMMAND under an address-space limit.
 limited=(bash -c 'ulimit -v "$0" && exec "$@"')
 if [ "$sanitized" = 1 ]; then

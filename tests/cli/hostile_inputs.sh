@@ -126,14 +126,7 @@ fresh version_2
 edit "$t" 1 'l.replace("\"version\":1", "\"version\":2")' t.jsonl
 check version_2 2 "t.jsonl:1:[0-9]+: field 'version': unsupported version 2" -- "$capsim" render t.jsonl
 fresh memory_budget
-python3 - "$t" <<'EOF'
-import json, sys
-header = open(sys.argv[1]).readline().strip()
-out = [header] + [json.dumps({"seq": i + 1, "type": "action", "index": i, "action": "new_tensor",
-                              "name": f"t{i}", "sizes": [16777216]}, separators=(",", ":"))
-                  for i in range(70)]
-open("t.jsonl", "w").write("\n".join(out) + "\n")
-EOF
+big_tensors "$t" 70 t.jsonl
 check memory_budget 2 "t.jsonl:[0-9]+:1: action [0-9]+ \(new_tensor\): out of simulated device memory" -- "$capsim" replay --memory-budget 256MiB t.jsonl
 check memory_budget_flag 2 "--memory-budget: Value 1024 not in range" -- "$capsim" replay --memory-budget 1KiB t.jsonl
 
@@ -365,14 +358,7 @@ check explain_html_onto_input 2 "t.jsonl: is the input t.jsonl; writing it would
 # A trace capsim wrote, without events (its run had none): read as a trace
 # (its header says who wrote it), not simulated again as a program.
 fresh explain_trace_without_events
-python3 - "$simple" <<'EOF'
-import json, sys
-header = open(sys.argv[1]).readline().strip()
-out = [header] + [json.dumps({"seq": i + 1, "type": "action", "index": i, "action": "new_tensor",
-                              "name": f"t{i}", "sizes": [16777216]}, separators=(",", ":"))
-                  for i in range(60)]
-open("t.jsonl", "w").write("\n".join(out) + "\n")
-EOF
+big_tensors "$simple" 60 t.jsonl
 check explain_trace_without_events 0 "^t.jsonl: 0 decisions explained$" -- "$capsim" explain t.jsonl
 fresh explain_missing
 check explain_missing 2 "nope.jsonl" -- "$capsim" explain nope.jsonl

@@ -55,3 +55,15 @@ fresh() {
   cd "$root/$1/w" || exit 1
 }
 
+# big_tensors SRC COUNT OUT: SRC's header, then COUNT new_tensor actions of
+# 2^24 floats (64 MiB each) and no events: a trace that asks for memory.
+big_tensors() {
+  python3 - "$1" "$2" "$3" <<'EOF'
+import json, sys
+header = open(sys.argv[1]).readline().strip()
+out = [header] + [json.dumps({"seq": i + 1, "type": "action", "index": i, "action": "new_tensor",
+                              "name": f"t{i}", "sizes": [16777216]}, separators=(",", ":"))
+                  for i in range(int(sys.argv[2]))]
+open(sys.argv[3], "w").write("\n".join(out) + "\n")
+EOF
+}
