@@ -17,7 +17,15 @@
 namespace capsim::cli {
 
 void stderr_line(const std::string& line) {
-  const std::string shown = printable_message(line) + "\n";
+  std::string shown = printable_message(line);
+  // A value echoed whole (CLI11 lists every unexpected argument) could make
+  // a line of megabytes: past the limit, the line says how long it was.
+  if (shown.size() > kMaxStderrLine) {
+    std::size_t cut = kMaxStderrLine;
+    while (cut > 0 && (static_cast<unsigned char>(shown[cut]) & 0xC0) == 0x80) --cut;
+    shown = fmt::format("{} ... (cut: {} bytes in all)", shown.substr(0, cut), shown.size());
+  }
+  shown += "\n";
   std::fwrite(shown.data(), 1, shown.size(), stderr);
 }
 

@@ -5,6 +5,7 @@
 // bad input (the error names file, line and column).
 #pragma once
 
+#include <cstddef>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,9 @@ int fail(const std::string& message);
 // input or argv can neither forge a second line nor reach the terminal as
 // an escape sequence. Every line capsim writes to stderr goes through here.
 void stderr_line(const std::string& line);
+// The longest line stderr_line writes whole (bytes, after escaping); a longer
+// one is cut at a character's boundary and says how long it was.
+inline constexpr std::size_t kMaxStderrLine = 4096;
 
 // `backend`: cpu (the model's trace), host or cuda (the model beside that
 // reference backend; the trace's producer is capsim-cuda and it carries the

@@ -61,7 +61,9 @@ class FieldReader {
     const element* e = take(key, false);
     if (!e) return;
     double d = 0;
-    if (e->type() != element_type::DOUBLE || e->get_double().get(d) != simdjson::SUCCESS) {
+    // A float32 midpoint needs its text (json_fields.hpp): the general way.
+    if (e->type() != element_type::DOUBLE || e->get_double().get(d) != simdjson::SUCCESS ||
+        float32_midpoint(d)) {
       ok_ = false;
       return;
     }

@@ -2,9 +2,11 @@
 
 #include <fmt/format.h>
 
+#include <cerrno>
 #include <cmath>
 #include <cstdlib>
 #include <limits>
+#include <string>
 
 namespace capsim {
 
@@ -70,6 +72,30 @@ std::optional<float> float32_of_double(double d) {
   if (std::fabs(d) > kMax)
     return d > 0 ? std::numeric_limits<float>::max() : -std::numeric_limits<float>::max();
   return static_cast<float>(d);
+}
+
+bool float32_midpoint(double d) {
+  if (!std::isfinite(d) || std::fabs(d) > static_cast<double>(std::numeric_limits<float>::max())) {
+    return false;
+  }
+  const float f = static_cast<float>(d);
+  if (static_cast<double>(f) == d) return false;
+  const float other =
+      std::nextafter(f, d > static_cast<double>(f) ? std::numeric_limits<float>::infinity()
+                                                   : -std::numeric_limits<float>::infinity());
+  // Two neighbouring floats' halfway point needs one bit more than a float:
+  // a double holds it exactly.
+  return (static_cast<double>(f) + static_cast<double>(other)) / 2 == d;
+}
+
+double float32_exact(double d, std::string_view text) {
+  if (!float32_midpoint(d)) return d;
+  const std::string s(text.substr(0, 4096));
+  char* end = nullptr;
+  errno = 0;
+  const float f = std::strtof(s.c_str(), &end);
+  if (end == s.c_str() || !std::isfinite(f)) return d;
+  return static_cast<double>(f);
 }
 
 Result<float> json_float32(const Json& value, std::string_view path) {

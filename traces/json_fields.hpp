@@ -78,6 +78,18 @@ Result<float> json_float32(const Json& value, std::string_view path);
 // A JSON number's double as the float32 it stands for, rounded to nearest;
 // nullopt past float32's range. json_float32's rule, for the fast reader too.
 std::optional<float> float32_of_double(double d);
+// Whether a number read as the double `d` may stand for either of two
+// floats: `d` lies exactly halfway between them, where the text it came from
+// may have been a hair above or below (a 17-digit or 60-digit literal near
+// 1 + 2^-24, a denormal near half the smallest). Rounding the text to a
+// double and then to a float would then pick the even one, where strtof on
+// the text picks the nearer.
+bool float32_midpoint(double d);
+// For a number whose text is `text` and whose double is `d`: when `d` is a
+// float32 midpoint, the double of the float strtof reads from the text (so
+// that every later float32 read of it is strtof's); else `d`. The readers'
+// JSON parsers apply it as they parse, where they still have the text.
+double float32_exact(double d, std::string_view text);
 Result<Address> json_address(const Json& value, std::string_view path);
 
 // A float32 as the JSON number with the fewest decimal digits that reads back

@@ -72,7 +72,27 @@ bool fill_line(Json& line, std::size_t seq, std::size_t& actions, const std::str
   return filled;
 }
 
-// The file's text with the left-out fields filled in, line for line.
+// A program's text with the left-out fields filled in, line for line;
+// `name` stands for the file.
+std::string filled_text(std::istream& in, const std::string& name) {
+  std::string out, raw;
+  std::size_t seq = 0, actions = 0;
+  while (std::getline(in, raw)) {
+    // Parsed as the reader parses (a float's text kept where it matters),
+    // since the filled-in line is written out again and read.
+    Json line;
+    if (parse_trace_json(raw, line) && line.is_object() && fill_line(line, seq, actions, name)) {
+      out += line.dump();
+    } else {
+      out += raw;  // as written: the reader reports what is wrong with it
+    }
+    out += '\n';
+    ++seq;
+  }
+  return out;
+}
+
+// The same for the file at `path`.
 Result<std::string> filled_text(const std::string& path) {
   std::error_code ec;
   // As the trace reader says it (a folder opens as a stream, then reads as
@@ -94,25 +114,15 @@ Result<std::string> filled_text(const std::string& path) {
     return make_error(fmt::format("{}: cannot open: {}", printable_message(path),
                                   std::strerror(errno != 0 ? errno : ENOENT)));
   }
-  std::string out, raw;
-  std::size_t seq = 0, actions = 0;
-  while (std::getline(in, raw)) {
-    Json line = Json::parse(raw, nullptr, false);
-    if (!line.is_discarded() && line.is_object() && fill_line(line, seq, actions, path)) {
-      out += line.dump();
-    } else {
-      out += raw;  // as written: the reader reports what is wrong with it
-    }
-    out += '\n';
-    ++seq;
-  }
-  return out;
+  return filled_text(in, path);
 }
 
 }  // namespace
 
-Result<ProgramFile> read_program_file(const std::string& path) {
-  CAPSIM_TRY_ASSIGN(std::string text, filled_text(path));
+namespace {
+
+// The filled-in text, read line by line as a trace without events.
+Result<ProgramFile> read_program_text(std::string text, const std::string& path) {
   CAPSIM_TRY_ASSIGN(std::unique_ptr<TraceReader> reader,
                     TraceReader::open(std::make_unique<std::istringstream>(std::move(text)), path));
   ProgramFile file;
@@ -143,9 +153,27 @@ Result<ProgramFile> read_program_file(const std::string& path) {
   return file;
 }
 
+}  // namespace
+
+Result<ProgramFile> read_program_file(const std::string& path) {
+  CAPSIM_TRY_ASSIGN(std::string text, filled_text(path));
+  return read_program_text(std::move(text), path);
+}
+
+Result<ProgramFile> read_program_bytes(const std::string& bytes, const std::string& name) {
+  if (bytes.size() > kMaxProgramBytes) {
+    return make_error(fmt::format("{}: {} bytes, more than a program's limit of {}", name,
+                                  bytes.size(), kMaxProgramBytes));
+  }
+  std::istringstream in(bytes);
+  return read_program_text(filled_text(in, name), name);
+}
+
 Result<ProgramRun> run_program_file(const ProgramFile& file, const std::string& path,
-                                    std::optional<TorchProfile> torch) {
+                                    std::optional<TorchProfile> torch,
+                                    std::uint64_t memory_budget_bytes) {
   WorldOptions options;
+  options.memory_budget_bytes = memory_budget_bytes;
   options.config = file.header.config;
   if (torch) options.config.torch_profile = *torch;
   options.seed = file.header.seed;

@@ -29,6 +29,9 @@ struct ProgramFile {
 // Reads and checks `path`. An event line is an error (a program predicts its
 // events; `capsim replay` compares a trace's).
 Result<ProgramFile> read_program_file(const std::string& path);
+// The same over a program's bytes, `name` standing for the file in messages
+// (fuzzing reads from memory).
+Result<ProgramFile> read_program_bytes(const std::string& bytes, const std::string& name);
 
 struct ProgramRun {
   std::vector<Event> events;  // in order; each names its action
@@ -39,6 +42,7 @@ struct ProgramRun {
 // replaces the profile). An action the World refuses is an error naming
 // `path`, the action's line (when `action_lines` has it) and its index.
 Result<ProgramRun> run_program_file(const ProgramFile& file, const std::string& path,
-                                    std::optional<TorchProfile> torch = std::nullopt);
+                                    std::optional<TorchProfile> torch = std::nullopt,
+                                    std::uint64_t memory_budget_bytes = kDefaultMemoryBudget);
 
 }  // namespace capsim

@@ -65,8 +65,10 @@ class DuplicateKeyWatch {
   bool boolean(bool v) { return dom_.boolean(v); }
   bool number_integer(Json::number_integer_t v) { return dom_.number_integer(v); }
   bool number_unsigned(Json::number_unsigned_t v) { return dom_.number_unsigned(v); }
+  // A float32 midpoint is read from its text, as strtof would
+  // (json_fields.hpp: float32_exact).
   bool number_float(Json::number_float_t v, const Json::string_t& s) {
-    return dom_.number_float(v, s);
+    return dom_.number_float(float32_exact(v, s), s);
   }
   bool string(Json::string_t& v) { return dom_.string(v); }
   bool binary(Json::binary_t& v) { return dom_.binary(v); }
@@ -196,6 +198,10 @@ std::size_t utf8_sequence(std::string_view s) {
 }
 
 }  // namespace
+
+bool parse_trace_json(std::string_view line, Json& out) {
+  return !parse_json_line(line, out).has_value();
+}
 
 std::string printable_message(std::string_view text) {
   std::string out;

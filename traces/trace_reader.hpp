@@ -46,6 +46,11 @@ struct TraceItem {
 // refuses to write invalid UTF-8).
 std::string printable_message(std::string_view text);
 
+// One line of JSON as the reader parses it: an object that repeats a key is
+// refused, and a float32 midpoint is read from its text (json_fields.hpp,
+// float32_exact). False when the line is not such JSON.
+bool parse_trace_json(std::string_view line, Json& out);
+
 class TraceReader {
  public:
   // Opens `path` and reads the header. A missing file, an empty file or a bad

@@ -4,13 +4,17 @@
 // items, or the same error), and the fast path really reads most lines.
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <limits>
 
 #include "tests/traces/trace_test_support.hpp"
+#include "traces/json_fields.hpp"
 #include "traces/program_json.hpp"
 #include "traces/scenario_trace.hpp"
+#include "traces/trace_reader.hpp"
 
 namespace capsim {
 namespace {
@@ -149,6 +153,10 @@ TEST_CASE("fast lines: action lines it must decline read as through the general 
         head + ",\"fill\":-0.0}",           // negative zero
         head + ",\"fill\":3.4028235e+38}",  // FLT_MAX's shortest text, above it as a double
         head + ",\"fill\":1e39}",           // past float32
+        // float32 midpoints as doubles: the text decides (json_fields.hpp)
+        head + ",\"fill\":1.000000059604644775390625000000000000000000000000000001}",
+        head + ",\"fill\":1.0000000596046447753906249999999999999999999999999}",
+        head + ",\"fill\":1.0000000596046448}",
         head + ",\"fill\":null}",
         head + ",\"offset\":9223372036854775807}",
         head + ",\"offset\":9223372036854775808}",  // past int64
@@ -186,6 +194,37 @@ TEST_CASE("fast lines: action lines it must decline read as through the general 
         "{\"type\":\"action\"," + line.substr(1),  // type given twice
     };
   });
+}
+
+TEST_CASE("float32 fields: a midpoint is read from its text, as strtof reads it") {
+  const float one_up = std::nextafter(1.0f, 2.0f);
+  const float denorm = std::numeric_limits<float>::denorm_min();
+  struct Case {
+    const char* text;
+    float want;
+  };
+  // Each text's nearest double is exactly halfway between two floats, where
+  // a double-then-float rounding takes the even one.
+  const Case cases[] = {
+      {"1.000000059604644775390625000000000000000000000000000001", one_up},
+      {"1.0000000596046447753906249999999999999999999999999", 1.0f},
+      {"1.0000000596046448", one_up},  // 17 digits, above the midpoint
+      {"7.00649232162408535461864791644958065640130970938257885878534141944895541342930300743319"
+       "094181060791015625000001e-46",
+       denorm},       // just above half the smallest denormal
+      {"1.5", 1.5f},  // no midpoint: unchanged
+  };
+  for (const Case& c : cases) {
+    CAPTURE(c.text);
+    Json j;
+    REQUIRE(parse_trace_json(std::string("{\"fill\":") + c.text + "}", j));
+    const Result<float> f = json_float32(j["fill"], "fill");
+    REQUIRE(f.ok());
+    CHECK(*f == c.want);
+  }
+  CHECK(float32_midpoint(1.0 + 0x1p-24));
+  CHECK_FALSE(float32_midpoint(1.0));
+  CHECK_FALSE(float32_midpoint(1.0 + 0x1p-25));
 }
 
 }  // namespace
