@@ -41,11 +41,20 @@ void fill_header(Json& line, const std::string& path) {
   line = std::move(full);
 }
 
+// The line's "type", or "" when it has none or it is not a string (the
+// reader then refuses the line; Json::value would throw on `"type":[4]`,
+// which the program reader's fuzz target found).
+std::string type_of(const Json& line) {
+  const auto it = line.find("type");
+  return it != line.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
 // One line with `seq` (and an action's `index`) filled in where missing;
 // false when nothing was missing (the line is then passed on as written).
 bool fill_line(Json& line, std::size_t seq, std::size_t& actions, const std::string& path) {
   bool filled = false;
-  if (seq == 0 && line.value("type", "") == "header") {
+  const std::string type = type_of(line);
+  if (seq == 0 && type == "header") {
     const Json before = line;
     fill_header(line, path);
     filled = line != before;
@@ -54,7 +63,7 @@ bool fill_line(Json& line, std::size_t seq, std::size_t& actions, const std::str
     line["seq"] = seq;
     filled = true;
   }
-  if (line.value("type", "") == "function") {
+  if (type == "function") {
     for (const char* key : {"static_input_idxs", "param_input_idxs"}) {
       if (!line.contains(key)) {
         line[key] = Json::array();
@@ -62,7 +71,7 @@ bool fill_line(Json& line, std::size_t seq, std::size_t& actions, const std::str
       }
     }
   }
-  if (line.value("type", "") == "action") {
+  if (type == "action") {
     if (!line.contains("index")) {
       line["index"] = actions;
       filled = true;

@@ -329,6 +329,12 @@ printf '%s\n' '{"type":"header","name":"p"}' \
   '{"type":"action","action":"new_tensor","name":"z","sizes":[4]}' \
   '{"type":"action","action":"call","function":"f","args":["x"],"outputs":["y"],"consume":["z"]}' >p.jsonl
 check simulate_consume_not_an_arg 2 "p.jsonl:5: action 2 \(call\): field 'consume': 'z' is not one of the call's args" -- "$capsim" simulate p.jsonl
+# A line whose "type" is not a string: the filling-in of left-out fields
+# threw (exit 70) before the reader could refuse it (found by
+# fuzz_program_reader).
+fresh simulate_type_not_a_string
+printf '%s\n' '{"type":"header","name":"p"}' '{"type":[4]}' >p.jsonl
+check simulate_type_not_a_string 2 "p.jsonl:2:[0-9]+: field 'type': expected a string, got an array" -- "$capsim" simulate p.jsonl
 fresh simulate_directory
 mkdir d
 check simulate_directory 2 "capsim: error: d: cannot read: Is a directory" -- "$capsim" simulate d
