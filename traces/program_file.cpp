@@ -188,8 +188,10 @@ Result<ProgramRun> run_program_file(const ProgramFile& file, const std::string& 
   options.seed = file.header.seed;
   options.autograd_scenarios = find_autograd_scenario;
   World world(options);
+  // The World quotes the program's names as they are: escaped here, as
+  // replay escapes them, so that a refusal stays one line.
   if (Status s = world.begin(file.program); !s) {
-    return make_error(fmt::format("{}: {}", path, s.error().message));
+    return make_error(fmt::format("{}: {}", path, printable_message(s.error().message)));
   }
   ProgramRun run;
   for (std::size_t i = 0; i < file.program.actions.size(); ++i) {
@@ -198,7 +200,7 @@ Result<ProgramRun> run_program_file(const ProgramFile& file, const std::string& 
           i < file.action_lines.size() ? fmt::format("{}:{}", path, file.action_lines[i]) : path;
       // The World names the action itself in some refusals ("action 16
       // (new_tensor): ..."): once is enough.
-      const std::string& why = s.error().message;
+      const std::string why = printable_message(s.error().message);
       if (why.starts_with(fmt::format("action {} ", i))) {
         return make_error(fmt::format("{}: {}", where, why));
       }
