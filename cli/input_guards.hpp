@@ -1,11 +1,15 @@
-// What every subcommand checks before it reads or writes anything.
+// What every subcommand checks before it reads or writes anything, and what
+// the binary does when the run goes wrong outside a command's control.
 //
 // An output that is one of the command's inputs is refused before the input
-// is read: the rename that puts the output in place would destroy it (the
-// DOT written beside an SVG or a PNG counts as an output too). A failed
-// write to standard output is an error, not a silent exit 0. Flags whose
-// value a user copies from a report (a seed) are read strictly: CLI11 would
-// take "-1" as 2^64-1 and clamp a number too large for 64 bits.
+// is read (path_roles.hpp marks which options are which; the check of one
+// output against its inputs is here): the rename that puts the output in
+// place would destroy it (the DOT written beside an SVG or a PNG counts as
+// an output too). An empty value is refused. Every number is read as decimal
+// digits (CLI11 alone reads "010" as 8, "0x10" as 16 and "-1" into an
+// unsigned flag as 2^64-1). A failed write to standard output is an error
+// naming its errno, not a silent exit 0; running out of host memory is one
+// line and exit 3.
 #pragma once
 
 #include <CLI/CLI.hpp>
