@@ -2,7 +2,6 @@
 #include "cli/check_command.hpp"
 
 #include <fmt/format.h>
-#include <unistd.h>
 
 #include <chrono>
 #include <csignal>

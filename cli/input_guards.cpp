@@ -117,20 +117,16 @@ void add_torch_option(CLI::App* sub, std::optional<TorchProfile>& profile) {
       ->type_name("VERSION");
 }
 
-CLI::Validator decimal(bool signed_value) {
+CLI::Validator decimal() {
   return CLI::Validator(
-      [signed_value](std::string& text) -> std::string {
-        const bool negative = signed_value && text.starts_with('-');
-        std::string digits = text.substr(negative ? 1 : 0);
+      [](std::string& text) -> std::string {
         const bool only_digits =
-            !digits.empty() && digits.size() <= 40 &&
-            std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; });
+            !text.empty() && text.size() <= 40 &&
+            std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; });
         if (!only_digits) {
-          return fmt::format("'{}' is not a {}decimal integer", text.substr(0, 40),
-                             signed_value ? "" : "non-negative ");
+          return fmt::format("'{}' is not a non-negative decimal integer", text.substr(0, 40));
         }
-        const std::size_t first = std::min(digits.find_first_not_of('0'), digits.size() - 1);
-        text = (negative ? "-" : "") + digits.substr(first);
+        text.erase(0, std::min(text.find_first_not_of('0'), text.size() - 1));
         return "";
       },
       "", kDecimalValidator);
@@ -164,17 +160,12 @@ CLI::Validator size_with_unit() {
   return CLI::Validator(
       [](std::string& text) -> std::string {
         const std::size_t unit = text.find_first_not_of("0123456789");
-        std::string digits = text.substr(0, unit);
+        std::string number = text.substr(0, unit);
         const std::string rest = unit == std::string::npos ? "" : text.substr(unit);
-        std::string number = digits;
-        if (!decimal()(number).empty()) {
-          return fmt::format("'{}' is not a decimal size (512MiB, 4GiB, or bytes)",
-                             text.substr(0, 40));
-        }
         const bool letters = std::all_of(rest.begin(), rest.end(), [](char c) {
           return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == ' ';
         });
-        if (!letters) {
+        if (!decimal()(number).empty() || !letters) {
           return fmt::format("'{}' is not a decimal size (512MiB, 4GiB, or bytes)",
                              text.substr(0, 40));
         }

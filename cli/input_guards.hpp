@@ -53,14 +53,14 @@ inline constexpr int kExitOutOfMemory = 3;
 
 // Digits only, within 64 bits: the value of --seed and --case.
 CLI::Validator unsigned_64_bit();
-// Every numeric flag reads decimal digits (a '-' first where `signed_value`),
-// and nothing else: CLI11 alone reads "010" as 8 and "0x10" as 16, and
+// Every numeric flag reads decimal digits and nothing else (no capsim flag
+// takes a negative number): CLI11 alone reads "010" as 8 and "0x10" as 16, and
 // "-1" into an unsigned flag as 2^64-1. Leading zeros are dropped, so "010"
 // is ten. Add it with ->transform(): only a transform may rewrite the text
 // (->check() hands a validator a copy), and transforms run before every
 // check, the last added first. Its name is kDecimalValidator; PathRoles::check_complete asserts
 // that every INT, UINT and FLOAT option has it.
-CLI::Validator decimal(bool signed_value = false);
+CLI::Validator decimal();
 inline constexpr const char* kDecimalValidator = "DECIMAL";
 // --memory-budget: a size with an optional unit (CLI11's AsSizeValue: 512MiB,
 // 4GiB, or bytes), from 1 MiB to sim/world/world.hpp's kMaxMemoryBudget.

@@ -81,11 +81,6 @@ std::string_view path_role_name(PathRole role) {
   return info(role).name;
 }
 
-bool is_output(PathRole role) {
-  return role == PathRole::kOutput || role == PathRole::kOutputDrawing ||
-         role == PathRole::kOutputDir;
-}
-
 CLI::Option* PathRoles::mark(CLI::Option* option, PathRole role) {
   CAPSIM_CHECK(option != nullptr && role_of(option) == nullptr, "an option is marked once");
   roles_.emplace_back(option, role);

@@ -38,7 +38,6 @@ enum class PathRole : std::uint8_t {
 };
 
 std::string_view path_role_name(PathRole role);
-bool is_output(PathRole role);
 
 class PathRoles {
  public:

@@ -31,7 +31,6 @@ class TerminalProgress {
   void count(std::string_view what, std::uint64_t done, std::uint64_t every);
   // Erases the line (before the command prints anything else).
   void clear();
-  bool enabled() const { return enabled_; }
 
  private:
   void draw(const std::string& line);
