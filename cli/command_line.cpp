@@ -28,10 +28,10 @@
 #include "cli/path_roles.hpp"
 #include "cli/progress.hpp"
 #include "cli/render_commands.hpp"
+#include "cli/scenario_commands.hpp"
 #include "cli/simulate_command.hpp"
 #include "cli/trace_commands.hpp"
 #include "model/address.hpp"
-#include "model/digest.hpp"
 #include "model/fault.hpp"
 #include "properties/catalogue.hpp"
 #include "render/draw_graph.hpp"
@@ -39,9 +39,6 @@
 #include "sim/scenarios/adam_replay_job.hpp"
 #include "sim/scenarios/autograd_scenarios.hpp"
 #include "sim/scenarios/scenarios.hpp"
-#include "sim/world/release_forms.hpp"
-#include "traces/explain.hpp"
-#include "traces/program_json.hpp"
 #include "traces/resimulation.hpp"
 
 namespace {
@@ -56,119 +53,6 @@ std::string one_line(std::string s) {
   }
   while (!s.empty() && s.back() == ' ') s.pop_back();
   return s;
-}
-
-int print_run(capsim::AdamReplayJobOptions options) {
-  capsim::cli::TerminalProgress progress;
-  options.on_step = [&progress, &options](std::int64_t step) {
-    progress.update("capsim run: replays", static_cast<std::uint64_t>(step),
-                    static_cast<std::uint64_t>(options.steps));
-  };
-  auto report = capsim::run_adam_replay_job(options);
-  progress.clear();
-  if (!report) return fail(report.error().message);
-  fmt::print("capsim run: one recorded AdamW step over {} params of {} floats, seed {}\n",
-             options.params, options.numel, options.seed);
-  fmt::print("graph '{}': {} steps, {} baked pointers\n", report->graph_name, report->program_steps,
-             report->baked_pointers);
-  for (const auto& step : report->steps) {
-    fmt::print("step {}: replay, copy-in {} bytes, params {}\n", step.step, step.copy_in_bytes,
-               capsim::digest_hex(step.param_digest));
-  }
-  fmt::print("pool: {} live blocks, {} bytes allocated; {} segments mapped\n",
-             report->pool_live_blocks, report->pool_allocated_bytes, report->segments);
-  fmt::print("steps replayed: {}\n", report->steps.size());
-  return 0;
-}
-
-int list_scenarios() {
-  for (const capsim::ProgramScenario& s : capsim::builtin_program_scenarios()) {
-    fmt::print("{:<48} {}\n", s.name, s.mirrors);
-  }
-  return 0;
-}
-
-// Prints a built-in scenario's events and expectations. Exit 0 when every
-// expectation holds, 1 when one does not (a bug in capsim), 2 for a bad name.
-int print_scenario(const std::string& name, std::optional<capsim::TorchProfile> torch) {
-  const capsim::ProgramScenario* found = capsim::find_program_scenario(name);
-  if (found == nullptr) {
-    return fail(fmt::format("unknown scenario '{}'{} (see capsim scenario --list)", name,
-                            capsim::cli::did_you_mean(name, capsim::cli::scenario_names())));
-  }
-  const capsim::ProgramScenario under = capsim::under_profile(*found, torch);
-  const capsim::ProgramScenario* s = &under;
-  const capsim::CudagraphConfig& c = s->options.config;
-  fmt::print("scenario {}\n", s->name);
-  fmt::print("mirrors {}\n", s->mirrors);
-  fmt::print("about {}\n", s->description);
-  fmt::print(
-      "config inline_inbuilt_nn_modules={} cudagraph_support_input_mutation={} "
-      "cudagraph_unexpected_rerecord_limit={} skip_cudagraph_warmup={} "
-      "force_cudagraphs_warmup={} slow_path_cudagraph_asserts={} zero_grad_static_error={} "
-      "plain_api={} torch_profile={}\n",
-      c.inline_inbuilt_nn_modules, c.cudagraph_support_input_mutation,
-      c.cudagraph_unexpected_rerecord_limit, c.skip_cudagraph_warmup, c.force_cudagraphs_warmup,
-      c.slow_path_cudagraph_asserts, c.zero_grad_static_error, c.plain_api,
-      capsim::torch_profile_name(c.torch_profile));
-  // The newer knobs, as the trace header writes them: only those set.
-  const capsim::Json knobs = capsim::newer_config_to_json(c);
-  if (!knobs.empty()) {
-    std::string line = "knobs";
-    for (const auto& [key, value] : knobs.items()) line += fmt::format(" {}={}", key, value.dump());
-    fmt::print("{}\n", line);
-  }
-  const capsim::ProgramScenarioRun run = capsim::run_program_scenario(*s);
-  for (const capsim::Event& e : run.events) {
-    fmt::print("{}\n", capsim::format_event(e));
-    if (auto moved = capsim::explain_rerecord(s->program.actions, e))
-      fmt::print("  ({})\n", *moved);
-  }
-  if (!run.status) return fail(fmt::format("scenario '{}': {}", name, run.status.error().message));
-  for (const capsim::Expectation& e : run.expectations) {
-    fmt::print("expect {}: {} (got {}) {}\n", e.what, e.expected, e.actual,
-               e.holds() ? "ok" : "FAIL");
-  }
-  return run.all_hold() ? 0 : 1;
-}
-
-// Prints a compiled-autograd scenario: cache decisions, MetadataReads and the
-// captured graphs, then `metadata reads: N`. A capture that PyTorch itself
-// would reject (the legacy non-traceable CppNode) prints `raised: ...`.
-int print_capture(const std::string& name, const std::string& mode_name,
-                  std::optional<capsim::TorchProfile> torch) {
-  const capsim::AutogradScenario* s = capsim::find_autograd_scenario(name);
-  // The corpus names its traces ca_NAME.jsonl; take that name too.
-  if (s == nullptr && name.starts_with("ca_")) s = capsim::find_autograd_scenario(name.substr(3));
-  if (s == nullptr) {
-    std::vector<std::string> known;
-    for (const capsim::AutogradScenario& c : capsim::builtin_autograd_scenarios()) {
-      known.push_back(c.name);
-    }
-    return fail(fmt::format("unknown capture scenario '{}'{} (see capsim capture --list)", name,
-                            capsim::cli::did_you_mean(name, known)));
-  }
-  const capsim::CaptureMode mode =
-      mode_name == "legacy" ? capsim::CaptureMode::kLegacy : capsim::CaptureMode::kFunctional;
-  fmt::print("capture {} mode={}\n", s->name, capsim::capture_mode_name(mode));
-  fmt::print("mirrors {}\n", s->mirrors);
-  fmt::print("about {}\n", s->description);
-  capsim::CaptureRunLog log;
-  if (torch) {
-    fmt::print("torch {}\n", capsim::torch_profile_name(*torch));
-    log.release_form = capsim::ca_graph_form_of(*torch);
-  }
-  const capsim::Status status = s->run(mode, log);
-  for (const std::string& line : log.lines) fmt::print("{}\n", line);
-  if (!status) fmt::print("raised: {}\n", status.error().message);
-  fmt::print("captures: {} (PyTorch's test expects {}), cache hits: {}\n", log.captures,
-             s->expected_captures, log.hits);
-  if (mode == capsim::CaptureMode::kFunctional) {
-    fmt::print("compiled backwards run: {}, grads differing from eager: {}\n", log.executed,
-               log.mismatches);
-  }
-  fmt::print("metadata reads: {}\n", log.metadata_reads);
-  return log.mismatches == 0 ? 0 : 1;
 }
 
 // capsim replay, and with --dot, the drawing of the first divergence (one
@@ -204,7 +88,7 @@ Subcommand add_run(CLI::App& root) {
       ->transform(capsim::cli::decimal())
       ->check(CLI::Range(std::int64_t{1}, capsim::kMaxJobParams));
   sub->add_flag("--poison", o->poison_freed, "Poison freed device memory");
-  return {sub, [o] { return print_run(*o); }};
+  return {sub, [o] { return capsim::cli::run_command(*o); }};
 }
 
 Subcommand add_scenario(CLI::App& root) {
@@ -220,9 +104,9 @@ Subcommand add_scenario(CLI::App& root) {
   sub->add_flag("--list", o->list, "List the built-in scenarios");
   capsim::cli::add_torch_option(sub, o->torch);
   return {sub, [o] {
-            if (o->list) return list_scenarios();
+            if (o->list) return capsim::cli::list_scenarios();
             if (o->name.empty()) return fail("scenario: give a NAME or --list");
-            return print_scenario(o->name, o->torch);
+            return capsim::cli::scenario_command(o->name, o->torch);
           }};
 }
 
@@ -250,7 +134,7 @@ Subcommand add_capture(CLI::App& root) {
               return 0;
             }
             if (o->name.empty()) return fail("capture: give a NAME or --list");
-            return print_capture(o->name, o->mode, o->torch);
+            return capsim::cli::capture_command(o->name, o->mode, o->torch);
           }};
 }
 
