@@ -36,20 +36,45 @@ std::string text_field(const Event& e, FieldKey key) {
   return e.printed(key).value_or("");
 }
 
-Json metadata(std::string_view name, int pid, int tid, Json args) {
-  return Json{{"name", name}, {"ph", "M"}, {"ts", 0}, {"pid", pid}, {"tid", tid}, {"args", args}};
+// An args object being written; finish() closes it and hands it over.
+struct ArgsText {
+  ArgsText() = default;
+  ArgsText(const ArgsText&) = delete;  // `members` writes into `text`
+  ArgsText& operator=(const ArgsText&) = delete;
+  std::string finish() {
+    members.close();
+    return std::move(text);
+  }
+  std::string text;
+  JsonObjectText members{text};
+};
+
+ChromeEvent metadata(std::string name, int pid, int tid, std::string args) {
+  return ChromeEvent{.ph = ChromePhase::kMetadata,
+                     .name = std::move(name),
+                     .pid = pid,
+                     .tid = tid,
+                     .args = std::move(args)};
 }
 
-Json slice(std::string name, int pid, int tid, std::uint64_t ts, std::uint64_t dur, Json args) {
-  return Json{
-      {"name", std::move(name)}, {"ph", "X"}, {"ts", ts}, {"dur", dur}, {"pid", pid}, {"tid", tid},
-      {"args", std::move(args)}};
+ChromeEvent slice(std::string name, int pid, int tid, std::uint64_t ts, std::uint64_t dur,
+                  std::string args) {
+  return ChromeEvent{.ph = ChromePhase::kComplete,
+                     .name = std::move(name),
+                     .pid = pid,
+                     .tid = tid,
+                     .ts = ts,
+                     .dur = dur,
+                     .args = std::move(args)};
 }
 
-Json instant(std::string name, int pid, int tid, std::uint64_t ts, Json args) {
-  return Json{
-      {"name", std::move(name)}, {"ph", "i"}, {"s", "t"}, {"ts", ts}, {"pid", pid}, {"tid", tid},
-      {"args", std::move(args)}};
+ChromeEvent instant(std::string name, int pid, int tid, std::uint64_t ts, std::string args) {
+  return ChromeEvent{.ph = ChromePhase::kInstant,
+                     .name = std::move(name),
+                     .pid = pid,
+                     .tid = tid,
+                     .ts = ts,
+                     .args = std::move(args)};
 }
 
 // A recorded tree graph, keyed by (tree generation, graph id): graph ids
@@ -75,9 +100,14 @@ class Exporter : public TraceVisitor {
     for (const Lane& l :
          {Lane{kChromeHostPid, kChromeHostTid, "host: program actions", "program"},
           Lane{kChromeDevicePid, kChromeStreamTid, "cuda:0 (capsim model)", "stream 0"}}) {
-      emit(metadata("process_name", l.pid, l.tid, {{"name", l.process}}));
-      emit(metadata("process_sort_index", l.pid, l.tid, {{"sort_index", l.pid}}));
-      emit(metadata("thread_name", l.pid, l.tid, {{"name", l.thread}}));
+      const auto one = [](std::string_view key, auto value) {
+        ArgsText args;
+        args.members.add(key, value);
+        return args.finish();
+      };
+      emit(metadata("process_name", l.pid, l.tid, one("name", l.process)));
+      emit(metadata("process_sort_index", l.pid, l.tid, one("sort_index", l.pid)));
+      emit(metadata("thread_name", l.pid, l.tid, one("name", l.thread)));
     }
     WorldOptions wo;
     wo.verify_replays = false;  // its verdicts are diagnostics; the export needs names only
@@ -115,34 +145,40 @@ class Exporter : public TraceVisitor {
  private:
   // One event to the sink; the first failure (a full disk, a check that
   // fails) is kept and stops the walk at the next callback.
-  void emit(Json event, bool may_start_flows = false) {
+  void emit(const ChromeEvent& event, bool may_start_flows = false) {
     if (!failed_) return;
-    failed_ = sink_.event(std::move(event), may_start_flows);
+    failed_ = sink_.event(event, may_start_flows);
   }
 
   void open_action(const TraceItem& item) {
     close_action();
     action_start_ = clock_;
     cursor_ = clock_;
-    Json args = action_to_json(item.action);
+    const Json action = action_to_json(item.action);
     std::string name(action_name(item.action));
     for (const char* key : {"name", "function"}) {
-      if (args.contains(key) && args[key].is_string())
-        name.append(" ").append(args[key].get<std::string>());
+      if (action.contains(key) && action[key].is_string())
+        name.append(" ").append(action[key].get_ref<const std::string&>());
     }
-    args["index"] = item.action_index;
-    args["line"] = item.line;
+    // The action's own fields, then where it is; no action has a field of
+    // either name.
+    CAPSIM_CHECK(!action.contains("index") && !action.contains("line"), "appended keys are new");
+    std::string args = action.dump();
+    args.pop_back();
+    fmt::format_to(std::back_inserter(args), ",\"index\":{},\"line\":{}}}", item.action_index,
+                   item.line);
     // Held until the action's last event says where it ends: the one event
     // the export keeps back (events may come in any order in the file).
-    action_slice_ = slice(std::move(name), kChromeHostPid, kChromeHostTid, clock_, 1, args);
+    action_slice_ =
+        slice(std::move(name), kChromeHostPid, kChromeHostTid, clock_, 1, std::move(args));
   }
 
   // The host slice ends where the action's last event ends.
   void close_action() {
     if (!action_slice_) return;
     const std::uint64_t end = std::max(cursor_, action_start_ + 1);
-    (*action_slice_)["dur"] = end - action_start_;
-    emit(std::move(*action_slice_));
+    action_slice_->dur = end - action_start_;
+    emit(*action_slice_);
     clock_ = end;
     action_slice_.reset();
   }
@@ -187,15 +223,16 @@ class Exporter : public TraceVisitor {
 
   Status on_event_line(const TraceItem& item) {
     const Event& e = item.event;
-    Result<Json> fields = event_fields_to_json(e);
-    if (!fields) {
+    // The event's fields, then where it is; no event has a field of either
+    // name (sim/core/event_fields.hpp).
+    ArgsText args;
+    if (Status fields = append_event_fields(args.members, e); !fields) {
       return make_error(
           fmt::format("{}:{}:1: {}", reader_.name(), item.line, fields.error().message));
     }
-    Json args = std::move(*fields);
-    args["generation"] = trace_gen_;
-    args["line"] = item.line;
-    draw_event(e, target_of(e), std::move(args));
+    args.members.add("generation", trace_gen_);
+    args.members.add("line", static_cast<std::uint64_t>(item.line));
+    draw_event(e, target_of(e), args);
     if (e.kind == EventKind::kShutdown) ++trace_gen_;
     return {};
   }
@@ -219,7 +256,7 @@ class Exporter : public TraceVisitor {
     return t;
   }
 
-  void draw_event(const Event& e, const GraphTarget& t, Json args) {
+  void draw_event(const Event& e, const GraphTarget& t, ArgsText& args) {
     const std::string& fn = t.fn;
     const std::string& target = t.target;
     const std::string& key = t.key;
@@ -231,23 +268,23 @@ class Exporter : public TraceVisitor {
         const std::uint64_t steps = static_cast<std::uint64_t>(
             std::max<std::int64_t>(0, int_field(e, F::steps).value_or(0)));
         records_[key] = Recording{cursor_ + 1, steps};
-        device(fmt::format("record {} ({})", target, fn), steps + 2, std::move(args), true);
+        device(fmt::format("record {} ({})", target, fn), steps + 2, args.finish(), true);
         break;
       }
       case EventKind::kCopyIn: {
         const std::int64_t copies = int_field(e, F::copies).value_or(0);
         device(fmt::format("copy_in {}{}", target, plain),
-               static_cast<std::uint64_t>(std::max<std::int64_t>(1, copies)), std::move(args));
+               static_cast<std::uint64_t>(std::max<std::int64_t>(1, copies)), args.finish());
         break;
       }
       case EventKind::kReplay:
-        on_replay(graph, key, fmt::format("{}{}", target, plain), std::move(args));
+        on_replay(graph, key, fmt::format("{}{}", target, plain), args);
         break;
       case EventKind::kWarmup:
-        device(fmt::format("warmup {} (node {})", fn, text_field(e, F::node)), 1, std::move(args));
+        device(fmt::format("warmup {} (node {})", fn, text_field(e, F::node)), 1, args.finish());
         break;
       case EventKind::kEager:
-        device(fmt::format("eager {} ({})", fn, text_field(e, F::reason)), 1, std::move(args));
+        device(fmt::format("eager {} ({})", fn, text_field(e, F::reason)), 1, args.finish());
         break;
       case EventKind::kCheckpoint:
       case EventKind::kDealloc:
@@ -259,14 +296,14 @@ class Exporter : public TraceVisitor {
         if (e.kind == EventKind::kRead) name.append(" ").append(text_field(e, F::name));
         if (e.kind == EventKind::kAlignClone || e.kind == EventKind::kDemote)
           name += fmt::format(" {} input {}", fn, text_field(e, F::input));
-        device(std::move(name), 1, std::move(args));
+        device(std::move(name), 1, args.finish());
         break;
       }
       case EventKind::kSkip:
       case EventKind::kWarning:
       case EventKind::kError:
         emit(instant(fmt::format("{} {}", kind, text_field(e, F::id)), kChromeDevicePid,
-                     kChromeStreamTid, cursor_, std::move(args)));
+                     kChromeStreamTid, cursor_, args.finish()));
         ++cursor_;
         break;
       case EventKind::kShutdown:
@@ -285,14 +322,14 @@ class Exporter : public TraceVisitor {
       case EventKind::kBackward:
       // A backend's evidence of the replay just drawn.
       case EventKind::kDevice:
-        emit(instant(kind, kChromeHostPid, kChromeHostTid, cursor_, std::move(args)));
+        emit(instant(kind, kChromeHostPid, kChromeHostTid, cursor_, args.finish()));
         ++cursor_;
         break;
     }
   }
 
   void on_replay(std::optional<std::int64_t> graph, const std::string& key,
-                 const std::string& target, Json args) {
+                 const std::string& target, ArgsText& args) {
     const std::uint64_t start = cursor_;
     auto r = records_.find(key);
     const Recording* rec = r == records_.end() ? nullptr : &r->second;
@@ -301,45 +338,60 @@ class Exporter : public TraceVisitor {
     const std::vector<StepLabel>* labels =
         l != model_steps_.end() && (!rec || l->second.size() == rec->steps) ? &l->second : nullptr;
     const std::uint64_t steps = rec ? rec->steps : labels ? labels->size() : 0;
-    args["steps"] = steps;
-    args["kernel_names"] = labels ? "simulated" : "step k";
+    args.members.add("steps", steps);
     // The nested slices are the export's one cost that a trace's numbers
     // multiply (replays times steps): past the budget a replay is one slice.
     const bool nested = steps <= kMaxStepSlicesPerReplay && step_slices_ + steps <= kMaxStepSlices;
     if (steps > kMaxStepSlicesPerReplay) {
-      args["kernel_names"] = fmt::format("not drawn: {} steps, more than the {} drawn per replay",
-                                         steps, kMaxStepSlicesPerReplay);
+      args.members.add("kernel_names",
+                       fmt::format("not drawn: {} steps, more than the {} drawn per replay", steps,
+                                   kMaxStepSlicesPerReplay));
     } else if (!nested) {
-      args["kernel_names"] = "not drawn: the export's budget of step slices is spent";
+      args.members.add("kernel_names", "not drawn: the export's budget of step slices is spent");
+    } else {
+      args.members.add("kernel_names", labels ? "simulated" : "step k");
     }
     step_slices_ += nested ? steps : 0;
-    device(fmt::format("replay {}", target), steps + 3, std::move(args));
+    device(fmt::format("replay {}", target), steps + 3, args.finish());
+    const std::string graph_text = graph ? fmt::format("{}", *graph) : "null";
     for (std::uint64_t k = 0; nested && k < steps; ++k) {
-      Json kargs{{"graph", graph ? Json(*graph) : Json(nullptr)}, {"graph_node_id", k}};
-      kargs["step"] = labels ? (*labels)[k].kind : "step";
-      emit(slice(labels ? (*labels)[k].name : fmt::format("step {}", k), kChromeDevicePid,
-                 kChromeStreamTid, start + 2 + k, 1, std::move(kargs)));
+      ArgsText kargs;
+      kargs.members.add_raw("graph", graph_text);
+      kargs.members.add("graph_node_id", k);
+      kargs.members.add("step", labels ? (*labels)[k].kind : std::string_view("step"));
+      ChromeEvent step =
+          slice(labels ? (*labels)[k].name : fmt::format("step {}", k), kChromeDevicePid,
+                kChromeStreamTid, start + 2 + k, 1, kargs.finish());
+      step.replayed_step = true;
+      emit(step);
     }
     if (!rec) return;
     // One arrow per replay: ids carry the tree generation, since graph ids
     // restart with every tree manager.
     const std::uint64_t id = (trace_gen_ << 32) | ++arrows_[trace_gen_];
-    emit(flow("s", target, id, rec->flow_ts));
-    emit(flow("f", target, id, start + 1));
+    emit(flow(ChromePhase::kFlowStart, target, id, rec->flow_ts));
+    emit(flow(ChromePhase::kFlowEnd, target, id, start + 1));
   }
 
-  Json flow(const char* ph, const std::string& name, std::uint64_t id, std::uint64_t ts) const {
-    Json j{{"name", name}, {"cat", "graph"}, {"ph", ph}};
-    if (ph[0] == 'f') j["bp"] = "e";  // bind to the enclosing slice: the replay
-    j.update(Json{{"id", id}, {"ts", ts}, {"pid", kChromeDevicePid}, {"tid", kChromeStreamTid}});
-    j["args"] = Json{{"generation", trace_gen_}};
-    return j;
+  // An "f" binds to the enclosing slice (bp "e"): the replay.
+  ChromeEvent flow(ChromePhase ph, const std::string& name, std::uint64_t id,
+                   std::uint64_t ts) const {
+    ArgsText args;
+    args.members.add("generation", trace_gen_);
+    return ChromeEvent{.ph = ph,
+                       .name = name,
+                       .pid = kChromeDevicePid,
+                       .tid = kChromeStreamTid,
+                       .ts = ts,
+                       .id = id,
+                       .cat = "graph",
+                       .args = args.finish()};
   }
 
   // A slice on the stream at the cursor, which it advances.
   // `may_start_flows`: a recording, where the arrows of its later replays
   // start (the streaming check keeps such slices to bind them).
-  void device(std::string name, std::uint64_t dur, Json args, bool may_start_flows = false) {
+  void device(std::string name, std::uint64_t dur, std::string args, bool may_start_flows = false) {
     emit(slice(std::move(name), kChromeDevicePid, kChromeStreamTid, cursor_, dur, std::move(args)),
          may_start_flows);
     cursor_ += dur;
@@ -356,7 +408,7 @@ class Exporter : public TraceVisitor {
   std::uint64_t clock_ = 0;
   std::uint64_t action_start_ = 0;
   std::uint64_t cursor_ = 0;
-  std::optional<Json> action_slice_;
+  std::optional<ChromeEvent> action_slice_;
   std::uint64_t trace_gen_ = 0;
   std::map<std::string, Recording> records_;       // by "generation:graph" or "plain:function"
   std::map<std::uint64_t, std::uint64_t> arrows_;  // per generation
@@ -381,10 +433,13 @@ namespace {
 // Keeps every event: the whole document, for tests and fuzzing.
 class CollectingSink : public ChromeEventSink {
  public:
-  Status event(Json event, bool) override {
-    events.push_back(std::move(event));
+  Status event(const ChromeEvent& event, bool) override {
+    line.clear();
+    append_chrome_event(line, event);
+    events.push_back(Json::parse(line));
     return {};
   }
+  std::string line;
   Json events = Json::array();
 };
 

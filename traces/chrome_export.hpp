@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "sim/world/world.hpp"
+#include "traces/chrome_event.hpp"
 #include "traces/json_fields.hpp"
 #include "traces/trace_reader.hpp"
 
@@ -46,7 +47,7 @@ class ChromeEventSink {
   virtual ~ChromeEventSink() = default;
   // `may_start_flows`: a slice where flow arrows drawn later may start (a
   // recording, for its replays); a streaming check keeps only those.
-  virtual Status event(Json event, bool may_start_flows) = 0;
+  virtual Status event(const ChromeEvent& event, bool may_start_flows) = 0;
 };
 
 // Reads the trace line by line and streams its export to `sink`, holding
@@ -59,7 +60,8 @@ class ChromeEventSink {
 // count than the trace's), replays fall back to "step k".
 Result<Json> stream_chrome_trace(TraceReader& reader, ChromeEventSink& sink,
                                  std::uint64_t memory_budget_bytes = kDefaultMemoryBudget);
-// The whole document at once (tests and fuzzing).
+// The whole document at once (tests and fuzzing): each event as the file
+// would have its text, parsed back.
 Result<Json> chrome_trace(TraceReader& reader,
                           std::uint64_t memory_budget_bytes = kDefaultMemoryBudget);
 
@@ -67,36 +69,39 @@ Result<Json> chrome_trace(TraceReader& reader,
 Status validate_chrome_trace(const Json& document);
 
 // The same checks as the events stream past, in memory that does not grow
-// with their number: each event's fields; slices of one thread arrive in
-// time order (parents before their children) and nest or are disjoint; each
-// flow's two ends match and are bound, "f" to an open slice of its thread
-// and "s" to one sent with `may_start_flows`. It cannot see a flow id used
-// again after both ends came (the whole-document check does).
+// with their number: slices of one thread arrive in time order (parents
+// before their children) and nest or are disjoint; each flow's two ends
+// match, "f" bound to an open slice of its thread and "s" to one sent with
+// `may_start_flows`; metadata names one Chrome knows. The fields themselves
+// are typed, so their presence and types need no check. It cannot see a
+// flow id used again after both ends came (the whole-document check does).
 class ChromeTraceChecker {
  public:
-  Status add(const Json& event, bool may_start_flows);
+  Status add(const ChromeEvent& event, bool may_start_flows);
   // Every flow that started has ended.
   Status finish() const;
 
  private:
   struct Span {
-    double ts = 0, end = 0;
+    std::uint64_t ts = 0, end = 0;
   };
   struct Thread {
-    double last_ts = 0;
+    std::uint64_t last_ts = 0;
     std::vector<Span> open;         // the nesting stack
     std::vector<Span> flow_starts;  // slices sent with may_start_flows, in time order
   };
   struct FlowEnd {
     std::size_t index = 0;
-    double ts = 0;
-    std::string name, cat, phase;
+    std::uint64_t ts = 0;
+    std::string name;
+    std::string_view cat;
+    ChromePhase ph = ChromePhase::kFlowStart;
   };
-  Status add_slice(std::size_t i, const Json& e, double ts, bool may_start_flows);
-  Status add_flow(std::size_t i, const Json& e, const std::string& ph, double ts);
+  Status add_slice(std::size_t i, const ChromeEvent& e, bool may_start_flows);
+  Status add_flow(std::size_t i, const ChromeEvent& e);
   std::size_t count_ = 0;
-  std::map<std::pair<std::int64_t, std::int64_t>, Thread> threads_;
-  std::map<std::string, FlowEnd> pending_;  // flows with one end seen, by id
+  std::map<std::pair<int, int>, Thread> threads_;
+  std::map<std::uint64_t, FlowEnd> pending_;  // flows with one end seen, by id
 };
 
 }  // namespace capsim

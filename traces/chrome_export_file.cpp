@@ -7,7 +7,7 @@ namespace capsim {
 
 namespace {
 
-// A line waits for the next one to learn whether it needs its comma.
+// An event's line is written without its comma, which the next one adds.
 class StreamingWriter : public ChromeEventSink {
  public:
   StreamingWriter(OutputFile& out, ChromeExportReport& report,
@@ -16,19 +16,20 @@ class StreamingWriter : public ChromeEventSink {
     buffer_ = "{\"traceEvents\":[\n";
   }
 
-  Status event(Json event, bool may_start_flows) override {
+  Status event(const ChromeEvent& event, bool may_start_flows) override {
     if (Status ok = checker_.add(event, may_start_flows); !ok) {
       report_.check_failed = true;
       return ok;
     }
     count(event);
-    if (!held_.empty()) {
-      buffer_.append(held_).append(",\n");
+    if (held_) {
+      buffer_.append(",\n");
       // One write per MiB, not per event (a write per event was a tenth of
       // the export's time).
       if (buffer_.size() >= kFlushBytes) CAPSIM_TRY(flush());
     }
-    held_ = event.dump();
+    append_chrome_event(buffer_, event);
+    held_ = true;
     return {};
   }
 
@@ -38,7 +39,7 @@ class StreamingWriter : public ChromeEventSink {
       report_.check_failed = true;
       return ok;
     }
-    if (!held_.empty()) buffer_.append(held_).append("\n");
+    if (held_) buffer_.append("\n");
     buffer_ += "]";
     for (auto it = rest.begin(); it != rest.end(); ++it) {
       buffer_ += "," + Json(it.key()).dump() + ":" + it.value().dump();
@@ -48,16 +49,13 @@ class StreamingWriter : public ChromeEventSink {
   }
 
  private:
-  void count(const Json& e) {
+  void count(const ChromeEvent& e) {
     ++report_.events;
     if (on_events_ && report_.events % (std::size_t{1} << 16) == 0) on_events_(report_.events);
-    const std::string& ph = e["ph"].get_ref<const std::string&>();
-    const std::string& name = e["name"].get_ref<const std::string&>();
-    if (ph == "X" && name.starts_with("replay ")) ++report_.replays;
-    if (ph == "X" && e.contains("args") && e["args"].contains("graph_node_id")) {
-      ++report_.kernels;
-    }
-    if (ph == "s") ++report_.flows;
+    const bool slice = e.ph == ChromePhase::kComplete;
+    if (slice && e.pid == kChromeDevicePid && e.name.starts_with("replay ")) ++report_.replays;
+    if (slice && e.replayed_step) ++report_.kernels;
+    if (e.ph == ChromePhase::kFlowStart) ++report_.flows;
   }
 
   Status flush() {
@@ -71,7 +69,7 @@ class StreamingWriter : public ChromeEventSink {
   ChromeExportReport& report_;
   const std::function<void(std::size_t)>& on_events_;
   ChromeTraceChecker checker_;
-  std::string held_;    // the last event's line, waiting for its comma
+  bool held_ = false;   // an event is written, and the next needs a comma
   std::string buffer_;  // lines not yet written
 };
 

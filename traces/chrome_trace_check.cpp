@@ -28,6 +28,13 @@ struct FlowEnd {
 };
 using ThreadKey = std::pair<std::int64_t, std::int64_t>;
 
+// The metadata events Chrome knows; it ignores others without a word.
+bool known_metadata(std::string_view name) {
+  static const std::set<std::string, std::less<>> kMetadata = {
+      "process_name", "process_labels", "process_sort_index", "thread_name", "thread_sort_index"};
+  return kMetadata.contains(name);
+}
+
 Error at(std::size_t i, const std::string& what) {
   return make_error(fmt::format("traceEvents[{}]: {}", i, what));
 }
@@ -70,15 +77,13 @@ struct SeenEvents {
 // The fields of one phase: X (dur), M (a known metadata name and its arg),
 // i/I (the scope), s/f (id, cat, binding point).
 Status check_phase(std::size_t i, const Json& e, const std::string& ph) {
-  static const std::set<std::string, std::less<>> kMetadata = {
-      "process_name", "process_labels", "process_sort_index", "thread_name", "thread_sort_index"};
   const std::string name = e["name"].get<std::string>();
   if (ph == "X") {
     if (!e.contains("dur") || !e["dur"].is_number() || e["dur"].get<double>() < 0) {
       return at(i, "X event without a non-negative 'dur'");
     }
   } else if (ph == "M") {
-    if (!kMetadata.contains(name)) return at(i, fmt::format("unknown metadata '{}'", name));
+    if (!known_metadata(name)) return at(i, fmt::format("unknown metadata '{}'", name));
     if (!e.contains("args") || !e["args"].is_object()) return at(i, "metadata without args");
     const bool sort = name.ends_with("sort_index");
     const char* key = sort ? "sort_index" : name.ends_with("labels") ? "labels" : "name";
@@ -185,30 +190,34 @@ Status validate_chrome_trace(const Json& doc) {
 
 // --- The streaming check ------------------------------------------------------
 
-Status ChromeTraceChecker::add(const Json& e, bool may_start_flows) {
+Status ChromeTraceChecker::add(const ChromeEvent& e, bool may_start_flows) {
   const std::size_t i = count_++;
-  CAPSIM_TRY(check_fields(i, e));
-  const std::string ph = e["ph"].get<std::string>();
-  const double ts = e["ts"].get<double>();
-  if (ph == "X") return add_slice(i, e, ts, may_start_flows);
-  if (ph == "s" || ph == "f") return add_flow(i, e, ph, ts);
-  return {};
+  switch (e.ph) {
+    case ChromePhase::kComplete: return add_slice(i, e, may_start_flows);
+    case ChromePhase::kFlowStart:
+    case ChromePhase::kFlowEnd: return add_flow(i, e);
+    case ChromePhase::kMetadata:
+      if (!known_metadata(e.name)) return at(i, fmt::format("unknown metadata '{}'", e.name));
+      return {};
+    case ChromePhase::kInstant: return {};
+  }
+  return at(i, "'ph' is not a known phase");
 }
 
 // The thread's slices arrive in time order, so the nesting stack decides
 // each one as it comes: what ended before it is popped; it must then end
 // inside what is still open.
-Status ChromeTraceChecker::add_slice(std::size_t i, const Json& e, double ts,
-                                     bool may_start_flows) {
-  Thread& t = threads_[thread_of(e)];
-  const Span span{ts, ts + e["dur"].get<double>()};
-  if (ts < t.last_ts) {
+Status ChromeTraceChecker::add_slice(std::size_t i, const ChromeEvent& e, bool may_start_flows) {
+  Thread& t = threads_[{e.pid, e.tid}];
+  const Span span{e.ts, e.ts + e.dur};
+  if (span.end < span.ts) return at(i, "X event's 'dur' runs past the clock");
+  if (e.ts < t.last_ts) {
     return at(i,
               "X event before the last slice of its thread (a stream keeps each thread's "
               "slices in time order)");
   }
-  t.last_ts = ts;
-  while (!t.open.empty() && t.open.back().end <= ts) t.open.pop_back();
+  t.last_ts = e.ts;
+  while (!t.open.empty() && t.open.back().end <= e.ts) t.open.pop_back();
   if (!t.open.empty() && span.end > t.open.back().end) {
     return at(i, "X event overlaps an enclosing slice without nesting in it");
   }
@@ -217,32 +226,29 @@ Status ChromeTraceChecker::add_slice(std::size_t i, const Json& e, double ts,
   return {};
 }
 
-// "f" binds to an open slice of its thread (bp "e"), "s" to a slice sent
-// with may_start_flows; the two ends match once both came.
-Status ChromeTraceChecker::add_flow(std::size_t i, const Json& e, const std::string& ph,
-                                    double ts) {
-  if (ph == "f" && !(e.contains("bp") && e["bp"] == "e")) {
-    return at(i, "flow end without bp \"e\" (a stream binds it to its enclosing slice)");
-  }
-  const Thread& t = threads_[thread_of(e)];
-  const auto inside = [ts](const Span& s) { return s.ts <= ts && ts <= s.end; };
-  const bool bound = ph == "f" ? std::any_of(t.open.begin(), t.open.end(), inside)
-                               : std::any_of(t.flow_starts.begin(), t.flow_starts.end(), inside);
+// "f" binds to an open slice of its thread (its bp is "e"), "s" to a slice
+// sent with may_start_flows; the two ends match once both came.
+Status ChromeTraceChecker::add_flow(std::size_t i, const ChromeEvent& e) {
+  const bool finish = e.ph == ChromePhase::kFlowEnd;
+  const Thread& t = threads_[{e.pid, e.tid}];
+  const auto inside = [&e](const Span& s) { return s.ts <= e.ts && e.ts <= s.end; };
+  const bool bound = finish ? std::any_of(t.open.begin(), t.open.end(), inside)
+                            : std::any_of(t.flow_starts.begin(), t.flow_starts.end(), inside);
   if (!bound) return at(i, "flow event lies inside no X event of its thread");
-  FlowEnd end{i, ts, e["name"].get<std::string>(), e["cat"].get<std::string>(), ph};
-  const std::string id = e["id"].dump();
-  auto other = pending_.find(id);
+  if (e.cat.empty()) return at(i, "flow event without a 'cat'");
+  FlowEnd end{i, e.ts, e.name, e.cat, e.ph};
+  auto other = pending_.find(e.id);
   if (other == pending_.end()) {
-    pending_.emplace(id, std::move(end));
+    pending_.emplace(e.id, std::move(end));
     return {};
   }
-  if (other->second.phase == ph) return at(i, fmt::format("flow id {} repeats", id));
-  const FlowEnd& s = ph == "s" ? end : other->second;
-  const FlowEnd& f = ph == "f" ? end : other->second;
+  if (other->second.ph == e.ph) return at(i, fmt::format("flow id {} repeats", e.id));
+  const FlowEnd& s = finish ? other->second : end;
+  const FlowEnd& f = finish ? end : other->second;
   if (s.name != f.name || s.cat != f.cat) {
-    return at(i, fmt::format("flow id {}: s and f differ in name or cat", id));
+    return at(i, fmt::format("flow id {}: s and f differ in name or cat", e.id));
   }
-  if (f.ts < s.ts) return at(i, fmt::format("flow id {} ends before it starts", id));
+  if (f.ts < s.ts) return at(i, fmt::format("flow id {} ends before it starts", e.id));
   pending_.erase(other);
   return {};
 }
@@ -250,8 +256,8 @@ Status ChromeTraceChecker::add_flow(std::size_t i, const Json& e, const std::str
 Status ChromeTraceChecker::finish() const {
   if (pending_.empty()) return {};
   const auto& [id, end] = *pending_.begin();
-  return at(end.index,
-            fmt::format("flow id {} has no matching {} event", id, end.phase == "s" ? "f" : "s"));
+  return at(end.index, fmt::format("flow id {} has no matching {} event", id,
+                                   end.ph == ChromePhase::kFlowStart ? "f" : "s"));
 }
 
 }  // namespace capsim

@@ -137,6 +137,45 @@ struct JsonPrinter {
   Json operator()(const Digest& v) const { return format_value(FieldValue(v)); }
 };
 
+// The text printer: the same values as JsonPrinter, written as dump() does.
+struct TextPrinter {
+  std::string& out;
+  void number(std::int64_t v) const { fmt::format_to(std::back_inserter(out), "{}", v); }
+  void list(const IntList& v) const {
+    out += '[';
+    for (std::size_t i = 0; i < v.size(); ++i) {
+      if (i > 0) out += ',';
+      number(v[i]);
+    }
+    out += ']';
+  }
+  template <typename T, typename Each>
+  void items(const std::vector<T>& v, Each each) const {
+    out += '[';
+    for (std::size_t i = 0; i < v.size(); ++i) {
+      if (i > 0) out += ',';
+      each(v[i]);
+    }
+    out += ']';
+  }
+  void operator()(std::int64_t v) const { number(v); }
+  void operator()(const IntOrNone& v) const { v.value ? number(*v.value) : void(out += "null"); }
+  void operator()(bool v) const { out += v ? "true" : "false"; }
+  void operator()(const std::string& v) const { append_json_string(out, v); }
+  void operator()(const IntList& v) const { list(v); }
+  void operator()(const DevicePtr& v) const { append_json_string(out, hex(v.value)); }
+  void operator()(const AddressList& v) const {
+    items(v, [&](Address a) { append_json_string(out, hex(a)); });
+  }
+  void operator()(const TextList& v) const {
+    items(v, [&](const std::string& t) { append_json_string(out, t); });
+  }
+  void operator()(const IntLists& v) const {
+    items(v, [&](const IntList& l) { list(l); });
+  }
+  void operator()(const Digest& v) const { append_json_string(out, format_value(FieldValue(v))); }
+};
+
 // The writer's side of the limits: capsim never writes what a reader refuses.
 Status check_ranges(const Event& event, const EventField& f) {
   const FieldSpec& spec = field_spec(f.key);
@@ -181,6 +220,20 @@ Result<Json> event_fields_to_json(const Event& event) {
     out[std::string(spec.key)] = std::visit(JsonPrinter{}, f.value.storage());
   }
   return out;
+}
+
+Status append_event_fields(JsonObjectText& object, const Event& event) {
+  for (const EventField& f : event.fields) {
+    const FieldSpec& spec = field_spec(f.key);
+    CAPSIM_CHECK(find_field_use(event.kind, f.key) != nullptr, "events were checked when emitted");
+    if (spec.extension()) {
+      append_json_string(object.key(spec.key), format_value(f.value));
+      continue;
+    }
+    CAPSIM_TRY(check_ranges(event, f));
+    std::visit(TextPrinter{object.key(spec.key)}, f.value.storage());
+  }
+  return {};
 }
 
 Result<std::vector<EventField>> event_fields_from_json(EventKind kind, const Json& line,

@@ -10,6 +10,7 @@
 #include <set>
 
 #include "traces/event_schema.hpp"
+#include "traces/json_text.hpp"
 #include "traces/program_json.hpp"
 
 namespace capsim {
@@ -174,27 +175,6 @@ std::size_t nesting_depth(std::string_view line) {
     if ((c == ']' || c == '}') && depth > 0) --depth;
   }
   return deepest;
-}
-
-// The length of the valid UTF-8 sequence at the start of `s` (RFC 3629: no
-// overlong forms, no surrogates, nothing above U+10FFFF), or 0.
-std::size_t utf8_sequence(std::string_view s) {
-  const auto byte = [&](std::size_t i) { return static_cast<unsigned char>(s[i]); };
-  const auto tail = [&](std::size_t i, unsigned lo = 0x80, unsigned hi = 0xbf) {
-    return i < s.size() && byte(i) >= lo && byte(i) <= hi;
-  };
-  const unsigned c = byte(0);
-  if (c < 0x80) return 1;
-  if (c >= 0xc2 && c <= 0xdf) return tail(1) ? 2 : 0;
-  if (c >= 0xe0 && c <= 0xef) {
-    const bool second = c == 0xe0 ? tail(1, 0xa0) : c == 0xed ? tail(1, 0x80, 0x9f) : tail(1);
-    return second && tail(2) ? 3 : 0;
-  }
-  if (c >= 0xf0 && c <= 0xf4) {
-    const bool second = c == 0xf0 ? tail(1, 0x90) : c == 0xf4 ? tail(1, 0x80, 0x8f) : tail(1);
-    return second && tail(2) && tail(3) ? 4 : 0;
-  }
-  return 0;
 }
 
 }  // namespace

@@ -18,11 +18,17 @@ constexpr const char* kTarget = "fuzz_export";
 // Checks each event as the CLI's writer does, and keeps them all.
 class CheckingSink : public capsim::ChromeEventSink {
  public:
-  capsim::Status event(capsim::Json event, bool may_start_flows) override {
+  capsim::Status event(const capsim::ChromeEvent& event, bool may_start_flows) override {
     if (capsim::Status ok = checker.add(event, may_start_flows); !ok) {
       capsim::fuzz::fail(kTarget, "an exported event fails the streaming check");
     }
-    events.push_back(std::move(event));
+    std::string line;
+    capsim::append_chrome_event(line, event);
+    capsim::Json parsed;
+    if (!capsim::parse_trace_json(line, parsed)) {
+      capsim::fuzz::fail(kTarget, "an exported event is not JSON");
+    }
+    events.push_back(std::move(parsed));
     return {};
   }
   capsim::ChromeTraceChecker checker;

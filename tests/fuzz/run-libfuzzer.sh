@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Builds the fuzz targets (trace_reader, render, diff, export) with clang's
-# libFuzzer, ASan and UBSan, and fuzzes each for SECONDS / 4 from the corpus
+# Builds the fuzz targets (trace_reader, render, diff, export, program_reader)
+# with clang's libFuzzer, ASan and UBSan, and fuzzes each for SECONDS / 5 from
+# its seeds (the trace corpus; traces/programs/ for the program reader)
 # (ctest: fuzz/libfuzzer_trace_reader). With TARGET, only that target, for
 # SECONDS (a campaign: docs/reliability.md).
 #
@@ -27,13 +28,14 @@ fi
 src=$(cd "$1" && pwd)
 build=$2
 seconds=$3
-targets=(trace_reader render diff export)
+all_targets=(trace_reader render diff export program_reader)
+targets=("${all_targets[@]}")
 extra=()
 if [[ $# -ge 4 ]]; then
   targets=("$4")
   extra=("${@:5}")
 else
-  seconds=$((seconds / 4 > 0 ? seconds / 4 : 1))
+  seconds=$((seconds / ${#targets[@]} > 0 ? seconds / ${#targets[@]} : 1))
 fi
 out="$build/fuzz"
 
@@ -61,7 +63,7 @@ fi
 # must go in different files. fmt and simdjson link as the system libraries.
 unity_a=(
   traces/event_schema.cpp traces/json_fields.cpp traces/config_json.cpp traces/program_json.cpp traces/resimulation.cpp
-  traces/trace_format.cpp traces/trace_reader.cpp traces/line_fast.cpp traces/event_line_fast.cpp traces/action_line_fast.cpp traces/trace_simulation.cpp
+  traces/json_text.cpp traces/trace_format.cpp traces/trace_reader.cpp traces/line_fast.cpp traces/event_line_fast.cpp traces/action_line_fast.cpp traces/trace_simulation.cpp
   model/caching_allocator.cpp model/cpu_backend.cpp model/device_memory.cpp model/digest.cpp model/fault.cpp
   model/graph_evidence.cpp
   model/kernel_launch.cpp model/kernel_table.cpp model/step_program.cpp model/tensor.cpp
@@ -87,6 +89,7 @@ unity_d=(
   sim/autograd/autograd_backward.cpp sim/autograd/autograd_backward_ops.cpp sim/autograd/compiled_autograd_run.cpp
   model/autograd_graph.cpp model/fx_graph.cpp
   traces/imported_graph_json.cpp traces/event_compare.cpp model/output_file.cpp
+  traces/program_file.cpp
 )
 # Autograd over the World's own tensors: eager_call with requires_grad and the
 # backward action, eager or through compiled autograd and its lowering.
@@ -101,7 +104,7 @@ unity_e=(
   render/capture_drawings.cpp render/dot_writer.cpp render/draw_graph.cpp render/fold.cpp
   render/graph_diff.cpp render/graphviz_output.cpp render/memory_drawings.cpp
   render/trace_graphs.cpp render/tree_drawing.cpp traces/chrome_export.cpp
-  traces/chrome_trace_check.cpp traces/chrome_export_file.cpp
+  traces/chrome_event.cpp traces/chrome_trace_check.cpp traces/chrome_export_file.cpp
   tests/fuzz/trace_mutations.cpp tests/fuzz/custom_mutator.cpp
 )
 # -gline-tables-only: file:line in every stack trace, at a fraction of -g's cost.
@@ -130,7 +133,7 @@ for s in "${unity_e[@]}"; do printf '#include "%s/%s"\n' "$src" "$s"; done |
   write_if_changed "$out/unity_e.cpp"
 for s in "${unity_f[@]}"; do printf '#include "%s/%s"\n' "$src" "$s"; done |
   write_if_changed "$out/unity_f.cpp"
-for t in trace_reader render diff export; do
+for t in "${all_targets[@]}"; do
   printf '#include "%s/tests/fuzz/fuzz_%s.cpp"\n' "$src" "$t" | write_if_changed "$out/target_$t.cpp"
 done
 # The ignorelist is part of the flags: a change to it rebuilds everything.
@@ -156,12 +159,14 @@ start=$(date +%s)
 nice make -C "$out" -j"${CAPSIM_FUZZ_JOBS:-2}" --no-print-directory "${targets[@]/#/fuzz_}"
 echo "run-libfuzzer.sh: the targets are up to date ($(($(date +%s) - start)) s)"
 
-seeds="$tmp_dir/corpus"
-mkdir -p "$seeds" "$out/artifacts"
-find "$src/traces/corpus" -type f -name '*.jsonl' -exec cp {} "$seeds/" \;
+mkdir -p "$out/artifacts"
 for t in "${targets[@]}"; do
-  # Each target grows its own corpus from the same seeds.
-  rm -rf "$tmp_dir/grown" && cp -r "$seeds" "$tmp_dir/grown"
+  # Each target grows its own corpus from its seeds: programs for the program
+  # reader, recorded traces for the others.
+  seeds="$src/traces/corpus"
+  if [[ $t == program_reader ]]; then seeds="$src/traces/programs"; fi
+  rm -rf "$tmp_dir/grown" && mkdir -p "$tmp_dir/grown"
+  find "$seeds" -type f -name '*.jsonl' -exec cp {} "$tmp_dir/grown/" \;
   # libFuzzer's own failure exit code is 77, ctest's SKIP: make every failure 1.
   set +e
   # -entropic=0: libFuzzer's entropic schedule spent 60% of the time in

@@ -257,11 +257,37 @@ TEST_CASE("chrome export: the validator refuses broken documents") {
   refused(Json::array(), "traceEvents array");
 }
 
-// The minimal document's events through the streaming check, the recording
-// (its first slice) sent as a place where flows start.
-Status streamed(const Json& doc) {
+// The minimal document's events as an export sends them, typed: the flow's
+// two ends with the replay they land in, before the replay's kernel.
+std::vector<ChromeEvent> minimal_stream() {
+  const auto x = [](std::string name, std::uint64_t ts, std::uint64_t dur) {
+    return ChromeEvent{.ph = ChromePhase::kComplete,
+                       .name = std::move(name),
+                       .pid = 1,
+                       .tid = 1,
+                       .ts = ts,
+                       .dur = dur};
+  };
+  const auto flow = [](ChromePhase ph, std::uint64_t ts) {
+    return ChromeEvent{
+        .ph = ph, .name = "g", .pid = 1, .tid = 1, .ts = ts, .id = 7, .cat = "graph"};
+  };
+  return {ChromeEvent{.ph = ChromePhase::kMetadata,
+                      .name = "process_name",
+                      .pid = 1,
+                      .tid = 1,
+                      .args = R"({"name":"dev"})"},
+          x("record", 0, 3),
+          x("replay", 5, 5),
+          flow(ChromePhase::kFlowEnd, 6),
+          flow(ChromePhase::kFlowStart, 1),
+          x("k", 7, 1)};
+}
+
+// The events through the streaming check, the recording (the first slice)
+// sent as a place where flows start.
+Status streamed(const std::vector<ChromeEvent>& events) {
   ChromeTraceChecker checker;
-  const Json& events = doc["traceEvents"];
   for (std::size_t i = 0; i < events.size(); ++i) {
     CAPSIM_TRY(checker.add(events[i], i == 1));
   }
@@ -269,45 +295,57 @@ Status streamed(const Json& doc) {
 }
 
 TEST_CASE("chrome export: the streaming check refuses what the validator refuses") {
-  // The minimal document in the order an export sends it: the flow's two
-  // ends with the replay they land in, before the replay's kernel.
-  Json d = minimal_document();
-  std::swap(d["traceEvents"][3], d["traceEvents"][5]);
-  REQUIRE(validate_chrome_trace(d).ok());
-  CHECK(streamed(d).ok());
-  auto refused = [](const Json& doc, const std::string& needle) {
-    const Status s = streamed(doc);
+  const std::vector<ChromeEvent> good = minimal_stream();
+  CHECK(streamed(good).ok());
+  {
+    // What the writer prints of it is a document the validator accepts.
+    std::string text = R"({"traceEvents":[)";
+    for (std::size_t i = 0; i < good.size(); ++i) {
+      if (i > 0) text += ',';
+      append_chrome_event(text, good[i]);
+    }
+    text += "]}";
+    CHECK(validate_chrome_trace(Json::parse(text)).ok());
+  }
+  auto refused = [](const std::vector<ChromeEvent>& events, const std::string& needle) {
+    const Status s = streamed(events);
     REQUIRE(!s.ok());
     CAPTURE(s.error().message);
     CHECK(s.error().message.find(needle) != std::string::npos);
   };
-  Json broken = d;
-  broken["traceEvents"][5]["dur"] = 10;  // the kernel outlives its replay
+  std::vector<ChromeEvent> broken = good;
+  broken[5].dur = 10;  // the kernel outlives its replay
   refused(broken, "without nesting");
-  broken = d;
-  broken["traceEvents"].erase(3);  // the f side of flow 7
+  broken = good;
+  broken.erase(broken.begin() + 3);  // the f side of flow 7
   refused(broken, "flow id 7 has no matching f event");
-  broken = d;
-  broken["traceEvents"][4]["ts"] = 4;  // the s side between the two slices
+  broken = good;
+  broken[4].ts = 4;  // the s side between the two slices
   refused(broken, "lies inside no X event");
-  broken = d;
-  broken["traceEvents"][3]["ts"] = 4.5;  // f before the replay it lands in
+  broken = good;
+  broken[3].ts = 4;  // f before the replay it lands in
   refused(broken, "lies inside no X event");
-  broken = d;
-  std::swap(broken["traceEvents"][1], broken["traceEvents"][2]);  // out of time order
+  broken = good;
+  std::swap(broken[1], broken[2]);  // out of time order
   refused(broken, "before the last slice of its thread");
-  broken = d;
-  broken["traceEvents"][2].erase("ts");
-  refused(broken, "missing 'ts'");
+  broken = good;
+  broken[4].name = "h";
+  refused(broken, "flow id 7: s and f differ in name or cat");
+  broken = good;
+  broken[4] = broken[3];  // two ends of one kind
+  refused(broken, "flow id 7 repeats");
+  broken = good;
+  broken[0].name = "process_colour";
+  refused(broken, "unknown metadata 'process_colour'");
 }
 
 // Counts what a sink is sent, as the CLI's writer counts.
 class CountingSink : public ChromeEventSink {
  public:
-  Status event(Json event, bool may_start_flows) override {
+  Status event(const ChromeEvent& event, bool may_start_flows) override {
     CAPSIM_TRY(checker.add(event, may_start_flows));
     ++events;
-    kernels += event["ph"] == "X" && event["args"].contains("graph_node_id");
+    kernels += event.replayed_step;
     return {};
   }
   ChromeTraceChecker checker;

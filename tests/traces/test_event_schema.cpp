@@ -3,7 +3,10 @@
 // writer refuses what a reader would refuse, and extensions ride as text.
 #include <doctest/doctest.h>
 
+#include "sim/scenarios/scenarios.hpp"
+#include "tests/traces/trace_test_support.hpp"
 #include "traces/event_schema.hpp"
+#include "traces/scenario_trace.hpp"
 
 namespace capsim {
 namespace {
@@ -46,6 +49,60 @@ TEST_CASE("event schema: every field type has one JSON form and reads back") {
                    {{F::name, "y"}, {F::numel, 8}, {F::digest, Digest{0x79586523551516e5}}}};
   CHECK(round_trip(read, json) == read.fields);
   CHECK(json == R"({"name":"y","numel":8,"digest":"79586523551516e5"})");
+}
+
+// The Chrome export writes fields with the text printer; its bytes must be
+// the JSON printer's, or a file would change with the writer that made it.
+std::string printed_as_text(const Event& e) {
+  std::string out;
+  JsonObjectText object(out);
+  REQUIRE(append_event_fields(object, e).ok());
+  object.close();
+  return out;
+}
+
+TEST_CASE("event schema: the text printer writes the JSON printer's bytes") {
+  const Event odd{EventKind::kCaGraph,
+                  0,
+                  {{F::backward, 3},
+                   {F::captured, true},
+                   {F::targets, TextList{"", "tab\there", "\x01\x1f\x7f", "é—𝄞", "\\\""}},
+                   {F::uses, IntLists{}}}};
+  CHECK(printed_as_text(odd) == event_fields_to_json(odd)->dump());
+  const Event device{EventKind::kDevice,
+                     0,
+                     {{F::baked, 1},
+                      {F::baked_digest, Digest{1}},
+                      {F::digest, Digest{~0ULL}},
+                      {F::x_buffer_ids, IntList{3, 7}}}};
+  CHECK(printed_as_text(device) == event_fields_to_json(device)->dump());
+  const Event warmup{EventKind::kWarmup,
+                     0,
+                     {{F::fid, 0}, {F::function, "f"}, {F::node, -2147483647}, {F::depth, 0}}};
+  CHECK(printed_as_text(warmup) == event_fields_to_json(warmup)->dump());
+  // Every event of every built-in scenario: all kinds, all field types.
+  std::size_t events = 0;
+  for (const ProgramScenario& s : builtin_program_scenarios()) {
+    Result<std::vector<std::string>> lines = trace_scenario(s);
+    REQUIRE(lines.ok());
+    Result<std::unique_ptr<TraceReader>> reader = test::reader_of(test::join_lines(*lines));
+    REQUIRE(reader.ok());
+    for (;;) {
+      Result<std::optional<TraceItem>> item = (*reader)->next();
+      REQUIRE(item.ok());
+      if (!*item) break;
+      if ((*item)->type != TraceLineType::kEvent) continue;
+      ++events;
+      CAPTURE((*item)->text);
+      CHECK(printed_as_text((*item)->event) == event_fields_to_json((*item)->event)->dump());
+    }
+  }
+  CHECK(events > 1000);
+  // Out of range: the same refusal as the JSON printer's.
+  const Event steps{EventKind::kRecord, 0, {{F::function, "f"}, {F::steps, -1}}};
+  std::string out;
+  JsonObjectText object(out);
+  CHECK(!append_event_fields(object, steps).ok());
 }
 
 TEST_CASE("event schema: an extension is written as its text and skipped on reading") {
