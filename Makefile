@@ -6,6 +6,8 @@
 #   make bench  release build, then the Google Benchmark suite
 #   make asan   ASan + UBSan build, then the whole test suite
 #   make docs-images  the pictures of docs/gallery.md, drawn by capsim from the corpus
+#   make install  build (default preset), then copy capsim to $(PREFIX)/bin
+#               (PREFIX defaults to ~/.local)
 # JOBS defaults to the number of cores.
 
 JOBS ?= $(shell nproc)
@@ -13,8 +15,9 @@ JOBS ?= $(shell nproc)
 CHECK_JOBS ?= $(shell n=$$(nproc); [ $$n -gt 64 ] && n=64; echo $$n)
 CMAKE ?= cmake
 CTEST ?= ctest
+PREFIX ?= $(HOME)/.local
 
-.PHONY: deps run test bench asan docs-images clean
+.PHONY: deps run test install bench asan docs-images clean
 
 deps:
 	@bash scripts/install-deps.sh
@@ -37,6 +40,11 @@ test: deps
 	$(call build_preset,default)
 	./build/default/cli/capsim check --no-progress --jobs $(CHECK_JOBS)
 	$(CTEST) --preset default -j $(JOBS)
+
+install: deps
+	$(call build_preset,default)
+	$(CMAKE) --install build/default --prefix "$(PREFIX)"
+	@echo "capsim is $(PREFIX)/bin/capsim; put $(PREFIX)/bin on PATH if it is not there"
 
 bench: deps
 	$(call build_preset,release)

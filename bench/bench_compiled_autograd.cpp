@@ -34,9 +34,10 @@
 //    (/proc/self/statm) while the AutogradGraph and its leaf tensors were
 //    built, per node. Freed memory that malloc reuses is not counted, so it is
 //    a lower bound.
-// Sizes 1e3 to 1e6 are registered, as issue 26's table asks; a capture of
-// 1e6 nodes takes 10 to 20 s and a few GB. CAPSIM_CA_BENCH_MAX_NODES sets
-// another largest power of ten (100000 for a quick run).
+// Sizes 1e3 to 1e6 are registered, as the target table of docs/performance.md
+// asks; a capture of 1e6 nodes takes 10 to 20 s and a few GB.
+// CAPSIM_CA_BENCH_MAX_NODES sets another largest power of ten (100000 for a
+// quick run).
 #include <benchmark/benchmark.h>
 #include <fmt/format.h>
 #include <unistd.h>

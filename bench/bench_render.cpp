@@ -1,6 +1,6 @@
 // Drawing and diffing: DOT writing, the three-pass diff and Graphviz's layout
-// at 1e2, 1e3 and 1e4 nodes (issue 7's performance table; figures in
-// docs/performance.md). The graphs are what a recorded StepProgram looks
+// at 1e2, 1e3 and 1e4 nodes (figures in docs/performance.md, "Drawings and
+// diffs"). The graphs are what a recorded StepProgram looks
 // like: a chain of steps with a few kernel kinds, each depending on the step
 // before and, every fourth, on one a few steps back. The diffed graph has
 // 1 % of its nodes changed, as a re-recording's moved pointers do.

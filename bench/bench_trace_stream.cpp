@@ -16,14 +16,14 @@
 //    be flat as replay's, its time linear (docs/chrome-export.md).
 //  - BM_ReplayStream/10000000/damage:1 and damage:2: the same trace cut in
 //    the middle of a line (a killed recorder), or with one line of broken
-//    JSON, after half its events. Issue 26 asks for the first error, in
-//    file:line:column form, within the time a clean replay of the prefix
-//    takes: targets_report.cpp divides replay_cpu_s by the clean run's time
-//    per event times the events before the damage. A cut last line is a
-//    warning, not an error (docs/trace-format.md §8: the prefix is the
-//    trace), so the cut trace must replay cleanly and warn. The counter
-//    `error_on_damaged_line` is 1 when the error or warning names the
-//    damaged line with a column.
+//    JSON, after half its events. The target table of docs/performance.md
+//    asks for the first error, in file:line:column form, within the time a
+//    clean replay of the prefix takes: targets_report.cpp divides
+//    replay_cpu_s by the clean run's time per event times the events before
+//    the damage. A cut last line is a warning, not an error
+//    (docs/trace-format.md §8: the prefix is the trace), so the cut trace
+//    must replay cleanly and warn. The counter `error_on_damaged_line` is 1
+//    when the error or warning names the damaged line with a column.
 #include <benchmark/benchmark.h>
 #include <fmt/format.h>
 #include <malloc.h>

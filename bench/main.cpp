@@ -1,5 +1,6 @@
 // capsim_bench's entry point: Google Benchmark's own, with the console
-// reporter that ends on issue 26's target table (targets_report.hpp).
+// reporter that ends on the target table of docs/performance.md
+// (targets_report.hpp).
 #include <benchmark/benchmark.h>
 #include <unistd.h>
 

@@ -1,3 +1,5 @@
+// The synthetic trace writer of the trace benchmarks (see synthetic_trace.hpp): the loop's
+// program, streamed action by action through a World, and the damage put in once asked for.
 #include "synthetic_trace.hpp"
 
 #include <fmt/format.h>

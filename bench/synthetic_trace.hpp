@@ -9,8 +9,9 @@
 // with a copy-in.
 //
 // The writer can also damage the trace once `fault_after_events` events are
-// written, for the bad-input figures of issue 26: cut it in the middle of a
-// line (a killed recorder), or put one line of broken JSON there and go on.
+// written, for the bad-input figures of docs/performance.md's target table:
+// cut it in the middle of a line (a killed recorder), or put one line of
+// broken JSON there and go on.
 #pragma once
 
 #include <cstddef>

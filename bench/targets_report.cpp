@@ -1,3 +1,6 @@
+// The target table of docs/performance.md, filled from one benchmark run (see
+// targets_report.hpp): one function per group of rows (traces, streams, export, tree manager,
+// capture, properties), each row a figure against its floor from the same run.
 #include "targets_report.hpp"
 
 #include <fmt/format.h>
@@ -94,7 +97,7 @@ std::string stream_name(std::size_t events, int damage) {
 }
 
 // The Chrome export of the same 10^7-event trace through a pipe, against its
-// replay (issue 45): at most 3 times replay's CPU, memory as flat as replay's.
+// replay: at most 3 times replay's CPU, memory as flat as replay's.
 void export_rows(const MeasuredRuns& runs, std::vector<TargetRow>& rows) {
   const Measured* replay = runs.find(stream_name(10'000'000, 0));
   const Measured* exported = runs.find("BM_ExportStream/10000000/iterations:1");

@@ -1,4 +1,4 @@
-// The table of issue 26's targets, filled from the benchmarks of one run.
+// The target table of docs/performance.md, filled from one run's benchmarks.
 //
 // capsim_bench's console output lists each benchmark; this reporter does the
 // same and, at the end, prints each target as a figure against its floor

@@ -1,4 +1,4 @@
-// The check subcommand: the property catalogue as a product (issue 6).
+// The check subcommand: the property catalogue as a product (docs/properties.md).
 //
 // `capsim check` runs every property of properties/catalogue.hpp over
 // generated cases, prints one line per property and a summary, and with
@@ -28,7 +28,7 @@ struct CheckCommandOptions {
   // Fail (exit 1) when a probe that is not rare was never hit: for the full
   // default run, where every such probe must be reached.
   bool require_probes = false;
-  std::string backend = "cpu";  // "cpu" (the model) or "cuda" (issue 8)
+  std::string backend = "cpu";  // "cpu" (the model) or "cuda" (docs/cuda-reference.md)
   // Worker processes (check_jobs.hpp); the report is the same for any count.
   int jobs = 1;
 

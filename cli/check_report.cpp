@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <sstream>
 
 namespace capsim::cli {
@@ -228,6 +229,71 @@ std::vector<std::string> probe_lines(const CheckReport& report) {
   return out;
 }
 
+namespace {
+
+// One <testcase> per saved counterexample replayed.
+void junit_regressions(const CheckReport& report, std::vector<std::string>& out) {
+  for (const RegressionOutcome& r : report.regressions) {
+    out.push_back(
+        fmt::format("  <testcase classname=\"capsim.regressions\" name=\"{}\" time=\"0.000\">",
+                    xml_escape(r.file)));
+    if (r.failed) {
+      out.push_back(fmt::format("    <failure message=\"{}\"/>", xml_escape(r.message)));
+    }
+    out.push_back("  </testcase>");
+  }
+}
+
+// One <testcase> per selected property; skipped when the run stopped first.
+void junit_properties(const CheckReport& report, const std::vector<const Property*>& selected,
+                      std::vector<std::string>& out) {
+  for (const Property* p : selected) {
+    const auto o = std::find_if(report.properties.begin(), report.properties.end(),
+                                [&](const PropertyOutcome& x) { return x.property == p; });
+    const bool ran = o != report.properties.end();
+    out.push_back(
+        fmt::format("  <testcase classname=\"capsim.properties\" name=\"{}\" time=\"{:.3f}\">",
+                    xml_escape(p->name), ran ? o->seconds : 0.0));
+    if (!ran) {
+      out.push_back("    <skipped message=\"the run was interrupted\"/>");
+    } else if (o->failed) {
+      out.push_back(fmt::format(
+          "    <failure message=\"{}\">{}</failure>", xml_escape(o->failure.message),
+          xml_escape(fmt::format("case {}, size {}\n{}\nreproduce: {}", o->case_index, o->size,
+                                 o->failure.counterexample,
+                                 reproduce_command(report.options, *p, o->case_index, false)))));
+    }
+    out.push_back("  </testcase>");
+  }
+}
+
+// One <testcase> per selected property's negative control, when they ran.
+void junit_controls(const CheckReport& report, const std::vector<const Property*>& selected,
+                    std::vector<std::string>& out) {
+  if (!report.options.controls) return;
+  for (const Property* p : selected) {
+    const auto c = std::find_if(report.controls.begin(), report.controls.end(),
+                                [&](const ControlOutcome& x) { return x.property == p; });
+    const bool ran = c != report.controls.end();
+    out.push_back(
+        fmt::format("  <testcase classname=\"capsim.controls\" name=\"{}\" time=\"{:.3f}\">",
+                    xml_escape(p->name), ran ? c->seconds : 0.0));
+    if (!ran) {
+      out.push_back("    <skipped message=\"the run was interrupted\"/>");
+    } else if (c->not_applicable) {
+      out.push_back(fmt::format("    <skipped message=\"the control needs {}\"/>",
+                                xml_escape(c->property->control_needs)));
+    } else if (!c->caught()) {
+      out.push_back(
+          fmt::format("    <failure message=\"negative control not caught in {} cases: {}\"/>",
+                      c->cases_run, xml_escape(p->control)));
+    }
+    out.push_back("  </testcase>");
+  }
+}
+
+}  // namespace
+
 std::vector<std::string> junit_lines(const CheckReport& report,
                                      const std::vector<const Property*>& selected) {
   std::size_t failures = 0, skipped = 0;
@@ -246,62 +312,9 @@ std::vector<std::string> junit_lines(const CheckReport& report,
   out.push_back(fmt::format(
       "<testsuite name=\"capsim check\" tests=\"{}\" failures=\"{}\" errors=\"0\" skipped=\"{}\">",
       tests, failures, skipped));
-  auto find_property = [&](const Property* p) -> const PropertyOutcome* {
-    for (const PropertyOutcome& o : report.properties) {
-      if (o.property == p) return &o;
-    }
-    return nullptr;
-  };
-  auto find_control = [&](const Property* p) -> const ControlOutcome* {
-    for (const ControlOutcome& o : report.controls) {
-      if (o.property == p) return &o;
-    }
-    return nullptr;
-  };
-  for (const RegressionOutcome& r : report.regressions) {
-    out.push_back(
-        fmt::format("  <testcase classname=\"capsim.regressions\" name=\"{}\" time=\"0.000\">",
-                    xml_escape(r.file)));
-    if (r.failed) {
-      out.push_back(fmt::format("    <failure message=\"{}\"/>", xml_escape(r.message)));
-    }
-    out.push_back("  </testcase>");
-  }
-  for (const Property* p : selected) {
-    const PropertyOutcome* o = find_property(p);
-    out.push_back(
-        fmt::format("  <testcase classname=\"capsim.properties\" name=\"{}\" time=\"{:.3f}\">",
-                    xml_escape(p->name), o ? o->seconds : 0.0));
-    if (o == nullptr) {
-      out.push_back("    <skipped message=\"the run was interrupted\"/>");
-    } else if (o->failed) {
-      out.push_back(fmt::format(
-          "    <failure message=\"{}\">{}</failure>", xml_escape(o->failure.message),
-          xml_escape(fmt::format("case {}, size {}\n{}\nreproduce: {}", o->case_index, o->size,
-                                 o->failure.counterexample,
-                                 reproduce_command(report.options, *p, o->case_index, false)))));
-    }
-    out.push_back("  </testcase>");
-  }
-  if (report.options.controls) {
-    for (const Property* p : selected) {
-      const ControlOutcome* c = find_control(p);
-      out.push_back(
-          fmt::format("  <testcase classname=\"capsim.controls\" name=\"{}\" time=\"{:.3f}\">",
-                      xml_escape(p->name), c ? c->seconds : 0.0));
-      if (c == nullptr) {
-        out.push_back("    <skipped message=\"the run was interrupted\"/>");
-      } else if (c->not_applicable) {
-        out.push_back(fmt::format("    <skipped message=\"the control needs {}\"/>",
-                                  xml_escape(c->property->control_needs)));
-      } else if (!c->caught()) {
-        out.push_back(
-            fmt::format("    <failure message=\"negative control not caught in {} cases: {}\"/>",
-                        c->cases_run, xml_escape(p->control)));
-      }
-      out.push_back("  </testcase>");
-    }
-  }
+  junit_regressions(report, out);
+  junit_properties(report, selected, out);
+  junit_controls(report, selected, out);
   out.push_back("</testsuite>");
   return out;
 }

@@ -1,3 +1,5 @@
+// The explain subcommand (see explain_command.hpp): the run to explain (the file's, or as on a
+// GPU), its explanations and what-ifs as text or JSON, and the HTML page when asked for.
 #include "cli/explain_command.hpp"
 
 #include <fmt/format.h>

@@ -1,3 +1,5 @@
+// The page of `capsim explain --html` (see explain_html.hpp): the drawing as inline SVG, the
+// timeline, the explanations and the what-ifs, each an HTML fragment of its own.
 #include "cli/explain_html.hpp"
 
 #include <fmt/format.h>

@@ -1,3 +1,6 @@
+// The checks every subcommand makes before it reads or writes (see input_guards.hpp): outputs
+// onto inputs, empty values, decimal-only numbers, --memory-budget and --torch, the stdout and
+// out-of-memory endings, and "did you mean".
 #include "cli/input_guards.hpp"
 
 #include <fmt/format.h>

@@ -1,3 +1,6 @@
+// The `--backend` choices (see reference_backends.hpp): which backends this build and machine
+// can run, and a ReferenceMirror over each. The only file of cli/ that knows whether the build
+// has CUDA.
 #include "cli/reference_backends.hpp"
 
 #include <fmt/format.h>

@@ -1,3 +1,5 @@
+// The render and diff subcommands and `capsim replay --dot`'s divergence drawing (see
+// render_commands.hpp): operands read, graphs picked and the DOT, SVG or PNG written.
 #include "cli/render_commands.hpp"
 
 #include <fmt/format.h>

@@ -1,3 +1,4 @@
+// The simulate subcommand (see simulate_command.hpp).
 #include "cli/simulate_command.hpp"
 
 #include <fmt/format.h>

@@ -1,3 +1,5 @@
+// The record and replay subcommands (see trace_commands.hpp), and stderr_line, which every line
+// capsim writes to stderr goes through.
 #include "cli/trace_commands.hpp"
 
 #include <fmt/format.h>

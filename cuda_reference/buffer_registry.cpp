@@ -1,3 +1,5 @@
+// The registry of a reference graph's allocations (see buffer_registry.hpp): adding a buffer,
+// locating a baked range, translating addresses both ways and checking that no buffer changed.
 #include "cuda_reference/buffer_registry.hpp"
 
 #include <fmt/format.h>

@@ -4,13 +4,13 @@
 // at the same offsets, and stages host data through cudaHostAlloc buffers; it
 // registers every such allocation here with the identity the driver gave it
 // (CU_POINTER_ATTRIBUTE_BUFFER_ID, unique per allocation over the process's
-// life and never reused after a free: spec cuda-graphs.md §3.3). The registry
-// answers the questions the graph checks ask: which one buffer holds a baked
-// pointer's range, what simulated address a device address stands for, and
-// whether every buffer is still the allocation it was (same id, same base and
-// size) after a replay. Plain C++: the driver queries live in the CUDA
-// backend, which hands their answers in as BufferObservations, so all of this
-// is tested without a GPU.
+// life and never reused after a free: docs/cuda-reference.md, "What the
+// backend proves from the driver"). The registry answers the questions the
+// graph checks ask: which one buffer holds a baked pointer's range, what
+// simulated address a device address stands for, and whether every buffer is
+// still the allocation it was (same id, same base and size) after a replay.
+// Plain C++: the driver queries live in the CUDA backend, which hands their
+// answers in as BufferObservations, so all of this is tested without a GPU.
 #pragma once
 
 #include <cstdint>

@@ -292,66 +292,79 @@ struct CudaBackend::Impl {
     }
     std::vector<NodeReading> out(g.nodes.size());
     for (std::uint32_t i = 0; i < g.nodes.size(); ++i) {
-      cudaGraphNode_t node = g.nodes[i];
-      NodeReading& r = out[i];
-      size_t ndeps = 0;
-      CAPSIM_CUDA_TRY(cudaGraphNodeGetDependencies(node, nullptr, nullptr, &ndeps),
-                      "cudaGraphNodeGetDependencies");
-      std::vector<cudaGraphNode_t> deps(ndeps);
-      if (ndeps > 0) {
-        CAPSIM_CUDA_TRY(cudaGraphNodeGetDependencies(node, deps.data(), nullptr, &ndeps),
-                        "cudaGraphNodeGetDependencies");
-      }
-      for (cudaGraphNode_t d : deps) {
-        auto it = index.find(d);
-        if (it == index.end()) {
-          return make_error(
-              fmt::format("graph '{}': node {} depends on a node the backend never "
-                          "built",
-                          g.name, i));
-        }
-        r.deps.push_back(it->second);
-      }
-      cudaGraphNodeType type{};
-      CAPSIM_CUDA_TRY(cudaGraphNodeGetType(node, &type), "cudaGraphNodeGetType");
-      switch (type) {
-        case cudaGraphNodeTypeKernel: {
-          r.type = GraphNodeType::kKernel;
-          CAPSIM_TRY_ASSIGN(r.kernel, read_kernel(g, i, node));
-          break;
-        }
-        case cudaGraphNodeTypeMemcpy: {
-          r.type = GraphNodeType::kMemcpy;
-          cudaMemcpy3DParms p{};
-          CAPSIM_CUDA_TRY(cudaGraphMemcpyNodeGetParams(node, &p), "cudaGraphMemcpyNodeGetParams");
-          if (p.srcArray != nullptr || p.dstArray != nullptr) {
-            return make_error(
-                fmt::format("graph '{}': node {} copies a CUDA array, never built", g.name, i));
-          }
-          r.copy.src = reinterpret_cast<std::uint64_t>(p.srcPtr.ptr) + p.srcPos.x;
-          r.copy.dst = reinterpret_cast<std::uint64_t>(p.dstPtr.ptr) + p.dstPos.x;
-          r.copy.bytes =
-              static_cast<std::uint64_t>(p.extent.width) * p.extent.height * p.extent.depth;
-          break;
-        }
-        case cudaGraphNodeTypeMemset: {
-          r.type = GraphNodeType::kMemset;
-          cudaMemsetParams p{};
-          CAPSIM_CUDA_TRY(cudaGraphMemsetNodeGetParams(node, &p), "cudaGraphMemsetNodeGetParams");
-          r.memset.dst = reinterpret_cast<std::uint64_t>(p.dst);
-          r.memset.bytes = p.height <= 1 ? static_cast<std::uint64_t>(p.elementSize) * p.width
-                                         : static_cast<std::uint64_t>(p.pitch) * (p.height - 1) +
-                                               static_cast<std::uint64_t>(p.elementSize) * p.width;
-          r.memset.value = static_cast<std::uint8_t>(p.value);
-          break;
-        }
-        default:
-          r.type = GraphNodeType::kOther;
-          r.other_type = std::string(node_type_name(type));
-          break;
-      }
+      CAPSIM_TRY(read_deps(g, i, index, out[i]));
+      CAPSIM_TRY(read_params(g, i, out[i]));
     }
     return out;
+  }
+
+  // Node i's dependencies, as our indices of the nodes they name.
+  Status read_deps(const Graph& g, std::uint32_t i,
+                   const std::map<cudaGraphNode_t, std::uint32_t>& index, NodeReading& r) const {
+    cudaGraphNode_t node = g.nodes[i];
+    size_t ndeps = 0;
+    CAPSIM_CUDA_TRY(cudaGraphNodeGetDependencies(node, nullptr, nullptr, &ndeps),
+                    "cudaGraphNodeGetDependencies");
+    std::vector<cudaGraphNode_t> deps(ndeps);
+    if (ndeps > 0) {
+      CAPSIM_CUDA_TRY(cudaGraphNodeGetDependencies(node, deps.data(), nullptr, &ndeps),
+                      "cudaGraphNodeGetDependencies");
+    }
+    for (cudaGraphNode_t d : deps) {
+      auto it = index.find(d);
+      if (it == index.end()) {
+        return make_error(
+            fmt::format("graph '{}': node {} depends on a node the backend never "
+                        "built",
+                        g.name, i));
+      }
+      r.deps.push_back(it->second);
+    }
+    return {};
+  }
+
+  // Node i's type and parameters: a kernel's launch, a copy's or a memset's.
+  Status read_params(const Graph& g, std::uint32_t i, NodeReading& r) const {
+    cudaGraphNode_t node = g.nodes[i];
+    cudaGraphNodeType type{};
+    CAPSIM_CUDA_TRY(cudaGraphNodeGetType(node, &type), "cudaGraphNodeGetType");
+    switch (type) {
+      case cudaGraphNodeTypeKernel: {
+        r.type = GraphNodeType::kKernel;
+        CAPSIM_TRY_ASSIGN(r.kernel, read_kernel(g, i, node));
+        break;
+      }
+      case cudaGraphNodeTypeMemcpy: {
+        r.type = GraphNodeType::kMemcpy;
+        cudaMemcpy3DParms p{};
+        CAPSIM_CUDA_TRY(cudaGraphMemcpyNodeGetParams(node, &p), "cudaGraphMemcpyNodeGetParams");
+        if (p.srcArray != nullptr || p.dstArray != nullptr) {
+          return make_error(
+              fmt::format("graph '{}': node {} copies a CUDA array, never built", g.name, i));
+        }
+        r.copy.src = reinterpret_cast<std::uint64_t>(p.srcPtr.ptr) + p.srcPos.x;
+        r.copy.dst = reinterpret_cast<std::uint64_t>(p.dstPtr.ptr) + p.dstPos.x;
+        r.copy.bytes =
+            static_cast<std::uint64_t>(p.extent.width) * p.extent.height * p.extent.depth;
+        break;
+      }
+      case cudaGraphNodeTypeMemset: {
+        r.type = GraphNodeType::kMemset;
+        cudaMemsetParams p{};
+        CAPSIM_CUDA_TRY(cudaGraphMemsetNodeGetParams(node, &p), "cudaGraphMemsetNodeGetParams");
+        r.memset.dst = reinterpret_cast<std::uint64_t>(p.dst);
+        r.memset.bytes = p.height <= 1 ? static_cast<std::uint64_t>(p.elementSize) * p.width
+                                       : static_cast<std::uint64_t>(p.pitch) * (p.height - 1) +
+                                             static_cast<std::uint64_t>(p.elementSize) * p.width;
+        r.memset.value = static_cast<std::uint8_t>(p.value);
+        break;
+      }
+      default:
+        r.type = GraphNodeType::kOther;
+        r.other_type = std::string(node_type_name(type));
+        break;
+    }
+    return {};
   }
 
   // Whether a node's `func` is the kernel of `kind`: the host stub the node

@@ -5,9 +5,10 @@
 // has exactly one device address and back (BufferRegistry). Host data moves
 // through one pinned cudaHostAlloc staging buffer. A program becomes a graph
 // by explicit node construction, one node per step with the step's
-// dependencies (spec cuda-graphs.md §0.1); the template graph is kept,
-// because an executable graph cannot be read back (§2.1). After
-// instantiation the template is read back from the driver (node types,
+// dependencies (docs/cuda-reference.md, "How it runs"); the template graph is
+// kept, because an executable graph cannot be read back
+// (docs/cuda-reference.md, "What it cannot prove"). After instantiation the
+// template is read back from the driver (node types,
 // dependencies, every kernel's raw arguments, every memcpy and memset
 // address) and held against the program (graph_mirror.hpp): that reading's
 // baked ranges are the baseline. After every replay the template is read

@@ -1,3 +1,5 @@
+// Whether a usable CUDA device exists (see cuda_probe.hpp): one cudaGetDeviceCount, read so
+// that no driver and no GPU both come out as "no device", never as a failure.
 #include <cuda_runtime.h>
 
 #include "cuda_reference/cuda_probe.hpp"

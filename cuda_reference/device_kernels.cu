@@ -1,3 +1,7 @@
+// The reference kernels (see device_kernels.hpp): one __global__ function per kernel family,
+// each calling model/kernel_bodies.hpp's element body once per thread, their launcher, and the
+// thin runtime wrappers that keep CUDA headers out of the tests. The __global__ signatures must
+// match kernel_abi.cpp's parameter lists.
 #include <cuda_runtime.h>
 
 #include "cuda_reference/device_kernels.hpp"

@@ -1,3 +1,5 @@
+// The check that a CUDA graph read back from the driver is its StepProgram, node for step (see
+// graph_mirror.hpp), and the check that a later reading baked the same ranges.
 #include "cuda_reference/graph_mirror.hpp"
 
 #include <fmt/format.h>

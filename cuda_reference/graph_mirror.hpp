@@ -1,8 +1,8 @@
 // Checking that a CUDA graph is exactly the StepProgram it was built from.
 //
 // The backend builds a graph by explicit construction, one node per step,
-// edges copied from the step list (spec cuda-graphs.md §0.1), and then reads
-// the template graph back through the driver: each node's type, its
+// edges copied from the step list (docs/cuda-reference.md, "How it runs"), and
+// then reads the template graph back through the driver: each node's type, its
 // dependencies, and its parameters (a kernel's raw arguments decoded by the
 // kernel ABI table, a memcpy's or a memset's addresses). This file holds the
 // comparison of that reading with the program, in plain C++, so that every

@@ -1,3 +1,5 @@
+// HostBackend (see host_backend.hpp): mapping the model's segments at the same bases, and
+// refusing at instantiation what the CUDA backend would refuse.
 #include "cuda_reference/host_backend.hpp"
 
 #include <fmt/format.h>

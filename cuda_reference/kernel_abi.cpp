@@ -1,3 +1,6 @@
+// The kernel ABI table (see kernel_abi.hpp): each kernel's parameter list in device_kernels.cu's
+// order, its check against the compiled kernels, and encoding a launch into node parameters and
+// decoding it back.
 #include "cuda_reference/kernel_abi.hpp"
 
 #include <fmt/format.h>

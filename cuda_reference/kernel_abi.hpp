@@ -8,9 +8,11 @@
 // scalars, the reduce mask or a constant. This table is that list, in plain
 // C++ so that encoding, decoding and the layout arithmetic are unit-tested
 // without a GPU; on a GPU, `check_param_info` holds it against
-// `cudaFuncGetParamInfo` for the compiled kernels (spec cuda-graphs.md §2.2,
-// §9). The ABI rule of spec §0.6 holds by construction: top-level parameters
-// are pointers and plain values only, and no geometry holds a pointer.
+// `cudaFuncGetParamInfo` for the compiled kernels (docs/cuda-reference.md,
+// "What the backend proves from the driver"). The rule that lets the backend
+// read pointers out of raw parameters holds by construction: top-level
+// parameters are pointers and plain values only, and no geometry holds a
+// pointer.
 //
 // cuda_reference/device_kernels.cu declares the same lists as __global__
 // signatures; a kernel whose signature drifts from this table fails

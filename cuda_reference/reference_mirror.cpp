@@ -1,3 +1,5 @@
+// ReferenceMirror (see reference_mirror.hpp): the target's graphs beside the model's, the copy
+// in and the bitwise compare around each replay, and the first disagreement kept.
 #include "cuda_reference/reference_mirror.hpp"
 
 #include <fmt/format.h>

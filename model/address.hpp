@@ -2,7 +2,7 @@
 //
 // An `Address` is a byte address in the simulated device address space owned by
 // DeviceMemory. It is never a host pointer: host addresses are nondeterministic
-// and must not reach output (architecture §6, rule 2).
+// and must not reach output (docs/architecture.md, "Determinism", rule 2).
 #pragma once
 
 #include <cstdint>

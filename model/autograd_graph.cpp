@@ -1,3 +1,6 @@
+// AutogradGraph (see autograd_graph.hpp): the Boost.Graph adjacency_list behind it, edges and
+// their checks, the acyclicity check and the topological order. The one file that includes
+// Boost.Graph, so that only it pays Boost's compile time.
 #include "model/autograd_graph.hpp"
 
 #include <fmt/format.h>

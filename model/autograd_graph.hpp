@@ -1,7 +1,7 @@
 // AutogradGraph: the backward graph that autograd builds during a forward.
 //
 // Nodes are PyTorch's autograd Node kinds, reduced to the eight that matter for
-// compiled autograd (docs/compiled-autograd.md, spec §9): GraphRoot, generic
+// compiled autograd (docs/compiled-autograd.md, "Phase B"): GraphRoot, generic
 // codegen'd functional nodes (MulBackward0, SumBackward0, ...), AccumulateGrad,
 // CopyBackwards, CopySlices (wrapping an inner functional node), CppNode,
 // PyNode and the AOT backward (CompiledFunctionBackward). ValidateOutputs and

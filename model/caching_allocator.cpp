@@ -1,3 +1,5 @@
+// CachingAllocator (see caching_allocator.hpp): size rounding, best-fit allocation with splits
+// and coalescing, private pools, and their checkpoints and restores.
 #include "model/caching_allocator.hpp"
 
 #include <fmt/format.h>

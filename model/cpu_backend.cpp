@@ -1,3 +1,6 @@
+// CpuBackend (see cpu_backend.hpp): a kernel launch run on the host over DeviceMemory (with a
+// rank-1 fast path for dense elementwise launches), and StepPrograms instantiated, replayed
+// and their evidence computed.
 #include "model/cpu_backend.hpp"
 
 #include <fmt/format.h>

@@ -1,3 +1,5 @@
+// DeviceMemory (see device_memory.hpp): segments mapped at their fixed bases, address
+// resolution, reads and writes, and the poison fill on free.
 #include "model/device_memory.hpp"
 
 #include <fmt/format.h>

@@ -1,3 +1,5 @@
+// A digest's printed form (see digest.hpp; the hash itself is inline there), out of line so
+// that the header needs no fmt.
 #include "model/digest.hpp"
 
 #include <fmt/format.h>

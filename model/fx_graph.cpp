@@ -1,3 +1,5 @@
+// FxGraph (see fx_graph.hpp): building a graph with torch.fx's naming, uses and reordering
+// (rebuilt), and the stable text form that properties compare.
 #include "model/fx_graph.hpp"
 
 #include <fmt/format.h>

@@ -1,3 +1,5 @@
+// The two digests of GraphEvidence (see graph_evidence.hpp): of the baked pointers and of the
+// bytes the graph writes, hashed word by word in little-endian order.
 #include "model/graph_evidence.hpp"
 
 #include <array>

@@ -1,3 +1,5 @@
+// The launch builders of kernel_launch.hpp: shape checks, tensor metadata to kernel geometry,
+// and one builder per kernel family (sum's reduce mask and sum_to_size included).
 #include "model/kernel_launch.hpp"
 
 #include <fmt/format.h>

@@ -1,3 +1,6 @@
+// The kernel signature table (see kernel_table.hpp), one row per CAPSIM_KERNELS entry and
+// checked against it at compile time, and what a KernelLaunch derives from it: names, grid
+// size and each pointer's extent.
 #include "model/kernel_table.hpp"
 
 #include <bit>

@@ -1,3 +1,5 @@
+// OutputFile (see output_file.hpp): the temporary (unnamed where the file system allows),
+// the rename into place, writing in place for devices and "-", and same_file.
 #include "model/output_file.hpp"
 
 #include <fcntl.h>

@@ -115,6 +115,15 @@ class [[nodiscard]] Result<void> {
 
 using Status = Result<void>;
 
+// Drops a Status whose failure changes nothing where it is dropped, and says
+// why (LLVM's consumeError): a release in a destructor or on a path that has
+// already failed, where there is no caller to tell. A bare `(void)` would
+// hide the reason, and a reader could not tell a decision from an oversight.
+inline void consume_error(const Status& status, std::string_view why) {
+  static_cast<void>(status);
+  static_cast<void>(why);
+}
+
 inline Error make_error(std::string message) {
   return Error{std::move(message), ErrorKind::bad_input, {}};
 }

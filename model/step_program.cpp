@@ -1,3 +1,5 @@
+// StepProgram (see step_program.hpp): adding steps, the pointer uses a program bakes, and the
+// validation of every step (its dependencies, and each kernel's geometry against its table row).
 #include "model/step_program.hpp"
 
 #include <fmt/format.h>

@@ -1,3 +1,5 @@
+// Tensor metadata (see tensor.hpp): dtypes, strides and contiguity, the views (as_strided,
+// slice, expand), broadcasting and sum's shapes, each checked against overflow and its storage.
 #include "model/tensor.hpp"
 
 #include <fmt/format.h>

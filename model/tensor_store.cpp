@@ -1,3 +1,5 @@
+// TensorStore (see tensor_store.hpp): tensors and views made, storages rebased or adopted, and
+// each storage's block returned to the allocator when its last tensor goes.
 #include "model/tensor_store.hpp"
 
 #include <fmt/format.h>

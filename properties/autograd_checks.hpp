@@ -3,8 +3,9 @@
 // The checks of the `capsim check` catalogue's capture.* properties (run by
 // tests/properties/test_catalogue.cpp), and of P-cache in
 // tests/properties/prop_compiled_autograd.cpp. Each returns nullopt when the
-// property holds, else one line. Spec: /work/shared/spec/compiled-autograd.md §1.3,
-// §3 and §4.
+// property holds, else one line. The rules are those of
+// docs/compiled-autograd.md, "Phase A" (the cache) and "Phase B" (the capture,
+// and the proxy metadata it may not read).
 #pragma once
 
 #include "properties/autograd_programs.hpp"

@@ -128,11 +128,74 @@ std::vector<ArgKnowledge> recording_knowledge(const World& world, const Event& e
   return out;
 }
 
+// What check_copies learns from the recordings, for the copy-ins after them.
+struct CopyLedger {
+  std::map<std::uint64_t, IntList> copied;  // graph -> input_copy_idxs
+  std::set<std::uint64_t> pieces;           // graphs of partitions: inputs of other sizes
+};
+
+// A recording: the inputs it copies (PyTorch's input_copy_idxs: the
+// non-static inputs and, from 2.15, the managed inputs demoted to copies),
+// against the generator's own view of which inputs the program made static
+// (none for a saved regression, which is a program without it).
+CheckResult check_recording_copies(const World& world, const Event& e,
+                                   const GeneratedProgram& generated, CopyLedger& ledger) {
+  const IntList& statics = list_of(e, F::static_);
+  IntList copied = list_of(e, F::non_static);
+  const IntList& demoted = list_of(e, F::copied_managed);
+  copied.insert(copied.end(), demoted.begin(), demoted.end());
+  std::sort(copied.begin(), copied.end());
+  ledger.copied[e.count(F::graph)] = copied;
+  if (piece_of(world, e) != nullptr) ledger.pieces.insert(e.count(F::graph));
+  if (generated.knowledge.empty()) return std::nullopt;
+  const std::vector<ArgKnowledge> know = recording_knowledge(world, e, generated);
+  if (statics.size() + copied.size() != know.size()) {
+    return fmt::format("recording has {} inputs, the call passed {} {}",
+                       statics.size() + copied.size(), know.size(), where(e));
+  }
+  for (std::uint32_t i = 0; i < know.size(); ++i) {
+    const bool is_copied = std::count(copied.begin(), copied.end(), std::int64_t{i}) != 0;
+    if (know[i] == ArgKnowledge::kStatic && is_copied) {
+      return fmt::format("input {} was made static by the program but is copied {}", i, where(e));
+    }
+    if (know[i] == ArgKnowledge::kNonStatic && !is_copied) {
+      return fmt::format("input {} is a plain eager tensor but is not copied {}", i, where(e));
+    }
+  }
+  return std::nullopt;
+}
+
+// A copy-in: as many copies as its recording's inputs to copy, of the bytes
+// the program's tensors have, and as the tree manager's node says when the
+// graph is one of the manager the World holds (`current_manager`).
+CheckResult check_copy_in(const World& world, const Event& e, bool current_manager,
+                          const GeneratedProgram& generated, const CopyLedger& ledger) {
+  const std::uint64_t graph = e.count(F::graph);
+  const std::uint64_t copies = e.count(F::copies);
+  auto it = ledger.copied.find(graph);
+  if (it == ledger.copied.end()) return fmt::format("copy-in for an unrecorded graph {}", where(e));
+  if (copies != it->second.size()) {
+    return fmt::format("{} copies, the recording has {} non-static inputs {}", copies,
+                       it->second.size(), where(e));
+  }
+  const std::uint64_t bytes =
+      copies * static_cast<std::uint64_t>(generated.numel_of(e.action)) * kElementBytes;
+  if (generated.numel != 0 && ledger.pieces.count(graph) == 0 && e.count(F::bytes) != bytes) {
+    return fmt::format("{} bytes copied, {} expected {}", e.count(F::bytes), bytes, where(e));
+  }
+  if (const TreeManager* m = world.manager(); m != nullptr && current_manager &&
+                                              graph < m->graphs().size() &&
+                                              copies != m->graphs()[graph].input_copy_idxs.size()) {
+    return fmt::format("{} copies, node {} has {} inputs to copy {}", copies, graph,
+                       m->graphs()[graph].input_copy_idxs.size(), where(e));
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 CheckResult check_copies(const World& world, const GeneratedProgram& generated) {
-  std::map<std::uint64_t, IntList> non_static;  // graph -> indices
-  std::set<std::uint64_t> pieces;               // graphs of partitions: inputs of other sizes
+  CopyLedger ledger;
   std::size_t replays = 0, copy_ins = 0;
   // A shutdown ends a tree manager and the next one numbers its graphs from
   // 0 again: only copy-ins after the last shutdown are graphs of the manager
@@ -143,59 +206,17 @@ CheckResult check_copies(const World& world, const GeneratedProgram& generated) 
   }
   for (std::size_t k = 0; k < world.events().size(); ++k) {
     const Event& e = world.events()[k];
-    if (e.kind == EventKind::kRecord && e.has(F::graph)) {
-      const IntList& statics = list_of(e, F::static_);
-      // PyTorch's input_copy_idxs: the non-static inputs and, from 2.15,
-      // the managed inputs demoted to copies.
-      IntList copied = list_of(e, F::non_static);
-      const IntList& demoted = list_of(e, F::copied_managed);
-      copied.insert(copied.end(), demoted.begin(), demoted.end());
-      std::sort(copied.begin(), copied.end());
-      non_static[e.count(F::graph)] = copied;
-      if (piece_of(world, e) != nullptr) pieces.insert(e.count(F::graph));
-      // The generator's own view of which inputs the program made static
-      // (none for a saved regression, which is a program without it).
-      if (generated.knowledge.empty()) continue;
-      const std::vector<ArgKnowledge> know = recording_knowledge(world, e, generated);
-      if (statics.size() + copied.size() != know.size()) {
-        return fmt::format("recording has {} inputs, the call passed {} {}",
-                           statics.size() + copied.size(), know.size(), where(e));
-      }
-      for (std::uint32_t i = 0; i < know.size(); ++i) {
-        const bool is_copied = std::count(copied.begin(), copied.end(), std::int64_t{i}) != 0;
-        if (know[i] == ArgKnowledge::kStatic && is_copied) {
-          return fmt::format("input {} was made static by the program but is copied {}", i,
-                             where(e));
-        }
-        if (know[i] == ArgKnowledge::kNonStatic && !is_copied) {
-          return fmt::format("input {} is a plain eager tensor but is not copied {}", i, where(e));
-        }
-      }
-    } else if (e.kind == EventKind::kReplay && e.has(F::graph)) {
+    if (!e.has(F::graph)) continue;
+    CheckResult wrong;
+    if (e.kind == EventKind::kRecord) {
+      wrong = check_recording_copies(world, e, generated, ledger);
+    } else if (e.kind == EventKind::kReplay) {
       ++replays;
-    } else if (e.kind == EventKind::kCopyIn && e.has(F::graph)) {
+    } else if (e.kind == EventKind::kCopyIn) {
       ++copy_ins;
-      const std::uint64_t graph = e.count(F::graph);
-      const std::uint64_t copies = e.count(F::copies);
-      auto it = non_static.find(graph);
-      if (it == non_static.end())
-        return fmt::format("copy-in for an unrecorded graph {}", where(e));
-      if (copies != it->second.size()) {
-        return fmt::format("{} copies, the recording has {} non-static inputs {}", copies,
-                           it->second.size(), where(e));
-      }
-      const std::uint64_t bytes =
-          copies * static_cast<std::uint64_t>(generated.numel_of(e.action)) * kElementBytes;
-      if (generated.numel != 0 && pieces.count(graph) == 0 && e.count(F::bytes) != bytes) {
-        return fmt::format("{} bytes copied, {} expected {}", e.count(F::bytes), bytes, where(e));
-      }
-      if (const TreeManager* m = world.manager();
-          m != nullptr && k >= last_shutdown && graph < m->graphs().size() &&
-          copies != m->graphs()[graph].input_copy_idxs.size()) {
-        return fmt::format("{} copies, node {} has {} inputs to copy {}", copies, graph,
-                           m->graphs()[graph].input_copy_idxs.size(), where(e));
-      }
+      wrong = check_copy_in(world, e, k >= last_shutdown, generated, ledger);
     }
+    if (wrong) return wrong;
   }
   if (replays != copy_ins) {
     return fmt::format("{} replays but {} copy-ins", replays, copy_ins);

@@ -4,8 +4,9 @@
 // what broke (the first offending event where there is one). They read only
 // the World's counters, its event log and the generator's bookkeeping; the
 // `capsim check` catalogue binds them to generators (catalogue.cpp), and
-// tests/properties/test_catalogue.cpp runs that catalogue. Spec:
-// /work/shared/spec/cudagraph-trees.md §3-§5 and §10.
+// tests/properties/test_catalogue.cpp runs that catalogue. The rules are those
+// of docs/cudagraph-trees.md §3 to §6 and the invariants of its §10; the
+// section numbers below are that page's.
 #pragma once
 
 #include <memory>
@@ -52,14 +53,15 @@ CheckResult check_static_inputs_stable(const World& world);
 // P-copies: each tree replay copies exactly its node's non-static inputs (one
 // copy_in per replay, `copies` = |non_static_input_idxs|, numel floats each),
 // and each recording classifies the inputs the program made static as static
-// and plain eager tensors as non-static (§3.2, §3.3, §10.6).
+// and plain eager tensors as non-static (§3.2, §3.3, invariant 6 of §10).
 CheckResult check_copies(const World& world, const GeneratedProgram& generated);
 // P-pool: every pool check (warmup, recording, checkpoint) found the pool's
 // live blocks equal to the live tracked outputs: no E6/E7, and each
-// checkpoint left exactly its live set allocated (§5.6, §5.7, §10.5).
+// checkpoint left exactly its live set allocated (§5.6, §5.7, invariant 5 of
+// §10).
 CheckResult check_pool(const World& world);
 // optimizer.finalizer-releases: every dropped optimizer left none of its
-// state alive (compiled-optimizer finalizer, PR 107504; spec §6).
+// state alive (compiled-optimizer finalizer, PR 107504; §6).
 CheckResult check_finalizer_releases(const World& world);
 // cudagraphs.static-never-reallocated: between an optimizer's creation and
 // its drop, every recording of its step bakes in the same address for each

@@ -1,4 +1,4 @@
-// Random but valid programs for the cudagraph-tree properties (issue 3).
+// Random but valid programs for the cudagraph-tree properties.
 //
 // A generator draws a ProgramPlan: plain data made only of small integers and
 // flags, so that a property-testing library can shrink it by dropping steps,
@@ -81,10 +81,10 @@ struct FunctionPlan {
   // Ops [cut_at, cut_at + cut_len) (taken modulo the body) are a partition
   // cut of reason kCutReasons[cut_reason % 4]; cut_len 0: none.
   std::uint32_t cut_at = 0, cut_len = 0, cut_reason = 0;
-  // What the compile-time skips read beyond the ops (§2.5): 0 none, 1 a
-  // float input (S4), 2 an opaque input (S4 before 2.12), 3 two CUDA
-  // devices (S3), 4 a set_ on input 0 (S7; none before 2.13), 5 a body that
-  // marks its first warmup incomplete (none before 2.14).
+  // What the compile-time skips read beyond the ops (docs/cudagraph-trees.md
+  // §2.5): 0 none, 1 a float input (S4), 2 an opaque input (S4 before 2.12),
+  // 3 two CUDA devices (S3), 4 a set_ on input 0 (S7; none before 2.13), 5 a
+  // body that marks its first warmup incomplete (none before 2.14).
   std::uint32_t input_facts = 0;
 };
 
@@ -207,8 +207,8 @@ struct GeneratedProgram {
   PlanKnobs knobs;
   // The first action that breaks PyTorch's contract: a call that takes an
   // output kept across a generation. From there PyTorch promises nothing (a
-  // replayed output is overwritten silently, spec §5.5), so the tree
-  // properties check the program before it (`within_contract`).
+  // replayed output is overwritten silently, docs/cudagraph-trees.md §5.5),
+  // so the tree properties check the program before it (`within_contract`).
   std::optional<std::size_t> contract_end;
   // Tallies, for coverage labels.
   std::size_t calls = 0, steps = 0, reassigns = 0, optimizer_steps = 0, mark_steps = 0;

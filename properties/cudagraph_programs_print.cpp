@@ -62,85 +62,99 @@ std::string describe_function(const FunctionDef& def) {
   return out;
 }
 
+namespace {
+
+// One line of Python per action kind, as a reader of the counterexample
+// would write the program.
+std::string line_of(const NewTensor& a) {
+  std::string what = a.parameter ? "Parameter(randn" : "randn";
+  if (a.fill) what = fmt::format("{}full", a.parameter ? "Parameter(" : "");
+  std::string extra = a.fill ? fmt::format(", {}", *a.fill) : "";
+  if (a.offset != 0) extra += fmt::format(", offset={}", a.offset);
+  if (a.requires_grad) extra += ", requires_grad=True";
+  return fmt::format("{} = {}({}{}){}", a.name, what, dims(a.sizes), extra, a.parameter ? ")" : "");
+}
+std::string line_of(const MarkStatic& a) {
+  return fmt::format("mark_static_address({}, guard={})", a.name, a.guard ? "True" : "False");
+}
+std::string line_of(const Call& a) {
+  std::vector<std::string> outs;
+  for (const std::string& o : a.outputs) outs.push_back(o.empty() ? "_" : o);
+  std::string line =
+      fmt::format("{} = {}({})", outs.empty() ? "_" : join(outs), a.function, join(a.args));
+  if (a.new_invocation) line += *a.new_invocation ? "  # new invocation" : "  # same invocation";
+  if (!a.consume.empty()) line += "  # consumes " + join(a.consume);
+  if (!a.int_key.empty()) {
+    std::vector<std::string> k;
+    for (auto v : a.int_key) k.push_back(std::to_string(v));
+    line += "  # int key " + join(k);
+  }
+  return line;
+}
+std::string line_of(const EagerCall& a) {
+  return fmt::format("{} = eager {}({})", join(a.outputs), a.function, join(a.args));
+}
+std::string line_of(const Del& a) {
+  return "del " + a.name;
+}
+std::string line_of(const Read& a) {
+  return fmt::format("read({})", a.name);
+}
+std::string line_of(const ReassignData& a) {
+  return fmt::format("{}.data = {}", a.name,
+                     a.fill ? fmt::format("full_like({}, {})", a.name, *a.fill)
+                            : fmt::format("randn_like({})", a.name));
+}
+std::string line_of(const MarkStepBegin&) {
+  return "cudagraph_mark_step_begin()";
+}
+std::string line_of(const SetToRunningBackward&) {
+  return "set_to_running_backward()";
+}
+std::string line_of(const AccumulateGrad& a) {
+  return fmt::format("accumulate_grad({}, {})", a.param, a.grad);
+}
+std::string line_of(const CreateOptimizer& a) {
+  const std::string momentum = a.kind == OptimizerKind::kSgd && a.sgd.momentum != 0.0f
+                                   ? fmt::format(", momentum={}", a.sgd.momentum)
+                                   : "";
+  return fmt::format("{} = {}([{}]{})", a.name, optimizer_kind_name(a.kind), join(a.params),
+                     momentum);
+}
+std::string line_of(const OptimizerStep& a) {
+  return a.name + ".step()";
+}
+std::string line_of(const ZeroGrad& a) {
+  return fmt::format("{}.zero_grad(set_to_none={})", a.name, a.set_to_none ? "True" : "False");
+}
+std::string line_of(const DropOptimizer& a) {
+  return "del " + a.name;
+}
+std::string line_of(const RunCaptureScenario& a) {
+  return fmt::format("run_capture_scenario({}, mode={})", a.name, capture_mode_name(a.mode));
+}
+std::string line_of(const DefineAutogradGraph& a) {
+  return fmt::format("{} = <autograd graph of {} nodes>", a.name, a.nodes.size());
+}
+std::string line_of(const CompiledBackward& a) {
+  return fmt::format("compiled_backward({}, dynamic={})", a.graph, a.dynamic ? "True" : "False");
+}
+std::string line_of(const Backward& a) {
+  std::string args;
+  if (a.grad) args += "gradient=" + *a.grad;
+  if (a.retain_graph) args += std::string(args.empty() ? "" : ", ") + "retain_graph=True";
+  return fmt::format("{}{}.backward({})", a.compiled ? "with compiled_autograd: " : "", a.tensor,
+                     args);
+}
+std::string line_of(const Reset&) {
+  return "torch._dynamo.reset()";
+}
+
+}  // namespace
+
 std::string describe_action(const Action& action) {
-  return std::visit(
-      [](const auto& a) -> std::string {
-        using A = std::decay_t<decltype(a)>;
-        if constexpr (std::is_same_v<A, NewTensor>) {
-          std::string what = a.parameter ? "Parameter(randn" : "randn";
-          if (a.fill) what = fmt::format("{}full", a.parameter ? "Parameter(" : "");
-          std::string extra = a.fill ? fmt::format(", {}", *a.fill) : "";
-          if (a.offset != 0) extra += fmt::format(", offset={}", a.offset);
-          if (a.requires_grad) extra += ", requires_grad=True";
-          return fmt::format("{} = {}({}{}){}", a.name, what, dims(a.sizes), extra,
-                             a.parameter ? ")" : "");
-        } else if constexpr (std::is_same_v<A, MarkStatic>) {
-          return fmt::format("mark_static_address({}, guard={})", a.name,
-                             a.guard ? "True" : "False");
-        } else if constexpr (std::is_same_v<A, Call>) {
-          std::vector<std::string> outs;
-          for (const std::string& o : a.outputs) outs.push_back(o.empty() ? "_" : o);
-          std::string line =
-              fmt::format("{} = {}({})", outs.empty() ? "_" : join(outs), a.function, join(a.args));
-          if (a.new_invocation) {
-            line += *a.new_invocation ? "  # new invocation" : "  # same invocation";
-          }
-          if (!a.consume.empty()) line += "  # consumes " + join(a.consume);
-          if (!a.int_key.empty()) {
-            std::vector<std::string> k;
-            for (auto v : a.int_key) k.push_back(std::to_string(v));
-            line += "  # int key " + join(k);
-          }
-          return line;
-        } else if constexpr (std::is_same_v<A, EagerCall>) {
-          return fmt::format("{} = eager {}({})", join(a.outputs), a.function, join(a.args));
-        } else if constexpr (std::is_same_v<A, Del>) {
-          return "del " + a.name;
-        } else if constexpr (std::is_same_v<A, Read>) {
-          return fmt::format("read({})", a.name);
-        } else if constexpr (std::is_same_v<A, ReassignData>) {
-          return fmt::format("{}.data = {}", a.name,
-                             a.fill ? fmt::format("full_like({}, {})", a.name, *a.fill)
-                                    : fmt::format("randn_like({})", a.name));
-        } else if constexpr (std::is_same_v<A, MarkStepBegin>) {
-          return "cudagraph_mark_step_begin()";
-        } else if constexpr (std::is_same_v<A, SetToRunningBackward>) {
-          return "set_to_running_backward()";
-        } else if constexpr (std::is_same_v<A, AccumulateGrad>) {
-          return fmt::format("accumulate_grad({}, {})", a.param, a.grad);
-        } else if constexpr (std::is_same_v<A, CreateOptimizer>) {
-          const std::string momentum = a.kind == OptimizerKind::kSgd && a.sgd.momentum != 0.0f
-                                           ? fmt::format(", momentum={}", a.sgd.momentum)
-                                           : "";
-          return fmt::format("{} = {}([{}]{})", a.name, optimizer_kind_name(a.kind), join(a.params),
-                             momentum);
-        } else if constexpr (std::is_same_v<A, OptimizerStep>) {
-          return a.name + ".step()";
-        } else if constexpr (std::is_same_v<A, ZeroGrad>) {
-          return fmt::format("{}.zero_grad(set_to_none={})", a.name,
-                             a.set_to_none ? "True" : "False");
-        } else if constexpr (std::is_same_v<A, DropOptimizer>) {
-          return "del " + a.name;
-        } else if constexpr (std::is_same_v<A, RunCaptureScenario>) {
-          return fmt::format("run_capture_scenario({}, mode={})", a.name,
-                             capture_mode_name(a.mode));
-        } else if constexpr (std::is_same_v<A, DefineAutogradGraph>) {
-          return fmt::format("{} = <autograd graph of {} nodes>", a.name, a.nodes.size());
-        } else if constexpr (std::is_same_v<A, CompiledBackward>) {
-          return fmt::format("compiled_backward({}, dynamic={})", a.graph,
-                             a.dynamic ? "True" : "False");
-        } else if constexpr (std::is_same_v<A, Backward>) {
-          std::string args;
-          if (a.grad) args += "gradient=" + *a.grad;
-          if (a.retain_graph) args += std::string(args.empty() ? "" : ", ") + "retain_graph=True";
-          return fmt::format("{}{}.backward({})", a.compiled ? "with compiled_autograd: " : "",
-                             a.tensor, args);
-        } else {
-          static_assert(std::is_same_v<A, Reset>);
-          return "torch._dynamo.reset()";
-        }
-      },
-      action);
+  // A kind without its line_of fails to compile here.
+  return std::visit([](const auto& a) { return line_of(a); }, action);
 }
 
 std::string describe(const GeneratedProgram& generated) {

@@ -27,6 +27,44 @@ void set(ProbeSet& s, CoverageProbe p) {
   s.set(static_cast<std::size_t>(p));
 }
 
+// A recording: of a partition, with managed inputs, and why it re-recorded.
+void record_probes(const World& world, const Event& e, ProbeSet& s) {
+  set(s, CoverageProbe::kRecord);
+  if (e.has(F::fid) && world.partition_piece(static_cast<FunctionId>(e.count(F::fid)),
+                                             e.text(F::function).value_or("")) != nullptr) {
+    set(s, CoverageProbe::kPartition);
+  }
+  if (non_empty(e, F::managed)) set(s, CoverageProbe::kManagedInput);
+  if (is(e, F::reason, "static_input_idx_mismatch") ||
+      is(e, F::reason, "cudagraph_managed_idx_mismatch")) {
+    set(s, CoverageProbe::kRerecord);
+  }
+  if (is(e, F::reason, "static_input_idx_mismatch") &&
+      !profile_rules(world.config().torch_profile).static_mismatch_counts) {
+    set(s, CoverageProbe::kUncountedRerecord);
+  }
+  if (is(e, F::reason, "expected_dead_indices_before_graph_mismatch")) {
+    set(s, CoverageProbe::kLivenessSibling);
+  }
+}
+
+// A skip: the re-record limit, a managed input's demotion, the newer skips.
+void skip_probes(const Event& e, ProbeSet& s) {
+  if (is(e, F::id, "E5")) set(s, CoverageProbe::kRerecordLimit);
+  if (is(e, F::id, "E9")) set(s, CoverageProbe::kManagedDemotion);
+  for (std::string_view id : {"S2", "S3", "S4", "S5", "S6", "S7"}) {
+    if (is(e, F::id, id)) set(s, CoverageProbe::kNewerSkip);
+  }
+}
+
+// An eager run, by its reason.
+void eager_probes(const Event& e, ProbeSet& s) {
+  if (is(e, F::reason, "mutated_inputs")) set(s, CoverageProbe::kMutationGate);
+  if (is(e, F::reason, "capture_size")) set(s, CoverageProbe::kCaptureSizeBypass);
+  if (is(e, F::reason, "silent_skip")) set(s, CoverageProbe::kNewerSkip);
+  if (is(e, F::reason, "managed_input_rerecord_limit")) set(s, CoverageProbe::kManagedDemotion);
+}
+
 }  // namespace
 
 ProbeSet tree_probes(const World& world) {
@@ -34,33 +72,9 @@ ProbeSet tree_probes(const World& world) {
   for (const Event& e : world.events()) {
     switch (e.kind) {
       case EventKind::kWarmup: set(s, CoverageProbe::kWarmup); break;
-      case EventKind::kRecord:
-        set(s, CoverageProbe::kRecord);
-        if (e.has(F::fid) && world.partition_piece(static_cast<FunctionId>(e.count(F::fid)),
-                                                   e.text(F::function).value_or("")) != nullptr) {
-          set(s, CoverageProbe::kPartition);
-        }
-        if (non_empty(e, F::managed)) set(s, CoverageProbe::kManagedInput);
-        if (is(e, F::reason, "static_input_idx_mismatch") ||
-            is(e, F::reason, "cudagraph_managed_idx_mismatch")) {
-          set(s, CoverageProbe::kRerecord);
-        }
-        if (is(e, F::reason, "static_input_idx_mismatch") &&
-            !profile_rules(world.config().torch_profile).static_mismatch_counts) {
-          set(s, CoverageProbe::kUncountedRerecord);
-        }
-        if (is(e, F::reason, "expected_dead_indices_before_graph_mismatch")) {
-          set(s, CoverageProbe::kLivenessSibling);
-        }
-        break;
+      case EventKind::kRecord: record_probes(world, e, s); break;
       case EventKind::kReplay: set(s, CoverageProbe::kReplay); break;
-      case EventKind::kSkip:
-        if (is(e, F::id, "E5")) set(s, CoverageProbe::kRerecordLimit);
-        if (is(e, F::id, "E9")) set(s, CoverageProbe::kManagedDemotion);
-        for (std::string_view id : {"S2", "S3", "S4", "S5", "S6", "S7"}) {
-          if (is(e, F::id, id)) set(s, CoverageProbe::kNewerSkip);
-        }
-        break;
+      case EventKind::kSkip: skip_probes(e, s); break;
       case EventKind::kCheckpoint: set(s, CoverageProbe::kCheckpoint); break;
       case EventKind::kDealloc: set(s, CoverageProbe::kGenerationDealloc); break;
       case EventKind::kGenerationClone: set(s, CoverageProbe::kGenerationClone); break;
@@ -73,14 +87,7 @@ ProbeSet tree_probes(const World& world) {
           set(s, CoverageProbe::kGradOutputE1);
         }
         break;
-      case EventKind::kEager:
-        if (is(e, F::reason, "mutated_inputs")) set(s, CoverageProbe::kMutationGate);
-        if (is(e, F::reason, "capture_size")) set(s, CoverageProbe::kCaptureSizeBypass);
-        if (is(e, F::reason, "silent_skip")) set(s, CoverageProbe::kNewerSkip);
-        if (is(e, F::reason, "managed_input_rerecord_limit")) {
-          set(s, CoverageProbe::kManagedDemotion);
-        }
-        break;
+      case EventKind::kEager: eager_probes(e, s); break;
       case EventKind::kAlignClone:
         set(s, flag(e, F::demoted) ? CoverageProbe::kAlignmentDemotion
                                    : CoverageProbe::kMisalignedClone);

@@ -1,3 +1,5 @@
+// The reference.agrees property (see reference_agrees.hpp): each generated program run alone
+// and beside a mirror, under trees and under the plain API, and the runs' events compared.
 #include "properties/reference_agrees.hpp"
 
 #include <fmt/format.h>

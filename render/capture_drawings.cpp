@@ -1,3 +1,5 @@
+// The drawings of compiled autograd's two graphs (see capture_drawings.hpp): the autograd graph
+// in torchviz's style, the captured FxGraph in FxGraphDrawer's.
 #include "render/capture_drawings.hpp"
 
 #include <fmt/format.h>

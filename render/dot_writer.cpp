@@ -1,3 +1,5 @@
+// The DOT writer (see dot_writer.hpp): escaped HTML-like labels, hub proxies, the palette and
+// the diff's styles with their legend.
 #include "render/dot_writer.hpp"
 
 #include <fmt/format.h>

@@ -1,3 +1,5 @@
+// DrawGraph (see draw_graph.hpp): adding nodes and edges, lookup by id, and the validation
+// every drawing passes before it is written or diffed.
 #include "render/draw_graph.hpp"
 
 #include <fmt/format.h>

@@ -1,3 +1,5 @@
+// Folding a drawing too big to lay out (see fold.hpp): runs of like nodes into one, and
+// fit_for_layout, which cuts a diff to its changes first and folds only what is still too big.
 #include "render/fold.hpp"
 
 #include <fmt/format.h>

@@ -1,7 +1,8 @@
 // Folding a drawing that is too big for a layout.
 //
-// Graphviz's `dot` layout is the bottleneck (anchors §4.4: 0.4 s at 1,000
-// nodes, 5.9 s at 3,000, and far worse with hubs), so a drawing above
+// Graphviz's `dot` layout is the bottleneck (2.43 was measured at 0.4 s for
+// 1,000 nodes, 5.9 s for 3,000, and far worse with hubs; docs/rendering.md,
+// "Limits and safety"), so a drawing above
 // kLayoutNodeLimit nodes is folded before it is laid out: every run of nodes
 // with the same kind, target and diff class becomes one node that says how
 // many it stands for, and parallel edges between two folded nodes become one

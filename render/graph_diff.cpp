@@ -1,3 +1,5 @@
+// The graph diff (see graph_diff.hpp): the three matching passes, the edges matched after them,
+// the merged drawing, changes_only and the summary line.
 #include "render/graph_diff.hpp"
 
 #include <fmt/format.h>

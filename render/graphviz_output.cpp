@@ -1,3 +1,6 @@
+// Graphviz output (see graphviz_output.hpp): libgvc's layout and render in a forked child under
+// an alarm, its bytes read back through a pipe, the files written beside their DOT, and a
+// parse of DOT text for its counts.
 #include "render/graphviz_output.hpp"
 
 #include <fcntl.h>

@@ -2,14 +2,14 @@
 //
 // Graphviz runs in-process (libgvc and cgraph, no `dot` subprocess), but in a
 // forked child: a layout can take minutes on an unlucky graph and `dot` is
-// known to segfault on some (anchors §4.4), so the child gets an alarm of
-// `timeout_s` seconds from the kernel (no clock is read here) and a crash or
-// a timeout is an error value in the parent, never the end of capsim. Every
-// file goes through model/output_file.hpp (a temporary renamed into place for
-// a regular file, in place for a device or a FIFO), so a failed or
-// interrupted render leaves nothing partial behind. Beside an SVG or PNG the DOT it came from is
-// kept (FILE.dot), as the anchors advise: the text can be diffed and laid out
-// again by hand.
+// known to segfault on some (docs/rendering.md, "Limits and safety"), so the
+// child gets an alarm of `timeout_s` seconds from the kernel (no clock is read
+// here) and a crash or a timeout is an error value in the parent, never the
+// end of capsim. Every file goes through model/output_file.hpp (a temporary
+// renamed into place for a regular file, in place for a device or a FIFO), so
+// a failed or interrupted render leaves nothing partial behind. Beside an SVG
+// or PNG the DOT it came from is kept (FILE.dot): the text can be diffed and
+// laid out again by hand.
 #pragma once
 
 #include <cstddef>

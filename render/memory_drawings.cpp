@@ -1,3 +1,4 @@
+// The drawings of a recorded StepProgram and of a pool's layout (see memory_drawings.hpp).
 #include "render/memory_drawings.hpp"
 
 #include <fmt/format.h>

@@ -7,9 +7,10 @@
 // its address is baked in), `placeholder` (a non-static input's stand-in,
 // which each replay copies into), `output` or `pool` (an intermediate in the
 // cudagraph pool). Edges are the steps' dependencies. Buffers are rows, not
-// nodes: a buffer used by every step would be a hub (anchors §4.4). Step ids
-// are their indices (`s3`), so a recording diffs against its re-recording step
-// by step and the row that changed is the pointer that moved.
+// nodes: a buffer used by every step would be a hub (docs/rendering.md,
+// "Limits and safety"). Step ids are their indices (`s3`), so a recording
+// diffs against its re-recording step by step and the row that changed is the
+// pointer that moved.
 //
 // A pool is drawn left to right, one chain per segment: the segment, then its
 // blocks in address order, each with its size, whether it is allocated, the

@@ -1,3 +1,5 @@
+// Every graph of a trace (see trace_graphs.hpp): the Collector that re-simulates the trace once
+// and keeps each drawing as it goes, the graph names and their parsing, and the pick of one.
 #include "render/trace_graphs.hpp"
 
 #include <fmt/format.h>

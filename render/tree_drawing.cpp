@@ -1,3 +1,5 @@
+// The cudagraph tree drawn from a run's events (see tree_drawing.hpp): TreeBuilder follows the
+// tree manager's path through the events, BackwardChain the compiled-autograd backwards.
 #include "render/tree_drawing.hpp"
 
 #include <fmt/format.h>

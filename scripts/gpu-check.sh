@@ -492,8 +492,10 @@ else
     while IFS= read -r line; do
       row "pytorch $(printf '%s' "$line" | cut -d: -f1)" "$(printf '%s' "$line" | cut -d: -f2- | cut -c2-60)" "" info
     done < <(grep -v '^#' "$outdir/torch/summary.txt" 2>/dev/null)
-    # A plain script recorded unchanged by the launcher (issue 25): the same
-    # trees seen through record(cudagraphs=True) instead of the program API.
+    # A plain script recorded unchanged by the launcher (`python -m
+    # capsim_recorder run -- SCRIPT`, traces/torch/capsim_recorder/launcher.py):
+    # the same trees seen through record(cudagraphs=True) instead of the
+    # program API.
     launch_left=$(tlimit 120)
     if [ "$launch_left" -lt 45 ]; then
       row "pytorch launcher" "not run (time)" "$launch_left s left of the budget" info

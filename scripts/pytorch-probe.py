@@ -8,9 +8,10 @@ the scenario's iterations, and the shapes of the placeholders' example values.
 It then runs one small cudagraph-tree program (mode="reduce-overhead") and
 prints what the tree manager reports.
 
-This is a probe, not the trace recorder of issue 9: its output is plain text
-that a person compares with `capsim capture NAME`. It needs PyTorch and, for
-the cudagraph part, a CUDA device; nothing in the build depends on it.
+This is a probe, not the trace recorder (traces/torch/capsim_recorder): its
+output is plain text that a person compares with `capsim capture NAME`. It
+needs PyTorch and, for the cudagraph part, a CUDA device; nothing in the build
+depends on it.
 
 Usage: python3 scripts/pytorch-probe.py [--device cuda|cpu] > probe.txt
 """

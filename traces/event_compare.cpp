@@ -1,3 +1,6 @@
+// Replay's comparison of a recorded event with the predicted one (see event_compare.hpp):
+// addresses as ordinals of first appearance, captured graphs by canonical calls or node lines,
+// and the first difference in words.
 #include "traces/event_compare.hpp"
 
 #include <fmt/format.h>

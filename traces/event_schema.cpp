@@ -1,3 +1,6 @@
+// The JSON printer and reader of event fields (see event_schema.hpp): one case per field type
+// each way, every range checked on write as on read, and a fast text printer that writes what
+// dump() would.
 #include "traces/event_schema.hpp"
 
 #include <fmt/format.h>

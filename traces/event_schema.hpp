@@ -1,4 +1,4 @@
-// The JSON form of event fields in a capsim trace (docs/trace-format.md §Events).
+// The JSON form of event fields in a capsim trace (docs/trace-format.md §6).
 //
 // The table of fields and of which kind carries which lives with the
 // simulators (sim/core/event_fields.hpp); this file is the JSON printer and

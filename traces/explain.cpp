@@ -1,3 +1,6 @@
+// `capsim explain`'s explanations (see explain.hpp): each event's rule key, the account of what
+// happened in the program's names, and the text and JSON forms. The rules' words are in
+// explain_rules.cpp.
 #include "traces/explain.hpp"
 
 #include <fmt/format.h>

@@ -1,3 +1,5 @@
+// The table of rules `capsim explain` cites (see explain_rules.hpp), one entry per event kind
+// and id or reason.
 #include "traces/explain_rules.hpp"
 
 namespace capsim {

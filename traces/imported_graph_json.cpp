@@ -445,29 +445,8 @@ Json node_json(const ImportedNode& n) {
   return j;
 }
 
-Result<ImportedNode> read_node(const Json& j, std::string path) {
-  CAPSIM_TRY_ASSIGN(ObjectReader r, ObjectReader::of(j, std::move(path)));
-  ImportedNode n;
-  CAPSIM_TRY_ASSIGN(n.name, name_at(r, "name"));
-  {
-    CAPSIM_TRY_ASSIGN(const std::string kind, r.string("kind"));
-    using Enum = AutogradNodeKind;
-    CAPSIM_TRY_ASSIGN(n.kind, from_name<Enum>(kind, r.path_of("kind"), "autograd node kind",
-                                              {CAPSIM_AUTOGRAD_NODE_KINDS(CAPSIM_PAIR_)}));
-  }
-  if (n.kind == AutogradNodeKind::kGraphRoot) {
-    return field_error(r.path_of("kind"), "GraphRoot is added by the backward, not recorded");
-  }
-  CAPSIM_TRY_ASSIGN(const Json* inputs, array_of(r, "inputs", kMaxPerNode));
-  for (std::size_t i = 0; i < inputs->size(); ++i) {
-    CAPSIM_TRY_ASSIGN(ImportedInput in, read_input((*inputs)[i], at(r.path_of("inputs"), i)));
-    n.inputs.push_back(std::move(in));
-  }
-  CAPSIM_TRY_ASSIGN(const Json* next, array_of(r, "next", kMaxPerNode));
-  for (std::size_t i = 0; i < next->size(); ++i) {
-    CAPSIM_TRY_ASSIGN(auto e, read_next((*next)[i], at(r.path_of("next"), i)));
-    n.next.push_back(e);
-  }
+// What the node saved for its backward (names, sizes, scalars) and its hooks.
+Status read_node_saved(ObjectReader& r, ImportedNode& n) {
   if (r.has("saved")) {
     CAPSIM_TRY_ASSIGN(const Json* v, array_of(r, "saved", kMaxPerNode));
     (void)v;
@@ -497,6 +476,13 @@ Result<ImportedNode> read_node(const Json& j, std::string path) {
       n.hooks.push_back(h);
     }
   }
+  return {};
+}
+
+// What the node points to beyond its edges: the inner function, a Python
+// Function's class, CopySlices' base and view, the variable, an AOT backward
+// and its saved values. Each may stand only on the kinds that have it.
+Status read_node_links(ObjectReader& r, ImportedNode& n) {
   if (r.has("inner")) {
     CAPSIM_TRY_ASSIGN(n.inner, name_at(r, "inner"));
   }
@@ -540,6 +526,34 @@ Result<ImportedNode> read_node(const Json& j, std::string path) {
       n.saved_values->push_back(std::move(f));
     }
   }
+  return {};
+}
+
+Result<ImportedNode> read_node(const Json& j, std::string path) {
+  CAPSIM_TRY_ASSIGN(ObjectReader r, ObjectReader::of(j, std::move(path)));
+  ImportedNode n;
+  CAPSIM_TRY_ASSIGN(n.name, name_at(r, "name"));
+  {
+    CAPSIM_TRY_ASSIGN(const std::string kind, r.string("kind"));
+    using Enum = AutogradNodeKind;
+    CAPSIM_TRY_ASSIGN(n.kind, from_name<Enum>(kind, r.path_of("kind"), "autograd node kind",
+                                              {CAPSIM_AUTOGRAD_NODE_KINDS(CAPSIM_PAIR_)}));
+  }
+  if (n.kind == AutogradNodeKind::kGraphRoot) {
+    return field_error(r.path_of("kind"), "GraphRoot is added by the backward, not recorded");
+  }
+  CAPSIM_TRY_ASSIGN(const Json* inputs, array_of(r, "inputs", kMaxPerNode));
+  for (std::size_t i = 0; i < inputs->size(); ++i) {
+    CAPSIM_TRY_ASSIGN(ImportedInput in, read_input((*inputs)[i], at(r.path_of("inputs"), i)));
+    n.inputs.push_back(std::move(in));
+  }
+  CAPSIM_TRY_ASSIGN(const Json* next, array_of(r, "next", kMaxPerNode));
+  for (std::size_t i = 0; i < next->size(); ++i) {
+    CAPSIM_TRY_ASSIGN(auto e, read_next((*next)[i], at(r.path_of("next"), i)));
+    n.next.push_back(e);
+  }
+  CAPSIM_TRY(read_node_saved(r, n));
+  CAPSIM_TRY(read_node_links(r, n));
   CAPSIM_TRY(r.finish());
   return n;
 }

@@ -1,3 +1,5 @@
+// Strict reading of a trace line's JSON objects (see json_fields.hpp): ObjectReader's getters,
+// checked integers, float32s and addresses, and the shortest float text that reads back.
 #include "traces/json_fields.hpp"
 
 #include <fmt/format.h>

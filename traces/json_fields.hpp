@@ -1,6 +1,6 @@
 // Strict reading of one JSON object of a trace line.
 //
-// The trace format refuses unknown fields (docs/trace-format.md §Compatibility),
+// The trace format refuses unknown fields (docs/trace-format.md §7),
 // so every object is read through an ObjectReader: each getter marks its key as
 // known, and `finish()` fails on the first key that no getter asked for,
 // except extension keys that start with "x_". Errors are values whose message

@@ -1,3 +1,5 @@
+// A run as `capsim explain` reads it (see observed_run.hpp): a trace read whole, a program
+// simulated first (told apart by its header), or a run without CUDA graphs simulated as on a GPU.
 #include "traces/observed_run.hpp"
 
 #include <fstream>

@@ -1,3 +1,5 @@
+// Program files (see program_file.hpp): what a hand-written program leaves out filled in line
+// for line, then read as a trace without events, and run.
 #include "traces/program_file.hpp"
 
 #include <fmt/format.h>

@@ -1,3 +1,5 @@
+// The JSON form of Programs and CudagraphConfig (see program_json.hpp): the writers and the
+// strict readers of functions and actions, and the names of their enums.
 #include "traces/program_json.hpp"
 
 #include <fmt/format.h>

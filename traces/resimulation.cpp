@@ -1,3 +1,6 @@
+// Replay (see resimulation.hpp): the Resimulator that walks a trace and compares its events with
+// the model's, the checks that hold for the recorded events alone, and the report in text and
+// JSON.
 #include "traces/resimulation.hpp"
 
 #include <fmt/format.h>

@@ -1,3 +1,5 @@
+// The trace of a built-in scenario (see scenario_trace.hpp): its header, and its program run in
+// a fresh World, alone or beside a reference mirror.
 #include "traces/scenario_trace.hpp"
 
 #include <fmt/format.h>

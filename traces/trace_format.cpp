@@ -1,3 +1,5 @@
+// The capsim-trace envelopes (see trace_format.hpp): the header to and from JSON, with the
+// recorded release checked against its profile, and the writing of each kind of line.
 #include "traces/trace_format.hpp"
 
 #include <fmt/format.h>

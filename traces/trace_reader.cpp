@@ -1,3 +1,6 @@
+// The streaming trace reader (see trace_reader.hpp): chunked line reading, JSON parsing that
+// refuses repeated keys and deep nesting, the envelope checks, and errors placed at
+// file:line:column.
 #include "traces/trace_reader.hpp"
 
 #include <fmt/format.h>

@@ -1,3 +1,5 @@
+// walk_trace, the loop behind replay, the Chrome export and the drawings (see
+// trace_simulation.hpp), and TraceVisitor's default hooks.
 #include "traces/trace_simulation.hpp"
 
 #include <memory>

@@ -1,3 +1,5 @@
+// The trace writer (see trace_writer.hpp): a line at a time through an OutputFile, or a whole
+// trace in one write.
 #include "traces/trace_writer.hpp"
 
 #include "model/check.hpp"

@@ -1,3 +1,5 @@
+// What-ifs (see what_if.hpp): each edit applied to the program or config, both runs simulated
+// and compared, auto's candidates and their ranking, and the text and JSON forms.
 #include "traces/what_if.hpp"
 
 #include <fmt/format.h>

@@ -1,6 +1,7 @@
 // AutogradEngine::compiled_mul: an AOT-compiled region whose backward is one
-// CompiledFunctionBackward node (spec §2.7), optionally with a TwoTensor-like
-// subclass output (§2.7 step 3, #144115).
+// CompiledFunctionBackward node (docs/compiled-autograd.md, "Phase B", the AOT
+// backward), optionally with a TwoTensor-like subclass output (make_subclass,
+// #144115).
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 

@@ -1,3 +1,6 @@
+// BackwardOps (see autograd_backward_ops.hpp): the functional formulas, CopySlices, custom
+// functions, validate_outputs and AccumulateGrad, each run through the shared kernels so that
+// the eager engine and the captured graph's interpreter get bitwise equal grads.
 #include "sim/autograd/autograd_backward_ops.hpp"
 
 #include <fmt/format.h>
@@ -413,7 +416,7 @@ void BackwardOps::release_temporaries() {
       keep.push_back(id);
       continue;
     }
-    (void)e_.device_.store.release(id);
+    consume_error(e_.device_.store.release(id), "the engine owns it: its id is known");
     e_.meta_.erase(id);
   }
   e_.owned_.resize(first_owned_);

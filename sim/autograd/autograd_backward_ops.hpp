@@ -41,7 +41,8 @@ class BackwardOps {
   BackwardOps(const BackwardOps&) = delete;
   BackwardOps& operator=(const BackwardOps&) = delete;
 
-  // A functional formula: one grad per needed output (spec §9's node kinds).
+  // A functional formula: one grad per needed output (the functional node
+  // kinds of docs/compiled-autograd.md, "Phase B").
   Result<Grads> formula(const FormulaInputs& in, TensorId g, const std::vector<bool>& needed);
 
   // CopySlices, in the three parts that the functional capture emits:

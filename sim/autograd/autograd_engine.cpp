@@ -30,7 +30,9 @@ AutogradNode functional_node(std::string name) {
 }  // namespace
 
 AutogradEngine::~AutogradEngine() {
-  for (TensorId id : owned_) (void)device_.store.release(id);
+  for (TensorId id : owned_) {
+    consume_error(device_.store.release(id), "a destructor has no caller to tell");
+  }
 }
 
 // --- Tensors and kernels -------------------------------------------------------

@@ -1,5 +1,6 @@
 // AutogradEngine: eager autograd on the simulated device, the ground truth
-// for compiled autograd (issue 4; spec compiled-autograd.md §2 and §9).
+// for compiled autograd (docs/compiled-autograd.md, "The pieces" and the node
+// kinds of "Phase B").
 //
 // The forward API computes float32 values with the shared kernels and records
 // the backward graph as PyTorch's autograd would: a leaf that requires grad
@@ -14,9 +15,9 @@
 // backward(root, grad) runs the reachable nodes in the graph's deterministic
 // topological order, sums fan-in grads in execution order (InputBuffer's
 // torch.add, earlier producer first), runs validate_outputs after every node
-// but the AOT backward (sum_to for a broadcast grad, the eager error texts of
-// spec §5 otherwise) and accumulates into the leaves' .grad (steal when None
-// and nobody else holds the grad, add otherwise).
+// but the AOT backward (sum_to for a broadcast grad, the error texts of eager
+// validate_outputs, engine.cpp, otherwise) and accumulates into the leaves'
+// .grad (steal when None and nobody else holds the grad, add otherwise).
 //
 // Hooks and custom functions' backward bodies are user code: the engine keeps
 // them in side tables keyed by node id, and records their kinds on the nodes.

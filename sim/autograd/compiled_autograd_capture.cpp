@@ -1,3 +1,6 @@
+// Compiled autograd's Phase B (see compiled_autograd_capture.hpp): the Capturer, whose one
+// metadata accessor records every read, each NodeCall captured functionally or the legacy way,
+// and end_capture.
 #include "sim/autograd/compiled_autograd_capture.hpp"
 
 #include <fmt/format.h>

@@ -1,10 +1,11 @@
 // Compiled autograd, Phase B: the initial capture, functional and legacy.
 //
 // On a cache miss, `capture_backward` walks `ordered_calls` and records an
-// FxGraph (spec §1.3 and §2): placeholders `inputs`, `sizes`, `scalars` and
-// `hooks`; per node its hooks, its op, `validate_outputs` and the fan-in adds;
-// then `end_capture` (the final-callbacks stub, the output,
-// `reorder_accumulate_grad_nodes` and `dce`).
+// FxGraph (docs/compiled-autograd.md, "Phase B"): placeholders `inputs`,
+// `sizes`, `scalars` and `hooks`; per node its hooks, its op,
+// `validate_outputs` and the fan-in adds; then `end_capture` (the
+// final-callbacks stub, the output, `reorder_accumulate_grad_nodes` and
+// `dce`).
 //
 // Every value a node produces is bound to a proxy whose metadata capsim can
 // read only through one accessor, and each such read is a MetadataRead record

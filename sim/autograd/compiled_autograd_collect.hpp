@@ -1,7 +1,7 @@
 // Compiled autograd, Phase A: walk the graph, collect inputs, build the key.
 //
 // What `_compiled_autograd_impl` does on every backward, with real tensors,
-// before deciding whether to capture (spec §1.2 and §4):
+// before deciding whether to capture (docs/compiled-autograd.md, "Phase A"):
 //  - `ordered_calls`: a LIFO worklist from the root; a node is pushed once
 //    every edge into it from the reachable graph has been seen (a private
 //    visit count against its dependency count), so the order is a

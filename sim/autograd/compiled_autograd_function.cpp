@@ -1,3 +1,5 @@
+// A functional capture lowered to a cudagraph-tree FunctionDef, and the inputs it is called
+// with (see compiled_autograd_function.hpp).
 #include "sim/autograd/compiled_autograd_function.hpp"
 
 #include <fmt/format.h>

@@ -1,3 +1,6 @@
+// The capture in a release's own form (see compiled_autograd_release_form.hpp): the
+// ReleaseCapturer writes the graph node for node as that release's AutogradCompilerInstance
+// does, then hands it to release_form_passes.hpp's end_capture passes.
 #include "sim/autograd/compiled_autograd_release_form.hpp"
 
 #include <fmt/format.h>

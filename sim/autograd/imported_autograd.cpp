@@ -1,3 +1,5 @@
+// ImportedAutograd (see imported_autograd.hpp): a recorded walk checked against its limits and
+// rebuilt as an AutogradGraph over memoryless tensors, and compiled_backward over it.
 #include "sim/autograd/imported_autograd.hpp"
 
 #include <fmt/format.h>

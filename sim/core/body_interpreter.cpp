@@ -1,3 +1,5 @@
+// run_body (see body_interpreter.hpp): the Interpreter that turns each BodyOp into its
+// allocations and kernel launches, run now (eager) or appended to the capture.
 #include "sim/core/body_interpreter.hpp"
 
 #include <fmt/format.h>
@@ -25,7 +27,9 @@ class Interpreter {
  public:
   Interpreter(const FunctionDef& def, BodyEnv& env) : def_(def), env_(env) {}
   ~Interpreter() {
-    for (TensorId id : created_) (void)env_.refs.drop(id);
+    for (TensorId id : created_) {
+      consume_error(env_.refs.drop(id), "a destructor has no caller to tell");
+    }
   }
 
   Result<std::vector<TensorId>> run(std::span<const TensorId> inputs) {

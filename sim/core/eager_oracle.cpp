@@ -1,3 +1,5 @@
+// The eager oracle (see eager_oracle.hpp): the scratch memory, the plans kept per body and
+// shape of inputs, and the outputs gathered as raw float bits.
 #include "sim/core/eager_oracle.hpp"
 
 #include <bit>

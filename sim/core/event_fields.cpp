@@ -1,3 +1,5 @@
+// The event field table (see event_fields.hpp): event kind and field type names, and per event
+// kind the fields it carries, in the order the simulator writes them.
 #include "sim/core/event_fields.hpp"
 
 #include <algorithm>

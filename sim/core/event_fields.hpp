@@ -1,6 +1,6 @@
 // The one table of event fields: every key an event may carry, its type,
 // the values it may take and what it means, and per event kind which keys
-// that kind carries (docs/trace-format.md §Events).
+// that kind carries (docs/trace-format.md §6).
 //
 // Emitters name a field by its `FieldKey` and give it a typed value
 // (sim/core/field_value.hpp); `check_event_fields` holds every event to its

@@ -1,3 +1,5 @@
+// Events (see events.hpp): field lookup, the check of an event against its kind's row of
+// event_fields.hpp, and the one-line text form.
 #include "sim/core/events.hpp"
 
 #include <fmt/format.h>

@@ -66,7 +66,11 @@ struct Event {
   friend bool operator==(const Event&, const Event&) = default;
 };
 
-// The limit on events one World may emit.
+// The limit on events one World holds at once (emitted, not yet taken with
+// take_events). Input can reach it (a long program run by a command that
+// keeps its events), so the World refuses the action that passes it, as bad
+// input; SimContext::emit asserts at twice the limit, which no one action
+// reaches (an action's events are bounded by its own input's limits).
 inline constexpr std::size_t kMaxEvents = std::size_t{1} << 24;
 
 // What is wrong with an event of `kind` with these fields, if anything: a

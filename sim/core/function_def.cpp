@@ -1,3 +1,6 @@
+// FunctionDef (see function_def.hpp): what each body op is (arity, in place, view, the
+// arguments it writes), the names of the enums, and the validation of a body, its compile-time
+// skips and its partition cuts.
 #include "sim/core/function_def.hpp"
 
 #include <fmt/format.h>

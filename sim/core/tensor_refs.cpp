@@ -1,3 +1,5 @@
+// TensorRefs (see tensor_refs.hpp): holders and pins counted per tensor, and a tensor with
+// neither released from the TensorStore.
 #include "sim/core/tensor_refs.hpp"
 
 #include "model/check.hpp"

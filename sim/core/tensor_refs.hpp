@@ -2,10 +2,11 @@
 //
 // PyTorch decides liveness by reference counts: a cudagraph output is "dead"
 // when its storage's use count reaches zero, and a cached replay output is dead
-// when nobody but the tree manager refers to it (§5.3 of the spec). capsim
-// keeps two counts per tensor: `holders` are references the program can see
-// (a name, a param's .grad, optimizer state, a call's input list) and `pins` are
-// the tree manager's own (cached outputs, static outputs, plain-API surfaces).
+// when nobody but the tree manager refers to it (docs/cudagraph-trees.md
+// §5.3). capsim keeps two counts per tensor: `holders` are references the
+// program can see (a name, a param's .grad, optimizer state, a call's input
+// list) and `pins` are the tree manager's own (cached outputs, static outputs,
+// plain-API surfaces).
 // A storage is alive while some tensor over it has a holder. A tensor with
 // neither is released from the TensorStore, which frees an owned block.
 //

@@ -1,3 +1,5 @@
+// The AdamW replay job behind `capsim run` (see adam_replay_job.hpp): the device and its
+// tensors, the recorded step's StepProgram, and the replays with their param digests.
 #include "sim/scenarios/adam_replay_job.hpp"
 
 #include <fmt/format.h>

@@ -4,8 +4,9 @@
 // and a grad placeholder live in a private pool (the cudagraph pool); the grad
 // is produced eagerly outside it, so it is a non-static input and each replay
 // first copies it into its placeholder. The step is recorded once as a
-// StepProgram with baked addresses and replayed through the Backend. Issue 3's
-// tree manager generalises this; `capsim run` prints this job's report.
+// StepProgram with baked addresses and replayed through the Backend. The
+// cudagraph tree manager (sim/trees/tree_manager.hpp) generalises this;
+// `capsim run` prints this job's report.
 #pragma once
 
 #include <cstdint>

@@ -1,3 +1,5 @@
+// The built-in compiled-autograd scenarios of `capsim capture` (see autograd_scenarios.hpp):
+// plain ops and hooks, custom functions, and the AOT region with CopySlices and CopyBackwards.
 #include "sim/scenarios/autograd_scenarios.hpp"
 
 #include <fmt/format.h>

@@ -1,8 +1,9 @@
 // Built-in compiled-autograd scenarios, behind `capsim capture`.
 //
-// Each mirrors a test of test/inductor/test_compiled_autograd.py (spec §6): it
-// builds one or more backward graphs with the eager engine, runs Phase A and
-// the cache for each backward, and captures on every miss in the chosen mode.
+// Each mirrors a test of test/inductor/test_compiled_autograd.py (the table of
+// docs/compiled-autograd.md, "`capsim capture`"): it builds one or more
+// backward graphs with the eager engine, runs Phase A and the cache for each
+// backward, and captures on every miss in the chosen mode.
 // A scenario is its forward: standalone (`AutogradScenario::run`), the run
 // keeps every captured graph's text, every MetadataRead and every cache
 // decision, so that `capsim capture NAME --mode legacy` shows where the legacy

@@ -1,3 +1,5 @@
+// The table of built-in scenarios (see scenarios.hpp), gathered from the scenarios_*.cpp parts
+// in the order `capsim scenario --list` prints them, and the run of one with its expectations.
 #include "sim/scenarios/scenarios.hpp"
 
 #include <algorithm>

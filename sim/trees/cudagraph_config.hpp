@@ -1,6 +1,7 @@
 // CudagraphConfig: the PyTorch settings that steer the cudagraph tree manager.
 //
-// One plain struct, recorded in every trace (issue 5). The defaults are
+// One plain struct, recorded in every trace's header so that a replay runs
+// under the settings the trace was recorded with. The defaults are
 // PyTorch's in OSS builds (torch/_inductor/config.py class `triton`, and
 // torch/_dynamo/config.py for `inline_inbuilt_nn_modules`); see
 // docs/cudagraph-trees.md for what each one changes in capsim.
@@ -44,8 +45,9 @@ struct CudagraphConfig {
   // PR 107853's rule, never shipped: zero_grad(set_to_none=True) on a grad
   // marked static raises. Off, as in every released PyTorch.
   bool zero_grad_static_error = false;
-  // torch.cuda.graph / make_graphed_callables instead of trees (§3.4 of the
-  // spec): no invariant checks; copy an input only when its pointer differs.
+  // torch.cuda.graph / make_graphed_callables instead of trees
+  // (docs/cudagraph-trees.md §3.4): no invariant checks; copy an input only
+  // when its pointer differs.
   bool plain_api = false;
   // Fill freed device memory with NaNs, so stale reads show.
   bool poison_freed = false;

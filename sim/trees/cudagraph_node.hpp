@@ -48,7 +48,8 @@ struct StorageRef {
   Address base = 0;  // the storage's data_ptr when it was recorded
 };
 
-// X(enumerator, name): the classes of _add_first_outputs (§5.3).
+// X(enumerator, name): the classes of _add_first_outputs
+// (docs/cudagraph-trees.md §5.3).
 #define CAPSIM_OUTPUT_CLASSES(X)         \
   X(kStatic, "static")                   \
   X(kAliasPrior, "aliases_prior_output") \

@@ -1,3 +1,5 @@
+// The cudagraph-tree error, warning and skip texts (see messages.hpp), in the profile's wording
+// where releases differ.
 #include "sim/trees/messages.hpp"
 
 #include <fmt/format.h>

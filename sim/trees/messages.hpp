@@ -1,8 +1,9 @@
 // The texts PyTorch shows for cudagraph-tree errors, warnings and skips.
 //
-// Each function renders one message of §7 of the spec with capsim's own values
-// filled in (pointers print as PyTorch prints a Python int: decimal). The ids
-// (E1, W1, S1, ...) are the spec's; events carry them in their `id` field.
+// Each function renders one message of docs/cudagraph-trees.md §7 with
+// capsim's own values filled in (pointers print as PyTorch prints a Python
+// int: decimal). The ids (E1, W1, S1, ...) are that section's table's; events
+// carry them in their `id` field.
 #pragma once
 
 #include <cstdint>

@@ -92,7 +92,7 @@ struct SimContext {
   bool device_evidence = false;
 
   void emit(EventKind kind, std::vector<EventField> fields) {
-    CAPSIM_CHECK(events.size() < kMaxEvents, "event limit reached");
+    CAPSIM_CHECK(events.size() < 2 * kMaxEvents, "World::run_action refuses past kMaxEvents");
     check_event_shape(kind, fields);
     // Every error the model raises is an `error` event, so this is the one
     // place that counts them.

@@ -145,6 +145,31 @@ std::optional<TorchProfile> torch_profile_for(std::string_view version) {
   return std::nullopt;
 }
 
+namespace {
+
+// The config knobs and skips the profile's releases have, comma-separated.
+std::string profile_knobs(const TorchProfileRules& r) {
+  std::string knobs;
+  const auto knob = [&](bool has, std::string_view name) {
+    if (!has) return;
+    knobs += knobs.empty() ? "" : ", ";
+    knobs += name;
+  };
+  knob(r.has_cudagraph_or_error, "cudagraph_or_error");
+  knob(r.has_min_partition_size, "cudagraph_min_partition_size");
+  knob(r.has_generation_cloning, "cudagraph_trees_generation_cloning");
+  knob(r.has_mark_warmup_incomplete, "torch.compiler.cudagraph_mark_warmup_incomplete()");
+  knob(r.has_dynamic_shape_rerecord_limit, "cudagraph_dynamic_shape_rerecord_limit");
+  knob(r.caching_allocator_skip, "the caching-allocator skip");
+  knob(r.input_storage_mutation_skip, "the input-storage-mutation skip (set_ on an input)");
+  knob(r.opaque_inputs_allowed, "opaque objects as inputs");
+  knob(r.has_managed_input_demotion,
+       "cudagraph_managed_input_rerecord_limit (5) and _action (copy, skip)");
+  return knobs;
+}
+
+}  // namespace
+
 std::vector<std::string> describe_profile(const TorchProfileRules& r) {
   std::vector<std::string> out;
   switch (r.rerecord_limit) {
@@ -187,23 +212,7 @@ std::vector<std::string> describe_profile(const TorchProfileRules& r) {
             "tensor(s) in the cudagraph pool not tracked as outputs ...\""
           : "E6/E7: \"... but should be {...}\", \"These live storage data ptrs are "
             "in the cudagraph pool but not accounted for ...\"");
-  std::string knobs;
-  const auto knob = [&](bool has, std::string_view name) {
-    if (!has) return;
-    knobs += knobs.empty() ? "" : ", ";
-    knobs += name;
-  };
-  knob(r.has_cudagraph_or_error, "cudagraph_or_error");
-  knob(r.has_min_partition_size, "cudagraph_min_partition_size");
-  knob(r.has_generation_cloning, "cudagraph_trees_generation_cloning");
-  knob(r.has_mark_warmup_incomplete, "torch.compiler.cudagraph_mark_warmup_incomplete()");
-  knob(r.has_dynamic_shape_rerecord_limit, "cudagraph_dynamic_shape_rerecord_limit");
-  knob(r.caching_allocator_skip, "the caching-allocator skip");
-  knob(r.input_storage_mutation_skip, "the input-storage-mutation skip (set_ on an input)");
-  knob(r.opaque_inputs_allowed, "opaque objects as inputs");
-  knob(r.has_managed_input_demotion,
-       "cudagraph_managed_input_rerecord_limit (5) and _action (copy, skip)");
-  if (!knobs.empty()) out.push_back("has: " + knobs);
+  if (const std::string knobs = profile_knobs(r); !knobs.empty()) out.push_back("has: " + knobs);
   out.push_back(fmt::format(
       "compiled autograd's graph: validate_outputs metadata {}; call_aot_bwd_prologue(saved, "
       "symints{}, {}); call_accumulate_grad(variable{}, grad, has_post_hooks)",

@@ -266,7 +266,6 @@ std::string emit_rerecord_limit_skip(SimContext& ctx, FunctionId fid, std::optio
 }  // namespace
 
 Result<CallOutcome> TreeManager::run_inner(FunctionId fid, std::vector<TensorId>& inputs) {
-  const WrappedFunction& fn = functions_[fid];
   // 1-2. End the current recording or warmup if a new generation may start or
   // everything it produced is dead.
   if (current_ && state_ == ExecutionState::kRecording) {
@@ -294,66 +293,82 @@ Result<CallOutcome> TreeManager::run_inner(FunctionId fid, std::vector<TensorId>
     }
     return run_warmup(fid, inputs);
   }
-  // 6-7. Replay the first child whose invariants hold.
+  // 6-7. Replay the first child whose invariants hold, or decide why not.
   RecordCause cause;
-  const bool in_recording = current_ && state_ == ExecutionState::kRecording;
-  if (!in_recording) {
-    const std::map<FunctionId, std::vector<GraphId>>& children =
-        current_ ? graphs_[current_->index].children : roots_;
-    std::optional<InvariantStatus> unexpected;
-    std::string unexpected_reason;
-    const TorchProfileRules& rules = profile_rules(ctx_.config.torch_profile);
-    if (auto it = children.find(fid); it != children.end()) {
-      for (GraphId child : it->second) {
-        const InvariantStatus status = check_invariants(graphs_[child], inputs);
-        if (status == InvariantStatus::kSuccess) return execute_node(child, inputs);
-        // A pointer mismatch names the cause over a liveness mismatch.
-        if (!unexpected) cause = record_cause(graphs_[child], inputs, status);
-        const bool counts = counts_toward_rerecord_limit(status);
-        if (counts) unexpected = status;
-        if (counts || rules.reason_from_last_failure) {
-          unexpected_reason = mismatch_reason(graphs_[child], inputs, status);
-        }
-      }
-    }
-    if (current_ && roots_.count(fid) != 0) {
-      CAPSIM_TRY(try_end_curr_execution());
-      if (!current_) return run_inner(fid, inputs);
-    }
-    if (!fn.mutated_input_idxs.empty() && mutation_blocks(fid, inputs, true)) {
-      return skip_or_fallback(fid, inputs, "mutated_inputs");
-    }
-    // 2.15: the managed inputs whose pointers changed since the newest
-    // recording on this edge (not the older ones: inputs that settled stop
-    // being charged).
-    std::vector<std::uint32_t> reached;
-    if (managed_input_rerecord_limit(ctx_.config)) {
-      if (auto it = children.find(fid); it != children.end() && !it->second.empty()) {
-        const std::vector<std::uint32_t> idxs =
-            demotable_managed_idxs(graphs_[it->second.back()], inputs);
-        if (!idxs.empty()) reached = update_managed_input_rerecord(fid, idxs);
-      }
-    }
-    if (unexpected) {
-      const std::optional<GraphId> node = current_graph_id();
-      ++num_rerecord_[{node, fid}];
-      if (!reached.empty()) {
-        std::string message = emit_managed_input_skip(fid, node, reached);
-        if (skips_raise()) pending_skip_error_ = std::move(message);
-        return skip_or_fallback(fid, inputs, "managed_input_rerecord_limit");
-      }
-      if (exceed_rerecord_limit(node, fid)) {
-        std::string message = emit_rerecord_limit_skip(ctx_, fid, node, cause, unexpected_reason);
-        if (skips_raise()) pending_skip_error_ = std::move(message);
-        return skip_or_fallback(fid, inputs, "rerecord_limit");
-      }
-      ++ctx_.counters.rerecords;
-    }
-    CAPSIM_TRY(try_end_curr_execution());
-    if (current_) CAPSIM_TRY(apply_checkpoint_execution_state_in_allocator());
+  if (!(current_ && state_ == ExecutionState::kRecording)) {
+    std::optional<Result<CallOutcome>> decided = replay_or_rerecord(fid, inputs, cause);
+    if (decided) return std::move(*decided);
   }
   // 8. Record, as a root or as a child of the current node.
   return record_function(fid, inputs, cause);
+}
+
+TreeManager::ChildMatch TreeManager::match_children(FunctionId fid,
+                                                    const std::vector<TensorId>& inputs) const {
+  ChildMatch m;
+  const std::map<FunctionId, std::vector<GraphId>>& children =
+      current_ ? graphs_[current_->index].children : roots_;
+  const TorchProfileRules& rules = profile_rules(ctx_.config.torch_profile);
+  auto it = children.find(fid);
+  if (it == children.end()) return m;
+  m.latest = it->second.empty() ? std::nullopt : std::optional(it->second.back());
+  for (GraphId child : it->second) {
+    const InvariantStatus status = check_invariants(graphs_[child], inputs);
+    if (status == InvariantStatus::kSuccess) {
+      m.hit = child;
+      return m;
+    }
+    // A pointer mismatch names the cause over a liveness mismatch.
+    if (!m.unexpected) m.cause = record_cause(graphs_[child], inputs, status);
+    const bool counts = counts_toward_rerecord_limit(status);
+    if (counts) m.unexpected = status;
+    if (counts || rules.reason_from_last_failure) {
+      m.unexpected_reason = mismatch_reason(graphs_[child], inputs, status);
+    }
+  }
+  return m;
+}
+
+std::optional<Result<CallOutcome>> TreeManager::replay_or_rerecord(FunctionId fid,
+                                                                   std::vector<TensorId>& inputs,
+                                                                   RecordCause& cause) {
+  const WrappedFunction& fn = functions_[fid];
+  ChildMatch m = match_children(fid, inputs);
+  if (m.hit) return execute_node(*m.hit, inputs);
+  cause = m.cause;
+  if (current_ && roots_.count(fid) != 0) {
+    CAPSIM_TRY(try_end_curr_execution());
+    if (!current_) return run_inner(fid, inputs);
+  }
+  if (!fn.mutated_input_idxs.empty() && mutation_blocks(fid, inputs, true)) {
+    return skip_or_fallback(fid, inputs, "mutated_inputs");
+  }
+  // 2.15: the managed inputs whose pointers changed since the newest
+  // recording on this edge (not the older ones: inputs that settled stop
+  // being charged).
+  std::vector<std::uint32_t> reached;
+  if (managed_input_rerecord_limit(ctx_.config) && m.latest) {
+    const std::vector<std::uint32_t> idxs = demotable_managed_idxs(graphs_[*m.latest], inputs);
+    if (!idxs.empty()) reached = update_managed_input_rerecord(fid, idxs);
+  }
+  if (m.unexpected) {
+    const std::optional<GraphId> node = current_graph_id();
+    ++num_rerecord_[{node, fid}];
+    if (!reached.empty()) {
+      std::string message = emit_managed_input_skip(fid, node, reached);
+      if (skips_raise()) pending_skip_error_ = std::move(message);
+      return skip_or_fallback(fid, inputs, "managed_input_rerecord_limit");
+    }
+    if (exceed_rerecord_limit(node, fid)) {
+      std::string message = emit_rerecord_limit_skip(ctx_, fid, node, cause, m.unexpected_reason);
+      if (skips_raise()) pending_skip_error_ = std::move(message);
+      return skip_or_fallback(fid, inputs, "rerecord_limit");
+    }
+    ++ctx_.counters.rerecords;
+  }
+  CAPSIM_TRY(try_end_curr_execution());
+  if (current_) CAPSIM_TRY(apply_checkpoint_execution_state_in_allocator());
+  return std::nullopt;  // the call records
 }
 
 Status TreeManager::drop_all(std::vector<TensorId>& inputs) {

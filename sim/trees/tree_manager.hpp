@@ -94,6 +94,22 @@ class TreeManager {
  private:
   // tree_manager.cpp: the state machine.
   Result<CallOutcome> run_inner(FunctionId fid, std::vector<TensorId>& inputs);
+  // Steps 6-7 of run_inner, outside a recording: the call's result when
+  // they decide it (a replay, a skip or fallback, an error), or nullopt when
+  // it goes on to record, `cause` saying why.
+  std::optional<Result<CallOutcome>> replay_or_rerecord(FunctionId fid,
+                                                        std::vector<TensorId>& inputs,
+                                                        RecordCause& cause);
+  // The function's recordings under the current node (or the roots): the
+  // first whose invariants hold, else what the failed checks say.
+  struct ChildMatch {
+    std::optional<GraphId> hit;
+    std::optional<GraphId> latest;              // the newest recording on this edge
+    std::optional<InvariantStatus> unexpected;  // the last failure that counts
+    std::string unexpected_reason;
+    RecordCause cause;
+  };
+  ChildMatch match_children(FunctionId fid, const std::vector<TensorId>& inputs) const;
   bool in_new_torch_compile_invocation() const;
   bool can_start_new_generation() const;
   void update_generation() { current_gen_ = ctx_.generations.current(); }

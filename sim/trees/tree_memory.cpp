@@ -1,7 +1,7 @@
 // Liveness, deallocation, checkpoints and pool checks of the tree manager
-// (§5 of the spec: cudagraph_trees.py `_get_liveness`, `path_live_weakrefs`,
-// `dealloc_current_path_weakrefs`, `apply_checkpoint_execution_state_in_allocator`
-// and `check_memory_pool`).
+// (docs/cudagraph-trees.md §5: cudagraph_trees.py `_get_liveness`,
+// `path_live_weakrefs`, `dealloc_current_path_weakrefs`,
+// `apply_checkpoint_execution_state_in_allocator` and `check_memory_pool`).
 #include <fmt/format.h>
 
 #include <algorithm>

@@ -1,5 +1,6 @@
 // Replays (cudagraph_trees.py: `check_invariants`, `execute_node`,
-// CUDAGraphNode.run, `reconstruct_outputs`; §4 and §5.2 of the spec).
+// CUDAGraphNode.run, `reconstruct_outputs`; docs/cudagraph-trees.md §4 and
+// §5.2).
 #include <fmt/format.h>
 
 #include <algorithm>

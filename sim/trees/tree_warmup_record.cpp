@@ -130,8 +130,8 @@ Result<CallOutcome> TreeManager::run_warmup(FunctionId fid, std::vector<TensorId
   return CallOutcome{CallPath::kWarmup, std::move(outputs)};
 }
 
-// Static sets (§3.2): the compile-time set plus cudagraph-managed inputs, and
-// the pointers the recording bakes in for them.
+// Static sets (docs/cudagraph-trees.md §3.2): the compile-time set plus
+// cudagraph-managed inputs, and the pointers the recording bakes in for them.
 Status TreeManager::classify_inputs(GraphNode& node, const WrappedFunction& fn,
                                     const std::vector<NodeRef>& parent_path,
                                     const std::vector<TensorId>& inputs,

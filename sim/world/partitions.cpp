@@ -85,16 +85,15 @@ ValueIndex buffer_root(const FunctionDef& def, ValueIndex v) {
   return v;
 }
 
-// The piece's own body, its inputs (graph values from outside it, views and
-// in-place results replaced by their buffers, in value order) and outputs (its values that
-// later ops, by their bases, or the graph's outputs use).
-void build_piece_body(const FunctionDef& def, Segment& s, std::uint32_t eager_index) {
+// The piece's inputs (graph values from outside it, views and in-place
+// results replaced by their buffers, in value order) and outputs (its values
+// that later ops, by their bases, or the graph's outputs use). Returns the
+// views and in-place results from outside that the piece reads.
+std::vector<ValueIndex> find_piece_boundary(const FunctionDef& def, Segment& s) {
   const auto n = static_cast<ValueIndex>(def.num_inputs());
   const ValueIndex first = n + s.begin;
   const ValueIndex past = n + s.end;
   std::vector<bool> used_from_outside(n + def.ops.size(), false);
-  // Views (made again at the top of the body) and in-place results (read as
-  // their buffers) from outside the piece.
   std::vector<ValueIndex> outside_aliases;
   for (std::uint32_t k = s.begin; k < s.end; ++k) {
     for (ValueIndex v : def.ops[k].args) {
@@ -115,12 +114,14 @@ void build_piece_body(const FunctionDef& def, Segment& s, std::uint32_t eager_in
   for (ValueIndex v = first; v < past; ++v) {
     if (used_later[v]) s.outputs.push_back(v);
   }
+  return outside_aliases;
+}
 
+// The body's inputs: their names, static and parameter indices, and their
+// places in `local` (graph value -> body value).
+void add_piece_inputs(const FunctionDef& def, Segment& s, std::vector<ValueIndex>& local) {
+  const auto n = static_cast<ValueIndex>(def.num_inputs());
   FunctionDef& body = s.def;
-  body.name = s.cudagraphed ? fmt::format("{}.partition_{}", def.name, s.partition)
-                            : fmt::format("{}.eager_{}", def.name, eager_index);
-  body.mode = def.mode;
-  std::vector<ValueIndex> local(n + def.ops.size(), 0);
   for (std::uint32_t i = 0; i < s.inputs.size(); ++i) {
     const ValueIndex v = s.inputs[i];
     local[v] = i;
@@ -133,9 +134,15 @@ void build_piece_body(const FunctionDef& def, Segment& s, std::uint32_t eager_in
     if (in(def.static_input_idxs)) body.static_input_idxs.push_back(i);
     if (in(def.param_input_idxs)) body.param_input_idxs.push_back(i);
   }
-  // The outside views this piece reads, made again from its inputs: each
-  // view op of a chain once, bases first (value order is SSA order); an
-  // in-place result in a chain is its argument's buffer.
+}
+
+// The outside views this piece reads, made again from its inputs: each
+// view op of a chain once, bases first (value order is SSA order); an
+// in-place result in a chain is its argument's buffer.
+void remake_outside_views(const FunctionDef& def, Segment& s,
+                          std::vector<ValueIndex> outside_aliases, std::vector<ValueIndex>& local) {
+  const auto n = static_cast<ValueIndex>(def.num_inputs());
+  FunctionDef& body = s.def;
   std::vector<bool> made(n + def.ops.size(), false);
   for (ValueIndex v : s.inputs) made[v] = true;
   std::sort(outside_aliases.begin(), outside_aliases.end());
@@ -157,6 +164,20 @@ void build_piece_body(const FunctionDef& def, Segment& s, std::uint32_t eager_in
     }
     chain.clear();
   }
+}
+
+// The piece's own body: its inputs, the views it reads made again, its ops
+// and its outputs.
+void build_piece_body(const FunctionDef& def, Segment& s, std::uint32_t eager_index) {
+  const auto n = static_cast<ValueIndex>(def.num_inputs());
+  std::vector<ValueIndex> outside_aliases = find_piece_boundary(def, s);
+  FunctionDef& body = s.def;
+  body.name = s.cudagraphed ? fmt::format("{}.partition_{}", def.name, s.partition)
+                            : fmt::format("{}.eager_{}", def.name, eager_index);
+  body.mode = def.mode;
+  std::vector<ValueIndex> local(n + def.ops.size(), 0);
+  add_piece_inputs(def, s, local);
+  remake_outside_views(def, s, std::move(outside_aliases), local);
   const auto m = static_cast<ValueIndex>(s.inputs.size() + body.ops.size());
   for (std::uint32_t k = s.begin; k < s.end; ++k) {
     local[n + k] = m + (k - s.begin);

@@ -1,4 +1,4 @@
-// Program: the user actions a World runs (architecture.md §3).
+// Program: the user actions a World runs (docs/architecture.md, "sim/").
 //
 // A program is what a training or inference loop does, reduced to the steps
 // that matter for capture semantics: make tensors and parameters, call compiled

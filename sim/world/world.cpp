@@ -48,6 +48,7 @@ World::World(WorldOptions options)
   ctx_.verify_replays = options_.verify_replays;
   ctx_.oracle = &oracle_;
   CAPSIM_CHECK_FAULT_SITE(options_.fault, FaultSite::kTree);
+  CAPSIM_CHECK(options_.max_held_events <= kMaxEvents, "the limit only goes down");
   ctx_.fault = options_.fault;
   ctx_.device_evidence = options_.device_evidence;
   backend_.set_mirror(options_.mirror);
@@ -96,6 +97,14 @@ Status World::run_action(std::size_t index, const Action& action) {
   Status s = step(action);
   if (!s) {
     return with_context(fmt::format("action {} ({})", index, action_name(action)), s.error());
+  }
+  // Checked after the action: emit cannot fail, and one action's events
+  // stay far below the assertion's margin (sim/core/events.hpp).
+  if (events_.size() > options_.max_held_events) {
+    return make_error(fmt::format(
+        "action {} ({}): the run holds {} events, more than the {} a run may keep at once "
+        "(docs/trace-format.md §8)",
+        index, action_name(action), events_.size(), options_.max_held_events));
   }
   return {};
 }

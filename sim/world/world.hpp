@@ -81,6 +81,9 @@ struct WorldOptions {
   // PR 144707) is the loop properties' negative control: its graph does not
   // run, so the grads then come from the eager engine.
   CaptureMode compiled_autograd_capture = CaptureMode::kFunctional;
+  // The events the World may hold at once (sim/core/events.hpp): an action
+  // after which it holds more is refused. At most kMaxEvents; tests lower it.
+  std::size_t max_held_events = kMaxEvents;
 };
 
 class World {

@@ -20,6 +20,21 @@
 
 namespace capsim {
 
+namespace {
+
+// The engine's nodes a backward runs, in its order (its GraphRoot is the
+// graph's own, not the engine's).
+std::vector<AutogradNodeId> engine_nodes_run(const AutogradEngine::BackwardGraph& bg,
+                                             const CollectedBackward& collected) {
+  std::vector<AutogradNodeId> ran;
+  for (const NodeCall& c : collected.ordered_calls) {
+    if (c.node != bg.root) ran.push_back(bg.engine_id(c.node));
+  }
+  return ran;
+}
+
+}  // namespace
+
 Status World::compiled_autograd_backward(const Backward& a, const Variable& root,
                                          const std::optional<Variable>& grad, CaptureMode mode) {
   Autograd& ag = *autograd_;
@@ -52,20 +67,13 @@ Status World::compiled_autograd_backward(const Backward& a, const Variable& root
   }
   // compiled_fn(inputs, sizes, ...): the root grad is ones unless given.
   std::optional<TensorId> ones;
-  std::vector<TensorId> root_grads;
-  if (grad) {
-    root_grads.push_back(grad->tensor);
-  } else {
+  if (!grad) {
     CAPSIM_TRY_ASSIGN(const Tensor out, store_.tensor(root.tensor));
     CAPSIM_TRY_ASSIGN(ones, fresh_tensor(out.meta.sizes, 1.0f, 0));
-    root_grads.push_back(*ones);
   }
-  const CompiledBackwardCall call = make_call(bg, b.collected, root_grads);
-  // The engine's nodes the backward runs (its GraphRoot is the graph's own).
-  std::vector<AutogradNodeId> ran;
-  for (const NodeCall& c : b.collected.ordered_calls) {
-    if (c.node != bg.root) ran.push_back(bg.engine_id(c.node));
-  }
+  const TensorId root_grad = grad ? grad->tensor : *ones;
+  const CompiledBackwardCall call = make_call(bg, b.collected, std::span(&root_grad, 1));
+  const std::vector<AutogradNodeId> ran = engine_nodes_run(bg, b.collected);
   const std::uint64_t entry = b.decision.entry;
   if (b.captured) replace_capture(entry, std::move(*b.captured));
   if (options_.on_backward) {

@@ -1,7 +1,7 @@
-// The compiled optimizer (PR 107504; §6 of the spec): a traced `opt.step()`
-// whose params and state are marked static and whose grads are not, the
-// finalizer that releases the marks, and zero_grad with the shipped behaviour
-// plus PR 107853's rule behind a flag.
+// The compiled optimizer (PR 107504; docs/cudagraph-trees.md §6): a traced
+// `opt.step()` whose params and state are marked static and whose grads are
+// not, the finalizer that releases the marks, and zero_grad with the shipped
+// behaviour plus PR 107853's rule behind a flag.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 

@@ -16,7 +16,8 @@
 
 namespace capsim {
 
-// One torch.cuda.graph / make_graphed_callables capture (§3.4 of the spec).
+// One torch.cuda.graph / make_graphed_callables capture
+// (docs/cudagraph-trees.md §3.4).
 struct World::PlainGraph {
   // The static input surface: the sample args, pinned; params are not pinned
   // (the graph holds the Parameter object, whose storage may change).

@@ -1,10 +1,11 @@
 // The plain CUDA-graph API (torch.cuda.graph and make_graphed_callables;
-// §3.4 of the spec), for comparison with trees: the first call captures the
-// function over its own arguments (they become the static input surface);
-// every later call copies an argument into its surface slot only when the
-// pointers differ, never looks at parameters, and replays. The outputs are the
-// same tensors every time, overwritten by each replay. Nothing is checked, so
-// a parameter whose `.data` was reassigned is read at its old address.
+// docs/cudagraph-trees.md §3.4), for comparison with trees: the first call
+// captures the function over its own arguments (they become the static input
+// surface); every later call copies an argument into its surface slot only
+// when the pointers differ, never looks at parameters, and replays. The
+// outputs are the same tensors every time, overwritten by each replay. Nothing
+// is checked, so a parameter whose `.data` was reassigned is read at its old
+// address.
 #include <fmt/format.h>
 
 #include <algorithm>

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # deterministic.sh COMMAND...: runs COMMAND twice and passes when both runs
-# exit 0 with byte-identical stdout (architecture §6, rule 3).
+# exit 0 with byte-identical stdout (docs/architecture.md, "Determinism", rule 3).
 set -u
 a=$("$@") || { echo "first run failed"; exit 1; }
 b=$("$@") || { echo "second run failed"; exit 1; }

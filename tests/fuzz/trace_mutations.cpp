@@ -1,3 +1,5 @@
+// The trace mutations of trace_mutations.hpp: byte-level damage, line edits followed by a
+// renumbered envelope, boundary numbers and grown lists.
 #include "tests/fuzz/trace_mutations.hpp"
 
 #include <algorithm>

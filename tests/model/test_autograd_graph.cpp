@@ -1,6 +1,6 @@
 // AutogradGraph: building, next edges in output order, in edges, the DAG
 // check and the deterministic topological order; bad graphs are precise
-// errors (spec §5: "an edge to a missing node or input_nr", "a cyclic graph").
+// errors (an edge to a missing node or input_nr, a cyclic graph).
 #include <doctest/doctest.h>
 
 #include "model/autograd_graph.hpp"

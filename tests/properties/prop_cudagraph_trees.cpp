@@ -111,14 +111,14 @@ TEST_CASE("trees: the plain API's stale reads break replay == eager") {
                     [&] { replays_match_eager(plain); });
 }
 
-// The shrunk counterexample of P-static on a non-faulty World (see
-// /work/notes/prop-failures.md): f1 returns its second input, which at the
-// recording is a view of a pool placeholder; o0 = f1(...) is then fed to f0
-// (a cudagraph-managed input, baked in) and dies. In the next step f1 is
-// replayed and o1, a non-owning replay output, lies at the same address; the
-// replay of f0 reads it there and matches eager, yet static_violations counts
-// it as freed, because the allocator's (stale, §5.6) bookkeeping has no block
-// there. Kept as a plain regression so that the failure is not left to seeds.
+// The shrunk counterexample of P-static on a non-faulty World: f1 returns its
+// second input, which at the recording is a view of a pool placeholder;
+// o0 = f1(...) is then fed to f0 (a cudagraph-managed input, baked in) and
+// dies. In the next step f1 is replayed and o1, a non-owning replay output,
+// lies at the same address; the replay of f0 reads it there and matches
+// eager, yet static_violations counts it as freed, because the allocator's
+// (stale, docs/cudagraph-trees.md §5.6) bookkeeping has no block there. Kept
+// as a plain regression so that the failure is not left to seeds.
 TEST_CASE("trees: a managed input alive at its recorded address is no violation") {
   Program p;
   auto fn = [&](const char* name, std::uint32_t inputs, ValueIndex out) {

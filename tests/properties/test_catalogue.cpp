@@ -1,4 +1,4 @@
-// The property catalogue as the test suite (issue 21): every property of
+// The property catalogue as the test suite: every property of
 // properties/catalogue.cpp holds on a sample of its cases, and every
 // negative control fails and is shrunk, so that what `capsim check` runs and
 // what the tests check can no longer differ. Each case is the catalogue's

@@ -227,7 +227,8 @@ TEST_CASE("render: a hub's uses are drawn as per-use proxies") {
   CHECK(counts->edges == g.edges.size());
   CHECK(count_of(dot, "\"h\" ->") == 0);  // the hub itself stands alone
   CHECK(count_of(dot, "\"k\" ->") == kHubFanout);
-  // anchors §4.4: constraint=false makes dot 2.43 slow or crash.
+  // constraint=false makes dot 2.43 slow or crash (docs/rendering.md,
+  // "Limits and safety").
   std::istringstream lines(dot);
   for (std::string line; std::getline(lines, line);) {
     CHECK(line.find("constraint=false") == std::string::npos);
@@ -586,7 +587,7 @@ TEST_CASE("render: a graphviz failure is an error, and capsim carries on") {
 }
 
 // 1,500 nodes, each fed by two earlier ones picked by an LCG: dot 2.43
-// takes about 20 s on it (anchors §4.4 measure 5.9 s at 3,000 chain-like
+// takes about 20 s on it (it was measured at 5.9 s for 3,000 chain-like
 // nodes). Written as raw DOT, with no hub splitting to make it easier.
 std::string slow_layout_dot() {
   testing::Lcg lcg(12345);

@@ -6,8 +6,8 @@
 // them; custom functions (PyNode, CppNode); an AOT region
 // (CompiledFunctionBackward, TwoTensor-like subclass output); hooks; .grad
 // accumulation across backwards; determinism (two runs give bitwise-equal
-// grads); and bad input as precise errors (spec §5's validate_outputs texts,
-// naming the node).
+// grads); and bad input as precise errors (eager validate_outputs' texts, from
+// engine.cpp, naming the node).
 #include <doctest/doctest.h>
 
 #include <algorithm>

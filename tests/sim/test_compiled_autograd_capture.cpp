@@ -1,8 +1,8 @@
-// Compiled autograd's initial capture (spec §1.3, §2, §8): the functional
-// capture reads no proxy metadata (I-1) and its graph does not depend on it
-// (I-2), while the legacy capture reads it and bakes decisions in; fan-in
-// (I-5), per-node emission (I-6), AOT outputs and make_subclass (I-10), the
-// accumulate_grad reordering (I-11) and CppNode binding (I-16).
+// Compiled autograd's initial capture (docs/compiled-autograd.md, "Phase B"):
+// the functional capture reads no proxy metadata (I-1) and its graph does not
+// depend on it (I-2), while the legacy capture reads it and bakes decisions
+// in; fan-in (I-5), per-node emission (I-6), AOT outputs and make_subclass
+// (I-10), the accumulate_grad reordering (I-11) and CppNode binding (I-16).
 #include <doctest/doctest.h>
 
 #include <algorithm>

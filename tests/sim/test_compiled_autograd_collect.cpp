@@ -1,7 +1,8 @@
-// Compiled autograd's Phase A and cache (spec §1.2, §4): the LIFO order of
-// ordered_calls (I-7), key completeness and soundness (I-12), size slots that
-// go STATIC -> DYNAMIC once (I-13), input deduplication (I-14) and the
-// structural rejects that happen before any capture (I-15).
+// Compiled autograd's Phase A and cache (docs/compiled-autograd.md,
+// "Phase A"): the LIFO order of ordered_calls (I-7), key completeness and
+// soundness (I-12), size slots that go STATIC -> DYNAMIC once (I-13), input
+// deduplication (I-14) and the structural rejects that happen before any
+// capture (I-15).
 #include <doctest/doctest.h>
 
 #include "model/caching_allocator.hpp"

@@ -1,4 +1,4 @@
-// The invariants of docs/cudagraph-trees.md (spec §10), one test case or more
+// The invariants of docs/cudagraph-trees.md §10, one test case or more
 // each. Every case fails if its rule is broken: the numbers are those the
 // rule implies for the program in the case, not whatever capsim printed.
 #include <doctest/doctest.h>

@@ -1,9 +1,11 @@
 // The World's limits on actions: a program held in memory stops at
 // kMaxActions, a run (a streamed trace replays one action at a time) at
-// kMaxRunActions, so that a 10^7-event trace replays (issue 26).
+// kMaxRunActions, so that a 10^7-event trace replays; and the events it
+// holds at once stop at a limit too.
 #include <doctest/doctest.h>
 #include <fmt/format.h>
 
+#include "sim/scenarios/scenarios.hpp"
 #include "sim/world/world.hpp"
 
 using namespace capsim;
@@ -27,4 +29,28 @@ TEST_CASE("world limits: a program held in memory keeps the smaller limit") {
   const Status s = w.begin(program);
   REQUIRE_FALSE(s.ok());
   CHECK(s.error().message.find("the limit is 4194304") != std::string::npos);
+}
+
+// Events held at once: input can reach the limit (a long program whose
+// command keeps its events), so passing it is bad input, not an abort; a
+// run that takes its events as it goes never reaches it.
+TEST_CASE("world limits: an action that leaves too many events held is refused") {
+  const ProgramScenario* s = find_program_scenario("rerecord_if_static_input_address_changed");
+  REQUIRE(s != nullptr);
+  // Above any one action's events, below the whole run's.
+  WorldOptions options = s->options;
+  options.max_held_events = 8;
+  {
+    World w{options};
+    const Status ran = w.run(s->program);
+    REQUIRE_FALSE(ran.ok());
+    CAPTURE(ran.error().message);
+    CHECK(ran.error().message.find("more than the 8 a run may keep at once") != std::string::npos);
+    CHECK(w.events().size() > 8);
+  }
+  World w{options};
+  std::size_t events = 0;
+  const Status streamed = w.run(s->program, [&](std::size_t) { events += w.take_events().size(); });
+  CHECK(streamed.ok());
+  CHECK(events > 8);
 }

@@ -1,9 +1,10 @@
 // RapidCheck inside doctest.
 //
-// Debian's RapidCheck snapshot has no doctest extra, so this is ours (see the
-// spec's anchors §4.2). Each property gets a stable id ("<test case>/<name>"),
-// so RC_PARAMS="reproduce=..." works, and failures are reported with
-// CHECK_MESSAGE, which doctest's JUnit reporter counts (FAIL_CHECK does not).
+// Debian's RapidCheck snapshot has no doctest extra, so this is ours
+// (docs/architecture.md, "Tests"). Each property gets a stable id
+// ("<test case>/<name>"), so RC_PARAMS="reproduce=..." works, and failures
+// are reported with CHECK_MESSAGE, which doctest's JUnit reporter counts
+// (FAIL_CHECK does not).
 //
 // `rc_prop(name, fn)` checks a property that must hold. `rc_expect_failure`
 // runs a negative control: the property against a deliberately broken model,
