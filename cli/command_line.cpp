@@ -36,6 +36,7 @@
 #include "properties/catalogue.hpp"
 #include "render/draw_graph.hpp"
 #include "render/graphviz_output.hpp"
+#include "sim/core/decisions.hpp"
 #include "sim/scenarios/adam_replay_job.hpp"
 #include "sim/scenarios/autograd_scenarios.hpp"
 #include "sim/scenarios/scenarios.hpp"
@@ -444,9 +445,31 @@ int print_profiles() {
   return 0;
 }
 
+// The decisions table (sim/core/decisions.def): one line per decision, or
+// all of it as JSON for tools (the recorder checks its reasons against it).
+int print_decisions(bool json) {
+  if (!json) {
+    for (const capsim::DecisionInfo& d : capsim::decisions()) {
+      fmt::print("{:<52} {}\n", capsim::decision_rule_key(d), d.title);
+    }
+    return 0;
+  }
+  capsim::Json out = capsim::Json::array();
+  for (const capsim::DecisionInfo& d : capsim::decisions()) {
+    out.push_back({{"rule_key", capsim::decision_rule_key(d)},
+                   {"kind", capsim::event_kind_name(d.kind)},
+                   {"key", d.key},
+                   {"title", d.title},
+                   {"rule", d.rule},
+                   {"fix", d.fix}});
+  }
+  fmt::print("{}\n", out.dump(2));
+  return 0;
+}
+
 Subcommand add_version(CLI::App& root, capsim::cli::PathRoles& roles) {
   struct Options {
-    bool profiles = false, paths = false;
+    bool profiles = false, paths = false, decisions = false, json = false;
   };
   auto o = std::make_shared<Options>();
   CLI::App* sub = root.add_subcommand("version", "Print the version (as --version)");
@@ -455,8 +478,15 @@ Subcommand add_version(CLI::App& root, capsim::cli::PathRoles& roles) {
   sub->add_flag("--paths", o->paths,
                 "List every option that names a file or folder, and whether the command reads "
                 "or writes it");
+  CLI::Option* decisions =
+      sub->add_flag("--decisions", o->decisions,
+                    "List the decisions capsim explain explains: each event's kind and id or "
+                    "reason, with its title");
+  sub->add_flag("--json", o->json, "With --decisions: the whole table (rule and fix too) as JSON")
+      ->needs(decisions);
   return {sub, [o, &root, &roles] {
             if (o->profiles) return print_profiles();
+            if (o->decisions) return print_decisions(o->json);
             if (o->paths) {
               for (const std::string& line : roles.listing(root)) fmt::print("{}\n", line);
               return 0;

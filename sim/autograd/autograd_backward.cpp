@@ -16,6 +16,7 @@
 
 #include "sim/autograd/autograd_backward_ops.hpp"
 #include "sim/autograd/autograd_errors.hpp"
+#include "sim/core/decisions.hpp"
 
 namespace capsim {
 
@@ -52,29 +53,32 @@ std::string mismatch_in_shape(const Dims& grad, const Dims& root) {
       torch_size(grad), torch_size(root));
 }
 
-Result<std::optional<BackwardRaise>> backward_raise(
-    const AutogradEngine& engine, const Variable& root,
-    const AutogradEngine::BackwardOptions& options, bool compiled) {
+Result<std::optional<BackwardRaise>> backward_raise(const AutogradEngine& engine,
+                                                    const Variable& root,
+                                                    const AutogradEngine::BackwardOptions& options,
+                                                    bool compiled) {
   CAPSIM_TRY_ASSIGN(const Variable now, engine.variable(root.tensor));
   CAPSIM_TRY_ASSIGN(const Tensor out, engine.store().tensor(root.tensor));
   if (!engine.gradient_edge(root.tensor)) {
-    return std::optional<BackwardRaise>(BackwardRaise{"G1", kErrNoGradFn});
+    return std::optional<BackwardRaise>(BackwardRaise{Decision::kErrorNoGradFn, kErrNoGradFn});
   }
   if (options.grad_output) {
     CAPSIM_TRY_ASSIGN(const Tensor g, engine.store().tensor(options.grad_output->tensor));
     if (g.meta.sizes != out.meta.sizes) {
-      return std::optional<BackwardRaise>(
-          BackwardRaise{"G4", mismatch_in_shape(g.meta.sizes, out.meta.sizes)});
+      return std::optional<BackwardRaise>(BackwardRaise{
+          Decision::kErrorGradShape, mismatch_in_shape(g.meta.sizes, out.meta.sizes)});
     }
   } else if (now.requires_grad && numel(out.meta.sizes) != 1) {
-    return std::optional<BackwardRaise>(BackwardRaise{"G2", kErrImplicitGrad});
+    return std::optional<BackwardRaise>(
+        BackwardRaise{Decision::kErrorImplicitGradNonScalar, kErrImplicitGrad});
   }
   if (!compiled) return std::optional<BackwardRaise>();
   CAPSIM_TRY_ASSIGN(const AutogradEngine::BackwardGraph bg, engine.backward_graph(root));
   for (AutogradNodeId id : reachable_nodes(bg.graph, bg.root)) {
     if (id != bg.root && holds_saved_state(bg.graph.node(id)) &&
         engine.released(bg.engine_id(id))) {
-      return std::optional<BackwardRaise>(BackwardRaise{"G3", kErrBackwardTwice});
+      return std::optional<BackwardRaise>(
+          BackwardRaise{Decision::kErrorBackwardTwice, kErrBackwardTwice});
     }
   }
   return std::optional<BackwardRaise>();

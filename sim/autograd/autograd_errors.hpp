@@ -8,12 +8,14 @@
 #include <optional>
 #include <string>
 
+#include "sim/core/decisions.hpp"
+
 #include "sim/autograd/autograd_engine.hpp"
 
 namespace capsim {
 
 struct BackwardRaise {
-  const char* id;  // G1..G4
+  Decision id;  // G1..G4
   std::string message;
 };
 

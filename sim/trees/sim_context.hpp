@@ -16,6 +16,7 @@
 #include "model/digest.hpp"
 #include "model/fault.hpp"
 #include "model/graph_evidence.hpp"
+#include "sim/core/decisions.hpp"
 #include "sim/core/events.hpp"
 #include "sim/core/tensor_refs.hpp"
 #include "sim/trees/cudagraph_config.hpp"
@@ -131,7 +132,8 @@ struct SimContext {
       if (t == TensorId{0}) continue;
       const Tensor* tensor = store().find(t);
       if (tensor == nullptr || !refs.access_error(tensor->storage)) continue;
-      std::vector<EventField> fields{{F::id, "E1"}, {F::exception, "RuntimeError"}};
+      std::vector<EventField> fields{{F::id, decision_key(Decision::kErrorOverwrittenOutput)},
+                                     {F::exception, "RuntimeError"}};
       if (!where.empty()) fields.push_back({F::where, std::move(where)});
       fields.push_back(
           {F::message, messages::overwritten_output(profile_rules(config.torch_profile),

@@ -6,6 +6,7 @@
 // the managed inputs whose pointers moved since the newest recording on the
 // edge; at the limit "copy" demotes them (the next recordings copy them in,
 // classify_inputs) and "skip" sends the edge to eager with E9.
+#include "sim/core/decisions.hpp"
 #include "sim/trees/messages.hpp"
 #include "sim/trees/tree_manager.hpp"
 
@@ -71,8 +72,10 @@ std::string TreeManager::emit_managed_input_skip(FunctionId fid, std::optional<G
   ++ctx_.counters.cudagraph_skips;
   std::string message = messages::managed_input_rerecord_limit(
       fid, ctx_.config.cudagraph_managed_input_rerecord_limit, node, idxs);
-  ctx_.emit(EventKind::kSkip,
-            {{F::id, "E9"}, {F::fid, fid}, {F::inputs, int_list(idxs)}, {F::message, message}});
+  ctx_.emit(EventKind::kSkip, {{F::id, decision_key(Decision::kSkipManagedInputLimit)},
+                               {F::fid, fid},
+                               {F::inputs, int_list(idxs)},
+                               {F::message, message}});
   return message;
 }
 

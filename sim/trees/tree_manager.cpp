@@ -3,6 +3,7 @@
 // spec). Recording and warmup are in tree_warmup_record.cpp, replay in
 // tree_replay.cpp, liveness and checkpoints in tree_memory.cpp.
 #include "sim/trees/tree_manager.hpp"
+#include "sim/core/decisions.hpp"
 
 #include <fmt/format.h>
 
@@ -133,7 +134,7 @@ void TreeManager::check_warn_on_unable_to_start_executing(FunctionId fid) {
   if (parents.size() == existing.size()) return;
   warned_functions_.insert(fid);
   ctx_.emit(EventKind::kWarning,
-            {{F::id, "W1"},
+            {{F::id, decision_key(Decision::kWarnPendingBackward)},
              {F::fid, fid},
              {F::message, messages::pending_backward(profile_rules(ctx_.config.torch_profile))}});
 }
@@ -185,7 +186,7 @@ bool TreeManager::mutation_blocks(FunctionId fid, const std::vector<TensorId>& i
   mutation_hint_[key] = blocked;
   if (blocked && warned_mutation_.insert(fid).second) {
     ++ctx_.counters.cudagraph_skips;
-    ctx_.emit(EventKind::kSkip, {{F::id, "S1"},
+    ctx_.emit(EventKind::kSkip, {{F::id, decision_key(Decision::kSkipMutatedInputs)},
                                  {F::fid, fid},
                                  {F::inputs, int_list(mutated)},
                                  {F::message, messages::mutated_inputs(instances)}});
@@ -204,7 +205,7 @@ Result<CallOutcome> TreeManager::skip_or_fallback(FunctionId fid, std::vector<Te
   // cudagraph_or_error: log_cudagraph_skip_and_bump_counter raises after it
   // logged; the skip is remembered, so the next call runs eagerly.
   CAPSIM_TRY(drop_all(inputs));
-  ctx_.emit(EventKind::kError, {{F::id, "E8"},
+  ctx_.emit(EventKind::kError, {{F::id, decision_key(Decision::kErrorSkipRaised)},
                                 {F::exception, "RuntimeError"},
                                 {F::where, "run"},
                                 {F::message, *std::exchange(pending_skip_error_, std::nullopt)}});
@@ -227,7 +228,7 @@ Result<CallOutcome> TreeManager::run(FunctionId fid, std::vector<TensorId> input
   CAPSIM_CHECK(fid < functions_.size(), "run of an unknown FunctionId");
   if (shut_down_) {
     CAPSIM_TRY(drop_all(inputs));
-    ctx_.emit(EventKind::kError, {{F::id, "A1"},
+    ctx_.emit(EventKind::kError, {{F::id, decision_key(Decision::kErrorAfterShutdown)},
                                   {F::exception, "AssertionError"},
                                   {F::message, messages::after_shutdown()}});
     return CallOutcome{CallPath::kRaised, {}};
@@ -250,8 +251,9 @@ namespace {
 std::string emit_rerecord_limit_skip(SimContext& ctx, FunctionId fid, std::optional<GraphId> node,
                                      const RecordCause& cause, const std::string& reason) {
   ++ctx.counters.cudagraph_skips;
-  std::vector<EventField> fields{
-      {F::id, "E5"}, {F::fid, fid}, {F::reason, std::string(record_reason_name(cause.status))}};
+  std::vector<EventField> fields{{F::id, decision_key(Decision::kSkipRerecordLimit)},
+                                 {F::fid, fid},
+                                 {F::reason, std::string(record_reason_name(cause.status))}};
   if (cause.input) {
     fields.push_back({F::input, *cause.input});
     fields.push_back({F::old_ptr, DevicePtr{cause.old_ptr}});

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 
+#include "sim/core/decisions.hpp"
 #include "sim/trees/messages.hpp"
 #include "sim/trees/tree_manager.hpp"
 
@@ -249,14 +250,14 @@ bool TreeManager::check_memory_pool(const std::vector<StorageRef>& live, const c
   if (missing.empty() && untracked.empty()) return true;
   if (!missing.empty()) {
     ctx_.emit(EventKind::kError,
-              {{F::id, "E6"},
+              {{F::id, decision_key(Decision::kErrorPoolMissingBlocks)},
                {F::exception, "RuntimeError"},
                {F::where, where},
                {F::message, messages::pool_missing(profile_rules(ctx_.config.torch_profile),
                                                    pool_.value, missing)}});
   } else {
     ctx_.emit(EventKind::kError,
-              {{F::id, "E7"},
+              {{F::id, decision_key(Decision::kErrorPoolUntracked)},
                {F::exception, "RuntimeError"},
                {F::where, where},
                {F::message,

@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "sim/core/body_interpreter.hpp"
+#include "sim/core/decisions.hpp"
 #include "sim/core/eager_oracle.hpp"
 #include "sim/trees/messages.hpp"
 #include "sim/trees/tree_manager.hpp"
@@ -95,7 +96,7 @@ bool TreeManager::raise_if_recorded_dead_is_live(GraphId id) {
   const std::vector<NodeRef>& path = current_path();
   for (const PathIndex& i : graphs_[id].expected_dead_indices_after_graph) {
     if (i.depth < path.size() && is_live(node_outputs(path[i.depth])[i.index])) {
-      ctx_.emit(EventKind::kError, {{F::id, "E3"},
+      ctx_.emit(EventKind::kError, {{F::id, decision_key(Decision::kErrorDeadOutputAlive)},
                                     {F::exception, "RuntimeError"},
                                     {F::graph, id},
                                     {F::message, messages::dealloc_during_recording()}});
@@ -117,7 +118,7 @@ Result<bool> TreeManager::raise_if_static_pointers_changed(const GraphNode& node
     if (ptr != old_ptr) changes.push_back({fn.def->input_names[i], old_ptr, ptr});
   }
   if (changes.empty()) return false;
-  ctx_.emit(EventKind::kError, {{F::id, "E4"},
+  ctx_.emit(EventKind::kError, {{F::id, decision_key(Decision::kErrorStaticInputMoved)},
                                 {F::exception, "RuntimeError"},
                                 {F::graph, node.id},
                                 {F::message, messages::static_pointer_changed(changes)}});

@@ -1,5 +1,6 @@
 // Graph partitions and compile-time skips (partitions.hpp).
 #include "sim/world/partitions.hpp"
+#include "sim/core/decisions.hpp"
 
 #include <fmt/format.h>
 
@@ -222,27 +223,27 @@ std::optional<GraphSkip> lowering_skip(const FunctionDef& def, const CudagraphCo
                                        bool dynamic) {
   const bool bypass = partition_bypasses_skips(config);
   if (config.cudagraph_skip_dynamic_graphs && dynamic && !bypass) {
-    return GraphSkip{"S5", messages::symbolic_shapes()};
+    return GraphSkip{Decision::kSkipDynamicShapes, messages::symbolic_shapes()};
   }
   if (!bypass) {
     for (const PartitionCut& c : def.partition_cuts) {
       if (c.reason != PartitionCutReason::kCudagraphUnsafe) continue;
-      return GraphSkip{"S5",
+      return GraphSkip{Decision::kSkipDynamicShapes,
                        messages::incompatible_op(std::string(body_op_name(def.ops[c.begin].kind)))};
     }
   }
   if (!config.caching_allocator_enabled &&
       profile_rules(config.torch_profile).caching_allocator_skip) {
-    return GraphSkip{"S6", messages::uncached_allocator()};
+    return GraphSkip{Decision::kSkipUncachedAllocator, messages::uncached_allocator()};
   }
   if (!graph_partition(config)) {
     for (const PartitionCut& c : def.partition_cuts) {
       if (c.reason != PartitionCutReason::kCpu) continue;
-      return GraphSkip{"S2", messages::cpu_device(fx_node_name(def, c.begin))};
+      return GraphSkip{Decision::kSkipCpuOp, messages::cpu_device(fx_node_name(def, c.begin))};
     }
   }
   if (def.cuda_devices.size() > 1)
-    return GraphSkip{"S3", messages::multiple_devices(def.cuda_devices)};
+    return GraphSkip{Decision::kSkipMultipleDevices, messages::multiple_devices(def.cuda_devices)};
   return std::nullopt;
 }
 
@@ -251,7 +252,8 @@ std::optional<GraphSkip> storage_mutation_skip(const FunctionDef& def,
   if (def.input_storage_mutations.empty()) return std::nullopt;
   // World::begin refuses the declaration under a profile without the skip.
   CAPSIM_CHECK(profile_rules(config.torch_profile).input_storage_mutation_skip);
-  return GraphSkip{"S7", messages::input_storage_mutation(def.input_storage_mutations.size())};
+  return GraphSkip{Decision::kSkipInputStorageReplaced,
+                   messages::input_storage_mutation(def.input_storage_mutations.size())};
 }
 
 std::optional<GraphSkip> fail_reasons_skip(const FunctionDef& def, const CudagraphConfig& config) {
@@ -261,7 +263,8 @@ std::optional<GraphSkip> fail_reasons_skip(const FunctionDef& def, const Cudagra
         return k == NonTensorInput::kGenerator || (k == NonTensorInput::kOpaque && opaque_allowed);
       });
   if (all_allowed) return std::nullopt;
-  return GraphSkip{"S4", messages::fail_reasons({"non-Tensor inputs"}), !graph_partition(config)};
+  return GraphSkip{Decision::kSkipFailedCompileTest, messages::fail_reasons({"non-Tensor inputs"}),
+                   !graph_partition(config)};
 }
 
 std::vector<PartitionCut> applied_cuts(const FunctionDef& def, const CudagraphConfig& config,

@@ -23,6 +23,7 @@
 #include <string_view>
 #include <vector>
 
+#include "sim/core/decisions.hpp"
 #include "sim/core/function_def.hpp"
 #include "sim/trees/cudagraph_config.hpp"
 
@@ -30,7 +31,7 @@ namespace capsim {
 
 // A compile-time reason not to cudagraph a graph: the skip's id and text.
 struct GraphSkip {
-  std::string_view id;
+  Decision id;  // the skip's S-id
   std::string message;
   // False where PyTorch drops cudagraphs without a word: no log, no
   // cudagraph_skips count, no RuntimeError under cudagraph_or_error.

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "model/rng.hpp"
+#include "sim/core/decisions.hpp"
 #include "sim/core/eager_oracle.hpp"
 #include "sim/trees/sim_context.hpp"
 #include "sim/trees/tree_manager.hpp"
@@ -243,8 +244,8 @@ class World {
   // new sizes (cudagraphify makes a function per key; Inductor compiles once).
   void compile(const FunctionDef& def, std::span<const DynamoArg> args,
                const std::vector<std::int64_t>& int_key, CompiledEntry& entry, bool another_size);
-  void skip_graph(const FunctionDef& def, CompiledEntry& entry, std::string_view id,
-                  std::string message, std::vector<std::uint32_t> inputs, bool logged = true);
+  void skip_graph(const FunctionDef& def, CompiledEntry& entry, Decision id, std::string message,
+                  std::vector<std::uint32_t> inputs, bool logged = true);
   // The skip event of a skipped entry, and with cudagraph_or_error its error.
   void emit_compile_skip(const FunctionDef& def, const CompiledEntry& entry);
   FunctionId add_tree_function(const FunctionDef& def, std::vector<std::uint32_t> statics,

@@ -27,6 +27,7 @@
 #include "sim/autograd/compiled_autograd_function.hpp"
 #include "sim/autograd/compiled_autograd_run.hpp"
 #include "sim/autograd/compiled_autograd_runner.hpp"
+#include "sim/core/decisions.hpp"
 #include "sim/world/world_parts.hpp"
 
 namespace capsim {
@@ -197,8 +198,9 @@ Status World::backward_of(const Backward& a, std::uint64_t root_object,
   CAPSIM_TRY_ASSIGN(const std::optional<BackwardRaise> raise,
                     backward_raise(e, root, options, compiled));
   if (raise) {
-    ctx_.emit(EventKind::kError,
-              {{F::id, raise->id}, {F::exception, "RuntimeError"}, {F::message, raise->message}});
+    ctx_.emit(EventKind::kError, {{F::id, decision_key(raise->id)},
+                                  {F::exception, "RuntimeError"},
+                                  {F::message, raise->message}});
     return {};
   }
   if (!lend_grads_to_engine()) return {};
@@ -209,8 +211,9 @@ Status World::backward_of(const Backward& a, std::uint64_t root_object,
     // AccumulateGrads wrote .grad, its nodes released their saved state).
     take_grads_from_engine();
     CAPSIM_TRY(drop_released_saved_tensors());
-    ctx_.emit(EventKind::kError,
-              {{F::id, "G3"}, {F::exception, "RuntimeError"}, {F::message, kErrBackwardTwice}});
+    ctx_.emit(EventKind::kError, {{F::id, decision_key(Decision::kErrorBackwardTwice)},
+                                  {F::exception, "RuntimeError"},
+                                  {F::message, kErrBackwardTwice}});
     return {};
   }
   if (!r) return r.error();

@@ -9,6 +9,7 @@
 
 #include "model/check.hpp"
 #include "sim/core/body_interpreter.hpp"
+#include "sim/core/decisions.hpp"
 #include "sim/trees/messages.hpp"
 #include "sim/world/world.hpp"
 
@@ -37,15 +38,15 @@ void World::emit_compile_skip(const FunctionDef& def, const CompiledEntry& entry
   ctx_.emit(EventKind::kSkip, std::move(fields));
   if (entry.kind != EntryKind::kRaises) return;
   // log_cudagraph_skip_and_bump_counter raises once it has logged.
-  ctx_.emit(EventKind::kError, {{F::id, "E8"},
+  ctx_.emit(EventKind::kError, {{F::id, decision_key(Decision::kErrorSkipRaised)},
                                 {F::exception, "RuntimeError"},
                                 {F::where, "compile"},
                                 {F::message, entry.skip_reason}});
 }
 
-void World::skip_graph(const FunctionDef& def, CompiledEntry& entry, std::string_view id,
+void World::skip_graph(const FunctionDef& def, CompiledEntry& entry, Decision id,
                        std::string message, std::vector<std::uint32_t> inputs, bool logged) {
-  entry.skip_id = std::string(id);
+  entry.skip_id = decision_key(id);
   entry.skip_reason = std::move(message);
   entry.skip_inputs = std::move(inputs);
   if (!logged) {
@@ -67,8 +68,8 @@ FunctionId World::add_tree_function(const FunctionDef& def, std::vector<std::uin
   const std::int64_t limit = dynamic_shape_warn_limit(options_.config);
   if (limit > 0 && static_cast<std::int64_t>(keys + 1) > limit &&
       warned_dynamic_.insert(&def).second) {
-    ctx_.emit(EventKind::kWarning,
-              {{F::id, "W2"}, {F::message, messages::dynamic_shape_warning(keys + 1)}});
+    ctx_.emit(EventKind::kWarning, {{F::id, decision_key(Decision::kWarnManySizes)},
+                                    {F::message, messages::dynamic_shape_warning(keys + 1)}});
   }
   ++keys;
   WrappedFunction fn;
@@ -107,7 +108,7 @@ bool World::bypasses_trees(const FunctionDef& def, const std::vector<std::int64_
     entry.kind = EntryKind::kRerecordLimited;
     if (warned_rerecord_limit_.insert(&def).second) {
       ctx_.emit(EventKind::kWarning,
-                {{F::id, "W3"},
+                {{F::id, decision_key(Decision::kWarnDynamicShapeLimit)},
                  {F::message, messages::dynamic_shape_rerecord_limit(
                                   def.name, compilation_mode_name(def.mode), *limit)}});
     }
@@ -145,7 +146,8 @@ void World::compile(const FunctionDef& def, std::span<const DynamoArg> args,
     std::vector<std::uint32_t> blocking = mutated_non_static(mutated, statics.idxs);
     if (!blocking.empty()) {
       std::string message = messages::mutated_inputs_at_compile(blocking.size());
-      return skip_graph(def, entry, "S1", std::move(message), std::move(blocking));
+      return skip_graph(def, entry, Decision::kSkipMutatedInputs, std::move(message),
+                        std::move(blocking));
     }
   }
   if (std::optional<GraphSkip> skip = fail_reasons_skip(def, options_.config)) {

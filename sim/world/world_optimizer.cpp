@@ -6,6 +6,7 @@
 #include <fmt/ranges.h>
 
 #include "sim/core/body_interpreter.hpp"
+#include "sim/core/decisions.hpp"
 #include "sim/trees/messages.hpp"
 #include "sim/world/world_parts.hpp"
 
@@ -272,7 +273,7 @@ Status World::do_zero_grad(const ZeroGrad& a) {
       const PyObject& p = objects_.at(opt.params[i]);
       if (p.grad && objects_.at(*p.grad).static_guard) {
         ctx_.emit(EventKind::kError,
-                  {{F::id, "Z1"},
+                  {{F::id, decision_key(Decision::kErrorZeroGradStatic)},
                    {F::exception, "RuntimeError"},
                    {F::message, messages::zero_grad_static(fmt::format("param_{}", i))}});
         return {};

@@ -60,10 +60,10 @@ TEST_CASE("partitions: pieces read what they need and return what later pieces u
   CHECK_FALSE(partition_function(d, off, false).has_value());
   const auto skip = lowering_skip(d, off, false);
   REQUIRE(skip.has_value());
-  CHECK(skip->id == "S2");
+  CHECK(decision_key(skip->id) == "S2");
   CHECK(skip->message == "skipping cudagraphs due to skipping cudagraphs due to cpu device (mul)");
   // classic has partitions off by default, 2.9 on.
-  CHECK(lowering_skip(d, under(TorchProfile::kClassic), false)->id == "S2");
+  CHECK(decision_key(lowering_skip(d, under(TorchProfile::kClassic), false)->id) == "S2");
   CHECK_FALSE(lowering_skip(d, under(TorchProfile::k2_9), false).has_value());
 }
 
@@ -127,7 +127,7 @@ TEST_CASE("partitions: an in-place result made outside a partition reaches it as
 TEST_CASE("partitions: which release skips and which cuts, rule by rule") {
   const FunctionDef unsafe = four_ops(PartitionCutReason::kCudagraphUnsafe);
   // 2.9 checks the unsafe op with partitions on; 2.10 leaves it to the partitioner.
-  CHECK(lowering_skip(unsafe, under(TorchProfile::k2_9), false)->id == "S5");
+  CHECK(decision_key(lowering_skip(unsafe, under(TorchProfile::k2_9), false)->id) == "S5");
   CHECK_FALSE(lowering_skip(unsafe, under(TorchProfile::k2_10), false).has_value());
   CHECK(partition_function(unsafe, under(TorchProfile::k2_10), false)->size() == 3);
 
@@ -140,12 +140,12 @@ TEST_CASE("partitions: which release skips and which cuts, rule by rule") {
   CHECK(partition_function(dynamic, c, true)->size() == 3);
   CHECK_FALSE(lowering_skip(dynamic, c, true).has_value());
   c.torch_profile = TorchProfile::k2_9;
-  CHECK(lowering_skip(dynamic, c, true)->id == "S5");
+  CHECK(decision_key(lowering_skip(dynamic, c, true)->id) == "S5");
 
   // The caching allocator off skips from 2.13, partitions or not.
   CudagraphConfig uncached = under(TorchProfile::k2_13);
   uncached.caching_allocator_enabled = false;
-  CHECK(lowering_skip(dynamic, uncached, false)->id == "S6");
+  CHECK(decision_key(lowering_skip(dynamic, uncached, false)->id) == "S6");
   // ... and is refused as a knob before it.
   uncached.torch_profile = TorchProfile::k2_12;
   REQUIRE(config_problem(uncached).has_value());
