@@ -200,8 +200,8 @@ bool TreeManager::skips_raise() const {
 }
 
 Result<CallOutcome> TreeManager::skip_or_fallback(FunctionId fid, std::vector<TensorId>& inputs,
-                                                  std::string reason) {
-  if (!pending_skip_error_) return run_eager_fallback(fid, inputs, std::move(reason));
+                                                  Decision reason) {
+  if (!pending_skip_error_) return run_eager_fallback(fid, inputs, reason);
   // cudagraph_or_error: log_cudagraph_skip_and_bump_counter raises after it
   // logged; the skip is remembered, so the next call runs eagerly.
   CAPSIM_TRY(drop_all(inputs));
@@ -213,14 +213,15 @@ Result<CallOutcome> TreeManager::skip_or_fallback(FunctionId fid, std::vector<Te
 }
 
 Result<CallOutcome> TreeManager::run_eager_fallback(FunctionId fid, std::vector<TensorId>& inputs,
-                                                    std::string reason) {
+                                                    Decision reason) {
+  CAPSIM_CHECK(decision_info(reason).kind == EventKind::kEager, "an eager run's reason");
   const WrappedFunction& fn = functions_[fid];
   BodyEnv env{ctx_.refs, ctx_.backend, kDefaultPool, nullptr};
   CAPSIM_TRY_ASSIGN(std::vector<TensorId> outputs, run_body(*fn.def, inputs, env));
   CAPSIM_TRY(drop_all(inputs));
   ++ctx_.counters.eager_fallbacks;
   ctx_.emit(EventKind::kEager,
-            {{F::fid, fid}, {F::function, fn.def->name}, {F::reason, std::move(reason)}});
+            {{F::fid, fid}, {F::function, fn.def->name}, {F::reason, decision_key(reason)}});
   return CallOutcome{CallPath::kEager, std::move(outputs)};
 }
 
@@ -278,13 +279,13 @@ Result<CallOutcome> TreeManager::run_inner(FunctionId fid, std::vector<TensorId>
   }
   // 3-4. The mutation gate and the re-record limit.
   if (mutation_blocks(fid, inputs, false)) {
-    return skip_or_fallback(fid, inputs, "mutated_inputs");
+    return skip_or_fallback(fid, inputs, Decision::kEagerMutatedInputs);
   }
   if (exceed_rerecord_limit(current_graph_id(), fid)) {
-    return run_eager_fallback(fid, inputs, "rerecord_limit");
+    return run_eager_fallback(fid, inputs, Decision::kEagerRerecordLimit);
   }
   if (managed_skip_edges_.count({current_node_id(), fid}) != 0) {
-    return run_eager_fallback(fid, inputs, "managed_input_rerecord_limit");
+    return run_eager_fallback(fid, inputs, Decision::kEagerManagedInputLimit);
   }
   // 5. Warmup: a fresh function, or a path that is warming up (sticky).
   const bool in_warmup = current_ && state_ == ExecutionState::kWarmup;
@@ -343,7 +344,7 @@ std::optional<Result<CallOutcome>> TreeManager::replay_or_rerecord(FunctionId fi
     if (!current_) return run_inner(fid, inputs);
   }
   if (!fn.mutated_input_idxs.empty() && mutation_blocks(fid, inputs, true)) {
-    return skip_or_fallback(fid, inputs, "mutated_inputs");
+    return skip_or_fallback(fid, inputs, Decision::kEagerMutatedInputs);
   }
   // 2.15: the managed inputs whose pointers changed since the newest
   // recording on this edge (not the older ones: inputs that settled stop
@@ -359,12 +360,12 @@ std::optional<Result<CallOutcome>> TreeManager::replay_or_rerecord(FunctionId fi
     if (!reached.empty()) {
       std::string message = emit_managed_input_skip(fid, node, reached);
       if (skips_raise()) pending_skip_error_ = std::move(message);
-      return skip_or_fallback(fid, inputs, "managed_input_rerecord_limit");
+      return skip_or_fallback(fid, inputs, Decision::kEagerManagedInputLimit);
     }
     if (exceed_rerecord_limit(node, fid)) {
       std::string message = emit_rerecord_limit_skip(ctx_, fid, node, cause, m.unexpected_reason);
       if (skips_raise()) pending_skip_error_ = std::move(message);
-      return skip_or_fallback(fid, inputs, "rerecord_limit");
+      return skip_or_fallback(fid, inputs, Decision::kEagerRerecordLimit);
     }
     ++ctx_.counters.rerecords;
   }

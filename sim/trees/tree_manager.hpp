@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "sim/core/decisions.hpp"
 #include "sim/trees/cudagraph_node.hpp"
 #include "sim/trees/sim_context.hpp"
 
@@ -138,13 +139,14 @@ class TreeManager {
                                       const std::vector<std::uint32_t>& idxs);
   // The mutation gate: true when the call must run eagerly.
   bool mutation_blocks(FunctionId fid, const std::vector<TensorId>& inputs, bool recompute);
+  // `reason`: an eager decision (Decision::kEager*).
   Result<CallOutcome> run_eager_fallback(FunctionId fid, std::vector<TensorId>& inputs,
-                                         std::string reason);
+                                         Decision reason);
   // cudagraph_or_error turns skips into RuntimeErrors (2.9 on).
   bool skips_raise() const;
   // The eager fallback, or E8 when the skip just logged must raise.
   Result<CallOutcome> skip_or_fallback(FunctionId fid, std::vector<TensorId>& inputs,
-                                       std::string reason);
+                                       Decision reason);
   std::optional<GraphId> current_graph_id() const;
   std::optional<std::int64_t> current_node_id() const;
 

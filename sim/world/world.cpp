@@ -554,8 +554,9 @@ Result<std::optional<std::vector<TensorId>>> World::run_compiled(
   if (found == nullptr) {
     if (lookup.recompile) {
       ++counters_.recompiles;
-      ctx_.emit(EventKind::kCompile,
-                {{F::function, def.name}, {F::recompile, true}, {F::reason, "guard_failure"}});
+      ctx_.emit(EventKind::kCompile, {{F::function, def.name},
+                                      {F::recompile, true},
+                                      {F::reason, decision_key(Decision::kCompileGuardFailure)}});
     }
     const bool another_size = !lookup.recompile && !int_key.empty() && compiled_.has_entries(&def);
     CompiledEntry& fresh = compiled_.insert(&def, int_key, seen);

@@ -111,7 +111,8 @@ Result<std::size_t> World::interpret_backward(const AutogradGraph& graph,
                                               const CompiledBackwardCall& call) {
   AutogradEngine& e = autograd_->engine;
   ++counters_.eager_fallbacks;
-  ctx_.emit(EventKind::kEager, {{F::function, "CompiledAutograd"}, {F::reason, "not_lowerable"}});
+  ctx_.emit(EventKind::kEager, {{F::function, "CompiledAutograd"},
+                                {F::reason, decision_key(Decision::kEagerNotLowerable)}});
   CAPSIM_TRY(run_compiled_backward(e, graph, autograd_->entries.at(entry).captured, call));
   take_grads_from_engine();
   return static_cast<std::size_t>(accumulate_grads_among(ran));

@@ -259,7 +259,8 @@ Result<const FunctionDef*> World::step_for(Optimizer& opt, const OptimizerStepKe
     ctx_.emit(EventKind::kCompile,
               {{F::function, it->second->name},
                {F::recompile, true},
-               {F::reason, grads_seen ? "optimizer_state_guard" : "grad_none_guard"}});
+               {F::reason, decision_key(grads_seen ? Decision::kCompileOptimizerStateGuard
+                                                   : Decision::kCompileGradNoneGuard)}});
   }
   return it->second.get();
 }
