@@ -32,7 +32,7 @@ run: deps
 	./build/default/cli/capsim check --jobs $(CHECK_JOBS)
 	@echo
 	@echo "Next: build/default/cli/capsim check --list          (the catalogue)"
-	@echo "      build/default/cli/capsim replay traces/corpus/*.jsonl   (replay the recorded runs)"
+	@echo "      build/default/cli/capsim replay data/corpus/*.jsonl   (replay the recorded runs)"
 	@echo "      build/default/cli/capsim scenario --list       (the PyTorch tests it mirrors)"
 	@echo "      docs/properties.md, docs/trace-format.md"
 

@@ -40,8 +40,8 @@
 
 #include "model/output_file.hpp"
 #include "synthetic_trace.hpp"
-#include "traces/chrome_export_file.hpp"
-#include "traces/resimulation.hpp"
+#include "traces/analyses/chrome_export_file.hpp"
+#include "traces/simulation/resimulation.hpp"
 
 namespace capsim::bench {
 namespace {

@@ -35,8 +35,8 @@
 #include <system_error>
 
 #include "synthetic_trace.hpp"
-#include "traces/resimulation.hpp"
-#include "traces/trace_reader.hpp"
+#include "traces/format/trace_reader.hpp"
+#include "traces/simulation/resimulation.hpp"
 
 namespace capsim {
 namespace {
@@ -99,7 +99,7 @@ void set_trace_counters(benchmark::State& state, const BenchTrace& t) {
 }
 
 // Every line through TraceReader; `fast` is its fast path for event and action lines
-// (traces/line_fast.hpp), off for the general path alone.
+// (traces/format/line_fast.hpp), off for the general path alone.
 void read_trace(benchmark::State& state, bool fast) {
   const BenchTrace& t = trace_of(state, kMillion);
   if (!t.error.empty()) return;

@@ -10,7 +10,7 @@
 
 #include "sim/core/function_builder.hpp"
 #include "sim/world/world.hpp"
-#include "traces/trace_format.hpp"
+#include "traces/format/trace_format.hpp"
 
 namespace capsim::bench {
 namespace {

@@ -1,7 +1,7 @@
 // The synthetic trace the trace benchmarks read and replay.
 //
 // A steady training-like loop, recorded the way `capsim record` does it (a
-// World with verify_replays off, the lines of traces/trace_format.hpp) but
+// World with verify_replays off, the lines of traces/format/trace_format.hpp) but
 // streamed: each action's events are taken from the World and written at
 // once, so a 10^7-event trace costs no memory to write. The loop is
 // mark_step_begin, a fresh random input x and a call g(x, w) with w an

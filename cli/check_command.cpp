@@ -19,7 +19,7 @@
 #include "render/graph_diff.hpp"
 #include "render/graphviz_output.hpp"
 #include "render/trace_graphs.hpp"
-#include "traces/trace_writer.hpp"
+#include "traces/format/trace_writer.hpp"
 
 namespace capsim::cli {
 

@@ -15,7 +15,7 @@
 #include <map>
 
 #include "model/check.hpp"
-#include "traces/json_fields.hpp"
+#include "traces/format/json_fields.hpp"
 
 namespace capsim::cli {
 

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "properties/check_runner.hpp"
-#include "traces/json_fields.hpp"
+#include "traces/format/json_fields.hpp"
 
 namespace capsim::cli {
 

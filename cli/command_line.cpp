@@ -40,7 +40,7 @@
 #include "sim/scenarios/adam_replay_job.hpp"
 #include "sim/scenarios/autograd_scenarios.hpp"
 #include "sim/scenarios/scenarios.hpp"
-#include "traces/resimulation.hpp"
+#include "traces/simulation/resimulation.hpp"
 
 namespace {
 

@@ -1,7 +1,7 @@
 // `capsim explain FILE [--action N] [--json]`: every decision in a trace (or
 // in a program, simulated first) in words: what happened, the rule with the
 // PyTorch function that applies it, the tensors involved, the usual fix
-// (traces/explain.hpp).
+// (traces/analyses/explain.hpp).
 #pragma once
 
 #include <optional>
@@ -12,7 +12,7 @@ namespace capsim::cli {
 // Exit 0 after printing; 2 on bad input (the file, or an action index past
 // the end), naming the file, the line and the field.
 // With `what_if` (an edit, or "auto"), the difference the edit makes instead
-// (traces/what_if.hpp); with `html` as well, the explanations and then the
+// (traces/analyses/what_if.hpp); with `html` as well, the explanations and then the
 // what-ifs, and the page gets the what-if table.
 // With `html`, the page of explain_html.hpp is written there too (a
 // temporary renamed into place).

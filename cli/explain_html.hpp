@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "model/result.hpp"
-#include "traces/explain.hpp"
-#include "traces/what_if.hpp"
+#include "traces/analyses/explain.hpp"
+#include "traces/analyses/what_if.hpp"
 
 namespace capsim::cli {
 

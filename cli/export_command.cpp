@@ -1,6 +1,6 @@
 // The export subcommand (see export_command.hpp).
 //
-// The export streams (traces/chrome_export_file.hpp): time linear in the
+// The export streams (traces/analyses/chrome_export_file.hpp): time linear in the
 // trace, memory flat in its events, as for replay. The output's temporary
 // is renamed into place only when the whole trace was read and every check
 // held; a failure leaves no file behind.
@@ -13,7 +13,7 @@
 #include "cli/progress.hpp"
 #include "cli/trace_commands.hpp"
 #include "model/output_file.hpp"
-#include "traces/chrome_export_file.hpp"
+#include "traces/analyses/chrome_export_file.hpp"
 
 namespace capsim::cli {
 

@@ -9,7 +9,7 @@
 #include "cli/trace_commands.hpp"
 #include "model/check.hpp"
 #include "model/output_file.hpp"
-#include "traces/trace_reader.hpp"
+#include "traces/format/trace_reader.hpp"
 
 namespace capsim::cli {
 

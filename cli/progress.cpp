@@ -6,7 +6,7 @@
 
 #include <cstdio>
 
-#include "traces/trace_reader.hpp"
+#include "traces/format/trace_reader.hpp"
 
 namespace capsim::cli {
 

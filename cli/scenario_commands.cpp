@@ -17,8 +17,8 @@
 #include "sim/scenarios/autograd_scenarios.hpp"
 #include "sim/scenarios/scenarios.hpp"
 #include "sim/world/release_forms.hpp"
-#include "traces/explain.hpp"
-#include "traces/program_json.hpp"
+#include "traces/analyses/explain.hpp"
+#include "traces/format/program_json.hpp"
 
 namespace capsim::cli {
 

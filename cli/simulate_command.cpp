@@ -7,9 +7,9 @@
 
 #include "cli/trace_commands.hpp"
 #include "model/output_file.hpp"
-#include "traces/explain.hpp"
-#include "traces/program_file.hpp"
-#include "traces/trace_writer.hpp"
+#include "traces/analyses/explain.hpp"
+#include "traces/format/trace_writer.hpp"
+#include "traces/simulation/program_file.hpp"
 
 namespace capsim::cli {
 

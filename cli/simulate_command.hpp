@@ -1,5 +1,5 @@
 // `capsim simulate PROGRAM [-o TRACE] [--torch P]`: a program in (a header,
-// functions and actions, no events; traces/program_file.hpp), capsim's
+// functions and actions, no events; traces/simulation/program_file.hpp), capsim's
 // predicted trace out, and on stdout each action with the events it caused.
 #pragma once
 

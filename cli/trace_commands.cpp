@@ -11,10 +11,10 @@
 #include "cli/reference_backends.hpp"
 #include "model/output_file.hpp"
 #include "sim/scenarios/scenarios.hpp"
-#include "traces/resimulation.hpp"
-#include "traces/scenario_trace.hpp"
-#include "traces/trace_reader.hpp"
-#include "traces/trace_writer.hpp"
+#include "traces/format/trace_reader.hpp"
+#include "traces/format/trace_writer.hpp"
+#include "traces/simulation/resimulation.hpp"
+#include "traces/simulation/scenario_trace.hpp"
 
 namespace capsim::cli {
 

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "traces/resimulation.hpp"
+#include "traces/simulation/resimulation.hpp"
 
 namespace capsim::cli {
 
@@ -18,7 +18,7 @@ inline constexpr int kExitBadInput = 2;
 // Prints "capsim: error: <message>" on stderr and returns kExitBadInput.
 int fail(const std::string& message);
 // Prints one line on stderr, every control byte and invalid UTF-8 escaped
-// (traces/trace_reader.hpp's printable_message): names and values from the
+// (traces/format/trace_reader.hpp's printable_message): names and values from the
 // input or argv can neither forge a second line nor reach the terminal as
 // an escape sequence. Every line capsim writes to stderr goes through here.
 void stderr_line(const std::string& line);

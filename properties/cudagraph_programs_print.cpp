@@ -6,7 +6,7 @@
 #include <sstream>
 
 #include "properties/cudagraph_programs.hpp"
-#include "traces/program_json.hpp"
+#include "traces/format/program_json.hpp"
 
 namespace capsim {
 

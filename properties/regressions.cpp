@@ -7,7 +7,7 @@
 #include <filesystem>
 
 #include "properties/property.hpp"
-#include "traces/trace_reader.hpp"
+#include "traces/format/trace_reader.hpp"
 
 namespace capsim {
 

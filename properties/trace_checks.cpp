@@ -6,8 +6,8 @@
 #include <memory>
 #include <sstream>
 
-#include "traces/resimulation.hpp"
-#include "traces/trace_format.hpp"
+#include "traces/format/trace_format.hpp"
+#include "traces/simulation/resimulation.hpp"
 
 namespace capsim {
 

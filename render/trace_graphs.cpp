@@ -9,8 +9,8 @@
 #include "render/tree_drawing.hpp"
 #include "sim/autograd/compiled_autograd_runner.hpp"
 #include "sim/world/world.hpp"
-#include "traces/trace_reader.hpp"
-#include "traces/trace_simulation.hpp"
+#include "traces/format/trace_reader.hpp"
+#include "traces/simulation/trace_simulation.hpp"
 
 namespace capsim {
 

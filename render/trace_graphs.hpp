@@ -29,7 +29,7 @@
 #include "render/graph_diff.hpp"
 #include "sim/core/events.hpp"
 #include "sim/world/world.hpp"
-#include "traces/trace_reader.hpp"
+#include "traces/format/trace_reader.hpp"
 
 namespace capsim {
 

@@ -12,7 +12,7 @@
 
 #include "model/saturating_sum.hpp"
 #include "render/state_colours.hpp"
-#include "traces/event_compare.hpp"
+#include "traces/simulation/event_compare.hpp"
 
 namespace capsim {
 

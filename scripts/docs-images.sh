@@ -9,7 +9,7 @@ set -euo pipefail
 capsim=$(realpath "${1:-build/default/cli/capsim}")
 out=$(realpath -m "${2:-docs/gallery}")
 cd "$(dirname "$0")/.."
-corpus=traces/corpus
+corpus=data/corpus
 mkdir -p "$out"
 
 draw() {  # name, then capsim's arguments

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Prints docs/fidelity.md's release table: one row per program of
-# traces/corpus/torch/, one column per release folder, each cell what
+# data/corpus/torch/, one column per release folder, each cell what
 # `capsim replay` finds: "matched" (node for node), or the first divergence.
 # A trace listed as structural in the document's expected-divergences block is
 # replayed with --structural and marked so. tests/cli/fidelity_table.sh checks
@@ -9,7 +9,7 @@
 set -euo pipefail
 capsim=$1
 root=$(cd "$(dirname "$0")/.." && pwd)
-corpus=$root/traces/corpus/torch
+corpus=$root/data/corpus/torch
 doc=$root/docs/fidelity.md
 python3 - "$capsim" "$corpus" "$doc" <<'PY'
 import json, os, subprocess, sys

@@ -471,7 +471,7 @@ for s in $scenarios; do
   fi
 done
 
-# 6. Real PyTorch: the cudagraph-tree programs of traces/torch, recorded on this
+# 6. Real PyTorch: the cudagraph-tree programs of recorder, recorded on this
 # GPU when its python imports torch, in what is left of the budget, then
 # replayed through the model (informative: docs/fidelity.md says what to expect).
 torch_left=$(tlimit 300)
@@ -493,16 +493,16 @@ else
       row "pytorch $(printf '%s' "$line" | cut -d: -f1)" "$(printf '%s' "$line" | cut -d: -f2- | cut -c2-60)" "" info
     done < <(grep -v '^#' "$outdir/torch/summary.txt" 2>/dev/null)
     # A plain script recorded unchanged by the launcher (`python -m
-    # capsim_recorder run -- SCRIPT`, traces/torch/capsim_recorder/launcher.py):
+    # capsim_recorder run -- SCRIPT`, recorder/capsim_recorder/launcher.py):
     # the same trees seen through record(cudagraphs=True) instead of the
     # program API.
     launch_left=$(tlimit 120)
     if [ "$launch_left" -lt 45 ]; then
       row "pytorch launcher" "not run (time)" "$launch_left s left of the budget" info
     else
-      PYTHONPATH="$root/traces/torch" timeout -k 5 "$launch_left" "$torch_py" -m capsim_recorder run \
+      PYTHONPATH="$root/recorder" timeout -k 5 "$launch_left" "$torch_py" -m capsim_recorder run \
         -o "$outdir/torch/reduce_overhead_train.jsonl" --cudagraphs -- \
-        traces/torch/examples/reduce_overhead_train.py --steps 4 > "$outdir/logs/torch-launcher.log" 2>&1
+        recorder/examples/reduce_overhead_train.py --steps 4 > "$outdir/logs/torch-launcher.log" 2>&1
       row "pytorch launcher" "exit $?" "$(grep -m1 'capsim_recorder:' "$outdir/logs/torch-launcher.log" | cut -c1-100)" info
     fi
     for t in "$outdir"/torch/*.jsonl; do

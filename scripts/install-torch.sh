@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Installs a PyTorch release for the recorder (traces/torch/) into its own
+# Installs a PyTorch release for the recorder (recorder/) into its own
 # virtual environment. Not part of `make test`: the wheels with their CUDA
 # libraries come to several GB per release. Idempotent: pip installs only what
 # the venv lacks (a second run downloads nothing).
@@ -11,7 +11,7 @@
 # (the CPU half of the recorder runs on them on a machine without a GPU).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-req=$root/traces/torch/requirements.txt
+req=$root/recorder/requirements.txt
 pinned=$(sed -n 's/^torch==//p' "$req")
 version=${1:-$pinned}
 if ! [[ $version =~ ^[0-9]+\.[0-9]+(\.[0-9]+)?$ ]]; then

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Derives the divergence demos in traces/corpus/diverging/ from the corpus.
+"""Derives the divergence demos in data/corpus/diverging/ from the corpus.
 
 Each demo is a corpus trace with one deliberate edit, the kind of lie a buggy
 producer (or a real bug in the system under test) would write. `capsim replay`
@@ -10,7 +10,7 @@ stay valid traces in every other respect.
 import json
 import pathlib
 
-CORPUS = pathlib.Path(__file__).resolve().parent.parent / "traces" / "corpus"
+CORPUS = pathlib.Path(__file__).resolve().parent.parent / "data" / "corpus"
 
 
 def load(name):

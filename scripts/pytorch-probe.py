@@ -8,7 +8,7 @@ the scenario's iterations, and the shapes of the placeholders' example values.
 It then runs one small cudagraph-tree program (mode="reduce-overhead") and
 prints what the tree manager reports.
 
-This is a probe, not the trace recorder (traces/torch/capsim_recorder): its
+This is a probe, not the trace recorder (recorder/capsim_recorder): its
 output is plain text that a person compares with `capsim capture NAME`. It
 needs PyTorch and, for the cudagraph part, a CUDA device; nothing in the build
 depends on it.

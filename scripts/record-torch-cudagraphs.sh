@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Records the cudagraph-tree programs of traces/torch (capsim_recorder
+# Records the cudagraph-tree programs of recorder (capsim_recorder
 # --cudagraphs: torch.compile(mode="reduce-overhead") training loops) on a
 # CUDA GPU, as capsim traces. For a machine with an NVIDIA GPU and the pinned
 # PyTorch (scripts/install-torch.sh, or any python that imports torch 2.11
@@ -43,7 +43,7 @@ raw=$out/summary.raw
 log=$out/record.log
 : >"$raw"
 : >"$log"
-export PYTHONPATH="$root/traces/torch${PYTHONPATH:+:$PYTHONPATH}"
+export PYTHONPATH="$root/recorder${PYTHONPATH:+:$PYTHONPATH}"
 # Inductor's and Triton's caches: outside the output, kept between runs.
 export TORCHINDUCTOR_CACHE_DIR=${TORCHINDUCTOR_CACHE_DIR:-${TMPDIR:-/tmp}/capsim-torchinductor-cache}
 export TRITON_CACHE_DIR=${TRITON_CACHE_DIR:-${TMPDIR:-/tmp}/capsim-triton-cache}

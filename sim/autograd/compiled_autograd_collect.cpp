@@ -98,7 +98,7 @@ std::vector<std::uint32_t> dependencies(const AutogradGraph& g, AutogradNodeId r
 // hooks). So a Function's post hook comes before its backward, and an
 // AccumulateGrad's post hooks before its post-accumulate-grad hooks whatever
 // the registration order (recorded on 2.8, 2.11 and 2.15:
-// traces/corpus/torch/*/launcher_hooks.jsonl).
+// data/corpus/torch/*/launcher_hooks.jsonl).
 void lift_hooks(AutogradNodeId v, const AutogradNode& node, std::vector<LiftedHook>& out) {
   auto each = [&](AutogradHookKind kind) {
     for (std::size_t h = 0; h < node.hooks.size(); ++h) {

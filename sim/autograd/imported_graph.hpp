@@ -1,6 +1,6 @@
 // RecordedGraph: an autograd graph as a recorder of real PyTorch walked it.
 //
-// traces/torch/ runs a real program, walks `grad_fn` / `next_functions` from
+// recorder/ runs a real program, walks `grad_fn` / `next_functions` from
 // the loss and writes what it saw: every node's class name and kind, the
 // InputMetadata of its inputs (`_input_metadata`), its next edges, the tensors
 // and sizes it saved (`_saved_*`), its hooks, and for AccumulateGrad the leaf.

@@ -76,7 +76,7 @@ inline constexpr std::size_t kMaxEvents = std::size_t{1} << 24;
 // What is wrong with an event of `kind` with these fields, if anything: a
 // key its kind does not carry, or twice, a value of another type than the
 // table's, a required key missing. Ranges are the writer's to check
-// (traces/event_schema.hpp): a number out of range is refused as output, not
+// (traces/format/event_schema.hpp): a number out of range is refused as output, not
 // a broken contract.
 std::optional<std::string> event_shape_error(EventKind kind, std::span<const EventField> fields);
 // event_shape_error(...) == nullopt, with mask operations and no text: the

@@ -1,5 +1,5 @@
 // The text printer of an event field's value (see field_value.hpp); the JSON printer is in
-// traces/event_schema.cpp.
+// traces/format/event_schema.cpp.
 #include "sim/core/field_value.hpp"
 
 #include <fmt/format.h>

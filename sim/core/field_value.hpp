@@ -5,7 +5,7 @@
 // and the constructor picks the type; lists whose element type says nothing
 // (indices, ids) go through `int_list`. The text printer (`format_value`,
 // the form of `capsim scenario`'s lines) and the JSON printer
-// (traces/event_schema.hpp) are two printers of this one value; nothing
+// (traces/format/event_schema.hpp) are two printers of this one value; nothing
 // parses a value back out of its text.
 #pragma once
 

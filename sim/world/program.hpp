@@ -172,7 +172,7 @@ struct Program {
 inline constexpr std::size_t kMaxActions = std::size_t{1} << 22;
 // The limit on action indices in one run. A trace replays one action at a
 // time and keeps none, so its limit is its line limit (kMaxTraceLines in
-// traces/trace_format.hpp; every action is a line): a 10^7-event trace has
+// traces/format/trace_format.hpp; every action is a line): a 10^7-event trace has
 // about 10^7 actions.
 inline constexpr std::size_t kMaxRunActions = std::size_t{1} << 26;
 static_assert(kMaxActions <= kMaxRunActions);

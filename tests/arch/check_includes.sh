@@ -14,6 +14,8 @@ cd "$src" || exit 2
 # folder: the folders its sources may include (itself included).
 allowed() {
   local core="model sim/core"
+  local sim="$core sim/trees sim/autograd sim/world sim/scenarios"
+  local traces="traces/format traces/simulation"
   case $1 in
     model) echo "model" ;;
     cuda_reference) echo "model cuda_reference" ;;
@@ -22,26 +24,28 @@ allowed() {
     sim/autograd) echo "$core sim/autograd" ;;
     sim/world) echo "$core sim/trees sim/autograd sim/world" ;;
     sim/scenarios) echo "$core sim/trees sim/autograd sim/world sim/scenarios" ;;
-    traces) echo "$core sim/trees sim/autograd sim/world sim/scenarios traces" ;;
-    render) echo "$core sim/trees sim/autograd sim/world sim/scenarios traces render" ;;
-    properties) echo "$core sim/trees sim/autograd sim/world sim/scenarios traces properties" ;;
+    traces/format) echo "$sim traces/format" ;;
+    traces/simulation) echo "$sim traces/format traces/simulation" ;;
+    traces/analyses) echo "$sim $traces traces/analyses" ;;
+    render) echo "$sim $traces traces/analyses render" ;;
+    properties) echo "$sim $traces traces/analyses properties" ;;
     cli | bench) echo "*" ;;
     *) echo "" ;;
   esac
 }
 
-# The folder an include path names: sim/ paths by their wing.
+# The folder an include path names: sim/ and traces/ paths by their wing.
 folder_of() {
   case $1 in
-    sim/*/*) echo "${1%/*}" ;;
+    sim/*/* | traces/*/*) echo "${1%/*}" ;;
     */*) echo "${1%%/*}" ;;
     *) echo "" ;;
   esac
 }
 
 broken=0
-for dir in model cuda_reference sim/core sim/trees sim/autograd sim/world sim/scenarios traces \
-  render properties cli bench; do
+for dir in model cuda_reference sim/core sim/trees sim/autograd sim/world sim/scenarios \
+  traces/format traces/simulation traces/analyses render properties cli bench; do
   [ -d "$dir" ] || { echo "check_includes.sh: no folder $dir (update this table)"; exit 2; }
   ok=" $(allowed "$dir") "
   while IFS=: read -r file line text; do
@@ -57,10 +61,12 @@ for dir in model cuda_reference sim/core sim/trees sim/autograd sim/world sim/sc
   done < <(grep -rnE '^#include "[a-z_]+/' "$dir" --include='*.cpp' --include='*.hpp' \
              --include='*.cu' --include='*.cuh')
 done
-# sim/ itself holds wings only: a source directly in sim/ has no layer.
-loose=$(find sim -maxdepth 1 -type f \( -name '*.cpp' -o -name '*.hpp' \) | sort | tr '\n' ' ')
-if [ -n "$loose" ]; then
-  echo "sim/: sources outside a wing: $loose"
-  broken=1
-fi
+# sim/ and traces/ hold wings only: a source directly in either has no layer.
+for top in sim traces; do
+  loose=$(find "$top" -maxdepth 1 -type f \( -name '*.cpp' -o -name '*.hpp' \) | sort | tr '\n' ' ')
+  if [ -n "$loose" ]; then
+    echo "$top/: sources outside a wing: $loose"
+    broken=1
+  fi
+done
 exit $broken

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# docs/casebook.md's cases still reproduce: every program of traces/casebook/
+# docs/casebook.md's cases still reproduce: every program of data/casebook/
 # is explained by capsim, and the decisions the page's `casebook` block lists
 # are there (KEY@ACTION), absent (!KEY) or counted (#KEY=N), and the fix
 # `--what-if auto` ranks first (auto=EDIT, or auto=none). Every program of the
@@ -13,7 +13,7 @@ python3 - "$capsim" "$root" <<'PY'
 import json, os, subprocess, sys
 
 capsim, root = sys.argv[1:3]
-folder = os.path.join(root, "traces", "casebook")
+folder = os.path.join(root, "data", "casebook")
 lines, inside = [], False
 for line in open(os.path.join(root, "docs", "casebook.md"), encoding="utf-8"):
     line = line.rstrip("\n")
@@ -64,10 +64,10 @@ listed = {name for name, _ in lines}
 programs = {f for f in os.listdir(folder) if f.endswith(".jsonl")}
 for missing in sorted(programs - listed):
     failed += 1
-    print(f"FAIL {missing}: in traces/casebook/ but not in docs/casebook.md's block")
+    print(f"FAIL {missing}: in data/casebook/ but not in docs/casebook.md's block")
 for gone in sorted(listed - programs):
     failed += 1
-    print(f"FAIL {gone}: listed in docs/casebook.md but not in traces/casebook/")
+    print(f"FAIL {gone}: listed in docs/casebook.md but not in data/casebook/")
 print(f"casebook: {len(lines)} assertions over {len(programs)} programs, {failed} failed")
 sys.exit(1 if failed else 0)
 PY

@@ -12,7 +12,7 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 command -v python3 >/dev/null || exit 77
-trace=$root/traces/corpus/rerecord_if_static_input_address_changed.jsonl
+trace=$root/data/corpus/rerecord_if_static_input_address_changed.jsonl
 "$capsim" explain "$trace" --html "$work/a.html" > /dev/null
 "$capsim" explain "$trace" --html "$work/b.html" > /dev/null
 cmp "$work/a.html" "$work/b.html"
@@ -39,7 +39,7 @@ for want in ("re-recorded: a static input moved", "timeline", "It last got stora
 print(f"page: {len(text)} bytes, {p.tags.count('section')} explanations")
 PY
 # With --what-if, the page gets the what-if table (#138949: clone ends W1).
-"$capsim" explain "$root/traces/casebook/issue_138949.jsonl" --what-if auto --html "$work/w.html" \
+"$capsim" explain "$root/data/casebook/issue_138949.jsonl" --what-if auto --html "$work/w.html" \
   > "$work/w.txt"
 grep -q "<h2>what if</h2>" "$work/w.html"
 grep -q "<code>clone=obs</code></td><td>0 &rarr; 1</td>" "$work/w.html"

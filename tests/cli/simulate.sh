@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# capsim simulate on every program of traces/programs/: exit 0, a listing that
+# capsim simulate on every program of data/programs/: exit 0, a listing that
 # ends with the summary line, a written trace that replays with every event
 # matching, and the same bytes from a second run (one seed, one output).
 #   simulate.sh CAPSIM
@@ -9,7 +9,7 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 n=0
-for p in "$root"/traces/programs/*.jsonl; do
+for p in "$root"/data/programs/*.jsonl; do
   name=$(basename "$p" .jsonl)
   "$capsim" simulate "$p" -o "$work/$name.a.jsonl" > "$work/$name.txt"
   tail -1 "$work/$name.txt" | grep -q "^simulated $p: [0-9]* actions" ||

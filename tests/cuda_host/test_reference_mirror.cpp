@@ -12,7 +12,7 @@
 #include "model/cpu_backend.hpp"
 #include "sim/scenarios/scenarios.hpp"
 #include "tests/support/mirrored_run.hpp"
-#include "traces/scenario_trace.hpp"
+#include "traces/simulation/scenario_trace.hpp"
 
 namespace capsim::cuda {
 namespace {

@@ -9,7 +9,7 @@
 #include <cstdint>
 
 #include "tests/fuzz/fuzz_support.hpp"
-#include "traces/chrome_export.hpp"
+#include "traces/analyses/chrome_export.hpp"
 
 namespace {
 

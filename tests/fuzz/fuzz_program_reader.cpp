@@ -9,7 +9,7 @@
 #include <string>
 
 #include "tests/fuzz/fuzz_support.hpp"
-#include "traces/program_file.hpp"
+#include "traces/simulation/program_file.hpp"
 
 namespace {
 constexpr const char* kTarget = "fuzz_program_reader";

@@ -18,8 +18,8 @@
 #include <string>
 
 #include "model/result.hpp"
-#include "traces/json_fields.hpp"
-#include "traces/trace_reader.hpp"
+#include "traces/format/json_fields.hpp"
+#include "traces/format/trace_reader.hpp"
 
 namespace capsim::fuzz {
 

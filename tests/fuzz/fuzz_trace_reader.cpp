@@ -18,8 +18,8 @@
 #include <string>
 
 #include "tests/fuzz/fuzz_support.hpp"
-#include "traces/resimulation.hpp"
-#include "traces/trace_reader.hpp"
+#include "traces/format/trace_reader.hpp"
+#include "traces/simulation/resimulation.hpp"
 
 namespace {
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the fuzz targets (trace_reader, render, diff, export, program_reader)
 # with clang's libFuzzer, ASan and UBSan, and fuzzes each for SECONDS / 5 from
-# its seeds (the trace corpus; traces/programs/ for the program reader)
+# its seeds (the trace corpus; data/programs/ for the program reader)
 # (ctest: fuzz/libfuzzer_trace_reader). With TARGET, only that target, for
 # SECONDS (a campaign: docs/reliability.md).
 #
@@ -62,8 +62,8 @@ fi
 # times as long. Two TUs that define the same name in an anonymous namespace
 # must go in different files. fmt and simdjson link as the system libraries.
 unity_a=(
-  traces/event_schema.cpp traces/json_fields.cpp traces/config_json.cpp traces/program_json.cpp traces/resimulation.cpp
-  traces/json_text.cpp traces/trace_format.cpp traces/trace_reader.cpp traces/line_fast.cpp traces/event_line_fast.cpp traces/action_line_fast.cpp traces/trace_simulation.cpp
+  traces/format/event_schema.cpp traces/format/json_fields.cpp traces/format/config_json.cpp traces/format/program_json.cpp traces/simulation/resimulation.cpp
+  traces/format/json_text.cpp traces/format/trace_format.cpp traces/format/trace_reader.cpp traces/format/line_fast.cpp traces/format/event_line_fast.cpp traces/format/action_line_fast.cpp traces/simulation/trace_simulation.cpp
   model/caching_allocator.cpp model/cpu_backend.cpp model/device_memory.cpp model/digest.cpp model/fault.cpp
   model/graph_evidence.cpp
   model/kernel_launch.cpp model/kernel_table.cpp model/step_program.cpp model/tensor.cpp
@@ -88,8 +88,8 @@ unity_c=(
 unity_d=(
   sim/autograd/autograd_backward.cpp sim/autograd/autograd_backward_ops.cpp sim/autograd/compiled_autograd_run.cpp
   model/autograd_graph.cpp model/fx_graph.cpp
-  traces/imported_graph_json.cpp traces/event_compare.cpp model/output_file.cpp
-  traces/program_file.cpp
+  traces/format/imported_graph_json.cpp traces/simulation/event_compare.cpp model/output_file.cpp
+  traces/simulation/program_file.cpp
 )
 # Autograd over the World's own tensors: eager_call with requires_grad and the
 # backward action, eager or through compiled autograd and its lowering.
@@ -103,8 +103,8 @@ unity_f=(
 unity_e=(
   render/capture_drawings.cpp render/dot_writer.cpp render/draw_graph.cpp render/fold.cpp
   render/graph_diff.cpp render/graphviz_output.cpp render/memory_drawings.cpp
-  render/trace_graphs.cpp render/tree_drawing.cpp traces/chrome_export.cpp
-  traces/chrome_event.cpp traces/chrome_trace_check.cpp traces/chrome_export_file.cpp
+  render/trace_graphs.cpp render/tree_drawing.cpp traces/analyses/chrome_export.cpp
+  traces/analyses/chrome_event.cpp traces/analyses/chrome_trace_check.cpp traces/analyses/chrome_export_file.cpp
   tests/fuzz/trace_mutations.cpp tests/fuzz/custom_mutator.cpp
 )
 # -gline-tables-only: file:line in every stack trace, at a fraction of -g's cost.
@@ -163,8 +163,8 @@ mkdir -p "$out/artifacts"
 for t in "${targets[@]}"; do
   # Each target grows its own corpus from its seeds: programs for the program
   # reader, recorded traces for the others.
-  seeds="$src/traces/corpus"
-  if [[ $t == program_reader ]]; then seeds="$src/traces/programs"; fi
+  seeds="$src/data/corpus"
+  if [[ $t == program_reader ]]; then seeds="$src/data/programs"; fi
   rm -rf "$tmp_dir/grown" && mkdir -p "$tmp_dir/grown"
   find "$seeds" -type f -name '*.jsonl' -exec cp {} "$tmp_dir/grown/" \;
   # libFuzzer's own failure exit code is 77, ctest's SKIP: make every failure 1.

@@ -35,7 +35,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-const std::string kCorpus = CAPSIM_SOURCE_DIR "/traces/corpus";
+const std::string kCorpus = CAPSIM_SOURCE_DIR "/data/corpus";
 const std::string kRerecord = kCorpus + "/rerecord_if_static_input_address_changed.jsonl";
 
 // The title is the target, so that two nodes that differ only in id (pass 3)

@@ -1,4 +1,4 @@
-// The compiled SGD step as real PyTorch traces it (traces/corpus/torch/*/
+// The compiled SGD step as real PyTorch traces it (data/corpus/torch/*/
 // compiled_sgd_*.jsonl): without momentum no state at all; with momentum the
 // first step makes the buffers inside its graph and the second is traced
 // again, with them as static inputs.

@@ -1,4 +1,4 @@
-// The Chrome export (traces/chrome_export.hpp): built-in scenarios export to
+// The Chrome export (traces/analyses/chrome_export.hpp): built-in scenarios export to
 // documents that pass the validator, with one replay slice per replay event,
 // its kernels nested in it and named by the re-simulation, one flow arrow per
 // replay, ids unique across tree managers, and the same bytes
@@ -11,8 +11,8 @@
 
 #include "sim/scenarios/scenarios.hpp"
 #include "tests/traces/trace_test_support.hpp"
-#include "traces/chrome_export.hpp"
-#include "traces/scenario_trace.hpp"
+#include "traces/analyses/chrome_export.hpp"
+#include "traces/simulation/scenario_trace.hpp"
 
 namespace capsim {
 namespace {

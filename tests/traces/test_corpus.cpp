@@ -1,4 +1,4 @@
-// The corpus (traces/corpus/): every built-in scenario records to exactly the
+// The corpus (data/corpus/): every built-in scenario records to exactly the
 // bytes committed there, and every recording replays with no divergence.
 // Byte equality is the determinism check and the drift alarm: a deliberate
 // model change regenerates the corpus (scripts/record-corpus.sh) in the same
@@ -11,15 +11,15 @@
 #include <sstream>
 
 #include "tests/traces/trace_test_support.hpp"
-#include "traces/scenario_trace.hpp"
+#include "traces/simulation/scenario_trace.hpp"
 
 namespace capsim {
 namespace {
 
-const std::filesystem::path kCorpus = std::filesystem::path(CAPSIM_SOURCE_DIR) / "traces/corpus";
+const std::filesystem::path kCorpus = std::filesystem::path(CAPSIM_SOURCE_DIR) / "data/corpus";
 
 // The scenarios whose replays report violations on purpose: in hazards/, out
-// of the `traces/corpus/*.jsonl` that README.md suggests replaying.
+// of the `data/corpus/*.jsonl` that README.md suggests replaying.
 bool is_hazard(const std::string& name) {
   return name == "plain_api_param_reassigned" || name == "ca_basic_legacy";
 }

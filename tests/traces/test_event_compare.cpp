@@ -10,13 +10,13 @@
 #include <sstream>
 
 #include "tests/traces/trace_test_support.hpp"
-#include "traces/event_compare.hpp"
-#include "traces/json_fields.hpp"
+#include "traces/format/json_fields.hpp"
+#include "traces/simulation/event_compare.hpp"
 
 namespace capsim {
 namespace {
 
-const std::filesystem::path kCorpus = std::filesystem::path(CAPSIM_SOURCE_DIR) / "traces/corpus";
+const std::filesystem::path kCorpus = std::filesystem::path(CAPSIM_SOURCE_DIR) / "data/corpus";
 
 // A real GPU's pointers: another base and every allocation 256 bytes apart
 // more, so that neither the values nor the differences match capsim's.

@@ -1,12 +1,12 @@
-// The JSON printer and reader of typed event fields (traces/event_schema.hpp):
+// The JSON printer and reader of typed event fields (traces/format/event_schema.hpp):
 // each type has one JSON form, fields -> JSON -> fields is the identity, the
 // writer refuses what a reader would refuse, and extensions ride as text.
 #include <doctest/doctest.h>
 
 #include "sim/scenarios/scenarios.hpp"
 #include "tests/traces/trace_test_support.hpp"
-#include "traces/event_schema.hpp"
-#include "traces/scenario_trace.hpp"
+#include "traces/format/event_schema.hpp"
+#include "traces/simulation/scenario_trace.hpp"
 
 namespace capsim {
 namespace {

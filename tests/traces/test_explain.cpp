@@ -12,14 +12,14 @@
 #include <sstream>
 
 #include "sim/core/decisions.hpp"
-#include "traces/explain.hpp"
-#include "traces/explain_rules.hpp"
-#include "traces/what_if.hpp"
+#include "traces/analyses/explain.hpp"
+#include "traces/analyses/explain_rules.hpp"
+#include "traces/analyses/what_if.hpp"
 
 namespace capsim {
 namespace {
 
-const std::string kCorpus = std::string(CAPSIM_SOURCE_DIR) + "/traces/corpus";
+const std::string kCorpus = std::string(CAPSIM_SOURCE_DIR) + "/data/corpus";
 
 TEST_CASE("explain: every decision in every corpus trace has a rule") {
   std::size_t files = 0, explained = 0;
@@ -95,7 +95,7 @@ TEST_CASE("explain: a re-record names the moved tensor and the action that moved
 
 TEST_CASE("explain: a program is simulated first, and copies name their inputs") {
   Result<ObservedRun> run = observe_file(std::string(CAPSIM_SOURCE_DIR) +
-                                         "/traces/programs/static_weight_copied_input.jsonl");
+                                         "/data/programs/static_weight_copied_input.jsonl");
   REQUIRE(run.ok());
   CHECK(run->simulated);
   const std::vector<Explanation> all = explain(*run, std::nullopt);
@@ -115,7 +115,7 @@ TEST_CASE("explain: a recorded PyTorch capture cites the cache-miss rule its mes
   CHECK(all[0].fix.find("155105") != std::string::npos);
 }
 
-const std::string kPrograms = std::string(CAPSIM_SOURCE_DIR) + "/traces/programs";
+const std::string kPrograms = std::string(CAPSIM_SOURCE_DIR) + "/data/programs";
 
 TEST_CASE("explain: guard=True guards the object: .data re-records, a new tensor recompiles") {
   Result<ObservedRun> run = observe_file(kPrograms + "/guarded_static_data_reassigned.jsonl");
@@ -159,7 +159,7 @@ TEST_CASE("what-if: a tensor bound anew every step, marked static, re-records in
   CHECK(what_if_auto(*run)->empty());
 }
 
-const std::string kCasebook = std::string(CAPSIM_SOURCE_DIR) + "/traces/casebook";
+const std::string kCasebook = std::string(CAPSIM_SOURCE_DIR) + "/data/casebook";
 
 TEST_CASE("what-if: cloning what an E1 touches ends the error, and auto finds it") {
   Result<ObservedRun> run = observe_file(kCasebook + "/issue_122192.jsonl");

@@ -11,7 +11,7 @@
 #include "sim/autograd/fx_target_names.hpp"
 #include "sim/world/world.hpp"
 #include "tests/traces/trace_test_support.hpp"
-#include "traces/program_json.hpp"
+#include "traces/format/program_json.hpp"
 
 namespace capsim {
 namespace {

@@ -1,12 +1,12 @@
-// JSON text written straight into a string (traces/json_text.hpp): the same
+// JSON text written straight into a string (traces/format/json_text.hpp): the same
 // bytes as nlohmann::json's dump() for every string it can dump, and a
 // replacement character, not an exception, for bytes that are not UTF-8.
 #include <doctest/doctest.h>
 
 #include <random>
 
-#include "traces/json_fields.hpp"
-#include "traces/json_text.hpp"
+#include "traces/format/json_fields.hpp"
+#include "traces/format/json_text.hpp"
 
 namespace capsim {
 namespace {

@@ -1,5 +1,5 @@
 // The trace reader's fast path for event and action lines
-// (traces/line_fast.hpp) against its general path: every line of every
+// (traces/format/line_fast.hpp) against its general path: every line of every
 // corpus trace, and lines made to be declined, read the same way (the same
 // items, or the same error), and the fast path really reads most lines.
 #include <doctest/doctest.h>
@@ -11,10 +11,10 @@
 #include <limits>
 
 #include "tests/traces/trace_test_support.hpp"
-#include "traces/json_fields.hpp"
-#include "traces/program_json.hpp"
-#include "traces/scenario_trace.hpp"
-#include "traces/trace_reader.hpp"
+#include "traces/format/json_fields.hpp"
+#include "traces/format/program_json.hpp"
+#include "traces/format/trace_reader.hpp"
+#include "traces/simulation/scenario_trace.hpp"
 
 namespace capsim {
 namespace {
@@ -63,7 +63,7 @@ void check_same(const Reading& fast, const Reading& general) {
 
 TEST_CASE("fast lines: every corpus trace reads as through the general path") {
   std::size_t files = 0, lines = 0, fast = 0;
-  const std::string corpus = std::string(CAPSIM_SOURCE_DIR) + "/traces/corpus";
+  const std::string corpus = std::string(CAPSIM_SOURCE_DIR) + "/data/corpus";
   for (const auto& entry : std::filesystem::recursive_directory_iterator(corpus)) {
     if (entry.path().extension() != ".jsonl") continue;
     const std::string path = entry.path().string();

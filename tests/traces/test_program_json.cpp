@@ -1,4 +1,4 @@
-// The JSON form of programs and configs (traces/program_json.hpp): every
+// The JSON form of programs and configs (traces/format/program_json.hpp): every
 // built-in scenario survives the round trip through text, each action kind
 // reads from a hand-written line, and bad lines fail with a message that
 // names the field.
@@ -15,8 +15,8 @@
 #include "sim/core/function_builder.hpp"
 #include "sim/scenarios/scenarios.hpp"
 #include "tests/traces/trace_test_support.hpp"
-#include "traces/program_json.hpp"
-#include "traces/trace_format.hpp"
+#include "traces/format/program_json.hpp"
+#include "traces/format/trace_format.hpp"
 
 namespace capsim {
 namespace {

@@ -1,5 +1,5 @@
-// The corpus of real PyTorch traces (traces/corpus/torch/RELEASE/, recorded
-// by traces/torch/ on each release): every trace replays, node for node unless
+// The corpus of real PyTorch traces (data/corpus/torch/RELEASE/, recorded
+// by recorder/ on each release): every trace replays, node for node unless
 // it opts into the structural comparison, and its first divergence is exactly
 // the one docs/fidelity.md lists for it ("none" for most). The list is read
 // from the document itself, so that fixing a difference in capsim fails this
@@ -15,13 +15,13 @@
 #include <fmt/format.h>
 
 #include "tests/traces/trace_test_support.hpp"
-#include "traces/trace_simulation.hpp"
+#include "traces/simulation/trace_simulation.hpp"
 
 namespace capsim {
 namespace {
 
 const std::filesystem::path kSource(CAPSIM_SOURCE_DIR);
-const std::filesystem::path kTorchCorpus = kSource / "traces/corpus/torch";
+const std::filesystem::path kTorchCorpus = kSource / "data/corpus/torch";
 
 std::string read_file(const std::filesystem::path& p) {
   std::ifstream in(p, std::ios::binary);
@@ -72,7 +72,7 @@ Result<ResimulationReport> replay(const std::string& text, bool structural) {
   return resimulate_trace(*reader, options);
 }
 
-TEST_CASE("torch corpus: docs/fidelity.md lists exactly the traces of traces/corpus/torch") {
+TEST_CASE("torch corpus: docs/fidelity.md lists exactly the traces of data/corpus/torch") {
   const auto expected = expected_divergences();
   std::set<std::string> listed;
   for (const auto& [file, what] : expected) listed.insert(file);
@@ -121,7 +121,7 @@ TEST_CASE("torch corpus: every release folder holds the same programs, each reco
   }
 }
 
-// hooks.jsonl of the release the recorder pins (traces/torch/requirements.txt).
+// hooks.jsonl of the release the recorder pins (recorder/requirements.txt).
 std::string hooks_trace() {
   return read_file(kTorchCorpus / "2.11.0/hooks.jsonl");
 }

@@ -12,8 +12,8 @@
 
 #include "sim/core/function_def.hpp"
 #include "sim/world/program.hpp"
-#include "traces/event_schema.hpp"
-#include "traces/trace_format.hpp"
+#include "traces/format/event_schema.hpp"
+#include "traces/format/trace_format.hpp"
 
 namespace capsim {
 namespace {

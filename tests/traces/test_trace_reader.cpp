@@ -11,8 +11,8 @@
 #include <streambuf>
 
 #include "tests/traces/trace_test_support.hpp"
-#include "traces/scenario_trace.hpp"
-#include "traces/trace_writer.hpp"
+#include "traces/format/trace_writer.hpp"
+#include "traces/simulation/scenario_trace.hpp"
 
 namespace capsim {
 namespace {

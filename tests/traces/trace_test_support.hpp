@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "traces/resimulation.hpp"
-#include "traces/trace_reader.hpp"
+#include "traces/format/trace_reader.hpp"
+#include "traces/simulation/resimulation.hpp"
 
 namespace capsim::test {
 

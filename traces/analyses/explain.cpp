@@ -1,0 +1,338 @@
+// `capsim explain`'s explanations (see explain.hpp): each event's rule key, the account of what
+// happened in the program's names, and the text and JSON forms. The rules' words are in
+// explain_rules.cpp.
+#include "traces/analyses/explain.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <map>
+
+#include "traces/analyses/explain_rules.hpp"
+
+namespace capsim {
+
+namespace {
+
+// The program's names for a call's inputs: a call's arguments, an optimizer
+// step's params, their grads and their state (capsim's input order).
+class InputNames {
+ public:
+  void see(const Action& a) {
+    if (const auto* c = std::get_if<CreateOptimizer>(&a)) optimizers_[c->name] = c->params;
+    if (const auto* t = std::get_if<NewTensor>(&a)) {
+      std::int64_t n = 1;
+      for (std::int64_t d : t->sizes) n *= d;
+      numel_[t->name] = n;
+    }
+  }
+  // An optimizer step's grads that `static_idxs` leaves out (the compiled
+  // step's inputs n..2n-1 for n params with a grad), and their float32 bytes.
+  std::pair<std::vector<std::string>, std::int64_t> grads_not_static(
+      const Action& a, const IntList& static_idxs, std::string_view function) const {
+    const auto* s = std::get_if<OptimizerStep>(&a);
+    auto it = s ? optimizers_.find(s->name) : optimizers_.end();
+    if (it == optimizers_.end()) return {};
+    const std::vector<std::string> params = kept_params(it->second, function);
+    std::vector<std::string> out;
+    std::int64_t bytes = 0;
+    for (std::size_t k = 0; k < params.size(); ++k) {
+      const auto i = static_cast<std::int64_t>(params.size() + k);
+      if (std::find(static_idxs.begin(), static_idxs.end(), i) != static_idxs.end()) continue;
+      out.push_back(params[k] + ".grad");
+      auto n = numel_.find(params[k]);
+      if (n != numel_.end()) bytes += 4 * n->second;
+    }
+    return {out, bytes};
+  }
+  // `function` names the step's graph: "opt.step[0, 2]" when only params 0
+  // and 2 had a grad (the World's naming), so input k is param kept[k].
+  std::string name(const Action& a, std::int64_t i, std::string_view function = {}) const {
+    if (const auto* c = std::get_if<Call>(&a)) {
+      if (i >= 0 && static_cast<std::size_t>(i) < c->args.size()) return c->args[i];
+    }
+    if (const auto* s = std::get_if<OptimizerStep>(&a)) {
+      auto it = optimizers_.find(s->name);
+      if (it != optimizers_.end() && i >= 0) {
+        const std::vector<std::string> params = kept_params(it->second, function);
+        const auto n = static_cast<std::int64_t>(params.size());
+        if (i < n) return params[i];
+        if (i < 2 * n) return params[i - n] + ".grad";
+        return fmt::format("{} state (input {})", s->name, i);
+      }
+    }
+    return fmt::format("input {}", i);
+  }
+  static std::vector<std::string> kept_params(const std::vector<std::string>& all,
+                                              std::string_view function) {
+    const std::size_t open = function.find('[');
+    if (open == std::string_view::npos || function.back() != ']') return all;
+    std::vector<std::string> kept;
+    std::string_view rest = function.substr(open + 1, function.size() - open - 2);
+    while (!rest.empty()) {
+      const std::size_t comma = rest.find(',');
+      const std::string_view part = rest.substr(0, comma);
+      std::size_t k = 0;
+      for (char ch : part) {
+        if (ch >= '0' && ch <= '9') k = k * 10 + static_cast<std::size_t>(ch - '0');
+      }
+      if (k < all.size()) kept.push_back(all[k]);
+      if (comma == std::string_view::npos) break;
+      rest.remove_prefix(comma + 1);
+    }
+    return kept;
+  }
+  std::vector<std::string> names(const Action& a, const IntList& idxs,
+                                 std::string_view function = {}) const {
+    std::vector<std::string> out;
+    for (std::int64_t i : idxs) out.push_back(name(a, i, function));
+    return out;
+  }
+
+ private:
+  std::map<std::string, std::vector<std::string>> optimizers_;
+  std::map<std::string, std::int64_t> numel_;  // by tensor name, from new_tensor
+};
+
+std::string text_or(const Event& e, FieldKey k, std::string_view fallback) {
+  const std::optional<std::string_view> t = e.text(k);
+  return std::string(t ? *t : fallback);
+}
+
+std::int64_t int_or(const Event& e, FieldKey k, std::int64_t fallback) {
+  const std::int64_t* v = e.get_if<std::int64_t>(k);
+  return v ? *v : fallback;
+}
+
+// The rule's key for an event, or "" when the event is no decision to explain.
+std::string rule_key(const Event& e) {
+  const std::string kind(event_kind_name(e.kind));
+  switch (e.kind) {
+    case EventKind::kRecord: return "record:" + text_or(e, F::reason, "no_child");
+    case EventKind::kCopyIn: return int_or(e, F::copies, 0) > 0 ? kind : "";
+    case EventKind::kDemote: return kind;
+    case EventKind::kSkip:
+    case EventKind::kError:
+    case EventKind::kWarning: return kind + ":" + text_or(e, F::id, "");
+    case EventKind::kEager:
+    case EventKind::kCaCacheMiss: return kind + ":" + text_or(e, F::reason, "");
+    case EventKind::kCompile:
+      // A first compile is explained only where its grads are not static
+      // (explain() decides, as it needs the program's names).
+      return e.has(F::recompile) ? kind + ":" + text_or(e, F::reason, "guard_failure")
+                                 : "compile:grads_not_static";
+    case EventKind::kCaGraph: {
+      const bool* captured = e.get_if<bool>(F::captured);
+      return captured && *captured && int_or(e, F::backward, 0) > 0 ? "ca_graph:captured" : "";
+    }
+    default: return "";
+  }
+}
+
+}  // namespace
+
+std::optional<std::string> explain_rerecord(const std::vector<Action>& actions,
+                                            const Event& event) {
+  const std::int64_t* input = event.get_if<std::int64_t>(F::input);
+  if (event.kind != EventKind::kRecord || input == nullptr || *input < 0 ||
+      event.action >= actions.size()) {
+    return std::nullopt;
+  }
+  const auto index = static_cast<std::size_t>(*input);
+  const auto* call = std::get_if<Call>(&actions[event.action]);
+  if (call == nullptr || index >= call->args.size()) return std::nullopt;
+  const std::string& name = call->args[index];
+  for (std::size_t a = event.action; a-- > 0;) {
+    if (action_binds(actions[a], name)) {
+      return fmt::format("input {} is '{}'; it last got storage at action {} ({})", index, name, a,
+                         action_name(actions[a]));
+    }
+  }
+  return fmt::format("input {} is '{}'", index, name);
+}
+
+namespace {
+
+// What happened, in the program's words, and the tensors involved.
+struct Account {
+  std::string what;
+  std::vector<std::string> inputs;
+};
+
+struct ExplainState {
+  InputNames names;
+  // (function, graph) -> the inputs its recording copies at each replay.
+  std::map<std::pair<std::string, std::int64_t>, std::vector<std::string>> copied;
+};
+
+Account account_record(const Event& e, const Action& a, ExplainState& st) {
+  const std::string f = text_or(e, F::function, "?");
+  const std::int64_t graph = int_or(e, F::graph, -1);
+  std::vector<std::string> copied;
+  if (const IntList* ns = e.get_if<IntList>(F::non_static)) copied = st.names.names(a, *ns, f);
+  if (const IntList* cm = e.get_if<IntList>(F::copied_managed)) {
+    for (const std::string& n : st.names.names(a, *cm, f)) copied.push_back(n);
+  }
+  st.copied[{f, graph}] = copied;
+  Account out;
+  const std::string reason = text_or(e, F::reason, "no_child");
+  if (e.has(F::input)) {
+    const std::string moved = st.names.name(a, int_or(e, F::input, 0), f);
+    out.inputs.push_back(moved);
+    out.what = fmt::format(
+        "'{}' recorded again as graph {}: its input {} ('{}') was at {} when "
+        "the earlier graph was recorded and is at {} now.",
+        f, graph, int_or(e, F::input, 0), moved, format_value(*e.find(F::old_ptr)),
+        format_value(*e.find(F::new_ptr)));
+    return out;
+  }
+  if (reason != "no_child") {
+    out.what = fmt::format("'{}' recorded again as graph {} ({}).", f, graph, reason);
+    return out;
+  }
+  std::vector<std::string> statics;
+  if (const IntList* s = e.get_if<IntList>(F::static_)) statics = st.names.names(a, *s, f);
+  out.what = fmt::format(
+      "'{}' recorded as graph {}; static (baked in): {}; copied at each "
+      "replay: {}.",
+      f, graph, statics.empty() ? "none" : fmt::format("{}", fmt::join(statics, ", ")),
+      copied.empty() ? "none" : fmt::format("{}", fmt::join(copied, ", ")));
+  out.inputs = copied;
+  return out;
+}
+
+Account account_of(const Event& e, const Action& a, ExplainState& st) {
+  const std::string f = text_or(e, F::function, "");
+  switch (e.kind) {
+    case EventKind::kRecord: return account_record(e, a, st);
+    case EventKind::kCopyIn: {
+      Account out;
+      auto it = st.copied.find({f, int_or(e, F::graph, -1)});
+      if (it != st.copied.end()) out.inputs = it->second;
+      out.what = fmt::format(
+          "Before replaying graph {} of '{}', {} input(s) were copied in ({} "
+          "bytes){}.",
+          int_or(e, F::graph, -1), f, int_or(e, F::copies, 0), int_or(e, F::bytes, 0),
+          out.inputs.empty() ? "" : fmt::format(": {}", fmt::join(out.inputs, ", ")));
+      return out;
+    }
+    case EventKind::kSkip:
+    case EventKind::kError:
+    case EventKind::kWarning: {
+      Account out;
+      if (const IntList* in = e.get_if<IntList>(F::inputs)) out.inputs = st.names.names(a, *in);
+      if (e.has(F::input)) out.inputs.push_back(st.names.name(a, int_or(e, F::input, 0)));
+      out.what = text_or(e, F::message, "");
+      return out;
+    }
+    case EventKind::kDemote: {
+      const std::string name = st.names.name(a, int_or(e, F::input, 0));
+      return {fmt::format("Input {} ('{}') of '{}' is copied from now on.", int_or(e, F::input, 0),
+                          name, f),
+              {name}};
+    }
+    case EventKind::kEager: return {fmt::format("'{}' ran without a CUDA graph.", f), {}};
+    case EventKind::kCompile: {
+      if (e.has(F::recompile))
+        return {fmt::format("Dynamo traced '{}' again: a new FunctionId.", f), {}};
+      const IntList* idxs = e.get_if<IntList>(F::static_input_idxs);
+      auto [grads, bytes] = idxs ? st.names.grads_not_static(a, *idxs, f)
+                                 : std::pair<std::vector<std::string>, std::int64_t>{};
+      return {fmt::format("Dynamo compiled '{}'; {} of its grads are not among its static "
+                          "inputs: under mode=\"reduce-overhead\" every replay would copy them "
+                          "in ({} bytes per step).",
+                          f, grads.size(), bytes),
+              grads};
+    }
+    case EventKind::kCaCacheMiss: return {text_or(e, F::message, "a cache miss"), {}};
+    case EventKind::kCaGraph:
+      return {fmt::format("Backward {} was captured again instead of reusing the cached graph.",
+                          int_or(e, F::backward, 0)),
+              {}};
+    default: return {};
+  }
+}
+
+}  // namespace
+
+std::vector<Explanation> explain(const ObservedRun& run, std::optional<std::size_t> only) {
+  ExplainState st;
+  std::vector<Explanation> out;
+  std::size_t seen_actions = 0;
+  for (std::size_t i = 0; i < run.events.size(); ++i) {
+    const Event& e = run.events[i];
+    for (; seen_actions <= e.action && seen_actions < run.actions.size(); ++seen_actions) {
+      st.names.see(run.actions[seen_actions]);
+    }
+    const std::string key = rule_key(e);
+    if (key.empty() || e.action >= run.actions.size()) continue;
+    const Action& a = run.actions[e.action];
+    Account account = account_of(e, a, st);  // always: it tracks the recordings
+    if (key == "compile:grads_not_static" && account.inputs.empty()) continue;
+    if (!run.event_messages[i].empty()) account.what += " PyTorch: " + run.event_messages[i];
+    if (const std::optional<std::string> moved = explain_rerecord(run.actions, e)) {
+      const std::size_t cut = moved->find("; ");
+      if (cut != std::string::npos) account.what += fmt::format(" It{}.", moved->substr(cut + 4));
+    }
+    if (only && e.action != *only) continue;
+    // A recorded capture names its cause in PyTorch's words: the cache-miss
+    // rule that matches them.
+    std::string rule_name = key;
+    if (key == "ca_graph:captured") {
+      const std::string& m = run.event_messages[i];
+      if (m.find("new autograd node") != std::string::npos) {
+        rule_name = "ca_cache_miss:new_autograd_node";
+      } else if (m.find("changed tensor shapes") != std::string::npos) {
+        rule_name = "ca_cache_miss:changed_shapes";
+      }
+    }
+    const ExplainRule* rule = find_explain_rule(rule_name);
+    Explanation x;
+    x.action = e.action;
+    x.line = run.event_lines[i];
+    x.event = key;
+    x.function = text_or(e, F::function, "");
+    x.title = rule ? std::string(rule->title) : key;
+    x.what = std::move(account.what);
+    x.rule = rule ? std::string(rule->rule) : "";
+    x.inputs = std::move(account.inputs);
+    x.fix = rule ? std::string(rule->fix) : "";
+    out.push_back(std::move(x));
+  }
+  return out;
+}
+
+std::string action_summary(std::size_t index, const Action& action) {
+  Json j = Json::parse(action_line(0, index, action));
+  const std::string kind = j.value("action", "");
+  for (const char* key : {"seq", "type", "index", "action"}) j.erase(key);
+  return j.empty() ? kind : kind + " " + j.dump();
+}
+
+std::string explanation_text(const Explanation& e) {
+  std::string out =
+      fmt::format("action {}{}: {}{}\n", e.action, e.line ? fmt::format(" (line {})", e.line) : "",
+                  e.title, e.function.empty() ? "" : fmt::format(" [{}]", e.function));
+  if (!e.what.empty()) out += fmt::format("  what:   {}\n", e.what);
+  if (!e.rule.empty()) out += fmt::format("  rule:   {}\n", e.rule);
+  if (!e.inputs.empty()) out += fmt::format("  inputs: {}\n", fmt::join(e.inputs, ", "));
+  if (!e.fix.empty()) out += fmt::format("  fix:    {}\n", e.fix);
+  return out;
+}
+
+Json explanation_json(const Explanation& e) {
+  Json j = Json::object();
+  j["action"] = e.action;
+  j["line"] = e.line;
+  j["event"] = e.event;
+  j["function"] = e.function;
+  j["title"] = e.title;
+  j["what"] = e.what;
+  j["rule"] = e.rule;
+  j["inputs"] = e.inputs;
+  j["fix"] = e.fix;
+  return j;
+}
+
+}  // namespace capsim

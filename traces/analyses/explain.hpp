@@ -1,0 +1,55 @@
+// Explanations in words: for each decision in a trace that a user asks about
+// (a recording, a re-recording, a skip, an eager fallback, a copy, an error,
+// a warning, a recompile, a compiled-autograd cache miss), one paragraph:
+// what happened, the rule and the PyTorch function that applies it, the
+// tensors involved by the program's own names, and the usual fix.
+//
+// It reads what a trace observed: capsim's own traces, the CUDA backend's,
+// real PyTorch recordings (whatever kinds they observed), and programs
+// without events, which it simulates first (traces/analyses/observed_run.hpp). The
+// words follow docs/cudagraph-trees.md and docs/compiled-autograd.md; the
+// rules' texts live in explain_rules.cpp.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "model/result.hpp"
+#include "sim/core/events.hpp"
+#include "sim/world/program.hpp"
+#include "traces/analyses/observed_run.hpp"
+#include "traces/format/json_fields.hpp"
+#include "traces/format/trace_format.hpp"
+
+namespace capsim {
+
+struct Explanation {
+  std::size_t action = 0;  // the action that caused it
+  std::size_t line = 0;    // the event's line in the file; 0 when simulated
+  std::string event;  // the event kind, with its id or reason: "record:static_input_idx_mismatch"
+  std::string function;             // the compiled function, when the event names one
+  std::string title;                // one line
+  std::string what;                 // what happened, with names
+  std::string rule;                 // the rule, and the PyTorch function that applies it
+  std::vector<std::string> inputs;  // the tensors involved, by the program's names
+  std::string fix;                  // the usual fix; empty when nothing needs fixing
+};
+
+// Every decision worth a paragraph, in event order; only those of action
+// `only` when given.
+std::vector<Explanation> explain(const ObservedRun& run, std::optional<std::size_t> only);
+
+// For a re-record of a moved input: "input 1 is 'bias'; it last got storage
+// at action 10 (reassign_data)", from the program's own actions; nothing when
+// `event` is no such re-record or no call argument names the input.
+std::optional<std::string> explain_rerecord(const std::vector<Action>& actions, const Event& event);
+
+// An action for people, without the line's envelope: `call {"function":...}`.
+std::string action_summary(std::size_t index, const Action& action);
+
+// Text for people: a title line, then indented "what", "rule", "inputs", "fix".
+std::string explanation_text(const Explanation& e);
+Json explanation_json(const Explanation& e);
+
+}  // namespace capsim

@@ -1,0 +1,103 @@
+// A run as `capsim explain` reads it (see observed_run.hpp): a trace read whole, a program
+// simulated first (told apart by its header), or a run without CUDA graphs simulated as on a GPU.
+#include "traces/analyses/observed_run.hpp"
+
+#include <fstream>
+#include <memory>
+
+#include "traces/format/json_fields.hpp"
+#include "traces/format/trace_reader.hpp"
+#include "traces/simulation/program_file.hpp"
+
+namespace capsim {
+
+namespace {
+
+// Reads every line of a trace; a file that is not a full trace (a program
+// that leaves its header's fields out) is read as a program.
+Result<ObservedRun> read_observed(const std::string& path) {
+  Result<std::unique_ptr<TraceReader>> opened = TraceReader::open(path);
+  if (!opened) return opened.error();
+  TraceReader& reader = **opened;
+  ObservedRun run;
+  run.header = reader.header();
+  for (;;) {
+    CAPSIM_TRY_ASSIGN(std::optional<TraceItem> item, reader.next());
+    if (!item) break;
+    if (item->type == TraceLineType::kAction) run.actions.push_back(std::move(item->action));
+    if (item->type == TraceLineType::kFunction) run.functions.push_back(std::move(item->function));
+    if (item->type == TraceLineType::kEvent) {
+      // The recorder's x_message (compiled autograd's own words) rides along.
+      std::string message;
+      if (item->event.kind == EventKind::kCaGraph) {
+        const Json j = Json::parse(item->text, nullptr, false);
+        if (j.is_object() && j.contains("x_message") && j["x_message"].is_string()) {
+          message = j["x_message"].get<std::string>();
+        }
+      }
+      run.events.push_back(std::move(item->event));
+      run.event_lines.push_back(item->line);
+      run.event_messages.push_back(std::move(message));
+    }
+  }
+  run.warnings = reader.warnings();
+  return run;
+}
+
+// A program and the events capsim predicted for it, as explain reads a run.
+ObservedRun simulated_run(ProgramFile file, ProgramRun ran) {
+  ObservedRun run;
+  run.header = std::move(file.header);
+  run.functions = std::move(file.program.functions);
+  run.actions = std::move(file.program.actions);
+  run.events = std::move(ran.events);
+  run.event_lines.assign(run.events.size(), 0);
+  run.event_messages.assign(run.events.size(), "");
+  run.simulated = true;
+  return run;
+}
+
+Result<ObservedRun> simulate_observed(const std::string& path) {
+  CAPSIM_TRY_ASSIGN(ProgramFile file, read_program_file(path));
+  CAPSIM_TRY_ASSIGN(ProgramRun ran, run_program_file(file, path));
+  return simulated_run(std::move(file), std::move(ran));
+}
+
+// Whether the first line is a program's short header (one that leaves out a
+// field every trace header has), so that the file is read as a program.
+bool short_header(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::string first;
+  if (!in || !std::getline(in, first)) return false;
+  const Json j = Json::parse(first, nullptr, false);
+  if (!j.is_object()) return false;
+  for (const char* key :
+       {"seq", "format", "version", "producer", "capsim_version", "name", "seed", "config"}) {
+    if (!j.contains(key)) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+Result<ObservedRun> observe_file(const std::string& path) {
+  if (short_header(path)) return simulate_observed(path);
+  CAPSIM_TRY_ASSIGN(ObservedRun run, read_observed(path));
+  // A full header but no events is a program only when the header says a
+  // person wrote it; a run that capsim, its CUDA reference or the recorder
+  // wrote is a trace, with or without events (a run may have none).
+  if (run.events.empty() && run.header.producer == kUserProducer) return simulate_observed(path);
+  return run;
+}
+
+Result<ObservedRun> as_on_a_gpu(const ObservedRun& run) {
+  ProgramFile file{run.header, Program{run.functions, run.actions}, {}};
+  file.header.config.cudagraphs = true;
+  CAPSIM_TRY_ASSIGN(ProgramRun ran, run_program_file(file, "as on a GPU"));
+  ObservedRun out = simulated_run(std::move(file), std::move(ran));
+  out.header = run.header;  // the run had no CUDA graphs; its header says so
+  out.as_on_a_gpu = true;
+  return out;
+}
+
+}  // namespace capsim

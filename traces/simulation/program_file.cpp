@@ -1,0 +1,217 @@
+// Program files (see program_file.hpp): what a hand-written program leaves out filled in line
+// for line, then read as a trace without events, and run.
+#include "traces/simulation/program_file.hpp"
+
+#include <fmt/format.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <sstream>
+
+#include "sim/scenarios/autograd_scenarios.hpp"
+#include "traces/format/trace_reader.hpp"
+
+namespace capsim {
+
+namespace {
+
+// The limit on a program file's size: programs are written by people and
+// generators, not recorded; a bigger file is a trace (capsim replay).
+constexpr std::uintmax_t kMaxProgramBytes = std::uintmax_t{64} << 20;
+
+Json default_header(const std::string& path) {
+  TraceHeader h;
+  h.producer = std::string(kUserProducer);
+  h.name = std::filesystem::path(path).stem().string();
+  return header_to_json(h);
+}
+
+// The header with what it leaves out filled in; config fields merge into the
+// defaults. Anything that is not an object is left for the reader to refuse.
+void fill_header(Json& line, const std::string& path) {
+  Json full = default_header(path);
+  for (auto it = line.begin(); it != line.end(); ++it) {
+    if (it.key() == "config" && it.value().is_object() && full["config"].is_object()) {
+      for (auto c = it.value().begin(); c != it.value().end(); ++c) full["config"][c.key()] = *c;
+    } else {
+      full[it.key()] = it.value();
+    }
+  }
+  line = std::move(full);
+}
+
+// The line's "type", or "" when it has none or it is not a string (the
+// reader then refuses the line; Json::value would throw on `"type":[4]`,
+// which the program reader's fuzz target found).
+std::string type_of(const Json& line) {
+  const auto it = line.find("type");
+  return it != line.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
+// One line with `seq` (and an action's `index`) filled in where missing;
+// false when nothing was missing (the line is then passed on as written).
+bool fill_line(Json& line, std::size_t seq, std::size_t& actions, const std::string& path) {
+  bool filled = false;
+  const std::string type = type_of(line);
+  if (seq == 0 && type == "header") {
+    const Json before = line;
+    fill_header(line, path);
+    filled = line != before;
+  }
+  if (!line.contains("seq")) {
+    line["seq"] = seq;
+    filled = true;
+  }
+  if (type == "function") {
+    for (const char* key : {"static_input_idxs", "param_input_idxs"}) {
+      if (!line.contains(key)) {
+        line[key] = Json::array();
+        filled = true;
+      }
+    }
+  }
+  if (type == "action") {
+    if (!line.contains("index")) {
+      line["index"] = actions;
+      filled = true;
+    }
+    ++actions;
+  }
+  return filled;
+}
+
+// A program's text with the left-out fields filled in, line for line;
+// `name` stands for the file.
+std::string filled_text(std::istream& in, const std::string& name) {
+  std::string out, raw;
+  std::size_t seq = 0, actions = 0;
+  while (std::getline(in, raw)) {
+    // Parsed as the reader parses (a float's text kept where it matters),
+    // since the filled-in line is written out again and read.
+    Json line;
+    if (parse_trace_json(raw, line) && line.is_object() && fill_line(line, seq, actions, name)) {
+      out += line.dump();
+    } else {
+      out += raw;  // as written: the reader reports what is wrong with it
+    }
+    out += '\n';
+    ++seq;
+  }
+  return out;
+}
+
+// The same for the file at `path`.
+Result<std::string> filled_text(const std::string& path) {
+  std::error_code ec;
+  // As the trace reader says it (a folder opens as a stream, then reads as
+  // an empty file).
+  if (std::filesystem::is_directory(path, ec)) {
+    return make_error(
+        fmt::format("{}: cannot read: {}", printable_message(path), std::strerror(EISDIR)));
+  }
+  const std::uintmax_t bytes = std::filesystem::file_size(path, ec);
+  if (!ec && bytes > kMaxProgramBytes) {
+    return make_error(
+        fmt::format("{}: {} bytes, more than a program's limit of {} (a trace? "
+                    "use capsim replay)",
+                    path, bytes, kMaxProgramBytes));
+  }
+  errno = 0;
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    return make_error(fmt::format("{}: cannot open: {}", printable_message(path),
+                                  std::strerror(errno != 0 ? errno : ENOENT)));
+  }
+  return filled_text(in, path);
+}
+
+}  // namespace
+
+namespace {
+
+// The filled-in text, read line by line as a trace without events.
+Result<ProgramFile> read_program_text(std::string text, const std::string& path) {
+  CAPSIM_TRY_ASSIGN(std::unique_ptr<TraceReader> reader,
+                    TraceReader::open(std::make_unique<std::istringstream>(std::move(text)), path));
+  ProgramFile file;
+  file.header = reader->header();
+  for (;;) {
+    CAPSIM_TRY_ASSIGN(std::optional<TraceItem> item, reader->next());
+    if (!item) break;
+    switch (item->type) {
+      case TraceLineType::kHeader: break;  // the reader refuses a second header
+      case TraceLineType::kFunction:
+        file.program.functions.push_back(std::move(item->function));
+        break;
+      case TraceLineType::kAction:
+        file.program.actions.push_back(std::move(item->action));
+        file.action_lines.push_back(item->line);
+        break;
+      case TraceLineType::kEvent:
+        return make_error(fmt::format(
+            "{}:{}: field 'type': an event line in a program (simulate predicts the events; "
+            "capsim replay compares a trace's)",
+            path, item->line));
+    }
+  }
+  if (reader->truncated()) {
+    return make_error(fmt::format("{}:{}: the last line is cut", path, reader->lines_read()));
+  }
+  CAPSIM_CHECK(file.action_lines.size() == file.program.actions.size());
+  return file;
+}
+
+}  // namespace
+
+Result<ProgramFile> read_program_file(const std::string& path) {
+  CAPSIM_TRY_ASSIGN(std::string text, filled_text(path));
+  return read_program_text(std::move(text), path);
+}
+
+Result<ProgramFile> read_program_bytes(const std::string& bytes, const std::string& name) {
+  if (bytes.size() > kMaxProgramBytes) {
+    return make_error(fmt::format("{}: {} bytes, more than a program's limit of {}", name,
+                                  bytes.size(), kMaxProgramBytes));
+  }
+  std::istringstream in(bytes);
+  return read_program_text(filled_text(in, name), name);
+}
+
+Result<ProgramRun> run_program_file(const ProgramFile& file, const std::string& path,
+                                    std::optional<TorchProfile> torch,
+                                    std::uint64_t memory_budget_bytes) {
+  WorldOptions options;
+  options.memory_budget_bytes = memory_budget_bytes;
+  options.config = file.header.config;
+  if (torch) options.config.torch_profile = *torch;
+  options.seed = file.header.seed;
+  options.autograd_scenarios = find_autograd_scenario;
+  World world(options);
+  // The World quotes the program's names as they are: escaped here, as
+  // replay escapes them, so that a refusal stays one line.
+  if (Status s = world.begin(file.program); !s) {
+    return make_error(fmt::format("{}: {}", path, printable_message(s.error().message)));
+  }
+  ProgramRun run;
+  for (std::size_t i = 0; i < file.program.actions.size(); ++i) {
+    if (Status s = world.run_action(i, file.program.actions[i]); !s) {
+      const std::string where =
+          i < file.action_lines.size() ? fmt::format("{}:{}", path, file.action_lines[i]) : path;
+      // The World names the action itself in some refusals ("action 16
+      // (new_tensor): ..."): once is enough.
+      const std::string why = printable_message(s.error().message);
+      if (why.starts_with(fmt::format("action {} ", i))) {
+        return make_error(fmt::format("{}: {}", where, why));
+      }
+      return make_error(fmt::format("{}: action {}: {}", where, i, why));
+    }
+    for (Event& e : world.take_events()) run.events.push_back(std::move(e));
+  }
+  run.counters = world.counters();
+  return run;
+}
+
+}  // namespace capsim
