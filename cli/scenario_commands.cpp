@@ -85,7 +85,9 @@ int scenario_command(const std::string& name, std::optional<TorchProfile> torch)
   const ProgramScenarioRun run = run_program_scenario(*s);
   for (const Event& e : run.events) {
     fmt::print("{}\n", format_event(e));
-    if (auto moved = explain_rerecord(s->program.actions, e)) fmt::print("  ({})\n", *moved);
+    if (auto moved = explain_rerecord(s->program.actions, e)) {
+      fmt::print("  ({})\n", moved_input_text(*moved));
+    }
   }
   if (!run.status) return fail(fmt::format("scenario '{}': {}", name, run.status.error().message));
   for (const Expectation& e : run.expectations) {

@@ -132,8 +132,7 @@ std::string rule_key(const Event& e) {
 
 }  // namespace
 
-std::optional<std::string> explain_rerecord(const std::vector<Action>& actions,
-                                            const Event& event) {
+std::optional<MovedInput> explain_rerecord(const std::vector<Action>& actions, const Event& event) {
   const std::int64_t* input = event.get_if<std::int64_t>(F::input);
   if (event.kind != EventKind::kRecord || input == nullptr || *input < 0 ||
       event.action >= actions.size()) {
@@ -142,14 +141,25 @@ std::optional<std::string> explain_rerecord(const std::vector<Action>& actions,
   const auto index = static_cast<std::size_t>(*input);
   const auto* call = std::get_if<Call>(&actions[event.action]);
   if (call == nullptr || index >= call->args.size()) return std::nullopt;
-  const std::string& name = call->args[index];
+  MovedInput moved;
+  moved.input = index;
+  moved.name = call->args[index];
   for (std::size_t a = event.action; a-- > 0;) {
-    if (action_binds(actions[a], name)) {
-      return fmt::format("input {} is '{}'; it last got storage at action {} ({})", index, name, a,
-                         action_name(actions[a]));
+    if (action_binds(actions[a], moved.name)) {
+      moved.bound_at = a;
+      moved.bound_by = action_name(actions[a]);
+      break;
     }
   }
-  return fmt::format("input {} is '{}'", index, name);
+  return moved;
+}
+
+std::string moved_input_text(const MovedInput& moved) {
+  std::string text = fmt::format("input {} is '{}'", moved.input, moved.name);
+  if (moved.bound_at) {
+    text += fmt::format("; it last got storage at action {} ({})", *moved.bound_at, moved.bound_by);
+  }
+  return text;
 }
 
 namespace {
@@ -271,9 +281,10 @@ std::vector<Explanation> explain(const ObservedRun& run, std::optional<std::size
     Account account = account_of(e, a, st);  // always: it tracks the recordings
     if (key == "compile:grads_not_static" && account.inputs.empty()) continue;
     if (!run.event_messages[i].empty()) account.what += " PyTorch: " + run.event_messages[i];
-    if (const std::optional<std::string> moved = explain_rerecord(run.actions, e)) {
-      const std::size_t cut = moved->find("; ");
-      if (cut != std::string::npos) account.what += fmt::format(" It{}.", moved->substr(cut + 4));
+    if (const std::optional<MovedInput> moved = explain_rerecord(run.actions, e);
+        moved && moved->bound_at) {
+      account.what +=
+          fmt::format(" It last got storage at action {} ({}).", *moved->bound_at, moved->bound_by);
     }
     if (only && e.action != *only) continue;
     // A recorded capture names its cause in PyTorch's words: the cache-miss

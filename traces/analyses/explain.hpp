@@ -40,10 +40,20 @@ struct Explanation {
 // `only` when given.
 std::vector<Explanation> explain(const ObservedRun& run, std::optional<std::size_t> only);
 
-// For a re-record of a moved input: "input 1 is 'bias'; it last got storage
-// at action 10 (reassign_data)", from the program's own actions; nothing when
-// `event` is no such re-record or no call argument names the input.
-std::optional<std::string> explain_rerecord(const std::vector<Action>& actions, const Event& event);
+// A re-record of a moved input, in the program's own terms: which argument
+// the input is and the last action before the re-record that bound its
+// name (gave it storage), when one did.
+struct MovedInput {
+  std::size_t input = 0;
+  std::string name;                     // the call's argument
+  std::optional<std::size_t> bound_at;  // the action that last bound `name`
+  std::string bound_by;                 // that action's kind, e.g. reassign_data
+};
+// Nothing when `event` is no such re-record or no call argument names the
+// input.
+std::optional<MovedInput> explain_rerecord(const std::vector<Action>& actions, const Event& event);
+// "input 1 is 'bias'; it last got storage at action 10 (reassign_data)".
+std::string moved_input_text(const MovedInput& moved);
 
 // An action for people, without the line's envelope: `call {"function":...}`.
 std::string action_summary(std::size_t index, const Action& action);
