@@ -26,8 +26,8 @@ constexpr unsigned kThreads = 256;
 // The pinned staging buffer: host data moves through it in chunks.
 constexpr std::size_t kStagingBytes = std::size_t{4} << 20;
 // The guard: an allocation no graph may touch, filled with a pattern that
-// every replay must leave as it was (the behavioural check of spec §3.3 for
-// what the template cannot show).
+// every replay must leave as it was (the behavioural check, docs/cuda-reference.md,
+// of what the template cannot show).
 constexpr std::size_t kGuardBytes = std::size_t{64} << 10;
 constexpr unsigned char kGuardByte = 0xa5;
 // The limit on graphs one backend instantiates.
@@ -368,8 +368,8 @@ struct CudaBackend::Impl {
   }
 
   // Whether a node's `func` is the kernel of `kind`: the host stub the node
-  // was built with, or the driver's handle for it (spec §2.2 leaves open
-  // which of the two comes back; both identify the function).
+  // was built with, or the driver's handle for it (the CUDA documentation leaves
+  // open which of the two comes back; both identify the function).
   bool is_function_of(KernelKind kind, const void* func) const {
     const void* stub = kernel_function(kind);
     if (func == stub) return true;
@@ -398,7 +398,7 @@ struct CudaBackend::Impl {
       const auto kind = static_cast<KernelKind>(k);
       if (!is_function_of(kind, kp.func)) continue;
       const std::size_t n = kernel_abi(kind).params.size();
-      // Copied out at once: the arrays belong to the node (spec §2.2).
+      // Copied out at once: the arrays belong to the node (cudaGraphKernelNodeGetParams).
       std::vector<const void*> args(kp.kernelParams, kp.kernelParams + n);
       Result<KernelLaunch> launch = decode_params(kind, args);
       if (launch) return std::optional<KernelLaunch>(*launch);

@@ -53,19 +53,20 @@ CheckResult check_static_inputs_stable(const World& world);
 // P-copies: each tree replay copies exactly its node's non-static inputs (one
 // copy_in per replay, `copies` = |non_static_input_idxs|, numel floats each),
 // and each recording classifies the inputs the program made static as static
-// and plain eager tensors as non-static (§3.2, §3.3, invariant 6 of §10).
+// and plain eager tensors as non-static (docs/cudagraph-trees.md §3, invariant 6 of §10).
 CheckResult check_copies(const World& world, const GeneratedProgram& generated);
 // P-pool: every pool check (warmup, recording, checkpoint) found the pool's
 // live blocks equal to the live tracked outputs: no E6/E7, and each
-// checkpoint left exactly its live set allocated (§5.6, §5.7, invariant 5 of
-// §10).
+// checkpoint left exactly its live set allocated (docs/cudagraph-trees.md §5,
+// invariant 5 of §10).
 CheckResult check_pool(const World& world);
 // optimizer.finalizer-releases: every dropped optimizer left none of its
-// state alive (compiled-optimizer finalizer, PR 107504; §6).
+// state alive (compiled-optimizer finalizer, pytorch/pytorch#107504;
+// docs/cudagraph-trees.md §6).
 CheckResult check_finalizer_releases(const World& world);
 // cudagraphs.static-never-reallocated: between an optimizer's creation and
 // its drop, every recording of its step bakes in the same address for each
-// state buffer: the state is updated in place, never reallocated (§6).
+// state buffer: the state is updated in place, never reallocated (docs/cudagraph-trees.md §6).
 CheckResult check_optimizer_state_static(const World& world);
 // Determinism: the same event log, event for event.
 CheckResult check_same_events(const World& a, const World& b);

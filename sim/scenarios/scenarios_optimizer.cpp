@@ -82,7 +82,7 @@ ProgramScenario compiled_adam_cudagraphed_backward() {
 ProgramScenario compiled_adam_eager_backward() {
   ProgramScenario s;
   s.name = "compiled_adam_eager_backward";
-  s.mirrors = "PR 107504 case 2 (issue 112548)";
+  s.mirrors = "pytorch/pytorch#107504 case 2 (pytorch/pytorch#112548)";
   s.description = "the backward is eager: each replay copies every grad into the pool";
   ProgramWriter p(s);
   add_model(p);

@@ -254,7 +254,8 @@ ProgramScenario mutation_cudagraph_managed_tensors() {
 ProgramScenario plain_api_param_reassigned() {
   ProgramScenario s;
   s.name = "plain_api_param_reassigned";
-  s.mirrors = "torch/cuda/graphs.py::make_graphed_callables (spec §3.4, invariant 23)";
+  s.mirrors =
+      "torch/cuda/graphs.py::make_graphed_callables (docs/cudagraph-trees.md §3, Plain API)";
   s.description = "plain API: a param whose .data is reassigned is still read at its old address";
   s.options.config.plain_api = true;
   s.options.verify_replays = true;

@@ -52,7 +52,7 @@ ProgramScenario seed_case(bool compiled_backward) {
   s.name = compiled_backward ? "compiled_autograd_backward_adam" : "eager_backward_adam";
   s.mirrors = compiled_backward
                   ? "PR 144707 x PR 107504 case 1: compiled autograd's backward cudagraphed"
-                  : "PR 107504 case 2 (issue 112548), the backward eager";
+                  : "pytorch/pytorch#107504 case 2 (pytorch/pytorch#112548), the backward eager";
   s.description = compiled_backward
                       ? "eager forward, compiled-autograd backward in the tree, compiled Adam: "
                         "grads are pool outputs, 0 grad copies per step"

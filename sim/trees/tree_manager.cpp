@@ -1,6 +1,6 @@
 // The state machine of CUDAGraphTreeManager: `run`, generations, the mutation
-// gate and the re-record limit (cudagraph_trees.py, `_run`; §2 and §4 of the
-// spec). Recording and warmup are in tree_warmup_record.cpp, replay in
+// gate and the re-record limit (cudagraph_trees.py, `_run`; docs/cudagraph-trees.md §2 and
+// §4). Recording and warmup are in tree_warmup_record.cpp, replay in
 // tree_replay.cpp, liveness and checkpoints in tree_memory.cpp.
 #include "sim/trees/tree_manager.hpp"
 #include "sim/core/decisions.hpp"

@@ -52,7 +52,7 @@ inline constexpr std::string_view kModelProducer = "capsim";
 inline constexpr std::string_view kCudaProducer = "capsim-cuda";
 // A recorder of real PyTorch runs (recorder/).
 inline constexpr std::string_view kPytorchProducer = "pytorch";
-// A program's header that leaves `producer` out (§10: a hand-written file).
+// A program's header that leaves `producer` out (docs/trace-format.md §10: a hand-written file).
 inline constexpr std::string_view kUserProducer = "user";
 
 struct TraceHeader {
