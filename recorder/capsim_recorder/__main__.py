@@ -1,14 +1,14 @@
 """Command line: python -m capsim_recorder --out DIR [--program NAME ...] [--list].
 
 `python -m capsim_recorder run -o TRACE [--max-steps N] [--max-bytes B]
-[--static-shapes] -- SCRIPT [ARGS...]` records any script instead (launcher.py).
+[--static-shapes] -- SCRIPT [ARGS...]` records any script instead (launcher/command.py).
 
 Records each chosen program (all by default) into DIR/NAME.jsonl, one process
 for all of them; each program starts from reset Dynamo state and seed 0, so a
 program's trace is the same whether it runs alone or with the others.
 
 With --cudagraphs it records the cudagraph-tree programs instead
-(cudagraph_programs.py; a CUDA device, or --device cpu to check the recorder
+(cudagraph/programs.py; a CUDA device, or --device cpu to check the recorder
 without cudagraphs), with a per-program --timeout and a --summary file that
 gets one line per program as it ends.
 """
@@ -23,7 +23,7 @@ import sys
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["run"]:
-        from .launcher import run_command
+        from .launcher.command import run_command
 
         return run_command(argv[1:])
     parser = argparse.ArgumentParser(
@@ -49,8 +49,8 @@ def main(argv: list[str] | None = None) -> int:
         return _cudagraphs(parser, args)
 
     # torch is imported late so that --help works without it.
-    from .launcher_programs import PROGRAMS as LAUNCHER_PROGRAMS
-    from .optimizer_programs import PROGRAMS as OPTIMIZER_PROGRAMS
+    from .launcher.programs import PROGRAMS as LAUNCHER_PROGRAMS
+    from .optimizer.programs import PROGRAMS as OPTIMIZER_PROGRAMS
     from .programs import PROGRAMS
 
     names = _select(parser, args, {**PROGRAMS, **OPTIMIZER_PROGRAMS, **LAUNCHER_PROGRAMS},
@@ -58,8 +58,8 @@ def main(argv: list[str] | None = None) -> int:
     if names is None:
         return 0
 
-    from .optimizer_recorder import record_optimizer_program
-    from .launcher_programs import record_launcher_program
+    from .optimizer.recorder import record_optimizer_program
+    from .launcher.programs import record_launcher_program
     from .recorder import record_program, release
 
     os.makedirs(args.out, exist_ok=True)
@@ -95,7 +95,7 @@ def _select(parser: argparse.ArgumentParser, args: argparse.Namespace, programs:
 
 
 def _cudagraphs(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
-    from .cudagraph_programs import PROGRAMS
+    from .cudagraph.programs import PROGRAMS
 
     names = _select(parser, args, PROGRAMS, "--cudagraphs --list")
     if names is None:
@@ -106,7 +106,7 @@ def _cudagraphs(parser: argparse.ArgumentParser, args: argparse.Namespace) -> in
         print("capsim_recorder: --cudagraphs needs a CUDA device (torch.cuda.is_available() is False)",
               file=sys.stderr)
         return 77
-    from .cudagraph_recorder import record_all
+    from .cudagraph.runner import record_all
 
     bad = record_all(PROGRAMS, names, args.out, args.device, args.timeout, args.summary)
     return 1 if bad else 0

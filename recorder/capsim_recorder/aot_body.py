@@ -30,7 +30,8 @@ from typing import Any
 
 import torch
 import torch.fx
-from torch.fx.node import _get_qualified_name
+
+from . import torch_compat
 
 
 class UnsupportedRegion(Exception):
@@ -56,13 +57,11 @@ def _encode(value: Any, index: dict) -> Any:
 
 
 def aot_backward(node: Any) -> dict:
-    from torch._dynamo.compiled_autograd import extract_bw_module
-    from torch._functorch._aot_autograd.schemas import SubclassCreationMeta
-
-    compiled = node._forward_cls
+    subclass_creation_meta = torch_compat.subclass_creation_meta()
+    compiled = torch_compat.forward_cls(node)
     if compiled.metadata.num_backward_tokens or compiled.metadata.is_rng_op_functionalized:
         raise UnsupportedRegion("a region with effect tokens or functionalized RNG")
-    bw_module = extract_bw_module(compiled)
+    bw_module = torch_compat.extract_bw_module(compiled)
     index: dict = {}
     placeholders = 0
     nodes: list[dict] = []
@@ -74,7 +73,7 @@ def aot_backward(node: Any) -> dict:
             index[n] = placeholders
             placeholders += 1
         elif n.op == "call_function":
-            target = n.target if isinstance(n.target, str) else _get_qualified_name(n.target)
+            target = n.target if isinstance(n.target, str) else torch_compat.qualified_name(n.target)
             entry: dict = {"target": target, "args": [_encode(a, index) for a in n.args]}
             if n.kwargs:
                 entry["kwargs"] = {k: _encode(v, index) for k, v in n.kwargs.items()}
@@ -88,12 +87,12 @@ def aot_backward(node: Any) -> dict:
     meta = compiled.maybe_subclass_metadata
     if meta is not None:
         epilogue = [
-            {"subclass": True} if isinstance(m, SubclassCreationMeta) else {"plain": int(m.unwrapped_idx)}
+            {"subclass": True} if isinstance(m, subclass_creation_meta) else {"plain": int(m.unwrapped_idx)}
             for m in meta.grad_input_metas
         ]
     return {
         "placeholders": placeholders,
-        "symints": len(node._get_compiled_autograd_symints()),
+        "symints": len(torch_compat.compiled_autograd_symints(node)),
         "nodes": nodes,
         "outputs": outputs,
         "epilogue": epilogue,

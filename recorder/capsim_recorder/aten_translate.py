@@ -59,6 +59,8 @@ import struct
 from dataclasses import dataclass, field
 from typing import Any, Optional, Sequence
 
+from . import torch_compat
+
 
 class TranslationError(Exception):
     pass
@@ -85,16 +87,12 @@ def target_name(target: Any) -> str:
     if isinstance(target, str):
         return target
     try:
-        import torch
-
-        if isinstance(target, (torch._ops.OpOverload, torch._ops.OpOverloadPacket)):
+        if torch_compat.is_op_overload(target):
             return str(target)
     except Exception:  # pragma: no cover - torch missing or changed
         pass
     try:
-        from torch.fx.node import _get_qualified_name
-
-        return _get_qualified_name(target)
+        return torch_compat.qualified_name(target)
     except Exception:
         return getattr(target, "__name__", repr(target))
 
@@ -575,20 +573,10 @@ def translate_graph(gm: Any) -> GraphTranslation:
     )
 
 
-def build_function(
-    tr: GraphTranslation,
-    input_positions: Optional[Sequence[Optional[int]]] = None,
-    output_positions: Optional[Sequence[Optional[int]]] = None,
-) -> FunctionBody:
-    """The body of one callable over the graph: its inputs are the graph's
-    placeholders at `input_positions` (all of them by default), its outputs
-    the graph's outputs at `output_positions` (all by default). A None
-    position (a partition's intermediate) makes the function untranslated."""
-    if input_positions is None:
-        input_positions = list(range(len(tr.placeholders)))
-    if output_positions is None:
-        output_positions = list(range(len(tr.outputs)))
-    reasons: list[str] = []
+def _callable_inputs(tr: GraphTranslation, input_positions: Sequence[Optional[int]],
+                     reasons: list) -> tuple[list[str], list[int], dict[str, int]]:
+    """(tensor input names, positions of the non-tensor inputs, name ->
+    value index) of a callable over the graph's placeholders."""
     inputs: list[str] = []
     int_positions: list[int] = []
     value_of: dict[str, int] = {}
@@ -604,7 +592,12 @@ def build_function(
             reasons.append(tr.placeholder_problem[name])
         value_of[name] = len(inputs)
         inputs.append(name)
+    return inputs, int_positions, value_of
 
+
+def _callable_outputs(tr: GraphTranslation, output_positions: Sequence[Optional[int]],
+                      reasons: list) -> tuple[list[Optional[str]], list[int]]:
+    """(the graph values a callable returns, positions of its non-tensor outputs)."""
     wanted: list[Optional[str]] = []
     dropped: list[int] = []
     for k, pos in enumerate(output_positions):
@@ -616,8 +609,11 @@ def build_function(
             dropped.append(k)
             continue
         wanted.append(tr.outputs[pos])
+    return wanted, dropped
 
-    # The nodes the outputs need, through the translations' references.
+
+def _needed(tr: GraphTranslation, wanted: Sequence[Optional[str]], value_of: dict, reasons: list) -> set:
+    """The nodes the outputs need, through the translations' references."""
     needed: set[str] = set()
     stack = [w for w in wanted if w is not None]
     placeholder_set = set(tr.placeholders)
@@ -641,27 +637,51 @@ def build_function(
             reasons.append(f"unknown node {name}")
             continue
         stack.extend(nt.refs())
+    return needed
 
+
+def _ops(tr: GraphTranslation, needed: set, value_of: dict, n: int) -> list[dict]:
+    """The needed nodes' capsim ops in graph order (value_of gets their values)."""
     ops: list[dict] = []
+    for name in tr.order:
+        if name not in needed:
+            continue
+        nt = tr.nodes[name]
+        local: list[int] = []
+        for op, args, extra in nt.steps:
+            refs = []
+            for kind, ref in args:
+                refs.append(local[ref] if kind == "s" else value_of[ref])
+            line = {"op": op, "args": refs}
+            line.update(extra)
+            ops.append(line)
+            local.append(n + len(ops) - 1)
+        value_of[name] = local[-1]
+    return ops
+
+
+def build_function(
+    tr: GraphTranslation,
+    input_positions: Optional[Sequence[Optional[int]]] = None,
+    output_positions: Optional[Sequence[Optional[int]]] = None,
+) -> FunctionBody:
+    """The body of one callable over the graph: its inputs are the graph's
+    placeholders at `input_positions` (all of them by default), its outputs
+    the graph's outputs at `output_positions` (all by default). A None
+    position (a partition's intermediate) makes the function untranslated."""
+    if input_positions is None:
+        input_positions = list(range(len(tr.placeholders)))
+    if output_positions is None:
+        output_positions = list(range(len(tr.outputs)))
+    reasons: list[str] = []
+    inputs, int_positions, value_of = _callable_inputs(tr, input_positions, reasons)
+    wanted, dropped = _callable_outputs(tr, output_positions, reasons)
+    needed = _needed(tr, wanted, value_of, reasons)
+    ops: list[dict] = []
+    outputs: list[int] = []
     if not reasons:
-        n = len(inputs)
-        for name in tr.order:
-            if name not in needed:
-                continue
-            nt = tr.nodes[name]
-            local: list[int] = []
-            for op, args, extra in nt.steps:
-                refs = []
-                for kind, ref in args:
-                    refs.append(local[ref] if kind == "s" else value_of[ref])
-                line = {"op": op, "args": refs}
-                line.update(extra)
-                ops.append(line)
-                local.append(n + len(ops) - 1)
-            value_of[name] = local[-1]
+        ops = _ops(tr, needed, value_of, len(inputs))
         outputs = [value_of[w] for w in wanted if w is not None]
-    else:
-        outputs = []
     # Report each reason once, in a stable order.
     seen: list[str] = []
     for r in reasons:

@@ -28,9 +28,10 @@ from typing import Any, Optional
 
 import torch
 import torch.fx
-from torch.fx.node import _get_qualified_name
 
-VERBOSE_LOGGER = "torch._dynamo.compiled_autograd.__compiled_autograd_verbose"
+from . import torch_compat
+
+VERBOSE_LOGGER = torch_compat.CA_VERBOSE_LOGGER
 CACHE_MISS_PREFIX = "Cache miss"
 
 
@@ -63,7 +64,7 @@ def graph_targets(gm: torch.fx.GraphModule) -> list[str]:
         if node.op != "call_function":
             continue
         target = node.target
-        out.append(target if isinstance(target, str) else _get_qualified_name(target))
+        out.append(target if isinstance(target, str) else torch_compat.qualified_name(target))
     return out
 
 
@@ -125,7 +126,7 @@ def graph_lines(gm: torch.fx.GraphModule) -> list[str]:
         elif isinstance(n.target, str):
             target = f"{n.op}:{n.target}"
         else:
-            target = _get_qualified_name(n.target)
+            target = torch_compat.qualified_name(n.target)
         out.append(f"%{i} = {target}({', '.join(args)})")
     return out
 
@@ -139,7 +140,7 @@ class CompiledAutogradCapture:
         self._handler = _ListHandler()
         # set_logs turns the artifact on; _enable reads that setting each time
         # it is entered and then routes the C++ cache-miss messages to it.
-        torch._logging.set_logs(compiled_autograd_verbose=True)
+        torch_compat.set_logs(compiled_autograd_verbose=True)
         self._logger = logging.getLogger(VERBOSE_LOGGER)
         self._logger.addHandler(self._handler)
         # The artifact also prints the whole graph to stderr through torch's
@@ -150,7 +151,7 @@ class CompiledAutogradCapture:
     def close(self) -> None:
         self._logger.removeHandler(self._handler)
         self._logger.propagate = self._old_propagate
-        torch._logging.set_logs()  # back to the defaults
+        torch_compat.set_logs()  # back to the defaults
 
     def _compiler_fn(self, gm: torch.fx.GraphModule) -> Any:
         self._graphs.append(gm)
@@ -159,20 +160,16 @@ class CompiledAutogradCapture:
     def enabled(self, dynamic: bool = True):
         """The compiled-autograd context; a forward of a torch.compile region
         should run inside it too (PyTorch's advice in _enable)."""
-        from torch._dynamo import compiled_autograd
-
-        return compiled_autograd._enable(self._compiler_fn, dynamic=dynamic)
+        return torch_compat.compiled_autograd_enable(self._compiler_fn, dynamic)
 
     def backward(self, loss: torch.Tensor, dynamic: bool = True, **kwargs: Any) -> BackwardResult:
         """loss.backward(**kwargs) under compiled autograd (entered here unless
         the caller is already inside enabled()), and what it captured."""
-        from torch._dynamo import compiled_autograd
-        from torch._dynamo.utils import counters
-
+        counters = torch_compat.counters()
         captures_before = counters["compiled_autograd"]["captures"]
         graphs_before = len(self._graphs)
         messages_before = len(self._handler.messages)
-        if compiled_autograd.compiled_autograd_enabled:
+        if torch_compat.compiled_autograd_enabled():
             loss.backward(**kwargs)
         else:
             with self.enabled(dynamic):

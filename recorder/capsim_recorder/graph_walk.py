@@ -22,10 +22,10 @@ from typing import Any, Optional
 
 import torch
 from torch.autograd.function import BackwardCFunction
-from torch.utils._python_dispatch import is_traceable_wrapper_subclass
 
+from . import aot_body, node_fields, torch_compat
 from .annotations import Annotations
-from . import aot_body, node_fields
+from .torch_compat import is_traceable_wrapper_subclass
 
 DTYPE_NAMES = {
     torch.float32: "float32",
@@ -78,7 +78,7 @@ def node_kind(node: Any) -> str:
     # Codegen'd derivative nodes are all bound in torch._C._functions under
     # their class name; checking identity rather than a name pattern keeps an
     # unknown hand-written node from passing as functional.
-    if name not in _NOT_FUNCTIONAL and getattr(torch._C._functions, name, None) is cls:
+    if name not in _NOT_FUNCTIONAL and torch_compat.codegen_node_class(name) is cls:
         return "functional"
     raise UnsupportedGraph(f"autograd node {name} has no kind in the trace format")
 
@@ -184,7 +184,7 @@ def _saved_fields(node: Any, kind: str, tensors: TensorTable) -> tuple[list, lis
                 if t is not None:
                     saved.append(tensors.saved(t))
         return saved, sizes, scalars
-    for attr in sorted(a for a in dir(node) if a.startswith("_saved_")):
+    for attr in sorted(a for a in dir(node) if a.startswith(torch_compat.SAVED_PREFIX)):
         value = getattr(node, attr)
         if isinstance(value, torch.Tensor):
             saved.append(tensors.saved(value))
@@ -234,7 +234,7 @@ def _layout(node: Any, kind: str, tensors: TensorTable, notes: Annotations) -> O
         if i >= len(nexts) or nexts[i][0] is None:
             return None
         fn, nr = nexts[i]
-        metas = fn._input_metadata
+        metas = torch_compat.input_metadata(fn)
         return metas[nr] if nr < len(metas) else None
 
     if kind == "CopyBackwards":
@@ -249,11 +249,77 @@ def _layout(node: Any, kind: str, tensors: TensorTable, notes: Annotations) -> O
         inner, saved = notes.inner_for(node), notes.inner_saved_for(node)
         if inner is None or saved is None:
             return None
-        stand_in = type("InnerNode", (), {f"_saved_{k}": v for k, v in saved.items()})()
+        stand_in = type("InnerNode", (), {f"{torch_compat.SAVED_PREFIX}{k}": v for k, v in saved.items()})()
         return node_fields.saved_values(stand_in, tensors.saved_field, edge_meta, class_name=inner)
     if kind != "functional":
         return None
     return node_fields.saved_values(node, tensors.saved_field, edge_meta)
+
+
+def _edges(node: Any, index: dict, order: list, queue: deque) -> list:
+    """The node's next edges as [node index, input_nr] (None for no edge),
+    queueing the nodes the walk meets first."""
+    nexts: list[Optional[list[int]]] = []
+    for fn, input_nr in node.next_functions:
+        if fn is None:
+            nexts.append(None)
+            continue
+        if id(fn) not in index:
+            index[id(fn)] = len(order)
+            order.append(fn)
+            queue.append(fn)
+        nexts.append([index[id(fn)], int(input_nr)])
+    return nexts
+
+
+def _add_saved(entry: dict, node: Any, kind: str, tensors: TensorTable, notes: Annotations) -> None:
+    """saved, saved_sizes, saved_scalars and saved_values."""
+    layout = _layout(node, kind, tensors, notes)
+    # With a layout, its tensors are the names; the _saved_ walk only
+    # gives the scalars then (into a table of its own, so that it names
+    # nothing twice).
+    saved, sizes, scalars = _saved_fields(
+        node, kind, tensors if layout is None else TensorTable()
+    )
+    if layout is not None:
+        # The sizes compiled autograd lifts are the SymInt fields only (a
+        # Scalar alpha or an int64 reduction is a constant of the call).
+        sizes = _flatten_sizes(layout)
+        # ... and the tensors are lifted in declaration order, not in
+        # the alphabetical order of the _saved_ attributes.
+        saved = _flatten_tensors(layout)
+    if saved:
+        entry["saved"] = saved
+    if sizes:
+        entry["saved_sizes"] = sizes
+    if scalars:
+        entry["saved_scalars"] = scalars
+    if layout:
+        entry["saved_values"] = layout
+
+
+def _add_notes(entry: dict, node: Any, kind: str, notes: Annotations) -> None:
+    """hooks, inner (with its geometry), function and aot_backward."""
+    hooks = notes.hooks_for(node)
+    if hooks:
+        entry["hooks"] = hooks
+    inner = notes.inner_for(node)
+    if inner is not None:
+        if kind != "CopySlices":
+            raise UnsupportedGraph(f"an inner node named for a {kind} node")
+        entry["inner"] = inner
+        geometry = notes.geometry_for(node)
+        if geometry is not None:
+            entry["base"], entry["view"] = geometry
+    if kind in ("PyNode", "CompiledFunctionBackward"):
+        # Which Function class: compiled autograd keys a Python node on
+        # its class, not its name.
+        entry["function"] = notes.function_ordinal(type(node))
+    if kind == "CompiledFunctionBackward":
+        try:
+            entry["aot_backward"] = aot_body.aot_backward(node)
+        except aot_body.UnsupportedRegion as e:
+            raise UnsupportedGraph(f"{type(node).__name__}: {e}") from None
 
 
 def walk(loss: torch.Tensor, notes: Optional[Annotations] = None) -> dict[str, Any]:
@@ -270,68 +336,17 @@ def walk(loss: torch.Tensor, notes: Optional[Annotations] = None) -> dict[str, A
     while queue:
         node = queue.popleft()
         kind = node_kind(node)
-        nexts: list[Optional[list[int]]] = []
-        for fn, input_nr in node.next_functions:
-            if fn is None:
-                nexts.append(None)
-                continue
-            if id(fn) not in index:
-                index[id(fn)] = len(order)
-                order.append(fn)
-                queue.append(fn)
-            nexts.append([index[id(fn)], int(input_nr)])
+        nexts = _edges(node, index, order, queue)
+        metas = torch_compat.input_metadata(node)
         entry: dict[str, Any] = {
             "name": type(node).__name__,
             "kind": kind,
-            "inputs": [
-                {"sizes": [int(s) for s in m.shape], "dtype": dtype_name(m.dtype)}
-                for m in node._input_metadata
-            ],
+            "inputs": [{"sizes": [int(s) for s in m.shape], "dtype": dtype_name(m.dtype)} for m in metas],
             "next": nexts,
         }
-        layout = _layout(node, kind, tensors, notes)
-        # With a layout, its tensors are the names; the _saved_ walk only
-        # gives the scalars then (into a table of its own, so that it names
-        # nothing twice).
-        saved, sizes, scalars = _saved_fields(
-            node, kind, tensors if layout is None else TensorTable()
-        )
-        if layout is not None:
-            # The sizes compiled autograd lifts are the SymInt fields only (a
-            # Scalar alpha or an int64 reduction is a constant of the call).
-            sizes = _flatten_sizes(layout)
-            # ... and the tensors are lifted in declaration order, not in
-            # the alphabetical order of the _saved_ attributes.
-            saved = _flatten_tensors(layout)
-        if saved:
-            entry["saved"] = saved
-        if sizes:
-            entry["saved_sizes"] = sizes
-        if scalars:
-            entry["saved_scalars"] = scalars
-        if layout:
-            entry["saved_values"] = layout
-        hooks = notes.hooks_for(node)
-        if hooks:
-            entry["hooks"] = hooks
-        inner = notes.inner_for(node)
-        if inner is not None:
-            if kind != "CopySlices":
-                raise UnsupportedGraph(f"an inner node named for a {kind} node")
-            entry["inner"] = inner
-            geometry = notes.geometry_for(node)
-            if geometry is not None:
-                entry["base"], entry["view"] = geometry
-        if kind in ("PyNode", "CompiledFunctionBackward"):
-            # Which Function class: compiled autograd keys a Python node on
-            # its class, not its name.
-            entry["function"] = notes.function_ordinal(type(node))
-        if kind == "CompiledFunctionBackward":
-            try:
-                entry["aot_backward"] = aot_body.aot_backward(node)
-            except aot_body.UnsupportedRegion as e:
-                raise UnsupportedGraph(f"{type(node).__name__}: {e}") from None
-        subclass = [i for i in range(len(node._input_metadata)) if notes.is_subclass_input(node, i)]
+        _add_saved(entry, node, kind, tensors, notes)
+        _add_notes(entry, node, kind, notes)
+        subclass = [i for i in range(len(metas)) if notes.is_subclass_input(node, i)]
         if node is root and is_traceable_wrapper_subclass(loss):
             subclass = sorted(set(subclass) | {0})
         for i in subclass:

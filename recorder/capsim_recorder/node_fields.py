@@ -23,6 +23,8 @@ from typing import Any, Callable, Optional
 
 import torch
 
+from . import torch_compat
+
 # Field types that are bookkeeping, not collected as arguments.
 _SKIPPED = re.compile(r"_released_$|_size_$")
 # c10::ScalarType numbers (c10/core/ScalarType.h), as compiled autograd packs them.
@@ -97,6 +99,78 @@ def const_text(value: Any) -> str:
     return f"<{type(value).__name__}>"
 
 
+def _base_meta(node: Any, base: str, edge_meta: Callable[[int], Optional[Any]]
+               ) -> Optional[tuple[torch.dtype, torch.device]]:
+    """The dtype and device of the forward argument `base` of a node."""
+    saved = getattr(node, f"{torch_compat.SAVED_PREFIX}{base}", None)
+    if isinstance(saved, torch.Tensor):
+        return saved.dtype, saved.device
+    if base in _EDGE_OF:
+        m = edge_meta(_EDGE_OF[base])
+        if m is not None:
+            return m.dtype, m.device
+    # Neither saved nor an edge (an input that needs no grad): its dtype
+    # is taken to be the node's own output's, which holds unless the
+    # forward promoted types (a difference then shows in the comparison).
+    metas = torch_compat.input_metadata(node) if hasattr(node, "_input_metadata") else ()
+    if metas:
+        return metas[0].dtype, metas[0].device
+    return None
+
+
+def _saved_variable(node: Any, attr: str, value: Any, tensor_name: Callable[[torch.Tensor, bool], str]) -> Any:
+    if value is None or value is _MISSING:
+        return None
+    # A saved output (`result`, or one whose unpacked grad_fn is the node
+    # itself) unpacks to a new tensor each time, so compiled autograd lifts
+    # it as an input of its own.
+    output = attr.startswith("result") or value.grad_fn is node
+    entry = {"tensor": tensor_name(value, output)}
+    # Saved under torch.autograd.graph.saved_tensors_hooks: compiled
+    # autograd lifts what the pack hook returned (packed_data) and calls the
+    # unpack hook in the graph.
+    raw = getattr(node, f"{torch_compat.RAW_SAVED_PREFIX}{attr}", None)
+    if raw is not None and getattr(raw, "unpack_hook", None) is not None:
+        entry["packed"] = True
+    return entry
+
+
+def _derived(node: Any, cpp_type: str, name: str, attr: str, edge_meta: Callable[[int], Optional[Any]]) -> Any:
+    """A ScalarType, TensorOptions or Layout field, derived from the tensor it describes."""
+    suffix = {"at::ScalarType": "_scalar_type", "at::TensorOptions": "_options",
+              "at::Layout": "_layout"}[cpp_type]
+    base = attr[: -len(suffix)] if attr.endswith(suffix) else attr
+    meta = _base_meta(node, base, edge_meta)
+    if cpp_type == "at::Layout":
+        return {"const": "0"}  # the walk meets strided tensors only
+    if meta is None:
+        return {"unknown": f"{cpp_type} {name}"}
+    text = scalar_type_text(meta[0]) if cpp_type == "at::ScalarType" else options_text(*meta)
+    return {"const": text} if text else {"unknown": f"{cpp_type} {name}"}
+
+
+def _field_value(node: Any, cpp_type: str, name: str, tensor_name: Callable[[torch.Tensor, bool], str],
+                 edge_meta: Callable[[int], Optional[Any]]) -> Any:
+    attr = name[:-1] if name.endswith("_") else name
+    value = getattr(node, f"{torch_compat.SAVED_PREFIX}{attr}", _MISSING)
+    if cpp_type == "SavedVariable":
+        return _saved_variable(node, attr, value, tensor_name)
+    if cpp_type == "std::vector<SavedVariable>":
+        items = [] if value is _MISSING else list(value)
+        return {"tensors": [None if t is None else tensor_name(t, False) for t in items]}
+    if "SymInt" in cpp_type and value is not _MISSING:
+        if value is None:
+            return None
+        if isinstance(value, (list, tuple)):
+            return {"symints": [_signed(v) for v in value]}
+        return {"symint": _signed(value)}
+    if cpp_type in ("at::ScalarType", "at::TensorOptions", "at::Layout"):
+        return _derived(node, cpp_type, name, attr, edge_meta)
+    if value is not _MISSING:
+        return {"const": const_text(value)}
+    return {"unknown": f"{cpp_type} {name}"}
+
+
 def saved_values(
     node: Any,
     tensor_name: Callable[[torch.Tensor, bool], str],
@@ -112,73 +186,7 @@ def saved_values(
     fields = declared_fields().get(class_name or type(node).__name__)
     if fields is None:
         return None
-
-    def base_meta(base: str) -> Optional[tuple[torch.dtype, torch.device]]:
-        saved = getattr(node, f"_saved_{base}", None)
-        if isinstance(saved, torch.Tensor):
-            return saved.dtype, saved.device
-        if base in _EDGE_OF:
-            m = edge_meta(_EDGE_OF[base])
-            if m is not None:
-                return m.dtype, m.device
-        # Neither saved nor an edge (an input that needs no grad): its dtype
-        # is taken to be the node's own output's, which holds unless the
-        # forward promoted types (a difference then shows in the comparison).
-        metas = node._input_metadata if hasattr(node, "_input_metadata") else ()
-        if metas:
-            return metas[0].dtype, metas[0].device
-        return None
-
-    out: list[Any] = []
-    for cpp_type, name in fields:
-        attr = name[:-1] if name.endswith("_") else name
-        value = getattr(node, f"_saved_{attr}", _MISSING)
-        if cpp_type == "SavedVariable":
-            if value is None or value is _MISSING:
-                out.append(None)
-            else:
-                # A saved output (`result`, or one whose unpacked grad_fn is
-                # the node itself) unpacks to a new tensor each time, so
-                # compiled autograd lifts it as an input of its own.
-                output = attr.startswith("result") or value.grad_fn is node
-                entry = {"tensor": tensor_name(value, output)}
-                # Saved under torch.autograd.graph.saved_tensors_hooks: compiled
-                # autograd lifts what the pack hook returned (packed_data) and
-                # calls the unpack hook in the graph.
-                raw = getattr(node, f"_raw_saved_{attr}", None)
-                if raw is not None and getattr(raw, "unpack_hook", None) is not None:
-                    entry["packed"] = True
-                out.append(entry)
-        elif cpp_type == "std::vector<SavedVariable>":
-            items = [] if value is _MISSING else list(value)
-            out.append({"tensors": [None if t is None else tensor_name(t, False) for t in items]})
-        elif "SymInt" in cpp_type and value is not _MISSING:
-            if value is None:
-                out.append(None)
-            elif isinstance(value, (list, tuple)):
-                out.append({"symints": [_signed(v) for v in value]})
-            else:
-                out.append({"symint": _signed(value)})
-        elif cpp_type in ("at::ScalarType", "at::TensorOptions", "at::Layout"):
-            suffix = {"at::ScalarType": "_scalar_type", "at::TensorOptions": "_options",
-                      "at::Layout": "_layout"}[cpp_type]
-            base = attr[: -len(suffix)] if attr.endswith(suffix) else attr
-            meta = base_meta(base)
-            if cpp_type == "at::Layout":
-                out.append({"const": "0"})  # the walk meets strided tensors only
-            elif meta is None:
-                out.append({"unknown": f"{cpp_type} {name}"})
-            elif cpp_type == "at::ScalarType":
-                text = scalar_type_text(meta[0])
-                out.append({"const": text} if text else {"unknown": f"{cpp_type} {name}"})
-            else:
-                text = options_text(*meta)
-                out.append({"const": text} if text else {"unknown": f"{cpp_type} {name}"})
-        elif value is not _MISSING:
-            out.append({"const": const_text(value)})
-        else:
-            out.append({"unknown": f"{cpp_type} {name}"})
-    return out
+    return [_field_value(node, cpp_type, name, tensor_name, edge_meta) for cpp_type, name in fields]
 
 
 _MISSING = object()

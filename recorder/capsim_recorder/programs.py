@@ -17,6 +17,7 @@ from typing import Callable
 import torch
 import torch.nn.functional as F
 
+from . import torch_compat
 from .recorder import Recorder
 
 
@@ -127,7 +128,7 @@ def custom_function(rec: Recorder) -> None:
 
 @program("TwoTensor parameters through a torch.compile(backend='aot_eager') region: CompiledFunctionBackward")
 def twotensor_compiled_region(rec: Recorder) -> None:
-    from torch.testing._internal.two_tensor import TwoTensor
+    TwoTensor = torch_compat.two_tensor()
 
     def region(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
         return (a * b).sin()

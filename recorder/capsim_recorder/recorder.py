@@ -16,17 +16,19 @@ from typing import Any, Iterator, Optional
 
 import torch
 
-from . import graph_walk
+from . import graph_walk, torch_compat
 from .annotations import Annotations
 from .capture import CompiledAutogradCapture
 from .trace_writer import TraceWriter, torch_profile_of
 
 PRODUCER = "pytorch"
 OBSERVES = ["ca_graph"]
+# What the built-in programs need of PyTorch's internals (torch_compat.self_check).
+NEEDS = (torch_compat.AUTOGRAD, torch_compat.PROGRAMS)
 SEED = 0
 # The command the header names: fixed rather than sys.argv, so that a trace
 # does not depend on how the recorder was invoked (the bytes must repeat).
-COMMAND = "python -m capsim_recorder --out traces/corpus/torch/{release} --program {name}"
+COMMAND = "python -m capsim_recorder --out data/corpus/torch/{release} --program {name}"
 
 
 def release() -> str:
@@ -47,9 +49,8 @@ def _inline_inbuilt_nn_modules(dynamo_config: Any) -> bool:
 
 def torch_config() -> dict[str, Any]:
     """The header's config: PyTorch's live settings where PyTorch has them."""
-    import torch._dynamo.config as dynamo_config
-    import torch._inductor.config as inductor_config
-
+    dynamo_config = torch_compat.dynamo_config()
+    inductor_config = torch_compat.inductor_config()
     triton = inductor_config.triton
     config = {
         "inline_inbuilt_nn_modules": _inline_inbuilt_nn_modules(dynamo_config),
@@ -74,10 +75,8 @@ def reset_torch_state(seed: int) -> None:
     """Makes a program's trace independent of the programs run before it in
     the same process: Dynamo's caches (which include compiled autograd's
     cache and graph counter), the counters, and the RNG."""
-    from torch._dynamo.utils import counters
-
     torch.compiler.reset()  # the public spelling of torch._dynamo.reset()
-    counters.clear()
+    torch_compat.counters().clear()
     torch.manual_seed(seed)
 
 
@@ -137,6 +136,14 @@ def record_program(program: Any, path: str) -> tuple[int, int]:
     (a file already at `path` stays as it was)."""
     reset_torch_state(SEED)
     capture = CompiledAutogradCapture()
+    extensions = {
+        "x_torch_version": torch.__version__,
+        "x_device": "cpu",
+        "x_command": COMMAND.format(release=release(), name=program.name),
+    }
+    missing = torch_compat.announce(NEEDS)
+    if missing:
+        extensions["x_notes"] = missing
     try:
         with TraceWriter(path) as writer:
             writer.header(
@@ -145,11 +152,7 @@ def record_program(program: Any, path: str) -> tuple[int, int]:
                 seed=SEED,
                 config=torch_config(),
                 observes=OBSERVES,
-                extensions={
-                    "x_torch_version": torch.__version__,
-                    "x_device": "cpu",
-                    "x_command": COMMAND.format(release=release(), name=program.name),
-                },
+                extensions=extensions,
             )
             rec = Recorder(writer, capture)
             program.run(rec)

@@ -29,20 +29,20 @@ block began.
 
 A compiled optimizer step (`torch.compile` of a function that calls
 `opt.step()`, for SGD, Adam and AdamW) is recorded too, in the actions of
-optimizer_recorder.py's programs: the optimizer, its grads, `zero_grad`,
+optimizer/recorder.py's programs: the optimizer, its grads, `zero_grad`,
 `mark_static_address` and each step's static input indices
-(launcher_optimizer.py says how a step is found). Inductor's FX graph cache
+(launcher/optimizer.py says how a step is found). Inductor's FX graph cache
 and AOTAutograd's cache are off while the block runs, as for those programs.
 
 Not recorded, and counted in one line on stderr at the end: backwards with
 several roots, `torch.autograd.grad` (capsim models `backward()` only), and
-the optimizers launcher_optimizer.py does not follow.
+the optimizers launcher/optimizer.py does not follow.
 
 `record(path, cudagraphs=True)` (the launcher's `--cudagraphs`) records the
 other half instead: what the cudagraph trees did with the script's
 torch.compile(mode="reduce-overhead") graphs, on a GPU (on a CPU, Inductor
 hands no graph to a tree, and every call is written as an eager call).
-launcher_cudagraphs.py says what it writes and why it is a form of its own.
+launcher/cudagraphs.py says what it writes and why it is a form of its own.
 
 Limits: `max_steps` backwards are recorded, later ones run as they would
 without the recorder; past `max_bytes` the recording stops with one message on
@@ -56,10 +56,15 @@ import contextlib
 import sys
 from typing import Any, Iterator, Optional
 
+from . import torch_compat
+from .launcher.patching import called_by_torch, one_root, patched
+
 DEFAULT_MAX_BYTES = 256 << 20
 PRODUCER = "pytorch"
 # Compiled autograd's captures, and the compiled optimizer's events.
 OBSERVES = ["ca_graph", "optimizer", "compile", "zero_grad"]
+# What the compiled-autograd form needs of PyTorch's internals (torch_compat.py).
+NEEDS = (torch_compat.AUTOGRAD, torch_compat.OPTIMIZER, torch_compat.LAUNCHER)
 
 
 class RecordingSession:
@@ -67,7 +72,7 @@ class RecordingSession:
 
     def __init__(self, writer: Any, recorder: Any, max_steps: Optional[int], max_bytes: int,
                  dynamic: bool) -> None:
-        from .launcher_optimizer import OptimizerWatch
+        from .launcher.optimizer import OptimizerWatch
 
         self.writer = writer
         self.recorder = recorder
@@ -168,23 +173,6 @@ def _patched_backward(original: Any) -> Any:
     return backward
 
 
-def _one_root(tensors: Any, grad_tensors: Any) -> Optional[tuple[Any, Any]]:
-    """(root, its gradient) when torch.autograd.backward got one tensor."""
-    import torch
-
-    if isinstance(tensors, torch.Tensor):
-        roots = [tensors]
-    elif isinstance(tensors, (list, tuple)) and len(tensors) == 1:
-        roots = list(tensors)
-    else:
-        return None
-    if grad_tensors is None or isinstance(grad_tensors, torch.Tensor):
-        return roots[0], grad_tensors
-    if isinstance(grad_tensors, (list, tuple)) and len(grad_tensors) == 1:
-        return roots[0], grad_tensors[0]
-    return None
-
-
 def _patched_autograd_backward(original: Any) -> Any:
     def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False,
                  grad_variables=None, inputs=None):
@@ -193,7 +181,7 @@ def _patched_autograd_backward(original: Any) -> Any:
                                 grad_variables, inputs)
         if session is None or session.busy or grad_variables is not None:
             return call()
-        one = _one_root(tensors, grad_tensors)
+        one = one_root(tensors, grad_tensors)
         if one is None:
             session.skip("backwards with several roots")
             result = call()
@@ -206,13 +194,6 @@ def _patched_autograd_backward(original: Any) -> Any:
 
     backward.__wrapped__ = original  # type: ignore[attr-defined]
     return backward
-
-
-def called_by_torch(frame: Any) -> bool:
-    """Whether `frame` is PyTorch's own code (AOTAutograd traces its joint
-    graph with torch.autograd.grad: not a call of the script's)."""
-    module = frame.f_globals.get("__name__", "") if frame is not None else ""
-    return module == "torch" or module.startswith("torch.")
 
 
 def _patched_grad(original: Any) -> Any:
@@ -323,7 +304,7 @@ def _patch_targets() -> list[tuple[Any, str, Any]]:
         (torch.optim.Optimizer, "__init__", _patched_optimizer_init),
         (torch.optim.Optimizer, "zero_grad", _patched_zero_grad),
         (torch, "compile", _patched_compile),
-        (torch._dynamo, "mark_static_address", _patched_mark_static_address),
+        (torch_compat.dynamo_module(), torch_compat.MARK_STATIC_ADDRESS, _patched_mark_static_address),
         (torch.Tensor, "backward", _patched_backward),
         (torch.autograd, "backward", _patched_autograd_backward),
         (torch.autograd, "grad", _patched_grad),
@@ -339,28 +320,6 @@ def _patch_targets() -> list[tuple[Any, str, Any]]:
 
 
 @contextlib.contextmanager
-def _patched(targets: Optional[list] = None) -> Iterator[None]:
-    """Installs the wraps of `targets` (default _patch_targets()); restores
-    the originals on exit. A class attribute that is inherited
-    (BackwardCFunction's register_hook comes from _FunctionBase) is set on the
-    class and deleted again."""
-    saved = []
-    try:
-        for owner, attr, wrap in (_patch_targets() if targets is None else targets):
-            own = attr in vars(owner)
-            original = getattr(owner, attr)
-            saved.append((owner, attr, own, original))
-            setattr(owner, attr, wrap(original))
-        yield
-    finally:
-        for owner, attr, own, original in reversed(saved):
-            if own:
-                setattr(owner, attr, original)
-            else:
-                delattr(owner, attr)
-
-
-@contextlib.contextmanager
 def record(path: str, *, max_steps: Optional[int] = None, max_bytes: int = DEFAULT_MAX_BYTES,
            dynamic: bool = True, name: Optional[str] = None, command: Optional[str] = None,
            reset: bool = False, cudagraphs: bool = False) -> Iterator[Any]:
@@ -369,26 +328,23 @@ def record(path: str, *, max_steps: Optional[int] = None, max_bytes: int = DEFAU
     `name` the trace's name (default: the file's stem); `reset` clears
     Dynamo's caches and counters first (the launcher does; the program's RNG
     is never touched). `cudagraphs` records the cudagraph trees instead, with
-    the backwards run as the script runs them (launcher_cudagraphs.py)."""
-    global _active
+    the backwards run as the script runs them (launcher/cudagraphs.py)."""
     import os
 
     import torch
 
-    from . import launcher_cudagraphs
+    from .launcher import cudagraph_wraps
 
-    if _active is not None or launcher_cudagraphs._active is not None:
+    if _active is not None or cudagraph_wraps.active() is not None:
         raise RuntimeError("capsim_recorder.record(): a recording is already running")
     if max_steps is not None and max_steps < 0:
         raise ValueError(f"max_steps must be at least 0, got {max_steps}")
     if reset:
-        from torch._dynamo.utils import counters
-
         torch.compiler.reset()
-        counters.clear()
+        torch_compat.counters().clear()
     trace_name = name or os.path.splitext(os.path.basename(path))[0] or "run"
     if cudagraphs:
-        from .launcher_cudagraphs import record_cudagraphs
+        from .launcher.cudagraph_wraps import record_cudagraphs
 
         with record_cudagraphs(path, max_steps=max_steps, max_bytes=max_bytes, name=trace_name,
                                command=command) as recording:
@@ -407,7 +363,7 @@ def _record_compiled_autograd(path: str, max_steps: Optional[int], max_bytes: in
     import torch
 
     from .capture import CompiledAutogradCapture
-    from .optimizer_recorder import inductor_hooks
+    from .optimizer.recorder import inductor_hooks
     from .recorder import Recorder, SEED, torch_config
     from .trace_writer import TraceWriter
     capture = CompiledAutogradCapture()
@@ -416,6 +372,9 @@ def _record_compiled_autograd(path: str, max_steps: Optional[int], max_bytes: in
             extensions = {"x_torch_version": torch.__version__, "x_device": "cpu"}
             if command:
                 extensions["x_command"] = command
+            missing = torch_compat.announce(NEEDS)
+            if missing:
+                extensions["x_notes"] = missing
             # A CPU run makes no CUDA graphs: capsim's model runs each compiled
             # graph without a tree, as Inductor did here.
             config = {**torch_config(), "cudagraphs": False}
@@ -426,7 +385,7 @@ def _record_compiled_autograd(path: str, max_steps: Optional[int], max_bytes: in
                                        dynamic)
             _active = session
             try:
-                with _patched(), inductor_hooks(session.optimizers.on_compiled):
+                with patched(_patch_targets()), inductor_hooks(session.optimizers.on_compiled):
                     yield session
             finally:
                 _active = None

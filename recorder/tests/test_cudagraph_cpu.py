@@ -48,7 +48,7 @@ class TinyProgram:
 @unittest.skipUnless(HAVE_TORCH, "torch is not installed in this python")
 class CpuRecordingTest(unittest.TestCase):
     def test_tiny_program(self):
-        from capsim_recorder.cudagraph_recorder import record_cudagraph_program
+        from capsim_recorder.cudagraph.runner import record_cudagraph_program
 
         with tempfile.TemporaryDirectory() as d:
             path = os.path.join(d, "tiny_cpu.jsonl")

@@ -1,8 +1,8 @@
-"""The tree-manager observer (capsim_recorder.cudagraph_events) driven by a
+"""The tree-manager observer (capsim_recorder.cudagraph.observer) driven by a
 stand-in manager (fake_tree.py): which events each path writes, with which
 fields. Plain python3, no torch, no GPU.
 
-Run: python3 -m unittest discover -s traces/torch/tests
+Run: python3 -m unittest discover -s recorder/tests
 """
 
 import importlib
@@ -15,10 +15,10 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, ".."))
 sys.path.insert(0, HERE)
 
-from capsim_recorder.cudagraph_events import (  # noqa: E402
+from capsim_recorder.cudagraph.observer import TreeObserver  # noqa: E402
+from capsim_recorder.cudagraph.values import (  # noqa: E402
     FidInfo,
     NullSink,
-    TreeObserver,
     drop_positions,
     int_positions_of,
     span_bytes,

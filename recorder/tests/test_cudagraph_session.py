@@ -4,7 +4,7 @@ observer over the stand-in manager (fake_tree.py), and the trace the session
 writes. If capsim is built (build/default/cli/capsim), its reader must accept
 the trace.
 
-Run: python3 -m unittest discover -s traces/torch/tests
+Run: python3 -m unittest discover -s recorder/tests
 """
 
 import gc
@@ -17,14 +17,15 @@ import tempfile
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.abspath(os.path.join(HERE, "..", "..", ".."))
+ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
 sys.path.insert(0, os.path.join(HERE, ".."))
 sys.path.insert(0, HERE)
 
 from capsim_recorder.aten_translate import GraphTranslation, NodeTranslation  # noqa: E402
-from capsim_recorder.cudagraph_events import TreeObserver  # noqa: E402
-from capsim_recorder.cudagraph_hooks import GraphCall, PartitionRun  # noqa: E402
-from capsim_recorder.cudagraph_session import PartitionRecord, Session  # noqa: E402
+from capsim_recorder.cudagraph.hooks import GraphCall, PartitionRun  # noqa: E402
+from capsim_recorder.cudagraph.observer import TreeObserver  # noqa: E402
+from capsim_recorder.cudagraph.records import PartitionRecord  # noqa: E402
+from capsim_recorder.cudagraph.session import Session  # noqa: E402
 
 from capsim_recorder.trace_writer import DEFAULT_CONFIG as CONFIG  # noqa: E402
 
@@ -39,7 +40,7 @@ def capsim_usable():
     only since then)."""
     if not os.path.exists(CAPSIM):
         return False
-    newest = max(os.path.getmtime(os.path.join(ROOT, "traces", f))
+    newest = max(os.path.getmtime(os.path.join(ROOT, "traces", "format", f))
                  for f in ("trace_reader.cpp", "event_schema.cpp", "program_json.cpp"))
     return os.environ.get("CAPSIM_BIN") is not None or os.path.getmtime(CAPSIM) >= newest
 
@@ -254,15 +255,15 @@ class SessionTest(unittest.TestCase):
         opt = Opt(p, state)
         import weakref
 
-        s.optimizers["opt"] = (weakref.ref(opt), ["w1", "w2"], "adam")
+        s.table.optimizers["opt"] = (weakref.ref(opt), ["w1", "w2"], "adam")
         # PyTorch's order (as in 2.11's CPU graph): params, then each state, grads last.
         real = [p[0], p[1], state[p[0]]["step"], state[p[0]]["exp_avg"], state[p[0]]["exp_avg_sq"],
                 state[p[1]]["step"], state[p[1]]["exp_avg"], state[p[1]]["exp_avg_sq"], p[0].grad, p[1].grad]
-        remap = s._step_remap("opt", real, [])
+        remap = s.table.step_remap("opt", real, [])
         self.assertEqual([remap(i) for i in range(10)], [0, 1, 6, 4, 5, 9, 7, 8, 2, 3])
-        self.assertEqual(s.step_inputs["opt"][:3], ["param_0", "param_1", "step_0"])
+        self.assertEqual(s.table.step_inputs["opt"][:3], ["param_0", "param_1", "step_0"])
         # An input that is none of those: PyTorch's indices, and a note.
-        remap = s._step_remap("opt", real[:-1] + [fake_tree.FakeTensor(0x99, (2, 2))], [])
+        remap = s.table.step_remap("opt", real[:-1] + [fake_tree.FakeTensor(0x99, (2, 2))], [])
         self.assertEqual(remap(9), 9)
         self.assertTrue(any("opt.step" in n for n in s.notes))
 

@@ -2,7 +2,7 @@
 torch produces on the CPU: the same AOTAutograd graphs, after Inductor's
 decompositions, that Inductor compiles on the GPU. Skipped without torch.
 
-Run: build/torch-venv/bin/python -m unittest discover -s traces/torch/tests
+Run: build/torch-venv/bin/python -m unittest discover -s recorder/tests
 """
 
 import importlib.util

@@ -15,10 +15,10 @@ import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PACKAGE = os.path.join(os.path.dirname(HERE), "capsim_recorder")
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(HERE)))
+REPO = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.dirname(HERE))
 
-from capsim_recorder.cudagraph_events import REASONS  # noqa: E402
+from capsim_recorder.cudagraph.values import REASONS  # noqa: E402
 
 # Enumerated reasons of events that explain does not explain, so they are
 # not decisions (docs/trace-format.md §6.1: path_end.reason, shutdown.reason).
@@ -37,10 +37,10 @@ def is_text(node):
 def literals(key):
     """(file, line, value) of each string literal the recorder gives `key`:
     {"key": "v"} in a dict, fields["key"] = "v", and eid = "v" for ids."""
-    for name in sorted(os.listdir(PACKAGE)):
-        if not name.endswith(".py"):
-            continue
-        tree = ast.parse(open(os.path.join(PACKAGE, name), encoding="utf-8").read())
+    for name in sorted(os.path.relpath(os.path.join(d, f), PACKAGE)
+                       for d, _, files in os.walk(PACKAGE) for f in files if f.endswith(".py")):
+        with open(os.path.join(PACKAGE, name), encoding="utf-8") as f:
+            tree = ast.parse(f.read())
         for node in ast.walk(tree):
             if isinstance(node, ast.Dict):
                 for k, v in zip(node.keys, node.values):

@@ -1,7 +1,7 @@
 """Tests of the graph walk and of one recording; they need torch, and are
 skipped under a python without it (so that plain python3 runs the suite).
 
-Run with torch: build/torch-venv/bin/python -m unittest discover -s traces/torch/tests
+Run with torch: build/torch-venv/bin/python -m unittest discover -s recorder/tests
 """
 
 import importlib.util

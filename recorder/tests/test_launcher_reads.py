@@ -1,4 +1,4 @@
-"""launcher_reads.py on its own: whose ops count as the script's reads, that
+"""launcher/reads.py on its own: whose ops count as the script's reads, that
 Dynamo still compiles under the watch, and that the watch leaves the mode
 stack without taking a mode of the script's. Skipped without torch (and the
 watch itself before 2.11, which has no ignore_compile_internals); a few
@@ -19,18 +19,18 @@ HAVE_TORCH = importlib.util.find_spec("torch") is not None
 @unittest.skipUnless(HAVE_TORCH, "needs torch")
 class ReadWatchTest(unittest.TestCase):
     def setUp(self):
-        from capsim_recorder import launcher_reads
+        from capsim_recorder.launcher import reads as launcher_reads
 
         self.reads = launcher_reads
 
     def test_whose_ops_are_the_script(self):
         is_script = self.reads.is_script
         for module in ("__main__", "train", "torch.nn.functional", "torch._tensor_str", "torch",
-                       "capsim_recorder.launcher_programs"):
+                       "capsim_recorder.launcher.programs"):
             self.assertTrue(is_script(module), module)
         for module in ("", "torch._functorch._aot_autograd.runtime_wrappers", "torch.autograd",
                        "torch.optim.sgd", "torch._inductor.cudagraph_trees", "capsim_recorder",
-                       "capsim_recorder.cudagraph_session"):
+                       "capsim_recorder.cudagraph.session"):
             self.assertFalse(is_script(module), module)
 
     def run_as(self, module, method, x):

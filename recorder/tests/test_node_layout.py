@@ -3,7 +3,7 @@ fields in compiled_args order (node_fields.py), a compiled region's backward
 graph (aot_body.py) and the node lines of a captured graph (capture.py). They
 need torch and skip without it.
 
-Run with torch: build/torch-venv/bin/python -m unittest discover -s traces/torch/tests
+Run with torch: build/torch-venv/bin/python -m unittest discover -s recorder/tests
 """
 
 import importlib.util

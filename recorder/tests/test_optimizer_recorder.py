@@ -20,7 +20,7 @@ HAVE_TORCH = importlib.util.find_spec("torch") is not None
 @unittest.skipUnless(HAVE_TORCH, "needs torch")
 class OptimizerRecorderTest(unittest.TestCase):
     def test_recompile_reason(self):
-        from capsim_recorder.optimizer_recorder import recompile_reason
+        from capsim_recorder.optimizer.fields import recompile_reason
 
         self.assertEqual(recompile_reason(["self.param_groups[0]['params'][1].grad is not None"]),
                          "grad_none_guard")
@@ -28,10 +28,20 @@ class OptimizerRecorderTest(unittest.TestCase):
                          "optimizer_state_guard")
         self.assertEqual(recompile_reason(["___check_obj_id(L['x'], 1)"]), "guard_failure")
 
+    def test_step_compile_fields(self):
+        from capsim_recorder.optimizer.fields import step_compile_fields
+
+        mapping = {0: 0, 1: 1, 2: 2}
+        self.assertEqual(step_compile_fields("opt", [True, True], [0, 1], mapping),
+                         {"function": "opt.step", "static_input_idxs": [0, 1]})
+        # Only params 0 and 2 have a grad: step_params says which, for explain.
+        self.assertEqual(step_compile_fields("opt", [True, False, True], [0], mapping),
+                         {"function": "opt.step[0, 2]", "static_input_idxs": [0], "step_params": [0, 2]})
+
     def test_capsim_order(self):
         import torch
 
-        from capsim_recorder.optimizer_recorder import capsim_order
+        from capsim_recorder.optimizer.fields import capsim_order
 
         lin = torch.nn.Linear(2, 2)
         opt = torch.optim.SGD(lin.parameters(), lr=0.1, momentum=0.9)
@@ -45,8 +55,8 @@ class OptimizerRecorderTest(unittest.TestCase):
         self.assertIsNone(capsim_order(opt, "sgd", [torch.ones(1)]))
 
     def test_sgd_momentum_program(self):
-        from capsim_recorder.optimizer_programs import PROGRAMS
-        from capsim_recorder.optimizer_recorder import record_optimizer_program
+        from capsim_recorder.optimizer.programs import PROGRAMS
+        from capsim_recorder.optimizer.recorder import record_optimizer_program
 
         with tempfile.TemporaryDirectory() as d:
             path = os.path.join(d, "t.jsonl")

@@ -230,6 +230,37 @@ class CudagraphLauncherTest(unittest.TestCase):
         self.assertEqual([(g["param"]) for g in actions_of(lines, "accumulate_grad")], ["lin_weight"])
         self.assertFalse(os.path.exists(os.path.join(self.dir.name, "b.jsonl")))
 
+    def test_hook_failures_reach_x_notes(self):
+        """A tree-manager method this release lacks (here: removed for the
+        test; on a CPU the manager never runs) is said in the trace's x_notes,
+        by the observer and by the release's self-check: the form once
+        dropped the observer's failures, leaving the trace silently
+        incomplete. Also on stderr, at the start."""
+        import contextlib
+        import io
+
+        import capsim_recorder
+        import torch
+        from torch._inductor import cudagraph_trees
+
+        manager = cudagraph_trees.CUDAGraphTreeManager
+        saved = manager.__dict__["set_to_running_backward"]
+        path = os.path.join(self.dir.name, "a.jsonl")
+        lin = torch.nn.Linear(2, 2, bias=False)
+        err = io.StringIO()
+        delattr(manager, "set_to_running_backward")
+        try:
+            with contextlib.redirect_stderr(err), capsim_recorder.record(path, cudagraphs=True, reset=True):
+                torch.compile(lin, mode="reduce-overhead")(torch.ones(1, 2)).sum().backward()
+        finally:
+            setattr(manager, "set_to_running_backward", saved)
+        notes = lines_of(path)[0].get("x_notes", [])
+        self.assertIn("observer: install: CUDAGraphTreeManager.set_to_running_backward not found", notes)
+        self.assertTrue(any("CUDAGraphTreeManager.set_to_running_backward: missing" in n for n in notes),
+                        notes)
+        self.assertIn("lacks torch._inductor.cudagraph_trees.CUDAGraphTreeManager.set_to_running_backward",
+                      err.getvalue())
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -187,7 +187,7 @@ class RecordWrapsTest(unittest.TestCase):
 @unittest.skipUnless(HAVE_TORCH, "needs torch")
 class RecordOptimizerTest(unittest.TestCase):
     """The compiled optimizer of a script with no recorder calls
-    (launcher_optimizer.py): found by its graphs' inputs, written when its
+    (launcher/optimizer.py): found by its graphs' inputs, written when its
     first compiled step runs, followed after."""
 
     def setUp(self):

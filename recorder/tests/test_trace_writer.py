@@ -1,6 +1,6 @@
 """Unit tests of capsim_recorder.trace_writer; plain python3, no torch needed.
 
-Run: python3 -m unittest discover -s traces/torch/tests
+Run: python3 -m unittest discover -s recorder/tests
 """
 
 import glob

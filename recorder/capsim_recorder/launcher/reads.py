@@ -1,5 +1,5 @@
 """Reads of compiled graphs' outputs by the script's own eager code, for
-record(cudagraphs=True) (launcher_cudagraphs.py).
+record(cudagraphs=True) (launcher/cudagraphs.py).
 
 Reading an output of a cudagraphed call after a later generation has
 overwritten it is the error capsim calls E1 (docs/cudagraph-trees.md). A
@@ -31,25 +31,21 @@ import sys
 from typing import Any, Callable
 
 import torch
-from torch.utils._python_dispatch import TorchDispatchMode
-from torch.utils._pytree import tree_leaves
 
+from .. import torch_compat
 
-# Modules between an op's caller and __torch_dispatch__ (which 2.11 wraps in
-# torch._dynamo.disable: eval_frame's and _compile's frames): the caller is
-# the first frame above them.
-_MACHINERY = ("torch._ops", "torch.utils._python_dispatch", "torch.utils._pytree",
-              "torch._dynamo.eval_frame", "torch._compile", __name__)
+# Modules between an op's caller and __torch_dispatch__ (torch_compat's
+# DISPATCH_MACHINERY, and this one): the caller is the first frame above them.
+_MACHINERY = torch_compat.DISPATCH_MACHINERY + (__name__,)
 
-# PyTorch's own machinery: what they run is not the script's read (AOTAutograd's
-# runtime wrappers, the autograd engine's Python half, an optimizer's step, the
-# tree manager, Dynamo and Inductor). Everything else of torch (torch.nn,
-# torch.functional, Tensor's own methods, its printing) runs an op for its
-# caller, and counts as the script.
-_TORCH_INTERNALS = ("torch._functorch", "torch._dynamo", "torch._inductor", "torch.autograd",
-                    "torch.optim", "torch._subclasses", "torch.fx", "torch._decomp", "torch._refs",
-                    "torch._prims", "torch._prims_common", "torch._higher_order_ops",
-                    "torch.utils.checkpoint", "torch._library", "torch.cuda")
+# PyTorch's own machinery (torch_compat.TORCH_INTERNALS): what they run is not
+# the script's read (AOTAutograd's runtime wrappers, the autograd engine's
+# Python half, an optimizer's step, the tree manager, Dynamo and Inductor).
+# Everything else of torch (torch.nn, torch.functional, Tensor's own methods,
+# its printing) runs an op for its caller, and counts as the script.
+_TORCH_INTERNALS = torch_compat.TORCH_INTERNALS
+# The corpus's launcher programs play the script's part.
+SCRIPT_STAND_INS = ("capsim_recorder.launcher.programs",)
 
 
 def op_caller(frame: Any) -> str:
@@ -67,7 +63,7 @@ def is_script(module: str) -> bool:
     """Whether an op run by `module` is the script's, directly or through
     PyTorch's user-facing code: not PyTorch's internals nor the recorder's
     (the corpus's launcher programs play the script's part)."""
-    if module == "capsim_recorder.launcher_programs":
+    if module in SCRIPT_STAND_INS:
         return True
     if module in ("", "capsim_recorder") or module.startswith("capsim_recorder."):
         return False
@@ -76,10 +72,10 @@ def is_script(module: str) -> bool:
 
 def supported() -> bool:
     """Whether a mode can watch without changing what Dynamo compiles."""
-    return hasattr(TorchDispatchMode, "ignore_compile_internals")
+    return torch_compat.reads_supported()
 
 
-class ReadWatch(TorchDispatchMode):
+class ReadWatch(torch_compat.dispatch_mode_class()):
     """Calls `on_tensors(func, tensors)` with the tensor arguments of every
     aten op the script runs while it is pushed, then runs the op."""
 
@@ -93,7 +89,7 @@ class ReadWatch(TorchDispatchMode):
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
-        tensors = [t for t in tree_leaves((args, kwargs)) if isinstance(t, torch.Tensor)]
+        tensors = [t for t in torch_compat.tree_leaves((args, kwargs)) if isinstance(t, torch.Tensor)]
         if tensors and is_script(op_caller(sys._getframe(1))):
             self.on_tensors(func, tensors)
         return func(*args, **kwargs)
@@ -104,8 +100,6 @@ def pop_or_mute(watch: ReadWatch) -> None:
     mode the script pushed since (a recording stopped by a limit inside the
     script's own `with SomeMode():`), popping would take the script's mode
     instead, so `watch` stays and stops watching."""
-    from torch.utils._python_dispatch import _get_current_dispatch_mode
-
     watch.on_tensors = lambda func, tensors: None
-    if _get_current_dispatch_mode() is watch:
+    if torch_compat.current_dispatch_mode() is watch:
         watch.__exit__(None, None, None)

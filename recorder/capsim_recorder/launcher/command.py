@@ -53,7 +53,7 @@ def run_command(argv: list[str]) -> int:
                         help="compiled autograd with dynamic=False (default: dynamic=True)")
     parser.add_argument("--cudagraphs", action="store_true",
                         help="record the cudagraph trees (the backwards run as the script runs"
-                             " them, not under compiled autograd); see launcher_cudagraphs.py")
+                             " them, not under compiled autograd); see launcher/cudagraphs.py")
     parser.add_argument("script", help="the script to run")
     parser.add_argument("args", nargs=argparse.REMAINDER, help="its arguments")
     args = parser.parse_args(argv)
@@ -70,7 +70,7 @@ def run_command(argv: list[str]) -> int:
         parser.error(refused)
     script_args = args.args[1:] if args.args[:1] == ["--"] else args.args
 
-    from .recording import DEFAULT_MAX_BYTES, record
+    from ..recording import DEFAULT_MAX_BYTES, record
 
     command = shlex.join(["python", "-m", "capsim_recorder", "run", "-o",
                           os.path.basename(args.output)]

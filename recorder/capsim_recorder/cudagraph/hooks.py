@@ -19,7 +19,8 @@ PyTorch at call time, so a patch takes effect without touching torch.compile):
       so that the tree manager's add_function, which runs at its first call
       (and again per new int key), can be tied to that callable.
 
-All of these are internal to PyTorch (see README.md).
+All of these are internal to PyTorch (see README.md); their names are
+torch_compat.py's. No torch import.
 """
 
 from __future__ import annotations
@@ -27,18 +28,20 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-from .cudagraph_session import PartitionRecord, Session
+from .. import torch_compat
+from .records import PartitionRecord
 
 
 class CompileHooks:
-    def __init__(self, session: Session, compile_fx_module: Any) -> None:
+    def __init__(self, session: Any, compile_fx_module: Any) -> None:
         self.session = session
         self.cfx = compile_fx_module
         self.patched: list[tuple[Any, str, Any]] = []
         self.failures: list[str] = []
 
     def install(self) -> "CompileHooks":
-        for name, make in (("_compile_fx_inner", self._wrap_inner), ("cudagraphify", self._wrap_cudagraphify)):
+        for name, make in ((torch_compat.COMPILE_FX_INNER, self._wrap_inner),
+                           (torch_compat.CUDAGRAPHIFY, self._wrap_cudagraphify)):
             original = getattr(self.cfx, name, None)
             if original is None:
                 self.failures.append(f"install: compile_fx.{name} not found")
@@ -129,7 +132,7 @@ class PartitionRun:
     """The callable cudagraphify returned, marked with its partition while it
     runs (so that the tree manager's add_function can be tied to it)."""
 
-    def __init__(self, session: Session, part: PartitionRecord, run: Any) -> None:
+    def __init__(self, session: Any, part: PartitionRecord, run: Any) -> None:
         self._session = session
         self._part = part
         self._run = run
@@ -153,7 +156,7 @@ class GraphCall:
     """A compiled graph's current_callable, wrapped: each call is one call of
     the graph (its partitions' tree calls happen inside)."""
 
-    def __init__(self, session: Session, record: Any, fn: Any) -> None:
+    def __init__(self, session: Any, record: Any, fn: Any) -> None:
         self._session = session
         self._record = record
         self._fn = fn

@@ -1,5 +1,5 @@
 """The compiled optimizer of any script, recorded under record() (recording.py)
-in the actions optimizer_recorder.py's programs write by hand, so that
+in the actions optimizer/recorder.py's programs write by hand, so that
 `capsim replay` compares the same events (optimizer, compile, zero_grad) with
 capsim's optimizer model (docs/cudagraph-trees.md section 6).
 
@@ -9,7 +9,7 @@ How a step is found without any recorder call in the script:
 - `torch.compile(fn)` of a function (not of an nn.Module) returns a wrapper
   that delimits each call of the compiled function;
 - every Inductor graph's call is matched by identity against each candidate's
-  params, grads and state (optimizer_recorder.capsim_order). A compiled call
+  params, grads and state (optimizer/fields.capsim_order). A compiled call
   whose matched graphs all belong to one optimizer, and read at least one of
   its grads, is that optimizer's step. A forward graph reads no grads, so it
   is never taken for a step.
@@ -32,16 +32,15 @@ are not written; an optimizer only ever stepped eagerly never appears.
 
 from __future__ import annotations
 
-import functools
 import sys
 import weakref
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
-import torch
-
-from .optimizer_recorder import (STATE_KEYS, capsim_order, optimizer_fields, write_compile_events,
-                                 write_traced_event)
+from .. import torch_compat
+from ..optimizer.fields import (STATE_KEYS, capsim_order, optimizer_fields, write_compile_events,
+                                write_traced_event)
+from .script_names import module_names, variable_name
 
 # The most optimizers one recording follows (a limit on everything).
 MAX_OPTIMIZERS = 64
@@ -66,13 +65,13 @@ class CompiledCall:
     matched: set[int] = field(default_factory=set)  # ids of optimizers whose graphs ran
 
 
-def _params(opt: Any) -> list[Any]:
+def optimizer_params(opt: Any) -> list[Any]:
     return [p for group in opt.param_groups for p in group["params"]]
 
 
-def _grad_key(p: Any) -> Optional[tuple[int, int]]:
+def grad_key(p: Any) -> Optional[tuple[int, int]]:
     g = p.grad
-    return None if g is None else (id(g), g._version)
+    return None if g is None else (id(g), torch_compat.tensor_version(g))
 
 
 class OptimizerWatch:
@@ -112,13 +111,13 @@ class OptimizerWatch:
             if opt is None:
                 continue
             mapping = capsim_order(opt, type(opt).__name__.lower(), inputs)
-            if mapping and _reads_a_grad(opt, mapping):
+            if mapping and reads_a_grad(opt, mapping):
                 self.call.matched.add(id(opt))
                 return id(opt), mapping
         return None
 
     def on_compiled(self, static: list[int]) -> Callable[[Any], None]:
-        """An Inductor compile (optimizer_recorder.inductor_hooks): its
+        """An Inductor compile (optimizer/recorder.inductor_hooks): its
         static input indices, and what each call of its graph reports."""
         first: list = []  # the first call's match: ints only, no references kept
         if self.call is not None:
@@ -133,12 +132,11 @@ class OptimizerWatch:
 
     def run_compiled(self, fn: Callable[..., Any], args: Any, kwargs: Any) -> Any:
         """One call of a torch.compile'd function; writes it when it was a step."""
-        from torch._dynamo.utils import guard_failures
-
+        guard_failures = torch_compat.guard_failures()
         if self.call is not None or not self.live():  # nested, or no longer recording
             return fn(*args, **kwargs)
         self.synced_all()
-        before = {id(opt): [_grad_key(p) for p in _params(opt)]
+        before = {id(opt): [grad_key(p) for p in optimizer_params(opt)]
                   for opt in (r() for r in self.candidates) if opt is not None}
         statics = {key: self._marked_grads(key) for key in before}
         failures_before = sum(len(v) for v in guard_failures.values())
@@ -169,7 +167,7 @@ class OptimizerWatch:
         if followed is None or followed.ref() is not opt or not self.live():
             return lambda: None
         self._sync(followed)
-        changed = sum(1 for p in _params(opt) if p.grad is not None)
+        changed = sum(1 for p in optimizer_params(opt) if p.grad is not None)
         index = self.writer.action("zero_grad", {"name": followed.name,
                                                  "set_to_none": bool(set_to_none)})
 
@@ -177,7 +175,7 @@ class OptimizerWatch:
             self.writer.event(index, "zero_grad", {"name": followed.name,
                                                    "set_to_none": bool(set_to_none),
                                                    "grads": changed})
-            followed.synced = [_grad_key(p) for p in _params(opt)]
+            followed.synced = [grad_key(p) for p in optimizer_params(opt)]
 
         return after
 
@@ -230,10 +228,10 @@ class OptimizerWatch:
     def _follow(self, opt: Any, keys: list, marked: list[tuple[int, bool]]) -> Followed:
         """Writes the optimizer as it stood before its first compiled step:
         its params, itself, their grads and the grads the script marked."""
-        params = _params(opt)
+        params = optimizer_params(opt)
         frame = sys._getframe(1)
-        names = _module_names(frame)
-        opt_name = self._unique(_variable_name(opt, frame) or "opt")
+        names = module_names(frame)
+        opt_name = self._unique(variable_name(opt, frame) or "opt")
         param_names = []
         for k, p in enumerate(params):
             name = self._unique(names.get(id(p)) or f"{opt_name}_p{k}")
@@ -258,7 +256,7 @@ class OptimizerWatch:
         they were before a step ran, instead of as they are now."""
         for k, ref in enumerate(followed.params):
             p = ref()
-            now = keys[k] if keys is not None else (_grad_key(p) if p is not None else None)
+            now = keys[k] if keys is not None else (grad_key(p) if p is not None else None)
             if p is None or now is None or now == followed.synced[k]:
                 continue
             if followed.synced[k] is not None and followed.synced[k][0] != now[0]:
@@ -281,12 +279,10 @@ class OptimizerWatch:
         return name
 
     def _marked_grads(self, key: int) -> list[tuple[int, bool]]:
-        from torch._dynamo.utils import get_static_address_type
-
         opt = next((r() for r in self.candidates if id(r()) == key), None)
         out = []
-        for k, p in enumerate(_params(opt) if opt is not None else []):
-            kind = get_static_address_type(p.grad) if p.grad is not None else None
+        for k, p in enumerate(optimizer_params(opt) if opt is not None else []):
+            kind = torch_compat.static_address_type(p.grad) if p.grad is not None else None
             if kind is not None:
                 out.append((k, kind == "guarded"))
         return out
@@ -295,53 +291,6 @@ class OptimizerWatch:
         self.skipped[what] = self.skipped.get(what, 0) + 1
 
 
-def _reads_a_grad(opt: Any, mapping: dict[int, int]) -> bool:
-    n = sum(1 for p in _params(opt) if p.grad is not None)
+def reads_a_grad(opt: Any, mapping: dict[int, int]) -> bool:
+    n = sum(1 for p in optimizer_params(opt) if p.grad is not None)
     return any(n <= i < 2 * n for i in mapping.values())
-
-
-
-
-def _script_frames(frame: Any) -> list[Any]:
-    """The frames from `frame` outwards, torch's and the recorder's left out."""
-    out = []
-    while frame is not None:
-        module = frame.f_globals.get("__name__", "")
-        # (The recorder's own frames lie between a wrap and the script; the
-        # corpus's launcher programs play the script's part.)
-        own = module in ("torch", "capsim_recorder") or module.startswith(("torch.", "capsim_recorder."))
-        if not own or module == "capsim_recorder.launcher_programs":
-            out.append(frame)
-        frame = frame.f_back
-    return out
-
-
-def _namespaces(frame: Any) -> list[dict]:
-    seen: set[int] = set()
-    out = []
-    for f in _script_frames(frame):
-        for ns in (f.f_locals, f.f_globals):
-            if id(ns) not in seen:
-                seen.add(id(ns))
-                out.append(ns)
-    return out
-
-
-def _module_names(frame: Any) -> dict[int, str]:
-    """id(param) -> `var_path_to_param` for the nn.Modules the script's frames
-    hold, innermost frame first (capsim names have no dots)."""
-    names: dict[int, str] = {}
-    for ns in _namespaces(frame):
-        for var, value in list(ns.items()):
-            if isinstance(value, torch.nn.Module) and not var.startswith("_"):
-                for pname, p in value.named_parameters():
-                    names.setdefault(id(p), f"{var}_{pname}".replace(".", "_"))
-    return names
-
-
-def _variable_name(obj: Any, frame: Any) -> Optional[str]:
-    for ns in _namespaces(frame):
-        for var, value in list(ns.items()):
-            if value is obj and not var.startswith("_"):
-                return var
-    return None

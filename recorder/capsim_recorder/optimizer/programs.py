@@ -1,5 +1,5 @@
 """The compiled-optimizer programs: small CPU loops whose `opt.step()` goes
-through torch.compile, recorded by optimizer_recorder.py. Each shows one rule
+through torch.compile, recorded by optimizer/recorder.py. Each shows one rule
 of the compiled optimizer (docs/cudagraph-trees.md section 6): which inputs
 of the step are static, which guard makes Dynamo trace the step again, and
 what the finalizer releases.
@@ -13,7 +13,7 @@ from typing import Callable
 
 import torch
 
-from .optimizer_recorder import OptimizerRecorder
+from .recorder import OptimizerRecorder
 
 
 @dataclass(frozen=True)

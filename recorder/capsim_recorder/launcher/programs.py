@@ -3,7 +3,7 @@ script: under capsim_recorder.record() (recording.py), with no recorder calls
 in them. They are the corpus's check that what the wraps see (hooks
 registered with the plain API, `torch.autograd.backward`, a hook removed
 through its handle) is what compiled autograd keys and lifts, on each
-release (traces/corpus/torch/RELEASE/launcher_*.jsonl).
+release (data/corpus/torch/RELEASE/launcher_*.jsonl).
 """
 
 from __future__ import annotations
@@ -14,8 +14,10 @@ from typing import Callable
 
 import torch
 
+from .. import torch_compat
+
 SEED = 0
-COMMAND = "python -m capsim_recorder --out traces/corpus/torch/{release} --program {name}"
+COMMAND = "python -m capsim_recorder --out data/corpus/torch/{release} --program {name}"
 
 
 @dataclass(frozen=True)
@@ -83,7 +85,7 @@ def compiled_optimizer() -> None:
         head(x).square().mean().backward()
         if step == 0:
             for p in head.parameters():
-                torch._dynamo.mark_static_address(p.grad)
+                torch_compat.mark_static_address(p.grad)
         sgd_step()
         sgd.zero_grad(set_to_none=False)
 
@@ -124,7 +126,7 @@ def reduce_overhead() -> None:
 
 def record_launcher_program(prog: LauncherProgram, path: str, release: str) -> int:
     """Runs one program under record() into `path`; returns its backwards."""
-    from .recording import record
+    from ..recording import record
 
     torch.manual_seed(SEED)
     with record(path, name=prog.name, reset=True, cudagraphs=prog.cudagraphs,

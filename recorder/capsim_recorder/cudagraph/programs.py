@@ -2,7 +2,7 @@
 training loops, run on `rec.device` (cuda on the GPU machine; `--device cpu`
 runs them without cudagraphs, to check the recorder itself).
 
-Each program states its actions through the recorder (cudagraph_recorder.py)
+Each program states its actions through the program API (program_api.py)
 and lets the compiled calls be seen by the hooks. Sizes stay tiny so that a
 trace reads easily and compiles are quick. The model has no biases: the
 gradient of a bias is a sum over the batch, which capsim's `sum` (over every
@@ -17,7 +17,7 @@ from typing import Callable, Optional
 
 import torch
 
-from .cudagraph_recorder import CudagraphRecorder
+from .program_api import CudagraphRecorder
 
 MODE = "reduce-overhead"
 

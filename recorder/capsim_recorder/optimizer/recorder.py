@@ -47,118 +47,9 @@ from typing import Any, Callable, Iterator, Optional, Sequence
 
 import torch
 
-from . import aten_translate
-from .trace_writer import TraceWriter
-
-OBSERVES = ["optimizer", "compile", "zero_grad"]
-STATE_KEYS = {"sgd": ["momentum_buffer"], "adam": ["exp_avg", "exp_avg_sq", "step"],
-              "adamw": ["exp_avg", "exp_avg_sq", "step"]}
-
-
-def optimizer_fields(name: str, opt: torch.optim.Optimizer, params: Sequence[str]) -> dict:
-    """A create_optimizer action's fields for a torch.optim optimizer."""
-    kind = type(opt).__name__.lower()
-    d = opt.defaults
-    fields: dict = {"name": name, "kind": kind, "params": list(params)}
-    if kind == "sgd":
-        fields["sgd"] = {
-            "lr": aten_translate.f32(float(d["lr"])),
-            "momentum": aten_translate.f32(float(d.get("momentum", 0.0))),
-            "dampening": aten_translate.f32(float(d.get("dampening", 0.0))),
-            "weight_decay": aten_translate.f32(float(d.get("weight_decay", 0.0))),
-            "nesterov": bool(d.get("nesterov", False)),
-        }
-    elif kind in ("adam", "adamw"):
-        beta1, beta2 = d["betas"]
-        fields["adam"] = {
-            "lr": aten_translate.f32(float(d["lr"])),
-            "beta1": aten_translate.f32(float(beta1)),
-            "beta2": aten_translate.f32(float(beta2)),
-            "eps": aten_translate.f32(float(d["eps"])),
-            "weight_decay": aten_translate.f32(float(d.get("weight_decay", 0.0))),
-        }
-    else:
-        raise ValueError(f"capsim has no optimizer kind {kind!r}")
-    return fields
-
-
-def recompile_reason(failures: Sequence[str]) -> str:
-    """capsim's reason for Dynamo's guard failure text of a recompiled step:
-    a `p.grad is None` guard, the guard on the state's length, or another."""
-    text = " ".join(failures)
-    if ".grad is " in text:
-        return "grad_none_guard"
-    if "self.state[" in text:
-        return "optimizer_state_guard"
-    return "guard_failure"
-
-
-def capsim_order(opt: torch.optim.Optimizer, kind: str, inputs: Sequence[Any]) -> Optional[dict[int, int]]:
-    """Inductor input position -> capsim's input index (params with a grad,
-    their grads, then each one's state in STATE_KEYS order), by identity;
-    None when some tensor input is none of those."""
-    params = [p for group in opt.param_groups for p in group["params"] if p.grad is not None]
-    n = len(params)
-    where: dict[int, int] = {}
-    next_state = 2 * n
-    for i, p in enumerate(params):
-        where[id(p)] = i
-        where[id(p.grad)] = n + i
-        state = opt.state.get(p, {})
-        for key in STATE_KEYS[kind]:
-            s = state.get(key)
-            if isinstance(s, torch.Tensor):
-                where[id(s)] = next_state
-                next_state += 1
-    mapping: dict[int, int] = {}
-    for pos, t in enumerate(inputs):
-        if not isinstance(t, torch.Tensor):
-            continue
-        if id(t) not in where:
-            return None
-        mapping[pos] = where[id(t)]
-    return mapping
-
-
-def write_traced_event(writer: TraceWriter, index: int, name: str, opt: torch.optim.Optimizer) -> None:
-    """The `traced` event of a step's first compile: what it marked static
-    (mark_static_address's attribute): every param, the state it found, the
-    grads the program marked."""
-    from torch._dynamo.utils import get_static_address_type
-
-    params = [p for group in opt.param_groups for p in group["params"]]
-    state = [v for p in params for v in opt.state.get(p, {}).values() if isinstance(v, torch.Tensor)]
-    grads = [p.grad for p in params if p.grad is not None]
-    marked = lambda ts: sum(1 for t in ts if get_static_address_type(t) is not None)  # noqa: E731
-    writer.event(index, "optimizer", {"name": name, "what": "traced",
-                                      "static_params": marked(params),
-                                      "static_state": marked(state),
-                                      "static_grads": marked(grads)})
-
-
-def write_compile_events(writer: TraceWriter, index: int, name: str, with_grad: Sequence[bool],
-                         static: Sequence[int], mapping: dict[int, int],
-                         failures: Sequence[str]) -> None:
-    """A step's compile event (after a recompile event when Dynamo's guards
-    failed first): `function` names the params with a grad, and the static
-    indices are in capsim's input order through `mapping`."""
-    fields = step_compile_fields(name, with_grad, static, mapping)
-    if failures:
-        recompile: dict[str, Any] = {"function": fields["function"], "recompile": True,
-                                     "reason": recompile_reason(failures)}
-        if recompile["reason"] == "guard_failure":
-            recompile["x_guard_failures"] = list(failures)
-        writer.event(index, "compile", recompile)
-    writer.event(index, "compile", fields)
-
-
-def step_compile_fields(name: str, with_grad: Sequence[bool], static: Sequence[int],
-                        mapping: dict[int, int]) -> dict:
-    """A step's compile event: `function` names the params with a grad when
-    some have none, and the static indices are in capsim's input order."""
-    kept = [str(i) for i, g in enumerate(with_grad) if g]
-    function = f"{name}.step" if len(kept) == len(with_grad) else f"{name}.step[{', '.join(kept)}]"
-    return {"function": function, "static_input_idxs": sorted(mapping[i] for i in static if i in mapping)}
+from .. import torch_compat
+from ..trace_writer import TraceWriter
+from .fields import OBSERVES, capsim_order, optimizer_fields, write_compile_events, write_traced_event
 
 
 class OptimizerRecorder:
@@ -195,7 +86,7 @@ class OptimizerRecorder:
 
     def mark_static(self, name: str, t: torch.Tensor, guard: bool) -> None:
         self.writer.action("mark_static", {"name": name, "guard": bool(guard)})
-        torch._dynamo.mark_static_address(t, guard=guard)
+        torch_compat.mark_static_address(t, guard=guard)
 
     # -- the optimizer -------------------------------------------------------------
 
@@ -211,8 +102,7 @@ class OptimizerRecorder:
         self.state_refs[name] = []
 
     def step(self, name: str, step: Callable[[], Any]) -> None:
-        from torch._dynamo.utils import guard_failures
-
+        guard_failures = torch_compat.guard_failures()
         index = self.writer.action("optimizer_step", {"name": name})
         ref, _, kind = self.optimizers[name]
         opt = ref()
@@ -272,11 +162,8 @@ def inductor_hooks(on_compiled: Callable[[list[int]], Callable[[Any], None]]) ->
     compile (what cudagraphify would get), and the callable it returns before
     each call of that compiled graph, with the call's inputs. Inductor's FX
     graph cache and AOTAutograd's cache are off (see the module's docstring)."""
-    import torch._functorch.config as functorch_config
-    import torch._inductor.config as inductor_config
-    import torch._inductor.output_code as output_code
-
-    original = output_code.CompiledFxGraph.post_compile
+    compiled_fx_graph = torch_compat.compiled_fx_graph()
+    original = compiled_fx_graph.post_compile
 
     @functools.wraps(original)
     def post_compile(self, example_inputs, *args, **kwargs):
@@ -291,16 +178,15 @@ def inductor_hooks(on_compiled: Callable[[list[int]], Callable[[Any], None]]) ->
         self.current_callable = call
         return result
 
-    output_code.CompiledFxGraph.post_compile = post_compile
-    patches = [(inductor_config, "fx_graph_cache", False),
-               (functorch_config, "enable_autograd_cache", False)]
+    compiled_fx_graph.post_compile = post_compile
+    patches = torch_compat.cache_off_settings()
     saved = [(owner, key, getattr(owner, key)) for owner, key, _ in patches]
     for owner, key, value in patches:
         setattr(owner, key, value)
     try:
         yield
     finally:
-        output_code.CompiledFxGraph.post_compile = original
+        compiled_fx_graph.post_compile = original
         for owner, key, value in saved:
             setattr(owner, key, value)
 
@@ -328,7 +214,7 @@ def record_optimizer_program(program: Any, path: str) -> int:
     """Runs one compiled-optimizer program into the trace at `path`; returns
     the number of Inductor compiles it saw. On an exception no partial trace
     is left (a file already at `path` stays as it was)."""
-    from .recorder import COMMAND, PRODUCER, SEED, release, reset_torch_state, torch_config
+    from ..recorder import COMMAND, PRODUCER, SEED, release, reset_torch_state, torch_config
 
     reset_torch_state(SEED)
     with TraceWriter(path) as writer:
@@ -337,6 +223,9 @@ def record_optimizer_program(program: Any, path: str) -> int:
             "x_device": "cpu",
             "x_command": COMMAND.format(release=release(), name=program.name),
         }
+        missing = torch_compat.announce((torch_compat.OPTIMIZER,))
+        if missing:
+            extensions["x_notes"] = missing
         writer.header(producer=PRODUCER, name=program.name, seed=SEED, config=torch_config(),
                       observes=OBSERVES, extensions=extensions)
         rec = OptimizerRecorder(writer)

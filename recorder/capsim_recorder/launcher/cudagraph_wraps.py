@@ -1,0 +1,161 @@
+"""The wraps of the plain PyTorch API for record(cudagraphs=True) (the
+recording: cudagraphs.py): each reports the script's statement to the
+running recording, then runs it as PyTorch would. Patched for the length of
+the block (patching.patched), all looked up by PyTorch at call time.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import sys
+from typing import Any, Iterator, Optional
+
+import torch
+
+from .. import torch_compat
+from .cudagraphs import CudagraphRecording
+from .patching import called_by_torch, one_root, patched
+
+
+_active: Optional[CudagraphRecording] = None
+
+
+def active() -> Optional[CudagraphRecording]:
+    """The recording running now, or None."""
+    return _active
+
+
+def _idle(recording: Optional[CudagraphRecording]) -> bool:
+    return recording is None or not recording.live() or torch.compiler.is_compiling()
+
+
+def _patched_backward(original: Any) -> Any:
+    def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
+        call = functools.partial(original, self, gradient, retain_graph, create_graph, inputs)
+        r = _active
+        if _idle(r) or r.busy or self.grad_fn is None or not r.wants():
+            return call()
+        return r.backward(call)
+
+    backward.__wrapped__ = original  # type: ignore[attr-defined]
+    return backward
+
+
+def _patched_autograd_backward(original: Any) -> Any:
+    def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False,
+                 grad_variables=None, inputs=None):
+        call = functools.partial(original, tensors, grad_tensors, retain_graph, create_graph,
+                                 grad_variables, inputs)
+        r = _active
+        if _idle(r) or r.busy:
+            return call()
+        one = one_root(tensors, grad_tensors)
+        if one is None:
+            r.skip("backwards with several roots (calls written, grads not followed)")
+            return call()
+        if getattr(one[0], "grad_fn", None) is None or not r.wants():
+            return call()
+        return r.backward(call)
+
+    backward.__wrapped__ = original  # type: ignore[attr-defined]
+    return backward
+
+
+def _patched_grad(original: Any) -> Any:
+    def grad(*args, **kwargs):
+        r = _active
+        if not _idle(r) and not r.busy and not called_by_torch(sys._getframe(1)):
+            r.skip("torch.autograd.grad calls")
+        return original(*args, **kwargs)
+
+    grad.__wrapped__ = original  # type: ignore[attr-defined]
+    return grad
+
+
+def _patched_optimizer_init(original: Any) -> Any:
+    def __init__(self, *args, **kwargs):
+        original(self, *args, **kwargs)
+        r = _active
+        if not _idle(r):
+            r.script.created(self, sys._getframe())
+
+    __init__.__wrapped__ = original  # type: ignore[attr-defined]
+    return __init__
+
+
+def _patched_zero_grad(original: Any) -> Any:
+    def zero_grad(self, set_to_none: bool = True):
+        r = _active
+        if not _idle(r):
+            r.script.zero_grad(self, set_to_none)
+        return original(self, set_to_none)
+
+    zero_grad.__wrapped__ = original  # type: ignore[attr-defined]
+    return zero_grad
+
+
+def _patched_mark_static_address(original: Any) -> Any:
+    """With the release's own default for `guard` (True up to 2.9, False
+    from 2.11), as the CPU form's wrap."""
+    import inspect
+
+    default = inspect.signature(original).parameters["guard"].default
+
+    def mark_static_address(t, guard=default):
+        r = _active
+        if not _idle(r):
+            r.script.marked(t, guard)
+        return original(t, guard=guard)
+
+    mark_static_address.__wrapped__ = original  # type: ignore[attr-defined]
+    return mark_static_address
+
+
+def _patched_mark_step_begin(original: Any) -> Any:
+    def cudagraph_mark_step_begin():
+        r = _active
+        if not _idle(r):
+            r.script.step_begin()
+        return original()
+
+    cudagraph_mark_step_begin.__wrapped__ = original  # type: ignore[attr-defined]
+    return cudagraph_mark_step_begin
+
+
+def _patch_targets() -> list[tuple[Any, str, Any]]:
+    return [
+        (torch.optim.Optimizer, "__init__", _patched_optimizer_init),
+        (torch.optim.Optimizer, "zero_grad", _patched_zero_grad),
+        (torch_compat.dynamo_module(), torch_compat.MARK_STATIC_ADDRESS, _patched_mark_static_address),
+        (torch.compiler, "cudagraph_mark_step_begin", _patched_mark_step_begin),
+        (torch.Tensor, "backward", _patched_backward),
+        (torch.autograd, "backward", _patched_autograd_backward),
+        (torch.autograd, "grad", _patched_grad),
+    ]
+
+
+@contextlib.contextmanager
+def record_cudagraphs(path: str, *, max_steps: Optional[int], max_bytes: int, name: str,
+                      command: Optional[str]) -> Iterator[CudagraphRecording]:
+    """The body of record(cudagraphs=True) (recording.py checks the
+    arguments and that no other recording runs)."""
+    global _active
+    assert _active is None, "record() lets one recording run at a time"
+    recording = CudagraphRecording(path, name, max_steps, max_bytes, command)
+    if recording.rewritable:
+        recording.write()  # a valid trace from the start; a bad path fails here
+    error: Optional[BaseException] = None
+    _active = recording
+    try:
+        with torch_compat.fresh_compile_patches(), patched(_patch_targets()):
+            try:
+                recording.install()
+                yield recording
+            except BaseException as e:
+                error = e
+                raise
+            finally:
+                recording.finish(error)
+    finally:
+        _active = None

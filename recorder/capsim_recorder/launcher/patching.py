@@ -1,0 +1,56 @@
+"""What record()'s two forms (recording.py's compiled-autograd form and
+launcher/cudagraphs.py's cudagraph form) share in wrapping the plain
+PyTorch API: installing and restoring the wraps, telling PyTorch's own calls
+from the script's, and the one-root backward capsim models.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any, Iterator, Optional
+
+
+def one_root(tensors: Any, grad_tensors: Any) -> Optional[tuple[Any, Any]]:
+    """(root, its gradient) when torch.autograd.backward got one tensor."""
+    import torch
+
+    if isinstance(tensors, torch.Tensor):
+        roots = [tensors]
+    elif isinstance(tensors, (list, tuple)) and len(tensors) == 1:
+        roots = list(tensors)
+    else:
+        return None
+    if grad_tensors is None or isinstance(grad_tensors, torch.Tensor):
+        return roots[0], grad_tensors
+    if isinstance(grad_tensors, (list, tuple)) and len(grad_tensors) == 1:
+        return roots[0], grad_tensors[0]
+    return None
+
+
+def called_by_torch(frame: Any) -> bool:
+    """Whether `frame` is PyTorch's own code (AOTAutograd traces its joint
+    graph with torch.autograd.grad: not a call of the script's)."""
+    module = frame.f_globals.get("__name__", "") if frame is not None else ""
+    return module == "torch" or module.startswith("torch.")
+
+
+@contextlib.contextmanager
+def patched(targets: list) -> Iterator[None]:
+    """Installs the wraps of `targets` ((owner, attribute, wrapper factory)); restores
+    the originals on exit. A class attribute that is inherited
+    (BackwardCFunction's register_hook comes from _FunctionBase) is set on the
+    class and deleted again."""
+    saved = []
+    try:
+        for owner, attr, wrap in targets:
+            own = attr in vars(owner)
+            original = getattr(owner, attr)
+            saved.append((owner, attr, own, original))
+            setattr(owner, attr, wrap(original))
+        yield
+    finally:
+        for owner, attr, own, original in reversed(saved):
+            if own:
+                setattr(owner, attr, original)
+            else:
+                delattr(owner, attr)
