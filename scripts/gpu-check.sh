@@ -493,7 +493,7 @@ else
       row "pytorch $(printf '%s' "$line" | cut -d: -f1)" "$(printf '%s' "$line" | cut -d: -f2- | cut -c2-60)" "" info
     done < <(grep -v '^#' "$outdir/torch/summary.txt" 2>/dev/null)
     # A plain script recorded unchanged by the launcher (`python -m
-    # capsim_recorder run -- SCRIPT`, recorder/capsim_recorder/launcher.py):
+    # capsim_recorder run -- SCRIPT`, recorder/capsim_recorder/launcher/command.py):
     # the same trees seen through record(cudagraphs=True) instead of the
     # program API.
     launch_left=$(tlimit 120)

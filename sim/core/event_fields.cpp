@@ -72,8 +72,9 @@ static_assert([] {
   EventFieldUse { \
     F::key, false \
   }
-constexpr EventFieldUse kCompile[] = {R(function),  O(fid),       O(int_key), O(static_input_idxs),
-                                      O(partition), O(recompile), O(reason)};
+constexpr EventFieldUse kCompile[] = {R(function),          O(fid),       O(int_key),
+                                      O(static_input_idxs), O(partition), O(recompile),
+                                      O(step_params),       O(reason)};
 constexpr EventFieldUse kWarmup[] = {R(fid), R(function), R(node), R(depth)};
 constexpr EventFieldUse kRecord[] = {
     O(fid),         R(function), O(api),        O(graph),          O(parent),

@@ -67,6 +67,8 @@ inline constexpr IntRange kBytesRange{0, std::int64_t{1} << 50};
   X(static_input_idxs, "static_input_idxs", kIntList, kIndexRange,                                 \
     "compile-time static inputs after alignment filtering")                                        \
   X(recompile, "recompile", kBool, kAnyInt, "a guard failed and Dynamo recompiled")                \
+  X(step_params, "step_params", kIntList, kIndexRange,                                             \
+    "a compiled optimizer step over some of its params: which (the others had no grad)")           \
   X(partition, "partition", kInt, kIndexRange,                                                     \
     "the graph partition the tree function is, among its graph's cudagraphed ones")                \
   X(reason, "reason", kText, kAnyInt, "an enumerated reason (per kind, see the kind's table)")     \

@@ -132,6 +132,10 @@ struct FunctionDef {
   std::vector<std::uint32_t> static_input_idxs;
   // Inputs that are nn.Parameters (static under inline_inbuilt_nn_modules).
   std::vector<std::uint32_t> param_input_idxs;
+  // A compiled optimizer step traced over only some of its optimizer's
+  // params (the others had no grad): which, in input order; the compile
+  // event carries it as `step_params`. Empty for every other function.
+  std::vector<std::uint32_t> step_params;
   // Positions in `outputs` that the user sees (AOTAutograd's
   // user_visible_output_idxs: not the saved tensors of a forward); none:
   // every output of a forward or inference graph, none of a backward's.

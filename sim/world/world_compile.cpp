@@ -85,6 +85,7 @@ FunctionId World::add_tree_function(const FunctionDef& def, std::vector<std::uin
                                  {F::int_key, int_list(int_key)},
                                  {F::static_input_idxs, int_list(shown)}};
   if (partition) fields.push_back({F::partition, *partition});
+  if (!def.step_params.empty()) fields.push_back({F::step_params, int_list(def.step_params)});
   ctx_.emit(EventKind::kCompile, std::move(fields));
   return fid;
 }
@@ -129,8 +130,10 @@ void World::compile(const FunctionDef& def, std::span<const DynamoArg> args,
     // and a dynamic graph's new sizes need no compile.
     entry.kind = EntryKind::kNoCudagraphs;
     if (another_size) return;
-    ctx_.emit(EventKind::kCompile,
-              {{F::function, def.name}, {F::static_input_idxs, int_list(statics.idxs)}});
+    std::vector<EventField> fields{{F::function, def.name},
+                                   {F::static_input_idxs, int_list(statics.idxs)}};
+    if (!def.step_params.empty()) fields.push_back({F::step_params, int_list(def.step_params)});
+    ctx_.emit(EventKind::kCompile, std::move(fields));
     return;
   }
   ensure_manager();

@@ -89,6 +89,11 @@ std::unique_ptr<FunctionDef> build_step(const OptimizerStepKey& key, const std::
   CAPSIM_CHECK(sizes.size() == n, "one size per param with a grad");
   def->name = n == key.with_grad.size() ? fmt::format("{}.step", name)
                                         : fmt::format("{}.step[{}]", name, fmt::join(kept, ", "));
+  if (n != key.with_grad.size()) {
+    for (std::size_t i = 0; i < key.with_grad.size(); ++i) {
+      if (key.with_grad[i]) def->step_params.push_back(static_cast<std::uint32_t>(i));
+    }
+  }
   def->mode = CompilationMode::kInference;
   for (std::size_t i = 0; i < n; ++i) def->input_names.push_back(fmt::format("param_{}", i));
   for (std::size_t i = 0; i < n; ++i) def->input_names.push_back(fmt::format("grad_{}", i));

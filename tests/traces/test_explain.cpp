@@ -93,6 +93,34 @@ TEST_CASE("explain: a re-record names the moved tensor and the action that moved
   CHECK(explanation_text(all[0]).starts_with("action 12 (line 26): re-recorded"));
 }
 
+// A step over some of its optimizer's params names its inputs from the
+// compile event's `step_params`, not from the function's name: renamed, the
+// step still reads w1 and w1.grad (params w1, w2; only w1 had a grad).
+TEST_CASE("explain: a partial optimizer step names its inputs from step_params") {
+  const std::string path = kCorpus + "/compiled_optimizer_grad_none_guard.jsonl";
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  std::string renamed = text.str();
+  for (std::size_t at; (at = renamed.find("opt.step[0]")) != std::string::npos;) {
+    renamed.replace(at, 11, "opt.some");
+  }
+  const std::filesystem::path copy =
+      std::filesystem::temp_directory_path() / "capsim_test_step_params.jsonl";
+  std::ofstream(copy) << renamed;
+  for (const std::string& file : {path, copy.string()}) {
+    INFO(file);
+    Result<ObservedRun> run = observe_file(file);
+    REQUIRE(run.ok());
+    const std::vector<Explanation> all = explain(*run, std::size_t{28});
+    REQUIRE(all.size() == 1);
+    CHECK(all[0].event == "record:no_child");
+    CHECK(all[0].inputs == std::vector<std::string>{"w1.grad"});
+    CHECK(all[0].what.find("static (baked in): w1, opt state") != std::string::npos);
+  }
+  std::filesystem::remove(copy);
+}
+
 TEST_CASE("explain: a program is simulated first, and copies name their inputs") {
   Result<ObservedRun> run = observe_file(std::string(CAPSIM_SOURCE_DIR) +
                                          "/data/programs/static_weight_copied_input.jsonl");

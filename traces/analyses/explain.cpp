@@ -46,8 +46,15 @@ class InputNames {
     }
     return {out, bytes};
   }
-  // `function` names the step's graph: "opt.step[0, 2]" when only params 0
-  // and 2 had a grad (the World's naming), so input k is param kept[k].
+  // A compiled step over only some of an optimizer's params (the others had
+  // no grad) says which in its compile event's `step_params`: its input k is
+  // then param step_params[k].
+  void see(const Event& e) {
+    if (e.kind != EventKind::kCompile) return;
+    const IntList* kept = e.get_if<IntList>(F::step_params);
+    const std::optional<std::string_view> function = e.text(F::function);
+    if (kept != nullptr && function) step_params_[std::string(*function)] = *kept;
+  }
   std::string name(const Action& a, std::int64_t i, std::string_view function = {}) const {
     if (const auto* c = std::get_if<Call>(&a)) {
       if (i >= 0 && static_cast<std::size_t>(i) < c->args.size()) return c->args[i];
@@ -64,22 +71,13 @@ class InputNames {
     }
     return fmt::format("input {}", i);
   }
-  static std::vector<std::string> kept_params(const std::vector<std::string>& all,
-                                              std::string_view function) {
-    const std::size_t open = function.find('[');
-    if (open == std::string_view::npos || function.back() != ']') return all;
+  std::vector<std::string> kept_params(const std::vector<std::string>& all,
+                                       std::string_view function) const {
+    auto it = step_params_.find(function);
+    if (it == step_params_.end()) return all;
     std::vector<std::string> kept;
-    std::string_view rest = function.substr(open + 1, function.size() - open - 2);
-    while (!rest.empty()) {
-      const std::size_t comma = rest.find(',');
-      const std::string_view part = rest.substr(0, comma);
-      std::size_t k = 0;
-      for (char ch : part) {
-        if (ch >= '0' && ch <= '9') k = k * 10 + static_cast<std::size_t>(ch - '0');
-      }
-      if (k < all.size()) kept.push_back(all[k]);
-      if (comma == std::string_view::npos) break;
-      rest.remove_prefix(comma + 1);
+    for (std::int64_t k : it->second) {
+      if (k >= 0 && static_cast<std::size_t>(k) < all.size()) kept.push_back(all[k]);
     }
     return kept;
   }
@@ -92,7 +90,8 @@ class InputNames {
 
  private:
   std::map<std::string, std::vector<std::string>> optimizers_;
-  std::map<std::string, std::int64_t> numel_;  // by tensor name, from new_tensor
+  std::map<std::string, std::int64_t> numel_;                // by tensor name, from new_tensor
+  std::map<std::string, IntList, std::less<>> step_params_;  // by step function
 };
 
 std::string text_or(const Event& e, FieldKey k, std::string_view fallback) {
@@ -275,6 +274,7 @@ std::vector<Explanation> explain(const ObservedRun& run, std::optional<std::size
     for (; seen_actions <= e.action && seen_actions < run.actions.size(); ++seen_actions) {
       st.names.see(run.actions[seen_actions]);
     }
+    st.names.see(e);
     const std::string key = rule_key(e);
     if (key.empty() || e.action >= run.actions.size()) continue;
     const Action& a = run.actions[e.action];
