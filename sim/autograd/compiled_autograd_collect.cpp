@@ -313,7 +313,7 @@ CacheDecision CompiledAutogradCache::lookup(const AutogradGraph& graph,
           previous += std::to_string(k.size());
         }
         decision.hit = false;
-        decision.miss_kind = "new_autograd_node";
+        decision.miss_kind = Decision::kCaMissNewNode;
         decision.miss_node = graph.node(backward.ordered_calls[i].node).name;
         decision.miss_call = backward.ordered_calls[i].id;
         decision.reason = fmt::format(
@@ -344,7 +344,7 @@ CacheDecision CompiledAutogradCache::lookup(const AutogradGraph& graph,
       if (decision.hit) {
         const NodeCall& call = backward.ordered_calls[backward.sizes[k].call];
         decision.hit = false;
-        decision.miss_kind = "changed_shapes";
+        decision.miss_kind = Decision::kCaMissChangedShapes;
         decision.miss_node = graph.node(call.node).name;
         decision.miss_call = call.id;
       }

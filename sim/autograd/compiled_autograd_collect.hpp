@@ -36,6 +36,7 @@
 
 #include "model/autograd_graph.hpp"
 #include "model/tensor_store.hpp"
+#include "sim/core/decisions.hpp"
 
 namespace capsim {
 
@@ -100,10 +101,10 @@ Result<CollectedBackward> collect_backward(const AutogradGraph& graph, AutogradN
 struct CacheDecision {
   bool hit = false;
   std::string reason;  // PyTorch's verbose-log text for a miss; empty on a hit
-  // A miss as data, for traces: "new_autograd_node" (a key the trie lacks) or
-  // "changed_shapes" (a STATIC size slot changed and became DYNAMIC), and the
-  // node call the verbose log names. Empty and 0 on a hit.
-  std::string_view miss_kind;
+  // A miss as data, for traces: kCaMissNewNode (a key the trie lacks) or
+  // kCaMissChangedShapes (a STATIC size slot changed and became DYNAMIC),
+  // and the node call the verbose log names. Empty and 0 on a hit.
+  std::optional<Decision> miss_kind;
   std::string miss_node;
   std::uint32_t miss_call = 0;
   // The entry (trie leaf) that serves this backward, and its DYNAMIC mask

@@ -32,10 +32,11 @@ Result<BackwardCapture> capture_one_backward(const AutogradGraph& graph, Autogra
     return out;
   }
   ++log.captures;
+  CAPSIM_CHECK(d.miss_kind.has_value(), "a cache miss names its kind");
   log.lines.push_back(fmt::format("cache miss: {}", d.reason));
   log.emit(EventKind::kCaCacheMiss, {{F::backward, backward},
                                      {F::node_calls, node_calls},
-                                     {F::reason, std::string(d.miss_kind)},
+                                     {F::reason, decision_key(*d.miss_kind)},
                                      {F::autograd_node, d.miss_node},
                                      {F::call, d.miss_call},
                                      {F::message, d.reason}});

@@ -18,6 +18,7 @@
 #include "model/backend.hpp"
 #include "model/caching_allocator.hpp"
 #include "model/tensor.hpp"
+#include "sim/core/decisions.hpp"
 #include "sim/core/function_def.hpp"
 
 namespace capsim {
@@ -151,7 +152,9 @@ struct RecordCause {
   Address new_ptr = 0;
 };
 // "no_child", "static_input_idx_mismatch", ...: the `reason` of a record event.
-std::string_view record_reason_name(InvariantStatus s);
+// The record decision (sim/core/decisions.def) each status stands for: its
+// key is the `reason` a record event carries.
+Decision record_decision(InvariantStatus s);
 
 // X(enumerator, name): ExecutionState.
 #define CAPSIM_EXECUTION_STATES(X) \

@@ -254,7 +254,7 @@ std::string emit_rerecord_limit_skip(SimContext& ctx, FunctionId fid, std::optio
   ++ctx.counters.cudagraph_skips;
   std::vector<EventField> fields{{F::id, decision_key(Decision::kSkipRerecordLimit)},
                                  {F::fid, fid},
-                                 {F::reason, std::string(record_reason_name(cause.status))}};
+                                 {F::reason, decision_key(record_decision(cause.status))}};
   if (cause.input) {
     fields.push_back({F::input, *cause.input});
     fields.push_back({F::old_ptr, DevicePtr{cause.old_ptr}});

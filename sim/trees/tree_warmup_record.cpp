@@ -52,15 +52,16 @@ std::string_view invariant_status_name(InvariantStatus s) {
   return "?";
 }
 
-std::string_view record_reason_name(InvariantStatus s) {
+Decision record_decision(InvariantStatus s) {
   switch (s) {
-    case InvariantStatus::kSuccess: return "no_child";
-    case InvariantStatus::kCudagraphManagedIdxMismatch: return "cudagraph_managed_idx_mismatch";
-    case InvariantStatus::kStaticInputIdxMismatch: return "static_input_idx_mismatch";
+    case InvariantStatus::kSuccess: return Decision::kRecordFirst;
+    case InvariantStatus::kCudagraphManagedIdxMismatch: return Decision::kRerecordManagedInputMoved;
+    case InvariantStatus::kStaticInputIdxMismatch: return Decision::kRerecordStaticInputMoved;
     case InvariantStatus::kExpectedDeadIndicesBeforeGraphMismatch:
-      return "expected_dead_indices_before_graph_mismatch";
+      return Decision::kRerecordExpectedDeadAlive;
   }
-  return "?";
+  CAPSIM_CHECK(false, "an InvariantStatus without a record decision");
+  return Decision::kRecordFirst;
 }
 
 std::string_view execution_state_name(ExecutionState s) {
@@ -250,7 +251,7 @@ void TreeManager::emit_record(const GraphNode& node, const RecordCause& cause) {
   }
   fields.push_back({F::steps, node.program_steps});
   fields.push_back({F::static_ptrs, std::move(static_ptrs)});
-  fields.push_back({F::reason, std::string(record_reason_name(cause.status))});
+  fields.push_back({F::reason, decision_key(record_decision(cause.status))});
   if (cause.input) {
     fields.push_back({F::input, *cause.input});
     fields.push_back({F::old_ptr, DevicePtr{cause.old_ptr}});
