@@ -76,7 +76,7 @@ using capsim::cli::Subcommand;
 Subcommand add_run(CLI::App& root) {
   auto o = std::make_shared<capsim::AdamReplayJobOptions>();
   CLI::App* sub = root.add_subcommand(
-      "run", "Record one AdamW step as a step program and replay it (the main job)");
+      "run", "Record one AdamW step as a step program and replay it at its baked addresses");
   sub->add_option("--steps", o->steps, "Replays to run")
       ->transform(capsim::cli::decimal())
       ->check(CLI::Range(std::int64_t{1}, capsim::kMaxJobSteps));
