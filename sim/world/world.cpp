@@ -10,7 +10,7 @@
 #include "sim/autograd/imported_autograd.hpp"
 #include "sim/core/body_interpreter.hpp"
 #include "sim/core/eager_oracle.hpp"
-#include "sim/trees/messages.hpp"
+#include "sim/core/messages.hpp"
 #include "sim/world/world_parts.hpp"
 
 namespace capsim {

@@ -25,7 +25,7 @@
 #include "model/rng.hpp"
 #include "sim/core/decisions.hpp"
 #include "sim/core/eager_oracle.hpp"
-#include "sim/trees/sim_context.hpp"
+#include "sim/core/sim_context.hpp"
 #include "sim/trees/tree_manager.hpp"
 #include "sim/world/dynamo.hpp"
 #include "sim/world/program.hpp"

@@ -10,7 +10,7 @@
 #include "model/check.hpp"
 #include "sim/core/body_interpreter.hpp"
 #include "sim/core/decisions.hpp"
-#include "sim/trees/messages.hpp"
+#include "sim/core/messages.hpp"
 #include "sim/world/world.hpp"
 
 namespace capsim {

@@ -7,7 +7,7 @@
 
 #include "sim/core/body_interpreter.hpp"
 #include "sim/core/decisions.hpp"
-#include "sim/trees/messages.hpp"
+#include "sim/core/messages.hpp"
 #include "sim/world/world_parts.hpp"
 
 namespace capsim {
