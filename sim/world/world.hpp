@@ -28,7 +28,10 @@
 #include "sim/core/sim_context.hpp"
 #include "sim/trees/tree_manager.hpp"
 #include "sim/world/dynamo.hpp"
+#include "sim/world/object_table.hpp"
 #include "sim/world/program.hpp"
+#include "sim/world/world_context.hpp"
+#include "sim/world/world_options.hpp"
 
 namespace capsim {
 
@@ -40,54 +43,7 @@ class FxGraph;                // model/fx_graph.hpp
 struct AutogradScenario;      // sim/autograd/compiled_autograd_runner.hpp
 class ImportedAutograd;       // sim/autograd/imported_autograd.hpp
 
-// 1 GiB: every scenario, corpus trace and generated case takes under 64 MiB.
-inline constexpr std::uint64_t kDefaultMemoryBudget = std::uint64_t{1} << 30;
-inline constexpr std::uint64_t kMaxMemoryBudget = std::uint64_t{1} << 40;
-
-struct WorldOptions {
-  CudagraphConfig config;
-  std::uint64_t seed = 0;
-  // Compare every replay with eager execution (P-replay); costs a scratch run.
-  bool verify_replays = false;
-  Fault fault = Fault::kNone;  // a kTree fault (model/fault.hpp): controls and --inject only
-  // Shown every backward of a run_capture_scenario action (render/ draws
-  // its graphs); optional, and it observes only.
-  std::function<void(std::size_t action, const BackwardView&)> on_backward;
-  // Where run_capture_scenario actions find their scenario by name (a
-  // CaptureScenarioLookup): the built-in ones are content of sim/scenarios/,
-  // which the world wing does not include, so whoever builds the World hands
-  // them in (find_autograd_scenario; trace replay and run_program_scenario do). Empty:
-  // every such action names an unknown scenario.
-  std::function<const AutogradScenario*(const std::string& name)> autograd_scenarios;
-  // A second backend that runs every graph too and compares it with the
-  // model (model/replay_mirror.hpp): the CUDA reference backend. Not owned;
-  // it must outlive the World. It observes only: the events are the same.
-  ReplayMirror* mirror = nullptr;
-  // A `device` event after each record and replay, with the evidence of the
-  // replay: the mirror's when there is one, else the model's (traces whose
-  // producer is the CUDA backend carry them; docs/trace-format.md).
-  bool device_evidence = false;
-  // The simulated device memory all segments together may take. A trace is
-  // input from outside: a program that asks for more is refused at the action
-  // that asks (an out-of-memory error naming it), before its bytes are
-  // touched, instead of filling host memory first. `--memory-budget` raises
-  // it (docs/trace-format.md §8).
-  std::uint64_t memory_budget_bytes = kDefaultMemoryBudget;
-  // torch.compile(backend="eager") with compiled autograd off: every compiled
-  // call runs its body eagerly in the default pool (no tree manager, no
-  // events of its own) and every backward runs in the eager engine. The
-  // oracle of the loop properties: the same program, all eager.
-  bool all_eager = false;
-  // The capture a compiled `backward` action runs. Legacy (the capture before
-  // PR 144707) is the loop properties' negative control: its graph does not
-  // run, so the grads then come from the eager engine.
-  CaptureMode compiled_autograd_capture = CaptureMode::kFunctional;
-  // The events the World may hold at once (sim/core/events.hpp): an action
-  // after which it holds more is refused. At most kMaxEvents; tests lower it.
-  std::size_t max_held_events = kMaxEvents;
-};
-
-class World {
+class World : private WorldCalls {
  public:
   explicit World(WorldOptions options);
   ~World();
@@ -136,13 +92,6 @@ class World {
   const Segment* partition_piece(FunctionId fid, std::string_view name) const;
 
  private:
-  struct PyObject {
-    TensorId tensor;
-    bool parameter = false;
-    std::optional<bool> static_guard;  // set by mark_static_address
-    std::optional<std::uint64_t> grad;
-    std::uint32_t refs = 0;
-  };
   struct PlainGraph;
   struct Optimizer;
   struct Autograd;
@@ -155,8 +104,7 @@ class World {
   Status do_eager_call(const EagerCall& a);
   Status do_read(const Read& a);
   Status do_reassign(const ReassignData& a);
-  // `o.data = o.clone()`: the same object and values in a new storage.
-  Status move_to_fresh_copy(PyObject& o);
+  Status move_to_fresh_copy(std::uint64_t object) override;
   Status do_accumulate_grad(const AccumulateGrad& a);
   Status do_create_optimizer(const CreateOptimizer& a);
   Status do_optimizer_step(const OptimizerStep& a);
@@ -216,15 +164,15 @@ class World {
                        const std::vector<std::string>& consume);
   // The same call, its outputs handed back unbound (each held once), or none
   // when the call raised (its error event is out). Not under the plain API.
-  Result<std::optional<std::vector<TensorId>>> run_compiled(
-      const FunctionDef& def, const std::vector<std::uint64_t>& args,
-      const std::vector<std::int64_t>& int_key, bool new_invocation,
-      const std::vector<std::string>& consume);
+  Result<Outputs> run_compiled(const FunctionDef& def, const std::vector<std::uint64_t>& args,
+                               const std::vector<std::int64_t>& int_key, bool new_invocation,
+                               const std::vector<std::string>& consume) override;
   // A call through the tree manager or the plain API, as the config says,
   // with its outputs handed back unbound (each held once), or none when it
   // raised: a Dynamo entry point of the World's own (an optimizer step).
-  Result<std::optional<std::vector<TensorId>>> call_unbound(const FunctionDef& def,
-                                                            const std::vector<std::uint64_t>& args);
+  Result<Outputs> call_unbound(const FunctionDef& def,
+                               const std::vector<std::uint64_t>& args) override;
+  void forget_compiled(const FunctionDef& def) override;
   // The plain API (make_graphed_callables): outputs handed back unbound,
   // each held once.
   Result<std::vector<TensorId>> call_plain(const FunctionDef& def,
@@ -268,18 +216,7 @@ class World {
   Status align_inputs(const WrappedFunction& fn, std::vector<TensorId>& inputs);
   TreeManager& ensure_manager();
   Status shutdown_manager(const char* reason);
-  bool raise_if_poisoned(const std::vector<std::uint64_t>& objects);
-  Status bind_outputs(const std::vector<TensorId>& outputs, const std::vector<std::string>& names);
-
-  // Objects and names.
-  Result<std::uint64_t> lookup(const std::string& name) const;  // "x" or "x.grad"
-  std::uint64_t new_object(TensorId held_tensor, bool parameter = false);
-  void ref(std::uint64_t object);
-  Status unref(std::uint64_t object);
-  Status bind(const std::string& name, std::uint64_t object);
-  Status unbind(const std::string& name);
   Result<const FunctionDef*> function(const std::string& name) const;
-  Result<TensorId> fresh_tensor(const Dims& sizes, std::optional<float> fill, std::int64_t offset);
 
   WorldOptions options_;
   DeviceMemory memory_;
@@ -308,9 +245,8 @@ class World {
   std::set<const FunctionDef*> warned_dynamic_;
   std::set<const FunctionDef*> warned_rerecord_limit_;
 
-  std::map<std::uint64_t, PyObject> objects_;
-  std::map<std::string, std::uint64_t, std::less<>> names_;  // found by string_view too
-  std::uint64_t next_object_ = 1;
+  ObjectTable objects_;
+  WorldContext context_;  // what the parts work on
 
   std::map<const FunctionDef*, std::unique_ptr<PlainGraph>> plain_graphs_;
   std::optional<PoolId> plain_pool_;

@@ -71,7 +71,7 @@ Status World::eager_call_with_autograd(const FunctionDef& def, const std::vector
   }
   for (TensorId t : made) CAPSIM_TRY(refs_.drop(t));
   if (!outs.ok()) return outs.error();
-  return bind_outputs(results, outputs);
+  return context_.bind_outputs(results, outputs);
 }
 
 // Everything the engine made becomes the World's, held once until the graph
@@ -130,14 +130,14 @@ Status World::retarget_leaf(TensorId old, TensorId now) {
 bool World::lend_grads_to_engine() {
   std::vector<std::uint64_t> grads;
   for (const auto& [leaf, object] : autograd_->leaf_objects) {
-    const auto o = objects_.find(object);
-    if (o != objects_.end() && o->second.grad) grads.push_back(*o->second.grad);
+    const PyObject* o = objects_.find(object);
+    if (o != nullptr && o->grad) grads.push_back(*o->grad);
   }
-  if (raise_if_poisoned(grads)) return false;
+  if (context_.raise_if_poisoned(grads)) return false;
   for (const auto& [leaf, object] : autograd_->leaf_objects) {
-    const auto o = objects_.find(object);
+    const PyObject* o = objects_.find(object);
     std::optional<TensorId> grad;
-    if (o != objects_.end() && o->second.grad) grad = objects_.at(*o->second.grad).tensor;
+    if (o != nullptr && o->grad) grad = objects_.at(*o->grad).tensor;
     autograd_->engine.set_grad(leaf, grad);
   }
   return true;
@@ -150,15 +150,15 @@ void World::take_grads_from_engine() {
   for (const auto& [leaf, object] : autograd_->leaf_objects) {
     const std::optional<TensorId> grad = e.grad_of(leaf);
     e.set_grad(leaf, std::nullopt);
-    const auto o = objects_.find(object);
-    if (!grad || o == objects_.end()) continue;
-    PyObject& param = o->second;
+    PyObject* const o = objects_.find(object);
+    if (!grad || o == nullptr) continue;
+    PyObject& param = *o;
     if (param.grad && objects_.at(*param.grad).tensor == *grad) continue;
     CAPSIM_CHECK(!param.grad, "a backward replaces no existing .grad");
     e.disown(*grad);
     refs_.hold(*grad);
-    const std::uint64_t g = new_object(*grad);
-    ref(g);
+    const std::uint64_t g = objects_.new_object(*grad);
+    objects_.ref(g);
     param.grad = g;
   }
 }
@@ -173,10 +173,10 @@ std::int64_t World::accumulate_grads_among(std::span<const AutogradNodeId> nodes
 // --- Backward -----------------------------------------------------------------------
 
 Status World::do_backward(const Backward& a) {
-  CAPSIM_TRY_ASSIGN(const std::uint64_t root_object, lookup(a.tensor));
+  CAPSIM_TRY_ASSIGN(const std::uint64_t root_object, objects_.lookup(a.tensor));
   std::optional<std::uint64_t> grad_object;
   if (a.grad) {
-    CAPSIM_TRY_ASSIGN(grad_object, lookup(*a.grad));
+    CAPSIM_TRY_ASSIGN(grad_object, objects_.lookup(*a.grad));
   }
   return backward_of(a, root_object, grad_object, options_.compiled_autograd_capture);
 }
@@ -186,7 +186,7 @@ Status World::backward_of(const Backward& a, std::uint64_t root_object,
   CAPSIM_CHECK(a.grad.has_value() == grad_object.has_value(), "a given grad names its object");
   std::vector<std::uint64_t> used{root_object};
   if (grad_object) used.push_back(*grad_object);
-  if (raise_if_poisoned(used)) return {};
+  if (context_.raise_if_poisoned(used)) return {};
   AutogradEngine& e = ensure_autograd().engine;
   CAPSIM_TRY_ASSIGN(const Variable root, e.adopt(objects_.at(root_object).tensor, false));
   AutogradEngine::BackwardOptions options;

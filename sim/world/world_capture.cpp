@@ -48,16 +48,16 @@ Result<bool> World::scenario_backward(const AutogradScenario& s, int i, CaptureM
     const Result<Variable> v = e.variable(t);
     if (!loss || !v || !v->requires_grad || v->grad_fn) continue;
     refs_.hold(t);
-    leaves.push_back(new_object(t));
-    ref(leaves.back());
+    leaves.push_back(objects_.new_object(t));
+    objects_.ref(leaves.back());
     ag.leaf_objects.emplace(t, leaves.back());
   }
   std::optional<std::uint64_t> root;
   if (loss) {
     hold_saved_tensors(first_node);
     refs_.hold(loss->tensor);
-    root = new_object(loss->tensor);
-    ref(*root);
+    root = objects_.new_object(loss->tensor);
+    objects_.ref(*root);
   }
   for (TensorId t : made) CAPSIM_TRY(refs_.drop(t));
   if (!loss) return loss.error();
@@ -70,9 +70,9 @@ Result<bool> World::scenario_backward(const AutogradScenario& s, int i, CaptureM
   if (ran && mode == CaptureMode::kFunctional) CAPSIM_TRY(check_scenario_grads(s, i, leaves));
   for (std::uint64_t o : leaves) {
     ag.leaf_objects.erase(objects_.at(o).tensor);
-    CAPSIM_TRY(unref(o));
+    CAPSIM_TRY(objects_.unref(o));
   }
-  CAPSIM_TRY(unref(*root));
+  CAPSIM_TRY(objects_.unref(*root));
   return ran || mode == CaptureMode::kLegacy;
 }
 

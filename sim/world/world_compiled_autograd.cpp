@@ -69,7 +69,7 @@ Status World::compiled_autograd_backward(const Backward& a, const Variable& root
   std::optional<TensorId> ones;
   if (!grad) {
     CAPSIM_TRY_ASSIGN(const Tensor out, store_.tensor(root.tensor));
-    CAPSIM_TRY_ASSIGN(ones, fresh_tensor(out.meta.sizes, 1.0f, 0));
+    CAPSIM_TRY_ASSIGN(ones, context_.fresh_tensor(out.meta.sizes, 1.0f, 0));
   }
   const TensorId root_grad = grad ? grad->tensor : *ones;
   const CompiledBackwardCall call = make_call(bg, b.collected, std::span(&root_grad, 1));
@@ -168,29 +168,29 @@ Result<std::size_t> World::call_lowered_backward(const LoweredBackward& compiled
   std::vector<std::uint64_t> temporaries;
   for (TensorId t : call.inputs) {
     const auto leaf = ag.leaf_objects.find(t);
-    if (leaf != ag.leaf_objects.end() && objects_.count(leaf->second) != 0) {
+    if (leaf != ag.leaf_objects.end() && objects_.contains(leaf->second)) {
       args.push_back(leaf->second);
       continue;
     }
     refs_.hold(t);
-    const std::uint64_t o = new_object(t);
-    ref(o);
+    const std::uint64_t o = objects_.new_object(t);
+    objects_.ref(o);
     temporaries.push_back(o);
     args.push_back(o);
   }
   // compiled_fn is a torch.compile'd callable: entering it starts a new
   // invocation (OptimizeContext's on_enter bumps GenerationTracker.generation).
   auto outs = run_compiled(*compiled.def, args, call.sizes, /*new_invocation=*/true, {});
-  for (std::uint64_t o : temporaries) CAPSIM_TRY(unref(o));
+  for (std::uint64_t o : temporaries) CAPSIM_TRY(objects_.unref(o));
   if (!outs) return outs.error();
   if (!*outs) return std::size_t{0};  // it raised; the error event is out
   const std::vector<TensorId>& grads = **outs;
   CAPSIM_CHECK(grads.size() == compiled.grad_of.size(), "one grad output per param");
   for (std::size_t k = 0; k < grads.size(); ++k) {
-    const std::uint64_t g = new_object(grads[k]);
-    ref(g);
+    const std::uint64_t g = objects_.new_object(grads[k]);
+    objects_.ref(g);
     CAPSIM_TRY(accumulate_into(args.at(compiled.grad_of[k]), g));
-    CAPSIM_TRY(unref(g));
+    CAPSIM_TRY(objects_.unref(g));
   }
   return grads.size();
 }

@@ -26,8 +26,8 @@ Status World::do_create_optimizer(const CreateOptimizer& a) {
     if (p.find('.') != std::string::npos) {
       return make_error(fmt::format("optimizer '{}': param '{}' is not a tensor name", a.name, p));
     }
-    CAPSIM_TRY_ASSIGN(const std::uint64_t o, lookup(p));
-    ref(o);
+    CAPSIM_TRY_ASSIGN(const std::uint64_t o, objects_.lookup(p));
+    objects_.ref(o);
     opt->params.push_back(o);
   }
   ctx_.emit(EventKind::kOptimizer, {{F::name, a.name},
@@ -140,7 +140,7 @@ Status World::trace_optimizer(Optimizer& opt, const std::vector<std::uint64_t>& 
     CAPSIM_TRY_ASSIGN(const Tensor t, store_.tensor(objects_.at(p).tensor));
     std::vector<std::uint64_t> state;
     auto add = [&](const Dims& sizes, float fill) -> Status {
-      CAPSIM_TRY_ASSIGN(const TensorId s, fresh_tensor(sizes, fill, 0));
+      CAPSIM_TRY_ASSIGN(const TensorId s, context_.fresh_tensor(sizes, fill, 0));
       state.push_back(adopt_optimizer_state(s));
       return {};
     };
@@ -156,7 +156,7 @@ Status World::trace_optimizer(Optimizer& opt, const std::vector<std::uint64_t>& 
     opt.graph_attributes.push_back(opt.params[i]);
     for (std::uint64_t s : opt.state[i]) opt.graph_attributes.push_back(s);
   }
-  for (std::uint64_t o : opt.graph_attributes) ref(o);
+  for (std::uint64_t o : opt.graph_attributes) objects_.ref(o);
   std::size_t static_grads = 0;
   for (std::uint64_t g : grads) static_grads += objects_.at(g).static_guard.has_value();
   ctx_.emit(EventKind::kOptimizer,
@@ -172,8 +172,8 @@ Status World::trace_optimizer(Optimizer& opt, const std::vector<std::uint64_t>& 
 // (The move_optimizer_state control marks it without a guard, so that a move
 // re-records at once instead of recompiling.)
 std::uint64_t World::adopt_optimizer_state(TensorId held) {
-  const std::uint64_t o = new_object(held);
-  ref(o);
+  const std::uint64_t o = objects_.new_object(held);
+  objects_.ref(o);
   objects_.at(o).static_guard = options_.fault != Fault::kMoveOptimizerState;
   return o;
 }
@@ -199,7 +199,7 @@ Status World::do_optimizer_step(const OptimizerStep& a) {
     // new storage once, after the step was warmed up and recorded, so that the
     // next call re-records over the new addresses.
     for (const auto& state : opt.state) {
-      for (std::uint64_t o : state) CAPSIM_TRY(move_to_fresh_copy(objects_.at(o)));
+      for (std::uint64_t o : state) CAPSIM_TRY(move_to_fresh_copy(o));
     }
   }
   ++opt.steps_taken;
@@ -232,7 +232,7 @@ Status World::keep_momentum_buffers(Optimizer& opt, const std::vector<std::size_
     const std::uint64_t o = adopt_optimizer_state(outs[k]);
     opt.state.at(stateless[k]).push_back(o);
     opt.graph_attributes.push_back(o);
-    ref(o);
+    objects_.ref(o);
   }
   return {};
 }
@@ -289,7 +289,7 @@ Status World::do_zero_grad(const ZeroGrad& a) {
     if (a.set_to_none) {
       const std::uint64_t g = *param.grad;
       param.grad.reset();
-      CAPSIM_TRY(unref(g));
+      CAPSIM_TRY(objects_.unref(g));
     } else {
       const TensorArg grad = held_tensor_arg(store_, objects_.at(*param.grad).tensor);
       const KernelLaunch fill = CAPSIM_MUST(launch_fill(grad, 0.0f));
@@ -314,17 +314,14 @@ Status World::do_drop_optimizer(const DropOptimizer& a) {
   }
   // The finalizer: the graph module forgets its static attributes.
   if (options_.fault != Fault::kFinalizerKeepsState) {
-    for (std::uint64_t o : opt->graph_attributes) CAPSIM_TRY(unref(o));
+    for (std::uint64_t o : opt->graph_attributes) CAPSIM_TRY(objects_.unref(o));
   }
   for (const auto& state : opt->state) {
-    for (std::uint64_t o : state) CAPSIM_TRY(unref(o));
+    for (std::uint64_t o : state) CAPSIM_TRY(objects_.unref(o));
   }
-  for (std::uint64_t p : opt->params) CAPSIM_TRY(unref(p));
+  for (std::uint64_t p : opt->params) CAPSIM_TRY(objects_.unref(p));
   // The compiled step dies with the optimizer; so do its FunctionIds.
-  std::size_t dead = 0;
-  for (const auto& [mask, step] : opt->steps) dead += compiled_.erase(step.get());
-  CAPSIM_CHECK(dead <= live_cudagraphified_);
-  live_cudagraphified_ -= dead;
+  for (const auto& [mask, step] : opt->steps) forget_compiled(*step);
   ctx_.emit(EventKind::kOptimizer, {{F::name, a.name},
                                     {F::what, "dropped"},
                                     {F::params_alive, live_storages_of(param_tensors)},
