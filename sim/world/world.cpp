@@ -45,7 +45,8 @@ World::World(WorldOptions options)
       rng_(options_.seed),
       ctx_{memory_, allocator_, refs_, backend_, options_.config, events_, counters_, generations_},
       objects_(refs_),
-      context_{ctx_, store_, objects_, rng_, oracle_, options_, *this} {
+      context_{ctx_, store_, objects_, rng_, oracle_, options_, *this},
+      plain_(context_) {
   ctx_.verify_replays = options_.verify_replays;
   ctx_.oracle = &oracle_;
   CAPSIM_CHECK_FAULT_SITE(options_.fault, FaultSite::kTree);
@@ -188,7 +189,10 @@ Result<std::vector<float>> World::values(const std::string& name) const {
 }
 
 std::size_t World::pool_live_blocks() const {
-  return tree_pool_ ? allocator_.live_blocks(*tree_pool_).size() : 0;
+  // The config picks one API for the World's life: the tree manager's pool
+  // or the plain captures' (a tree pool exists only without plain_api).
+  const std::optional<PoolId> pool = options_.config.plain_api ? plain_.pool() : tree_pool_;
+  return pool ? allocator_.live_blocks(*pool).size() : 0;
 }
 
 std::size_t World::live_storages_of(const std::vector<TensorId>& tensors) const {
@@ -402,7 +406,7 @@ Status World::call_compiled(const FunctionDef& def, const std::vector<std::uint6
     CAPSIM_TRY(check_arity(def, args.size()));
     if (new_invocation) ++generations_.generation;
     if (context_.raise_if_poisoned(args)) return {};
-    CAPSIM_TRY_ASSIGN(std::vector<TensorId> outs, call_plain(def, args));
+    CAPSIM_TRY_ASSIGN(std::vector<TensorId> outs, plain_.call(def, args));
     return context_.bind_outputs(outs, outputs);
   }
   CAPSIM_TRY_ASSIGN(auto outs, run_compiled(def, args, int_key, new_invocation, consume));
@@ -416,7 +420,7 @@ Result<World::Outputs> World::call_unbound(const FunctionDef& def,
   CAPSIM_TRY(check_arity(def, args.size()));
   ++generations_.generation;
   if (context_.raise_if_poisoned(args)) return Outputs{};
-  CAPSIM_TRY_ASSIGN(std::vector<TensorId> outs, call_plain(def, args));
+  CAPSIM_TRY_ASSIGN(std::vector<TensorId> outs, plain_.call(def, args));
   return Outputs{std::move(outs)};
 }
 

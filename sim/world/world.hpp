@@ -29,6 +29,7 @@
 #include "sim/trees/tree_manager.hpp"
 #include "sim/world/dynamo.hpp"
 #include "sim/world/object_table.hpp"
+#include "sim/world/plain_graphs.hpp"
 #include "sim/world/program.hpp"
 #include "sim/world/world_context.hpp"
 #include "sim/world/world_options.hpp"
@@ -92,7 +93,6 @@ class World : private WorldCalls {
   const Segment* partition_piece(FunctionId fid, std::string_view name) const;
 
  private:
-  struct PlainGraph;
   struct Optimizer;
   struct Autograd;
   friend struct WorldParts;
@@ -173,17 +173,6 @@ class World : private WorldCalls {
   Result<Outputs> call_unbound(const FunctionDef& def,
                                const std::vector<std::uint64_t>& args) override;
   void forget_compiled(const FunctionDef& def) override;
-  // The plain API (make_graphed_callables): outputs handed back unbound,
-  // each held once.
-  Result<std::vector<TensorId>> call_plain(const FunctionDef& def,
-                                           const std::vector<std::uint64_t>& args);
-  Result<std::vector<TensorId>> capture_plain(const FunctionDef& def,
-                                              const std::vector<std::uint64_t>& args,
-                                              const std::vector<TensorId>& inputs);
-  Result<std::vector<TensorId>> replay_plain(const FunctionDef& def, PlainGraph& graph,
-                                             const std::vector<TensorId>& inputs);
-  Status copy_into_plain_surface(const FunctionDef& def, const PlainGraph& graph,
-                                 const std::vector<TensorId>& inputs);
   // What Dynamo sees of each argument (dynamo.hpp).
   Result<std::vector<DynamoArg>> dynamo_args(const std::vector<std::uint64_t>& args) const;
   // world_compile.cpp: a first compile of a function and key fills `entry`
@@ -248,8 +237,7 @@ class World : private WorldCalls {
   ObjectTable objects_;
   WorldContext context_;  // what the parts work on
 
-  std::map<const FunctionDef*, std::unique_ptr<PlainGraph>> plain_graphs_;
-  std::optional<PoolId> plain_pool_;
+  PlainGraphs plain_;  // the plain API (plain_graphs.hpp)
   std::map<std::string, std::unique_ptr<Optimizer>> optimizers_;
   // Step functions of dropped optimizers: a live manager may still name them.
   std::vector<std::unique_ptr<FunctionDef>> retired_defs_;

@@ -1,6 +1,5 @@
-// The World's private parts that two of its files share: a plain-API graph, a
-// compiled optimizer and the autograd state. Internal to sim/; include only
-// from world*.cpp.
+// The World's private parts that two of its files share: a compiled optimizer and the autograd
+// state. Internal to sim/; include only from world*.cpp.
 #pragma once
 
 #include <map>
@@ -15,18 +14,6 @@
 #include "sim/world/world.hpp"
 
 namespace capsim {
-
-// One torch.cuda.graph / make_graphed_callables capture
-// (docs/cudagraph-trees.md §3.4).
-struct World::PlainGraph {
-  // The static input surface: the sample args, pinned; params are not pinned
-  // (the graph holds the Parameter object, whose storage may change).
-  std::vector<std::optional<TensorId>> surface;
-  std::vector<TensorArg> surface_args;  // as captured
-  std::vector<bool> is_param;
-  GraphHandle graph;
-  std::vector<TensorId> outputs;  // static outputs, pinned, overwritten by every replay
-};
 
 // Which `opt.step()` graph Dynamo traced: per param, whether it had a grad
 // (Dynamo guards each `p.grad is None`; _init_group skips a param without one)
