@@ -46,7 +46,8 @@ World::World(WorldOptions options)
       ctx_{memory_, allocator_, refs_, backend_, options_.config, events_, counters_, generations_},
       objects_(refs_),
       context_{ctx_, store_, objects_, rng_, oracle_, options_, *this},
-      plain_(context_) {
+      plain_(context_),
+      optimizers_(context_) {
   ctx_.verify_replays = options_.verify_replays;
   ctx_.oracle = &oracle_;
   CAPSIM_CHECK_FAULT_SITE(options_.fault, FaultSite::kTree);
@@ -140,9 +141,9 @@ Status World::step(const Action& action) {
           return Status{};
         }
         if constexpr (std::is_same_v<A, AccumulateGrad>) return do_accumulate_grad(a);
-        if constexpr (std::is_same_v<A, CreateOptimizer>) return do_create_optimizer(a);
-        if constexpr (std::is_same_v<A, OptimizerStep>) return do_optimizer_step(a);
-        if constexpr (std::is_same_v<A, ZeroGrad>) return do_zero_grad(a);
+        if constexpr (std::is_same_v<A, CreateOptimizer>) return optimizers_.create(a);
+        if constexpr (std::is_same_v<A, OptimizerStep>) return optimizers_.step(a);
+        if constexpr (std::is_same_v<A, ZeroGrad>) return optimizers_.zero_grad(a);
         if constexpr (std::is_same_v<A, DropOptimizer>) return do_drop_optimizer(a);
         if constexpr (std::is_same_v<A, Reset>) return do_reset();
         if constexpr (std::is_same_v<A, RunCaptureScenario>) return do_run_capture_scenario(a);
@@ -357,6 +358,15 @@ void World::forget_compiled(const FunctionDef& def) {
   const std::size_t dead = compiled_.erase(&def);
   CAPSIM_CHECK(dead <= live_cudagraphified_);
   live_cudagraphified_ -= dead;
+}
+
+Status World::do_drop_optimizer(const DropOptimizer& a) {
+  CAPSIM_TRY(optimizers_.drop(a));
+  // TreeManagerContainer: the last cudagraphified function died with it.
+  if (manager_ && live_cudagraphified_ == 0) {
+    CAPSIM_TRY(shutdown_manager("last_cudagraphified_function_died"));
+  }
+  return {};
 }
 
 Status World::do_reset() {

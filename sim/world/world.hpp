@@ -27,6 +27,7 @@
 #include "sim/core/eager_oracle.hpp"
 #include "sim/core/sim_context.hpp"
 #include "sim/trees/tree_manager.hpp"
+#include "sim/world/compiled_optimizers.hpp"
 #include "sim/world/dynamo.hpp"
 #include "sim/world/object_table.hpp"
 #include "sim/world/plain_graphs.hpp"
@@ -39,7 +40,6 @@ namespace capsim {
 struct BackwardView;          // sim/autograd/compiled_autograd_runner.hpp
 struct Variable;              // sim/autograd/autograd_engine.hpp
 struct CompiledBackwardCall;  // sim/autograd/compiled_autograd_run.hpp
-struct OptimizerStepKey;      // sim/world/world_parts.hpp
 class FxGraph;                // model/fx_graph.hpp
 struct AutogradScenario;      // sim/autograd/compiled_autograd_runner.hpp
 class ImportedAutograd;       // sim/autograd/imported_autograd.hpp
@@ -93,7 +93,6 @@ class World : private WorldCalls {
   const Segment* partition_piece(FunctionId fid, std::string_view name) const;
 
  private:
-  struct Optimizer;
   struct Autograd;
   friend struct WorldParts;
 
@@ -106,14 +105,6 @@ class World : private WorldCalls {
   Status do_reassign(const ReassignData& a);
   Status move_to_fresh_copy(std::uint64_t object) override;
   Status do_accumulate_grad(const AccumulateGrad& a);
-  Status do_create_optimizer(const CreateOptimizer& a);
-  Status do_optimizer_step(const OptimizerStep& a);
-  Status trace_optimizer(Optimizer& opt, const std::vector<std::uint64_t>& grads);
-  std::uint64_t adopt_optimizer_state(TensorId held);
-  Status keep_momentum_buffers(Optimizer& opt, const std::vector<std::size_t>& stateless,
-                               const std::vector<TensorId>& outs);
-  Result<const FunctionDef*> step_for(Optimizer& opt, const OptimizerStepKey& key);
-  Status do_zero_grad(const ZeroGrad& a);
   Status do_drop_optimizer(const DropOptimizer& a);
   Status do_reset();
   Status do_run_capture_scenario(const RunCaptureScenario& a);
@@ -237,9 +228,9 @@ class World : private WorldCalls {
   ObjectTable objects_;
   WorldContext context_;  // what the parts work on
 
-  PlainGraphs plain_;  // the plain API (plain_graphs.hpp)
-  std::map<std::string, std::unique_ptr<Optimizer>> optimizers_;
-  // Step functions of dropped optimizers: a live manager may still name them.
+  PlainGraphs plain_;              // the plain API (plain_graphs.hpp)
+  CompiledOptimizers optimizers_;  // compiled_optimizers.hpp
+  // Functions lowered from replaced captures: a live manager may still name them.
   std::vector<std::unique_ptr<FunctionDef>> retired_defs_;
   // The autograd graphs of a recorded PyTorch run and compiled autograd's
   // cache over them; made on the first autograd_graph action.

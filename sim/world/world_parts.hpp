@@ -1,5 +1,5 @@
-// The World's private parts that two of its files share: a compiled optimizer and the autograd
-// state. Internal to sim/; include only from world*.cpp.
+// The World's private parts that two of its files share: the autograd state. Internal to sim/;
+// include only from world*.cpp.
 #pragma once
 
 #include <map>
@@ -14,34 +14,6 @@
 #include "sim/world/world.hpp"
 
 namespace capsim {
-
-// Which `opt.step()` graph Dynamo traced: per param, whether it had a grad
-// (Dynamo guards each `p.grad is None`; _init_group skips a param without one)
-// and whether its state existed (Dynamo guards that the state is non-empty:
-// SGD makes its momentum buffers inside the first step's graph).
-struct OptimizerStepKey {
-  std::vector<bool> with_grad;
-  std::vector<bool> with_state;
-  friend auto operator<=>(const OptimizerStepKey&, const OptimizerStepKey&) = default;
-};
-
-// A compiled optimizer: its params, its state, the traced step function and
-// the graph-module attributes that keep static tensors alive until the
-// finalizer runs.
-struct World::Optimizer {
-  std::string name;
-  OptimizerKind kind = OptimizerKind::kAdam;
-  SgdHyper sgd;
-  AdamHyper adam;
-  std::vector<std::uint64_t> params;  // objects, referenced
-  // Per param, referenced; empty until the state exists (SGD without
-  // momentum never has any).
-  std::vector<std::vector<std::uint64_t>> state;
-  std::vector<std::uint64_t> graph_attributes;  // referenced until dropped
-  std::map<OptimizerStepKey, std::unique_ptr<FunctionDef>> steps;
-  bool traced = false;
-  std::uint64_t steps_taken = 0;
-};
 
 // A compiled-autograd capture lowered to a tree-manager function.
 struct World::LoweredBackward {
