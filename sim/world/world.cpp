@@ -7,11 +7,9 @@
 #include <set>
 
 #include "model/digest.hpp"
-#include "sim/autograd/imported_autograd.hpp"
 #include "sim/core/body_interpreter.hpp"
 #include "sim/core/eager_oracle.hpp"
 #include "sim/core/messages.hpp"
-#include "sim/world/world_parts.hpp"
 
 namespace capsim {
 
@@ -47,7 +45,8 @@ World::World(WorldOptions options)
       objects_(refs_),
       context_{ctx_, store_, objects_, rng_, oracle_, options_, *this},
       plain_(context_),
-      optimizers_(context_) {
+      optimizers_(context_),
+      autograd_(context_) {
   ctx_.verify_replays = options_.verify_replays;
   ctx_.oracle = &oracle_;
   CAPSIM_CHECK_FAULT_SITE(options_.fault, FaultSite::kTree);
@@ -140,16 +139,20 @@ Status World::step(const Action& action) {
           if (manager_) manager_->set_to_running_backward();
           return Status{};
         }
-        if constexpr (std::is_same_v<A, AccumulateGrad>) return do_accumulate_grad(a);
+        if constexpr (std::is_same_v<A, AccumulateGrad>) return autograd_.accumulate_grad(a);
         if constexpr (std::is_same_v<A, CreateOptimizer>) return optimizers_.create(a);
         if constexpr (std::is_same_v<A, OptimizerStep>) return optimizers_.step(a);
         if constexpr (std::is_same_v<A, ZeroGrad>) return optimizers_.zero_grad(a);
         if constexpr (std::is_same_v<A, DropOptimizer>) return do_drop_optimizer(a);
         if constexpr (std::is_same_v<A, Reset>) return do_reset();
-        if constexpr (std::is_same_v<A, RunCaptureScenario>) return do_run_capture_scenario(a);
-        if constexpr (std::is_same_v<A, DefineAutogradGraph>) return do_define_autograd_graph(a);
-        if constexpr (std::is_same_v<A, CompiledBackward>) return do_compiled_backward(a);
-        if constexpr (std::is_same_v<A, Backward>) return do_backward(a);
+        if constexpr (std::is_same_v<A, RunCaptureScenario>) {
+          return autograd_.run_capture_scenario(a);
+        }
+        if constexpr (std::is_same_v<A, DefineAutogradGraph>) {
+          return autograd_.define_autograd_graph(a);
+        }
+        if constexpr (std::is_same_v<A, CompiledBackward>) return autograd_.compiled_backward(a);
+        if constexpr (std::is_same_v<A, Backward>) return autograd_.backward(a);
       },
       action);
 }
@@ -205,11 +208,7 @@ std::size_t World::live_storages_of(const std::vector<TensorId>& tensors) const 
 Status World::do_new_tensor(const NewTensor& a) {
   CAPSIM_TRY_ASSIGN(const TensorId t, context_.fresh_tensor(a.sizes, a.fill, a.offset));
   const std::uint64_t object = objects_.new_object(t, a.parameter);
-  if (a.requires_grad) {
-    Autograd& ag = ensure_autograd();
-    CAPSIM_TRY(ag.engine.adopt(t, true));
-    ag.leaf_objects.emplace(t, object);
-  }
+  if (a.requires_grad) CAPSIM_TRY(autograd_.adopt_leaf(t, object));
   return objects_.bind(a.name, object);
 }
 
@@ -243,7 +242,7 @@ Status World::do_reassign(const ReassignData& a) {
   CAPSIM_TRY_ASSIGN(const TensorId fresh, context_.fresh_tensor(old.meta.sizes, a.fill, 0));
   const TensorId previous = object.tensor;
   object.tensor = fresh;
-  CAPSIM_TRY(retarget_leaf(previous, fresh));
+  CAPSIM_TRY(autograd_.retarget_leaf(previous, fresh));
   return refs_.drop(previous);
 }
 
@@ -257,7 +256,7 @@ Status World::move_to_fresh_copy(std::uint64_t object) {
   CAPSIM_TRY(backend_.run_step(Step{copy, {}}));
   const TensorId previous = o.tensor;
   o.tensor = fresh;
-  CAPSIM_TRY(retarget_leaf(previous, fresh));
+  CAPSIM_TRY(autograd_.retarget_leaf(previous, fresh));
   return refs_.drop(previous);
 }
 
@@ -272,60 +271,12 @@ Status World::do_eager_call(const EagerCall& a) {
     inputs.push_back(objects_.at(o).tensor);
   }
   if (context_.raise_if_poisoned(objects)) return {};
-  if (!a.no_grad && requires_autograd(inputs)) {
-    return eager_call_with_autograd(*def, inputs, a.outputs);
+  if (!a.no_grad && autograd_.requires_grad(inputs)) {
+    return autograd_.eager_call(*def, inputs, a.outputs);
   }
   BodyEnv env{refs_, backend_, kDefaultPool, nullptr};
   CAPSIM_TRY_ASSIGN(const std::vector<TensorId> outputs, run_body(*def, inputs, env));
   return context_.bind_outputs(outputs, a.outputs);
-}
-
-Status World::do_accumulate_grad(const AccumulateGrad& a) {
-  CAPSIM_TRY_ASSIGN(const std::uint64_t p, objects_.lookup(a.param));
-  CAPSIM_TRY_ASSIGN(const std::uint64_t g, objects_.lookup(a.grad));
-  // PyTorch's engine refuses a grad whose shape is not the parameter's
-  // (validate_outputs: "... returned an invalid gradient at index 0 - got
-  // [..] but expected shape compatible with [..]"); it would sum a grad that
-  // broadcasts to it, which capsim does not model, so that is refused too.
-  CAPSIM_TRY_ASSIGN(const Tensor param, store_.tensor(objects_.at(p).tensor));
-  CAPSIM_TRY_ASSIGN(const Tensor grad, store_.tensor(objects_.at(g).tensor));
-  if (param.meta.sizes != grad.meta.sizes) {
-    return make_error(fmt::format(
-        "an invalid gradient for '{}': got [{}] but expected shape compatible "
-        "with [{}] (PyTorch raises here; capsim accumulates only a grad of the parameter's "
-        "sizes)",
-        a.param, fmt::join(grad.meta.sizes, ", "), fmt::join(param.meta.sizes, ", ")));
-  }
-  return accumulate_into(p, g);
-}
-
-Status World::accumulate_into(std::uint64_t p, std::uint64_t g) {
-  if (context_.raise_if_poisoned({g})) return {};
-  PyObject& param = objects_.at(p);
-  if (!param.grad) {
-    if (ctx_.fault == Fault::kCloneCompiledGrads) {
-      // The control of loop.grads-not-copied-when-backward-cudagraphed.
-      const TensorId grad = objects_.at(g).tensor;
-      CAPSIM_TRY_ASSIGN(const Tensor t, store_.tensor(grad));
-      CAPSIM_TRY_ASSIGN(const TensorId clone, context_.fresh_tensor(t.meta.sizes, 0.0f, 0));
-      const KernelLaunch copy =
-          CAPSIM_MUST(launch_copy(held_tensor_arg(store_, clone), held_tensor_arg(store_, grad)));
-      CAPSIM_TRY(backend_.run_step(Step{copy, {}}));
-      const std::uint64_t cloned = objects_.new_object(clone);
-      objects_.ref(cloned);
-      objects_.at(p).grad = cloned;
-      return {};
-    }
-    // AccumulateGrad steals the incoming grad: .grad is that very tensor.
-    objects_.ref(g);
-    param.grad = g;
-    return {};
-  }
-  if (context_.raise_if_poisoned({*param.grad})) return {};
-  const TensorArg acc = held_tensor_arg(store_, objects_.at(*param.grad).tensor);
-  const TensorArg inc = held_tensor_arg(store_, objects_.at(g).tensor);
-  CAPSIM_TRY_ASSIGN(const KernelLaunch add, launch_binary(KernelKind::kAdd, acc, acc, inc));
-  return backend_.run_step(Step{add, {}});
 }
 
 // --- Compiled calls --------------------------------------------------------------

@@ -32,17 +32,11 @@
 #include "sim/world/object_table.hpp"
 #include "sim/world/plain_graphs.hpp"
 #include "sim/world/program.hpp"
+#include "sim/world/world_autograd.hpp"
 #include "sim/world/world_context.hpp"
 #include "sim/world/world_options.hpp"
 
 namespace capsim {
-
-struct BackwardView;          // sim/autograd/compiled_autograd_runner.hpp
-struct Variable;              // sim/autograd/autograd_engine.hpp
-struct CompiledBackwardCall;  // sim/autograd/compiled_autograd_run.hpp
-class FxGraph;                // model/fx_graph.hpp
-struct AutogradScenario;      // sim/autograd/compiled_autograd_runner.hpp
-class ImportedAutograd;       // sim/autograd/imported_autograd.hpp
 
 class World : private WorldCalls {
  public:
@@ -93,9 +87,6 @@ class World : private WorldCalls {
   const Segment* partition_piece(FunctionId fid, std::string_view name) const;
 
  private:
-  struct Autograd;
-  friend struct WorldParts;
-
   Status step(const Action& action);
   Status do_new_tensor(const NewTensor& a);
   Status do_mark_static(const MarkStatic& a);
@@ -104,49 +95,8 @@ class World : private WorldCalls {
   Status do_read(const Read& a);
   Status do_reassign(const ReassignData& a);
   Status move_to_fresh_copy(std::uint64_t object) override;
-  Status do_accumulate_grad(const AccumulateGrad& a);
   Status do_drop_optimizer(const DropOptimizer& a);
   Status do_reset();
-  Status do_run_capture_scenario(const RunCaptureScenario& a);
-  Status do_define_autograd_graph(const DefineAutogradGraph& a);
-  Status do_compiled_backward(const CompiledBackward& a);
-  Status do_backward(const Backward& a);
-  // A run_capture_scenario action's backward `i` (world_capture.cpp); false
-  // when it raised (its error event is out).
-  Result<bool> scenario_backward(const AutogradScenario& s, int i, CaptureMode mode);
-  Status check_scenario_grads(const AutogradScenario& s, int i,
-                              const std::vector<std::uint64_t>& leaves);
-
-  // Autograd over the World's tensors (world_autograd.cpp).
-  Autograd& ensure_autograd();
-  bool requires_autograd(const std::vector<TensorId>& inputs) const;
-  Status eager_call_with_autograd(const FunctionDef& def, const std::vector<TensorId>& inputs,
-                                  const std::vector<std::string>& outputs);
-  std::vector<TensorId> take_engine_made();
-  void hold_saved_tensors(std::size_t first_node);
-  Status drop_released_saved_tensors();
-  Status retarget_leaf(TensorId old, TensorId now);
-  bool lend_grads_to_engine();
-  void take_grads_from_engine();
-  // How many of `nodes` are AccumulateGrads: the leaves a backward wrote.
-  std::int64_t accumulate_grads_among(std::span<const AutogradNodeId> nodes) const;
-  // `a` on the objects it names, its capture in `mode`.
-  Status backward_of(const Backward& a, std::uint64_t root_object,
-                     std::optional<std::uint64_t> grad_object, CaptureMode mode);
-  Status compiled_autograd_backward(const Backward& a, const Variable& root,
-                                    const std::optional<Variable>& grad, CaptureMode mode);
-  void replace_capture(std::uint64_t entry, FxGraph captured);
-  struct LoweredBackward;
-  Result<const LoweredBackward*> lowered_function(std::uint64_t entry,
-                                                  const CompiledBackwardCall& call);
-  Result<std::size_t> call_lowered_backward(const LoweredBackward& function,
-                                            const CompiledBackwardCall& call);
-  Result<std::size_t> interpret_backward(const AutogradGraph& graph,
-                                         std::span<const AutogradNodeId> ran, std::uint64_t entry,
-                                         const CompiledBackwardCall& call);
-  // AccumulateGrad outside a graph: .grad takes `grad` (stolen) if None,
-  // else adds it in place.
-  Status accumulate_into(std::uint64_t param, std::uint64_t grad);
 
   // The compiled call shared by Call and OptimizerStep.
   Status call_compiled(const FunctionDef& def, const std::vector<std::uint64_t>& args,
@@ -230,14 +180,7 @@ class World : private WorldCalls {
 
   PlainGraphs plain_;              // the plain API (plain_graphs.hpp)
   CompiledOptimizers optimizers_;  // compiled_optimizers.hpp
-  // Functions lowered from replaced captures: a live manager may still name them.
-  std::vector<std::unique_ptr<FunctionDef>> retired_defs_;
-  // The autograd graphs of a recorded PyTorch run and compiled autograd's
-  // cache over them; made on the first autograd_graph action.
-  std::unique_ptr<ImportedAutograd> recorded_autograd_;
-  // Autograd over the World's own tensors; made when a tensor first
-  // requires grad (world_autograd.cpp).
-  std::unique_ptr<Autograd> autograd_;
+  WorldAutograd autograd_;         // world_autograd.hpp
 };
 
 }  // namespace capsim

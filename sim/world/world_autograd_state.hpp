@@ -1,5 +1,5 @@
-// The World's private parts that two of its files share: the autograd state. Internal to sim/;
-// include only from world*.cpp.
+// WorldAutograd's state, which its three files share (world_autograd.cpp,
+// world_compiled_autograd.cpp, world_capture.cpp); include only from those.
 #pragma once
 
 #include <map>
@@ -11,12 +11,12 @@
 #include "model/fx_graph.hpp"
 #include "sim/autograd/autograd_engine.hpp"
 #include "sim/autograd/compiled_autograd_collect.hpp"
-#include "sim/world/world.hpp"
+#include "sim/world/world_autograd.hpp"
 
 namespace capsim {
 
 // A compiled-autograd capture lowered to a tree-manager function.
-struct World::LoweredBackward {
+struct WorldAutograd::LoweredBackward {
   std::unique_ptr<FunctionDef> def;
   std::vector<std::uint32_t> grad_of;  // per output: the call input it is the grad of
 };
@@ -26,8 +26,8 @@ struct World::LoweredBackward {
 // actions: what it makes is handed to the TensorRefs at once, and the graph's
 // own references (the tensors its nodes save) are holds there too, so that
 // one reference count decides every lifetime, as in PyTorch.
-struct World::Autograd {
-  explicit Autograd(AutogradDevice device) : engine(device) {}
+struct WorldAutograd::State {
+  explicit State(AutogradDevice device) : engine(device) {}
   AutogradEngine engine;
   // Per node: the tensors it saved, held until a backward without
   // retain_graph frees them.
