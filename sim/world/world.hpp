@@ -1,17 +1,25 @@
 // World: all simulated state, and the runner of a Program.
 //
 // A World owns the device memory, the caching allocator, the tensors, the CPU
-// backend, the one seeded RNG, the tree manager (created on the first compiled
-// call, dropped when its functions die), the optimizers, the plain-API graphs,
-// the counters and the event log. Nothing else holds state: a failure is a
-// seed and a program, and running them again replays it exactly.
+// backend, the one seeded RNG, the objects and their names (ObjectTable), the
+// tree manager (created on the first compiled call, dropped when its functions
+// die), Dynamo's cache, the counters and the event log. Nothing else holds
+// state: a failure is a seed and a program, and running them again replays it
+// exactly.
+//
+// The World keeps the dispatch, the objects and names, and the compiled call
+// (Dynamo's cache, compile, the tree manager); three parts own the rest, each
+// with its own state and a WorldContext (world_context.hpp) as its only view
+// of the World: CompiledOptimizers (the compiled optimizer), PlainGraphs (the
+// plain CUDA-graph API) and WorldAutograd (autograd and compiled autograd).
+// What a part needs of the compiled call it asks through WorldCalls, which
+// the World implements.
 //
 // `run` returns an Error only for bad input (an unknown name or function, a
 // shape mismatch, a double free): the message names the action. Everything
 // PyTorch itself would raise is an error event, and the program goes on.
 #pragma once
 
-#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -98,7 +106,7 @@ class World : private WorldCalls {
   Status do_drop_optimizer(const DropOptimizer& a);
   Status do_reset();
 
-  // The compiled call shared by Call and OptimizerStep.
+  // The compiled call of a Call action: through the plain API or Dynamo.
   Status call_compiled(const FunctionDef& def, const std::vector<std::uint64_t>& args,
                        const std::vector<std::string>& outputs,
                        const std::vector<std::int64_t>& int_key, bool new_invocation,

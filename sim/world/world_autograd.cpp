@@ -1,5 +1,6 @@
-// World: autograd over the World's own tensors (program.hpp's NewTensor
-// requires_grad, EagerCall on tensors that require grad, Backward).
+// WorldAutograd: autograd over the World's own tensors (program.hpp's NewTensor
+// requires_grad, EagerCall on tensors that require grad, AccumulateGrad,
+// Backward).
 //
 // The engine (sim/autograd/autograd_engine.hpp) runs on the World's memory,
 // store and default pool, so saved tensors are the World's real storages and

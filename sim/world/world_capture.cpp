@@ -1,4 +1,4 @@
-// World: the compiled-autograd actions. run_capture_scenario runs a scenario
+// WorldAutograd: the compiled-autograd actions. run_capture_scenario runs a scenario
 // found through WorldOptions::autograd_scenarios (the built-in ones are
 // content, sim/scenarios/, which this wing never includes) as a thin adapter:
 // each of its forwards builds its graph on the World's own engine, memory and

@@ -1,4 +1,4 @@
-// World: a backward through compiled autograd, on the World's own graph
+// WorldAutograd: a backward through compiled autograd, on the World's own graph
 // (program.hpp's Backward with `compiled`; world_autograd.cpp has the rest).
 //
 // As torch/csrc/dynamo/python_compiled_autograd.cpp's compiled_autograd():
