@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#include "sim/trees/torch_profile.hpp"
+#include "sim/core/torch_profile.hpp"
 
 namespace capsim::cli {
 
@@ -68,7 +68,7 @@ void add_memory_budget_option(CLI::App* sub, std::uint64_t& bytes);
 
 // --torch VERSION: a release from 2.5 to 2.15 ("2.13", "2.13.1") or a
 // profile's name ("classic"), read into `profile`
-// (sim/trees/torch_profile.hpp). Unset, a command keeps the profile its
+// (sim/core/torch_profile.hpp). Unset, a command keeps the profile its
 // input names (a scenario's, a trace header's: classic when none).
 void add_torch_option(CLI::App* sub, std::optional<TorchProfile>& profile);
 

@@ -5,8 +5,8 @@
 #include <optional>
 #include <string>
 
+#include "sim/core/torch_profile.hpp"
 #include "sim/scenarios/adam_replay_job.hpp"
-#include "sim/trees/torch_profile.hpp"
 
 namespace capsim::cli {
 

@@ -6,7 +6,7 @@
 #include <optional>
 #include <string>
 
-#include "sim/trees/torch_profile.hpp"
+#include "sim/core/torch_profile.hpp"
 
 namespace capsim::cli {
 

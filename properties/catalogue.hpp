@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "properties/property.hpp"
-#include "sim/trees/torch_profile.hpp"
+#include "sim/core/torch_profile.hpp"
 
 namespace capsim {
 

@@ -20,7 +20,7 @@
 
 #include "model/result.hpp"
 #include "properties/property.hpp"
-#include "sim/trees/torch_profile.hpp"
+#include "sim/core/torch_profile.hpp"
 
 namespace capsim {
 

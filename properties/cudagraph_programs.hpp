@@ -37,8 +37,8 @@
 #include <string>
 #include <vector>
 
-#include "sim/trees/cudagraph_config.hpp"
-#include "sim/trees/torch_profile.hpp"
+#include "sim/core/cudagraph_config.hpp"
+#include "sim/core/torch_profile.hpp"
 #include "sim/world/program.hpp"
 
 namespace capsim {

@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "model/result.hpp"
-#include "sim/trees/cudagraph_config.hpp"
+#include "sim/core/cudagraph_config.hpp"
 #include "sim/world/program.hpp"
 
 namespace capsim {

@@ -19,7 +19,7 @@
 #include <utility>
 #include <vector>
 
-#include "sim/trees/torch_profile.hpp"
+#include "sim/core/torch_profile.hpp"
 
 namespace capsim::rc_gen {
 

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "properties/cudagraph_checks.hpp"
-#include "sim/trees/sim_context.hpp"
+#include "sim/core/sim_context.hpp"
 
 namespace capsim {
 

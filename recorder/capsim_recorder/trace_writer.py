@@ -48,7 +48,7 @@ TORCH_PROFILES = ("2.9", "2.10", "2.11", "2.12", "2.13", "2.14", "2.15")
 def torch_profile_of(version: str) -> Optional[str]:
     """capsim's profile name for a PyTorch version such as "2.11.0+cu130",
     or None for classic (2.5 to 2.8) and for releases capsim does not model
-    (sim/trees/torch_profile.cpp, torch_profile_for)."""
+    (sim/core/torch_profile.cpp, torch_profile_for)."""
     parts = version.split("+")[0].split(".")
     if len(parts) < 2 or parts[0] != "2" or not parts[1].isdigit():
         return None
@@ -56,7 +56,7 @@ def torch_profile_of(version: str) -> Optional[str]:
     return name if name in TORCH_PROFILES else None
 
 
-# capsim's defaults for those settings (sim/trees/cudagraph_config.hpp), which are
+# capsim's defaults for those settings (sim/core/cudagraph_config.hpp), which are
 # PyTorch 2.11's; a recorder writes the values it reads from PyTorch instead.
 DEFAULT_CONFIG = {
     "inline_inbuilt_nn_modules": True,

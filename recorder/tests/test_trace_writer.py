@@ -58,7 +58,7 @@ class TraceWriterTest(unittest.TestCase):
             return f.read()
 
     def test_torch_profile_of_a_version(self):
-        # sim/trees/torch_profile.cpp's torch_profile_for, for the versions
+        # sim/core/torch_profile.cpp's torch_profile_for, for the versions
         # torch.__version__ reports.
         cases = {"2.5.1": None, "2.8.0+cu128": None, "2.9.0": "2.9", "2.10.0": "2.10",
                  "2.11.0+cu130": "2.11", "2.12.0": "2.12", "2.15.1": "2.15",

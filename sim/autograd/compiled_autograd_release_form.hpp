@@ -29,7 +29,7 @@
 namespace capsim {
 
 // The switches between releases (the rows live with the torch profiles,
-// sim/trees/torch_profile.hpp; the World hands them over).
+// sim/core/torch_profile.hpp; the World hands them over).
 struct CaGraphForm {
   // validate_outputs' packed InputMetadata ends with grad_dtype (2.10 on).
   bool metadata_grad_dtype = true;

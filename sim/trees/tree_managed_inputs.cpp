@@ -7,7 +7,7 @@
 // edge; at the limit "copy" demotes them (the next recordings copy them in,
 // classify_inputs) and "skip" sends the edge to eager with E9.
 #include "sim/core/decisions.hpp"
-#include "sim/trees/messages.hpp"
+#include "sim/core/messages.hpp"
 #include "sim/trees/tree_manager.hpp"
 
 namespace capsim {

@@ -10,7 +10,7 @@
 #include <algorithm>
 
 #include "sim/core/body_interpreter.hpp"
-#include "sim/trees/messages.hpp"
+#include "sim/core/messages.hpp"
 
 namespace capsim {
 

@@ -22,8 +22,8 @@
 #include <vector>
 
 #include "sim/core/decisions.hpp"
+#include "sim/core/sim_context.hpp"
 #include "sim/trees/cudagraph_node.hpp"
-#include "sim/trees/sim_context.hpp"
 
 namespace capsim {
 

@@ -7,7 +7,7 @@
 #include <algorithm>
 
 #include "sim/core/decisions.hpp"
-#include "sim/trees/messages.hpp"
+#include "sim/core/messages.hpp"
 #include "sim/trees/tree_manager.hpp"
 
 namespace capsim {

@@ -8,7 +8,7 @@
 #include "sim/core/body_interpreter.hpp"
 #include "sim/core/decisions.hpp"
 #include "sim/core/eager_oracle.hpp"
-#include "sim/trees/messages.hpp"
+#include "sim/core/messages.hpp"
 #include "sim/trees/tree_manager.hpp"
 
 namespace capsim {

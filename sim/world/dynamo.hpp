@@ -27,8 +27,8 @@
 #include <vector>
 
 #include "model/address.hpp"
+#include "sim/core/cudagraph_config.hpp"
 #include "sim/core/function_def.hpp"
-#include "sim/trees/cudagraph_config.hpp"
 #include "sim/trees/cudagraph_node.hpp"
 #include "sim/world/partitions.hpp"
 

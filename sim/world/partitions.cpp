@@ -7,7 +7,7 @@
 #include <algorithm>
 
 #include "model/check.hpp"
-#include "sim/trees/messages.hpp"
+#include "sim/core/messages.hpp"
 
 namespace capsim {
 

@@ -23,9 +23,9 @@
 #include <string_view>
 #include <vector>
 
+#include "sim/core/cudagraph_config.hpp"
 #include "sim/core/decisions.hpp"
 #include "sim/core/function_def.hpp"
-#include "sim/trees/cudagraph_config.hpp"
 
 namespace capsim {
 

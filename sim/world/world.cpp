@@ -7,11 +7,9 @@
 #include <set>
 
 #include "model/digest.hpp"
-#include "sim/autograd/imported_autograd.hpp"
 #include "sim/core/body_interpreter.hpp"
 #include "sim/core/eager_oracle.hpp"
-#include "sim/trees/messages.hpp"
-#include "sim/world/world_parts.hpp"
+#include "sim/core/messages.hpp"
 
 namespace capsim {
 
@@ -43,8 +41,12 @@ World::World(WorldOptions options)
       refs_(store_),
       backend_(memory_),
       rng_(options_.seed),
-      ctx_{memory_,         allocator_, refs_,     backend_,
-           options_.config, events_,    counters_, generations_} {
+      ctx_{memory_, allocator_, refs_, backend_, options_.config, events_, counters_, generations_},
+      objects_(refs_),
+      context_{ctx_, store_, objects_, rng_, oracle_, options_, *this},
+      plain_(context_),
+      optimizers_(context_),
+      autograd_(context_) {
   ctx_.verify_replays = options_.verify_replays;
   ctx_.oracle = &oracle_;
   CAPSIM_CHECK_FAULT_SITE(options_.fault, FaultSite::kTree);
@@ -126,7 +128,7 @@ Status World::step(const Action& action) {
         if constexpr (std::is_same_v<A, MarkStatic>) return do_mark_static(a);
         if constexpr (std::is_same_v<A, Call>) return do_call(a);
         if constexpr (std::is_same_v<A, EagerCall>) return do_eager_call(a);
-        if constexpr (std::is_same_v<A, Del>) return unbind(a.name);
+        if constexpr (std::is_same_v<A, Del>) return objects_.unbind(a.name);
         if constexpr (std::is_same_v<A, Read>) return do_read(a);
         if constexpr (std::is_same_v<A, ReassignData>) return do_reassign(a);
         if constexpr (std::is_same_v<A, MarkStepBegin>) {
@@ -137,79 +139,25 @@ Status World::step(const Action& action) {
           if (manager_) manager_->set_to_running_backward();
           return Status{};
         }
-        if constexpr (std::is_same_v<A, AccumulateGrad>) return do_accumulate_grad(a);
-        if constexpr (std::is_same_v<A, CreateOptimizer>) return do_create_optimizer(a);
-        if constexpr (std::is_same_v<A, OptimizerStep>) return do_optimizer_step(a);
-        if constexpr (std::is_same_v<A, ZeroGrad>) return do_zero_grad(a);
+        if constexpr (std::is_same_v<A, AccumulateGrad>) return autograd_.accumulate_grad(a);
+        if constexpr (std::is_same_v<A, CreateOptimizer>) return optimizers_.create(a);
+        if constexpr (std::is_same_v<A, OptimizerStep>) return optimizers_.step(a);
+        if constexpr (std::is_same_v<A, ZeroGrad>) return optimizers_.zero_grad(a);
         if constexpr (std::is_same_v<A, DropOptimizer>) return do_drop_optimizer(a);
         if constexpr (std::is_same_v<A, Reset>) return do_reset();
-        if constexpr (std::is_same_v<A, RunCaptureScenario>) return do_run_capture_scenario(a);
-        if constexpr (std::is_same_v<A, DefineAutogradGraph>) return do_define_autograd_graph(a);
-        if constexpr (std::is_same_v<A, CompiledBackward>) return do_compiled_backward(a);
-        if constexpr (std::is_same_v<A, Backward>) return do_backward(a);
+        if constexpr (std::is_same_v<A, RunCaptureScenario>) {
+          return autograd_.run_capture_scenario(a);
+        }
+        if constexpr (std::is_same_v<A, DefineAutogradGraph>) {
+          return autograd_.define_autograd_graph(a);
+        }
+        if constexpr (std::is_same_v<A, CompiledBackward>) return autograd_.compiled_backward(a);
+        if constexpr (std::is_same_v<A, Backward>) return autograd_.backward(a);
       },
       action);
 }
 
-// --- Objects and names -------------------------------------------------------
-
-std::uint64_t World::new_object(TensorId held_tensor, bool parameter) {
-  const std::uint64_t id = next_object_++;
-  objects_.emplace(id, PyObject{held_tensor, parameter, std::nullopt, std::nullopt, 0});
-  return id;
-}
-
-void World::ref(std::uint64_t object) {
-  ++objects_.at(object).refs;
-}
-
-Status World::unref(std::uint64_t object) {
-  auto it = objects_.find(object);
-  CAPSIM_CHECK(it != objects_.end() && it->second.refs > 0, "unref of a dead object");
-  if (--it->second.refs > 0) return {};
-  const PyObject dead = it->second;
-  objects_.erase(it);
-  CAPSIM_TRY(refs_.drop(dead.tensor));
-  if (dead.grad) CAPSIM_TRY(unref(*dead.grad));
-  return {};
-}
-
-Status World::bind(const std::string& name, std::uint64_t object) {
-  if (name.empty() || name.find('.') != std::string::npos) {
-    return make_error(fmt::format("name '{}': names are non-empty and have no '.'", name));
-  }
-  ref(object);
-  auto it = names_.find(name);
-  if (it != names_.end()) {
-    const std::uint64_t old = it->second;
-    it->second = object;
-    return unref(old);
-  }
-  names_.emplace(name, object);
-  return {};
-}
-
-Status World::unbind(const std::string& name) {
-  auto it = names_.find(name);
-  if (it == names_.end()) return make_error(fmt::format("del of unknown name '{}'", name));
-  const std::uint64_t object = it->second;
-  names_.erase(it);
-  return unref(object);
-}
-
-Result<std::uint64_t> World::lookup(const std::string& name) const {
-  const auto dot = name.find('.');
-  const std::string_view base = std::string_view(name).substr(0, dot);
-  auto it = names_.find(base);
-  if (it == names_.end()) return make_error(fmt::format("unknown tensor '{}'", base));
-  if (dot == std::string::npos) return it->second;
-  if (std::string_view(name).substr(dot) != ".grad") {
-    return make_error(fmt::format("'{}': the only attribute is .grad", name));
-  }
-  const PyObject& o = objects_.at(it->second);
-  if (!o.grad) return make_error(fmt::format("'{}' is None", name));
-  return *o.grad;
-}
+// --- Queries -------------------------------------------------------------------
 
 Result<const FunctionDef*> World::function(const std::string& name) const {
   CAPSIM_CHECK(program_ != nullptr);
@@ -219,44 +167,22 @@ Result<const FunctionDef*> World::function(const std::string& name) const {
   return make_error(fmt::format("unknown function '{}'", name));
 }
 
-Result<TensorId> World::fresh_tensor(const Dims& sizes, std::optional<float> fill,
-                                     std::int64_t offset) {
-  if (offset < 0 || offset > 64) {
-    return make_error(fmt::format("offset: {} is outside [0, 64]", offset));
-  }
-  CAPSIM_TRY_ASSIGN(const TensorMeta meta, contiguous_meta(sizes));
-  const std::int64_t n = numel(meta);
-  CAPSIM_TRY_ASSIGN(const Tensor buffer, store_.empty({n + offset}));
-  TensorMeta view_meta = meta;
-  view_meta.storage_offset = offset;
-  CAPSIM_TRY_ASSIGN(const Tensor t, store_.view(buffer.id, view_meta));
-  CAPSIM_TRY(store_.release(buffer.id));
-  refs_.hold(t.id);
-  if (n > 0) {
-    std::vector<float> values(static_cast<std::size_t>(n));
-    for (float& v : values) v = fill ? *fill : rng_.uniform(-1.0f, 1.0f);
-    CAPSIM_TRY_ASSIGN(const Address at, store_.data_address(t.id));
-    CAPSIM_TRY(memory_.write(at, std::as_bytes(std::span(values))));
-  }
-  return t.id;
-}
-
 Result<TensorId> World::tensor_id(const std::string& name) const {
-  CAPSIM_TRY_ASSIGN(const std::uint64_t o, lookup(name));
+  CAPSIM_TRY_ASSIGN(const std::uint64_t o, objects_.lookup(name));
   return objects_.at(o).tensor;
 }
 
 bool World::has(const std::string& name) const {
-  return lookup(name).ok();
+  return objects_.lookup(name).ok();
 }
 
 Result<Address> World::data_ptr(const std::string& name) const {
-  CAPSIM_TRY_ASSIGN(const std::uint64_t o, lookup(name));
+  CAPSIM_TRY_ASSIGN(const std::uint64_t o, objects_.lookup(name));
   return store_.data_address(objects_.at(o).tensor);
 }
 
 Result<std::vector<float>> World::values(const std::string& name) const {
-  CAPSIM_TRY_ASSIGN(const std::uint64_t o, lookup(name));
+  CAPSIM_TRY_ASSIGN(const std::uint64_t o, objects_.lookup(name));
   const TensorArg arg = held_tensor_arg(store_, objects_.at(o).tensor);
   CAPSIM_TRY_ASSIGN(const ElementBits bits, gather_bits(memory_, arg.address, arg.meta));
   std::vector<float> out(bits.size());
@@ -267,46 +193,34 @@ Result<std::vector<float>> World::values(const std::string& name) const {
 }
 
 std::size_t World::pool_live_blocks() const {
-  return tree_pool_ ? allocator_.live_blocks(*tree_pool_).size() : 0;
+  // The config picks one API for the World's life: the tree manager's pool
+  // or the plain captures' (a tree pool exists only without plain_api).
+  const std::optional<PoolId> pool = options_.config.plain_api ? plain_.pool() : tree_pool_;
+  return pool ? allocator_.live_blocks(*pool).size() : 0;
 }
 
 std::size_t World::live_storages_of(const std::vector<TensorId>& tensors) const {
-  std::size_t n = 0;
-  for (TensorId t : tensors) {
-    auto tensor = store_.tensor(t);
-    if (tensor && refs_.storage_live(tensor->storage)) ++n;
-  }
-  return n;
+  return context_.live_storages_of(tensors);
 }
 
 // --- Simple actions ------------------------------------------------------------
 
 Status World::do_new_tensor(const NewTensor& a) {
-  CAPSIM_TRY_ASSIGN(const TensorId t, fresh_tensor(a.sizes, a.fill, a.offset));
-  const std::uint64_t object = new_object(t, a.parameter);
-  if (a.requires_grad) {
-    Autograd& ag = ensure_autograd();
-    CAPSIM_TRY(ag.engine.adopt(t, true));
-    ag.leaf_objects.emplace(t, object);
-  }
-  return bind(a.name, object);
+  CAPSIM_TRY_ASSIGN(const TensorId t, context_.fresh_tensor(a.sizes, a.fill, a.offset));
+  const std::uint64_t object = objects_.new_object(t, a.parameter);
+  if (a.requires_grad) CAPSIM_TRY(autograd_.adopt_leaf(t, object));
+  return objects_.bind(a.name, object);
 }
 
 Status World::do_mark_static(const MarkStatic& a) {
-  CAPSIM_TRY_ASSIGN(const std::uint64_t o, lookup(a.name));
+  CAPSIM_TRY_ASSIGN(const std::uint64_t o, objects_.lookup(a.name));
   objects_.at(o).static_guard = a.guard;
   return {};
 }
 
-bool World::raise_if_poisoned(const std::vector<std::uint64_t>& objects) {
-  std::vector<TensorId> tensors;
-  for (std::uint64_t o : objects) tensors.push_back(objects_.at(o).tensor);
-  return ctx_.raise_if_overwritten(tensors);
-}
-
 Status World::do_read(const Read& a) {
-  CAPSIM_TRY_ASSIGN(const std::uint64_t o, lookup(a.name));
-  if (raise_if_poisoned({o})) return {};
+  CAPSIM_TRY_ASSIGN(const std::uint64_t o, objects_.lookup(a.name));
+  if (context_.raise_if_poisoned({o})) return {};
   CAPSIM_TRY_ASSIGN(const std::vector<float> v, values(a.name));
   std::string shown = "[";
   for (std::size_t i = 0; i < v.size() && i < 4; ++i) {
@@ -322,26 +236,27 @@ Status World::do_read(const Read& a) {
 }
 
 Status World::do_reassign(const ReassignData& a) {
-  CAPSIM_TRY_ASSIGN(const std::uint64_t o, lookup(a.name));
+  CAPSIM_TRY_ASSIGN(const std::uint64_t o, objects_.lookup(a.name));
   PyObject& object = objects_.at(o);
   CAPSIM_TRY_ASSIGN(const Tensor old, store_.tensor(object.tensor));
-  CAPSIM_TRY_ASSIGN(const TensorId fresh, fresh_tensor(old.meta.sizes, a.fill, 0));
+  CAPSIM_TRY_ASSIGN(const TensorId fresh, context_.fresh_tensor(old.meta.sizes, a.fill, 0));
   const TensorId previous = object.tensor;
   object.tensor = fresh;
-  CAPSIM_TRY(retarget_leaf(previous, fresh));
+  CAPSIM_TRY(autograd_.retarget_leaf(previous, fresh));
   return refs_.drop(previous);
 }
 
-Status World::move_to_fresh_copy(PyObject& o) {
+Status World::move_to_fresh_copy(std::uint64_t object) {
+  PyObject& o = objects_.at(object);
   CAPSIM_TRY_ASSIGN(const Tensor old, store_.tensor(o.tensor));
-  CAPSIM_TRY_ASSIGN(const TensorId fresh, fresh_tensor(old.meta.sizes, 0.0f, 0));
+  CAPSIM_TRY_ASSIGN(const TensorId fresh, context_.fresh_tensor(old.meta.sizes, 0.0f, 0));
   // fresh has old's sizes, so the copy cannot be refused.
   const KernelLaunch copy =
       CAPSIM_MUST(launch_copy(held_tensor_arg(store_, fresh), held_tensor_arg(store_, o.tensor)));
   CAPSIM_TRY(backend_.run_step(Step{copy, {}}));
   const TensorId previous = o.tensor;
   o.tensor = fresh;
-  CAPSIM_TRY(retarget_leaf(previous, fresh));
+  CAPSIM_TRY(autograd_.retarget_leaf(previous, fresh));
   return refs_.drop(previous);
 }
 
@@ -351,85 +266,17 @@ Status World::do_eager_call(const EagerCall& a) {
   std::vector<std::uint64_t> objects;
   std::vector<TensorId> inputs;
   for (const std::string& name : a.args) {
-    CAPSIM_TRY_ASSIGN(const std::uint64_t o, lookup(name));
+    CAPSIM_TRY_ASSIGN(const std::uint64_t o, objects_.lookup(name));
     objects.push_back(o);
     inputs.push_back(objects_.at(o).tensor);
   }
-  if (raise_if_poisoned(objects)) return {};
-  if (!a.no_grad && requires_autograd(inputs)) {
-    return eager_call_with_autograd(*def, inputs, a.outputs);
+  if (context_.raise_if_poisoned(objects)) return {};
+  if (!a.no_grad && autograd_.requires_grad(inputs)) {
+    return autograd_.eager_call(*def, inputs, a.outputs);
   }
   BodyEnv env{refs_, backend_, kDefaultPool, nullptr};
   CAPSIM_TRY_ASSIGN(const std::vector<TensorId> outputs, run_body(*def, inputs, env));
-  return bind_outputs(outputs, a.outputs);
-}
-
-Status World::bind_outputs(const std::vector<TensorId>& outputs,
-                           const std::vector<std::string>& names) {
-  if (names.size() > outputs.size()) {
-    for (TensorId t : outputs) CAPSIM_TRY(refs_.drop(t));
-    return make_error(
-        fmt::format("outputs: {} names for {} outputs", names.size(), outputs.size()));
-  }
-  for (std::size_t i = 0; i < outputs.size(); ++i) {
-    if (i < names.size() && !names[i].empty()) {
-      const std::uint64_t o = new_object(outputs[i]);
-      CAPSIM_TRY(bind(names[i], o));
-      CAPSIM_TRY_ASSIGN(const Address ptr, store_.data_address(outputs[i]));
-      ctx_.emit(EventKind::kOutput, {{F::name, names[i]}, {F::ptr, DevicePtr{ptr}}});
-    } else {
-      CAPSIM_TRY(refs_.drop(outputs[i]));
-    }
-  }
-  return {};
-}
-
-Status World::do_accumulate_grad(const AccumulateGrad& a) {
-  CAPSIM_TRY_ASSIGN(const std::uint64_t p, lookup(a.param));
-  CAPSIM_TRY_ASSIGN(const std::uint64_t g, lookup(a.grad));
-  // PyTorch's engine refuses a grad whose shape is not the parameter's
-  // (validate_outputs: "... returned an invalid gradient at index 0 - got
-  // [..] but expected shape compatible with [..]"); it would sum a grad that
-  // broadcasts to it, which capsim does not model, so that is refused too.
-  CAPSIM_TRY_ASSIGN(const Tensor param, store_.tensor(objects_.at(p).tensor));
-  CAPSIM_TRY_ASSIGN(const Tensor grad, store_.tensor(objects_.at(g).tensor));
-  if (param.meta.sizes != grad.meta.sizes) {
-    return make_error(fmt::format(
-        "an invalid gradient for '{}': got [{}] but expected shape compatible "
-        "with [{}] (PyTorch raises here; capsim accumulates only a grad of the parameter's "
-        "sizes)",
-        a.param, fmt::join(grad.meta.sizes, ", "), fmt::join(param.meta.sizes, ", ")));
-  }
-  return accumulate_into(p, g);
-}
-
-Status World::accumulate_into(std::uint64_t p, std::uint64_t g) {
-  if (raise_if_poisoned({g})) return {};
-  PyObject& param = objects_.at(p);
-  if (!param.grad) {
-    if (ctx_.fault == Fault::kCloneCompiledGrads) {
-      // The control of loop.grads-not-copied-when-backward-cudagraphed.
-      const TensorId grad = objects_.at(g).tensor;
-      CAPSIM_TRY_ASSIGN(const Tensor t, store_.tensor(grad));
-      CAPSIM_TRY_ASSIGN(const TensorId clone, fresh_tensor(t.meta.sizes, 0.0f, 0));
-      const KernelLaunch copy =
-          CAPSIM_MUST(launch_copy(held_tensor_arg(store_, clone), held_tensor_arg(store_, grad)));
-      CAPSIM_TRY(backend_.run_step(Step{copy, {}}));
-      const std::uint64_t cloned = new_object(clone);
-      ref(cloned);
-      objects_.at(p).grad = cloned;
-      return {};
-    }
-    // AccumulateGrad steals the incoming grad: .grad is that very tensor.
-    ref(g);
-    param.grad = g;
-    return {};
-  }
-  if (raise_if_poisoned({*param.grad})) return {};
-  const TensorArg acc = held_tensor_arg(store_, objects_.at(*param.grad).tensor);
-  const TensorArg inc = held_tensor_arg(store_, objects_.at(g).tensor);
-  CAPSIM_TRY_ASSIGN(const KernelLaunch add, launch_binary(KernelKind::kAdd, acc, acc, inc));
-  return backend_.run_step(Step{add, {}});
+  return context_.bind_outputs(outputs, a.outputs);
 }
 
 // --- Compiled calls --------------------------------------------------------------
@@ -455,6 +302,21 @@ Status World::shutdown_manager(const char* reason) {
   warned_dynamic_.clear();
   warned_rerecord_limit_.clear();
   live_cudagraphified_ = 0;
+  return {};
+}
+
+void World::forget_compiled(const FunctionDef& def) {
+  const std::size_t dead = compiled_.erase(&def);
+  CAPSIM_CHECK(dead <= live_cudagraphified_);
+  live_cudagraphified_ -= dead;
+}
+
+Status World::do_drop_optimizer(const DropOptimizer& a) {
+  CAPSIM_TRY(optimizers_.drop(a));
+  // TreeManagerContainer: the last cudagraphified function died with it.
+  if (manager_ && live_cudagraphified_ == 0) {
+    CAPSIM_TRY(shutdown_manager("last_cudagraphified_function_died"));
+  }
   return {};
 }
 
@@ -490,7 +352,7 @@ Status World::do_call(const Call& a) {
   }
   std::vector<std::uint64_t> args;
   for (const std::string& name : a.args) {
-    CAPSIM_TRY_ASSIGN(const std::uint64_t o, lookup(name));
+    CAPSIM_TRY_ASSIGN(const std::uint64_t o, objects_.lookup(name));
     args.push_back(o);
   }
   const bool invocation = a.new_invocation.value_or(def->mode != CompilationMode::kBackward);
@@ -504,35 +366,34 @@ Status World::call_compiled(const FunctionDef& def, const std::vector<std::uint6
   if (options_.config.plain_api) {
     CAPSIM_TRY(check_arity(def, args.size()));
     if (new_invocation) ++generations_.generation;
-    if (raise_if_poisoned(args)) return {};
-    CAPSIM_TRY_ASSIGN(std::vector<TensorId> outs, call_plain(def, args));
-    return bind_outputs(outs, outputs);
+    if (context_.raise_if_poisoned(args)) return {};
+    CAPSIM_TRY_ASSIGN(std::vector<TensorId> outs, plain_.call(def, args));
+    return context_.bind_outputs(outs, outputs);
   }
   CAPSIM_TRY_ASSIGN(auto outs, run_compiled(def, args, int_key, new_invocation, consume));
   if (!outs) return {};
-  return bind_outputs(*outs, outputs);
+  return context_.bind_outputs(*outs, outputs);
 }
 
-Result<std::optional<std::vector<TensorId>>> World::call_unbound(
-    const FunctionDef& def, const std::vector<std::uint64_t>& args) {
-  using Outputs = std::optional<std::vector<TensorId>>;
+Result<World::Outputs> World::call_unbound(const FunctionDef& def,
+                                           const std::vector<std::uint64_t>& args) {
   if (!options_.config.plain_api) return run_compiled(def, args, {}, true, {});
   CAPSIM_TRY(check_arity(def, args.size()));
   ++generations_.generation;
-  if (raise_if_poisoned(args)) return Outputs{};
-  CAPSIM_TRY_ASSIGN(std::vector<TensorId> outs, call_plain(def, args));
+  if (context_.raise_if_poisoned(args)) return Outputs{};
+  CAPSIM_TRY_ASSIGN(std::vector<TensorId> outs, plain_.call(def, args));
   return Outputs{std::move(outs)};
 }
 
-Result<std::optional<std::vector<TensorId>>> World::run_compiled(
-    const FunctionDef& def, const std::vector<std::uint64_t>& args,
-    const std::vector<std::int64_t>& int_key, bool new_invocation,
-    const std::vector<std::string>& consume) {
-  using Outputs = std::optional<std::vector<TensorId>>;
+Result<World::Outputs> World::run_compiled(const FunctionDef& def,
+                                           const std::vector<std::uint64_t>& args,
+                                           const std::vector<std::int64_t>& int_key,
+                                           bool new_invocation,
+                                           const std::vector<std::string>& consume) {
   CAPSIM_CHECK(!options_.config.plain_api, "the plain API binds its outputs itself");
   CAPSIM_TRY(check_arity(def, args.size()));
   if (new_invocation) ++generations_.generation;
-  if (raise_if_poisoned(args)) return Outputs{};
+  if (context_.raise_if_poisoned(args)) return Outputs{};
   if (options_.all_eager) {
     // The input list holds one reference each, as the tree path's does.
     std::vector<TensorId> inputs;
@@ -540,7 +401,7 @@ Result<std::optional<std::vector<TensorId>>> World::run_compiled(
       inputs.push_back(objects_.at(a).tensor);
       refs_.hold(inputs.back());
     }
-    for (const std::string& name : consume) CAPSIM_TRY(unbind(name));
+    for (const std::string& name : consume) CAPSIM_TRY(objects_.unbind(name));
     BodyEnv env{refs_, backend_, kDefaultPool, nullptr};
     CAPSIM_TRY_ASSIGN(std::vector<TensorId> outs, run_body(def, inputs, env));
     for (TensorId t : inputs) CAPSIM_TRY(refs_.drop(t));
@@ -578,9 +439,7 @@ Result<std::optional<std::vector<TensorId>>> World::run_compiled(
 }
 
 std::vector<std::pair<std::string, TensorId>> World::bound_names() const {
-  std::vector<std::pair<std::string, TensorId>> out;
-  for (const auto& [name, object] : names_) out.emplace_back(name, objects_.at(object).tensor);
-  return out;
+  return objects_.bound_names();
 }
 
 }  // namespace capsim

@@ -1,17 +1,25 @@
 // World: all simulated state, and the runner of a Program.
 //
 // A World owns the device memory, the caching allocator, the tensors, the CPU
-// backend, the one seeded RNG, the tree manager (created on the first compiled
-// call, dropped when its functions die), the optimizers, the plain-API graphs,
-// the counters and the event log. Nothing else holds state: a failure is a
-// seed and a program, and running them again replays it exactly.
+// backend, the one seeded RNG, the objects and their names (ObjectTable), the
+// tree manager (created on the first compiled call, dropped when its functions
+// die), Dynamo's cache, the counters and the event log. Nothing else holds
+// state: a failure is a seed and a program, and running them again replays it
+// exactly.
+//
+// The World keeps the dispatch, the objects and names, and the compiled call
+// (Dynamo's cache, compile, the tree manager); three parts own the rest, each
+// with its own state and a WorldContext (world_context.hpp) as its only view
+// of the World: CompiledOptimizers (the compiled optimizer), PlainGraphs (the
+// plain CUDA-graph API) and WorldAutograd (autograd and compiled autograd).
+// What a part needs of the compiled call it asks through WorldCalls, which
+// the World implements.
 //
 // `run` returns an Error only for bad input (an unknown name or function, a
 // shape mismatch, a double free): the message names the action. Everything
 // PyTorch itself would raise is an error event, and the program goes on.
 #pragma once
 
-#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -25,69 +33,20 @@
 #include "model/rng.hpp"
 #include "sim/core/decisions.hpp"
 #include "sim/core/eager_oracle.hpp"
-#include "sim/trees/sim_context.hpp"
+#include "sim/core/sim_context.hpp"
 #include "sim/trees/tree_manager.hpp"
+#include "sim/world/compiled_optimizers.hpp"
 #include "sim/world/dynamo.hpp"
+#include "sim/world/object_table.hpp"
+#include "sim/world/plain_graphs.hpp"
 #include "sim/world/program.hpp"
+#include "sim/world/world_autograd.hpp"
+#include "sim/world/world_context.hpp"
+#include "sim/world/world_options.hpp"
 
 namespace capsim {
 
-struct BackwardView;          // sim/autograd/compiled_autograd_runner.hpp
-struct Variable;              // sim/autograd/autograd_engine.hpp
-struct CompiledBackwardCall;  // sim/autograd/compiled_autograd_run.hpp
-struct OptimizerStepKey;      // sim/world/world_parts.hpp
-class FxGraph;                // model/fx_graph.hpp
-struct AutogradScenario;      // sim/autograd/compiled_autograd_runner.hpp
-class ImportedAutograd;       // sim/autograd/imported_autograd.hpp
-
-// 1 GiB: every scenario, corpus trace and generated case takes under 64 MiB.
-inline constexpr std::uint64_t kDefaultMemoryBudget = std::uint64_t{1} << 30;
-inline constexpr std::uint64_t kMaxMemoryBudget = std::uint64_t{1} << 40;
-
-struct WorldOptions {
-  CudagraphConfig config;
-  std::uint64_t seed = 0;
-  // Compare every replay with eager execution (P-replay); costs a scratch run.
-  bool verify_replays = false;
-  Fault fault = Fault::kNone;  // a kTree fault (model/fault.hpp): controls and --inject only
-  // Shown every backward of a run_capture_scenario action (render/ draws
-  // its graphs); optional, and it observes only.
-  std::function<void(std::size_t action, const BackwardView&)> on_backward;
-  // Where run_capture_scenario actions find their scenario by name (a
-  // CaptureScenarioLookup): the built-in ones are content of sim/scenarios/,
-  // which the world wing does not include, so whoever builds the World hands
-  // them in (find_autograd_scenario; trace replay and run_program_scenario do). Empty:
-  // every such action names an unknown scenario.
-  std::function<const AutogradScenario*(const std::string& name)> autograd_scenarios;
-  // A second backend that runs every graph too and compares it with the
-  // model (model/replay_mirror.hpp): the CUDA reference backend. Not owned;
-  // it must outlive the World. It observes only: the events are the same.
-  ReplayMirror* mirror = nullptr;
-  // A `device` event after each record and replay, with the evidence of the
-  // replay: the mirror's when there is one, else the model's (traces whose
-  // producer is the CUDA backend carry them; docs/trace-format.md).
-  bool device_evidence = false;
-  // The simulated device memory all segments together may take. A trace is
-  // input from outside: a program that asks for more is refused at the action
-  // that asks (an out-of-memory error naming it), before its bytes are
-  // touched, instead of filling host memory first. `--memory-budget` raises
-  // it (docs/trace-format.md §8).
-  std::uint64_t memory_budget_bytes = kDefaultMemoryBudget;
-  // torch.compile(backend="eager") with compiled autograd off: every compiled
-  // call runs its body eagerly in the default pool (no tree manager, no
-  // events of its own) and every backward runs in the eager engine. The
-  // oracle of the loop properties: the same program, all eager.
-  bool all_eager = false;
-  // The capture a compiled `backward` action runs. Legacy (the capture before
-  // PR 144707) is the loop properties' negative control: its graph does not
-  // run, so the grads then come from the eager engine.
-  CaptureMode compiled_autograd_capture = CaptureMode::kFunctional;
-  // The events the World may hold at once (sim/core/events.hpp): an action
-  // after which it holds more is refused. At most kMaxEvents; tests lower it.
-  std::size_t max_held_events = kMaxEvents;
-};
-
-class World {
+class World : private WorldCalls {
  public:
   explicit World(WorldOptions options);
   ~World();
@@ -136,18 +95,6 @@ class World {
   const Segment* partition_piece(FunctionId fid, std::string_view name) const;
 
  private:
-  struct PyObject {
-    TensorId tensor;
-    bool parameter = false;
-    std::optional<bool> static_guard;  // set by mark_static_address
-    std::optional<std::uint64_t> grad;
-    std::uint32_t refs = 0;
-  };
-  struct PlainGraph;
-  struct Optimizer;
-  struct Autograd;
-  friend struct WorldParts;
-
   Status step(const Action& action);
   Status do_new_tensor(const NewTensor& a);
   Status do_mark_static(const MarkStatic& a);
@@ -155,87 +102,26 @@ class World {
   Status do_eager_call(const EagerCall& a);
   Status do_read(const Read& a);
   Status do_reassign(const ReassignData& a);
-  // `o.data = o.clone()`: the same object and values in a new storage.
-  Status move_to_fresh_copy(PyObject& o);
-  Status do_accumulate_grad(const AccumulateGrad& a);
-  Status do_create_optimizer(const CreateOptimizer& a);
-  Status do_optimizer_step(const OptimizerStep& a);
-  Status trace_optimizer(Optimizer& opt, const std::vector<std::uint64_t>& grads);
-  std::uint64_t adopt_optimizer_state(TensorId held);
-  Status keep_momentum_buffers(Optimizer& opt, const std::vector<std::size_t>& stateless,
-                               const std::vector<TensorId>& outs);
-  Result<const FunctionDef*> step_for(Optimizer& opt, const OptimizerStepKey& key);
-  Status do_zero_grad(const ZeroGrad& a);
+  Status move_to_fresh_copy(std::uint64_t object) override;
   Status do_drop_optimizer(const DropOptimizer& a);
   Status do_reset();
-  Status do_run_capture_scenario(const RunCaptureScenario& a);
-  Status do_define_autograd_graph(const DefineAutogradGraph& a);
-  Status do_compiled_backward(const CompiledBackward& a);
-  Status do_backward(const Backward& a);
-  // A run_capture_scenario action's backward `i` (world_capture.cpp); false
-  // when it raised (its error event is out).
-  Result<bool> scenario_backward(const AutogradScenario& s, int i, CaptureMode mode);
-  Status check_scenario_grads(const AutogradScenario& s, int i,
-                              const std::vector<std::uint64_t>& leaves);
 
-  // Autograd over the World's tensors (world_autograd.cpp).
-  Autograd& ensure_autograd();
-  bool requires_autograd(const std::vector<TensorId>& inputs) const;
-  Status eager_call_with_autograd(const FunctionDef& def, const std::vector<TensorId>& inputs,
-                                  const std::vector<std::string>& outputs);
-  std::vector<TensorId> take_engine_made();
-  void hold_saved_tensors(std::size_t first_node);
-  Status drop_released_saved_tensors();
-  Status retarget_leaf(TensorId old, TensorId now);
-  bool lend_grads_to_engine();
-  void take_grads_from_engine();
-  // How many of `nodes` are AccumulateGrads: the leaves a backward wrote.
-  std::int64_t accumulate_grads_among(std::span<const AutogradNodeId> nodes) const;
-  // `a` on the objects it names, its capture in `mode`.
-  Status backward_of(const Backward& a, std::uint64_t root_object,
-                     std::optional<std::uint64_t> grad_object, CaptureMode mode);
-  Status compiled_autograd_backward(const Backward& a, const Variable& root,
-                                    const std::optional<Variable>& grad, CaptureMode mode);
-  void replace_capture(std::uint64_t entry, FxGraph captured);
-  struct LoweredBackward;
-  Result<const LoweredBackward*> lowered_function(std::uint64_t entry,
-                                                  const CompiledBackwardCall& call);
-  Result<std::size_t> call_lowered_backward(const LoweredBackward& function,
-                                            const CompiledBackwardCall& call);
-  Result<std::size_t> interpret_backward(const AutogradGraph& graph,
-                                         std::span<const AutogradNodeId> ran, std::uint64_t entry,
-                                         const CompiledBackwardCall& call);
-  // AccumulateGrad outside a graph: .grad takes `grad` (stolen) if None,
-  // else adds it in place.
-  Status accumulate_into(std::uint64_t param, std::uint64_t grad);
-
-  // The compiled call shared by Call and OptimizerStep.
+  // The compiled call of a Call action: through the plain API or Dynamo.
   Status call_compiled(const FunctionDef& def, const std::vector<std::uint64_t>& args,
                        const std::vector<std::string>& outputs,
                        const std::vector<std::int64_t>& int_key, bool new_invocation,
                        const std::vector<std::string>& consume);
   // The same call, its outputs handed back unbound (each held once), or none
   // when the call raised (its error event is out). Not under the plain API.
-  Result<std::optional<std::vector<TensorId>>> run_compiled(
-      const FunctionDef& def, const std::vector<std::uint64_t>& args,
-      const std::vector<std::int64_t>& int_key, bool new_invocation,
-      const std::vector<std::string>& consume);
+  Result<Outputs> run_compiled(const FunctionDef& def, const std::vector<std::uint64_t>& args,
+                               const std::vector<std::int64_t>& int_key, bool new_invocation,
+                               const std::vector<std::string>& consume) override;
   // A call through the tree manager or the plain API, as the config says,
   // with its outputs handed back unbound (each held once), or none when it
   // raised: a Dynamo entry point of the World's own (an optimizer step).
-  Result<std::optional<std::vector<TensorId>>> call_unbound(const FunctionDef& def,
-                                                            const std::vector<std::uint64_t>& args);
-  // The plain API (make_graphed_callables): outputs handed back unbound,
-  // each held once.
-  Result<std::vector<TensorId>> call_plain(const FunctionDef& def,
-                                           const std::vector<std::uint64_t>& args);
-  Result<std::vector<TensorId>> capture_plain(const FunctionDef& def,
-                                              const std::vector<std::uint64_t>& args,
-                                              const std::vector<TensorId>& inputs);
-  Result<std::vector<TensorId>> replay_plain(const FunctionDef& def, PlainGraph& graph,
-                                             const std::vector<TensorId>& inputs);
-  Status copy_into_plain_surface(const FunctionDef& def, const PlainGraph& graph,
-                                 const std::vector<TensorId>& inputs);
+  Result<Outputs> call_unbound(const FunctionDef& def,
+                               const std::vector<std::uint64_t>& args) override;
+  void forget_compiled(const FunctionDef& def) override;
   // What Dynamo sees of each argument (dynamo.hpp).
   Result<std::vector<DynamoArg>> dynamo_args(const std::vector<std::uint64_t>& args) const;
   // world_compile.cpp: a first compile of a function and key fills `entry`
@@ -268,18 +154,7 @@ class World {
   Status align_inputs(const WrappedFunction& fn, std::vector<TensorId>& inputs);
   TreeManager& ensure_manager();
   Status shutdown_manager(const char* reason);
-  bool raise_if_poisoned(const std::vector<std::uint64_t>& objects);
-  Status bind_outputs(const std::vector<TensorId>& outputs, const std::vector<std::string>& names);
-
-  // Objects and names.
-  Result<std::uint64_t> lookup(const std::string& name) const;  // "x" or "x.grad"
-  std::uint64_t new_object(TensorId held_tensor, bool parameter = false);
-  void ref(std::uint64_t object);
-  Status unref(std::uint64_t object);
-  Status bind(const std::string& name, std::uint64_t object);
-  Status unbind(const std::string& name);
   Result<const FunctionDef*> function(const std::string& name) const;
-  Result<TensorId> fresh_tensor(const Dims& sizes, std::optional<float> fill, std::int64_t offset);
 
   WorldOptions options_;
   DeviceMemory memory_;
@@ -308,21 +183,12 @@ class World {
   std::set<const FunctionDef*> warned_dynamic_;
   std::set<const FunctionDef*> warned_rerecord_limit_;
 
-  std::map<std::uint64_t, PyObject> objects_;
-  std::map<std::string, std::uint64_t, std::less<>> names_;  // found by string_view too
-  std::uint64_t next_object_ = 1;
+  ObjectTable objects_;
+  WorldContext context_;  // what the parts work on
 
-  std::map<const FunctionDef*, std::unique_ptr<PlainGraph>> plain_graphs_;
-  std::optional<PoolId> plain_pool_;
-  std::map<std::string, std::unique_ptr<Optimizer>> optimizers_;
-  // Step functions of dropped optimizers: a live manager may still name them.
-  std::vector<std::unique_ptr<FunctionDef>> retired_defs_;
-  // The autograd graphs of a recorded PyTorch run and compiled autograd's
-  // cache over them; made on the first autograd_graph action.
-  std::unique_ptr<ImportedAutograd> recorded_autograd_;
-  // Autograd over the World's own tensors; made when a tensor first
-  // requires grad (world_autograd.cpp).
-  std::unique_ptr<Autograd> autograd_;
+  PlainGraphs plain_;              // the plain API (plain_graphs.hpp)
+  CompiledOptimizers optimizers_;  // compiled_optimizers.hpp
+  WorldAutograd autograd_;         // world_autograd.hpp
 };
 
 }  // namespace capsim

@@ -10,7 +10,7 @@
 #include "model/check.hpp"
 #include "sim/core/body_interpreter.hpp"
 #include "sim/core/decisions.hpp"
-#include "sim/trees/messages.hpp"
+#include "sim/core/messages.hpp"
 #include "sim/world/world.hpp"
 
 namespace capsim {
@@ -210,7 +210,7 @@ Status World::align_inputs(const WrappedFunction& fn, std::vector<TensorId>& inp
     if (is_aligned(ptr)) continue;
     // copy_misaligned_inputs: clone_preserve_strides before the tree sees it.
     CAPSIM_TRY_ASSIGN(const Tensor src, store_.tensor(inputs[i]));
-    CAPSIM_TRY_ASSIGN(const TensorId clone, fresh_tensor(src.meta.sizes, 0.0f, 0));
+    CAPSIM_TRY_ASSIGN(const TensorId clone, context_.fresh_tensor(src.meta.sizes, 0.0f, 0));
     // The clone has the input's sizes, so the copy cannot be refused.
     const KernelLaunch copy = CAPSIM_MUST(
         launch_copy(held_tensor_arg(store_, clone), held_tensor_arg(store_, inputs[i])));
@@ -290,7 +290,7 @@ Result<Outputs> World::run_entry(const FunctionDef& def, const CompiledEntry& en
   if (entry.kind == EntryKind::kCudagraphed) {
     CAPSIM_TRY(align_inputs(manager_->function(*entry.fid), inputs));
   }
-  for (const std::string& name : consume) CAPSIM_TRY(unbind(name));
+  for (const std::string& name : consume) CAPSIM_TRY(objects_.unbind(name));
   switch (entry.kind) {
     case EntryKind::kCudagraphed: {
       CAPSIM_TRY_ASSIGN(CallOutcome outcome, manager_->run(*entry.fid, std::move(inputs)));

@@ -1,4 +1,4 @@
-// World: a backward through compiled autograd, on the World's own graph
+// WorldAutograd: a backward through compiled autograd, on the World's own graph
 // (program.hpp's Backward with `compiled`; world_autograd.cpp has the rest).
 //
 // As torch/csrc/dynamo/python_compiled_autograd.cpp's compiled_autograd():
@@ -16,7 +16,7 @@
 #include "sim/autograd/compiled_autograd_function.hpp"
 #include "sim/autograd/compiled_autograd_run.hpp"
 #include "sim/autograd/compiled_autograd_runner.hpp"
-#include "sim/world/world_parts.hpp"
+#include "sim/world/world_autograd_state.hpp"
 
 namespace capsim {
 
@@ -35,9 +35,10 @@ std::vector<AutogradNodeId> engine_nodes_run(const AutogradEngine::BackwardGraph
 
 }  // namespace
 
-Status World::compiled_autograd_backward(const Backward& a, const Variable& root,
-                                         const std::optional<Variable>& grad, CaptureMode mode) {
-  Autograd& ag = *autograd_;
+Status WorldAutograd::compiled_autograd_backward(const Backward& a, const Variable& root,
+                                                 const std::optional<Variable>& grad,
+                                                 CaptureMode mode) {
+  State& ag = *state_;
   AutogradEngine& e = ag.engine;
   CAPSIM_TRY_ASSIGN(const AutogradEngine::BackwardGraph bg, e.backward_graph(root));
   CaptureRunLog log;
@@ -48,8 +49,8 @@ Status World::compiled_autograd_backward(const Backward& a, const Variable& root
                                          mode, a.dynamic, log));
   ag.backwards = log.backwards;
   for (Event& ev : log.events) ctx_.emit(ev.kind, std::move(ev.fields));
-  counters_.ca_captures += log.captures;
-  counters_.ca_metadata_reads += log.metadata_reads;
+  ctx_.counters.ca_captures += log.captures;
+  ctx_.counters.ca_metadata_reads += log.metadata_reads;
   if (mode == CaptureMode::kLegacy) {
     // The legacy capture's graph is a model of what it read, not a program:
     // it is shown, never cached for a lowering, and the grads come from the
@@ -69,7 +70,7 @@ Status World::compiled_autograd_backward(const Backward& a, const Variable& root
   std::optional<TensorId> ones;
   if (!grad) {
     CAPSIM_TRY_ASSIGN(const Tensor out, store_.tensor(root.tensor));
-    CAPSIM_TRY_ASSIGN(ones, fresh_tensor(out.meta.sizes, 1.0f, 0));
+    CAPSIM_TRY_ASSIGN(ones, world_.fresh_tensor(out.meta.sizes, 1.0f, 0));
   }
   const TensorId root_grad = grad ? grad->tensor : *ones;
   const CompiledBackwardCall call = make_call(bg, b.collected, std::span(&root_grad, 1));
@@ -85,7 +86,7 @@ Status World::compiled_autograd_backward(const Backward& a, const Variable& root
   CAPSIM_TRY_ASSIGN(const std::size_t leaves, function != nullptr
                                                   ? call_lowered_backward(*function, call)
                                                   : interpret_backward(bg.graph, ran, entry, call));
-  if (ones) CAPSIM_TRY(refs_.drop(*ones));
+  if (ones) CAPSIM_TRY(ctx_.refs.drop(*ones));
   for (const auto& [leaf, object] : ag.leaf_objects) e.set_grad(leaf, std::nullopt);
   if (!a.retain_graph) {
     // release_variables() on every node the backward ran.
@@ -105,15 +106,15 @@ Status World::compiled_autograd_backward(const Backward& a, const Variable& root
 
 // A capture that does not lower: the FX interpreter on the engine, with the
 // same formulas and no tree function. Returns the AccumulateGrads it ran.
-Result<std::size_t> World::interpret_backward(const AutogradGraph& graph,
-                                              std::span<const AutogradNodeId> ran,
-                                              std::uint64_t entry,
-                                              const CompiledBackwardCall& call) {
-  AutogradEngine& e = autograd_->engine;
-  ++counters_.eager_fallbacks;
+Result<std::size_t> WorldAutograd::interpret_backward(const AutogradGraph& graph,
+                                                      std::span<const AutogradNodeId> ran,
+                                                      std::uint64_t entry,
+                                                      const CompiledBackwardCall& call) {
+  AutogradEngine& e = state_->engine;
+  ++ctx_.counters.eager_fallbacks;
   ctx_.emit(EventKind::kEager, {{F::function, "CompiledAutograd"},
                                 {F::reason, decision_key(Decision::kEagerNotLowerable)}});
-  CAPSIM_TRY(run_compiled_backward(e, graph, autograd_->entries.at(entry).captured, call));
+  CAPSIM_TRY(run_compiled_backward(e, graph, state_->entries.at(entry).captured, call));
   take_grads_from_engine();
   return static_cast<std::size_t>(accumulate_grads_among(ran));
 }
@@ -121,13 +122,13 @@ Result<std::size_t> World::interpret_backward(const AutogradGraph& graph,
 // A new capture for `entry`, named CompiledAutograd0, 1, ... in capture
 // order. The functions lowered from the capture it replaces are retired: a
 // live tree manager may still name them.
-void World::replace_capture(std::uint64_t entry, FxGraph captured) {
-  Autograd& ag = *autograd_;
+void WorldAutograd::replace_capture(std::uint64_t entry, FxGraph captured) {
+  State& ag = *state_;
   const auto old = ag.entries.find(entry);
   if (old != ag.entries.end()) {
     for (auto& [sizes, f] : old->second.functions) retired_defs_.push_back(std::move(f.def));
   }
-  Autograd::Entry fresh;
+  State::Entry fresh;
   fresh.captured = std::move(captured);
   fresh.name = fmt::format("CompiledAutograd{}", ag.cache.captures() - 1);
   ag.entries.insert_or_assign(entry, std::move(fresh));
@@ -135,10 +136,10 @@ void World::replace_capture(std::uint64_t entry, FxGraph captured) {
 
 // The entry's function for this call's sizes, lowered on first use; null
 // when the capture does not lower (the reason stays in `why_not`).
-Result<const World::LoweredBackward*> World::lowered_function(std::uint64_t entry,
-                                                              const CompiledBackwardCall& call) {
-  Autograd& ag = *autograd_;
-  Autograd::Entry& e = ag.entries.at(entry);
+Result<const WorldAutograd::LoweredBackward*> WorldAutograd::lowered_function(
+    std::uint64_t entry, const CompiledBackwardCall& call) {
+  State& ag = *state_;
+  State::Entry& e = ag.entries.at(entry);
   if (!e.why_not.empty()) return nullptr;
   if (const auto it = e.functions.find(call.sizes); it != e.functions.end()) return &it->second;
   CAPSIM_TRY_ASSIGN(FunctionInputs in, function_inputs(ag.engine, store_, call));
@@ -161,36 +162,36 @@ Result<const World::LoweredBackward*> World::lowered_function(std::uint64_t entr
 // of each grad output into its param. The call's inputs are the params'
 // own objects (so Dynamo sees them as the program made them) and, for the
 // saved tensors and the root grad, objects made for the call alone.
-Result<std::size_t> World::call_lowered_backward(const LoweredBackward& compiled,
-                                                 const CompiledBackwardCall& call) {
-  Autograd& ag = *autograd_;
+Result<std::size_t> WorldAutograd::call_lowered_backward(const LoweredBackward& compiled,
+                                                         const CompiledBackwardCall& call) {
+  State& ag = *state_;
   std::vector<std::uint64_t> args;
   std::vector<std::uint64_t> temporaries;
   for (TensorId t : call.inputs) {
     const auto leaf = ag.leaf_objects.find(t);
-    if (leaf != ag.leaf_objects.end() && objects_.count(leaf->second) != 0) {
+    if (leaf != ag.leaf_objects.end() && objects_.contains(leaf->second)) {
       args.push_back(leaf->second);
       continue;
     }
-    refs_.hold(t);
-    const std::uint64_t o = new_object(t);
-    ref(o);
+    ctx_.refs.hold(t);
+    const std::uint64_t o = objects_.new_object(t);
+    objects_.ref(o);
     temporaries.push_back(o);
     args.push_back(o);
   }
   // compiled_fn is a torch.compile'd callable: entering it starts a new
   // invocation (OptimizeContext's on_enter bumps GenerationTracker.generation).
-  auto outs = run_compiled(*compiled.def, args, call.sizes, /*new_invocation=*/true, {});
-  for (std::uint64_t o : temporaries) CAPSIM_TRY(unref(o));
+  auto outs = calls_.run_compiled(*compiled.def, args, call.sizes, /*new_invocation=*/true, {});
+  for (std::uint64_t o : temporaries) CAPSIM_TRY(objects_.unref(o));
   if (!outs) return outs.error();
   if (!*outs) return std::size_t{0};  // it raised; the error event is out
   const std::vector<TensorId>& grads = **outs;
   CAPSIM_CHECK(grads.size() == compiled.grad_of.size(), "one grad output per param");
   for (std::size_t k = 0; k < grads.size(); ++k) {
-    const std::uint64_t g = new_object(grads[k]);
-    ref(g);
+    const std::uint64_t g = objects_.new_object(grads[k]);
+    objects_.ref(g);
     CAPSIM_TRY(accumulate_into(args.at(compiled.grad_of[k]), g));
-    CAPSIM_TRY(unref(g));
+    CAPSIM_TRY(objects_.unref(g));
   }
   return grads.size();
 }

@@ -72,9 +72,9 @@ unity_a=(
 unity_b=(
   sim/core/body_interpreter.cpp sim/core/decisions.cpp sim/core/eager_oracle.cpp sim/core/event_fields.cpp sim/core/events.cpp
   sim/core/field_value.cpp sim/core/function_def.cpp
-  sim/trees/cudagraph_config.cpp sim/trees/messages.cpp sim/trees/torch_profile.cpp sim/core/tensor_refs.cpp sim/trees/tree_manager.cpp sim/trees/tree_managed_inputs.cpp sim/trees/tree_memory.cpp
-  sim/trees/tree_replay.cpp sim/trees/tree_warmup_record.cpp sim/world/dynamo.cpp sim/world/partitions.cpp sim/world/program.cpp sim/world/world.cpp sim/world/world_optimizer.cpp
-  sim/world/world_plain.cpp sim/world/world_compile.cpp
+  sim/core/cudagraph_config.cpp sim/core/messages.cpp sim/core/torch_profile.cpp sim/core/tensor_refs.cpp sim/trees/tree_manager.cpp sim/trees/tree_managed_inputs.cpp sim/trees/tree_memory.cpp
+  sim/trees/tree_replay.cpp sim/trees/tree_warmup_record.cpp sim/world/dynamo.cpp sim/world/partitions.cpp sim/world/program.cpp sim/world/world.cpp sim/world/compiled_optimizers.cpp
+  sim/world/plain_graphs.cpp sim/world/world_compile.cpp sim/world/object_table.cpp sim/world/world_context.cpp
 )
 # Compiled autograd, for the run_capture_scenario action. capture.cpp and
 # run.cpp each have their own anonymous `Value`, so they go in different files.

@@ -1,4 +1,4 @@
-// Torch profiles (sim/trees/torch_profile.hpp): which release a version
+// Torch profiles (sim/core/torch_profile.hpp): which release a version
 // names, and the rules that set each release's tree manager apart, each seen
 // in a program that the classic manager and the newer one decide differently.
 #include <doctest/doctest.h>
@@ -9,9 +9,9 @@
 
 #include <variant>
 
+#include "sim/core/messages.hpp"
+#include "sim/core/torch_profile.hpp"
 #include "sim/scenarios/scenarios.hpp"
-#include "sim/trees/messages.hpp"
-#include "sim/trees/torch_profile.hpp"
 
 namespace capsim {
 namespace {

@@ -18,8 +18,8 @@
 #include <string_view>
 
 #include "model/result.hpp"
+#include "sim/core/cudagraph_config.hpp"
 #include "sim/core/function_def.hpp"
-#include "sim/trees/cudagraph_config.hpp"
 #include "sim/world/program.hpp"
 #include "traces/format/json_fields.hpp"
 

@@ -16,8 +16,8 @@
 #include <string_view>
 #include <vector>
 
+#include "sim/core/cudagraph_config.hpp"
 #include "sim/core/events.hpp"
-#include "sim/trees/cudagraph_config.hpp"
 #include "sim/world/program.hpp"
 #include "traces/format/json_fields.hpp"
 

@@ -1,18 +1,53 @@
-// The compiled optimizer (PR 107504; docs/cudagraph-trees.md §6): a traced
-// `opt.step()` whose params and state are marked static and whose grads are
-// not, the finalizer that releases the marks, and zero_grad with the shipped
-// behaviour plus PR 107853's rule behind a flag.
+#include "sim/world/compiled_optimizers.hpp"
+
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
 #include "sim/core/body_interpreter.hpp"
 #include "sim/core/decisions.hpp"
-#include "sim/trees/messages.hpp"
-#include "sim/world/world_parts.hpp"
+#include "sim/core/messages.hpp"
 
 namespace capsim {
 
-Status World::do_create_optimizer(const CreateOptimizer& a) {
+// Which `opt.step()` graph Dynamo traced: per param, whether it had a grad
+// (Dynamo guards each `p.grad is None`; _init_group skips a param without one)
+// and whether its state existed (Dynamo guards that the state is non-empty:
+// SGD makes its momentum buffers inside the first step's graph).
+struct OptimizerStepKey {
+  std::vector<bool> with_grad;
+  std::vector<bool> with_state;
+  friend auto operator<=>(const OptimizerStepKey&, const OptimizerStepKey&) = default;
+};
+
+// A compiled optimizer: its params, its state, the traced step function and
+// the graph-module attributes that keep static tensors alive until the
+// finalizer runs.
+struct CompiledOptimizers::Optimizer {
+  std::string name;
+  OptimizerKind kind = OptimizerKind::kAdam;
+  SgdHyper sgd;
+  AdamHyper adam;
+  std::vector<std::uint64_t> params;  // objects, referenced
+  // Per param, referenced; empty until the state exists (SGD without
+  // momentum never has any).
+  std::vector<std::vector<std::uint64_t>> state;
+  std::vector<std::uint64_t> graph_attributes;  // referenced until dropped
+  std::map<OptimizerStepKey, std::unique_ptr<FunctionDef>> steps;
+  bool traced = false;
+  std::uint64_t steps_taken = 0;
+};
+
+CompiledOptimizers::CompiledOptimizers(WorldContext& world)
+    : world_(world),
+      ctx_(world.sim),
+      objects_(world.objects),
+      store_(world.store),
+      calls_(world.calls),
+      options_(world.options) {}
+
+CompiledOptimizers::~CompiledOptimizers() = default;
+
+Status CompiledOptimizers::create(const CreateOptimizer& a) {
   if (optimizers_.count(a.name) != 0) {
     return make_error(fmt::format("optimizer '{}' exists already", a.name));
   }
@@ -26,8 +61,8 @@ Status World::do_create_optimizer(const CreateOptimizer& a) {
     if (p.find('.') != std::string::npos) {
       return make_error(fmt::format("optimizer '{}': param '{}' is not a tensor name", a.name, p));
     }
-    CAPSIM_TRY_ASSIGN(const std::uint64_t o, lookup(p));
-    ref(o);
+    CAPSIM_TRY_ASSIGN(const std::uint64_t o, objects_.lookup(p));
+    objects_.ref(o);
     opt->params.push_back(o);
   }
   ctx_.emit(EventKind::kOptimizer, {{F::name, a.name},
@@ -138,15 +173,15 @@ std::unique_ptr<FunctionDef> build_step(const OptimizerStepKey& key, const std::
 // momentum buffers are made inside the step); Dynamo marks params and state
 // static with guard=True ([M]) and installs them as attributes of the graph
 // module, which keeps them alive until the finalizer.
-Status World::trace_optimizer(Optimizer& opt, const std::vector<std::uint64_t>& grads) {
+Status CompiledOptimizers::trace(Optimizer& opt, const std::vector<std::uint64_t>& grads) {
   CAPSIM_CHECK(!opt.traced && opt.state.empty(), "an optimizer is traced once");
   opt.traced = true;
   for (std::uint64_t p : opt.params) {
     CAPSIM_TRY_ASSIGN(const Tensor t, store_.tensor(objects_.at(p).tensor));
     std::vector<std::uint64_t> state;
     auto add = [&](const Dims& sizes, float fill) -> Status {
-      CAPSIM_TRY_ASSIGN(const TensorId s, fresh_tensor(sizes, fill, 0));
-      state.push_back(adopt_optimizer_state(s));
+      CAPSIM_TRY_ASSIGN(const TensorId s, world_.fresh_tensor(sizes, fill, 0));
+      state.push_back(adopt_state(s));
       return {};
     };
     if (opt.kind != OptimizerKind::kSgd) {
@@ -161,7 +196,7 @@ Status World::trace_optimizer(Optimizer& opt, const std::vector<std::uint64_t>& 
     opt.graph_attributes.push_back(opt.params[i]);
     for (std::uint64_t s : opt.state[i]) opt.graph_attributes.push_back(s);
   }
-  for (std::uint64_t o : opt.graph_attributes) ref(o);
+  for (std::uint64_t o : opt.graph_attributes) objects_.ref(o);
   std::size_t static_grads = 0;
   for (std::uint64_t g : grads) static_grads += objects_.at(g).static_guard.has_value();
   ctx_.emit(EventKind::kOptimizer,
@@ -176,14 +211,14 @@ Status World::trace_optimizer(Optimizer& opt, const std::vector<std::uint64_t>& 
 // A state tensor the optimizer now holds (one reference), marked static.
 // (The move_optimizer_state control marks it without a guard, so that a move
 // re-records at once instead of recompiling.)
-std::uint64_t World::adopt_optimizer_state(TensorId held) {
-  const std::uint64_t o = new_object(held);
-  ref(o);
+std::uint64_t CompiledOptimizers::adopt_state(TensorId held) {
+  const std::uint64_t o = objects_.new_object(held);
+  objects_.ref(o);
   objects_.at(o).static_guard = options_.fault != Fault::kMoveOptimizerState;
   return o;
 }
 
-Status World::do_optimizer_step(const OptimizerStep& a) {
+Status CompiledOptimizers::step(const OptimizerStep& a) {
   auto it = optimizers_.find(a.name);
   if (it == optimizers_.end()) return make_error(fmt::format("unknown optimizer '{}'", a.name));
   Optimizer& opt = *it->second;
@@ -198,13 +233,13 @@ Status World::do_optimizer_step(const OptimizerStep& a) {
   // nothing (a graph without kernels, which capsim does not compile).
   if (grads.empty()) return {};
   if (!opt.traced) {
-    CAPSIM_TRY(trace_optimizer(opt, grads));
+    CAPSIM_TRY(trace(opt, grads));
   } else if (options_.fault == Fault::kMoveOptimizerState && opt.steps_taken == 2) {
     // The control of cudagraphs.static-never-reallocated: the state moves to
     // new storage once, after the step was warmed up and recorded, so that the
     // next call re-records over the new addresses.
     for (const auto& state : opt.state) {
-      for (std::uint64_t o : state) CAPSIM_TRY(move_to_fresh_copy(objects_.at(o)));
+      for (std::uint64_t o : state) CAPSIM_TRY(calls_.move_to_fresh_copy(o));
     }
   }
   ++opt.steps_taken;
@@ -221,7 +256,7 @@ Status World::do_optimizer_step(const OptimizerStep& a) {
     args.insert(args.end(), opt.state[i].begin(), opt.state[i].end());
     if (opt.state[i].empty()) stateless.push_back(i);
   }
-  CAPSIM_TRY_ASSIGN(const auto outs, call_unbound(*step, args));
+  CAPSIM_TRY_ASSIGN(const auto outs, calls_.call_unbound(*step, args));
   if (!outs) return {};
   return keep_momentum_buffers(opt, stateless, *outs);
 }
@@ -229,15 +264,16 @@ Status World::do_optimizer_step(const OptimizerStep& a) {
 // The buffers a first SGD step returned become the params' state (none
 // without momentum), held by the optimizer and, once the next step is
 // traced, by the graph module too.
-Status World::keep_momentum_buffers(Optimizer& opt, const std::vector<std::size_t>& stateless,
-                                    const std::vector<TensorId>& outs) {
+Status CompiledOptimizers::keep_momentum_buffers(Optimizer& opt,
+                                                 const std::vector<std::size_t>& stateless,
+                                                 const std::vector<TensorId>& outs) {
   const bool momentum = opt.kind == OptimizerKind::kSgd && opt.sgd.momentum != 0.0f;
   CAPSIM_CHECK(outs.size() == (momentum ? stateless.size() : 0), "one buffer per stateless param");
   for (std::size_t k = 0; k < outs.size(); ++k) {
-    const std::uint64_t o = adopt_optimizer_state(outs[k]);
+    const std::uint64_t o = adopt_state(outs[k]);
     opt.state.at(stateless[k]).push_back(o);
     opt.graph_attributes.push_back(o);
-    ref(o);
+    objects_.ref(o);
   }
   return {};
 }
@@ -245,7 +281,8 @@ Status World::keep_momentum_buffers(Optimizer& opt, const std::vector<std::size_
 // The step traced for this key. Another set of grads than the ones traced
 // before fails Dynamo's `p.grad is None` guards, a state made since fails its
 // guard on the state's length: a recompile either way.
-Result<const FunctionDef*> World::step_for(Optimizer& opt, const OptimizerStepKey& key) {
+Result<const FunctionDef*> CompiledOptimizers::step_for(Optimizer& opt,
+                                                        const OptimizerStepKey& key) {
   auto [it, fresh] = opt.steps.try_emplace(key);
   if (!fresh) return it->second.get();
   std::vector<Dims> sizes;
@@ -260,7 +297,7 @@ Result<const FunctionDef*> World::step_for(Optimizer& opt, const OptimizerStepKe
     bool grads_seen = false;
     for (const auto& [other, def] : opt.steps)
       grads_seen |= other != key && other.with_grad == key.with_grad;
-    ++counters_.recompiles;
+    ++ctx_.counters.recompiles;
     ctx_.emit(EventKind::kCompile,
               {{F::function, it->second->name},
                {F::recompile, true},
@@ -270,7 +307,7 @@ Result<const FunctionDef*> World::step_for(Optimizer& opt, const OptimizerStepKe
   return it->second.get();
 }
 
-Status World::do_zero_grad(const ZeroGrad& a) {
+Status CompiledOptimizers::zero_grad(const ZeroGrad& a) {
   auto it = optimizers_.find(a.name);
   if (it == optimizers_.end()) return make_error(fmt::format("unknown optimizer '{}'", a.name));
   Optimizer& opt = *it->second;
@@ -294,11 +331,11 @@ Status World::do_zero_grad(const ZeroGrad& a) {
     if (a.set_to_none) {
       const std::uint64_t g = *param.grad;
       param.grad.reset();
-      CAPSIM_TRY(unref(g));
+      CAPSIM_TRY(objects_.unref(g));
     } else {
       const TensorArg grad = held_tensor_arg(store_, objects_.at(*param.grad).tensor);
       const KernelLaunch fill = CAPSIM_MUST(launch_fill(grad, 0.0f));
-      CAPSIM_TRY(backend_.run_step(Step{fill, {}}));
+      CAPSIM_TRY(ctx_.backend.run_step(Step{fill, {}}));
     }
   }
   ctx_.emit(EventKind::kZeroGrad,
@@ -306,7 +343,7 @@ Status World::do_zero_grad(const ZeroGrad& a) {
   return {};
 }
 
-Status World::do_drop_optimizer(const DropOptimizer& a) {
+Status CompiledOptimizers::drop(const DropOptimizer& a) {
   auto it = optimizers_.find(a.name);
   if (it == optimizers_.end()) return make_error(fmt::format("unknown optimizer '{}'", a.name));
   std::unique_ptr<Optimizer> opt = std::move(it->second);
@@ -319,25 +356,21 @@ Status World::do_drop_optimizer(const DropOptimizer& a) {
   }
   // The finalizer: the graph module forgets its static attributes.
   if (options_.fault != Fault::kFinalizerKeepsState) {
-    for (std::uint64_t o : opt->graph_attributes) CAPSIM_TRY(unref(o));
+    for (std::uint64_t o : opt->graph_attributes) CAPSIM_TRY(objects_.unref(o));
   }
   for (const auto& state : opt->state) {
-    for (std::uint64_t o : state) CAPSIM_TRY(unref(o));
+    for (std::uint64_t o : state) CAPSIM_TRY(objects_.unref(o));
   }
-  for (std::uint64_t p : opt->params) CAPSIM_TRY(unref(p));
+  for (std::uint64_t p : opt->params) CAPSIM_TRY(objects_.unref(p));
   // The compiled step dies with the optimizer; so do its FunctionIds.
-  std::size_t dead = 0;
-  for (const auto& [mask, step] : opt->steps) dead += compiled_.erase(step.get());
-  CAPSIM_CHECK(dead <= live_cudagraphified_);
-  live_cudagraphified_ -= dead;
+  for (const auto& [mask, step] : opt->steps) calls_.forget_compiled(*step);
   ctx_.emit(EventKind::kOptimizer, {{F::name, a.name},
                                     {F::what, "dropped"},
-                                    {F::params_alive, live_storages_of(param_tensors)},
-                                    {F::state_alive, live_storages_of(state_tensors)}});
-  if (manager_ && live_cudagraphified_ == 0) {
-    CAPSIM_TRY(shutdown_manager("last_cudagraphified_function_died"));
-  }
-  // The step's FunctionDef must outlive the manager's WrappedFunctions.
+                                    {F::params_alive, world_.live_storages_of(param_tensors)},
+                                    {F::state_alive, world_.live_storages_of(state_tensors)}});
+  // The step's FunctionDef must outlive the manager's WrappedFunctions (the
+  // World shuts the manager down next if none is left; a live one may still
+  // name them).
   for (auto& [mask, step] : opt->steps) retired_defs_.push_back(std::move(step));
   return {};
 }

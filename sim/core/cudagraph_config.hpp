@@ -13,7 +13,7 @@
 #include <string_view>
 #include <vector>
 
-#include "sim/trees/torch_profile.hpp"
+#include "sim/core/torch_profile.hpp"
 
 namespace capsim {
 

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "model/address.hpp"
-#include "sim/trees/torch_profile.hpp"
+#include "sim/core/torch_profile.hpp"
 
 namespace capsim::messages {
 

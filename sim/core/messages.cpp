@@ -1,6 +1,6 @@
 // The cudagraph-tree error, warning and skip texts (see messages.hpp), in the profile's wording
 // where releases differ.
-#include "sim/trees/messages.hpp"
+#include "sim/core/messages.hpp"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>

@@ -1,5 +1,5 @@
 // Which of CudagraphConfig's newer knobs a profile's release has.
-#include "sim/trees/cudagraph_config.hpp"
+#include "sim/core/cudagraph_config.hpp"
 
 #include <fmt/format.h>
 

@@ -3,7 +3,7 @@
 // exceed_rerecord_limit, check_warn_on_unable_to_start_executing,
 // format_dealloc_msg) and torch/_inductor/cudagraph_utils.py
 // (CheckInvariantStatus), in the wheels PyPI serves.
-#include "sim/trees/torch_profile.hpp"
+#include "sim/core/torch_profile.hpp"
 
 #include <fmt/format.h>
 

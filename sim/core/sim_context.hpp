@@ -16,11 +16,11 @@
 #include "model/digest.hpp"
 #include "model/fault.hpp"
 #include "model/graph_evidence.hpp"
+#include "sim/core/cudagraph_config.hpp"
 #include "sim/core/decisions.hpp"
 #include "sim/core/events.hpp"
+#include "sim/core/messages.hpp"
 #include "sim/core/tensor_refs.hpp"
-#include "sim/trees/cudagraph_config.hpp"
-#include "sim/trees/messages.hpp"
 
 namespace capsim {
 

@@ -1,39 +1,51 @@
-// The plain CUDA-graph API (torch.cuda.graph and make_graphed_callables;
-// docs/cudagraph-trees.md §3.4), for comparison with trees: the first call
-// captures the function over its own arguments (they become the static input
-// surface); every later call copies an argument into its surface slot only
-// when the pointers differ, never looks at parameters, and replays. The
-// outputs are the same tensors every time, overwritten by each replay. Nothing
-// is checked, so a parameter whose `.data` was reassigned is read at its old
-// address.
+#include "sim/world/plain_graphs.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
 
 #include "sim/core/body_interpreter.hpp"
 #include "sim/core/eager_oracle.hpp"
-#include "sim/world/world_parts.hpp"
 
 namespace capsim {
 
-Result<std::vector<TensorId>> World::call_plain(const FunctionDef& def,
+// One capture (docs/cudagraph-trees.md §3.4).
+struct PlainGraphs::PlainGraph {
+  // The static input surface: the sample args, pinned; params are not pinned
+  // (the graph holds the Parameter object, whose storage may change).
+  std::vector<std::optional<TensorId>> surface;
+  std::vector<TensorArg> surface_args;  // as captured
+  std::vector<bool> is_param;
+  GraphHandle graph;
+  std::vector<TensorId> outputs;  // static outputs, pinned, overwritten by every replay
+};
+
+PlainGraphs::PlainGraphs(WorldContext& world)
+    : ctx_(world.sim),
+      objects_(world.objects),
+      store_(world.store),
+      oracle_(world.oracle),
+      verify_replays_(world.options.verify_replays) {}
+
+PlainGraphs::~PlainGraphs() = default;
+
+Result<std::vector<TensorId>> PlainGraphs::call(const FunctionDef& def,
                                                 const std::vector<std::uint64_t>& args) {
   std::vector<TensorId> inputs;
   for (std::uint64_t o : args) inputs.push_back(objects_.at(o).tensor);
-  auto it = plain_graphs_.find(&def);
-  if (it == plain_graphs_.end()) return capture_plain(def, args, inputs);
-  return replay_plain(def, *it->second, inputs);
+  auto it = graphs_.find(&def);
+  if (it == graphs_.end()) return capture(def, args, inputs);
+  return replay(def, *it->second, inputs);
 }
 
 // The first call: run the body once into a StepProgram over the call's own
 // arguments, which become the graph's static input surface (parameters are
 // baked in as they are, the other arguments pinned as placeholders).
-Result<std::vector<TensorId>> World::capture_plain(const FunctionDef& def,
+Result<std::vector<TensorId>> PlainGraphs::capture(const FunctionDef& def,
                                                    const std::vector<std::uint64_t>& args,
                                                    const std::vector<TensorId>& inputs) {
-  if (!plain_pool_) {
-    CAPSIM_TRY_ASSIGN(plain_pool_, allocator_.create_pool());
-    tree_pool_ = plain_pool_;  // pool_live_blocks() reports this pool
+  if (!pool_) {
+    CAPSIM_TRY_ASSIGN(pool_, ctx_.allocator.create_pool());
   }
   auto graph = std::make_unique<PlainGraph>();
   for (std::uint32_t i = 0; i < args.size(); ++i) {
@@ -41,69 +53,69 @@ Result<std::vector<TensorId>> World::capture_plain(const FunctionDef& def,
                        std::count(def.param_input_idxs.begin(), def.param_input_idxs.end(), i);
     graph->is_param.push_back(param);
     graph->surface.push_back(param ? std::nullopt : std::optional<TensorId>(inputs[i]));
-    if (!param) refs_.pin(inputs[i]);
+    if (!param) ctx_.refs.pin(inputs[i]);
     graph->surface_args.push_back(held_tensor_arg(store_, inputs[i]));
   }
   StepProgram program{fmt::format("{}#plain", def.name), {}};
-  BodyEnv env{refs_, backend_, *plain_pool_, &program};
+  BodyEnv env{ctx_.refs, ctx_.backend, *pool_, &program};
   CAPSIM_TRY_ASSIGN(const std::vector<TensorId> outs, run_body(def, inputs, env));
-  CAPSIM_TRY(backend_.materialize(memory_.layout()));
-  CAPSIM_TRY_ASSIGN(graph->graph, backend_.instantiate(program));
-  CAPSIM_TRY(backend_.replay(graph->graph));
+  CAPSIM_TRY(ctx_.backend.materialize(ctx_.memory.layout()));
+  CAPSIM_TRY_ASSIGN(graph->graph, ctx_.backend.instantiate(program));
+  CAPSIM_TRY(ctx_.backend.replay(graph->graph));
   CAPSIM_TRY_ASSIGN(const std::optional<GraphEvidence> evidence,
                     ctx_.replay_evidence(graph->graph));
   for (TensorId t : outs) {
-    refs_.pin(t);
+    ctx_.refs.pin(t);
     graph->outputs.push_back(t);
   }
-  ++counters_.graphs_recorded;
+  ++ctx_.counters.graphs_recorded;
   ctx_.emit(EventKind::kRecord,
             {{F::function, def.name}, {F::api, "plain"}, {F::steps, program.steps.size()}});
   ctx_.emit_device(evidence);
-  plain_graphs_.emplace(&def, std::move(graph));
+  graphs_.emplace(&def, std::move(graph));
   // The capture's outputs are handed out as they are.
   return outs;
 }
 
 // A later call: copy each non-parameter argument whose pointer differs into
 // its surface slot, replay, and hand out the same output tensors again.
-Result<std::vector<TensorId>> World::replay_plain(const FunctionDef& def, PlainGraph& graph,
+Result<std::vector<TensorId>> PlainGraphs::replay(const FunctionDef& def, PlainGraph& graph,
                                                   const std::vector<TensorId>& inputs) {
   std::optional<std::vector<ElementBits>> expected;
-  if (options_.verify_replays) {
-    CAPSIM_TRY_ASSIGN(expected, oracle_.outputs(def, store_, memory_, inputs));
+  if (verify_replays_) {
+    CAPSIM_TRY_ASSIGN(expected, oracle_.outputs(def, store_, ctx_.memory, inputs));
   }
-  CAPSIM_TRY(copy_into_plain_surface(def, graph, inputs));
-  if (options_.verify_replays) {
+  CAPSIM_TRY(copy_into_surface(def, graph, inputs));
+  if (verify_replays_) {
     // P-static: a parameter the graph baked in must still be where it was.
     for (std::uint32_t i = 0; i < inputs.size(); ++i) {
       if (!graph.is_param[i]) continue;
       const TensorArg now = held_tensor_arg(store_, inputs[i]);
-      if (now.address != graph.surface_args[i].address) ++counters_.static_violations;
+      if (now.address != graph.surface_args[i].address) ++ctx_.counters.static_violations;
     }
   }
-  CAPSIM_TRY(backend_.replay(graph.graph));
+  CAPSIM_TRY(ctx_.backend.replay(graph.graph));
   CAPSIM_TRY_ASSIGN(const std::optional<GraphEvidence> evidence, ctx_.replay_evidence(graph.graph));
-  ++counters_.replays;
+  ++ctx_.counters.replays;
   if (expected) {
-    ++counters_.replay_checks;
+    ++ctx_.counters.replay_checks;
     bool equal = true;
     for (std::size_t k = 0; k < graph.outputs.size() && equal; ++k) {
       const TensorArg out = held_tensor_arg(store_, graph.outputs[k]);
-      CAPSIM_TRY_ASSIGN(const ElementBits got, gather_bits(memory_, out.address, out.meta));
+      CAPSIM_TRY_ASSIGN(const ElementBits got, gather_bits(ctx_.memory, out.address, out.meta));
       equal = got == (*expected)[k];
     }
-    if (!equal) counters_.note_replay_mismatch(ctx_.events.size());
+    if (!equal) ctx_.counters.note_replay_mismatch(ctx_.events.size());
   }
   ctx_.emit(EventKind::kReplay, {{F::function, def.name}, {F::api, "plain"}});
   ctx_.emit_device(evidence);
-  for (TensorId t : graph.outputs) refs_.hold(t);
+  for (TensorId t : graph.outputs) ctx_.refs.hold(t);
   return graph.outputs;
 }
 
 // The copy-in of make_graphed_callables: parameters are assumed unchanged,
 // and an argument already at its slot's address is not copied.
-Status World::copy_into_plain_surface(const FunctionDef& def, const PlainGraph& graph,
+Status PlainGraphs::copy_into_surface(const FunctionDef& def, const PlainGraph& graph,
                                       const std::vector<TensorId>& inputs) {
   std::uint64_t copies = 0, bytes = 0;
   for (std::uint32_t i = 0; i < inputs.size(); ++i) {
@@ -112,12 +124,12 @@ Status World::copy_into_plain_surface(const FunctionDef& def, const PlainGraph& 
     const TensorArg& dst = graph.surface_args[i];
     if (src.address == dst.address) continue;
     CAPSIM_TRY_ASSIGN(const KernelLaunch copy, launch_copy(dst, src));
-    CAPSIM_TRY(backend_.run_step(Step{copy, {}}));
+    CAPSIM_TRY(ctx_.backend.run_step(Step{copy, {}}));
     ++copies;
     bytes += extent_bytes(dst.meta);
   }
-  counters_.copies += copies;
-  counters_.copy_bytes += bytes;
+  ctx_.counters.copies += copies;
+  ctx_.counters.copy_bytes += bytes;
   ctx_.emit(EventKind::kCopyIn, {{F::function, def.name}, {F::copies, copies}, {F::bytes, bytes}});
   return {};
 }
