@@ -8,14 +8,14 @@
 
 namespace capsim {
 
-std::string_view entry_eager_reason(EntryKind kind) {
+std::optional<Decision> entry_eager_decision(EntryKind kind) {
   switch (kind) {
-#define CAPSIM_REASON_(e, reason) \
-  case EntryKind::e: return reason;
-    CAPSIM_ENTRY_KINDS(CAPSIM_REASON_)
-#undef CAPSIM_REASON_
+#define CAPSIM_DECISION_(e, decision) \
+  case EntryKind::e: return decision;
+    CAPSIM_ENTRY_KINDS(CAPSIM_DECISION_)
+#undef CAPSIM_DECISION_
   }
-  return "";
+  return kNoEagerEvent;
 }
 
 std::size_t CompiledEntry::tree_functions() const {

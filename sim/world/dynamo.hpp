@@ -28,6 +28,7 @@
 
 #include "model/address.hpp"
 #include "sim/core/cudagraph_config.hpp"
+#include "sim/core/decisions.hpp"
 #include "sim/core/function_def.hpp"
 #include "sim/trees/cudagraph_node.hpp"
 #include "sim/world/partitions.hpp"
@@ -63,24 +64,27 @@ StaticInputs static_input_idxs(const FunctionDef& def, std::span<const DynamoArg
 std::vector<std::uint32_t> mutated_non_static(std::span<const std::uint32_t> mutated,
                                               std::span<const std::uint32_t> statics);
 
-// How the calls of a compiled entry run. X(enumerator, the eager event's reason)
-#define CAPSIM_ENTRY_KINDS(X)                                                                      \
-  X(kCudagraphed, "")                                 /* one tree function: `fid` */               \
-  X(kPartitioned, "")                                 /* a tree function per partition */          \
-  X(kSkipped, "compile_time_skip")                    /* a compile-time skip (S1 to S7) */         \
-  X(kRaises, "")                                      /* the skip is a RuntimeError (or_error) */  \
-  X(kSilentSkip, "silent_skip")                       /* dropped without a log (S4, partitions) */ \
-  X(kNoPartitions, "no_partitions")                   /* partitioned, nothing left to cudagraph */ \
-  X(kCaptureSizeBypass, "capture_size")               /* its int key is not a capture size */      \
-  X(kRerecordLimited, "dynamic_shape_rerecord_limit") /* past the 2.15 key limit */                \
-  X(kNoCudagraphs, "")                                /* triton.cudagraphs off: Inductor only */
+// How the calls of a compiled entry run. X(enumerator, the decision of the
+// eager event a call of the kind emits, or kNoEagerEvent)
+inline constexpr std::optional<Decision> kNoEagerEvent = std::nullopt;
+#define CAPSIM_ENTRY_KINDS(X)                                                                     \
+  X(kCudagraphed, kNoEagerEvent)                     /* one tree function: `fid` */               \
+  X(kPartitioned, kNoEagerEvent)                     /* a tree function per partition */          \
+  X(kSkipped, Decision::kEagerCompileTimeSkip)       /* a compile-time skip (S1 to S7) */         \
+  X(kRaises, kNoEagerEvent)                          /* the skip is a RuntimeError (or_error) */  \
+  X(kSilentSkip, Decision::kEagerSilentSkip)         /* dropped without a log (S4, partitions) */ \
+  X(kNoPartitions, Decision::kEagerNoPartitions)     /* partitioned, nothing left to cudagraph */ \
+  X(kCaptureSizeBypass, Decision::kEagerCaptureSize) /* its int key is not a capture size */      \
+  X(kRerecordLimited, Decision::kEagerDynamicShapeLimit) /* past the 2.15 key limit */            \
+  X(kNoCudagraphs, kNoEagerEvent)                        /* triton.cudagraphs off: Inductor only */
 enum class EntryKind : std::uint8_t {
-#define CAPSIM_ENUM_(e, reason) e,
+#define CAPSIM_ENUM_(e, decision) e,
   CAPSIM_ENTRY_KINDS(CAPSIM_ENUM_)
 #undef CAPSIM_ENUM_
 };
-// The `reason` of the eager event a call of the kind emits ("" for none).
-std::string_view entry_eager_reason(EntryKind kind);
+// The decision of the eager event a call of the kind emits (none for a
+// kind that emits none); its key is the event's `reason`.
+std::optional<Decision> entry_eager_decision(EntryKind kind);
 
 // One compiled entry: its FunctionId, or how it runs without one.
 struct CompiledEntry {

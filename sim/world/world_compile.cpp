@@ -316,8 +316,9 @@ Result<Outputs> World::run_entry(const FunctionDef& def, const CompiledEntry& en
   }
   CAPSIM_TRY_ASSIGN(std::vector<TensorId> outs, run_eagerly(def, inputs));
   ++counters_.eager_fallbacks;
-  ctx_.emit(EventKind::kEager,
-            {{F::function, def.name}, {F::reason, std::string(entry_eager_reason(entry.kind))}});
+  const std::optional<Decision> eager = entry_eager_decision(entry.kind);
+  CAPSIM_CHECK(eager.has_value(), "an entry that runs eagerly names its decision");
+  ctx_.emit(EventKind::kEager, {{F::function, def.name}, {F::reason, decision_key(*eager)}});
   // cudagraphify_impl's run_eager (2.15) tells the manager a backward ran.
   const bool direct =
       entry.kind == EntryKind::kCaptureSizeBypass || entry.kind == EntryKind::kRerecordLimited;
