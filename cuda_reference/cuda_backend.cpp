@@ -184,7 +184,7 @@ struct CudaBackend::Impl {
   // Each kernel's parameter list against the compiled kernel's, once.
   Status check_params() {
     if (params_checked) return {};
-    for (int k = 0; k <= static_cast<int>(KernelKind::kAdamW); ++k) {
+    for (int k = 0; k < kNumKernelKinds; ++k) {
       const auto kind = static_cast<KernelKind>(k);
       const void* fn = kernel_function(kind);
       std::vector<ParamInfo> infos;
@@ -394,7 +394,7 @@ struct CudaBackend::Impl {
           g.name, i));
     }
     std::string tried;
-    for (int k = 0; k <= static_cast<int>(KernelKind::kAdamW); ++k) {
+    for (int k = 0; k < kNumKernelKinds; ++k) {
       const auto kind = static_cast<KernelKind>(k);
       if (!is_function_of(kind, kp.func)) continue;
       const std::size_t n = kernel_abi(kind).params.size();

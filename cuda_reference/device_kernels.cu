@@ -89,6 +89,34 @@ __global__ void adam_kernel(std::int64_t n, float* param, Geometry g_param, cons
                  beta1, beta2, eps, weight_decay, decoupled);
   }
 }
+__global__ void typed_copy_kernel(std::int64_t n, float* out, Geometry g_out, const float* in,
+                                  Geometry g_in, float value, float use_value, float out_kind,
+                                  float in_kind) {
+  const auto i = thread_index();
+  if (i < n) {
+    k::typed_copy_elem(i, reinterpret_cast<unsigned char*>(out), g_out,
+                       static_cast<k::CopyElem>(static_cast<int>(out_kind)),
+                       reinterpret_cast<const unsigned char*>(in), g_in,
+                       static_cast<k::CopyElem>(static_cast<int>(in_kind)), value,
+                       use_value != 0.0f);
+  }
+}
+// A generic op's values: the whole output in thread 0, element after element,
+// as the CPU backend computes it (kernel_bodies.hpp says why).
+__global__ void generic_mix_kernel(std::int64_t n, float* out, Geometry g_out, const float* a,
+                                   Geometry g_a, const float* b, Geometry g_b, const float* c,
+                                   Geometry g_c, const float* d, Geometry g_d, float seed0,
+                                   float seed1, float seed2, float seed3, float store,
+                                   float first) {
+  if (thread_index() != 0 || n == 0) return;
+  const unsigned char* in[k::kMaxMixInputs] = {
+      reinterpret_cast<const unsigned char*>(a), reinterpret_cast<const unsigned char*>(b),
+      reinterpret_cast<const unsigned char*>(c), reinterpret_cast<const unsigned char*>(d)};
+  const Geometry g_in[k::kMaxMixInputs] = {g_a, g_b, g_c, g_d};
+  k::generic_mix_run(reinterpret_cast<unsigned char*>(out), g_out, in, g_in, k::kMaxMixInputs,
+                     k::seed_from_scalars(seed0, seed1, seed2, seed3),
+                     static_cast<k::MixStore>(static_cast<int>(store)), first != 0.0f);
+}
 
 constexpr unsigned kThreads = 256;
 }  // namespace
@@ -138,6 +166,13 @@ int launch_and_wait(const KernelLaunch& launch, float* const* p) {
                                         s[0], s[1], s[2], s[3], s[4],
                                         launch.kind == KernelKind::kAdamW ? 1.0f : 0.0f);
       break;
+    case KernelKind::kTypedCopy:
+      typed_copy_kernel<<<blocks, kThreads>>>(n, p[0], g[0], p[1], g[1], s[0], s[1], s[2], s[3]);
+      break;
+    case KernelKind::kGenericMix:
+      generic_mix_kernel<<<1, 1>>>(n, p[0], g[0], p[1], g[1], p[2], g[2], p[3], g[3], p[4], g[4],
+                                   s[0], s[1], s[2], s[3], s[4], s[5]);
+      break;
   }
   const cudaError_t launched = cudaGetLastError();
   if (launched != cudaSuccess) return launched;
@@ -162,6 +197,8 @@ const void* kernel_function(KernelKind kind) {
     case KernelKind::kAdamPowers: return reinterpret_cast<const void*>(&adam_powers_kernel);
     case KernelKind::kAdam:
     case KernelKind::kAdamW: return reinterpret_cast<const void*>(&adam_kernel);
+    case KernelKind::kTypedCopy: return reinterpret_cast<const void*>(&typed_copy_kernel);
+    case KernelKind::kGenericMix: return reinterpret_cast<const void*>(&generic_mix_kernel);
   }
   return nullptr;
 }

@@ -108,6 +108,14 @@ KernelAbi make_abi(KernelKind kind) {
       scalars(ps, 5);
       ps.push_back(param(ParamSlot::kConstant));  // decoupled weight decay: 1 for AdamW
       break;
+    case KernelKind::kTypedCopy:
+      tensors(ps, 2);
+      scalars(ps, 4);
+      break;
+    case KernelKind::kGenericMix:
+      tensors(ps, 5);
+      scalars(ps, 6);
+      break;
   }
   std::size_t end = 0;
   for (KernelParam& p : ps) {

@@ -16,8 +16,8 @@ inline constexpr std::uint64_t kKiB = 1024;
 inline constexpr std::uint64_t kMiB = 1024 * kKiB;
 inline constexpr std::uint64_t kGiB = 1024 * kMiB;
 
-// Bytes one element occupies in simulated memory: values are always float32,
-// whatever dtype a tensor's metadata says.
+// Bytes of one float32 element, the dtype the exact kernels compute; a
+// tensor's own element size is element_bytes(meta) (model/tensor.hpp).
 inline constexpr std::uint64_t kElementBytes = 4;
 
 // "0x7f0000000200": the one spelling of an address in messages and output.

@@ -59,23 +59,58 @@ bool collapses_to_rank_one(const KernelLaunch& launch, std::int64_t n) {
 class OperandGeometry {
  public:
   OperandGeometry(const KernelLaunch& launch, std::int64_t n) {
-    flat_.rank = 1;
-    flat_.sizes[0] = n;
-    flat_.strides[0] = 1;
     const bool collapsed = collapses_to_rank_one(launch, n);
     for (std::size_t i = 0; i < at_.size(); ++i) {
-      at_[i] = collapsed ? &flat_ : &launch.geometry[i];
+      flat_[i].rank = 1;
+      flat_[i].elem_bytes = launch.geometry[i].elem_bytes;  // typed_copy's differ
+      flat_[i].sizes[0] = n;
+      flat_[i].strides[0] = 1;
+      at_[i] = collapsed ? &flat_[i] : &launch.geometry[i];
     }
   }
   OperandGeometry(const OperandGeometry&) = delete;  // at_ may point into it
   const Geometry& operator[](std::size_t i) const { return *at_[i]; }
 
  private:
-  Geometry flat_;
+  std::array<Geometry, kMaxKernelPointers> flat_;
   std::array<const Geometry*, kMaxKernelPointers> at_{};
 };
 }  // namespace
 
+namespace {
+// generic_mix over the launch's pointers, as bytes; the whole output in one
+// call (grid_size is 1).
+void run_generic_mix(const KernelLaunch& launch, const std::array<float*, kMaxKernelPointers>& p) {
+  namespace k = kernels;
+  std::array<const unsigned char*, k::kMaxMixInputs> in{};
+  for (int a = 0; a < k::kMaxMixInputs; ++a) {
+    in[a] = reinterpret_cast<const unsigned char*>(p[a + 1]);
+  }
+  const auto& s = launch.scalars;
+  k::generic_mix_run(reinterpret_cast<unsigned char*>(p[0]), launch.geometry[0], in.data(),
+                     &launch.geometry[1], k::kMaxMixInputs,
+                     k::seed_from_scalars(s[0], s[1], s[2], s[3]),
+                     static_cast<k::MixStore>(static_cast<int>(s[4])), s[5] != 0.0f);
+}
+
+// typed_copy over its two pointers as bytes, with their (maybe collapsed)
+// geometries.
+void run_typed_copy(const KernelLaunch& launch, const std::array<float*, kMaxKernelPointers>& p,
+                    const kernels::Geometry& g_out, const kernels::Geometry& g_in, std::int64_t n) {
+  namespace k = kernels;
+  auto* out = reinterpret_cast<unsigned char*>(p[0]);
+  const auto* in = reinterpret_cast<const unsigned char*>(p[1]);
+  const auto& s = launch.scalars;
+  const auto out_kind = static_cast<k::CopyElem>(static_cast<int>(s[2]));
+  const auto in_kind = static_cast<k::CopyElem>(static_cast<int>(s[3]));
+  for (std::int64_t i = 0; i < n; ++i) {
+    k::typed_copy_elem(i, out, g_out, out_kind, in, g_in, in_kind, s[0], s[1] != 0.0f);
+  }
+}
+}  // namespace
+
+// sgd_plain passes no buffer: sgd_elem never touches it without momentum
+// (the launch checks that momentum is 0).
 Status run_kernel_on_host(const KernelLaunch& launch, DeviceMemory& memory) {
   auto resolved = resolve_pointers(launch, memory);
   if (!resolved) return resolved.error();
@@ -125,8 +160,6 @@ Status run_kernel_on_host(const KernelLaunch& launch, DeviceMemory& memory) {
       }
       break;
     case KernelKind::kSgdPlain:
-      // sgd_elem never touches the buffer without momentum (the launch
-      // checks that momentum is 0).
       for (std::int64_t i = 0; i < n; ++i) {
         k::sgd_elem(i, p[0], g[0], p[1], g[1], nullptr, g[1], s[0], s[1], s[2], s[3], s[4]);
       }
@@ -143,6 +176,8 @@ Status run_kernel_on_host(const KernelLaunch& launch, DeviceMemory& memory) {
       }
       break;
     }
+    case KernelKind::kTypedCopy: run_typed_copy(launch, p, g[0], g[1], n); break;
+    case KernelKind::kGenericMix: run_generic_mix(launch, p); break;
   }
   return {};
 }

@@ -17,6 +17,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 
 #if defined(__CUDACC__)
 #define CAPSIM_HD __host__ __device__ __forceinline__
@@ -32,9 +33,12 @@ namespace capsim::kernels {
 inline constexpr int kMaxGeometryRank = 8;
 
 // Sizes and strides (in elements) of one pointer argument, relative to the
-// pointer itself (the storage offset is already folded into the pointer).
+// pointer itself (the storage offset is already folded into the pointer), and
+// the bytes of one element (4 for the float32 kernels; generic_mix reads and
+// writes every dtype).
 struct Geometry {
   std::int32_t rank = 0;
+  std::int32_t elem_bytes = 4;
   std::int64_t sizes[kMaxGeometryRank] = {};
   std::int64_t strides[kMaxGeometryRank] = {};
 };
@@ -257,6 +261,150 @@ CAPSIM_HD void adam_elem(std::int64_t i, float* param, const Geometry& g_param, 
   const float step_size = f_div(lr, bias_correction1);
   const float denom = f_add(f_div(f_sqrt(v), f_sqrt(bias_correction2)), eps);
   p = f_add(p, f_mul(-step_size, f_div(m, denom)));
+}
+
+// --- Copies and fills across dtypes -------------------------------------------
+
+// How typed_copy reads and writes an element: float32 or float64 as values
+// (converted exactly, or rounded to nearest from float64 to float32), any
+// other dtype as raw bits, which only a copy between equal dtypes uses.
+enum class CopyElem : std::int32_t { kFloat32 = 0, kFloat64 = 1, kBits = 2 };
+
+CAPSIM_HD float f_narrow(double d) {
+#if defined(__CUDA_ARCH__)
+  return __double2float_rn(d);
+#else
+  return static_cast<float>(d);
+#endif
+}
+
+// out[i] = in[i] converted, or `value` converted when `use_value` (a fill).
+CAPSIM_HD void typed_copy_elem(std::int64_t i, unsigned char* out, const Geometry& g_out,
+                               CopyElem out_kind, const unsigned char* in, const Geometry& g_in,
+                               CopyElem in_kind, float value, bool use_value) {
+  unsigned char* o = out + element_offset(g_out, i) * g_out.elem_bytes;
+  if (!use_value && in_kind == CopyElem::kBits) {
+    const unsigned char* s = in + element_offset(g_in, i) * g_in.elem_bytes;
+    for (int b = 0; b < g_out.elem_bytes; ++b) o[b] = s[b];
+    return;
+  }
+  double v = value;
+  if (!use_value) {
+    const unsigned char* s = in + element_offset(g_in, i) * g_in.elem_bytes;
+    if (in_kind == CopyElem::kFloat32) {
+      float f;
+      memcpy(&f, s, sizeof f);
+      v = f;
+    } else {
+      memcpy(&v, s, sizeof v);
+    }
+  }
+  if (out_kind == CopyElem::kFloat32) {
+    const float f = f_narrow(v);
+    memcpy(o, &f, sizeof f);
+  } else {
+    memcpy(o, &v, sizeof v);
+  }
+}
+
+// --- The generic op ----------------------------------------------------------
+//
+// What a generic op (an aten op capsim has no exact kernel for) writes:
+// docs/trace-format.md §4.1 defines it, this is that definition. Integer
+// arithmetic only, so both sides agree bit for bit. It is not an element
+// body: one call computes the whole launch, element after element, so that an
+// operand overlapping the output is read as the earlier elements left it on
+// both sides (the CUDA reference runs it in one thread).
+
+inline constexpr int kMaxMixInputs = 4;
+
+// How an element stores the 64-bit state: a floating dtype as a finite value
+// of magnitude in [0.5, 1), bool as 0 or 1, an integer dtype its low bytes.
+enum class MixStore : std::int32_t {
+  kFloat32 = 0,
+  kFloat64 = 1,
+  kFloat16 = 2,
+  kBFloat16 = 3,
+  kComplex64 = 4,
+  kBool = 5,
+  kInteger = 6,
+};
+
+// SplitMix64's finaliser: a bijection of 64-bit words.
+CAPSIM_HD std::uint64_t mix64(std::uint64_t z) {
+  z ^= z >> 30;
+  z *= 0xbf58476d1ce4e5b9ull;
+  z ^= z >> 27;
+  z *= 0x94d049bb133111ebull;
+  z ^= z >> 31;
+  return z;
+}
+
+// An element's bytes, little-endian, zero-extended.
+CAPSIM_HD std::uint64_t load_element(const unsigned char* p, int bytes) {
+  std::uint64_t v = 0;
+  for (int b = 0; b < bytes; ++b) v |= static_cast<std::uint64_t>(p[b]) << (8 * b);
+  return v;
+}
+CAPSIM_HD void store_element(unsigned char* p, int bytes, std::uint64_t v) {
+  for (int b = 0; b < bytes; ++b) p[b] = static_cast<unsigned char>(v >> (8 * b));
+}
+
+CAPSIM_HD std::uint64_t stored_bits(MixStore store, std::uint64_t h) {
+  constexpr std::uint64_t kLow32 = 0xffffffffull;
+  switch (store) {
+    case MixStore::kFloat32: return (h & 0x807fffffull) | 0x3f000000ull;
+    case MixStore::kFloat64: return (h & 0x800fffffffffffffull) | 0x3fe0000000000000ull;
+    case MixStore::kFloat16: return (h & 0x83ffull) | 0x3800ull;
+    case MixStore::kBFloat16: return (h & 0x807full) | 0x3f00ull;
+    case MixStore::kComplex64:
+      return ((h & 0x807fffffull) | 0x3f000000ull) |
+             ((((h >> 32) & kLow32 & 0x807fffffull) | 0x3f000000ull) << 32);
+    case MixStore::kBool: return h & 1ull;
+    case MixStore::kInteger: return h;
+  }
+  return h;
+}
+
+// Folds element j's operands into h: each operand of M <= N elements at
+// j mod M, a larger one at j, j + N, j + 2N, ...
+CAPSIM_HD std::uint64_t mix_operands(std::uint64_t h, std::int64_t j, std::int64_t n,
+                                     const unsigned char* const* in, const Geometry* g_in,
+                                     int num_inputs) {
+  for (int a = 0; a < num_inputs; ++a) {
+    const Geometry& g = g_in[a];
+    const std::int64_t m = geometry_numel(g);
+    if (m == 0) continue;
+    for (std::int64_t p = m <= n ? j % m : j; p < m; p += n) {
+      h = mix64(h ^ load_element(in[a] + element_offset(g, p) * g.elem_bytes, g.elem_bytes));
+      if (m <= n) break;
+    }
+  }
+  return h;
+}
+
+// The whole launch: `seed` is the op's seed already combined with the result
+// index; `first` starts each element from its index, otherwise from the bits
+// the previous group of operands stored.
+CAPSIM_HD void generic_mix_run(unsigned char* out, const Geometry& g_out,
+                               const unsigned char* const* in, const Geometry* g_in, int num_inputs,
+                               std::uint64_t seed, MixStore store, bool first) {
+  const std::int64_t n = geometry_numel(g_out);
+  const std::uint64_t base = mix64(seed);
+  for (std::int64_t j = 0; j < n; ++j) {
+    unsigned char* o = out + element_offset(g_out, j) * g_out.elem_bytes;
+    const std::uint64_t start =
+        first ? static_cast<std::uint64_t>(j) : load_element(o, g_out.elem_bytes);
+    const std::uint64_t h = mix_operands(mix64(base ^ start), j, n, in, g_in, num_inputs);
+    store_element(o, g_out.elem_bytes, stored_bits(store, h));
+  }
+}
+
+// The 64-bit seed travels as four 16-bit float scalars (integers below 2^24
+// are exact in float32).
+CAPSIM_HD std::uint64_t seed_from_scalars(float s0, float s1, float s2, float s3) {
+  return static_cast<std::uint64_t>(s0) | (static_cast<std::uint64_t>(s1) << 16) |
+         (static_cast<std::uint64_t>(s2) << 32) | (static_cast<std::uint64_t>(s3) << 48);
 }
 
 }  // namespace capsim::kernels

@@ -7,6 +7,8 @@
 
 #include <algorithm>
 
+#include "model/digest.hpp"
+
 namespace capsim {
 
 // So a launch over tensors that exist fails only on sizes that differ: every
@@ -34,7 +36,36 @@ Status set_pointer(KernelLaunch& launch, int arg, const TensorArg& t) {
   return {};
 }
 
+// The exact kernels compute float32. A kernel that writes only its output,
+// asked for over another dtype (the autograd engine's float64 copies), runs
+// as generic_mix of its read operands under the seed of its name: the bytes
+// and their dependences are right, the values are not the kernel's. One that
+// writes more (SGD's buffer, Adam's moments) is refused.
+std::optional<Result<KernelLaunch>> generic_unless_float32(
+    KernelKind kind, std::initializer_list<const TensorArg*> args) {
+  const bool all_float32 = std::all_of(args.begin(), args.end(), [](const TensorArg* t) {
+    return t->meta.dtype == DType::kFloat32;
+  });
+  if (all_float32) return std::nullopt;
+  const KernelSignature& s = signature(kind);
+  std::vector<TensorArg> reads;
+  int arg = 0;
+  for (const TensorArg* t : args) {
+    const Access access = s.pointer_access[arg];
+    if (arg > 0 && access != Access::kRead) {
+      return make_error(fmt::format("{}: argument {} is {}; this kernel takes float32 only", s.name,
+                                    s.pointer_names[arg], dtype_name(t->meta.dtype)));
+    }
+    if (access != Access::kWrite) reads.push_back(*t);
+    ++arg;
+  }
+  const std::string seed_text = fmt::format("capsim.{}", s.name);
+  const std::uint64_t seed = fnv1a64(std::as_bytes(std::span(seed_text.data(), seed_text.size())));
+  return launch_generic_mix(**args.begin(), reads, seed, true);
+}
+
 Result<KernelLaunch> make(KernelKind kind, std::initializer_list<const TensorArg*> args) {
+  if (auto generic = generic_unless_float32(kind, args)) return std::move(*generic);
   KernelLaunch launch;
   launch.kind = kind;
   CAPSIM_CHECK(static_cast<int>(args.size()) == signature(kind).num_pointers);
@@ -51,6 +82,7 @@ Result<kernels::Geometry> to_geometry(const TensorMeta& meta) {
   }
   kernels::Geometry g;
   g.rank = static_cast<std::int32_t>(meta.sizes.size());
+  g.elem_bytes = static_cast<std::int32_t>(element_bytes(meta));
   for (int d = 0; d < g.rank; ++d) {
     g.sizes[d] = meta.sizes[d];
     g.strides[d] = meta.strides[d];
@@ -58,14 +90,54 @@ Result<kernels::Geometry> to_geometry(const TensorMeta& meta) {
   return g;
 }
 
+namespace {
+std::optional<kernels::CopyElem> copy_elem_kind(DType dtype) {
+  if (dtype == DType::kFloat32) return kernels::CopyElem::kFloat32;
+  if (dtype == DType::kFloat64) return kernels::CopyElem::kFloat64;
+  return std::nullopt;
+}
+
+// typed_copy of `in` (or of `value` without one) into `out`.
+Result<KernelLaunch> typed_copy(const TensorArg& out, const TensorArg* in, float value,
+                                kernels::CopyElem out_kind, kernels::CopyElem in_kind) {
+  KernelLaunch launch;
+  launch.kind = KernelKind::kTypedCopy;
+  CAPSIM_TRY(set_pointer(launch, 0, out));
+  if (in != nullptr) {
+    CAPSIM_TRY(set_pointer(launch, 1, *in));
+  } else {
+    launch.geometry[1].rank = 1;  // no input: null, no elements
+  }
+  launch.scalars = {value,
+                    in == nullptr ? 1.0f : 0.0f,
+                    static_cast<float>(static_cast<int>(out_kind)),
+                    static_cast<float>(static_cast<int>(in_kind)),
+                    0.0f,
+                    0.0f};
+  return launch;
+}
+}  // namespace
+
 Result<KernelLaunch> launch_fill(const TensorArg& out, float value) {
+  if (out.meta.dtype == DType::kFloat64) {
+    return typed_copy(out, nullptr, value, kernels::CopyElem::kFloat64,
+                      kernels::CopyElem::kFloat32);
+  }
   auto launch = make(KernelKind::kFill, {&out});
-  if (launch) launch->scalars[0] = value;
+  if (launch && launch->kind == KernelKind::kFill) launch->scalars[0] = value;
   return launch;
 }
 
 Result<KernelLaunch> launch_copy(const TensorArg& out, const TensorArg& in) {
   CAPSIM_TRY(same_sizes("copy", "in", out, in));
+  if (out.meta.dtype != DType::kFloat32 || in.meta.dtype != DType::kFloat32) {
+    const auto out_kind = copy_elem_kind(out.meta.dtype);
+    const auto in_kind = copy_elem_kind(in.meta.dtype);
+    if (out_kind && in_kind) return typed_copy(out, &in, 0.0f, *out_kind, *in_kind);
+    if (out.meta.dtype == in.meta.dtype) {
+      return typed_copy(out, &in, 0.0f, kernels::CopyElem::kBits, kernels::CopyElem::kBits);
+    }
+  }
   return make(KernelKind::kCopy, {&out, &in});
 }
 
@@ -127,7 +199,7 @@ Result<KernelLaunch> sum_with_mask(const TensorArg& out, const TensorArg& in, st
     return make_error(fmt::format("{}: out has sizes {}, expected {}", op, out.meta.sizes, kept));
   }
   auto launch = make(KernelKind::kSum, {&out, &in});
-  if (!launch) return launch;
+  if (!launch || launch->kind != KernelKind::kSum) return launch;
   auto g = to_geometry(out_keep);
   if (!g) return g.error();
   launch->geometry[0] = *g;
@@ -203,7 +275,7 @@ Result<KernelLaunch> launch_sgd_plain(const TensorArg& param, const TensorArg& g
   CAPSIM_TRY(same_sizes("sgd_plain", "grad", param, grad));
   if (hyper.momentum != 0.0f) return make_error("sgd_plain: momentum must be 0 (no buffer)");
   auto launch = make(KernelKind::kSgdPlain, {&param, &grad});
-  if (launch) {
+  if (launch && launch->kind == KernelKind::kSgdPlain) {
     launch->scalars = {hyper.lr, 0.0f, hyper.dampening, hyper.weight_decay, 0.0f, 0.0f};
   }
   return launch;
@@ -215,7 +287,8 @@ Result<KernelLaunch> launch_adam_powers(const TensorArg& state, const AdamHyper&
         fmt::format("adam_powers: state must have sizes [2], got {}", state.meta.sizes));
   }
   auto launch = make(KernelKind::kAdamPowers, {&state});
-  if (launch) launch->scalars = {hyper.beta1, hyper.beta2, 0, 0, 0, 0};
+  if (launch && launch->kind == KernelKind::kAdamPowers)
+    launch->scalars = {hyper.beta1, hyper.beta2, 0, 0, 0, 0};
   return launch;
 }
 
@@ -234,6 +307,60 @@ Result<KernelLaunch> launch_adam(KernelKind kind, const TensorArg& param, const 
   if (launch) {
     launch->scalars = {hyper.lr, hyper.beta1, hyper.beta2, hyper.eps, hyper.weight_decay, 0.0f};
   }
+  return launch;
+}
+
+}  // namespace capsim
+
+namespace capsim {
+
+namespace {
+kernels::MixStore mix_store(DType dtype) {
+  switch (dtype) {
+    case DType::kFloat32: return kernels::MixStore::kFloat32;
+    case DType::kFloat64: return kernels::MixStore::kFloat64;
+    case DType::kFloat16: return kernels::MixStore::kFloat16;
+    case DType::kBFloat16: return kernels::MixStore::kBFloat16;
+    case DType::kComplex64: return kernels::MixStore::kComplex64;
+    case DType::kBool: return kernels::MixStore::kBool;
+    case DType::kInt64:
+    case DType::kInt32:
+    case DType::kInt8:
+    case DType::kUInt8: return kernels::MixStore::kInteger;
+  }
+  return kernels::MixStore::kInteger;
+}
+
+// A pointer with nothing behind it: no address, no elements.
+kernels::Geometry empty_geometry() {
+  kernels::Geometry g;
+  g.rank = 1;
+  g.sizes[0] = 0;
+  g.strides[0] = 1;
+  return g;
+}
+}  // namespace
+
+Result<KernelLaunch> launch_generic_mix(const TensorArg& out, std::span<const TensorArg> inputs,
+                                        std::uint64_t seed, bool first) {
+  CAPSIM_CHECK(inputs.size() <= static_cast<std::size_t>(kernels::kMaxMixInputs));
+  KernelLaunch launch;
+  launch.kind = KernelKind::kGenericMix;
+  for (int arg = 0; arg < kMaxKernelPointers; ++arg) launch.geometry[arg] = empty_geometry();
+  const auto place = [&](int arg, const TensorArg& t) -> Status {
+    CAPSIM_TRY_ASSIGN(launch.geometry[arg], to_geometry(t.meta));
+    launch.pointers[arg] = t.address;
+    return {};
+  };
+  CAPSIM_TRY(place(0, out));
+  for (std::size_t a = 0; a < inputs.size(); ++a) {
+    CAPSIM_TRY(place(static_cast<int>(a) + 1, inputs[a]));
+  }
+  for (int piece = 0; piece < 4; ++piece) {
+    launch.scalars[piece] = static_cast<float>((seed >> (16 * piece)) & 0xffffu);
+  }
+  launch.scalars[4] = static_cast<float>(static_cast<int>(mix_store(out.meta.dtype)));
+  launch.scalars[5] = first ? 1.0f : 0.0f;
   return launch;
 }
 

@@ -6,6 +6,7 @@
 // Broadcasting is explicit: expand() the operand first (stride-0 dims).
 #pragma once
 
+#include <span>
 #include <vector>
 
 #include "model/kernel_table.hpp"
@@ -63,5 +64,12 @@ Result<KernelLaunch> launch_adam_powers(const TensorArg& state, const AdamHyper&
 Result<KernelLaunch> launch_adam(KernelKind kind, const TensorArg& param, const TensorArg& grad,
                                  const TensorArg& exp_avg, const TensorArg& exp_avg_sq,
                                  const TensorArg& state, const AdamHyper& hyper);
+
+// generic_mix (docs/trace-format.md §4.1): up to kMaxMixInputs operands of
+// any dtype mixed into `out` under `seed` (the op's seed combined with the
+// result index). `first`: the first group of operands; a later group starts
+// from what the previous one stored.
+Result<KernelLaunch> launch_generic_mix(const TensorArg& out, std::span<const TensorArg> inputs,
+                                        std::uint64_t seed, bool first);
 
 }  // namespace capsim

@@ -68,6 +68,26 @@ constexpr KernelSignature kSignatures[] = {
      5,
      {"lr", "beta1", "beta2", "eps", "weight_decay"},
      false},
+    // copy_ and fill over float64 (and copies between equal dtypes): the
+    // autograd engine's dtype casts, exact (kernel_bodies.hpp).
+    {KernelKind::kTypedCopy,
+     "typed_copy",
+     2,
+     {"out", "in"},
+     {W, R},
+     4,
+     {"value", "use_value", "out_kind", "in_kind"},
+     false},
+    // A generic op's values (kernel_bodies.hpp): up to four operands mixed
+    // into `out`; an unused operand is null with an empty geometry.
+    {KernelKind::kGenericMix,
+     "generic_mix",
+     5,
+     {"out", "a", "b", "c", "d"},
+     {RW, R, R, R, R},
+     6,
+     {"seed0", "seed1", "seed2", "seed3", "store", "first"},
+     false},
 };
 static_assert(sizeof(kSignatures) / sizeof(kSignatures[0]) == kNumKernelKinds);
 
@@ -110,7 +130,7 @@ std::optional<KernelKind> kernel_kind_from_name(std::string_view name) {
 }
 
 bool operator==(const kernels::Geometry& a, const kernels::Geometry& b) {
-  if (a.rank != b.rank) return false;
+  if (a.rank != b.rank || a.elem_bytes != b.elem_bytes) return false;
   for (int d = 0; d < a.rank; ++d) {
     if (a.sizes[d] != b.sizes[d] || a.strides[d] != b.strides[d]) return false;
   }
@@ -136,7 +156,9 @@ int elementwise_pointers(KernelKind kind) {
   switch (kind) {
     case KernelKind::kSum:
     case KernelKind::kMm:
-    case KernelKind::kAdamPowers: return 0;
+    case KernelKind::kAdamPowers:
+    case KernelKind::kGenericMix: return 0;
+
     case KernelKind::kAdam:
     case KernelKind::kAdamW: return 4;
     default: return signature(kind).num_pointers;
@@ -144,7 +166,9 @@ int elementwise_pointers(KernelKind kind) {
 }
 
 std::int64_t grid_size(const KernelLaunch& launch) {
-  return kernels::geometry_numel(launch.geometry[0]);
+  const std::int64_t n = kernels::geometry_numel(launch.geometry[0]);
+  if (launch.kind == KernelKind::kGenericMix) return n == 0 ? 0 : 1;
+  return n;
 }
 
 AddressRange pointer_extent(const KernelLaunch& launch, int arg) {
@@ -158,7 +182,8 @@ AddressRange pointer_extent(const KernelLaunch& launch, int arg) {
     }
     elements += (g.sizes[d] - 1) * g.strides[d];
   }
-  return AddressRange{launch.pointers[arg], static_cast<std::uint64_t>(elements) * kElementBytes};
+  return AddressRange{launch.pointers[arg], static_cast<std::uint64_t>(elements) *
+                                                static_cast<std::uint64_t>(g.elem_bytes)};
 }
 
 }  // namespace capsim

@@ -35,7 +35,9 @@ namespace capsim {
   X(kSgdPlain, "sgd_plain")         \
   X(kAdamPowers, "adam_powers")     \
   X(kAdam, "adam")                  \
-  X(kAdamW, "adamw")
+  X(kAdamW, "adamw")                \
+  X(kTypedCopy, "typed_copy")       \
+  X(kGenericMix, "generic_mix")
 
 enum class KernelKind : std::uint8_t {
 #define CAPSIM_ENUM_(e, name) e,
@@ -81,11 +83,14 @@ bool operator==(const kernels::Geometry& a, const kernels::Geometry& b);
 bool operator==(const KernelLaunch& a, const KernelLaunch& b);
 
 // How many leading pointers a kind reads or writes at element i only (and so
-// must all have pointer 0's sizes): 0 for sum, mm and adam_powers; 4 for adam
+// must all have pointer 0's sizes; typed_copy's fill, with an empty input,
+// is checked by its builder): 0 for sum, mm, adam_powers and generic_mix; 4
+// for adam
 // and adamw, whose fifth pointer is the 2-float powers buffer; all otherwise.
 int elementwise_pointers(KernelKind kind);
 
-// Output elements, i.e. body calls: the numel of pointer 0's geometry.
+// Body calls: the numel of pointer 0's geometry; generic_mix, which computes
+// its whole output in one call, 1 (0 for an empty output).
 std::int64_t grid_size(const KernelLaunch& launch);
 // The bytes pointer `arg` may touch: [pointer, pointer + extent).
 AddressRange pointer_extent(const KernelLaunch& launch, int arg);

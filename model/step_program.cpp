@@ -30,6 +30,13 @@ Status validate_geometry(const StepProgram& program, StepIndex i, const KernelLa
   if (g.rank < 0 || g.rank > kernels::kMaxGeometryRank) {
     return make_error(fmt::format("{}: rank {} is out of range", where(), g.rank));
   }
+  // The float32 kernels read 4-byte elements; only generic_mix takes others.
+  const bool any_size =
+      launch.kind == KernelKind::kGenericMix || launch.kind == KernelKind::kTypedCopy;
+  if (any_size ? !(g.elem_bytes == 1 || g.elem_bytes == 2 || g.elem_bytes == 4 || g.elem_bytes == 8)
+               : g.elem_bytes != 4) {
+    return make_error(fmt::format("{}: elements of {} bytes", where(), g.elem_bytes));
+  }
   std::int64_t span = 1;
   for (int d = 0; d < g.rank; ++d) {
     if (g.sizes[d] < 0 || g.strides[d] < 0) {
@@ -45,9 +52,9 @@ Status validate_geometry(const StepProgram& program, StepIndex i, const KernelLa
   if (launch.pointers[arg] == 0 && pointer_extent(launch, arg).bytes != 0) {
     return make_error(fmt::format("{}: null address", where()));
   }
-  if (launch.pointers[arg] % kElementBytes != 0) {
-    return make_error(
-        fmt::format("{}: address {} is not 4-byte aligned", where(), hex(launch.pointers[arg])));
+  if (launch.pointers[arg] % static_cast<std::uint64_t>(g.elem_bytes) != 0) {
+    return make_error(fmt::format("{}: address {} is not {}-byte aligned", where(),
+                                  hex(launch.pointers[arg]), g.elem_bytes));
   }
   return {};
 }
@@ -67,7 +74,9 @@ Status validate_kernel(const StepProgram& program, StepIndex i, const KernelLaun
     }
     return true;
   };
-  for (int p = 1; p < elementwise_pointers(launch.kind); ++p) {
+  // A typed_copy that fills (scalar use_value) has no input to compare.
+  const bool fill = launch.kind == KernelKind::kTypedCopy && launch.scalars[1] != 0.0f;
+  for (int p = 1; p < (fill ? 1 : elementwise_pointers(launch.kind)); ++p) {
     if (!same_sizes(launch.geometry[p], launch.geometry[0])) {
       return make_error(
           fmt::format("program '{}': step {} ({}): pointer {} ({}) has other sizes "

@@ -14,9 +14,14 @@ namespace {
 constexpr std::int64_t kMaxElements = std::int64_t{1} << 40;
 
 constexpr std::string_view kDTypeNames[] = {
-#define CAPSIM_NAME_(e, name) name,
+#define CAPSIM_NAME_(e, name, bytes) name,
     CAPSIM_DTYPES(CAPSIM_NAME_)
 #undef CAPSIM_NAME_
+};
+constexpr std::uint32_t kDTypeBytes[] = {
+#define CAPSIM_BYTES_(e, name, bytes) bytes,
+    CAPSIM_DTYPES(CAPSIM_BYTES_)
+#undef CAPSIM_BYTES_
 };
 
 // a*b+c with a saturating bound: returns false when it would pass kMaxElements.
@@ -56,10 +61,11 @@ Status check_fits(const TensorMeta& meta, std::uint64_t storage_nbytes) {
       static_cast<std::uint64_t>(needed_size(meta.sizes, meta.strides) == 0
                                      ? 0
                                      : meta.storage_offset + needed_size(meta.sizes, meta.strides));
-  if (needed * kElementBytes > storage_nbytes) {
+  const std::uint64_t bytes = needed * element_bytes(meta);
+  if (bytes > storage_nbytes) {
     return make_error(fmt::format(
         "view with sizes {}, strides {} and offset {} needs {} bytes, but the storage has {}",
-        meta.sizes, meta.strides, meta.storage_offset, needed * kElementBytes, storage_nbytes));
+        meta.sizes, meta.strides, meta.storage_offset, bytes, storage_nbytes));
   }
   return {};
 }
@@ -67,6 +73,9 @@ Status check_fits(const TensorMeta& meta, std::uint64_t storage_nbytes) {
 
 std::string_view dtype_name(DType dtype) {
   return kDTypeNames[static_cast<int>(dtype)];
+}
+std::uint32_t dtype_element_bytes(DType dtype) {
+  return kDTypeBytes[static_cast<int>(dtype)];
 }
 std::optional<DType> dtype_from_name(std::string_view name) {
   for (std::size_t i = 0; i < std::size(kDTypeNames); ++i) {

@@ -2,9 +2,10 @@
 //
 // A Storage is a block of simulated device memory with an id, a use count and an
 // alive flag. A Tensor is a TensorMeta (sizes, strides, offset, dtype, ...) over
-// a Storage; views share their base's storage. Values in memory are always
-// float32 (4 bytes an element): other dtypes exist as metadata only, so that
-// dtype-dependent decisions (CopyBackwards, complex grads) can be modelled.
+// a Storage; views share their base's storage. Every dtype has its real element
+// size in every byte count (a float64 takes 8 bytes, a bool 1), so a pool holds
+// what PyTorch's would. The exact kernels compute float32 only; other dtypes
+// are written by generic ops (docs/trace-format.md §4.1).
 #pragma once
 
 #include <array>
@@ -22,22 +23,27 @@ namespace capsim {
 // The largest rank a tensor may have (the kernels' Geometry holds this many).
 inline constexpr std::size_t kMaxRank = 8;
 
-// X(enumerator, name)
-#define CAPSIM_DTYPES(X)     \
-  X(kFloat32, "float32")     \
-  X(kFloat16, "float16")     \
-  X(kBFloat16, "bfloat16")   \
-  X(kFloat64, "float64")     \
-  X(kComplex64, "complex64") \
-  X(kInt64, "int64")         \
-  X(kBool, "bool")
+// X(enumerator, name, element bytes)
+#define CAPSIM_DTYPES(X)        \
+  X(kFloat32, "float32", 4)     \
+  X(kFloat16, "float16", 2)     \
+  X(kBFloat16, "bfloat16", 2)   \
+  X(kFloat64, "float64", 8)     \
+  X(kComplex64, "complex64", 8) \
+  X(kInt64, "int64", 8)         \
+  X(kBool, "bool", 1)           \
+  X(kInt32, "int32", 4)         \
+  X(kInt8, "int8", 1)           \
+  X(kUInt8, "uint8", 1)
 
 enum class DType : std::uint8_t {
-#define CAPSIM_ENUM_(e, name) e,
+#define CAPSIM_ENUM_(e, name, bytes) e,
   CAPSIM_DTYPES(CAPSIM_ENUM_)
 #undef CAPSIM_ENUM_
 };
 std::string_view dtype_name(DType dtype);
+// Bytes one element of `dtype` takes in memory: 1, 2, 4 or 8.
+std::uint32_t dtype_element_bytes(DType dtype);
 // The dtype named `name` ("float32", ...), or nullopt.
 std::optional<DType> dtype_from_name(std::string_view name);
 bool is_complex(DType dtype);
@@ -129,13 +135,17 @@ Result<std::uint32_t> sum_reduce_mask(const Dims& sizes, const std::vector<std::
 Result<Dims> sum_result_sizes(const Dims& sizes, const std::vector<std::int64_t>& dims,
                               bool keepdim);
 
+// Bytes one element of the tensor takes.
+inline std::uint64_t element_bytes(const TensorMeta& meta) {
+  return dtype_element_bytes(meta.dtype);
+}
 // The address of element 0 of a tensor over `storage`.
 inline Address data_address(const Storage& storage, const TensorMeta& meta) {
-  return storage.base + static_cast<std::uint64_t>(meta.storage_offset) * kElementBytes;
+  return storage.base + static_cast<std::uint64_t>(meta.storage_offset) * element_bytes(meta);
 }
 // The bytes [data_address, +extent) that a tensor may touch.
 inline std::uint64_t extent_bytes(const TensorMeta& meta) {
-  return static_cast<std::uint64_t>(needed_size(meta.sizes, meta.strides)) * kElementBytes;
+  return static_cast<std::uint64_t>(needed_size(meta.sizes, meta.strides)) * element_bytes(meta);
 }
 
 }  // namespace capsim

@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include <limits>
+
 namespace capsim {
 
 Tensor TensorStore::add_tensor(const TensorMeta& meta, StorageId storage) {
@@ -17,7 +19,7 @@ Result<Tensor> TensorStore::empty(const Dims& sizes, DType dtype, PoolId pool) {
   auto meta = contiguous_meta(sizes, dtype);
   if (!meta) return meta.error();
   // As in PyTorch, an empty tensor allocates nothing: its data_ptr is 0.
-  const std::int64_t bytes = numel(*meta) * static_cast<std::int64_t>(kElementBytes);
+  const std::int64_t bytes = numel(*meta) * static_cast<std::int64_t>(element_bytes(*meta));
   Address base = 0;
   if (bytes > 0) {
     auto block = allocator_.allocate(bytes, pool);
@@ -31,11 +33,32 @@ Result<Tensor> TensorStore::empty(const Dims& sizes, DType dtype, PoolId pool) {
   return add_tensor(*meta, id);
 }
 
+Result<Tensor> TensorStore::empty_strided(const TensorMeta& meta, PoolId pool) {
+  // as_strided checks ranks, signs and spans (so the sizes below cannot
+  // overflow) before anything is allocated.
+  CAPSIM_TRY_ASSIGN(const TensorMeta checked,
+                    as_strided(meta, meta.sizes, meta.strides, meta.storage_offset,
+                               std::numeric_limits<std::uint64_t>::max()));
+  const std::int64_t needed = needed_size(meta.sizes, meta.strides);
+  const std::int64_t elements = needed == 0 ? 0 : meta.storage_offset + needed;
+  const std::int64_t bytes = elements * static_cast<std::int64_t>(element_bytes(meta));
+  Address base = 0;
+  if (bytes > 0) {
+    CAPSIM_TRY_ASSIGN(const Block block, allocator_.allocate(bytes, pool));
+    base = block.address;
+  }
+  const StorageId id{next_storage_++};
+  storages_.emplace(
+      id,
+      StorageEntry{Storage{id, base, static_cast<std::uint64_t>(bytes), pool, true, 0}, bytes > 0});
+  return add_tensor(checked, id);
+}
+
 Result<Tensor> TensorStore::from_address(Address base, const TensorMeta& meta, PoolId pool,
                                          std::uint64_t storage_nbytes) {
   const std::uint64_t reach = (static_cast<std::uint64_t>(meta.storage_offset) +
                                static_cast<std::uint64_t>(needed_size(meta.sizes, meta.strides))) *
-                              kElementBytes;
+                              element_bytes(meta);
   if (storage_nbytes != 0 && storage_nbytes < reach) {
     return make_error(fmt::format("a tensor reaching {} bytes over a storage of {} bytes", reach,
                                   storage_nbytes));

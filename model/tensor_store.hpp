@@ -23,6 +23,10 @@ class TensorStore {
   // A fresh contiguous tensor whose storage is allocated from `pool`.
   Result<Tensor> empty(const Dims& sizes, DType dtype = DType::kFloat32,
                        PoolId pool = kDefaultPool);
+  // A fresh tensor with `meta`'s sizes, strides, offset and dtype
+  // (torch.empty_strided, plus the offset): its storage holds the offset and
+  // every element the strides reach.
+  Result<Tensor> empty_strided(const TensorMeta& meta, PoolId pool = kDefaultPool);
   // A tensor over memory someone else owns (nothing is freed on release). The
   // storage spans `storage_nbytes`, or just what `meta` reaches when that is 0.
   Result<Tensor> from_address(Address base, const TensorMeta& meta, PoolId pool,

@@ -127,6 +127,10 @@ std::string line_of(const OptimizerStep& a) {
 std::string line_of(const ZeroGrad& a) {
   return fmt::format("{}.zero_grad(set_to_none={})", a.name, a.set_to_none ? "True" : "False");
 }
+std::string line_of(const ClearGrads& a) {
+  return fmt::format("{}.zero_grad(set_to_none={})  # {}", a.name, a.set_to_none ? "True" : "False",
+                     join(a.params));
+}
 std::string line_of(const DropOptimizer& a) {
   return "del " + a.name;
 }

@@ -6,10 +6,27 @@ manager one callable per graph, or one per graph partition. capsim describes
 such a callable as a function line (docs/trace-format.md section 4): a flat
 list of tensor inputs and an SSA body over capsim's ops.
 
-The translation is exact or it is refused: every aten node either maps to a
-fixed sequence of capsim ops computing the same values, or it is reported
-untranslated with its target name, and the caller then writes no function
-lines for the program. Nothing is guessed from names or shapes.
+The rule: exact where capsim has the kernel, otherwise modelled from the
+metadata, never dropped. A node the map below covers, on float32 operands
+and a float32 result, becomes that fixed sequence of capsim ops computing
+the same values. Every other call_function node (another op, another dtype,
+a permute of more than 2 dims, a symbolic size where a concrete one is
+needed, ...) becomes one `generic` op (docs/trace-format.md §4.1,
+generic_op.py): its target, its non-tensor arguments as text, its tensor
+operands, per result the sizes, strides, offset and dtype of its example
+value, which operand each result views and which it writes, from the op's
+schema; capsim models its effect on memory exactly and its values by a
+fixed hash of its inputs. `operator.getitem` of a multi-result op is
+capsim's `getitem`; a tensor the graph module holds (get_attr) a generic op
+`get_attr` without operands. A symbolic size of a generic op is written at
+its hint (the example inputs' size), and the function's body notes it
+(FunctionBody.notes, for x_notes). Nothing is guessed from names or shapes.
+
+A node is untranslated only if not even a generic op can express it (over 8
+dims, over 64 tensor operands or 16 results, a dtype outside §4.1's list, a
+sparse tensor, no example value, a call_method/call_module node); a
+function that needs one gets no body, and the caller then writes no function
+lines for the program (the header's x_untranslated lists those nodes).
 
 The map (aten -> capsim):
 
@@ -41,9 +58,13 @@ The map (aten -> capsim):
   slice(x, 0, start, end, 1)            slice (concrete sizes only)
   full(sizes, v) / zeros(sizes) float32 full
 
-Anything else (another op, a get_attr constant, a non-float32 tensor, a
-symbolic size where a concrete one is needed) is untranslated. Integer
-(SymInt) placeholders are not tensor inputs: capsim passes them as a call's
+Anything else is a generic op. Nodes with no tensor value (SymInt
+arithmetic, sym_size) get no op: a consumer's attrs hold their hints. Ops
+are written for the nodes the outputs need and, in a callable over the
+whole graph, for each node that writes an argument in place (a buffer's
+running statistics).
+
+Integer (SymInt) placeholders are not tensor inputs: capsim passes them as a call's
 `int_key`, so they are left out of `inputs`, and the caller removes their
 positions from every index list. Outputs that are not tensors (None, SymInt)
 are left out of `outputs` the same way.
@@ -59,7 +80,7 @@ import struct
 from dataclasses import dataclass, field
 from typing import Any, Optional, Sequence
 
-from . import torch_compat
+from . import generic_op, torch_compat
 
 
 class TranslationError(Exception):
@@ -105,10 +126,17 @@ Step = tuple
 
 @dataclass
 class NodeTranslation:
+    """A node's capsim ops (`steps`; the last one's value is the node's),
+    or, with `same_as`, another node's value (getitem of a one-result op);
+    neither: a node with no tensor value (a SymInt), which no op reads."""
+
     steps: list = field(default_factory=list)
+    same_as: Optional[str] = None
+    generic: bool = False  # modelled from metadata, not exact
 
     def refs(self) -> list[str]:
-        return [a[1] for _, args, _ in self.steps for a in args if a[0] == "n"]
+        out = [a[1] for _, args, _ in self.steps for a in args if a[0] == "n"]
+        return out + ([self.same_as] if self.same_as is not None else [])
 
 
 @dataclass
@@ -124,6 +152,8 @@ class GraphTranslation:
     order: list[str]  # call_function/get_attr node names in graph order
     outputs: list[Optional[str]]  # per graph output: node name, or None (not a node)
     output_is_tensor: list[bool]
+    writers: list[str] = field(default_factory=list)  # nodes writing an argument in place
+    symbolic: dict[str, str] = field(default_factory=dict)  # generic node -> target, sizes at hints
 
 
 @dataclass
@@ -136,6 +166,7 @@ class FunctionBody:
     int_positions: list[int]  # positions of non-tensor inputs in the callable's input list
     dropped_outputs: list[int]  # positions of non-tensor outputs
     untranslated: list[str]
+    notes: list[str] = field(default_factory=list)  # for the trace's x_notes, about this body
 
     @property
     def ok(self) -> bool:
@@ -501,23 +532,150 @@ _RULES = {
     "aten.zeros.default": _full,
 }
 
-# Ops whose only job in a translated graph is to feed a pattern (the le of
-# where(le(r, 0), 0, g)); untranslated on their own, reported only when some
-# output really needs them.
 TRANSLATED_OPS = tuple(sorted(_RULES))
+MAX_OPS = 4096
+MAX_INPUTS = 256
+
+
+class _Walk:
+    """translate_graph's state: what it knows of the nodes so far."""
+
+    def __init__(self, gm: Any) -> None:
+        self.gm = gm
+        self.tensor: set[str] = set()  # nodes with a tensor value
+        self.dtype: dict[str, Optional[str]] = {}  # their dtype names (None: unknown)
+        self.nodes: dict[str, NodeTranslation] = {}
+        self.untranslated: dict[str, str] = {}
+        self.symbolic: dict[str, str] = {}
+        self.writers: list[str] = []
+        self.tuples: dict[str, int] = {}  # generic node returning a tuple -> its result count
+
+    def is_tensor_node(self, x: Any) -> bool:
+        return getattr(x, "name", None) in self.tensor and hasattr(x, "op")
+
+    def note_value(self, node: Any, v: Any, unknown_is_tensor: bool = False) -> None:
+        if _is_tensor_val(v) or (v is None and unknown_is_tensor):
+            self.tensor.add(node.name)
+            self.dtype[node.name] = str(v.dtype).replace("torch.", "") if v is not None else None
+
+    def exact(self, node: Any, name: str) -> Optional[NodeTranslation]:
+        """The exact translation, or None: no rule, a rule that refuses, an
+        operand or a result that is not float32, a result over 8 dims."""
+        rule = _RULES.get(name)
+        if rule is None:
+            return None
+        try:
+            nt = rule(node)
+        except (_Refuse, TranslationError):
+            return None
+        v = _val(node)
+        if v is not None and _is_tensor_val(v) and (not _is_float32(v) or v.dim() > generic_op.MAX_DIMS):
+            return None
+        if any(r not in self.tensor or self.dtype.get(r) not in (None, "float32") for r in nt.refs()):
+            return None
+        return nt
+
+    def generic(self, node: Any, name: str) -> NodeTranslation:
+        operands, fields, symbolic, is_tuple = generic_op.generic_fields(node, name, self.is_tensor_node)
+        if symbolic:
+            self.symbolic[node.name] = name
+        if fields.get("writes"):
+            self.writers.append(node.name)
+        results = fields["results"]
+        if not fields.get("writes") and all(r is None for r in results):
+            return NodeTranslation()  # no tensor value: nothing to model
+        if is_tuple and len(results) != 1:
+            self.tuples[node.name] = len(results)
+        return NodeTranslation([("generic", [("n", o.name) for o in operands], fields)], generic=True)
+
+    def getitem(self, node: Any) -> NodeTranslation:
+        src, index = node.args[0], node.args[1]
+        if not _is_tensor_val(_val(node)):
+            return NodeTranslation()
+        if getattr(src, "name", None) not in self.tuples and getattr(src, "name", None) in self.nodes:
+            return NodeTranslation(same_as=src.name)  # a one-result op's value is its result
+        if type(index) is not int:
+            raise generic_op.Unexpressible("a getitem with a non-integer index")
+        n = self.tuples.get(src.name, index + 1)
+        return NodeTranslation([("getitem", [("n", src.name)], {"index": index % n})], generic=True)
+
+    def call(self, node: Any) -> None:
+        name = target_name(node.target)
+        self.note_value(node, _val(node))
+        try:
+            if generic_op.is_getitem(node):
+                self.nodes[node.name] = self.getitem(node)
+                return
+            nt = self.exact(node, name)
+            if nt is None:
+                nt = self.generic(node, name)
+            elif name in ("aten.copy_.default", "aten.add_.Tensor"):
+                self.writers.append(node.name)
+            self.nodes[node.name] = nt
+        except generic_op.Unexpressible as e:
+            self.untranslated[node.name] = f"{name} ({e})"
+
+    def get_attr(self, node: Any) -> None:
+        value = _val(node)
+        owner = getattr(self.gm, "owning_module", None) or self.gm
+        try:
+            for part in str(node.target).split("."):
+                owner = getattr(owner, part)
+            value = owner
+        except AttributeError:
+            pass
+        self.note_value(node, value)
+        if not _is_tensor_val(value):
+            self.nodes[node.name] = NodeTranslation()  # a submodule: a higher-order op's attrs name it
+            return
+        try:
+            fields, symbolic = generic_op.get_attr_fields(node, value)
+        except generic_op.Unexpressible as e:
+            self.untranslated[node.name] = f"get_attr:{node.target} ({e})"
+            return
+        if symbolic:
+            self.symbolic[node.name] = "get_attr"
+        self.nodes[node.name] = NodeTranslation([("generic", [], fields)], generic=True)
+
+
+def _placeholder_problem(node: Any, v: Any) -> Optional[str]:
+    if v is None or not _is_tensor_val(v):
+        return None
+    try:
+        generic_op.tensor_meta(v)
+    except generic_op.Unexpressible as e:
+        return f"input {node.name}: {e}"
+    return None
+
+
+def _graph_outputs(node: Any) -> tuple[list, list]:
+    import torch.fx
+
+    outputs: list[Optional[str]] = []
+    output_is_tensor: list[bool] = []
+    result = node.args[0]
+    if not isinstance(result, (list, tuple)):
+        result = [result]
+    for r in result:
+        if isinstance(r, torch.fx.Node):
+            outputs.append(r.name)
+            v = _val(r)
+            output_is_tensor.append(v is None or _is_tensor_val(v))
+        else:
+            outputs.append(None)
+            output_is_tensor.append(False)
+    return outputs, output_is_tensor
 
 
 def translate_graph(gm: Any) -> GraphTranslation:
-    """Translates every node of `gm` (a torch.fx.GraphModule or Graph) that
-    can be; never raises for an unknown op."""
-    import torch.fx
-
+    """Translates every node of `gm` (a torch.fx.GraphModule or Graph):
+    exactly where a rule applies, else as a generic op; never raises for an
+    unknown op (a node not even a generic op can express is untranslated)."""
     graph = gm.graph if hasattr(gm, "graph") else gm
+    walk = _Walk(gm)
     placeholders: list[str] = []
     is_tensor: list[bool] = []
     problems: dict[str, str] = {}
-    nodes: dict[str, NodeTranslation] = {}
-    untranslated: dict[str, str] = {}
     inputs_of: dict[str, list[str]] = {}
     order: list[str] = []
     outputs: list[Optional[str]] = []
@@ -526,50 +684,23 @@ def translate_graph(gm: Any) -> GraphTranslation:
         if node.op == "placeholder":
             v = _val(node)
             placeholders.append(node.name)
-            tensor = v is None or _is_tensor_val(v)
-            is_tensor.append(tensor)
-            if tensor and v is not None and not _is_float32(v):
-                problems[node.name] = f"dtype:{str(v.dtype).replace('torch.', '')}"
-        elif node.op == "call_function":
+            is_tensor.append(v is None or _is_tensor_val(v))
+            walk.note_value(node, v, unknown_is_tensor=True)
+            problem = _placeholder_problem(node, v)
+            if problem is not None:
+                problems[node.name] = problem
+        elif node.op in ("call_function", "get_attr"):
             order.append(node.name)
             inputs_of[node.name] = [a.name for a in node.all_input_nodes]
-            name = target_name(node.target)
-            rule = _RULES.get(name)
-            if rule is None:
-                untranslated[node.name] = name
-                continue
-            try:
-                nodes[node.name] = rule(node)
-            except _Refuse as e:
-                untranslated[node.name] = f"{name} ({e})"
-            except TranslationError as e:
-                untranslated[node.name] = f"{name} ({e})"
-            else:
-                v = _val(node)
-                if v is not None and _is_tensor_val(v) and not _is_float32(v):
-                    del nodes[node.name]
-                    untranslated[node.name] = f"{name} (dtype {str(v.dtype).replace('torch.', '')})"
-        elif node.op == "get_attr":
-            order.append(node.name)
-            untranslated[node.name] = f"get_attr:{node.target}"
+            walk.call(node) if node.op == "call_function" else walk.get_attr(node)
         elif node.op in ("call_method", "call_module"):
             order.append(node.name)
-            untranslated[node.name] = f"{node.op}:{node.target}"
+            walk.untranslated[node.name] = f"{node.op}:{node.target}"
         elif node.op == "output":
-            result = node.args[0]
-            if not isinstance(result, (list, tuple)):
-                result = [result]
-            for r in result:
-                if isinstance(r, torch.fx.Node):
-                    outputs.append(r.name)
-                    v = _val(r)
-                    output_is_tensor.append(v is None or _is_tensor_val(v))
-                else:
-                    outputs.append(None)
-                    output_is_tensor.append(False)
+            outputs, output_is_tensor = _graph_outputs(node)
     return GraphTranslation(
-        placeholders, is_tensor, problems, nodes, untranslated, inputs_of, order, outputs,
-        output_is_tensor,
+        placeholders, is_tensor, problems, walk.nodes, walk.untranslated, inputs_of, order, outputs,
+        output_is_tensor, walk.writers, walk.symbolic,
     )
 
 
@@ -640,6 +771,16 @@ def _needed(tr: GraphTranslation, wanted: Sequence[Optional[str]], value_of: dic
     return needed
 
 
+def _line(op: str, refs: list, extra: dict) -> dict:
+    if op == "generic":  # the spec's order: op, target, attrs, args, results, views, writes
+        line = {"op": op, "target": extra["target"], "attrs": extra["attrs"], "args": refs}
+        line.update((k, v) for k, v in extra.items() if k not in line)
+        return line
+    line = {"op": op, "args": refs}
+    line.update(extra)
+    return line
+
+
 def _ops(tr: GraphTranslation, needed: set, value_of: dict, n: int) -> list[dict]:
     """The needed nodes' capsim ops in graph order (value_of gets their values)."""
     ops: list[dict] = []
@@ -647,17 +788,31 @@ def _ops(tr: GraphTranslation, needed: set, value_of: dict, n: int) -> list[dict
         if name not in needed:
             continue
         nt = tr.nodes[name]
+        if nt.same_as is not None:
+            value_of[name] = value_of[nt.same_as]
+            continue
         local: list[int] = []
         for op, args, extra in nt.steps:
             refs = []
             for kind, ref in args:
                 refs.append(local[ref] if kind == "s" else value_of[ref])
-            line = {"op": op, "args": refs}
-            line.update(extra)
-            ops.append(line)
+            ops.append(_line(op, refs, extra))
             local.append(n + len(ops) - 1)
-        value_of[name] = local[-1]
+        if local:
+            value_of[name] = local[-1]
     return ops
+
+
+def _whole_graph(tr: GraphTranslation, input_positions: Sequence, output_positions: Sequence) -> bool:
+    return (sorted(p for p in input_positions if p is not None) == list(range(len(tr.placeholders)))
+            and sorted(p for p in output_positions if p is not None) == list(range(len(tr.outputs))))
+
+
+def _notes(tr: GraphTranslation, needed: set) -> list[str]:
+    hinted = sorted({tr.symbolic[n] for n in needed if n in tr.symbolic})
+    if not hinted:
+        return []
+    return [f"generic ops with symbolic sizes, written at the example inputs' sizes: {', '.join(hinted)}"]
 
 
 def build_function(
@@ -668,7 +823,9 @@ def build_function(
     """The body of one callable over the graph: its inputs are the graph's
     placeholders at `input_positions` (all of them by default), its outputs
     the graph's outputs at `output_positions` (all by default). A None
-    position (a partition's intermediate) makes the function untranslated."""
+    position (a partition's intermediate) makes the function untranslated.
+    The ops are those the outputs need and, in a callable over the whole
+    graph, those that write an argument in place (a buffer's update)."""
     if input_positions is None:
         input_positions = list(range(len(tr.placeholders)))
     if output_positions is None:
@@ -676,18 +833,26 @@ def build_function(
     reasons: list[str] = []
     inputs, int_positions, value_of = _callable_inputs(tr, input_positions, reasons)
     wanted, dropped = _callable_outputs(tr, output_positions, reasons)
-    needed = _needed(tr, wanted, value_of, reasons)
+    roots = list(wanted)
+    if _whole_graph(tr, input_positions, output_positions):
+        roots += tr.writers
+    needed = _needed(tr, roots, value_of, reasons)
     ops: list[dict] = []
     outputs: list[int] = []
     if not reasons:
         ops = _ops(tr, needed, value_of, len(inputs))
         outputs = [value_of[w] for w in wanted if w is not None]
+        if len(ops) > MAX_OPS:
+            reasons.append(f"{len(ops)} ops (over {MAX_OPS})")
+        if len(inputs) > MAX_INPUTS:
+            reasons.append(f"{len(inputs)} inputs (over {MAX_INPUTS})")
     # Report each reason once, in a stable order.
     seen: list[str] = []
     for r in reasons:
         if r not in seen:
             seen.append(r)
-    return FunctionBody(inputs, ops if not seen else [], outputs, int_positions, dropped, sorted(seen))
+    notes = _notes(tr, needed) if not seen else []
+    return FunctionBody(inputs, ops if not seen else [], outputs, int_positions, dropped, sorted(seen), notes)
 
 
 def op_names(reasons: Sequence[str]) -> list[str]:

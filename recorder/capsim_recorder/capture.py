@@ -137,6 +137,9 @@ class CompiledAutogradCapture:
 
     def __init__(self) -> None:
         self._graphs: list[torch.fx.GraphModule] = []
+        # Whether the last backward() ran to its end (a failure after that
+        # is a misreading of PyTorch, not a backward to run again).
+        self.backward_done = False
         self._handler = _ListHandler()
         # set_logs turns the artifact on; _enable reads that setting each time
         # it is entered and then routes the C++ cache-miss messages to it.
@@ -165,6 +168,7 @@ class CompiledAutogradCapture:
     def backward(self, loss: torch.Tensor, dynamic: bool = True, **kwargs: Any) -> BackwardResult:
         """loss.backward(**kwargs) under compiled autograd (entered here unless
         the caller is already inside enabled()), and what it captured."""
+        self.backward_done = False
         counters = torch_compat.counters()
         captures_before = counters["compiled_autograd"]["captures"]
         graphs_before = len(self._graphs)
@@ -174,6 +178,7 @@ class CompiledAutogradCapture:
         else:
             with self.enabled(dynamic):
                 loss.backward(**kwargs)
+        self.backward_done = True
         captures = counters["compiled_autograd"]["captures"] - captures_before
         graphs = self._graphs[graphs_before:]
         if captures != len(graphs) or captures > 1:

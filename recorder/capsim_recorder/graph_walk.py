@@ -34,6 +34,9 @@ DTYPE_NAMES = {
     torch.float64: "float64",
     torch.complex64: "complex64",
     torch.int64: "int64",
+    torch.int32: "int32",
+    torch.int8: "int8",
+    torch.uint8: "uint8",
     torch.bool: "bool",
 }
 

@@ -19,7 +19,7 @@ import torch
 from . import graph_walk, torch_compat
 from .annotations import Annotations
 from .capture import CompiledAutogradCapture
-from .trace_writer import TraceWriter, torch_profile_of
+from .trace_writer import MAX_LINE_BYTES, LineTooLong, TraceWriter, torch_profile_of
 
 PRODUCER = "pytorch"
 OBSERVES = ["ca_graph"]
@@ -107,17 +107,29 @@ class Recorder:
     def backward(self, loss: torch.Tensor, dynamic: bool = True, **kwargs: Any) -> None:
         if self._outer_dynamic is not None and self._outer_dynamic != dynamic:
             raise ValueError("backward(dynamic=...) differs from the enclosing compiled_autograd()")
-        k = self.backwards
-        name = f"g{k}"
-        graph = graph_walk.walk(loss, self.notes)
+        index = self.write_graph(graph_walk.walk(loss, self.notes), dynamic)
+        self.write_capture(index, self.capture.backward(loss, dynamic=dynamic, **kwargs))
+
+    def write_graph(self, graph: dict[str, Any], dynamic: bool) -> int:
+        """The backward's two actions: its autograd graph (graph_walk.walk,
+        taken before the backward frees the saved tensors) and the
+        compiled_backward that names it. Returns the latter's index."""
+        name = f"g{self.backwards}"
         self.writer.action(
             "autograd_graph",
             {"name": name, "root": graph["root"], "tensors": graph["tensors"], "nodes": graph["nodes"]},
         )
-        index = self.writer.action(
+        return self.writer.action(
             "compiled_backward", {"graph": name, "dynamic": bool(dynamic)}
         )
-        result = self.capture.backward(loss, dynamic=dynamic, **kwargs)
+
+    def write_capture(self, index: int, result: Any, on_note: Optional[Any] = None) -> None:
+        """The backward's ca_graph event (`result`: capture.BackwardResult).
+        With `on_note`, an event over the format's line limit is written
+        without `fx_nodes`, then without `targets` and `uses` (replay
+        compares what is there), each told to on_note(text); without it
+        (the corpus's programs) such an event is an error."""
+        k = self.backwards
         event: dict[str, Any] = {"backward": k, "captured": result.captured}
         if result.captured:
             event["targets"] = result.targets
@@ -125,7 +137,18 @@ class Recorder:
             event["fx_nodes"] = result.graph
         if result.message is not None:
             event["x_message"] = result.message
-        self.writer.event(index, "ca_graph", event)
+        for drop in ((), ("fx_nodes",), ("targets", "uses"), ("x_message",)):
+            for key in drop:
+                event.pop(key, None)
+            if drop and on_note is not None:
+                on_note(f"backward {k}: its ca_graph event leaves out {' and '.join(drop)}: the"
+                        f" line would pass the trace format's limit of {MAX_LINE_BYTES} bytes")
+            try:
+                self.writer.event(index, "ca_graph", event)
+                break
+            except LineTooLong:
+                if on_note is None or drop == ("x_message",):
+                    raise
         self.backwards += 1
         self.captures += int(result.captured)
 

@@ -44,20 +44,31 @@ torch.compile(mode="reduce-overhead") graphs, on a GPU (on a CPU, Inductor
 hands no graph to a tree, and every call is written as an eager call).
 launcher/cudagraphs.py says what it writes and why it is a form of its own.
 
+`model.zero_grad(set_to_none)` and the script's own `p.grad = None` (of an
+nn.Parameter) are clear_grads actions with their zero_grad events
+(launcher/params.py); the optimizer's and the module's own `p.grad = None`
+inside them are not.
+
 Limits: `max_steps` backwards are recorded, later ones run as they would
 without the recorder; past `max_bytes` the recording stops with one message on
 stderr. The trace is written in place and flushed line by line, so a script
 that raises or is killed leaves the valid prefix of its trace.
+
+Failures: the recorder never raises into the script. What it cannot write or
+fails at is left out whole, with a note that joins the header's x_notes when
+the block ends (launcher/session.py lists the cases).
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import sys
-from typing import Any, Iterator, Optional
+from typing import Any, Callable, Iterator, Optional
 
 from . import torch_compat
 from .launcher.patching import called_by_torch, one_root, patched
+from .launcher.session import RecordingSession
 
 DEFAULT_MAX_BYTES = 256 << 20
 PRODUCER = "pytorch"
@@ -67,81 +78,11 @@ OBSERVES = ["ca_graph", "optimizer", "compile", "zero_grad"]
 NEEDS = (torch_compat.AUTOGRAD, torch_compat.OPTIMIZER, torch_compat.LAUNCHER)
 
 
-class RecordingSession:
-    """What record() holds while its block runs (one at a time)."""
-
-    def __init__(self, writer: Any, recorder: Any, max_steps: Optional[int], max_bytes: int,
-                 dynamic: bool) -> None:
-        from .launcher.optimizer import OptimizerWatch
-
-        self.writer = writer
-        self.recorder = recorder
-        self.optimizers = OptimizerWatch(writer, self.live)
-        self.max_steps = max_steps
-        self.max_bytes = max_bytes
-        self.dynamic = dynamic
-        self.stopped: Optional[str] = None  # why recording stopped early
-        self.busy = False  # inside a recorded backward: its own loss.backward() passes through
-        self.unrecorded: dict[str, int] = {}  # what ran unrecorded, by kind
-
-    @property
-    def notes(self) -> Any:
-        """The Annotations the graph walk reads (hooks on built-in nodes)."""
-        return self.recorder.notes
-
-    def noting(self) -> bool:
-        """Whether a hook registered now should be noted: not one the
-        recorder's own backward or an Annotations helper registers."""
-        return not self.busy and not self.recorder.notes.registering
-
-    def skip(self, kind: str) -> None:
-        self.unrecorded[kind] = self.unrecorded.get(kind, 0) + 1
-
-    def live(self) -> bool:
-        """Whether the trace still takes lines (the limits are not reached)."""
-        return self.stopped is None and self.writer.bytes_written < self.max_bytes
-
-    def after_backward(self) -> None:
-        """Any backward of the script: the grads it left, for the followed
-        optimizers."""
-        if not self.busy and self.live():
-            self.optimizers.synced_all()
-
-    def unrecorded_line(self) -> Optional[str]:
-        counts = {**self.unrecorded, **self.optimizers.unrecorded()}
-        if not counts:
-            return None
-        parts = [f"{n} {kind}" for kind, n in sorted(counts.items())]
-        return (f"capsim_recorder: ran unrecorded (capsim models one-root backward() and "
-                f"SGD/Adam/AdamW steps only): {', '.join(parts)} ({self.writer.path})")
-
-    @property
-    def steps(self) -> int:
-        return self.recorder.backwards
-
-    def script_failed(self, e: BaseException) -> None:
-        """The script raised: what was recorded before is in the trace
-        already (written line by line); nothing to add."""
-
-    def wants(self) -> bool:
-        if self.stopped is not None:
-            return False
-        if self.max_steps is not None and self.steps >= self.max_steps:
-            self.stopped = f"--max-steps {self.max_steps} reached"
-            return False
-        if self.writer.bytes_written >= self.max_bytes:
-            self.stopped = f"the size cap of {self.max_bytes} bytes reached"
-            print(f"capsim_recorder: {self.stopped}; the trace holds the first {self.steps}"
-                  f" backwards ({self.writer.path})", file=sys.stderr)
-            return False
-        return True
-
-
 _active: Optional[RecordingSession] = None
 
 
-def _record_backward(session: RecordingSession, root: Any, gradient: Any, retain_graph: Any,
-                     create_graph: bool, inputs: Any) -> None:
+def _record_backward(session: RecordingSession, root: Any, call: Callable[[], Any], gradient: Any,
+                     retain_graph: Any, create_graph: bool, inputs: Any) -> Any:
     kwargs: dict[str, Any] = {}
     if gradient is not None:
         kwargs["gradient"] = gradient
@@ -151,20 +92,18 @@ def _record_backward(session: RecordingSession, root: Any, gradient: Any, retain
         kwargs["create_graph"] = create_graph
     if inputs is not None:
         kwargs["inputs"] = inputs
-    session.busy = True
-    try:
-        session.recorder.backward(root, dynamic=session.dynamic, **kwargs)
-    finally:
-        session.busy = False
+    return session.record_backward(root, call, kwargs)
 
 
 def _patched_backward(original: Any) -> Any:
     def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
         session = _active
+        call = functools.partial(original, self, gradient, retain_graph, create_graph, inputs)
         if session is None or session.busy or self.grad_fn is None or not session.wants():
-            result = original(self, gradient, retain_graph, create_graph, inputs)
+            result = call()
         else:
-            result = _record_backward(session, self, gradient, retain_graph, create_graph, inputs)
+            result = _record_backward(session, self, call, gradient, retain_graph, create_graph,
+                                      inputs)
         if session is not None:
             session.after_backward()
         return result
@@ -177,8 +116,8 @@ def _patched_autograd_backward(original: Any) -> Any:
     def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False,
                  grad_variables=None, inputs=None):
         session = _active
-        call = lambda: original(tensors, grad_tensors, retain_graph, create_graph,  # noqa: E731
-                                grad_variables, inputs)
+        call = functools.partial(original, tensors, grad_tensors, retain_graph, create_graph,
+                                 grad_variables, inputs)
         if session is None or session.busy or grad_variables is not None:
             return call()
         one = one_root(tensors, grad_tensors)
@@ -188,7 +127,8 @@ def _patched_autograd_backward(original: Any) -> Any:
         elif getattr(one[0], "grad_fn", None) is None or not session.wants():
             result = call()
         else:
-            result = _record_backward(session, one[0], one[1], retain_graph, create_graph, inputs)
+            result = _record_backward(session, one[0], call, one[1], retain_graph, create_graph,
+                                      inputs)
         session.after_backward()
         return result
 
@@ -214,7 +154,7 @@ def _noting(original: Any, note: Any) -> Any:
         handle = original(self, *args, **kwargs)
         session = _active
         if session is not None and session.noting():
-            note(session.notes, self, handle)
+            session.guarded("noting a hook", note, session.notes, self, handle)
         return handle
 
     register.__wrapped__ = original  # type: ignore[attr-defined]
@@ -226,7 +166,7 @@ def _patched_optimizer_init(original: Any) -> Any:
         original(self, *args, **kwargs)
         session = _active
         if session is not None:
-            session.optimizers.created(self)
+            session.watched("an optimizer made", session.optimizers.created, self)
 
     __init__.__wrapped__ = original  # type: ignore[attr-defined]
     return __init__
@@ -239,20 +179,93 @@ def _patched_zero_grad(original: Any) -> Any:
         session = _active
         if session is None or torch.compiler.is_compiling():
             return original(self, set_to_none)
-        after = session.optimizers.zero_grad(self, set_to_none)
+        after = session.watched("zero_grad", session.optimizers.zero_grad, self, set_to_none)
         result = original(self, set_to_none)
-        after()
+        if after is not None:
+            session.watched("zero_grad", after)
         return result
 
     zero_grad.__wrapped__ = original  # type: ignore[attr-defined]
     return zero_grad
 
 
+def _clear(session: RecordingSession, name: Optional[str], params: list, set_to_none: bool,
+           run: Callable[[], Any]) -> Any:
+    """A grad clear of the script's (launcher/params.py's clear_grads)."""
+    after = session.watched("a grad clear", session.optimizers.clear_grads, name, params,
+                            set_to_none, sys._getframe(1))
+    session.clearing = True
+    try:
+        result = run()
+    finally:
+        session.clearing = False
+    if after is not None:
+        session.watched("a grad clear", after)
+    return result
+
+
+def _clearing(session: Optional[RecordingSession], frame: Any) -> bool:
+    """Whether a grad clear at `frame` is the script's to record."""
+    import torch
+
+    return (session is not None and not session.clearing and not session.busy
+            and not torch.compiler.is_compiling() and not called_by_torch(frame))
+
+
+def _patched_module_zero_grad(original: Any) -> Any:
+    """nn.Module.zero_grad: clear_grads named after the module's variable."""
+    from .launcher.script_names import variable_name
+
+    def zero_grad(self, set_to_none: bool = True):
+        session = _active
+        if not _clearing(session, sys._getframe(1)):
+            return original(self, set_to_none)
+        name = session.guarded("naming a module", variable_name, self, sys._getframe(1))
+        params = list(self.parameters())
+        return _clear(session, name or type(self).__name__, params, set_to_none,
+                      lambda: original(self, set_to_none))
+
+    zero_grad.__wrapped__ = original  # type: ignore[attr-defined]
+    return zero_grad
+
+
+def _patched_parameter_grad(original: Any) -> Any:
+    """nn.Parameter.grad (PyTorch's descriptor, wrapped in a property):
+    `p.grad = None` of the script's is a clear_grads of p."""
+    def get(self):
+        return original.__get__(self, type(self))
+
+    def set_grad(self, value):
+        session = _active
+        if value is not None or not _clearing(session, sys._getframe(1)):
+            return original.__set__(self, value)
+        return _clear(session, None, [self], True, lambda: original.__set__(self, None))
+
+    def delete(self):
+        original.__delete__(self)
+
+    return property(get, set_grad, delete, getattr(original, "__doc__", None))
+
+
+def _run_watched(session: RecordingSession, compiled: Any, args: Any, kw: Any) -> Any:
+    """One call of a torch.compile'd function, the optimizer watch around it
+    (launcher/optimizer.py), its failures kept from the call."""
+    watch = session.optimizers
+    state = session.watched("a compiled call", watch.begin_call)
+    if state is None:
+        return compiled(*args, **kw)
+    ran = False
+    try:
+        result = compiled(*args, **kw)
+        ran = True
+    finally:
+        session.watched("a compiled call", watch.end_call, state, ran)
+    return result
+
+
 def _patched_compile(original: Any) -> Any:
     """torch.compile of a function: the same compiled function, each call of
     which the optimizer watch sees (an nn.Module is left as it is)."""
-    import functools
-
     import torch
 
     def compile(model=None, **kwargs):
@@ -267,7 +280,7 @@ def _patched_compile(original: Any) -> Any:
             session = _active
             if session is None:
                 return compiled(*args, **kw)
-            return session.optimizers.run_compiled(compiled, args, kw)
+            return _run_watched(session, compiled, args, kw)
 
         return call
 
@@ -286,7 +299,7 @@ def _patched_mark_static_address(original: Any) -> Any:
         result = original(t, guard=guard)
         session = _active
         if session is not None:
-            session.optimizers.marked(t, guard)
+            session.watched("mark_static_address", session.optimizers.marked, t, guard)
         return result
 
     mark_static_address.__wrapped__ = original  # type: ignore[attr-defined]
@@ -303,6 +316,8 @@ def _patch_targets() -> list[tuple[Any, str, Any]]:
     return [
         (torch.optim.Optimizer, "__init__", _patched_optimizer_init),
         (torch.optim.Optimizer, "zero_grad", _patched_zero_grad),
+        (torch.nn.Module, "zero_grad", _patched_module_zero_grad),
+        (torch.nn.Parameter, "grad", _patched_parameter_grad),
         (torch, "compile", _patched_compile),
         (torch_compat.dynamo_module(), torch_compat.MARK_STATIC_ADDRESS, _patched_mark_static_address),
         (torch.Tensor, "backward", _patched_backward),
@@ -358,7 +373,9 @@ def record(path: str, *, max_steps: Optional[int] = None, max_bytes: int = DEFAU
 @contextlib.contextmanager
 def _record_compiled_autograd(path: str, max_steps: Optional[int], max_bytes: int, dynamic: bool,
                               name: str, command: Optional[str]) -> Iterator[RecordingSession]:
-    """The CPU form of record(): compiled autograd and the compiled optimizer."""
+    """The CPU form of record(): compiled autograd and the compiled optimizer.
+    What the recording noted on the way (launcher/session.py) joins the
+    header's x_notes when the block ends."""
     global _active
     import torch
 
@@ -367,6 +384,7 @@ def _record_compiled_autograd(path: str, max_steps: Optional[int], max_bytes: in
     from .recorder import Recorder, SEED, torch_config
     from .trace_writer import TraceWriter
     capture = CompiledAutogradCapture()
+    session: Optional[RecordingSession] = None
     try:
         with TraceWriter(path, log=True) as writer:
             extensions = {"x_torch_version": torch.__version__, "x_device": "cpu"}
@@ -385,12 +403,36 @@ def _record_compiled_autograd(path: str, max_steps: Optional[int], max_bytes: in
                                        dynamic)
             _active = session
             try:
-                with patched(_patch_targets()), inductor_hooks(session.optimizers.on_compiled):
+                with patched(_patch_targets()), inductor_hooks(_on_compiled(session)):
                     yield session
             finally:
                 _active = None
-                line = session.unrecorded_line()
-                if line is not None:
-                    print(line, file=sys.stderr)
+                for line in (session.unrecorded_line(), session.notes_line()):
+                    if line is not None:
+                        print(line, file=sys.stderr)
     finally:
         capture.close()
+        if session is not None and session.x_notes:
+            _amend(path, session.x_notes)
+
+
+def _on_compiled(session: RecordingSession) -> Callable[[list], Callable[[Any], None]]:
+    """The optimizer watch's Inductor hook, its failures kept from PyTorch."""
+    def on_compiled(static: list) -> Callable[[Any], None]:
+        on_call = session.watched("an Inductor compile", session.optimizers.on_compiled, static)
+        if on_call is None:
+            return lambda inputs: None
+        return lambda inputs: session.watched("a compiled graph's call", on_call, inputs)
+
+    return on_compiled
+
+
+def _amend(path: str, notes: list) -> None:
+    """The notes into the finished trace's header (a regular file only)."""
+    from .trace_writer import amend_header
+
+    try:
+        amend_header(path, notes)
+    except Exception as e:  # the trace stays as it was; the notes were on stderr
+        print(f"capsim_recorder: could not add the notes to {path}'s header: "
+              f"{type(e).__name__}: {e}", file=sys.stderr)

@@ -59,6 +59,9 @@ MANAGER_METHODS = (
     "set_to_running_backward",
 )
 NODE_METHODS = ("check_invariants", "check_static_inputs_are_stable")
+# The modules of PyTorch's cudagraph code: an exception raised through one of
+# them is a cudagraph trace's `error` event (launcher/failures.py).
+CUDAGRAPH_MODULES = ("torch._inductor.cudagraph_trees", "torch._inductor.cudagraph_utils")
 # The skip logger, patched in cudagraph_utils and in every torch._inductor
 # module that imported it by name.
 SKIP_LOG = "log_cudagraph_skip_and_bump_counter"
@@ -144,6 +147,9 @@ def _entries() -> list:
         EntryPoint("torch.utils._python_dispatch._get_current_dispatch_mode",
                    "taking the read watch off", rd),
         EntryPoint("torch.utils._pytree.tree_leaves", "an op's tensor arguments", rd),
+        EntryPoint("torch.utils._python_dispatch.get_alias_info",
+                   "a generic op's views and writes (its schema's alias sets)", cg),
+        EntryPoint("torch.fx.experimental.sym_node.SymNode.hint", "a symbolic size's hint", cg),
         EntryPoint("torch.testing._internal.two_tensor.TwoTensor", "the TwoTensor program",
                    (PROGRAMS,)),
     ]
@@ -531,3 +537,70 @@ def tree_leaves(tree: Any) -> list:
     from torch.utils._pytree import tree_leaves as leaves
 
     return leaves(tree)
+
+
+# -- op schemas and symbolic sizes (generic_op.py) ---------------------------------------
+
+
+def op_schema(target: Any) -> Any:
+    """An OpOverload's FunctionSchema (`_schema`), or None for anything else."""
+    if not is_op_overload(target) or not hasattr(target, "overloadpacket"):
+        return None
+    return getattr(target, "_schema", None)
+
+
+def _schema_alias_info(schema: Any) -> tuple:
+    args = {a.name: (set(a.alias_info.before_set) if a.alias_info else set(),
+                     bool(a.alias_info and a.alias_info.is_write)) for a in schema.arguments}
+    outs = [(set(r.alias_info.before_set) if r.alias_info else set(),
+             bool(r.alias_info and r.alias_info.is_write)) for r in schema.returns]
+    return args, outs
+
+
+def op_alias_info(target: Any) -> Optional[tuple]:
+    """({argument name: (alias set, is_write)}, [(alias set, is_write) per
+    return]) of an OpOverload, None for anything else. PyTorch's own reading
+    (get_alias_info: torchgen's parser for aten ops, which sees a list
+    element's alias set, `Tensor(a)[]`), else the schema's alias_info."""
+    schema = op_schema(target)
+    if schema is None:
+        return None
+    try:
+        from torch.utils._python_dispatch import get_alias_info
+
+        info = get_alias_info(target)
+        args = {a.name: (set(a.alias_set), bool(a.is_write)) for a in info.args}
+        outs = [(set(o.alias_set), bool(o.is_write)) for o in info.outs]
+        if len(outs) == len(schema.returns):
+            return args, outs
+    except Exception:  # a schema torchgen does not parse: the schema's own
+        pass
+    return _schema_alias_info(schema)
+
+
+def op_returns_nothing(target: Any) -> bool:
+    schema = op_schema(target)
+    return schema is not None and len(schema.returns) == 0
+
+
+def size_hint(x: Any) -> Any:
+    """A SymInt's (SymFloat's, SymBool's) value in the example inputs (its
+    hint), or None for one without (unbacked). 2.15 computes some hints
+    lazily: then its optimization_hint (hint_int before)."""
+    node = getattr(x, "node", None)
+    hint = getattr(node, "hint", None) if node is not None else None
+    if hint is not None:
+        return hint
+    try:
+        from torch.fx.experimental import symbolic_shapes
+    except ImportError:  # pragma: no cover
+        return None
+    for name in ("optimization_hint", "hint_int"):
+        fn = getattr(symbolic_shapes, name, None)
+        if fn is None:
+            continue
+        try:
+            return int(fn(x))
+        except Exception:
+            return None
+    return None

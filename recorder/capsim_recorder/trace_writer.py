@@ -11,13 +11,15 @@ Keeping torch out of it lets its unit tests run with a plain python3.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
+import shutil
 import stat
 import sys
 import tempfile
-from typing import Any, Mapping, Optional, Sequence
+from typing import Any, Iterator, Mapping, Optional, Sequence
 
 FORMAT = "capsim-trace"
 VERSION = 1
@@ -74,10 +76,17 @@ assert tuple(DEFAULT_CONFIG) == CONFIG_KEYS
 # Limits from docs/trace-format.md section 8 (a line) and section 5 (names).
 MAX_LINE_BYTES = 1 << 20
 MAX_NAME_BYTES = 256
+# What amend_header adds to a header at most (well within a line).
+MAX_NOTES = 100
+MAX_NOTE_BYTES = 1000
 
 
 class TraceWriteError(ValueError):
     """A line the format cannot hold (NaN, a too-long line, a bad order)."""
+
+
+class LineTooLong(TraceWriteError):
+    """A line over the format's limit of MAX_LINE_BYTES (section 8)."""
 
 
 def _check_value(value: Any, where: str) -> None:
@@ -106,7 +115,7 @@ def encode_line(fields: Mapping[str, Any]) -> str:
         fields, separators=(",", ":"), ensure_ascii=False, allow_nan=False
     )
     if len(text.encode("utf-8")) + 1 > MAX_LINE_BYTES:
-        raise TraceWriteError(f"line longer than {MAX_LINE_BYTES} bytes")
+        raise LineTooLong(f"line longer than {MAX_LINE_BYTES} bytes, the trace format's limit")
     return text + "\n"
 
 
@@ -153,6 +162,7 @@ class TraceWriter:
         self._seq = 0
         self._next_action = 0
         self._header_written = False
+        self._pending: Optional[list[str]] = None  # lines held by atomic()
 
     # -- file lifetime -------------------------------------------------------
 
@@ -201,10 +211,38 @@ class TraceWriter:
         if self._file is None:
             raise TraceWriteError("writer is not open (use it as a context manager)")
         line = encode_line(fields)
-        self._file.write(line)
-        self._file.flush()
+        if self._pending is not None:
+            self._pending.append(line)
+        else:
+            self._file.write(line)
+            self._file.flush()
         self._seq += 1
         self.bytes_written += len(line.encode("utf-8"))
+
+    @contextlib.contextmanager
+    def atomic(self) -> Iterator[None]:
+        """The lines written inside go out together when the block ends, or
+        not at all when it raises (seq, index and bytes_written back as they
+        were): a recorder that fails half-way through a step leaves no half
+        of it. A nested block's lines go out with the outermost block's, and
+        only its own are dropped when it raises."""
+        outer = self._pending is not None
+        if not outer:
+            self._pending = []
+        saved = (len(self._pending), self._seq, self._next_action, self.bytes_written)
+        try:
+            yield
+        except BaseException:
+            del self._pending[saved[0]:]
+            self._seq, self._next_action, self.bytes_written = saved[1:]
+            if not outer:
+                self._pending = None
+            raise
+        if not outer:
+            lines, self._pending = self._pending, None
+            if lines and self._file is not None:
+                self._file.write("".join(lines))
+                self._file.flush()
 
     # -- lines ---------------------------------------------------------------
 
@@ -296,6 +334,38 @@ class TraceWriter:
     @property
     def lines_written(self) -> int:
         return self._seq
+
+
+def amend_header(path: str, notes: Sequence[str]) -> bool:
+    """Adds `notes` to the header's `x_notes` of the finished trace at `path`
+    (after any it has), rewriting the file through a temporary beside it:
+    what a recording learnt after its header went out (a step it skipped,
+    and why). Only a regular file can be rewritten; returns whether it was.
+    The header stays far within the line limit: at most MAX_NOTES notes of
+    at most MAX_NOTE_BYTES each are added, the rest counted in a last one."""
+    target = os.path.realpath(path)
+    st = _stat_or_none(target)
+    if not notes or st is None or not stat.S_ISREG(st.st_mode):
+        return False
+    with open(target, encoding="utf-8", newline="\n") as src:
+        header = json.loads(src.readline())
+        old = list(header.get("x_notes", []))
+        new = [n for n in dict.fromkeys(notes) if n not in old]
+        added = [n if len(n) <= MAX_NOTE_BYTES else n[:MAX_NOTE_BYTES] + "..."
+                 for n in new[:MAX_NOTES]]
+        if len(new) > MAX_NOTES:
+            added.append(f"{len(new) - MAX_NOTES} more notes (on stderr)")
+        header["x_notes"] = old + added
+        dst, tmp_path = _open_temporary(target, stat.S_IMODE(st.st_mode))
+        try:
+            with dst:
+                dst.write(encode_line(header))
+                shutil.copyfileobj(src, dst)
+        except BaseException:
+            os.remove(tmp_path)
+            raise
+    os.replace(tmp_path, target)
+    return True
 
 
 def _stat_or_none(path: str) -> Optional[os.stat_result]:

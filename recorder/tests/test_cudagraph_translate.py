@@ -142,18 +142,20 @@ class TranslateTest(unittest.TestCase):
                 for a, b in zip(g, flat):
                     self.assertAlmostEqual(a, b, places=5)
 
-    def test_refused_views_and_exponents(self):
+    def test_refused_views_and_exponents_are_generic(self):
+        """What the exact map refuses (a view of a non-contiguous tensor, an
+        exponent other than 1 or 2) is a generic op, not a dropped graph."""
         torch = self.torch
         from torch.fx.experimental.proxy_tensor import make_fx
 
         gm = make_fx(lambda x: x.t().unsqueeze(0) + x.pow(3).sum())(torch.randn(2, 3))
         f = at.build_function(at.translate_graph(gm))
-        self.assertFalse(f.ok)
-        self.assertEqual(
-            sorted(f.untranslated),
-            ["aten.pow.Tensor_Scalar (exponent 3)",
-             "aten.unsqueeze.default (a view of a non-contiguous tensor)"],
-        )
+        self.assertTrue(f.ok, f.untranslated)
+        generic = {op["target"]: op for op in f.ops if op["op"] == "generic"}
+        self.assertEqual(sorted(generic), ["aten.pow.Tensor_Scalar", "aten.unsqueeze.default"])
+        self.assertEqual(generic["aten.pow.Tensor_Scalar"]["attrs"], "3")
+        self.assertEqual(generic["aten.unsqueeze.default"]["views"], [0])
+        self.assertEqual([op["op"] for op in f.ops], ["t", "generic", "generic", "sum", "add"])
 
     def test_addmm_is_mm_then_add(self):
         fwd, _ = capture(self.torch.nn.Linear(4, 2), self.torch.randn(3, 4))
@@ -209,14 +211,17 @@ class TranslateTest(unittest.TestCase):
             [("slice", 1, 3), ("clone", None, None), ("sum", None, None), ("copy_", None, None)],
         )
 
-    def test_unknown_op_is_reported_not_guessed(self):
+    def test_unknown_op_is_generic_not_guessed(self):
         torch = self.torch
         from torch.fx.experimental.proxy_tensor import make_fx
 
         gm = make_fx(lambda x: torch.sigmoid(x) * x)(torch.randn(3))
         f = at.build_function(at.translate_graph(gm))
-        self.assertFalse(f.ok)
-        self.assertEqual(at.op_names(f.untranslated), ["aten.sigmoid.default"])
+        self.assertTrue(f.ok, f.untranslated)
+        self.assertEqual(f.ops[0], {"op": "generic", "target": "aten.sigmoid.default", "attrs": "", "args": [0],
+                                    "results": [{"sizes": [3], "strides": [1], "storage_offset": 0,
+                                                 "dtype": "float32"}]})
+        self.assertEqual(f.ops[1], {"op": "mul", "args": [1, 0]})
 
     def test_symint_placeholders_are_not_inputs(self):
         torch = self.torch

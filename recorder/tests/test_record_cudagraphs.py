@@ -123,13 +123,15 @@ class CudagraphLauncherTest(unittest.TestCase):
             self.assertEqual(errors, [(r["index"], "error:E1") for r in reads[3:5]])
 
     def test_untranslated_graph_is_said(self):
-        """A graph with an op capsim cannot express leaves no calls in the
-        trace, and the launcher says which ops, on stderr and in the header."""
-        script = os.path.join(self.dir.name, "sigmoid.py")
+        """A graph with a node capsim cannot express (a 9-d tensor: not even
+        a generic op) leaves no calls in the trace, and the launcher says
+        which ops, on stderr and in the header."""
+        script = os.path.join(self.dir.name, "nine_dims.py")
         with open(script, "w") as f:
             f.write("import torch\n"
                     "lin = torch.nn.Linear(4, 2)\n"
-                    "f = torch.compile(lambda x: torch.sigmoid(lin(x)), mode='reduce-overhead')\n"
+                    "f = torch.compile(lambda x: torch.sigmoid(lin(x).view([1] * 7 + [3, 2])),"
+                    " mode='reduce-overhead')\n"
                     "f(torch.ones(3, 4)).sum().backward()\n")
         out = self.launch("--cudagraphs", "--", script)
         self.assertEqual(out.returncode, 0, out.stderr)
@@ -137,6 +139,7 @@ class CudagraphLauncherTest(unittest.TestCase):
         self.assertIn("aten.sigmoid.default", out.stderr)
         lines = lines_of(self.trace)
         self.assertIn("aten.sigmoid.default", lines[0]["x_untranslated"])
+        self.assertIn("aten.sigmoid.default (a 9-d tensor)", lines[0]["x_untranslated_why"])
         self.assertFalse(actions_of(lines, "call"))
         self.replay()
 

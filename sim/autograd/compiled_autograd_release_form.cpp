@@ -46,6 +46,9 @@ std::int64_t scalar_type(DType dtype) {
     case DType::kComplex64: return 9;
     case DType::kInt64: return 4;
     case DType::kBool: return 11;
+    case DType::kInt32: return 3;
+    case DType::kInt8: return 1;
+    case DType::kUInt8: return 0;
   }
   return -1;
 }

@@ -5,6 +5,11 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
+#include <map>
+
+#include "sim/core/generic_op.hpp"
+
 namespace capsim {
 
 Result<TensorArg> tensor_arg(const TensorStore& store, TensorId id) {
@@ -36,7 +41,10 @@ class Interpreter {
     CAPSIM_CHECK(inputs.size() == def_.num_inputs());
     values_.assign(inputs.begin(), inputs.end());
     for (std::size_t k = 0; k < def_.ops.size(); ++k) {
-      auto value = run_op(def_.ops[k]);
+      const BodyOp& op = def_.ops[k];
+      auto value = op.kind == BodyOpKind::kGeneric   ? run_generic(op)
+                   : op.kind == BodyOpKind::kGetItem ? item_of_tuple(op)
+                                                     : run_op(op);
       if (!value) {
         return with_context(
             fmt::format("function '{}': op {} ({})", def_.name, k, body_op_name(def_.ops[k].kind)),
@@ -64,6 +72,13 @@ class Interpreter {
     created_.push_back(t.id);
     return t.id;
   }
+  Result<TensorId> fresh_strided(const TensorMeta& meta) {
+    CAPSIM_TRY(check_value_sizes(meta.sizes));
+    CAPSIM_TRY_ASSIGN(const Tensor t, store().empty_strided(meta, env_.pool));
+    env_.refs.hold(t.id);
+    created_.push_back(t.id);
+    return t.id;
+  }
   Result<TensorId> view(TensorId base, const TensorMeta& meta) {
     CAPSIM_TRY_ASSIGN(const Tensor t, store().view(base, meta));
     env_.refs.hold(t.id);
@@ -83,6 +98,85 @@ class Interpreter {
       return {};
     }
     return env_.backend.run_step(Step{launch, {}});
+  }
+
+  // A generic op (docs/trace-format.md §4.1): its views, its fresh results
+  // mixed from every arg, then its writes. Its value is its one result, or a
+  // tuple (a placeholder id, the items in tuples_) that getitem reads.
+  Result<TensorId> run_generic(const BodyOp& op) {
+    CAPSIM_TRY_ASSIGN(const std::vector<TensorArg> a, operand_args(op));
+    const GenericOp& g = op.generic;
+    CAPSIM_TRY(check_generic_reads(g, a));
+    const std::uint64_t seed = generic_op_seed(g);
+    std::vector<std::optional<TensorId>> results;
+    for (std::size_t i = 0; i < g.results.size(); ++i) {
+      if (!g.results[i]) {
+        results.emplace_back();
+        continue;
+      }
+      const TensorMeta& meta = *g.results[i];
+      if (!g.views.empty() && g.views[i]) {
+        CAPSIM_TRY_ASSIGN(const TensorId v, view(values_[op.args[*g.views[i]]], meta));
+        results.emplace_back(v);
+        continue;
+      }
+      CAPSIM_TRY_ASSIGN(const TensorId out, fresh_strided(meta));
+      CAPSIM_TRY_ASSIGN(const TensorArg o, arg(out));
+      CAPSIM_TRY(mix_into(o, a, generic_output_seed(seed, i)));
+      results.emplace_back(out);
+    }
+    for (std::size_t w = 0; w < g.writes.size(); ++w) {
+      CAPSIM_TRY(mix_into(a[g.writes[w]], a, generic_output_seed(seed, g.results.size() + w)));
+    }
+    if (results.size() == 1) {
+      if (!results[0]) return make_error("its one result is not a tensor");
+      return *results[0];
+    }
+    tuples_[static_cast<ValueIndex>(values_.size())] = std::move(results);
+    return TensorId{};
+  }
+
+  // generic_mix over `args`, four at a time (the kernel's operands).
+  Status mix_into(const TensorArg& out, const std::vector<TensorArg>& args, std::uint64_t seed) {
+    const std::size_t group = static_cast<std::size_t>(kernels::kMaxMixInputs);
+    std::size_t start = 0;
+    do {
+      const std::size_t count = std::min(group, args.size() - start);
+      CAPSIM_TRY_ASSIGN(
+          const KernelLaunch l,
+          launch_generic_mix(out, std::span(args).subspan(start, count), seed, start == 0));
+      CAPSIM_TRY(launch(l));
+      start += count;
+    } while (start < args.size());
+    return {};
+  }
+
+  // Refuses an op whose element reads pass kMaxGenericReads before it runs.
+  static Status check_generic_reads(const GenericOp& g, const std::vector<TensorArg>& a) {
+    std::vector<std::int64_t> arg_numels;
+    for (const TensorArg& t : a) arg_numels.push_back(numel(t.meta));
+    std::int64_t reads = 0;
+    auto add = [&](std::int64_t out_numel) {
+      reads = std::min(kMaxGenericReads + 1, reads + generic_mix_reads(out_numel, arg_numels));
+    };
+    for (std::size_t i = 0; i < g.results.size(); ++i) {
+      if (g.results[i] && (g.views.empty() || !g.views[i])) add(numel(*g.results[i]));
+    }
+    for (const std::uint32_t w : g.writes) add(arg_numels[w]);
+    if (reads > kMaxGenericReads) {
+      return make_error(fmt::format("'{}' reads more than {} elements, the limit for one op",
+                                    g.target, kMaxGenericReads));
+    }
+    return {};
+  }
+
+  // getitem: item `op.index` of the tuple op.args[0] (validate() checked it).
+  Result<TensorId> item_of_tuple(const BodyOp& op) {
+    const auto it = tuples_.find(op.args[0]);
+    if (it == tuples_.end() || op.index >= it->second.size() || !it->second[op.index]) {
+      return make_error(fmt::format("value {} has no tensor at index {}", op.args[0], op.index));
+    }
+    return *it->second[op.index];
   }
 
   // One op of the body: the args of its operands, then the op's kernels.
@@ -120,6 +214,8 @@ class Interpreter {
         return run_in_place(op, a[0], launch_sgd_plain(a[0], a[1], op.sgd));
       case BodyOpKind::kAdam:
       case BodyOpKind::kAdamW: return run_adam(op, a);
+      case BodyOpKind::kGeneric:
+      case BodyOpKind::kGetItem: break;  // run() sends them elsewhere
     }
     return make_error("unknown op");
   }
@@ -260,6 +356,8 @@ class Interpreter {
   BodyEnv& env_;
   std::vector<TensorId> values_;
   std::vector<TensorId> created_;
+  // The items of each tuple value (a generic op with other than one result).
+  std::map<ValueIndex, std::vector<std::optional<TensorId>>> tuples_;
 };
 
 }  // namespace

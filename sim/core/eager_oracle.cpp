@@ -22,11 +22,38 @@ bool row_major_contiguous(const TensorMeta& meta) {
   return true;
 }
 
+// A tensor of 1-, 2- or 8-byte elements as 32-bit words, row-major: each
+// element zero-extended to one word, or an 8-byte one as its low then its
+// high word.
+Result<ElementBits> gather_words(const DeviceMemory& memory, Address data, const TensorMeta& meta,
+                                 std::uint64_t element) {
+  const std::int64_t n = numel(meta);
+  ElementBits out;
+  const std::size_t rank = meta.sizes.size();
+  std::vector<std::int64_t> index(rank, 0);
+  for (std::int64_t e = 0; e < n; ++e) {
+    std::int64_t offset = 0;
+    for (std::size_t d = 0; d < rank; ++d) offset += index[d] * meta.strides[d];
+    std::uint64_t bits = 0;  // little-endian host, as the simulated device
+    CAPSIM_TRY(memory.read(data + static_cast<std::uint64_t>(offset) * element,
+                           std::span(reinterpret_cast<std::byte*>(&bits), element)));
+    out.push_back(static_cast<std::uint32_t>(bits));
+    if (element == 8) out.push_back(static_cast<std::uint32_t>(bits >> 32));
+    for (std::size_t d = rank; d-- > 0;) {
+      if (++index[d] < meta.sizes[d]) break;
+      index[d] = 0;
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 Result<ElementBits> gather_bits(const DeviceMemory& memory, Address data, const TensorMeta& meta) {
   const std::int64_t n = numel(meta);
+  const std::uint64_t element = element_bytes(meta);
   ElementBits out;
+  if (element != 4) return gather_words(memory, data, meta, element);
   if (n > 0 && row_major_contiguous(meta)) {
     out.resize(static_cast<std::size_t>(n));
     CAPSIM_TRY(memory.read(data, std::as_writable_bytes(std::span(out))));
@@ -39,7 +66,7 @@ Result<ElementBits> gather_bits(const DeviceMemory& memory, Address data, const 
     std::int64_t offset = 0;
     for (std::size_t d = 0; d < rank; ++d) offset += index[d] * meta.strides[d];
     std::uint32_t bits = 0;
-    CAPSIM_TRY(memory.read(data + static_cast<std::uint64_t>(offset) * kElementBytes,
+    CAPSIM_TRY(memory.read(data + static_cast<std::uint64_t>(offset) * element,
                            std::as_writable_bytes(std::span(&bits, 1))));
     out.push_back(bits);
     for (std::size_t d = rank; d-- > 0;) {
@@ -67,7 +94,8 @@ bool same_op(const BodyOp& a, const BodyOp& b) {
          same_bits(a.sgd.weight_decay, b.sgd.weight_decay) && a.sgd.nesterov == b.sgd.nesterov &&
          same_bits(a.adam.lr, b.adam.lr) && same_bits(a.adam.beta1, b.adam.beta1) &&
          same_bits(a.adam.beta2, b.adam.beta2) && same_bits(a.adam.eps, b.adam.eps) &&
-         same_bits(a.adam.weight_decay, b.adam.weight_decay);
+         same_bits(a.adam.weight_decay, b.adam.weight_decay) && a.generic == b.generic &&
+         a.index == b.index;
 }
 
 // A plan is kept per body and shape; past this many, all are dropped and
@@ -210,8 +238,9 @@ Result<EagerOracle::Plan> EagerOracle::make_plan(Scratch& s, const FunctionDef& 
   for (std::size_t i = 0; i < seen.size(); ++i) {
     const InputSeen& in = seen[i];
     if (in.group == i) {
-      const auto elements = static_cast<std::int64_t>(in.nbytes / kElementBytes);
-      CAPSIM_TRY_ASSIGN(const Tensor buffer, s.store.empty({elements}));
+      // Bytes, so that a storage of any dtype and size is copied whole.
+      const auto bytes = static_cast<std::int64_t>(in.nbytes);
+      CAPSIM_TRY_ASSIGN(const Tensor buffer, s.store.empty({bytes}, DType::kUInt8));
       refs.hold(buffer.id);
       held.push_back(buffer.id);
       buffers[i] = buffer.id;

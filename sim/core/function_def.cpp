@@ -9,6 +9,8 @@
 #include <algorithm>
 #include <optional>
 
+#include "sim/core/generic_op.hpp"
+
 namespace capsim {
 
 std::string_view body_op_name(BodyOpKind kind) {
@@ -62,6 +64,20 @@ std::vector<std::uint32_t> body_op_written_args(BodyOpKind kind) {
     case BodyOpKind::kAdamW: return {0, 2, 3, 4};
     default: return {};
   }
+}
+
+std::optional<std::uint32_t> value_views_arg(const BodyOp& op) {
+  if (op.kind == BodyOpKind::kGeneric) {
+    if (op.generic.results.size() != 1 || op.generic.views.empty()) return std::nullopt;
+    return op.generic.views[0];
+  }
+  if (body_op_is_view(op.kind) || body_op_in_place(op.kind)) return 0;
+  return std::nullopt;
+}
+
+std::vector<std::uint32_t> written_args(const BodyOp& op) {
+  if (op.kind == BodyOpKind::kGeneric) return op.generic.writes;
+  return body_op_written_args(op.kind);
 }
 
 std::string_view compilation_mode_name(CompilationMode mode) {
@@ -193,6 +209,36 @@ Status validate_cuts(const FunctionDef& def) {
   return {};
 }
 
+// A generic op's own fields, and the rule that a tuple (a generic op with
+// other than one result) is used by getitem only, at an index that is a
+// tensor.
+Status validate_tuple_use(const FunctionDef& def, std::size_t k) {
+  const std::size_t n = def.num_inputs();
+  const BodyOp& op = def.ops[k];
+  if (op.kind == BodyOpKind::kGeneric) CAPSIM_TRY(validate_generic(op));
+  for (std::size_t i = 0; i < op.args.size(); ++i) {
+    const ValueIndex v = op.args[i];
+    if (v < n || v >= n + k) continue;  // an input, or refused below
+    const BodyOp& from = def.ops[v - n];
+    const bool tuple = from.kind == BodyOpKind::kGeneric && from.generic.results.size() != 1;
+    if (op.kind == BodyOpKind::kGetItem) {
+      if (!tuple || op.index >= from.generic.results.size() || !from.generic.results[op.index]) {
+        return make_error(fmt::format(
+            "getitem: value {} has no tensor at index {} (only a generic op with other than one "
+            "result is a tuple)",
+            v, op.index));
+      }
+    } else if (tuple) {
+      return make_error(
+          fmt::format("args[{}]: value {} is a tuple; take its items with getitem", i, v));
+    }
+  }
+  if (op.kind == BodyOpKind::kGetItem && op.args[0] < n) {
+    return make_error("getitem: an input is not a tuple");
+  }
+  return {};
+}
+
 }  // namespace
 
 Status validate(const FunctionDef& def) {
@@ -207,10 +253,14 @@ Status validate(const FunctionDef& def) {
   }
   for (std::size_t k = 0; k < def.ops.size(); ++k) {
     const BodyOp& op = def.ops[k];
-    const auto arity = static_cast<std::size_t>(body_op_arity(op.kind));
-    if (op.args.size() != arity) {
+    const int arity = body_op_arity(op.kind);
+    if (arity >= 0 && op.args.size() != static_cast<std::size_t>(arity)) {
       return make_error(fmt::format("function '{}': op {} ({}): args: expected {}, got {}",
                                     def.name, k, body_op_name(op.kind), arity, op.args.size()));
+    }
+    if (Status s = validate_tuple_use(def, k); !s.ok()) {
+      return with_context(
+          fmt::format("function '{}': op {} ({})", def.name, k, body_op_name(op.kind)), s.error());
     }
     if (op.dims && (op.kind != BodyOpKind::kSum || op.dims->empty())) {
       return make_error(
@@ -230,6 +280,12 @@ Status validate(const FunctionDef& def) {
     if (v >= n + def.ops.size()) {
       return make_error(
           fmt::format("function '{}': outputs: value {} is not defined", def.name, v));
+    }
+    if (v >= n && def.ops[v - n].kind == BodyOpKind::kGeneric &&
+        def.ops[v - n].generic.results.size() != 1) {
+      return make_error(
+          fmt::format("function '{}': outputs: value {} is a tuple; return its items with getitem",
+                      def.name, v));
     }
   }
   const std::pair<const char*, const std::vector<std::uint32_t>*> sets[] = {
@@ -270,9 +326,15 @@ std::vector<std::uint32_t> mutated_input_idxs(const FunctionDef& def) {
   std::vector<std::uint32_t> mutated;
   for (std::size_t k = 0; k < def.ops.size(); ++k) {
     const BodyOp& op = def.ops[k];
-    const bool view = body_op_is_view(op.kind) || body_op_in_place(op.kind);
-    if (view) root[n + k] = root[op.args[0]];
-    for (std::uint32_t a : body_op_written_args(op.kind)) {
+    if (const auto a = value_views_arg(op)) root[n + k] = root[op.args[*a]];
+    if (op.kind == BodyOpKind::kGetItem) {
+      const BodyOp& tuple = def.ops[op.args[0] - n];
+      const auto& views = tuple.generic.views;
+      if (op.index < views.size() && views[op.index]) {
+        root[n + k] = root[tuple.args[*views[op.index]]];
+      }
+    }
+    for (std::uint32_t a : written_args(op)) {
       if (root[op.args[a]]) mutated.push_back(*root[op.args[a]]);
     }
   }

@@ -46,7 +46,9 @@ namespace capsim {
   X(kSgd, "sgd", 3, true)                     /* param, grad, momentum_buffer */           \
   X(kSgdPlain, "sgd_plain", 2, true)          /* param, grad: SGD without momentum */      \
   X(kAdam, "adam", 5, true)                   /* param, grad, exp_avg, exp_avg_sq, step */ \
-  X(kAdamW, "adamw", 5, true)
+  X(kAdamW, "adamw", 5, true)                                                              \
+  X(kGeneric, "generic", -1, false) /* any op, modelled from metadata (GenericOp) */       \
+  X(kGetItem, "getitem", 1, false)  /* result `index` of a generic op's tuple */
 
 enum class BodyOpKind : std::uint8_t {
 #define CAPSIM_ENUM_(e, name, arity, in_place) e,
@@ -54,6 +56,7 @@ enum class BodyOpKind : std::uint8_t {
 #undef CAPSIM_ENUM_
 };
 std::string_view body_op_name(BodyOpKind kind);
+// The args an op takes; -1 for generic, which takes 0 to kMaxGenericArgs.
 int body_op_arity(BodyOpKind kind);
 bool body_op_in_place(BodyOpKind kind);
 // Whether the op's value is a view of its first operand that launches no
@@ -64,6 +67,31 @@ bool body_op_is_view(BodyOpKind kind);
 std::vector<std::uint32_t> body_op_written_args(BodyOpKind kind);
 
 using ValueIndex = std::uint32_t;
+
+// What a generic op is (docs/trace-format.md §4.1): an aten op capsim has no
+// exact kernel for, described by its metadata. Its tensors, their bytes, what
+// it views and what it writes are exact; its values are a fixed mix of the op
+// and every byte of its args (kernel_bodies.hpp, generic_mix_run).
+struct GenericOp {
+  std::string target;  // "aten.convolution.default"
+  std::string attrs;   // its non-tensor arguments as text
+  // Per result: sizes, strides, storage_offset and dtype (the rest default);
+  // none for a result that is not a tensor.
+  std::vector<std::optional<TensorMeta>> results;
+  // Per result, the arg whose storage it views; empty: every result fresh.
+  std::vector<std::optional<std::uint32_t>> views;
+  std::vector<std::uint32_t> writes;  // args written in place, increasing
+  friend bool operator==(const GenericOp&, const GenericOp&) = default;
+};
+
+inline constexpr std::size_t kMaxGenericArgs = 64;
+inline constexpr std::size_t kMaxGenericResults = 16;
+inline constexpr std::size_t kMaxGenericTargetBytes = 256;
+inline constexpr std::size_t kMaxGenericAttrsBytes = 4096;
+// Element reads one generic op may make (each result and written arg reads
+// every element of every arg, or each of its own elements once per arg):
+// 2^27, a few seconds on the host at most.
+inline constexpr std::int64_t kMaxGenericReads = std::int64_t{1} << 27;
 
 struct BodyOp {
   BodyOpKind kind = BodyOpKind::kAdd;
@@ -77,7 +105,16 @@ struct BodyOp {
   std::int64_t start = 0, end = 0;  // kSlice
   SgdHyper sgd;
   AdamHyper adam;
+  GenericOp generic;        // kGeneric
+  std::uint32_t index = 0;  // kGetItem
 };
+
+// The arg position whose storage op's value views: arg 0 for a view or an
+// in-place op, the `views` entry of a generic op with one result; none for a
+// fresh value or a tuple.
+std::optional<std::uint32_t> value_views_arg(const BodyOp& op);
+// Arg positions the op writes: body_op_written_args, or a generic op's writes.
+std::vector<std::uint32_t> written_args(const BodyOp& op);
 
 // Which graph the function is, as AOTAutograd compiled it.
 // X(enumerator, name)

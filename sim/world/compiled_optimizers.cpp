@@ -323,21 +323,39 @@ Status CompiledOptimizers::zero_grad(const ZeroGrad& a) {
       }
     }
   }
+  CAPSIM_TRY_ASSIGN(const std::size_t changed, clear_grads_of(opt.params, a.set_to_none));
+  ctx_.emit(EventKind::kZeroGrad,
+            {{F::name, a.name}, {F::set_to_none, a.set_to_none}, {F::grads, changed}});
+  return {};
+}
+
+Result<std::size_t> CompiledOptimizers::clear_grads_of(const std::vector<std::uint64_t>& params,
+                                                       bool set_to_none) {
   std::size_t changed = 0;
-  for (std::uint64_t p : opt.params) {
+  for (std::uint64_t p : params) {
     PyObject& param = objects_.at(p);
     if (!param.grad) continue;
     ++changed;
-    if (a.set_to_none) {
+    if (set_to_none) {
       const std::uint64_t g = *param.grad;
       param.grad.reset();
       CAPSIM_TRY(objects_.unref(g));
     } else {
       const TensorArg grad = held_tensor_arg(store_, objects_.at(*param.grad).tensor);
-      const KernelLaunch fill = CAPSIM_MUST(launch_fill(grad, 0.0f));
+      CAPSIM_TRY_ASSIGN(const KernelLaunch fill, launch_fill(grad, 0.0f));
       CAPSIM_TRY(ctx_.backend.run_step(Step{fill, {}}));
     }
   }
+  return changed;
+}
+
+Status CompiledOptimizers::clear_grads(const ClearGrads& a) {
+  std::vector<std::uint64_t> params;
+  for (const std::string& name : a.params) {
+    CAPSIM_TRY_ASSIGN(const std::uint64_t p, objects_.lookup(name));
+    params.push_back(p);
+  }
+  CAPSIM_TRY_ASSIGN(const std::size_t changed, clear_grads_of(params, a.set_to_none));
   ctx_.emit(EventKind::kZeroGrad,
             {{F::name, a.name}, {F::set_to_none, a.set_to_none}, {F::grads, changed}});
   return {};

@@ -33,6 +33,9 @@ class CompiledOptimizers {
   // function for this set of grads and state, compiled and called.
   Status step(const OptimizerStep& a);
   Status zero_grad(const ZeroGrad& a);
+  // nn.Module.zero_grad or `p.grad = None`: the same clearing over named
+  // params, with no optimizer.
+  Status clear_grads(const ClearGrads& a);
   // The optimizer dies: the finalizer lets go of the graph module's static
   // attributes, and its step functions' compiled entries are forgotten
   // (WorldCalls::forget_compiled). The World shuts the tree manager down
@@ -40,6 +43,8 @@ class CompiledOptimizers {
   Status drop(const DropOptimizer& a);
 
  private:
+  // Each param's grad dropped (set_to_none) or zeroed; how many had one.
+  Result<std::size_t> clear_grads_of(const std::vector<std::uint64_t>& params, bool set_to_none);
   struct Optimizer;
 
   Status trace(Optimizer& opt, const std::vector<std::uint64_t>& grads);

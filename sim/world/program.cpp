@@ -52,7 +52,8 @@ std::string_view action_name(const Action& action) {
                                                 "run_capture_scenario",
                                                 "autograd_graph",
                                                 "compiled_backward",
-                                                "backward"};
+                                                "backward",
+                                                "clear_grads"};
   static_assert(std::size(kNames) == std::variant_size_v<Action>);
   return kNames[action.index()];
 }

@@ -133,6 +133,15 @@ struct ZeroGrad {
   std::string name;
   bool set_to_none = true;
 };
+// nn.Module.zero_grad(set_to_none=...) of the module `name`, or the user's
+// own `p.grad = None` (`name` is then the param's): each of `params` loses
+// its grad, or has it zeroed in place. The same zero_grad event as an
+// optimizer's.
+struct ClearGrads {
+  std::string name;
+  std::vector<std::string> params;
+  bool set_to_none = true;
+};
 // The optimizer goes out of scope: its finalizer releases the static marks.
 struct DropOptimizer {
   std::string name;
@@ -152,7 +161,7 @@ struct RunCaptureScenario {
 using Action = std::variant<NewTensor, MarkStatic, Call, EagerCall, Del, Read, ReassignData,
                             MarkStepBegin, SetToRunningBackward, AccumulateGrad, CreateOptimizer,
                             OptimizerStep, ZeroGrad, DropOptimizer, Reset, RunCaptureScenario,
-                            DefineAutogradGraph, CompiledBackward, Backward>;
+                            DefineAutogradGraph, CompiledBackward, Backward, ClearGrads>;
 // The action kinds' names, in variant order.
 std::string_view action_name(const Action& action);
 // One action of each kind with its fields at their defaults, in variant

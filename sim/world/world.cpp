@@ -143,6 +143,7 @@ Status World::step(const Action& action) {
         if constexpr (std::is_same_v<A, CreateOptimizer>) return optimizers_.create(a);
         if constexpr (std::is_same_v<A, OptimizerStep>) return optimizers_.step(a);
         if constexpr (std::is_same_v<A, ZeroGrad>) return optimizers_.zero_grad(a);
+        if constexpr (std::is_same_v<A, ClearGrads>) return optimizers_.clear_grads(a);
         if constexpr (std::is_same_v<A, DropOptimizer>) return do_drop_optimizer(a);
         if constexpr (std::is_same_v<A, Reset>) return do_reset();
         if constexpr (std::is_same_v<A, RunCaptureScenario>) {

@@ -302,6 +302,7 @@ TEST_CASE("program_json: each action kind reads from a hand-written line") {
       R"({"action":"autograd_graph","name":"g","root":0,"tensors":[{"name":"t","sizes":[2],"dtype":"float64","requires_grad":true}],"nodes":[{"name":"MulBackward0","kind":"functional","inputs":[{"sizes":[2],"dtype":"float32"}],"next":[[1,0],null],"saved":["t"],"saved_sizes":[2],"saved_scalars":[0.5],"hooks":["pre_hook"]},{"name":"AccumulateGrad","kind":"AccumulateGrad","inputs":[{"sizes":[2],"dtype":"float64"}],"next":[],"variable":"t"}]})",
       R"({"action":"compiled_backward","graph":"g","dynamic":false})",
       R"({"action":"backward","tensor":"loss","grad":"g","retain_graph":true,"compiled":true,"dynamic":false})",
+      R"({"action":"clear_grads","name":"model","params":["p","q"],"set_to_none":true})",
   };
   static_assert(std::size(lines) == std::variant_size_v<Action>);
   for (std::size_t i = 0; i < std::size(lines); ++i) {
@@ -371,7 +372,7 @@ TEST_CASE("program_json: bad action lines name the field") {
         "field 'action': unknown action 'frob' (known: new_tensor, mark_static, call, "
         "eager_call, del, read, reassign_data, mark_step_begin, set_to_running_backward, "
         "accumulate_grad, create_optimizer, optimizer_step, zero_grad, drop_optimizer, reset, "
-        "run_capture_scenario, autograd_graph, compiled_backward, backward)");
+        "run_capture_scenario, autograd_graph, compiled_backward, backward, clear_grads)");
   CHECK(action_error(R"({"action":"run_capture_scenario","name":"basic","mode":"eager"})") ==
         "field 'mode': unknown capture mode 'eager' (known: functional, legacy)");
   CHECK(action_error(R"({"action":"del","name":3})") ==
@@ -495,7 +496,7 @@ TEST_CASE("program_json: bad function lines name the field") {
   CHECK(function_error(with(R"("op":"add")", R"("op":"pow")")) ==
         "field 'ops[0].op': unknown op 'pow' (known: add, sub, mul, div, neg, relu, sum, mm, "
         "clone, full, add_, copy_, alias, slice, t, view, expand, relu_backward, sgd, sgd_plain, "
-        "adam, adamw)");
+        "adam, adamw, generic, getitem)");
   // A sum's dims and keepdim, and the sizes of a view or an expand.
   const std::string first_op = R"({"op":"add","args":[0,1]})";
   CHECK(function_via_text(

@@ -223,6 +223,8 @@ Result<Variant> edited(const ObservedRun& run, const std::string& edit) {
     for (Action& a : v.program.actions) {
       if (auto* z = std::get_if<ZeroGrad>(&a); z && z->set_to_none)
         z->set_to_none = false, any = true;
+      if (auto* c = std::get_if<ClearGrads>(&a); c && c->set_to_none)
+        c->set_to_none = false, any = true;
     }
     if (!any) return bad_edit(edit, "the program has no zero_grad(set_to_none=True)");
     return v;
@@ -296,6 +298,9 @@ std::vector<std::string> candidates(const ObservedRun& run) {
   if (clones.size() > 1) out.insert(fmt::format("clone={}", fmt::join(clones, ",")));
   for (const Action& a : run.actions) {
     if (const auto* z = std::get_if<ZeroGrad>(&a); z && z->set_to_none) {
+      out.insert("set-to-none=false");
+    }
+    if (const auto* c = std::get_if<ClearGrads>(&a); c && c->set_to_none) {
       out.insert("set-to-none=false");
     }
   }

@@ -12,6 +12,7 @@
 #include <utility>
 #include <variant>
 
+#include "traces/format/generic_op_json.hpp"
 #include "traces/format/imported_graph_json.hpp"
 
 namespace capsim {
@@ -143,6 +144,8 @@ Json op_json(const BodyOp& op) {
     case BodyOpKind::kSgdPlain: j["sgd"] = sgd_json(op.sgd); break;
     case BodyOpKind::kAdam:
     case BodyOpKind::kAdamW: j["adam"] = adam_json(op.adam); break;
+    case BodyOpKind::kGeneric: write_generic_fields(j, op); break;
+    case BodyOpKind::kGetItem: j["index"] = op.index; break;
     default: break;  // the other kinds read no field but their args
   }
   return j;
@@ -164,6 +167,17 @@ Status read_sum_fields(ObjectReader& r, BodyOp& op) {
   return {};
 }
 
+// getitem's `index`: a result position of a generic op.
+Status read_getitem_index(ObjectReader& r, BodyOp& op) {
+  CAPSIM_TRY_ASSIGN(const std::int64_t index, r.integer("index"));
+  if (index < 0 || static_cast<std::size_t>(index) >= kMaxGenericResults) {
+    return field_error(r.path_of("index"), fmt::format("{} is not a result position (0 to {})",
+                                                       index, kMaxGenericResults - 1));
+  }
+  op.index = static_cast<std::uint32_t>(index);
+  return {};
+}
+
 // Op k of a body with n inputs. Arity and references are checked here, with
 // the precise path, rather than left to validate().
 Result<BodyOp> read_op(const Json& j, const std::string& path, std::size_t k, std::size_t n) {
@@ -171,11 +185,15 @@ Result<BodyOp> read_op(const Json& j, const std::string& path, std::size_t k, st
   BodyOp op;
   CAPSIM_TRY_ASSIGN(const std::string name, r.string("op"));
   CAPSIM_TRY_ASSIGN(op.kind, body_op_from_name(name, r.path_of("op")));
-  const auto arity = static_cast<std::size_t>(body_op_arity(op.kind));
+  const int arity = body_op_arity(op.kind);
   CAPSIM_TRY_ASSIGN(const Json* args, r.value("args"));
-  if (args->is_array() && args->size() != arity) {
+  if (args->is_array() && arity >= 0 && args->size() != static_cast<std::size_t>(arity)) {
     return field_error(r.path_of("args"),
                        fmt::format("'{}' takes {} args, got {}", name, arity, args->size()));
+  }
+  if (args->is_array() && args->size() > kMaxGenericArgs) {
+    return field_error(r.path_of("args"),
+                       fmt::format("{} args, the limit is {}", args->size(), kMaxGenericArgs));
   }
   CAPSIM_TRY_ASSIGN(op.args, r.index_list("args"));
   for (std::size_t i = 0; i < op.args.size(); ++i) {
@@ -200,6 +218,8 @@ Result<BodyOp> read_op(const Json& j, const std::string& path, std::size_t k, st
     case BodyOpKind::kSgdPlain: CAPSIM_TRY(assign(op.sgd, read_sgd(r))); break;
     case BodyOpKind::kAdam:
     case BodyOpKind::kAdamW: CAPSIM_TRY(assign(op.adam, read_adam(r))); break;
+    case BodyOpKind::kGeneric: CAPSIM_TRY(read_generic_fields(r, op)); break;
+    case BodyOpKind::kGetItem: CAPSIM_TRY(read_getitem_index(r, op)); break;
     default: break;  // refused by finish() below if present
   }
   CAPSIM_TRY(r.finish());
@@ -361,6 +381,19 @@ void write_fields(Json& j, const ZeroGrad& a) {
 }
 Status read_fields(ObjectReader& r, ZeroGrad& a) {
   CAPSIM_TRY(assign(a.name, read_name(r, "name")));
+  CAPSIM_TRY(assign(a.set_to_none, r.boolean("set_to_none")));
+  return {};
+}
+
+// set_to_none is always written, as zero_grad's.
+void write_fields(Json& j, const ClearGrads& a) {
+  j["name"] = a.name;
+  j["params"] = a.params;
+  j["set_to_none"] = a.set_to_none;
+}
+Status read_fields(ObjectReader& r, ClearGrads& a) {
+  CAPSIM_TRY(assign(a.name, read_name(r, "name")));
+  CAPSIM_TRY(assign(a.params, read_names(r, "params", kMaxBodyInputs)));
   CAPSIM_TRY(assign(a.set_to_none, r.boolean("set_to_none")));
   return {};
 }

@@ -27,6 +27,22 @@ class ActionBuffer:
         self.orphan_events: list = []
         self.call_depth = 0  # inside a call's action: deaths wait for its end
 
+    def mark(self) -> tuple:
+        """Where the buffer stands, for rollback()."""
+        with self.lock:
+            last = len(self.items[-1].events) if self.items else 0
+            return len(self.items), last, len(self.orphan_events)
+
+    def rollback(self, mark: tuple) -> None:
+        """Drops what was buffered since `mark` (a step the recorder failed
+        half-way through leaves nothing of it)."""
+        items, last, orphans = mark
+        with self.lock:
+            del self.items[items:]
+            if self.items:
+                del self.items[-1].events[last:]
+            del self.orphan_events[orphans:]
+
     def append(self, item: Item) -> Item:
         self.items.append(item)
         return item

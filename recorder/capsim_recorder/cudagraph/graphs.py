@@ -82,6 +82,8 @@ class GraphTable:
 
     def _add(self, g: GraphRecord, name: str, body: Any, why: list, static: list) -> FunctionRecord:
         f = FunctionRecord(name, g.mode, g, body, list(static), list(why), builtin=g.builtin)
+        if not g.builtin:  # (symbolic sizes of generic ops, aten_translate.FunctionBody.notes)
+            self.s.notes.extend(f"{name}: {note}" for note in getattr(body, "notes", None) or ())
         g.functions.append(f)
         if not g.builtin:
             self.functions[name] = f

@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any, Optional
 
 from .. import aten_translate
-from ..trace_writer import TraceWriter
+from ..trace_writer import MAX_NOTE_BYTES, MAX_NOTES, LineTooLong, TraceWriter
 from .records import STANDALONE_ACTIONS, FunctionRecord, Item
 from .values import OBSERVED_KINDS, drop_positions
 
@@ -95,29 +95,84 @@ def _extensions(session: Any, extensions: dict, untranslated_ops: list, extra_no
         ext["x_step_inputs"] = {k: v for k, v in sorted(session.table.step_inputs.items())}
     if session.buffer.orphan_events:
         ext["x_events_before_any_action"] = len(session.buffer.orphan_events)
-    notes = list(session.notes) + list(extra_notes)
+    notes = list(dict.fromkeys(list(session.notes) + list(extra_notes)))
     if notes:
-        ext["x_notes"] = list(dict.fromkeys(notes))
+        # (Within the header's line: at most MAX_NOTES, each cut at MAX_NOTE_BYTES.)
+        kept = [n if len(n) <= MAX_NOTE_BYTES else n[:MAX_NOTE_BYTES] + "..." for n in notes[:MAX_NOTES]]
+        if len(notes) > MAX_NOTES:
+            kept.append(f"{len(notes) - MAX_NOTES} more notes")
+        ext["x_notes"] = kept
     return ext
+
+
+class Oversized(Exception):
+    """A line of the trace over the format's limit: what it was (`key`) and
+    the note that says it is left out."""
+
+    def __init__(self, key: tuple, note: str) -> None:
+        super().__init__(note)
+        self.key = key
+        self.note = note
+
+
+def _leave_out(session: Any, o: Oversized) -> None:
+    """Leaves the oversized line out of the next write: a function line
+    makes its function untranslated (the trace keeps no calls); an action
+    goes with its events; an event goes alone."""
+    session.oversized.add(o.key)
+    session.notes.append(o.note)
+    if o.key[0] == "function":
+        for f in used_functions(session.table):
+            if f.name == o.key[1]:
+                f.untranslated = list(f.untranslated) + [
+                    f"line:{f.name} (its function line passes the trace format's line limit)"]
 
 
 def write(session: Any, path: str, *, producer: str, seed: int, config: dict, extensions: dict,
           extra_notes: Optional[list] = None) -> dict:
     """Writes the trace (header, function lines, actions and their events);
     `extra_notes` join the session's notes in x_notes (the driver's
-    failures). Returns counts for the summary."""
+    failures). A line over the format's limit (docs/trace-format.md section
+    8) is left out with a note (_leave_out), and the trace written again.
+    Returns counts for the summary."""
+    for _ in range(MAX_REWRITES):
+        try:
+            return _write_once(session, path, producer=producer, seed=seed, config=config,
+                               extensions=extensions, extra_notes=extra_notes)
+        except Oversized as o:
+            _leave_out(session, o)
+    raise LineTooLong(f"more than {MAX_REWRITES} lines over the format's limit")
+
+
+# How many oversized lines one write leaves out before it gives up.
+MAX_REWRITES = 16
+
+
+def _write_once(session: Any, path: str, *, producer: str, seed: int, config: dict,
+                extensions: dict, extra_notes: Optional[list]) -> dict:
     functions, items, untranslated_ops = plan(session)
     ext = _extensions(session, extensions, untranslated_ops, extra_notes or [])
     events = 0
+    left_out = session.oversized
     with TraceWriter(path) as w:
         w.header(producer=producer, name=session.name, seed=seed, config=config,
                  observes=list(OBSERVED_KINDS), extensions=ext)
         for f in functions:
-            w.function(f)
+            _line(w.function, (f,), ("function", f["function"]),
+                  f"function {f['function']}: its line passes the trace format's limit; the"
+                  " trace keeps no calls")
         for it in items:
-            index = w.action(it.action, it.fields)
-            for kind, fields in it.events:
-                w.event(index, kind, fields)
+            if ("action", id(it)) in left_out:
+                continue
+            index = _line(w.action, (it.action, it.fields), ("action", id(it)),
+                          f"{it.note}: its action line passes the trace format's limit; left out"
+                          " with its events")
+            for k, (kind, fields) in enumerate(it.events):
+                if ("event", id(it), k) in left_out:
+                    continue
+                _line(w.event, (index, kind, fields), ("event", id(it), k),
+                      f"a {kind} event of {it.note}: its line passes the trace format's limit;"
+                      " left out")
                 events += 1
     return {
         "actions": len(items),
@@ -126,3 +181,10 @@ def write(session: Any, path: str, *, producer: str, seed: int, config: dict, ex
         "functions": [f["function"] for f in functions],
         "untranslated": untranslated_ops,
     }
+
+
+def _line(write: Any, args: tuple, key: tuple, note: str) -> Any:
+    try:
+        return write(*args)
+    except LineTooLong:
+        raise Oversized(key, note) from None

@@ -40,6 +40,8 @@ class Session:
         self.name = name
         self.notes: list[str] = []
         self.untranslated_reasons: list[str] = []
+        # Lines left out for passing the format's line limit (output.write).
+        self.oversized: set = set()
         self.lock = threading.RLock()
         self.tls = threading.local()
         self.registry = Registry()

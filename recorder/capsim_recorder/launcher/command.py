@@ -4,8 +4,9 @@ would (as __main__, with sys.argv and sys.path[0] set), inside
 capsim_recorder.record() (recording.py).
 
 Exit status: the script's (0 when it ends normally or calls sys.exit(0));
-when it raises, what the recorder saw stays in TRACE, one line on stderr says
-where the script failed, and the status is 1. Bad usage is 2 (argparse).
+when it raises, what the recorder saw stays in TRACE, its traceback and one
+line on stderr say where the script failed, and the status is Python's for
+an uncaught exception, 1. Bad usage is 2 (argparse).
 """
 
 from __future__ import annotations
@@ -18,9 +19,11 @@ import sys
 import traceback
 
 
-def _where(tb) -> str:
+def _where(tb, script: str) -> str:
     """The innermost frame of the script's own file, else the innermost."""
     frames = traceback.extract_tb(tb)
+    own = [f for f in frames if os.path.abspath(f.filename) == os.path.abspath(script)]
+    frames = own or frames
     return f"{frames[-1].filename}:{frames[-1].lineno}" if frames else "?"
 
 
@@ -89,11 +92,15 @@ def run_command(argv: list[str]) -> int:
                 runpy.run_path(args.script, run_name="__main__")
             except SystemExit as e:
                 status = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+                if not isinstance(e.code, int) and e.code is not None:
+                    print(e.code, file=sys.stderr)  # as Python prints sys.exit("message")
             except BaseException as e:  # the script's failure, reported, not re-raised
-                print(f"capsim_recorder: {args.script} raised at {_where(e.__traceback__)}: "
+                traceback.print_exception(type(e), e, e.__traceback__)
+                where = _where(e.__traceback__, args.script)
+                print(f"capsim_recorder: {args.script} raised at {where}: "
                       f"{type(e).__name__}: {e}; the trace keeps the {session.steps} backwards"
                       f" recorded before ({args.output})", file=sys.stderr)
-                status = 1
+                status = 130 if isinstance(e, KeyboardInterrupt) else 1  # as Python's
                 session.script_failed(e)
             steps = session.steps
     finally:

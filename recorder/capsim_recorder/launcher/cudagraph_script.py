@@ -12,6 +12,9 @@ state them by hand:
   torch.optim SGD, Adam, AdamW made         create_optimizer
   a compiled graph that steps one           optimizer_step (its first call finds it)
   opt.zero_grad(set_to_none=...)            zero_grad
+  model.zero_grad(set_to_none=...), p.grad = None
+                                            clear_grads (the module's variable, or p's
+                                            name; its parameters)
   torch._dynamo.mark_static_address(t)      mark_static
   torch.compiler.cudagraph_mark_step_begin  mark_step_begin
   an op of the script reading a compiled output
@@ -28,6 +31,7 @@ import torch
 
 from ..optimizer.fields import STATE_KEYS, capsim_order, step_compile_fields
 from .optimizer import optimizer_params, reads_a_grad
+from .params import MAX_PARAMS
 from .script_names import module_names, variable_name
 
 
@@ -43,6 +47,7 @@ class ScriptStatements:
         self.stepped: set[str] = set()  # optimizers whose step graph was found
         self.names: set[str] = set()
         self.read_since_call: set[str] = set()  # names read since the last graph call
+        self.clearing = False  # inside a grad clear the trace has: PyTorch's own part passes
 
     # -- names ---------------------------------------------------------------
 
@@ -135,6 +140,28 @@ class ScriptStatements:
         name = next((n for ref, n, _kind in self.optimizer_refs if ref() is opt), None)
         if name is not None:
             self.session.action("zero_grad", {"name": name, "set_to_none": bool(set_to_none)})
+
+    def param_name(self, p: Any, names: dict[int, str]) -> str:
+        """p's name as a parameter of the trace (new_tensor parameter=true
+        the first time)."""
+        found = [e.name for e in self.session.registry.entries(p) if e.kind == "param"]
+        return found[0] if found else self.new_parameter(p, names)
+
+    def clear_grads(self, module: Any, params: list, set_to_none: bool, frame: Any) -> None:
+        """`module.zero_grad(set_to_none)` (named after the module's
+        variable), or `p.grad = None` (module None: named after p):
+        clear_grads, one per MAX_PARAMS parameters (no event: this form
+        observes the tree manager's kinds only)."""
+        names = module_names(frame)
+        param_names = [self.param_name(p, names) for p in params]
+        if module is None:
+            name = param_names[0]
+        else:
+            name = variable_name(module, frame) or type(module).__name__
+        for k in range(0, max(1, len(params)), MAX_PARAMS):
+            self.session.action("clear_grads", {"name": name,
+                                                "params": param_names[k:k + MAX_PARAMS],
+                                                "set_to_none": bool(set_to_none)})
 
     def marked(self, t: Any, guard: bool) -> None:
         fields: dict = {"name": self.session.name_of(t)}

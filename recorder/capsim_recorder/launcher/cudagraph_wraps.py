@@ -78,7 +78,7 @@ def _patched_optimizer_init(original: Any) -> Any:
         original(self, *args, **kwargs)
         r = _active
         if not _idle(r):
-            r.script.created(self, sys._getframe())
+            r.guarded("an optimizer made", r.script.created, self, sys._getframe())
 
     __init__.__wrapped__ = original  # type: ignore[attr-defined]
     return __init__
@@ -88,7 +88,7 @@ def _patched_zero_grad(original: Any) -> Any:
     def zero_grad(self, set_to_none: bool = True):
         r = _active
         if not _idle(r):
-            r.script.zero_grad(self, set_to_none)
+            r.guarded("zero_grad", r.script.zero_grad, self, set_to_none)
         return original(self, set_to_none)
 
     zero_grad.__wrapped__ = original  # type: ignore[attr-defined]
@@ -105,7 +105,7 @@ def _patched_mark_static_address(original: Any) -> Any:
     def mark_static_address(t, guard=default):
         r = _active
         if not _idle(r):
-            r.script.marked(t, guard)
+            r.guarded("mark_static_address", r.script.marked, t, guard)
         return original(t, guard=guard)
 
     mark_static_address.__wrapped__ = original  # type: ignore[attr-defined]
@@ -116,17 +116,65 @@ def _patched_mark_step_begin(original: Any) -> Any:
     def cudagraph_mark_step_begin():
         r = _active
         if not _idle(r):
-            r.script.step_begin()
+            r.guarded("cudagraph_mark_step_begin", r.script.step_begin)
         return original()
 
     cudagraph_mark_step_begin.__wrapped__ = original  # type: ignore[attr-defined]
     return cudagraph_mark_step_begin
 
 
+def _clearing(r: Optional[CudagraphRecording], frame: Any) -> bool:
+    """Whether a grad clear at `frame` is the script's to record."""
+    return not _idle(r) and not r.busy and not r.script.clearing and not called_by_torch(frame)
+
+
+def _clear(r: CudagraphRecording, module: Any, params: list, set_to_none: bool, run: Any) -> Any:
+    """A grad clear of the script's (cudagraph_script.py's clear_grads)."""
+    r.guarded("a grad clear", r.script.clear_grads, module, params, set_to_none, sys._getframe(1))
+    r.script.clearing = True
+    try:
+        return run()
+    finally:
+        r.script.clearing = False
+
+
+def _patched_module_zero_grad(original: Any) -> Any:
+    """nn.Module.zero_grad: clear_grads named after the module's variable."""
+    def zero_grad(self, set_to_none: bool = True):
+        r = _active
+        if not _clearing(r, sys._getframe(1)):
+            return original(self, set_to_none)
+        return _clear(r, self, list(self.parameters()), set_to_none,
+                      lambda: original(self, set_to_none))
+
+    zero_grad.__wrapped__ = original  # type: ignore[attr-defined]
+    return zero_grad
+
+
+def _patched_parameter_grad(original: Any) -> Any:
+    """nn.Parameter.grad (PyTorch's descriptor, wrapped in a property):
+    `p.grad = None` of the script's is a clear_grads of p."""
+    def get(self):
+        return original.__get__(self, type(self))
+
+    def set_grad(self, value):
+        r = _active
+        if value is not None or not _clearing(r, sys._getframe(1)):
+            return original.__set__(self, value)
+        return _clear(r, None, [self], True, lambda: original.__set__(self, None))
+
+    def delete(self):
+        original.__delete__(self)
+
+    return property(get, set_grad, delete, getattr(original, "__doc__", None))
+
+
 def _patch_targets() -> list[tuple[Any, str, Any]]:
     return [
         (torch.optim.Optimizer, "__init__", _patched_optimizer_init),
         (torch.optim.Optimizer, "zero_grad", _patched_zero_grad),
+        (torch.nn.Module, "zero_grad", _patched_module_zero_grad),
+        (torch.nn.Parameter, "grad", _patched_parameter_grad),
         (torch_compat.dynamo_module(), torch_compat.MARK_STATIC_ADDRESS, _patched_mark_static_address),
         (torch.compiler, "cudagraph_mark_step_begin", _patched_mark_step_begin),
         (torch.Tensor, "backward", _patched_backward),

@@ -8,8 +8,15 @@ cudagraph_script.py, where the built-in programs call it by hand:
 
   Tensor.backward(), torch.autograd.backward(t) (one root)
       the compiled backward's calls, then accumulate_grad per parameter
-  an exception out of the script            an error event (PyTorch's text)
+  an exception out of the script            an error event (PyTorch's text) when
+                                            PyTorch's cudagraph code raised it, else
+                                            a note; it goes on to the script unchanged
   (and cudagraph_script.py's statements)
+
+The recorder's own failures never reach the script: a wrap that fails drops
+what it buffered, says so in x_notes (and on stderr), and ends the
+recording; a line over the format's limit is left out with a note
+(cudagraph/output.py).
 
 Calls of compiled graphs need no wrap: the compile hooks and the tree
 observer see them (call, or eager_call where Inductor handed the graph to no
@@ -50,7 +57,7 @@ from ..cudagraph.driver import CudagraphDriver, torch_driver
 from ..cudagraph.program_api import CudagraphRecorder
 from ..cudagraph.runner import write_driver
 from .cudagraph_script import ScriptStatements
-from .patching import called_by_torch
+from .failures import raised_by_cudagraphs, say, script_frame, why
 from .reads import ReadWatch, pop_or_mute, supported
 
 # Bytes per buffered action before the first checkpoint measured them.
@@ -87,6 +94,7 @@ class CudagraphRecording:
         self.busy = False  # inside a recorded backward
         self.read_watch: Optional[Any] = None  # reads.ReadWatch, while installed
         self.untranslated: list[str] = []  # the last write's x_untranslated
+        self.stderr_notes = 0  # notes said on stderr (failures.say)
         self.stopped: Optional[str] = None
         self.unrecorded: dict[str, int] = {}
         self.checkpoint_actions = 0
@@ -99,7 +107,8 @@ class CudagraphRecording:
     def install(self) -> None:
         self.driver.install()
         if supported():
-            self.read_watch = ReadWatch(self.script.reads)
+            self.read_watch = ReadWatch(
+                lambda func, tensors: self.guarded("a read", self.script.reads, func, tensors))
             self.read_watch.__enter__()
         else:
             self.session.notes.append("reads not recorded: this release's TorchDispatchMode has no "
@@ -133,14 +142,23 @@ class CudagraphRecording:
         self.checkpoint_actions = len(self.session.items)
         return size
 
+    def _safe_write(self) -> None:
+        """write(), its failure a note: the last checkpoint stays at `path`."""
+        try:
+            self.write()
+        except Exception as e:  # the recorder's own failure: never the script's
+            self.note(f"the trace could not be written ({why(e)}); {self.path} keeps the last"
+                      " checkpoint")
+
     def _close(self) -> None:
         """The last write; from here on the script runs without the recorder."""
-        self.write()
+        self._safe_write()
         self.session.closed = True
         self.uninstall()
 
     def stop(self, why: str) -> None:
-        """A limit ended the recording before the block did."""
+        """A limit (or a failure of the recorder) ended the recording before
+        the block did."""
         if self.stopped is None:
             self._close()
             self.stopped = why
@@ -156,24 +174,48 @@ class CudagraphRecording:
         for note in self.notes_line():
             print(note, file=sys.stderr)
 
+    # -- failures --------------------------------------------------------------
+
+    def note(self, text: str) -> None:
+        """A note for x_notes, and one line on stderr (the first few)."""
+        if text not in self.session.notes:
+            self.session.notes.append(text)
+            self.stderr_notes = say(text, self.stderr_notes)
+
+    def guarded(self, what: str, fn: Callable[..., Any], *args: Any) -> Any:
+        """fn(*args) in the recorder's name: an exception drops what it
+        buffered, becomes a note, and ends the recording (the names the
+        trace knows may no longer be what the script holds); None then."""
+        mark = self.session.buffer.mark()
+        try:
+            return fn(*args)
+        except Exception as e:  # the recorder's own failure: never the script's
+            self.session.buffer.rollback(mark)
+            self.note(f"recording stopped: {what} failed ({why(e)})")
+            self.stop(f"{what} failed")
+            return None
+
     def script_failed(self, e: BaseException) -> None:
-        """The script raised. An exception PyTorch raised (the innermost
-        frame is torch's: an overwritten output read, say) is an error event
-        with PyTorch's text; the script's own is a note, since capsim's model
-        has nothing to compare it with."""
-        if not self.live():
+        """The script raised. An exception of PyTorch's cudagraph code (on
+        its traceback, or one the observer classifies: E1, E3, E4, A1) is an
+        error event with PyTorch's text; any other (the script's own, or
+        PyTorch's outside the cudagraph code, say a torch.load that fails) is
+        a note with its type and message, since capsim's model has nothing
+        to compare it with. Either way it goes on to the script unchanged."""
+        if not self.live() or getattr(e, "_capsim_recorded", False):
             return
-        tb = e.__traceback__
-        while tb is not None and tb.tb_next is not None:
-            tb = tb.tb_next
-        if tb is not None and called_by_torch(tb.tb_frame):
-            self.rec.record_error(e)
-            self.session.program_error = (type(e).__name__, str(e))
-        else:
-            where = f"{tb.tb_frame.f_code.co_filename}:{tb.tb_lineno}" if tb is not None else "?"
-            text = str(e).splitlines()[0][:200] if str(e) else ""
-            self.session.notes.append(f"the script raised {type(e).__name__} at "
-                                      f"{os.path.basename(where)}: {text}")
+        try:
+            observer = self.driver.observer
+            classified = observer is not None and "id" in observer.error_fields(e, None)
+            if classified or raised_by_cudagraphs(e):
+                self.rec.record_error(e)
+                self.session.program_error = (type(e).__name__, str(e))
+                return
+            where = script_frame(e)
+            at = f" at {os.path.basename(where.f_code.co_filename)}:{where.f_lineno}" if where else ""
+            self.session.notes.append(f"the script raised {why(e)}{at}")
+        except Exception as failure:  # the recorder's own: the script's exception goes on
+            self.note(f"the script's exception could not be recorded ({why(failure)})")
 
     # -- limits and checkpoints ----------------------------------------------
 
@@ -192,17 +234,35 @@ class CudagraphRecording:
         return True
 
     def backward(self, run: Callable[[], Any]) -> Any:
+        """A recorded backward: `run()` (the script's), then the grads it
+        left (the program API's accumulate_grad). A failure of the latter
+        is the recorder's (guarded); the backward's own exception is the
+        script's, and goes on to it."""
+        done: list = []
+
+        def backward() -> Any:
+            result = run()
+            done.append(result)
+            return result
+
         self.busy = True
         try:
-            return self.rec.run_backward(run)
+            return self.rec.run_backward(backward)
+        except Exception as e:
+            if not done:
+                raise
+            self.note(f"recording stopped: following the grads of a backward failed ({why(e)})")
+            self.stop("following the grads of a backward failed")
+            return done[0]
         finally:
             self.busy = False
-            self.after_step()
+            if self.live():
+                self.after_step()
 
     def after_step(self) -> None:
         self.steps += 1
         if self.rewritable and len(self.session.items) >= 2 * max(1, self.checkpoint_actions):
-            self.write()
+            self._safe_write()
 
     def skip(self, kind: str) -> None:
         self.unrecorded[kind] = self.unrecorded.get(kind, 0) + 1

@@ -15,7 +15,8 @@ How a step is found without any recorder call in the script:
   is never taken for a step.
 
 An optimizer is written into the trace when its first compiled step is
-found, with what holds just before that step: `new_tensor` per param (named
+found, with what holds just before that step: `new_tensor` per param not in
+the trace yet (params.py's table, shared with the grad clears; named
 after the nn.Module attribute that holds it when a frame of the script has
 one: `model_0_weight`; `p<k>` otherwise), `create_optimizer`, one
 `accumulate_grad` per param that has a grad, and `mark_static` for each grad
@@ -40,6 +41,7 @@ from typing import Any, Callable, Optional
 from .. import torch_compat
 from ..optimizer.fields import (STATE_KEYS, capsim_order, optimizer_fields, write_compile_events,
                                 write_traced_event)
+from .params import ParamTable, Tracked, clear_grads, grad_key
 from .script_names import module_names, variable_name
 
 # The most optimizers one recording follows (a limit on everything).
@@ -48,13 +50,11 @@ MAX_OPTIMIZERS = 64
 
 @dataclass
 class Followed:
-    """An optimizer written into the trace, and what the trace last said of
-    each of its params' grads: (id of the grad, its version) or None."""
+    """An optimizer written into the trace: its params (params.Tracked, in
+    param_groups order, with what the trace last said of each one's grad)."""
     name: str
     ref: Any  # weakref to the optimizer
-    params: list[Any]  # weakrefs, in param_groups order
-    param_names: list[str]
-    synced: list[Optional[tuple[int, int]]]
+    params: list[Tracked]
     traced: bool = False
 
 
@@ -69,11 +69,6 @@ def optimizer_params(opt: Any) -> list[Any]:
     return [p for group in opt.param_groups for p in group["params"]]
 
 
-def grad_key(p: Any) -> Optional[tuple[int, int]]:
-    g = p.grad
-    return None if g is None else (id(g), torch_compat.tensor_version(g))
-
-
 class OptimizerWatch:
     """Owned by a RecordingSession. `live()` says whether the recording still
     writes (its limits); the writer is the session's TraceWriter."""
@@ -83,10 +78,9 @@ class OptimizerWatch:
         self.live = live
         self.candidates: list[Any] = []  # weakrefs to optimizers made while recording
         self.followed: dict[int, Followed] = {}  # id(optimizer) -> what the trace knows
-        self.names: set[str] = set()
-        self.fresh = 0
         self.call: Optional[CompiledCall] = None
         self.skipped: dict[str, int] = {}
+        self.table = ParamTable(writer, self._skip)  # the params in the trace (params.py)
 
     # -- what the wraps report -------------------------------------------------------
 
@@ -130,31 +124,49 @@ class OptimizerWatch:
 
         return on_call
 
-    def run_compiled(self, fn: Callable[..., Any], args: Any, kwargs: Any) -> Any:
-        """One call of a torch.compile'd function; writes it when it was a step."""
-        guard_failures = torch_compat.guard_failures()
-        if self.call is not None or not self.live():  # nested, or no longer recording
-            return fn(*args, **kwargs)
+    def begin_call(self) -> Optional[tuple]:
+        """Before a call of a torch.compile'd function: what end_call needs,
+        or None when the call is not watched (nested, or no longer recording)."""
+        if self.call is not None or not self.live():
+            return None
         self.synced_all()
         before = {id(opt): [grad_key(p) for p in optimizer_params(opt)]
                   for opt in (r() for r in self.candidates) if opt is not None}
         statics = {key: self._marked_grads(key) for key in before}
-        failures_before = sum(len(v) for v in guard_failures.values())
+        failures_before = sum(len(v) for v in torch_compat.guard_failures().values())
         self.call = CompiledCall()
-        try:
-            result = fn(*args, **kwargs)
-        finally:
-            call, self.call = self.call, None
-        failures = [r for v in guard_failures.values() for r in v][failures_before:]
+        return before, statics, failures_before
+
+    def end_call(self, state: tuple, ran: bool) -> None:
+        """After it (`ran`: it returned): writes it when it was a step."""
+        call, self.call = self.call, None
+        if call is None or not ran:
+            return
+        before, statics, failures_before = state
+        failures = [r for v in torch_compat.guard_failures().values() for r in v][failures_before:]
         if len(call.matched) > 1:
             self._skip("compiled calls that stepped several optimizers")
         elif call.matched:
             key = next(iter(call.matched))
             self._step(key, before.get(key), statics.get(key, []), call, failures)
+
+    def run_compiled(self, fn: Callable[..., Any], args: Any, kwargs: Any) -> Any:
+        """One call of a torch.compile'd function; writes it when it was a step."""
+        state = self.begin_call()
+        if state is None:
+            return fn(*args, **kwargs)
+        ran = False
+        try:
+            result = fn(*args, **kwargs)
+            ran = True
+        finally:
+            self.end_call(state, ran)
         return result
 
     def synced_all(self) -> None:
         """After a backward: the grads it made or changed."""
+        if not self.live():
+            return
         for key, followed in list(self.followed.items()):
             if followed.ref() is None:
                 del self.followed[key]
@@ -170,14 +182,28 @@ class OptimizerWatch:
         changed = sum(1 for p in optimizer_params(opt) if p.grad is not None)
         index = self.writer.action("zero_grad", {"name": followed.name,
                                                  "set_to_none": bool(set_to_none)})
+        # (Known before it runs: the action and its event go out together.)
+        self.writer.event(index, "zero_grad", {"name": followed.name,
+                                               "set_to_none": bool(set_to_none),
+                                               "grads": changed})
 
         def after() -> None:
-            self.writer.event(index, "zero_grad", {"name": followed.name,
-                                                   "set_to_none": bool(set_to_none),
-                                                   "grads": changed})
-            followed.synced = [grad_key(p) for p in optimizer_params(opt)]
+            for t in followed.params:
+                self.table.resynced(t)
 
         return after
+
+    def clear_grads(self, name: Optional[str], params: list, set_to_none: bool,
+                    frame: Any) -> Callable[[], None]:
+        """Before the script's `module.zero_grad(set_to_none)` (`name`: the
+        module's variable) or `p.grad = None` (name None: p's own name);
+        returns what to do after it (params.clear_grads)."""
+        if not self.live() or self.call is not None:
+            return lambda: None
+        names = module_names(frame)
+        if name is None:
+            name = self.table.declare(params[0], names.get(id(params[0])) or "p").name
+        return clear_grads(self.table, name, params, names, set_to_none)
 
     def marked(self, t: Any, guard: bool) -> None:
         """After mark_static_address(t, guard) of a followed param or grad
@@ -185,15 +211,15 @@ class OptimizerWatch:
         if self.call is not None or not self.live():
             return
         for followed in self.followed.values():
-            for k, ref in enumerate(followed.params):
-                p = ref()
+            for tracked in followed.params:
+                p = tracked.ref()
                 if p is None:
                     continue
                 if t is p.grad:
                     self._sync(followed)
-                    name = followed.param_names[k] + ".grad"
+                    name = tracked.name + ".grad"
                 elif t is p:
-                    name = followed.param_names[k]
+                    name = tracked.name
                 else:
                     continue
                 self.writer.action("mark_static", {"name": name, "guard": bool(guard)})
@@ -227,56 +253,33 @@ class OptimizerWatch:
 
     def _follow(self, opt: Any, keys: list, marked: list[tuple[int, bool]]) -> Followed:
         """Writes the optimizer as it stood before its first compiled step:
-        its params, itself, their grads and the grads the script marked."""
+        its params (those not in the trace yet), itself, their grads and the
+        grads the script marked."""
         params = optimizer_params(opt)
         frame = sys._getframe(1)
         names = module_names(frame)
-        opt_name = self._unique(variable_name(opt, frame) or "opt")
-        param_names = []
-        for k, p in enumerate(params):
-            name = self._unique(names.get(id(p)) or f"{opt_name}_p{k}")
-            param_names.append(name)
-            self.writer.action("new_tensor", {"name": name, "sizes": list(p.shape),
-                                              "parameter": True})
-        fields = optimizer_fields(opt_name, opt, param_names)
+        opt_name = self.table.unique(variable_name(opt, frame) or "opt")
+        tracked = [self.table.declare(p, names.get(id(p)) or f"{opt_name}_p{k}")
+                   for k, p in enumerate(params)]
+        fields = optimizer_fields(opt_name, opt, [t.name for t in tracked])
         index = self.writer.action("create_optimizer", fields)
         self.writer.event(index, "optimizer", {"name": opt_name, "what": "created",
                                                "kind": fields["kind"], "params": len(params)})
-        followed = Followed(opt_name, weakref.ref(opt),
-                            [weakref.ref(p) for p in params], param_names, [None] * len(params))
+        followed = Followed(opt_name, weakref.ref(opt), tracked)
         self.followed[id(opt)] = followed
         self._sync(followed, keys)
         for k, guard in marked:
-            self.writer.action("mark_static", {"name": param_names[k] + ".grad", "guard": guard})
+            self.writer.action("mark_static", {"name": tracked[k].name + ".grad", "guard": guard})
         return followed
 
     def _sync(self, followed: Followed, keys: Optional[list] = None) -> None:
         """Writes an accumulate_grad for each param whose grad the trace does
         not know yet (new, or changed in place since). `keys`: the grads as
         they were before a step ran, instead of as they are now."""
-        for k, ref in enumerate(followed.params):
-            p = ref()
-            now = keys[k] if keys is not None else (grad_key(p) if p is not None else None)
-            if p is None or now is None or now == followed.synced[k]:
-                continue
-            if followed.synced[k] is not None and followed.synced[k][0] != now[0]:
-                self._skip("grads replaced by a new tensor (written as an accumulation)")
-            grad = f"_grad{self.fresh}"
-            self.fresh += 1
-            self.writer.action("new_tensor", {"name": grad, "sizes": list(p.shape)})
-            self.writer.action("accumulate_grad", {"param": followed.param_names[k], "grad": grad})
-            self.writer.action("del", {"name": grad})
-            followed.synced[k] = now
+        for k, tracked in enumerate(followed.params):
+            self.table.sync(tracked, keys[k] if keys is not None else None, use_now=keys is not None)
 
     # -- names -----------------------------------------------------------------------
-
-    def _unique(self, name: str) -> str:
-        base, n = name, 2
-        while name in self.names:
-            name = f"{base}{n}"
-            n += 1
-        self.names.add(name)
-        return name
 
     def _marked_grads(self, key: int) -> list[tuple[int, bool]]:
         opt = next((r() for r in self.candidates if id(r()) == key), None)

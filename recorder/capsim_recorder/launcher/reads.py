@@ -89,9 +89,13 @@ class ReadWatch(torch_compat.dispatch_mode_class()):
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
-        tensors = [t for t in torch_compat.tree_leaves((args, kwargs)) if isinstance(t, torch.Tensor)]
-        if tensors and is_script(op_caller(sys._getframe(1))):
-            self.on_tensors(func, tensors)
+        try:
+            tensors = [t for t in torch_compat.tree_leaves((args, kwargs))
+                       if isinstance(t, torch.Tensor)]
+            if tensors and is_script(op_caller(sys._getframe(1))):
+                self.on_tensors(func, tensors)
+        except Exception:  # the recorder's part only: the op runs whatever it did
+            pass
         return func(*args, **kwargs)
 
 

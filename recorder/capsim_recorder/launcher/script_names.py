@@ -40,21 +40,43 @@ def namespaces(frame: Any) -> list[dict]:
     return out
 
 
+def param_name(var: str, path: str) -> str:
+    """A parameter's name in the trace: the variable that holds its module
+    and the parameter's path in it, with torch.compile's wrapper
+    (`_orig_mod.`) left out, so that a compiled model's parameter has the
+    name it has uncompiled, and no `self_` when only a method's `self` holds
+    it (`model_0_weight`, `fc_weight`). capsim names have no dots."""
+    parts = [part for part in path.split(".") if part != "_orig_mod"]
+    if var != "self":
+        parts.insert(0, var)
+    return "_".join(parts) or var
+
+
 def module_names(frame: Any) -> dict[int, str]:
-    """id(param) -> `var_path_to_param` for the nn.Modules the script's frames
-    hold, innermost frame first (capsim names have no dots)."""
+    """id(param) -> param_name(var, path) for the nn.Modules the script's
+    frames hold, innermost frame first; a method's `self` only where no
+    other variable holds the module."""
     names: dict[int, str] = {}
-    for ns in namespaces(frame):
-        for var, value in list(ns.items()):
-            if isinstance(value, torch.nn.Module) and not var.startswith("_"):
+    spaces = namespaces(frame)
+    for selves in (False, True):
+        for ns in spaces:
+            for var, value in list(ns.items()):
+                if not isinstance(value, torch.nn.Module) or var.startswith("_"):
+                    continue
+                if (var == "self") != selves:
+                    continue
                 for pname, p in value.named_parameters():
-                    names.setdefault(id(p), f"{var}_{pname}".replace(".", "_"))
+                    names.setdefault(id(p), param_name(var, pname))
     return names
 
 
 def variable_name(obj: Any, frame: Any) -> Optional[str]:
-    for ns in namespaces(frame):
-        for var, value in list(ns.items()):
-            if value is obj and not var.startswith("_"):
-                return var
+    """The variable that holds `obj` in the script's frames (a method's
+    `self` only where no other does)."""
+    spaces = namespaces(frame)
+    for selves in (False, True):
+        for ns in spaces:
+            for var, value in list(ns.items()):
+                if value is obj and not var.startswith("_") and (var == "self") == selves:
+                    return var
     return None
