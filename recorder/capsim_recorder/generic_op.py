@@ -26,7 +26,7 @@ as `{"op": "generic", "target", "attrs", "args", "results", "views",
 graph module holds (get_attr) a generic op `get_attr` with no args.
 
 Expressible is what the format holds: at most 8 dims, 64 tensor args and 16
-results, dtypes in DTYPES, strided tensors; anything else raises
+results, dtypes in dtypes.DTYPES, strided tensors; anything else raises
 Unexpressible with the reason. Only torch.fx objects and the metadata are
 read; torch is imported lazily, this module imports without it.
 """
@@ -39,9 +39,8 @@ import json
 import operator
 from typing import Any, Callable, Optional
 
-from . import torch_compat
+from . import dtypes, torch_compat
 
-DTYPES = ("float32", "float16", "bfloat16", "float64", "complex64", "int64", "int32", "int8", "uint8", "bool")
 MAX_DIMS = 8
 MAX_ARGS = 64
 MAX_RESULTS = 16
@@ -63,9 +62,9 @@ def is_tensor(v: Any) -> bool:
 
 
 def dtype_name(dtype: Any) -> str:
-    name = str(dtype).replace("torch.", "")
-    if name not in DTYPES:
-        raise Unexpressible(f"dtype {name}")
+    name = dtypes.name_of(dtype)
+    if name is None:
+        raise Unexpressible(f"dtype {str(dtype).replace('torch.', '')}")
     return name
 
 

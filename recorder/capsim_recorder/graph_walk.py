@@ -23,22 +23,9 @@ from typing import Any, Optional
 import torch
 from torch.autograd.function import BackwardCFunction
 
-from . import aot_body, node_fields, torch_compat
+from . import aot_body, dtypes, node_fields, torch_compat
 from .annotations import Annotations
 from .torch_compat import is_traceable_wrapper_subclass
-
-DTYPE_NAMES = {
-    torch.float32: "float32",
-    torch.float16: "float16",
-    torch.bfloat16: "bfloat16",
-    torch.float64: "float64",
-    torch.complex64: "complex64",
-    torch.int64: "int64",
-    torch.int32: "int32",
-    torch.int8: "int8",
-    torch.uint8: "uint8",
-    torch.bool: "bool",
-}
 
 # Hand-written C++ nodes that the format names by their own kind.
 _OWN_KIND = {"AccumulateGrad", "CopyBackwards", "CopySlices"}
@@ -61,10 +48,10 @@ class UnsupportedGraph(Exception):
 
 
 def dtype_name(dtype: torch.dtype) -> str:
-    try:
-        return DTYPE_NAMES[dtype]
-    except KeyError:
-        raise UnsupportedGraph(f"dtype {dtype} has no name in the trace format") from None
+    name = dtypes.name_of(dtype)
+    if name is None:
+        raise UnsupportedGraph(f"dtype {dtype} has no name in the trace format")
+    return name
 
 
 def node_kind(node: Any) -> str:

@@ -67,6 +67,7 @@ import sys
 from typing import Any, Callable, Iterator, Optional
 
 from . import torch_compat
+from .launcher import patching
 from .launcher.patching import called_by_torch, one_root, patched
 from .launcher.session import RecordingSession
 
@@ -230,21 +231,15 @@ def _patched_module_zero_grad(original: Any) -> Any:
 
 
 def _patched_parameter_grad(original: Any) -> Any:
-    """nn.Parameter.grad (PyTorch's descriptor, wrapped in a property):
-    `p.grad = None` of the script's is a clear_grads of p."""
-    def get(self):
-        return original.__get__(self, type(self))
+    """nn.Parameter.grad: the script's `p.grad = None` is a clear_grads of p."""
 
-    def set_grad(self, value):
-        session = _active
-        if value is not None or not _clearing(session, sys._getframe(1)):
-            return original.__set__(self, value)
-        return _clear(session, None, [self], True, lambda: original.__set__(self, None))
+    def on_set_none(param: Any, frame: Any, set_it: Any) -> Any:
+        recording = _active
+        if not _clearing(recording, frame):
+            return patching.NOT_OURS
+        return _clear(recording, None, [param], True, set_it)
 
-    def delete(self):
-        original.__delete__(self)
-
-    return property(get, set_grad, delete, getattr(original, "__doc__", None))
+    return patching.parameter_grad_property(original, on_set_none)
 
 
 def _run_watched(session: RecordingSession, compiled: Any, args: Any, kw: Any) -> Any:

@@ -31,13 +31,16 @@ namespace capsim {
 struct NewTensor {
   std::string name;
   Dims sizes;
-  std::optional<float> fill;  // none: uniform in [-1, 1) from the World's RNG
+  // none: uniform in [-1, 1) from the World's RNG (an integer dtype: an
+  // integer in [0, 16); bool: whether it is >= 0)
+  std::optional<float> fill;
   std::int64_t offset = 0;
   bool parameter = false;  // an nn.Parameter
   // A leaf that requires grad (it gets an AccumulateGrad). Unlike
   // nn.Parameter's, the default is False for parameters too: programs
   // written before autograd ran in the World build no graphs.
   bool requires_grad = false;
+  DType dtype = DType::kFloat32;  // its element size and how fill is stored
 };
 // torch._dynamo.mark_static_address(t, guard=...). `name` may be "p.grad".
 struct MarkStatic {

@@ -207,7 +207,7 @@ std::size_t World::live_storages_of(const std::vector<TensorId>& tensors) const 
 // --- Simple actions ------------------------------------------------------------
 
 Status World::do_new_tensor(const NewTensor& a) {
-  CAPSIM_TRY_ASSIGN(const TensorId t, context_.fresh_tensor(a.sizes, a.fill, a.offset));
+  CAPSIM_TRY_ASSIGN(const TensorId t, context_.fresh_tensor(a.sizes, a.fill, a.offset, a.dtype));
   const std::uint64_t object = objects_.new_object(t, a.parameter);
   if (a.requires_grad) CAPSIM_TRY(autograd_.adopt_leaf(t, object));
   return objects_.bind(a.name, object);
@@ -240,7 +240,8 @@ Status World::do_reassign(const ReassignData& a) {
   CAPSIM_TRY_ASSIGN(const std::uint64_t o, objects_.lookup(a.name));
   PyObject& object = objects_.at(o);
   CAPSIM_TRY_ASSIGN(const Tensor old, store_.tensor(object.tensor));
-  CAPSIM_TRY_ASSIGN(const TensorId fresh, context_.fresh_tensor(old.meta.sizes, a.fill, 0));
+  CAPSIM_TRY_ASSIGN(const TensorId fresh,
+                    context_.fresh_tensor(old.meta.sizes, a.fill, 0, old.meta.dtype));
   const TensorId previous = object.tensor;
   object.tensor = fresh;
   CAPSIM_TRY(autograd_.retarget_leaf(previous, fresh));
@@ -250,7 +251,8 @@ Status World::do_reassign(const ReassignData& a) {
 Status World::move_to_fresh_copy(std::uint64_t object) {
   PyObject& o = objects_.at(object);
   CAPSIM_TRY_ASSIGN(const Tensor old, store_.tensor(o.tensor));
-  CAPSIM_TRY_ASSIGN(const TensorId fresh, context_.fresh_tensor(old.meta.sizes, 0.0f, 0));
+  CAPSIM_TRY_ASSIGN(const TensorId fresh,
+                    context_.fresh_tensor(old.meta.sizes, 0.0f, 0, old.meta.dtype));
   // fresh has old's sizes, so the copy cannot be refused.
   const KernelLaunch copy =
       CAPSIM_MUST(launch_copy(held_tensor_arg(store_, fresh), held_tensor_arg(store_, o.tensor)));

@@ -2,30 +2,78 @@
 
 #include <fmt/format.h>
 
+#include <bit>
+#include <cmath>
 #include <span>
 
 #include "model/rng.hpp"
 
 namespace capsim {
 
+namespace {
+// float16 bits of `f`, rounded towards zero; underflow is a signed zero,
+// overflow the largest finite half. Fills and [-1, 1) draws need no more.
+std::uint16_t half_bits(float f) {
+  const auto x = std::bit_cast<std::uint32_t>(f);
+  const auto sign = static_cast<std::uint16_t>((x >> 16) & 0x8000u);
+  const int exponent = static_cast<int>((x >> 23) & 0xffu) - 127 + 15;
+  if (exponent <= 0) return sign;
+  if (exponent >= 31) return static_cast<std::uint16_t>(sign | 0x7bffu);
+  return static_cast<std::uint16_t>(sign | (exponent << 10) | ((x >> 13) & 0x3ffu));
+}
+
+// The bits `dtype` stores for `value` (a fill, or a draw in [-1, 1) when
+// `drawn`): floats converted, an integer truncated (a draw maps to [0, 16)),
+// bool nonzero (a draw: >= 0), complex64 as (value, 0).
+std::uint64_t stored_bits(DType dtype, float value, bool drawn) {
+  switch (dtype) {
+    case DType::kFloat32: return std::bit_cast<std::uint32_t>(value);
+    case DType::kFloat64: return std::bit_cast<std::uint64_t>(static_cast<double>(value));
+    case DType::kBFloat16: return std::bit_cast<std::uint32_t>(value) >> 16;
+    case DType::kFloat16: return half_bits(value);
+    case DType::kComplex64: return std::bit_cast<std::uint32_t>(value);
+    case DType::kBool: return drawn ? (value >= 0.0f ? 1 : 0) : (value != 0.0f ? 1 : 0);
+    case DType::kInt64:
+    case DType::kInt32:
+    case DType::kInt8:
+    case DType::kUInt8: {
+      const float v = drawn ? std::floor((value + 1.0f) * 8.0f) : std::trunc(value);
+      return static_cast<std::uint64_t>(static_cast<std::int64_t>(v));
+    }
+  }
+  return 0;
+}
+}  // namespace
+
 Result<TensorId> WorldContext::fresh_tensor(const Dims& sizes, std::optional<float> fill,
-                                            std::int64_t offset) {
+                                            std::int64_t offset, DType dtype) {
   if (offset < 0 || offset > 64) {
     return make_error(fmt::format("offset: {} is outside [0, 64]", offset));
   }
-  CAPSIM_TRY_ASSIGN(const TensorMeta meta, contiguous_meta(sizes));
+  CAPSIM_TRY_ASSIGN(const TensorMeta meta, contiguous_meta(sizes, dtype));
   const std::int64_t n = numel(meta);
-  CAPSIM_TRY_ASSIGN(const Tensor buffer, store.empty({n + offset}));
+  CAPSIM_TRY_ASSIGN(const Tensor buffer, store.empty({n + offset}, dtype));
   TensorMeta view_meta = meta;
   view_meta.storage_offset = offset;
   CAPSIM_TRY_ASSIGN(const Tensor t, store.view(buffer.id, view_meta));
   CAPSIM_TRY(store.release(buffer.id));
   sim.refs.hold(t.id);
-  if (n > 0) {
+  if (n > 0 && dtype == DType::kFloat32) {
     std::vector<float> values(static_cast<std::size_t>(n));
     for (float& v : values) v = fill ? *fill : rng.uniform(-1.0f, 1.0f);
     CAPSIM_TRY_ASSIGN(const Address at, store.data_address(t.id));
     CAPSIM_TRY(sim.memory.write(at, std::as_bytes(std::span(values))));
+  } else if (n > 0) {
+    const std::size_t element = dtype_element_bytes(dtype);
+    std::vector<std::byte> bytes(static_cast<std::size_t>(n) * element);
+    for (std::size_t e = 0; e < static_cast<std::size_t>(n); ++e) {
+      const std::uint64_t bits = stored_bits(dtype, fill ? *fill : rng.uniform(-1.0f, 1.0f), !fill);
+      for (std::size_t b = 0; b < element; ++b) {
+        bytes[e * element + b] = static_cast<std::byte>(bits >> (8 * b));  // little-endian
+      }
+    }
+    CAPSIM_TRY_ASSIGN(const Address at, store.data_address(t.id));
+    CAPSIM_TRY(sim.memory.write(at, bytes));
   }
   return t.id;
 }

@@ -71,7 +71,7 @@ unity_a=(
 )
 unity_b=(
   sim/core/body_interpreter.cpp sim/core/decisions.cpp sim/core/eager_oracle.cpp sim/core/event_fields.cpp sim/core/events.cpp
-  sim/core/field_value.cpp sim/core/function_def.cpp
+  sim/core/field_value.cpp sim/core/function_def.cpp sim/core/generic_op.cpp
   sim/core/cudagraph_config.cpp sim/core/messages.cpp sim/core/torch_profile.cpp sim/core/tensor_refs.cpp sim/trees/tree_manager.cpp sim/trees/tree_managed_inputs.cpp sim/trees/tree_memory.cpp
   sim/trees/tree_replay.cpp sim/trees/tree_warmup_record.cpp sim/world/dynamo.cpp sim/world/partitions.cpp sim/world/program.cpp sim/world/world.cpp sim/world/compiled_optimizers.cpp
   sim/world/plain_graphs.cpp sim/world/world_compile.cpp sim/world/object_table.cpp sim/world/world_context.cpp
@@ -89,7 +89,7 @@ unity_d=(
   sim/autograd/autograd_backward.cpp sim/autograd/autograd_backward_ops.cpp sim/autograd/compiled_autograd_run.cpp
   model/autograd_graph.cpp model/fx_graph.cpp
   traces/format/imported_graph_json.cpp traces/simulation/event_compare.cpp model/output_file.cpp
-  traces/simulation/program_file.cpp
+  traces/simulation/program_file.cpp traces/format/generic_op_json.cpp
 )
 # Autograd over the World's own tensors: eager_call with requires_grad and the
 # backward action, eager or through compiled autograd and its lowering.

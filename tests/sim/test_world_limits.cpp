@@ -54,3 +54,22 @@ TEST_CASE("world limits: an action that leaves too many events held is refused")
   CHECK(streamed.ok());
   CHECK(events > 8);
 }
+
+// Not a limit, but the World's other byte count: a new_tensor of another
+// dtype takes that dtype's element size (docs/trace-format.md §4.1), so two
+// int64 tensors of 100 elements sit 800 bytes apart, rounded to the
+// allocator's 512-byte blocks, where two float32 ones sit 512 apart.
+TEST_CASE("world: a new_tensor of int64 takes 8 bytes an element") {
+  const auto gap = [](DType dtype) {
+    World w{WorldOptions{}};
+    REQUIRE(w.begin(Program{}).ok());
+    NewTensor a{"a", {100}, std::nullopt, 0, false, false, dtype};
+    NewTensor b{"b", {100}, std::nullopt, 0, false, false, dtype};
+    REQUIRE(w.run_action(0, a).ok());
+    REQUIRE(w.run_action(1, b).ok());
+    return w.data_ptr("b").value() - w.data_ptr("a").value();
+  };
+  CHECK(gap(DType::kFloat32) == 512);
+  CHECK(gap(DType::kInt64) == 1024);
+  CHECK(gap(DType::kBool) == 512);
+}

@@ -283,7 +283,7 @@ TEST_CASE("program_json: partition cuts round-trip and bad ones name the field")
 
 TEST_CASE("program_json: each action kind reads from a hand-written line") {
   const char* lines[] = {
-      R"({"action":"new_tensor","name":"x","sizes":[4,2],"fill":0.5,"offset":1,"parameter":true,"requires_grad":true})",
+      R"({"action":"new_tensor","name":"x","sizes":[4,2],"dtype":"int64","fill":0.5,"offset":1,"parameter":true,"requires_grad":true})",
       R"({"action":"mark_static","name":"p.grad","guard":true})",
       R"({"action":"call","function":"fwd","args":["x","p"],"outputs":["y",""],"int_key":[4],"new_invocation":false,"consume":["x"]})",
       R"({"action":"eager_call","function":"f","args":["x"],"outputs":["y"]})",

@@ -6,24 +6,24 @@
 namespace capsim {
 
 namespace {
-std::string at(std::string_view path, std::size_t i) {
+std::string element_path(std::string_view path, std::size_t i) {
   return fmt::format("{}[{}]", path, i);
 }
 
-Result<Dims> read_dims(ObjectReader& r, std::string_view key) {
+Result<Dims> read_meta_dims(ObjectReader& r, std::string_view key) {
   CAPSIM_TRY_ASSIGN(const Json* v, r.value(key));
   if (v->is_array() && v->size() > kMaxRank) {
     return field_error(r.path_of(key), fmt::format("more than {} dims", kMaxRank));
   }
   CAPSIM_TRY_ASSIGN(Dims dims, r.integer_list(key));
   for (std::size_t i = 0; i < dims.size(); ++i) {
-    if (dims[i] < 0) return field_error(at(r.path_of(key), i), "negative");
+    if (dims[i] < 0) return field_error(element_path(r.path_of(key), i), "negative");
   }
   return dims;
 }
 
 // Per result, an arg position or null.
-Result<std::vector<std::optional<std::uint32_t>>> read_views(ObjectReader& r) {
+Result<std::vector<std::optional<std::uint32_t>>> read_generic_views(ObjectReader& r) {
   CAPSIM_TRY_ASSIGN(const Json* v, r.value("views"));
   const std::string path = r.path_of("views");
   if (!v->is_array()) return field_error(path, "must be an array");
@@ -36,16 +36,16 @@ Result<std::vector<std::optional<std::uint32_t>>> read_views(ObjectReader& r) {
       views.emplace_back();
       continue;
     }
-    CAPSIM_TRY_ASSIGN(const std::int64_t a, json_integer((*v)[i], at(path, i)));
+    CAPSIM_TRY_ASSIGN(const std::int64_t a, json_integer((*v)[i], element_path(path, i)));
     if (a < 0 || static_cast<std::size_t>(a) >= kMaxGenericArgs) {
-      return field_error(at(path, i), "not an arg position");
+      return field_error(element_path(path, i), "not an arg position");
     }
     views.emplace_back(static_cast<std::uint32_t>(a));
   }
   return views;
 }
 
-Result<std::vector<std::optional<TensorMeta>>> read_results(ObjectReader& r) {
+Result<std::vector<std::optional<TensorMeta>>> read_generic_results(ObjectReader& r) {
   CAPSIM_TRY_ASSIGN(const Json* v, r.value("results"));
   const std::string path = r.path_of("results");
   if (!v->is_array()) return field_error(path, "must be an array");
@@ -58,7 +58,7 @@ Result<std::vector<std::optional<TensorMeta>>> read_results(ObjectReader& r) {
       results.emplace_back();
       continue;
     }
-    CAPSIM_TRY_ASSIGN(TensorMeta meta, read_tensor_meta((*v)[i], at(path, i)));
+    CAPSIM_TRY_ASSIGN(TensorMeta meta, read_tensor_meta((*v)[i], element_path(path, i)));
     results.emplace_back(std::move(meta));
   }
   return results;
@@ -75,8 +75,8 @@ Json tensor_meta_json(const TensorMeta& meta) {
 Result<TensorMeta> read_tensor_meta(const Json& j, const std::string& path) {
   CAPSIM_TRY_ASSIGN(ObjectReader r, ObjectReader::of(j, path));
   TensorMeta meta;
-  CAPSIM_TRY(assign(meta.sizes, read_dims(r, "sizes")));
-  CAPSIM_TRY(assign(meta.strides, read_dims(r, "strides")));
+  CAPSIM_TRY(assign(meta.sizes, read_meta_dims(r, "sizes")));
+  CAPSIM_TRY(assign(meta.strides, read_meta_dims(r, "strides")));
   if (meta.strides.size() != meta.sizes.size()) {
     return field_error(r.path_of("strides"), "not one per dim of sizes");
   }
@@ -111,8 +111,8 @@ Status read_generic_fields(ObjectReader& r, BodyOp& op) {
   GenericOp& g = op.generic;
   CAPSIM_TRY(assign(g.target, r.string("target")));
   if (r.has("attrs")) CAPSIM_TRY(assign(g.attrs, r.string("attrs")));
-  CAPSIM_TRY(assign(g.results, read_results(r)));
-  if (r.has("views")) CAPSIM_TRY(assign(g.views, read_views(r)));
+  CAPSIM_TRY(assign(g.results, read_generic_results(r)));
+  if (r.has("views")) CAPSIM_TRY(assign(g.views, read_generic_views(r)));
   if (r.has("writes")) {
     CAPSIM_TRY_ASSIGN(const Json* w, r.value("writes"));
     if (w->is_array() && w->size() > kMaxGenericArgs) {

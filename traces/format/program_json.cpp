@@ -250,6 +250,7 @@ Status check_below(const ObjectReader& r, std::string_view key,
 void write_fields(Json& j, const NewTensor& a) {
   j["name"] = a.name;
   j["sizes"] = a.sizes;
+  if (a.dtype != DType::kFloat32) j["dtype"] = std::string(dtype_name(a.dtype));
   if (a.fill) j["fill"] = float_json(*a.fill);
   if (a.offset != 0) j["offset"] = a.offset;
   if (a.parameter) j["parameter"] = true;
@@ -262,6 +263,12 @@ Status read_fields(ObjectReader& r, NewTensor& a) {
   if (r.has("offset")) CAPSIM_TRY(assign(a.offset, r.integer("offset")));
   if (r.has("parameter")) CAPSIM_TRY(assign(a.parameter, r.boolean("parameter")));
   if (r.has("requires_grad")) CAPSIM_TRY(assign(a.requires_grad, r.boolean("requires_grad")));
+  if (r.has("dtype")) {
+    CAPSIM_TRY_ASSIGN(const std::string dtype, r.string("dtype"));
+    using Enum = DType;
+    CAPSIM_TRY(assign(a.dtype, from_name<Enum>(dtype, r.path_of("dtype"), "dtype",
+                                               {CAPSIM_DTYPES(CAPSIM_PAIR_)})));
+  }
   return {};
 }
 

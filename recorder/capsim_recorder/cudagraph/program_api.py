@@ -58,13 +58,14 @@ class CudagraphRecorder:
     def param(self, name: str, p: torch.Tensor) -> str:
         """One parameter: new_tensor parameter=true, and its grads followed
         after each backward (accumulate_grad)."""
-        self.session.action("new_tensor", {"name": name, "sizes": list(p.shape), "parameter": True})
+        fields = self.session.new_tensor_fields(name, p.shape, p.dtype)
+        self.session.action("new_tensor", {**fields, "parameter": True})
         self.session.registry.bind(p, name, "param")
         self._params[name] = weakref.ref(p)
         return name
 
     def tensor(self, name: str, t: torch.Tensor) -> torch.Tensor:
-        self.session.action("new_tensor", {"name": name, "sizes": list(t.shape)})
+        self.session.action("new_tensor", self.session.new_tensor_fields(name, t.shape, t.dtype))
         self.session.registry.bind(t, name, "input")
         return t
 

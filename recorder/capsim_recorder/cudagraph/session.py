@@ -23,7 +23,7 @@ from __future__ import annotations
 import threading
 from typing import Any, Optional, Sequence
 
-from .. import aten_translate
+from .. import aten_translate, dtypes
 from . import output
 from .buffer import ActionBuffer
 from .calls import CallLog
@@ -93,7 +93,7 @@ class Session:
                 return name
         name = f"t{self.auto}"
         self.auto += 1
-        fields: dict = {"name": name, "sizes": [int(s) for s in t.size()]}
+        fields = self.new_tensor_fields(name, t.size(), t.dtype)
         fill = uniform_fill(t)
         if fill is not None:
             fields["fill"] = fill
@@ -109,6 +109,14 @@ class Session:
         except Exception:
             pass
         return name
+
+    def new_tensor_fields(self, name: str, sizes: Any, dtype: Any) -> dict:
+        """new_tensor's name, sizes and dtype (left out when float32); a
+        dtype the format cannot name is a note."""
+        note = dtypes.unnamed(name, dtype)
+        if note is not None:
+            self.notes.append(note)
+        return dtypes.new_tensor_fields(name, sizes, dtype)
 
     # -- the compile side (hooks.py) -------------------------------------------
 

@@ -15,6 +15,7 @@ import torch
 
 from .. import torch_compat
 from .cudagraphs import CudagraphRecording
+from . import patching
 from .patching import called_by_torch, one_root, patched
 
 
@@ -152,21 +153,15 @@ def _patched_module_zero_grad(original: Any) -> Any:
 
 
 def _patched_parameter_grad(original: Any) -> Any:
-    """nn.Parameter.grad (PyTorch's descriptor, wrapped in a property):
-    `p.grad = None` of the script's is a clear_grads of p."""
-    def get(self):
-        return original.__get__(self, type(self))
+    """nn.Parameter.grad: the script's `p.grad = None` is a clear_grads of p."""
 
-    def set_grad(self, value):
-        r = _active
-        if value is not None or not _clearing(r, sys._getframe(1)):
-            return original.__set__(self, value)
-        return _clear(r, None, [self], True, lambda: original.__set__(self, None))
+    def on_set_none(param: Any, frame: Any, set_it: Any) -> Any:
+        recording = _active
+        if not _clearing(recording, frame):
+            return patching.NOT_OURS
+        return _clear(recording, None, [param], True, set_it)
 
-    def delete(self):
-        original.__delete__(self)
-
-    return property(get, set_grad, delete, getattr(original, "__doc__", None))
+    return patching.parameter_grad_property(original, on_set_none)
 
 
 def _patch_targets() -> list[tuple[Any, str, Any]]:

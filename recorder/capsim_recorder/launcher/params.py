@@ -23,7 +23,7 @@ import weakref
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
-from .. import torch_compat
+from .. import dtypes, torch_compat
 
 
 @dataclass
@@ -72,8 +72,8 @@ class ParamTable:
         if tracked is None:
             tracked = Tracked(self.unique(name), weakref.ref(p))
             self.by_id[id(p)] = tracked
-            self.writer.action("new_tensor", {"name": tracked.name, "sizes": list(p.shape),
-                                              "parameter": True})
+            fields = dtypes.new_tensor_fields(tracked.name, p.shape, p.dtype)
+            self.writer.action("new_tensor", {**fields, "parameter": True})
         return tracked
 
     def sync(self, tracked: Tracked, now: Optional[tuple[int, int]] = None,
@@ -90,7 +90,7 @@ class ParamTable:
             self.skip("grads replaced by a new tensor (written as an accumulation)")
         grad = f"_grad{self.fresh}"
         self.fresh += 1
-        self.writer.action("new_tensor", {"name": grad, "sizes": list(p.shape)})
+        self.writer.action("new_tensor", dtypes.new_tensor_fields(grad, p.shape, p.dtype))
         self.writer.action("accumulate_grad", {"param": tracked.name, "grad": grad})
         self.writer.action("del", {"name": grad})
         tracked.synced = now

@@ -7,7 +7,8 @@ from the script's, and the one-root backward capsim models.
 from __future__ import annotations
 
 import contextlib
-from typing import Any, Iterator, Optional
+import sys
+from typing import Any, Callable, Iterator, Optional
 
 
 def one_root(tensors: Any, grad_tensors: Any) -> Optional[tuple[Any, Any]]:
@@ -54,3 +55,29 @@ def patched(targets: list) -> Iterator[None]:
                 setattr(owner, attr, original)
             else:
                 delattr(owner, attr)
+
+
+def parameter_grad_property(original: Any, on_set_none: Callable[[Any, Any, Any], Any]) -> Any:
+    """nn.Parameter.grad (PyTorch's descriptor) wrapped in a property, so
+    that the script's `p.grad = None` reaches the recorder: `on_set_none(p,
+    caller frame, set_it)` handles it and returns what to return, or NOT_OURS
+    to let the assignment through unrecorded (PyTorch's own, or no
+    recording)."""
+
+    def get(self):
+        return original.__get__(self, type(self))
+
+    def set_grad(self, value):
+        if value is None:
+            result = on_set_none(self, sys._getframe(1), lambda: original.__set__(self, None))
+            if result is not NOT_OURS:
+                return result
+        return original.__set__(self, value)
+
+    def delete(self):
+        original.__delete__(self)
+
+    return property(get, set_grad, delete, getattr(original, "__doc__", None))
+
+
+NOT_OURS = object()

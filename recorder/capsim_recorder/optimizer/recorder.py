@@ -47,7 +47,7 @@ from typing import Any, Callable, Iterator, Optional, Sequence
 
 import torch
 
-from .. import torch_compat
+from .. import dtypes, torch_compat
 from ..trace_writer import TraceWriter
 from .fields import OBSERVES, capsim_order, optimizer_fields, write_compile_events, write_traced_event
 
@@ -70,7 +70,7 @@ class OptimizerRecorder:
     # -- tensors and grads ---------------------------------------------------------
 
     def param(self, name: str, p: torch.nn.Parameter) -> None:
-        self.writer.action("new_tensor", {"name": name, "sizes": list(p.shape), "parameter": True})
+        self.writer.action("new_tensor", {**dtypes.new_tensor_fields(name, p.shape, p.dtype), "parameter": True})
         self.names[id(p)] = name
 
     def grads_from(self, loss: torch.Tensor, params: Sequence[torch.nn.Parameter]) -> None:
@@ -80,7 +80,7 @@ class OptimizerRecorder:
                 continue
             g = f"g{self.fresh}"
             self.fresh += 1
-            self.writer.action("new_tensor", {"name": g, "sizes": list(p.grad.shape)})
+            self.writer.action("new_tensor", dtypes.new_tensor_fields(g, p.grad.shape, p.grad.dtype))
             self.writer.action("accumulate_grad", {"param": self.names[id(p)], "grad": g})
             self.writer.action("del", {"name": g})
 
