@@ -44,9 +44,12 @@ torch.compile(mode="reduce-overhead") graphs, on a GPU (on a CPU, Inductor
 hands no graph to a tree, and every call is written as an eager call).
 launcher/cudagraphs.py says what it writes and why it is a form of its own.
 
-`model.zero_grad(set_to_none)` and the script's own `p.grad = None` (of an
-nn.Parameter) are clear_grads actions with their zero_grad events
-(launcher/params.py); the optimizer's and the module's own `p.grad = None`
+`model.zero_grad(set_to_none)`, the script's own `p.grad = None` (of an
+nn.Parameter) and `opt.zero_grad(set_to_none)` of an optimizer the trace
+does not follow (stepped eagerly, as pytorch/examples' mnist steps its
+Adadelta, or compiled but not stepped yet) are clear_grads actions with
+their zero_grad events (launcher/params.py; named after the module's or the
+optimizer's variable); the optimizer's and the module's own `p.grad = None`
 inside them are not.
 
 Limits: `max_steps` backwards are recorded, later ones run as they would
@@ -174,20 +177,29 @@ def _patched_optimizer_init(original: Any) -> Any:
 
 
 def _patched_zero_grad(original: Any) -> Any:
+    """torch.optim.Optimizer.zero_grad: a followed optimizer's (a compiled
+    one's, launcher/optimizer.py) is zero_grad; the script's call of any
+    other's (stepped eagerly, or of a kind capsim does not model) is a
+    clear_grads of its params, named after the optimizer's variable."""
     import torch
 
-    def zero_grad(self, set_to_none: bool = True):
+    from .launcher.optimizer import optimizer_params
+
+    def on_call(opt: Any, frame: Any, set_to_none: bool, run: Callable[[], Any]) -> Any:
         session = _active
         if session is None or torch.compiler.is_compiling():
-            return original(self, set_to_none)
-        after = session.watched("zero_grad", session.optimizers.zero_grad, self, set_to_none)
-        result = original(self, set_to_none)
-        if after is not None:
-            session.watched("zero_grad", after)
-        return result
+            return patching.NOT_OURS
+        if session.optimizers.follows(opt):
+            after = session.watched("zero_grad", session.optimizers.zero_grad, opt, set_to_none)
+            result = run()
+            if after is not None:
+                session.watched("zero_grad", after)
+            return result
+        if not _clearing(session, frame):
+            return patching.NOT_OURS
+        return _named_clear(session, opt, optimizer_params(opt), set_to_none, run)
 
-    zero_grad.__wrapped__ = original  # type: ignore[attr-defined]
-    return zero_grad
+    return patching.zero_grad_wrap(original, on_call)
 
 
 def _clear(session: RecordingSession, name: Optional[str], params: list, set_to_none: bool,
@@ -205,6 +217,16 @@ def _clear(session: RecordingSession, name: Optional[str], params: list, set_to_
     return result
 
 
+def _named_clear(session: RecordingSession, owner: Any, params: list, set_to_none: bool,
+                 run: Callable[[], Any]) -> Any:
+    """_clear of `owner`'s params (an nn.Module's or an optimizer's),
+    named after the script's variable that holds `owner`."""
+    from .launcher.script_names import variable_name
+
+    name = session.guarded("naming a grad clear", variable_name, owner, sys._getframe(1))
+    return _clear(session, name or type(owner).__name__, params, set_to_none, run)
+
+
 def _clearing(session: Optional[RecordingSession], frame: Any) -> bool:
     """Whether a grad clear at `frame` is the script's to record."""
     import torch
@@ -215,19 +237,14 @@ def _clearing(session: Optional[RecordingSession], frame: Any) -> bool:
 
 def _patched_module_zero_grad(original: Any) -> Any:
     """nn.Module.zero_grad: clear_grads named after the module's variable."""
-    from .launcher.script_names import variable_name
 
-    def zero_grad(self, set_to_none: bool = True):
+    def on_call(module: Any, frame: Any, set_to_none: bool, run: Callable[[], Any]) -> Any:
         session = _active
-        if not _clearing(session, sys._getframe(1)):
-            return original(self, set_to_none)
-        name = session.guarded("naming a module", variable_name, self, sys._getframe(1))
-        params = list(self.parameters())
-        return _clear(session, name or type(self).__name__, params, set_to_none,
-                      lambda: original(self, set_to_none))
+        if not _clearing(session, frame):
+            return patching.NOT_OURS
+        return _named_clear(session, module, list(module.parameters()), set_to_none, run)
 
-    zero_grad.__wrapped__ = original  # type: ignore[attr-defined]
-    return zero_grad
+    return patching.zero_grad_wrap(original, on_call)
 
 
 def _patched_parameter_grad(original: Any) -> Any:

@@ -2,9 +2,9 @@
 recorder cannot write (a dtype or a line the trace format cannot hold) or
 fails at is left out whole, with a note in the header's x_notes, and the
 script runs on; the script's own exceptions reach it unchanged and are not
-a cudagraph trace's error events; `model.zero_grad()` and `p.grad = None`
-are clear_grads actions; parameter names lose torch.compile's `_orig_mod.`
-and a method's `self_`.
+a cudagraph trace's error events; `model.zero_grad()`, `p.grad = None` and
+an eager optimizer's `opt.zero_grad()` are clear_grads actions; parameter
+names lose torch.compile's `_orig_mod.` and a method's `self_`.
 
 The plain python3 part (the classification of exceptions, the cudagraph
 output's oversized lines, the header's notes) runs everywhere; the rest
@@ -244,9 +244,10 @@ class CompiledAutogradFormTest(unittest.TestCase):
         self.assertTrue(any("the optimizer watch stops" in n for n in notes), notes)
 
     def test_grad_clears(self):
-        """model.zero_grad() and p.grad = None: clear_grads with the zero_grad
-        event (grads: how many had one); the optimizer's own `p.grad = None`
-        is not one."""
+        """model.zero_grad(), p.grad = None and an eager optimizer's
+        opt.zero_grad(): clear_grads with the zero_grad event (grads: how
+        many had one); the optimizer's own `p.grad = None` inside it is not
+        one more."""
         torch = self.torch
         fc = torch.nn.Linear(3, 1)
         opt = torch.optim.SGD(fc.parameters(), lr=0.1)
@@ -263,9 +264,11 @@ class CompiledAutogradFormTest(unittest.TestCase):
         clears = [(a["name"], a["params"], a["set_to_none"]) for a in actions(lines, "clear_grads")]
         self.assertEqual(clears, [("fc", ["fc_weight", "fc_bias"], True),
                                   ("fc_bias", ["fc_bias"], True),
+                                  ("opt", ["fc_weight", "fc_bias"], True),
                                   ("fc", ["fc_weight", "fc_bias"], False)])
         self.assertEqual([(e["name"], e["grads"]) for e in events(lines, "zero_grad")],
-                         [("fc", 2), ("fc_bias", 1), ("fc", 0)])
+                         [("fc", 2), ("fc_bias", 1), ("opt", 1), ("fc", 0)])
+        self.assertFalse(actions(lines, "zero_grad"))
         self.assertEqual([a["name"] for a in actions(lines, "new_tensor") if a.get("parameter")],
                          ["fc_weight", "fc_bias"])
         # Each clear follows the grads the trace did not know yet.
@@ -334,6 +337,42 @@ class CudagraphFormTest(unittest.TestCase):
         clears = [(a["name"], a["params"], a["set_to_none"]) for a in actions(lines, "clear_grads")]
         self.assertEqual(clears, [("fc", ["fc_weight", "fc_bias"], True)] * 2
                          + [("fc_weight", ["fc_weight"], True)])
+
+    def test_an_eager_optimizers_zero_grad(self):
+        """opt.zero_grad() of an optimizer the trace does not have (Adadelta
+        stepped eagerly, as in pytorch/examples' mnist; an SGD made before
+        the block) is a clear_grads named after its variable, once per call
+        (its own `p.grad = None` per param is not one more), before each
+        step's grads; an SGD made in the block is in the trace
+        (create_optimizer) and keeps its zero_grad."""
+        import capsim_recorder
+        import torch
+
+        fc = torch.nn.Linear(4, 1)
+        model = torch.compile(fc, mode="reduce-overhead")
+        sgd = torch.optim.SGD(fc.parameters(), lr=0.1)
+        with capsim_recorder.record(self.path, cudagraphs=True, reset=True):
+            ada = torch.optim.Adadelta(fc.parameters(), lr=1.0)
+            made = torch.optim.SGD(fc.parameters(), lr=0.1)
+            for _ in range(3):
+                ada.zero_grad()
+                model(torch.randn(8, 4)).square().mean().backward()
+                ada.step()
+            sgd.zero_grad()
+            made.zero_grad(set_to_none=False)
+        lines = lines_of(self.path)
+        params = ["fc_weight", "fc_bias"]
+        clears = actions(lines, "clear_grads")
+        self.assertEqual([(a["name"], a["params"], a["set_to_none"]) for a in clears],
+                         [("ada", params, True)] * 3 + [("sgd", params, True)])
+        grads = [a["index"] for a in actions(lines, "accumulate_grad")]
+        self.assertEqual(len(grads), 6)
+        self.assertEqual([sum(1 for g in grads if g < c["index"]) for c in clears], [0, 2, 4, 6])
+        # (Named when made, before the assignment: "opt".)
+        made_name = [a["name"] for a in actions(lines, "create_optimizer")]
+        self.assertEqual(len(made_name), 1)
+        self.assertEqual([(a["name"], a["set_to_none"]) for a in actions(lines, "zero_grad")],
+                         [(made_name[0], False)])
 
     def test_a_failing_wrap_stops_the_recording_only(self):
         import capsim_recorder

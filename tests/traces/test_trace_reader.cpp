@@ -284,5 +284,26 @@ TEST_CASE("trace writer: the file appears only complete; an abandoned write leav
   std::filesystem::remove_all(dir);
 }
 
+TEST_CASE("replay: what the recorder left out keeps a matching trace from a plain ok") {
+  std::vector<std::string> lines = base_lines();
+  const std::string plain = report_summary(*test::replay_text(test::join_lines(lines)));
+  CHECK(plain.find("incomplete") == std::string::npos);
+  std::string header = lines[0];
+  REQUIRE(header.back() == '}');
+  header.pop_back();
+  header +=
+      R"(,"x_untranslated":["aten.exp.default","aten.sigmoid.default"],"x_notes":["backward 0: left out",7]})";
+  auto report = test::replay_text(with_line(lines, 0, header));
+  REQUIRE(report.ok());
+  CHECK(report->ok());
+  const std::string summary = report_summary(*report);
+  CHECK(summary.find("; incomplete: graphs left out over 2 untranslated ops (aten.exp.default, "
+                     "...); 1 recorder note (x_notes): backward 0: left out") != std::string::npos);
+  const Json j = report_to_json(*report);
+  CHECK(j["complete"] == false);
+  CHECK(j["untranslated"].size() == 2);
+  CHECK(j["recorder_notes"].size() == 1);  // the 7 is not a string: ignored
+}
+
 }  // namespace
 }  // namespace capsim

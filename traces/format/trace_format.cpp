@@ -71,6 +71,20 @@ Status check_torch_version(ObjectReader& r, const CudagraphConfig& config) {
   return {};
 }
 
+// The strings of the extension field `key` (an array), bounded; anything
+// else there is the producer's business and ignored, as every x_ field.
+std::vector<std::string> left_out_list(ObjectReader& r, std::string_view key) {
+  std::vector<std::string> out;
+  if (!r.has(key)) return out;
+  const Result<const Json*> v = r.value(key);
+  if (!v.ok() || !(*v)->is_array()) return out;
+  for (const Json& e : **v) {
+    if (out.size() == kMaxLeftOut) break;
+    if (e.is_string()) out.push_back(e.get<std::string>().substr(0, kMaxLeftOutBytes));
+  }
+  return out;
+}
+
 }  // namespace
 
 Result<TraceHeader> header_from_json(ObjectReader& r) {
@@ -118,6 +132,8 @@ Result<TraceHeader> header_from_json(ObjectReader& r) {
     h.observes = std::move(kinds);
   }
   CAPSIM_TRY(check_torch_version(r, h.config));
+  h.untranslated = left_out_list(r, "x_untranslated");
+  h.notes = left_out_list(r, "x_notes");
   CAPSIM_TRY(r.finish());
   return h;
 }

@@ -70,6 +70,12 @@ struct TraceHeader {
   // Extension fields ("x_device": the GPU a capsim-cuda trace ran on),
   // written in this order; readers skip every "x_" field.
   std::vector<std::pair<std::string, std::string>> extensions;
+  // What a recorder says it left out (read, never written back): the ops
+  // that kept graphs out of the trace (x_untranslated) and the parts it
+  // skipped (x_notes). Replay reports them (`left_out`); an entry that is not
+  // a string is ignored, and each list stops at kMaxLeftOut entries.
+  std::vector<std::string> untranslated;
+  std::vector<std::string> notes;
 
   bool observed(EventKind kind) const;
   // A trace of the CUDA reference backend carries a `device` event after
@@ -80,6 +86,11 @@ struct TraceHeader {
   // event has, and addresses by their order of first appearance.
   bool observes_real_run() const { return producer == kPytorchProducer; }
 };
+
+// The limits on TraceHeader::untranslated and notes: entries, and bytes kept
+// of each.
+inline constexpr std::size_t kMaxLeftOut = 1000;
+inline constexpr std::size_t kMaxLeftOutBytes = 512;
 
 Json header_to_json(const TraceHeader& header);
 // `r` reads line 0, whose `seq` and `type` were checked by the caller.

@@ -276,6 +276,23 @@ namespace {
 std::string violations_count(std::size_t n) {
   return fmt::format("{} invariant violation{}", n, n == 1 ? "" : "s");
 }
+
+// What the recorder said it left out or modelled, after an "ok": a trace
+// without its compiled graphs must never read as a plain "ok".
+std::string left_out_summary(const TraceHeader& h) {
+  std::string out;
+  if (!h.untranslated.empty()) {
+    out += fmt::format("; incomplete: graphs left out over {} untranslated op{} ({}{})",
+                       h.untranslated.size(), h.untranslated.size() == 1 ? "" : "s",
+                       h.untranslated.front(), h.untranslated.size() > 1 ? ", ..." : "");
+  }
+  if (!h.notes.empty()) {
+    out += fmt::format("; {} recorder note{} (x_notes): {}{}", h.notes.size(),
+                       h.notes.size() == 1 ? "" : "s", h.notes.front().substr(0, 160),
+                       h.notes.size() > 1 ? "; ..." : "");
+  }
+  return out;
+}
 }  // namespace
 
 std::string report_summary(const ResimulationReport& r) {
@@ -299,8 +316,8 @@ std::string report_summary(const ResimulationReport& r) {
     return fmt::format("{}:{}: invariant {} violated: {} ({} in all)", r.file, v.line, v.invariant,
                        v.message, violations_count(r.violations.size()));
   }
-  return fmt::format("{}: ok, {} actions, {} events match the model", r.file, r.actions,
-                     r.events_matched);
+  return fmt::format("{}: ok, {} actions, {} events match the model{}", r.file, r.actions,
+                     r.events_matched, left_out_summary(r.header));
 }
 
 Json report_to_json(const ResimulationReport& r) {
@@ -336,6 +353,9 @@ Json report_to_json(const ResimulationReport& r) {
   }
   j["violations"] = std::move(vs);
   j["warnings"] = r.warnings;
+  j["complete"] = r.header.untranslated.empty();
+  j["untranslated"] = r.header.untranslated;
+  j["recorder_notes"] = r.header.notes;
   return j;
 }
 

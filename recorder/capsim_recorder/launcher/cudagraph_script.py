@@ -11,10 +11,10 @@ state them by hand:
       new_tensor `t<k>` (the session's own rule)
   torch.optim SGD, Adam, AdamW made         create_optimizer
   a compiled graph that steps one           optimizer_step (its first call finds it)
-  opt.zero_grad(set_to_none=...)            zero_grad
-  model.zero_grad(set_to_none=...), p.grad = None
-                                            clear_grads (the module's variable, or p's
-                                            name; its parameters)
+  opt.zero_grad(set_to_none=...)            zero_grad (an optimizer made above)
+  model.zero_grad(set_to_none=...), p.grad = None, opt.zero_grad(...) of any other
+      optimizer (Adadelta, ...)             clear_grads (the module's or optimizer's
+                                            variable, or p's name; its parameters)
   torch._dynamo.mark_static_address(t)      mark_static
   torch.compiler.cudagraph_mark_step_begin  mark_step_begin
   an op of the script reading a compiled output
@@ -136,6 +136,11 @@ class ScriptStatements:
                 # (cudagraph/manager_wraps.py); a graph no tree takes has only this.
                 self.session.event("compile", compile_event)
 
+    def follows(self, opt: Any) -> bool:
+        """Whether `opt` is in the trace (create_optimizer): its zero_grad is
+        then zero_grad, any other optimizer's a grad clear."""
+        return any(ref() is opt for ref, _name, _kind in self.optimizer_refs)
+
     def zero_grad(self, opt: Any, set_to_none: bool) -> None:
         name = next((n for ref, n, _kind in self.optimizer_refs if ref() is opt), None)
         if name is not None:
@@ -148,8 +153,10 @@ class ScriptStatements:
         return found[0] if found else self.new_parameter(p, names)
 
     def clear_grads(self, module: Any, params: list, set_to_none: bool, frame: Any) -> None:
-        """`module.zero_grad(set_to_none)` (named after the module's
-        variable), or `p.grad = None` (module None: named after p):
+        """`module.zero_grad(set_to_none)` or an optimizer's
+        `opt.zero_grad(set_to_none)` (`module`: the module or optimizer,
+        named after its variable), or `p.grad = None` (module None: named
+        after p):
         clear_grads, one per MAX_PARAMS parameters (no event: this form
         observes the tree manager's kinds only)."""
         names = module_names(frame)

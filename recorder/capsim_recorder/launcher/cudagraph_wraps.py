@@ -16,6 +16,7 @@ import torch
 from .. import torch_compat
 from .cudagraphs import CudagraphRecording
 from . import patching
+from .optimizer import optimizer_params
 from .patching import called_by_torch, one_root, patched
 
 
@@ -86,14 +87,23 @@ def _patched_optimizer_init(original: Any) -> Any:
 
 
 def _patched_zero_grad(original: Any) -> Any:
-    def zero_grad(self, set_to_none: bool = True):
-        r = _active
-        if not _idle(r):
-            r.guarded("zero_grad", r.script.zero_grad, self, set_to_none)
-        return original(self, set_to_none)
+    """torch.optim.Optimizer.zero_grad: an optimizer's in the trace
+    (create_optimizer) is zero_grad; the script's call of any other's (of a
+    kind capsim does not model, stepped eagerly) is a clear_grads of its
+    params, named after the optimizer's variable."""
 
-    zero_grad.__wrapped__ = original  # type: ignore[attr-defined]
-    return zero_grad
+    def on_call(opt: Any, frame: Any, set_to_none: bool, run: Any) -> Any:
+        r = _active
+        if _idle(r):
+            return patching.NOT_OURS
+        if r.script.follows(opt):
+            r.guarded("zero_grad", r.script.zero_grad, opt, set_to_none)
+            return run()
+        if not _clearing(r, frame):
+            return patching.NOT_OURS
+        return _clear(r, opt, optimizer_params(opt), set_to_none, run)
+
+    return patching.zero_grad_wrap(original, on_call)
 
 
 def _patched_mark_static_address(original: Any) -> Any:
@@ -129,9 +139,10 @@ def _clearing(r: Optional[CudagraphRecording], frame: Any) -> bool:
     return not _idle(r) and not r.busy and not r.script.clearing and not called_by_torch(frame)
 
 
-def _clear(r: CudagraphRecording, module: Any, params: list, set_to_none: bool, run: Any) -> Any:
-    """A grad clear of the script's (cudagraph_script.py's clear_grads)."""
-    r.guarded("a grad clear", r.script.clear_grads, module, params, set_to_none, sys._getframe(1))
+def _clear(r: CudagraphRecording, owner: Any, params: list, set_to_none: bool, run: Any) -> Any:
+    """A grad clear of the script's (cudagraph_script.py's clear_grads;
+    `owner`: the module or optimizer, None for `p.grad = None`)."""
+    r.guarded("a grad clear", r.script.clear_grads, owner, params, set_to_none, sys._getframe(1))
     r.script.clearing = True
     try:
         return run()
@@ -141,15 +152,14 @@ def _clear(r: CudagraphRecording, module: Any, params: list, set_to_none: bool, 
 
 def _patched_module_zero_grad(original: Any) -> Any:
     """nn.Module.zero_grad: clear_grads named after the module's variable."""
-    def zero_grad(self, set_to_none: bool = True):
-        r = _active
-        if not _clearing(r, sys._getframe(1)):
-            return original(self, set_to_none)
-        return _clear(r, self, list(self.parameters()), set_to_none,
-                      lambda: original(self, set_to_none))
 
-    zero_grad.__wrapped__ = original  # type: ignore[attr-defined]
-    return zero_grad
+    def on_call(module: Any, frame: Any, set_to_none: bool, run: Any) -> Any:
+        r = _active
+        if not _clearing(r, frame):
+            return patching.NOT_OURS
+        return _clear(r, module, list(module.parameters()), set_to_none, run)
+
+    return patching.zero_grad_wrap(original, on_call)
 
 
 def _patched_parameter_grad(original: Any) -> Any:

@@ -28,7 +28,9 @@ Not followed, and counted on stderr at the end: optimizers of other kinds,
 compiled calls that step several optimizers; a grad replaced by a new tensor
 (`p.grad = t`) is written as an accumulation (capsim's AccumulateGrad adds in
 place). Eager steps (`opt.step()` not compiled) are not capsim's model and
-are not written; an optimizer only ever stepped eagerly never appears.
+are not written; an optimizer only ever stepped eagerly never appears, and
+its `zero_grad` (as any optimizer's before its first compiled step) is a
+grad clear of its params (clear_grads, params.py).
 """
 
 from __future__ import annotations
@@ -173,6 +175,12 @@ class OptimizerWatch:
             else:
                 self._sync(followed)
 
+    def follows(self, opt: Any) -> bool:
+        """Whether `opt` is in the trace (its first compiled step found): its
+        zero_grad is then zero_grad, any other optimizer's a grad clear."""
+        followed = self.followed.get(id(opt))
+        return followed is not None and followed.ref() is opt
+
     def zero_grad(self, opt: Any, set_to_none: bool) -> Callable[[], None]:
         """Before opt.zero_grad(set_to_none); returns what to do after it."""
         followed = self.followed.get(id(opt))
@@ -195,8 +203,10 @@ class OptimizerWatch:
 
     def clear_grads(self, name: Optional[str], params: list, set_to_none: bool,
                     frame: Any) -> Callable[[], None]:
-        """Before the script's `module.zero_grad(set_to_none)` (`name`: the
-        module's variable) or `p.grad = None` (name None: p's own name);
+        """Before the script's `module.zero_grad(set_to_none)` or an
+        unfollowed optimizer's `opt.zero_grad(set_to_none)` (`name`: the
+        module's or the optimizer's variable), or `p.grad = None` (name
+        None: p's own name);
         returns what to do after it (params.clear_grads)."""
         if not self.live() or self.call is not None:
             return lambda: None

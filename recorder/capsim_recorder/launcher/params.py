@@ -1,7 +1,8 @@
 """The parameters the CPU form of record() (recording.py) has written into
 its trace, and what the trace last said of each one's grad; shared by the
 optimizer watch (optimizer.py) and the grad clears (`model.zero_grad()`,
-`p.grad = None`: clear_grads, below).
+`p.grad = None`, an unfollowed optimizer's `opt.zero_grad()`: clear_grads,
+below).
 
 A parameter is written once (`new_tensor`, `parameter: true`, named after
 the nn.Module attribute that holds it in a frame of the script,
@@ -12,7 +13,9 @@ models reads it (a compiled optimizer step, zero_grad, clear_grads).
 
 clear_grads (docs/trace-format.md section 5): `model.zero_grad(set_to_none)`
 is `{"name": the module's variable, "params": its parameters,
-"set_to_none"}`, `p.grad = None` is `{"name": p's name, "params": [p's name],
+"set_to_none"}` (`opt.zero_grad(set_to_none)` of an optimizer the trace
+does not follow: the same, with the optimizer's variable and params),
+`p.grad = None` is `{"name": p's name, "params": [p's name],
 "set_to_none": true}`; each with the event zero_grad {name, set_to_none,
 grads: how many of them had a grad}, as opt.zero_grad gives.
 """

@@ -1,7 +1,8 @@
 """What record()'s two forms (recording.py's compiled-autograd form and
 launcher/cudagraphs.py's cudagraph form) share in wrapping the plain
 PyTorch API: installing and restoring the wraps, telling PyTorch's own calls
-from the script's, and the one-root backward capsim models.
+from the script's, the one-root backward capsim models, and the shape of the
+grad-clear wraps (nn.Parameter.grad, the zero_grad methods).
 """
 
 from __future__ import annotations
@@ -78,6 +79,22 @@ def parameter_grad_property(original: Any, on_set_none: Callable[[Any, Any, Any]
         original.__delete__(self)
 
     return property(get, set_grad, delete, getattr(original, "__doc__", None))
+
+
+def zero_grad_wrap(original: Any, on_call: Callable[[Any, Any, bool, Any], Any]) -> Any:
+    """A `zero_grad(set_to_none=True)` method (nn.Module's or
+    torch.optim.Optimizer's) wrapped: `on_call(self, caller frame,
+    set_to_none, run)` handles the call and returns what to return, or
+    NOT_OURS (without having called `run`) to let it run unrecorded."""
+
+    def zero_grad(self, set_to_none: bool = True):
+        result = on_call(self, sys._getframe(1), set_to_none, lambda: original(self, set_to_none))
+        if result is NOT_OURS:
+            return original(self, set_to_none)
+        return result
+
+    zero_grad.__wrapped__ = original  # type: ignore[attr-defined]
+    return zero_grad
 
 
 NOT_OURS = object()
