@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <bit>
 #include <cstring>
 #include <set>
 
@@ -14,6 +15,44 @@
 namespace capsim {
 
 namespace {
+
+// float16 bits as the float they stand for (normal, subnormal, inf, NaN).
+float half_value(std::uint32_t h) {
+  const std::uint32_t sign = (h & 0x8000u) << 16;
+  const std::uint32_t exponent = (h >> 10) & 0x1fu;
+  const std::uint32_t mantissa = h & 0x3ffu;
+  if (exponent == 0x1f) return std::bit_cast<float>(sign | 0x7f800000u | (mantissa << 13));
+  if (exponent != 0) {
+    return std::bit_cast<float>(sign | ((exponent + 112) << 23) | (mantissa << 13));
+  }
+  const float magnitude = static_cast<float>(mantissa) * 0x1p-24f;  // exact
+  return sign != 0 ? -magnitude : magnitude;
+}
+
+// A tensor's elements (gather_bits' words: one per element, two for an
+// 8-byte one) as floats: what a `read` shows of any dtype. complex64 shows
+// its real part; an integer or bool its value.
+std::vector<float> float_values(const ElementBits& bits, DType dtype) {
+  std::vector<float> out;
+  const bool wide = dtype_element_bytes(dtype) == 8;
+  for (std::size_t i = 0; i < bits.size(); i += wide ? 2 : 1) {
+    const std::uint32_t w = bits[i];
+    const std::uint64_t pair = wide ? (std::uint64_t{bits[i + 1]} << 32) | w : w;
+    switch (dtype) {
+      case DType::kFloat32:
+      case DType::kComplex64: out.push_back(std::bit_cast<float>(w)); break;
+      case DType::kFloat64: out.push_back(static_cast<float>(std::bit_cast<double>(pair))); break;
+      case DType::kFloat16: out.push_back(half_value(w)); break;
+      case DType::kBFloat16: out.push_back(std::bit_cast<float>(w << 16)); break;
+      case DType::kInt64: out.push_back(static_cast<float>(static_cast<std::int64_t>(pair))); break;
+      case DType::kInt32: out.push_back(static_cast<float>(static_cast<std::int32_t>(w))); break;
+      case DType::kInt8: out.push_back(static_cast<float>(static_cast<std::int8_t>(w))); break;
+      case DType::kUInt8: out.push_back(static_cast<float>(w & 0xffu)); break;
+      case DType::kBool: out.push_back(w != 0 ? 1.0f : 0.0f); break;
+    }
+  }
+  return out;
+}
 
 DeviceMemoryOptions memory_options(const WorldOptions& o) {
   DeviceMemoryOptions m;
@@ -186,6 +225,7 @@ Result<std::vector<float>> World::values(const std::string& name) const {
   CAPSIM_TRY_ASSIGN(const std::uint64_t o, objects_.lookup(name));
   const TensorArg arg = held_tensor_arg(store_, objects_.at(o).tensor);
   CAPSIM_TRY_ASSIGN(const ElementBits bits, gather_bits(memory_, arg.address, arg.meta));
+  if (arg.meta.dtype != DType::kFloat32) return float_values(bits, arg.meta.dtype);
   std::vector<float> out(bits.size());
   // memcpy's pointers must not be null, and an empty vector's may be (a
   // zero-element read; found by fuzz_trace_reader under UBSan).

@@ -80,6 +80,7 @@ class World : private WorldCalls {
   // The tensor object a name refers to now (PyTorch's `id(t)`).
   Result<TensorId> tensor_id(const std::string& name) const;
   Result<Address> data_ptr(const std::string& name) const;
+  // Its elements, row-major, as floats (another dtype converted: a read).
   Result<std::vector<float>> values(const std::string& name) const;
   // Live blocks of the cudagraph pool (the tests' all_live_block_count()).
   std::size_t pool_live_blocks() const;

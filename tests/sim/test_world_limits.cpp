@@ -73,3 +73,21 @@ TEST_CASE("world: a new_tensor of int64 takes 8 bytes an element") {
   CHECK(gap(DType::kInt64) == 1024);
   CHECK(gap(DType::kBool) == 512);
 }
+
+// A read of another dtype shows one value per element, as PyTorch prints it.
+TEST_CASE("world: values of every dtype are one float per element") {
+  World w{WorldOptions{}};
+  REQUIRE(w.begin(Program{}).ok());
+  const std::pair<DType, std::vector<float>> cases[] = {
+      {DType::kInt64, {-3, -3, -3}}, {DType::kFloat64, {-3.5f, -3.5f, -3.5f}},
+      {DType::kBool, {1, 1, 1}},     {DType::kFloat16, {-3.5f, -3.5f, -3.5f}},
+      {DType::kInt8, {-3, -3, -3}},  {DType::kBFloat16, {-3.5f, -3.5f, -3.5f}},
+  };
+  std::int64_t i = 0;
+  for (const auto& [dtype, want] : cases) {
+    CAPTURE(dtype_name(dtype));
+    const std::string name = fmt::format("t{}", i);
+    REQUIRE(w.run_action(i++, NewTensor{name, {3}, -3.5f, 0, false, false, dtype}).ok());
+    CHECK(w.values(name).value() == want);
+  }
+}
