@@ -47,7 +47,11 @@ bool collapses_to_rank_one(const KernelLaunch& launch, std::int64_t n) {
   if (pointers == 0) return false;
   for (int p = 0; p < pointers; ++p) {
     const Geometry& g = launch.geometry[p];
-    if (!is_dense(g) || kernels::geometry_numel(g) != n) return false;
+    // One shared geometry holds one element size (typed_copy's may differ).
+    if (!is_dense(g) || kernels::geometry_numel(g) != n ||
+        g.elem_bytes != launch.geometry[0].elem_bytes) {
+      return false;
+    }
   }
   return true;
 }
@@ -59,20 +63,20 @@ bool collapses_to_rank_one(const KernelLaunch& launch, std::int64_t n) {
 class OperandGeometry {
  public:
   OperandGeometry(const KernelLaunch& launch, std::int64_t n) {
+    flat_.rank = 1;
+    flat_.elem_bytes = launch.geometry[0].elem_bytes;
+    flat_.sizes[0] = n;
+    flat_.strides[0] = 1;
     const bool collapsed = collapses_to_rank_one(launch, n);
     for (std::size_t i = 0; i < at_.size(); ++i) {
-      flat_[i].rank = 1;
-      flat_[i].elem_bytes = launch.geometry[i].elem_bytes;  // typed_copy's differ
-      flat_[i].sizes[0] = n;
-      flat_[i].strides[0] = 1;
-      at_[i] = collapsed ? &flat_[i] : &launch.geometry[i];
+      at_[i] = collapsed ? &flat_ : &launch.geometry[i];
     }
   }
   OperandGeometry(const OperandGeometry&) = delete;  // at_ may point into it
   const Geometry& operator[](std::size_t i) const { return *at_[i]; }
 
  private:
-  std::array<Geometry, kMaxKernelPointers> flat_;
+  Geometry flat_;
   std::array<const Geometry*, kMaxKernelPointers> at_{};
 };
 }  // namespace
