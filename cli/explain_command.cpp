@@ -80,7 +80,14 @@ std::string summary_line(const std::string& path, const ObservedRun& run, std::s
   } else if (!run.header.config.cudagraphs) {
     how = " (the trace ran without CUDA graphs: --as-on-a-gpu explains what a GPU would do)";
   }
-  return fmt::format("{}: {} decisions explained{}", path, count, how);
+  std::string stopped;
+  if (run.stopped_at && run.error_at) {
+    stopped = fmt::format(
+        "; the simulation stops at action {} of {}, which needs what the error at action {} left "
+        "unmade (a GPU run stops at that error: a RuntimeError the program does not catch)",
+        *run.stopped_at, run.actions.size(), *run.error_at);
+  }
+  return fmt::format("{}: {} decisions explained{}{}", path, count, how, stopped);
 }
 
 }  // namespace
@@ -121,7 +128,9 @@ int explain_command(const std::string& path, const ExplainOptions& o) {
     fmt::print("{}\n", j.dump(2));
     return 0;
   }
-  for (const Explanation& e : all) fmt::print("{}\n", explanation_text(e));
+  for (const FoldedExplanation& f : fold_explanations(all)) {
+    fmt::print("{}\n", folded_explanation_text(f));
+  }
   fmt::print("{}\n", summary_line(path, *run, all.size()));
   if (o.what_if) print_what_ifs(path, edits, false);
   return 0;

@@ -3,7 +3,7 @@
 # data/corpus/torch/, one column per release folder, each cell what
 # `capsim replay` finds: "matched" (node for node), or the first divergence.
 # A trace listed as structural in the document's expected-divergences block is
-# replayed with --structural and marked so. tests/cli/fidelity_table.sh checks
+# replayed with --structural and marked so. tests/cli/doc_table.sh checks
 # that the document holds exactly this output.
 #   scripts/fidelity-table.sh CAPSIM
 set -euo pipefail

@@ -84,8 +84,8 @@ struct GenericOp {
   friend bool operator==(const GenericOp&, const GenericOp&) = default;
 };
 
-inline constexpr std::size_t kMaxGenericArgs = 64;
-inline constexpr std::size_t kMaxGenericResults = 16;
+inline constexpr std::size_t kMaxGenericArgs = 1024;
+inline constexpr std::size_t kMaxGenericResults = 1024;
 inline constexpr std::size_t kMaxGenericTargetBytes = 256;
 inline constexpr std::size_t kMaxGenericAttrsBytes = 4096;
 // Element reads one generic op may make (each result and written arg reads
@@ -201,7 +201,7 @@ struct FunctionDef {
 };
 
 // Limits on a body.
-inline constexpr std::size_t kMaxBodyInputs = 256;
+inline constexpr std::size_t kMaxBodyInputs = 2048;
 inline constexpr std::size_t kMaxBodyOps = 4096;
 
 // Limits on what one op may cost, since a body (and the tensors it runs on)

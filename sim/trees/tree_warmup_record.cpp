@@ -185,7 +185,7 @@ Result<std::vector<TensorId>> TreeManager::fill_placeholders(
   for (std::uint32_t i : node.input_copy_idxs) {
     const Tensor src = ctx_.store().at(inputs[i]);
     const std::int64_t elements = needed_size(src.meta.sizes, src.meta.strides);
-    CAPSIM_TRY_ASSIGN(const Tensor buffer, ctx_.store().empty({elements}, DType::kFloat32, pool_));
+    CAPSIM_TRY_ASSIGN(const Tensor buffer, ctx_.store().empty({elements}, src.meta.dtype, pool_));
     TensorMeta meta = src.meta;
     meta.storage_offset = 0;
     // Sized to hold the input's geometry, so neither the view nor the copy

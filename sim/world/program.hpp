@@ -41,6 +41,10 @@ struct NewTensor {
   // written before autograd ran in the World build no graphs.
   bool requires_grad = false;
   DType dtype = DType::kFloat32;  // its element size and how fill is stored
+  // none: contiguous. Otherwise the tensor's strides (a slice of a bigger
+  // batch, a transposed input): its storage spans offset + the elements the
+  // strides reach, all filled.
+  std::optional<Dims> strides = std::nullopt;
 };
 // torch._dynamo.mark_static_address(t, guard=...). `name` may be "p.grad".
 struct MarkStatic {

@@ -247,7 +247,8 @@ std::size_t World::live_storages_of(const std::vector<TensorId>& tensors) const 
 // --- Simple actions ------------------------------------------------------------
 
 Status World::do_new_tensor(const NewTensor& a) {
-  CAPSIM_TRY_ASSIGN(const TensorId t, context_.fresh_tensor(a.sizes, a.fill, a.offset, a.dtype));
+  CAPSIM_TRY_ASSIGN(const TensorId t,
+                    context_.fresh_tensor(a.sizes, a.fill, a.offset, a.dtype, a.strides));
   const std::uint64_t object = objects_.new_object(t, a.parameter);
   if (a.requires_grad) CAPSIM_TRY(autograd_.adopt_leaf(t, object));
   return objects_.bind(a.name, object);

@@ -122,19 +122,23 @@ void World::compile(const FunctionDef& def, std::span<const DynamoArg> args,
                     const std::vector<std::int64_t>& int_key, CompiledEntry& entry,
                     bool another_size) {
   const StaticInputs statics = static_input_idxs(def, args, options_.config);
-  for (std::uint32_t i : statics.demoted) {
-    ctx_.emit(EventKind::kAlignClone, {{F::function, def.name}, {F::input, i}, {F::demoted, true}});
-  }
   if (!options_.config.cudagraphs) {
     // No cudagraphify at all: no skip is logged, no tree function is made,
-    // and a dynamic graph's new sizes need no compile.
+    // and a dynamic graph's new sizes need no compile. Nor is an unaligned
+    // input demoted: remove_unaligned_input_idxs runs only on the cudagraphify
+    // path (torch/_inductor/compile_fx.py), so every static index stays.
     entry.kind = EntryKind::kNoCudagraphs;
     if (another_size) return;
-    std::vector<EventField> fields{{F::function, def.name},
-                                   {F::static_input_idxs, int_list(statics.idxs)}};
+    std::vector<std::uint32_t> all = statics.idxs;
+    all.insert(all.end(), statics.demoted.begin(), statics.demoted.end());
+    std::sort(all.begin(), all.end());
+    std::vector<EventField> fields{{F::function, def.name}, {F::static_input_idxs, int_list(all)}};
     if (!def.step_params.empty()) fields.push_back({F::step_params, int_list(def.step_params)});
     ctx_.emit(EventKind::kCompile, std::move(fields));
     return;
+  }
+  for (std::uint32_t i : statics.demoted) {
+    ctx_.emit(EventKind::kAlignClone, {{F::function, def.name}, {F::input, i}, {F::demoted, true}});
   }
   ensure_manager();
   const bool dynamic = !int_key.empty();

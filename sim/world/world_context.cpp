@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <bit>
+#include <cassert>
 #include <cmath>
 #include <span>
 
@@ -46,12 +47,24 @@ std::uint64_t stored_bits(DType dtype, float value, bool drawn) {
 }  // namespace
 
 Result<TensorId> WorldContext::fresh_tensor(const Dims& sizes, std::optional<float> fill,
-                                            std::int64_t offset, DType dtype) {
-  if (offset < 0 || offset > 64) {
-    return make_error(fmt::format("offset: {} is outside [0, 64]", offset));
+                                            std::int64_t offset, DType dtype,
+                                            const std::optional<Dims>& strides) {
+  if (offset < 0 || offset > kMaxValueElements) {
+    return make_error(fmt::format("offset: {} is outside [0, {}]", offset, kMaxValueElements));
   }
-  CAPSIM_TRY_ASSIGN(const TensorMeta meta, contiguous_meta(sizes, dtype));
-  const std::int64_t n = numel(meta);
+  CAPSIM_TRY_ASSIGN(TensorMeta meta, contiguous_meta(sizes, dtype));
+  if (strides) {
+    assert(strides->size() == sizes.size());  // the reader checked
+    meta.strides = *strides;
+  }
+  // The elements the tensor reaches, filled: numel when contiguous.
+  const std::int64_t n = needed_size(meta.sizes, meta.strides);
+  if (n > kMaxValueElements - offset) {
+    return make_error(
+        fmt::format("strides: the tensor spans {} elements past its offset, the "
+                    "limit is {}",
+                    n, kMaxValueElements - offset));
+  }
   CAPSIM_TRY_ASSIGN(const Tensor buffer, store.empty({n + offset}, dtype));
   TensorMeta view_meta = meta;
   view_meta.storage_offset = offset;

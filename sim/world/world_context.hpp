@@ -76,8 +76,10 @@ struct WorldContext {
   // A new tensor of `sizes`, held once, `offset` elements into a storage of
   // its own, filled with `fill` or else the RNG's next values.
   // Of `dtype`, with each value stored as that dtype stores it (NewTensor).
+  // With `strides`, the storage spans every element they reach, all filled.
   Result<TensorId> fresh_tensor(const Dims& sizes, std::optional<float> fill, std::int64_t offset,
-                                DType dtype = DType::kFloat32);
+                                DType dtype = DType::kFloat32,
+                                const std::optional<Dims>& strides = std::nullopt);
   // E1 on the tensors of `used`: true, with the error event out, when one was
   // freed by a new generation.
   bool raise_if_poisoned(const std::vector<std::uint64_t>& used);

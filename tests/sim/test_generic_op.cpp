@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "sim/core/generic_op.hpp"
+#include "sim/world/world.hpp"
 #include "tests/sim/body_test_support.hpp"
 
 namespace capsim {
@@ -212,6 +213,35 @@ TEST_CASE("generic_mix: every operand element reaches the output; a forgetful ke
       CHECK_FALSE(every_input_reaches_output(forgetful_mix, n, sizes));
     }
   }
+}
+
+// A non-static float64 input is copied into a placeholder of its own dtype
+// (the recording's empty_strided), 8 bytes an element: a float32 placeholder
+// of the same element count was half its size (nanoGPT's and the LSTM's
+// traces under explain --as-on-a-gpu).
+TEST_CASE("generic op: a copied float64 input gets a float64 placeholder") {
+  Program p;
+  p.functions.push_back(
+      def_of(1, {generic("aten.neg.default", {0}, {meta_of({5, 4}, DType::kFloat64)})}, {1}));
+  p.functions.back().mode = CompilationMode::kInference;
+  for (int step = 0; step < 3; ++step) {
+    p.actions.push_back(
+        NewTensor{"x", {5, 4}, std::nullopt, 0, false, false, DType::kFloat64, std::nullopt});
+    p.actions.push_back(Call{"f", {"x"}, {"y"}, {}, std::nullopt, {}});
+    p.actions.push_back(Del{"y"});
+  }
+  WorldOptions options;
+  options.config.cudagraphs = true;
+  World w(options);
+  const Status s = w.run(p);
+  REQUIRE_MESSAGE(s.ok(), s.error().message);
+  std::int64_t copies = 0;
+  for (const Event& e : w.events()) {
+    if (e.kind != EventKind::kCopyIn) continue;
+    ++copies;
+    CHECK(e.get<std::int64_t>(F::bytes) == 5 * 4 * 8);
+  }
+  CHECK(copies >= 1);
 }
 
 }  // namespace

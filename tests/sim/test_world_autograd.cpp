@@ -376,3 +376,33 @@ TEST_CASE("world autograd: legacy and functional captures in one World keep thei
 
 }  // namespace
 }  // namespace capsim
+
+namespace capsim {
+namespace {
+
+// A strided new_tensor (a recorded slice of a batch: rows 3.. of a [10, 50]
+// float64 array, last column dropped) keeps PyTorch's geometry: its storage
+// spans every element the strides reach, so a compiled graph's views of it
+// fit, and its values are read through the strides.
+TEST_CASE("world: a strided new_tensor spans what its strides reach") {
+  Program p;
+  NewTensor x{"x", {7, 49}, 1.5f, 150, false, false, DType::kFloat64, Dims{50, 1}};
+  p.actions.push_back(x);
+  World w(WorldOptions{});
+  const Status s = w.run(p);
+  REQUIRE_MESSAGE(s.ok(), s.error().message);
+  const std::vector<float> v = *w.values("x");
+  CHECK(v.size() == 7 * 49);
+  CHECK(v.front() == 1.5f);
+  CHECK(v.back() == 1.5f);
+  Program too_far;
+  too_far.actions.push_back(NewTensor{
+      "y", {2, 2}, std::nullopt, 0, false, false, DType::kFloat32, Dims{kMaxValueElements, 1}});
+  World w2(WorldOptions{});
+  const Status refused = w2.run(too_far);
+  REQUIRE_FALSE(refused.ok());
+  CHECK(refused.error().message.find("strides: the tensor spans") != std::string::npos);
+}
+
+}  // namespace
+}  // namespace capsim

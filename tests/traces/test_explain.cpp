@@ -137,10 +137,77 @@ TEST_CASE("explain: a recorded PyTorch capture cites the cache-miss rule its mes
   Result<ObservedRun> run = observe_file(kCorpus + "/torch/2.11.0/custom_function_redefined.jsonl");
   REQUIRE(run.ok());
   const std::vector<Explanation> all = explain(*run, std::nullopt);
-  REQUIRE(all.size() == 2);
-  CHECK(all[0].title == "compiled autograd: a new graph");
-  CHECK(all[0].what.find("ScaledByBackward") != std::string::npos);
-  CHECK(all[0].fix.find("155105") != std::string::npos);
+  REQUIRE(all.size() == 3);
+  CHECK(all[0].event == "ca_graph:first");
+  CHECK(all[0].title == "compiled autograd captured its first graph");
+  // The class made anew each step: the same miss recurs, so its fix applies.
+  CHECK(all[1].title == "compiled autograd: a new graph");
+  CHECK(all[1].what.find("ScaledByBackward") != std::string::npos);
+  CHECK(all[1].fix.find("155105") != std::string::npos);
+  const std::vector<FoldedExplanation> folded = fold_explanations(all);
+  CHECK(folded.size() == 3);  // the two recaptures name different backwards
+}
+
+// Each recapture of a recorded run gets the rule of its cause: a grad that
+// went from None to kept, a size that changed, another backward that later
+// backwards reuse (a double backward's graph).
+TEST_CASE("explain: a recorded recapture names its cause") {
+  const auto rule_of_backward_1 = [](const std::string& file) {
+    Result<ObservedRun> run = observe_file(kCorpus + "/torch/2.11.0/" + file);
+    REQUIRE(run.ok());
+    const std::vector<Explanation> all = explain(*run, std::nullopt);
+    REQUIRE(all.size() >= 2);
+    CHECK(all[0].event == "ca_graph:first");
+    return all[1].title;
+  };
+  CHECK(rule_of_backward_1("zero_grad_keep.jsonl") == "compiled autograd: a grad's state changed");
+  CHECK(rule_of_backward_1("static_shapes.jsonl") == "compiled autograd: changed sizes");
+  CHECK(rule_of_backward_1("create_graph_double_backward.jsonl") ==
+        "compiled autograd: another backward, captured once");
+}
+
+// dcgan (data/third_party/): as on a GPU, a read of the generator's output
+// meets E1; the call that raised bound nothing, so the simulation stops at
+// the first action that needs it, and says where a GPU run stops.
+TEST_CASE("explain: as on a GPU, the simulation stops where an error left a name unmade") {
+  Result<ObservedRun> run = observe_file(std::string(CAPSIM_SOURCE_DIR) +
+                                         "/data/third_party/2.11.0/dcgan.compiled.jsonl");
+  REQUIRE(run.ok());
+  Result<ObservedRun> gpu = as_on_a_gpu(*run);
+  REQUIRE_MESSAGE(gpu.ok(), gpu.error().message);
+  REQUIRE(gpu->error_at.has_value());
+  REQUIRE(gpu->stopped_at.has_value());
+  CHECK(*gpu->error_at < *gpu->stopped_at);
+  CHECK(*gpu->stopped_at < gpu->actions.size());
+  CHECK(gpu->events.back().action <= *gpu->stopped_at);
+  // A run without errors runs to its end.
+  Result<ObservedRun> mnist = observe_file(std::string(CAPSIM_SOURCE_DIR) +
+                                           "/data/third_party/2.11.0/mnist.compiled.jsonl");
+  REQUIRE(mnist.ok());
+  Result<ObservedRun> mnist_gpu = as_on_a_gpu(*mnist);
+  REQUIRE(mnist_gpu.ok());
+  CHECK_FALSE(mnist_gpu->stopped_at.has_value());
+}
+
+TEST_CASE("explain: identical paragraphs fold into one, with the others' actions") {
+  Explanation a;
+  a.action = 3;
+  a.event = "record:no_child";
+  a.what = "the same";
+  Explanation b = a;
+  b.action = 9;
+  b.line = 40;
+  Explanation c = a;
+  c.action = 12;
+  c.what = "another";
+  const std::vector<FoldedExplanation> folded = fold_explanations({a, b, c});
+  REQUIRE(folded.size() == 2);
+  CHECK(folded[0].first.action == 3);
+  CHECK(folded[0].again == std::vector<std::size_t>{9});
+  CHECK(folded[1].again.empty());
+  CHECK(folded_explanation_text(folded[0]).find("again:  1 more time, the same, at action 9") !=
+        std::string::npos);
+  CHECK(folded_explanation_text(folded[1]).find("again") == std::string::npos);
 }
 
 const std::string kPrograms = std::string(CAPSIM_SOURCE_DIR) + "/data/programs";

@@ -123,7 +123,8 @@ std::string rule_key(const Event& e) {
                                  : "compile:grads_not_static";
     case EventKind::kCaGraph: {
       const bool* captured = e.get_if<bool>(F::captured);
-      return captured && *captured && int_or(e, F::backward, 0) > 0 ? "ca_graph:captured" : "";
+      if (captured == nullptr || !*captured) return "";
+      return int_or(e, F::backward, 0) > 0 ? "ca_graph:captured" : "ca_graph:first";
     }
     default: return "";
   }
@@ -256,11 +257,37 @@ Account account_of(const Event& e, const Action& a, ExplainState& st) {
     }
     case EventKind::kCaCacheMiss: return {text_or(e, F::message, "a cache miss"), {}};
     case EventKind::kCaGraph:
-      return {fmt::format("Backward {} was captured again instead of reusing the cached graph.",
+      if (int_or(e, F::backward, 0) == 0)
+        return {"Backward 0 was captured: the cache was empty.", {}};
+      return {fmt::format("Backward {} was captured again instead of reusing a cached graph.",
                           int_or(e, F::backward, 0)),
               {}};
     default: return {};
   }
+}
+
+// A recapture (backward > 0) names its cause in PyTorch's words: a grad's
+// state (AccumulateGrad's key), changed sizes, or a new node. For a new
+// node, a recorded capture that later backwards reuse (cache hits
+// follow, and no other capture says the same) is another backward of the
+// step, captured once: nothing to fix.
+std::string capture_rule(const ObservedRun& run, std::size_t i) {
+  const std::string& m = run.event_messages[i];
+  if (m.empty()) return "ca_graph:captured";  // capsim's own: its ca_cache_miss explains
+  if (m.find("AccumulateGrad") != std::string::npos) return "ca_graph:accumulate_grad";
+  if (m.find("changed tensor shapes") != std::string::npos) return "ca_cache_miss:changed_shapes";
+  bool reused = false;
+  bool recurs = false;
+  for (std::size_t k = 0; k < run.events.size(); ++k) {
+    const Event& other = run.events[k];
+    const bool* captured = other.get_if<bool>(F::captured);
+    if (k == i || other.kind != EventKind::kCaGraph || captured == nullptr) continue;
+    if (!*captured && k > i) reused = true;
+    if (*captured && run.event_messages[k] == m) recurs = true;
+  }
+  if (reused && !recurs) return "ca_graph:distinct_backward";
+  if (m.find("new autograd node") != std::string::npos) return "ca_cache_miss:new_autograd_node";
+  return "ca_graph:captured";
 }
 
 }  // namespace
@@ -287,17 +314,7 @@ std::vector<Explanation> explain(const ObservedRun& run, std::optional<std::size
           fmt::format(" It last got storage at action {} ({}).", *moved->bound_at, moved->bound_by);
     }
     if (only && e.action != *only) continue;
-    // A recorded capture names its cause in PyTorch's words: the cache-miss
-    // rule that matches them.
-    std::string rule_name = key;
-    if (key == "ca_graph:captured") {
-      const std::string& m = run.event_messages[i];
-      if (m.find("new autograd node") != std::string::npos) {
-        rule_name = "ca_cache_miss:new_autograd_node";
-      } else if (m.find("changed tensor shapes") != std::string::npos) {
-        rule_name = "ca_cache_miss:changed_shapes";
-      }
-    }
+    const std::string rule_name = key == "ca_graph:captured" ? capture_rule(run, i) : key;
     const ExplainRule* rule = find_explain_rule(rule_name);
     Explanation x;
     x.action = e.action;
@@ -329,6 +346,35 @@ std::string explanation_text(const Explanation& e) {
   if (!e.rule.empty()) out += fmt::format("  rule:   {}\n", e.rule);
   if (!e.inputs.empty()) out += fmt::format("  inputs: {}\n", fmt::join(e.inputs, ", "));
   if (!e.fix.empty()) out += fmt::format("  fix:    {}\n", e.fix);
+  return out;
+}
+
+std::vector<FoldedExplanation> fold_explanations(const std::vector<Explanation>& all) {
+  std::vector<FoldedExplanation> out;
+  std::map<std::string, std::size_t> seen;  // what the paragraph says -> its index in out
+  for (const Explanation& e : all) {
+    const std::string says = fmt::format("{}\n{}\n{}\n{}\n{}\n{}\n{}", e.event, e.function, e.title,
+                                         e.what, e.rule, fmt::join(e.inputs, ","), e.fix);
+    const auto [it, fresh] = seen.try_emplace(says, out.size());
+    if (fresh) {
+      out.push_back({e, {}});
+    } else {
+      out[it->second].again.push_back(e.action);
+    }
+  }
+  return out;
+}
+
+std::string folded_explanation_text(const FoldedExplanation& f) {
+  constexpr std::size_t kListed = 8;  // the actions named; the rest are counted
+  std::string out = explanation_text(f.first);
+  if (f.again.empty()) return out;
+  const std::size_t listed = std::min(f.again.size(), kListed);
+  const std::vector<std::size_t> head(f.again.begin(), f.again.begin() + listed);
+  out += fmt::format(
+      "  again:  {} more time{}, the same, at action{} {}{}\n", f.again.size(),
+      f.again.size() == 1 ? "" : "s", f.again.size() == 1 ? "" : "s", fmt::join(head, ", "),
+      f.again.size() > listed ? fmt::format(" and {} more", f.again.size() - listed) : "");
   return out;
 }
 

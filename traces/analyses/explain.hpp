@@ -60,6 +60,17 @@ std::string action_summary(std::size_t index, const Action& action);
 
 // Text for people: a title line, then indented "what", "rule", "inputs", "fix".
 std::string explanation_text(const Explanation& e);
+
+// Explanations that say the same thing (all but action and line equal),
+// folded into the first, with the actions of the others: a loop's identical
+// paragraphs read once, with a count.
+struct FoldedExplanation {
+  Explanation first;
+  std::vector<std::size_t> again;  // the actions of the ones folded into it
+};
+std::vector<FoldedExplanation> fold_explanations(const std::vector<Explanation>& all);
+// explanation_text, and an "again" line when others were folded in.
+std::string folded_explanation_text(const FoldedExplanation& f);
 Json explanation_json(const Explanation& e);
 
 }  // namespace capsim

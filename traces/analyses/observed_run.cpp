@@ -93,8 +93,13 @@ Result<ObservedRun> observe_file(const std::string& path) {
 Result<ObservedRun> as_on_a_gpu(const ObservedRun& run) {
   ProgramFile file{run.header, Program{run.functions, run.actions}, {}};
   file.header.config.cudagraphs = true;
-  CAPSIM_TRY_ASSIGN(ProgramRun ran, run_program_file(file, "as on a GPU"));
+  CAPSIM_TRY_ASSIGN(ProgramRun ran, run_program_file(file, "as on a GPU", std::nullopt,
+                                                     kDefaultMemoryBudget, true));
+  const std::optional<std::size_t> stopped_at = ran.stopped_at;
+  const std::optional<std::size_t> error_at = ran.error_at;
   ObservedRun out = simulated_run(std::move(file), std::move(ran));
+  out.stopped_at = stopped_at;
+  out.error_at = error_at;
   out.header = run.header;  // the run had no CUDA graphs; its header says so
   out.as_on_a_gpu = true;
   return out;

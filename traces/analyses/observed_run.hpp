@@ -3,6 +3,7 @@
 // program without events, which is simulated first (traces/simulation/program_file.hpp).
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,11 @@ struct ObservedRun {
   std::vector<std::string> event_messages;  // per event: a recorder's x_message, or ""
   bool simulated = false;                   // the file was a program without events
   bool as_on_a_gpu = false;                 // events re-simulated with CUDA graphs on
+  // As on a GPU: the first action the simulation could not run, because an
+  // earlier error left unmade what it needs (ProgramRun), and that error's
+  // action, where a GPU run itself would have stopped.
+  std::optional<std::size_t> stopped_at;
+  std::optional<std::size_t> error_at;
   // The reader's warnings (a cut last line: docs/reliability.md), which every
   // command prints on stderr as replay does.
   std::vector<std::string> warnings;

@@ -58,6 +58,21 @@ Result<std::vector<std::uint32_t>> read_indices(ObjectReader& r, std::string_vie
   return r.index_list(key);
 }
 
+// Strides of a fresh tensor: non-negative, each at most kMaxValueElements
+// (so the span they reach cannot overflow; the World checks the span).
+Result<Dims> read_strides(ObjectReader& r, std::string_view key) {
+  CAPSIM_TRY(check_length(r, key, kMaxRank));
+  CAPSIM_TRY_ASSIGN(Dims strides, r.integer_list(key));
+  for (std::size_t i = 0; i < strides.size(); ++i) {
+    if (strides[i] < 0 || strides[i] > kMaxValueElements) {
+      return field_error(
+          fmt::format("{}[{}]", r.path_of(key), i),
+          fmt::format("stride {} is outside [0, {}]", strides[i], kMaxValueElements));
+    }
+  }
+  return strides;
+}
+
 Result<Dims> read_sizes(ObjectReader& r, std::string_view key) {
   CAPSIM_TRY(check_length(r, key, kMaxRank));
   CAPSIM_TRY_ASSIGN(Dims sizes, r.integer_list(key));
@@ -253,6 +268,7 @@ void write_fields(Json& j, const NewTensor& a) {
   if (a.dtype != DType::kFloat32) j["dtype"] = std::string(dtype_name(a.dtype));
   if (a.fill) j["fill"] = float_json(*a.fill);
   if (a.offset != 0) j["offset"] = a.offset;
+  if (a.strides) j["strides"] = *a.strides;
   if (a.parameter) j["parameter"] = true;
   if (a.requires_grad) j["requires_grad"] = true;
 }
@@ -261,6 +277,13 @@ Status read_fields(ObjectReader& r, NewTensor& a) {
   CAPSIM_TRY(assign(a.sizes, read_sizes(r, "sizes")));
   if (r.has("fill")) CAPSIM_TRY(assign(a.fill, r.float32("fill")));
   if (r.has("offset")) CAPSIM_TRY(assign(a.offset, r.integer("offset")));
+  if (r.has("strides")) {
+    CAPSIM_TRY(assign(a.strides, read_strides(r, "strides")));
+    if (a.strides->size() != a.sizes.size()) {
+      return field_error(r.path_of("strides"),
+                         fmt::format("{} entries for {} sizes", a.strides->size(), a.sizes.size()));
+    }
+  }
   if (r.has("parameter")) CAPSIM_TRY(assign(a.parameter, r.boolean("parameter")));
   if (r.has("requires_grad")) CAPSIM_TRY(assign(a.requires_grad, r.boolean("requires_grad")));
   if (r.has("dtype")) {

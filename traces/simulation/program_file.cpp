@@ -182,7 +182,7 @@ Result<ProgramFile> read_program_bytes(const std::string& bytes, const std::stri
 
 Result<ProgramRun> run_program_file(const ProgramFile& file, const std::string& path,
                                     std::optional<TorchProfile> torch,
-                                    std::uint64_t memory_budget_bytes) {
+                                    std::uint64_t memory_budget_bytes, bool stop_after_error) {
   WorldOptions options;
   options.memory_budget_bytes = memory_budget_bytes;
   options.config = file.header.config;
@@ -198,6 +198,10 @@ Result<ProgramRun> run_program_file(const ProgramFile& file, const std::string& 
   ProgramRun run;
   for (std::size_t i = 0; i < file.program.actions.size(); ++i) {
     if (Status s = world.run_action(i, file.program.actions[i]); !s) {
+      if (stop_after_error && run.error_at) {
+        run.stopped_at = i;
+        break;
+      }
       const std::string where =
           i < file.action_lines.size() ? fmt::format("{}:{}", path, file.action_lines[i]) : path;
       // The World names the action itself in some refusals ("action 16
@@ -208,7 +212,10 @@ Result<ProgramRun> run_program_file(const ProgramFile& file, const std::string& 
       }
       return make_error(fmt::format("{}: action {}: {}", where, i, why));
     }
-    for (Event& e : world.take_events()) run.events.push_back(std::move(e));
+    for (Event& e : world.take_events()) {
+      if (e.kind == EventKind::kError && !run.error_at) run.error_at = i;
+      run.events.push_back(std::move(e));
+    }
   }
   run.counters = world.counters();
   return run;

@@ -10,6 +10,7 @@
 // number, so every error names the file, the line and the field.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -36,6 +37,12 @@ Result<ProgramFile> read_program_bytes(const std::string& bytes, const std::stri
 struct ProgramRun {
   std::vector<Event> events;  // in order; each names its action
   Counters counters;
+  // With stop_after_error: the first action the World refused after an error
+  // event (E1, G3, ...), which left unmade what that action needs (a call
+  // that raised binds no outputs). A GPU run ends at the error itself, as an
+  // uncaught RuntimeError; error_at is that action.
+  std::optional<std::size_t> stopped_at;
+  std::optional<std::size_t> error_at;
 };
 
 // Runs the program in one World made from its header (`torch`, when given,
@@ -43,6 +50,7 @@ struct ProgramRun {
 // `path`, the action's line (when `action_lines` has it) and its index.
 Result<ProgramRun> run_program_file(const ProgramFile& file, const std::string& path,
                                     std::optional<TorchProfile> torch = std::nullopt,
-                                    std::uint64_t memory_budget_bytes = kDefaultMemoryBudget);
+                                    std::uint64_t memory_budget_bytes = kDefaultMemoryBudget,
+                                    bool stop_after_error = false);
 
 }  // namespace capsim
