@@ -23,7 +23,7 @@ its hint (the example inputs' size), and the function's body notes it
 (FunctionBody.notes, for x_notes). Nothing is guessed from names or shapes.
 
 A node is untranslated only if not even a generic op can express it (over 8
-dims, over 64 tensor operands or 16 results, a dtype outside §4.1's list, a
+dims, over 1024 tensor operands or 1024 results, a dtype outside §4.1's list, a
 sparse tensor, no example value, a call_method/call_module node); a
 function that needs one gets no body, and the caller then writes no function
 lines for the program (the header's x_untranslated lists those nodes).
@@ -534,7 +534,7 @@ _RULES = {
 
 TRANSLATED_OPS = tuple(sorted(_RULES))
 MAX_OPS = 4096
-MAX_INPUTS = 256
+MAX_INPUTS = 2048
 
 
 class _Walk:

@@ -25,7 +25,7 @@ as `{"op": "generic", "target", "attrs", "args", "results", "views",
 `operator.getitem` of such an op's tuple is capsim's `getitem`; a tensor the
 graph module holds (get_attr) a generic op `get_attr` with no args.
 
-Expressible is what the format holds: at most 8 dims, 64 tensor args and 16
+Expressible is what the format holds: at most 8 dims, 1024 tensor args and 1024
 results, dtypes in dtypes.DTYPES, strided tensors; anything else raises
 Unexpressible with the reason. Only torch.fx objects and the metadata are
 read; torch is imported lazily, this module imports without it.
@@ -42,8 +42,8 @@ from typing import Any, Callable, Optional
 from . import dtypes, torch_compat
 
 MAX_DIMS = 8
-MAX_ARGS = 64
-MAX_RESULTS = 16
+MAX_ARGS = 1024
+MAX_RESULTS = 1024
 MAX_TARGET = 256
 MAX_ATTRS = 4096
 

@@ -83,36 +83,20 @@ def _is_int(value: Any) -> bool:
 class TensorTable:
     """Names tensors t0, t1, ... in the order the walk meets them.
 
-    Variables (AccumulateGrad.variable) are the Python objects PyTorch keeps,
-    so they are identified by object identity. Saved tensors come back as a
-    fresh Python object on each `_saved_x` read (except saved leaves), so they
-    are identified by what makes two reads the same tensor: storage pointer,
-    offset, shape, strides and dtype. A variable is registered under both keys
-    so that a parameter saved by mm and accumulated by AccumulateGrad is one
-    entry.
+    Compiled autograd lifts one graph input per TensorImpl it collects
+    (TensorArgs::lookup in torch/csrc/dynamo/compiled_autograd.h keys on
+    unsafeGetTensorImpl()), so the table does too: a saved tensor read twice
+    (a fresh Python object per `_saved_x` read, the same TensorImpl) is one
+    entry, a leaf saved by mm and accumulated by AccumulateGrad is one entry,
+    and two views of one storage with equal geometry (`x.view(-1, 784)` taken
+    twice) are two, as in PyTorch. `_keep` holds every tensor, so no
+    TensorImpl address is reused while the table lives.
     """
 
     def __init__(self) -> None:
         self.entries: list[dict[str, Any]] = []
-        self._by_id: dict[int, str] = {}
-        self._by_storage: dict[tuple, str] = {}
-        self._keep: list[torch.Tensor] = []  # ids stay unique while we hold them
-
-    @classmethod
-    def _storage_key(cls, t: torch.Tensor) -> tuple:
-        if is_traceable_wrapper_subclass(t):
-            # A wrapper subclass (TwoTensor) has no storage of its own; it is
-            # the same tensor when its inner tensors are.
-            inner_names, _ = t.__tensor_flatten__()
-            inner = tuple(cls._storage_key(getattr(t, n)) for n in inner_names)
-            return (type(t).__qualname__, inner, tuple(t.shape), tuple(t.stride()), t.dtype)
-        return (
-            t.untyped_storage().data_ptr(),
-            t.storage_offset(),
-            tuple(t.shape),
-            tuple(t.stride()),
-            t.dtype,
-        )
+        self._by_impl: dict[int, str] = {}
+        self._keep: list[torch.Tensor] = []  # TensorImpl addresses stay unique
 
     def _add(self, t: torch.Tensor) -> str:
         name = f"t{len(self.entries)}"
@@ -135,23 +119,14 @@ class TensorTable:
         return self._add(t) if output else self.saved(t)
 
     def saved(self, t: torch.Tensor) -> str:
-        name = self._by_id.get(id(t))
+        name = self._by_impl.get(t._cdata)
         if name is None:
-            key = self._storage_key(t)
-            name = self._by_storage.get(key)
-            if name is None:
-                name = self._add(t)
-                self._by_storage[key] = name
+            name = self._add(t)
+            self._by_impl[t._cdata] = name
         return name
 
     def variable(self, t: torch.Tensor) -> str:
-        name = self._by_id.get(id(t))
-        if name is None:
-            key = self._storage_key(t)
-            name = self._by_storage.get(key) or self._add(t)
-            self._by_id[id(t)] = name
-            self._by_storage.setdefault(key, name)
-            self._keep.append(t)
+        name = self.saved(t)
         # AccumulateGrad's key holds the leaf's .grad: whether it is defined
         # when the backward starts decides a cache hit (zero_grad(set_to_none=
         # False) leaves it defined).

@@ -23,7 +23,7 @@ from typing import Any, Callable, Optional
 
 import torch
 
-from . import torch_compat
+from . import operands, torch_compat
 
 # Field types that are bookkeeping, not collected as arguments.
 _SKIPPED = re.compile(r"_released_$|_size_$")
@@ -109,10 +109,17 @@ def _base_meta(node: Any, base: str, edge_meta: Callable[[int], Optional[Any]]
         m = edge_meta(_EDGE_OF[base])
         if m is not None:
             return m.dtype, m.device
-    # Neither saved nor an edge (an input that needs no grad): its dtype
-    # is taken to be the node's own output's, which holds unless the
-    # forward promoted types (a difference then shows in the comparison).
     metas = torch_compat.input_metadata(node) if hasattr(node, "_input_metadata") else ()
+    # Neither saved nor an edge (a Python number, or a tensor that needs no
+    # grad): the dtype the forward's call had for it, where a watch noted
+    # it (operands.py: an int is int64, a float float64), on the output's
+    # device (a number's is never asked: only self has TensorOptions fields).
+    noted = operands.operand_dtype(node, _EDGE_OF[base]) if base in _EDGE_OF else None
+    if noted is not None:
+        return noted, metas[0].device if metas else None
+    # Else its dtype is taken to be the node's own output's, which holds
+    # unless the forward promoted types (a difference then shows in the
+    # comparison).
     if metas:
         return metas[0].dtype, metas[0].device
     return None
@@ -145,7 +152,10 @@ def _derived(node: Any, cpp_type: str, name: str, attr: str, edge_meta: Callable
         return {"const": "0"}  # the walk meets strided tensors only
     if meta is None:
         return {"unknown": f"{cpp_type} {name}"}
-    text = scalar_type_text(meta[0]) if cpp_type == "at::ScalarType" else options_text(*meta)
+    if cpp_type == "at::ScalarType":
+        text = scalar_type_text(meta[0])
+    else:
+        text = None if meta[1] is None else options_text(*meta)
     return {"const": text} if text else {"unknown": f"{cpp_type} {name}"}
 
 

@@ -16,7 +16,7 @@ from typing import Any, Iterator, Optional
 
 import torch
 
-from . import graph_walk, torch_compat
+from . import graph_walk, operands, torch_compat
 from .annotations import Annotations
 from .capture import CompiledAutogradCapture
 from .trace_writer import MAX_LINE_BYTES, LineTooLong, TraceWriter, torch_profile_of
@@ -108,7 +108,9 @@ class Recorder:
         if self._outer_dynamic is not None and self._outer_dynamic != dynamic:
             raise ValueError("backward(dynamic=...) differs from the enclosing compiled_autograd()")
         index = self.write_graph(graph_walk.walk(loss, self.notes), dynamic)
-        self.write_capture(index, self.capture.backward(loss, dynamic=dynamic, **kwargs))
+        # Compiled autograd's compile must not see the operand watch (operands.py).
+        result = operands.run_aside(lambda: self.capture.backward(loss, dynamic=dynamic, **kwargs))
+        self.write_capture(index, result)
 
     def write_graph(self, graph: dict[str, Any], dynamic: bool) -> int:
         """The backward's two actions: its autograd graph (graph_walk.walk,
@@ -178,7 +180,9 @@ def record_program(program: Any, path: str) -> tuple[int, int]:
                 extensions=extensions,
             )
             rec = Recorder(writer, capture)
-            program.run(rec)
+            # The dtypes of operands the nodes do not keep (`h + 1`: operands.py).
+            with operands.watching():
+                program.run(rec)
     finally:
         capture.close()
     return rec.backwards, rec.captures

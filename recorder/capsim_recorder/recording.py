@@ -69,7 +69,7 @@ import functools
 import sys
 from typing import Any, Callable, Iterator, Optional
 
-from . import torch_compat
+from . import operands, torch_compat
 from .launcher import patching
 from .launcher.patching import called_by_torch, one_root, patched
 from .launcher.session import RecordingSession
@@ -102,7 +102,10 @@ def _record_backward(session: RecordingSession, root: Any, call: Callable[[], An
 def _patched_backward(original: Any) -> Any:
     def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
         session = _active
-        call = functools.partial(original, self, gradient, retain_graph, create_graph, inputs)
+        # Compiled autograd's compile must not see the operand watch (operands.py).
+        call = functools.partial(operands.run_aside,
+                                 functools.partial(original, self, gradient, retain_graph,
+                                                   create_graph, inputs))
         if session is None or session.busy or self.grad_fn is None or not session.wants():
             result = call()
         else:
@@ -120,8 +123,9 @@ def _patched_autograd_backward(original: Any) -> Any:
     def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False,
                  grad_variables=None, inputs=None):
         session = _active
-        call = functools.partial(original, tensors, grad_tensors, retain_graph, create_graph,
-                                 grad_variables, inputs)
+        call = functools.partial(operands.run_aside,
+                                 functools.partial(original, tensors, grad_tensors, retain_graph,
+                                                   create_graph, grad_variables, inputs))
         if session is None or session.busy or grad_variables is not None:
             return call()
         one = one_root(tensors, grad_tensors)
@@ -277,14 +281,19 @@ def _run_watched(session: RecordingSession, compiled: Any, args: Any, kw: Any) -
 
 def _patched_compile(original: Any) -> Any:
     """torch.compile of a function: the same compiled function, each call of
-    which the optimizer watch sees (an nn.Module is left as it is)."""
+    which the optimizer watch sees (an nn.Module is left as it is). Either
+    runs with the operand watch off the mode stack, where Dynamo would trace
+    it (operands.py)."""
     import torch
 
     def compile(model=None, **kwargs):
         if model is None:
             return lambda fn: compile(fn, **kwargs)
         compiled = original(model, **kwargs)
-        if isinstance(model, torch.nn.Module) or not callable(compiled):
+        if isinstance(model, torch.nn.Module):
+            operands.forward_aside(compiled)
+            return compiled
+        if not callable(compiled):
             return compiled
 
         @functools.wraps(compiled)
@@ -292,7 +301,7 @@ def _patched_compile(original: Any) -> Any:
             session = _active
             if session is None:
                 return compiled(*args, **kw)
-            return _run_watched(session, compiled, args, kw)
+            return operands.run_aside(lambda: _run_watched(session, compiled, args, kw))
 
         return call
 
@@ -415,7 +424,9 @@ def _record_compiled_autograd(path: str, max_steps: Optional[int], max_bytes: in
                                        dynamic)
             _active = session
             try:
-                with patched(_patch_targets()), inductor_hooks(_on_compiled(session)):
+                # operands.py: the dtypes of operands the nodes do not keep (`h + 1`).
+                with patched(_patch_targets()), inductor_hooks(_on_compiled(session)), \
+                        operands.watching(session.live):
                     yield session
             finally:
                 _active = None

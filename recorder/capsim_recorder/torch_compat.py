@@ -147,6 +147,10 @@ def _entries() -> list:
         EntryPoint("torch.utils._python_dispatch._get_current_dispatch_mode",
                    "taking the read watch off", rd),
         EntryPoint("torch.utils._pytree.tree_leaves", "an op's tensor arguments", rd),
+        EntryPoint("torch.overrides._get_current_function_mode_stack",
+                   "taking the operand watch off (operands.py)", ag + la),
+        EntryPoint(f"{d}.eval_frame.skip_code",
+                   "the operand watch's own frames left uncompiled (operands.py)", ag + la),
         EntryPoint("torch.utils._python_dispatch.get_alias_info",
                    "a generic op's views and writes (its schema's alias sets)", cg),
         EntryPoint("torch.fx.experimental.sym_node.SymNode.hint", "a symbolic size's hint", cg),
@@ -531,6 +535,22 @@ def current_dispatch_mode() -> Any:
     from torch.utils._python_dispatch import _get_current_dispatch_mode
 
     return _get_current_dispatch_mode()
+
+
+def current_function_mode() -> Any:
+    """The TorchFunctionMode on top of the stack, or None (operands.py)."""
+    from torch.overrides import _get_current_function_mode_stack
+
+    stack = _get_current_function_mode_stack()
+    return stack[-1] if stack else None
+
+
+def dynamo_skip_code(code: Any) -> None:
+    """Dynamo leaves frames of `code` uncompiled when they run eagerly (the
+    frames they call are compiled as ever); tracing still inlines the code."""
+    from torch._dynamo.eval_frame import skip_code
+
+    skip_code(code)
 
 
 def tree_leaves(tree: Any) -> list:

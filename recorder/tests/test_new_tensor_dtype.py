@@ -69,5 +69,35 @@ class NewTensorDtypeTest(unittest.TestCase):
         self.assertEqual([l for l in new if "dtype" in l], [buffer])
 
 
+class _Strided:
+    """A tensor's geometry, as session._strided_fields reads it."""
+
+    def __init__(self, strides, offset):
+        self._strides, self._offset = strides, offset
+
+    def stride(self):
+        return self._strides
+
+    def storage_offset(self):
+        return self._offset
+
+
+class StridedNewTensorTest(unittest.TestCase):
+    """new_tensor's `strides` and `offset`: a tensor PyTorch made that is not
+    contiguous from its storage's start keeps its geometry, so that a
+    compiled graph's views of it fit (time_sequence_prediction's input is
+    rows 3.. of a [10, 12] array, its last column dropped)."""
+
+    def test_geometry_kept_only_where_it_differs(self):
+        from capsim_recorder.cudagraph.session import _strided_fields
+
+        self.assertEqual(_strided_fields(_Strided([11, 1], 0), [7, 11]), {})
+        self.assertEqual(
+            _strided_fields(_Strided([12, 1], 36), [7, 11]), {"strides": [12, 1], "offset": 36}
+        )
+        self.assertEqual(_strided_fields(_Strided([1, 4], 0), [4, 2]), {"strides": [1, 4]})
+        self.assertEqual(_strided_fields(_Strided([0], 0), [0]), {})
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -97,17 +97,9 @@ class Session:
         fill = uniform_fill(t)
         if fill is not None:
             fields["fill"] = fill
+        fields.update(_strided_fields(t, fields["sizes"]))
         self.action("new_tensor", fields, note=f"new_tensor {name} (made by PyTorch)")
         self.registry.bind(t, name, "auto")
-        try:
-            strides = [int(x) for x in t.stride()]
-            if strides != contiguous_strides(fields["sizes"]) and any(fields["sizes"]):
-                self.notes.append(
-                    f"{name}: strides {strides} (new_tensor is contiguous in capsim); "
-                    f"storage offset {int(t.storage_offset())}"
-                )
-        except Exception:
-            pass
         return name
 
     def new_tensor_fields(self, name: str, sizes: Any, dtype: Any) -> dict:
@@ -184,3 +176,19 @@ def uniform_fill(t: Any) -> Optional[float]:
 
 
 __all__ = ["Session", "OBSERVED_KINDS"]
+
+
+def _strided_fields(t: Any, sizes: list) -> dict:
+    """new_tensor's `strides` and `offset` for a tensor that is not
+    contiguous from the start of its storage (a slice of a batch, a
+    transposed input): PyTorch's own geometry, so that a compiled graph's
+    views of it land where they do on the GPU. Empty when contiguous."""
+    try:
+        strides = [int(x) for x in t.stride()]
+        offset = int(t.storage_offset())
+    except Exception:
+        return {}
+    if (strides == contiguous_strides(sizes) or not all(sizes)) and offset == 0:
+        return {}
+    return {"strides": strides, "offset": offset} if offset else {"strides": strides}
+

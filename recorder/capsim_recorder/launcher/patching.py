@@ -66,7 +66,7 @@ def parameter_grad_property(original: Any, on_set_none: Callable[[Any, Any, Any]
     recording)."""
 
     def get(self):
-        return original.__get__(self, type(self))
+        return original.__get__(self)
 
     def set_grad(self, value):
         if value is None:
