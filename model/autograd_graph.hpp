@@ -91,8 +91,12 @@ struct CollectedField {
     kTensorList,  // a std::vector<SavedVariable>; `tensors` may hold nones
     kSymInt,      // one size, lifted into `sizes` (`sizes` holds it)
     kSymInts,     // a list of sizes, lifted into `sizes`
-    kConstant,    // a constant of the call, `text` in the node-line form
-    kUnknown,     // a field the recorder could not read; `text` names it
+    // A list of size lists (a TensorList argument's sizes, one list per
+    // tensor: CatBackward0's tensors_args_sizes_symint): `sizes` holds them
+    // flat, `list_lengths` how many each list has.
+    kSymIntLists,
+    kConstant,  // a constant of the call, `text` in the node-line form
+    kUnknown,   // a field the recorder could not read; `text` names it
   };
   Kind kind = Kind::kNone;
   // kTensor saved under saved_tensors_hooks: lifted into `packed_data` (not
@@ -101,6 +105,7 @@ struct CollectedField {
   bool packed = false;
   std::vector<std::optional<TensorId>> tensors;
   std::vector<std::int64_t> sizes;
+  std::vector<std::uint32_t> list_lengths;  // kSymIntLists
   std::string text;
 };
 
@@ -126,7 +131,10 @@ struct AutogradNode {
   std::uint32_t num_outputs = 0;  // next_edges slots
   std::vector<TensorId> saved_tensors;
   std::vector<std::int64_t> saved_sizes;  // saved SymInt lists: size inputs
-  std::vector<AutogradHookKind> hooks;    // in registration order
+  // Next edges per forward argument (ImportedNode): needs_input_grad has one
+  // entry per range; empty: one per edge.
+  std::vector<std::uint32_t> input_ranges;
+  std::vector<AutogradHookKind> hooks;  // in registration order
   // Per hook: the input a tensor pre-hook reads (its tensor's output_nr); 0
   // for the other kinds. Empty means all 0.
   std::vector<std::uint32_t> hook_inputs;

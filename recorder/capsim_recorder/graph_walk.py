@@ -174,6 +174,9 @@ def _flatten_sizes(values: list) -> list[int]:
     for v in values:
         if isinstance(v, dict) and "symints" in v:
             out.extend(v["symints"])
+        elif isinstance(v, dict) and "symint_lists" in v:
+            for sizes in v["symint_lists"]:
+                out.extend(sizes)
         elif isinstance(v, dict) and "symint" in v:
             out.append(v["symint"])
     return out
@@ -309,6 +312,10 @@ def walk(loss: torch.Tensor, notes: Optional[Annotations] = None) -> dict[str, A
             "inputs": [{"sizes": [int(s) for s in m.shape], "dtype": dtype_name(m.dtype)} for m in metas],
             "next": nexts,
         }
+        spanned = node_fields.list_edges(node) if kind == "functional" else None
+        if spanned:
+            # One TensorList argument: needs_input_grad has one entry for it.
+            entry["input_ranges"] = [spanned]
         _add_saved(entry, node, kind, tensors, notes)
         _add_notes(entry, node, kind, notes)
         subclass = [i for i in range(len(metas)) if notes.is_subclass_input(node, i)]

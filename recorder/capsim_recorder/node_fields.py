@@ -25,8 +25,12 @@ import torch
 
 from . import operands, torch_compat
 
-# Field types that are bookkeeping, not collected as arguments.
-_SKIPPED = re.compile(r"_released_$|_size_$")
+# Field types that are bookkeeping, not collected as arguments. A
+# TensorList's `X_size_` is collected, first of all the fields, where the
+# node also keeps `X_args_scalartypes` (CatBackward0, StackBackward0,
+# BlockDiagBackward0: one TensorList argument spanning every next edge);
+# elsewhere it is left out (list_fields below).
+_SKIPPED = re.compile(r"_released_$")
 # c10::ScalarType numbers (c10/core/ScalarType.h), as compiled autograd packs them.
 SCALAR_TYPES = {
     torch.uint8: 0, torch.int8: 1, torch.int16: 2, torch.int32: 3, torch.int64: 4,
@@ -70,7 +74,26 @@ def declared_fields() -> dict[str, list[tuple[str, str]]]:
             m = re.match(r"\s+(.+?)\s+(\w+)(?:\s*=.*)?;\s*$", line)
             if m and not _SKIPPED.search(m.group(2)):
                 fields[current].append((m.group(1), m.group(2)))
-    return fields
+    return {name: _list_sizes_first(fs) for name, fs in fields.items()}
+
+
+def _list_sizes_first(fields: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """A TensorList argument's count (`X_size_`) leads the call, as compiled
+    autograd passes it (CatBackward0(grads, needs, 11, dim, ...)); a `_size_`
+    without `X_args_scalartypes` beside it is bookkeeping and left out."""
+    names = {n for _, n in fields}
+    counts = [f for f in fields if f[1].endswith("_size_") and f[1][:-6] + "_args_scalartypes" in names]
+    rest = [f for f in fields if not f[1].endswith("_size_")]
+    return counts + rest
+
+
+def list_edges(node: Any) -> Optional[int]:
+    """The next edges a node's one TensorList argument spans (all of them),
+    or None for a node without one (see _list_sizes_first)."""
+    fields = declared_fields().get(type(node).__name__) or []
+    if any(n.endswith("_size_") for _, n in fields):
+        return len(node.next_functions)
+    return None
 
 
 def scalar_type_text(dtype: torch.dtype) -> Optional[str]:
@@ -159,10 +182,28 @@ def _derived(node: Any, cpp_type: str, name: str, attr: str, edge_meta: Callable
     return {"const": text} if text else {"unknown": f"{cpp_type} {name}"}
 
 
+def _list_field(node: Any, name: str, edge_meta: Callable[[int], Optional[Any]]) -> Any:
+    """A TensorList argument's count, dtypes or sizes, which Python cannot
+    read from the node: from its next edges' input metadata, which the list
+    spans whole (list_edges)."""
+    n = len(node.next_functions)
+    if name.endswith("_size_"):
+        return {"const": str(n)}
+    metas = [edge_meta(k) for k in range(n)]
+    if any(m is None for m in metas):
+        return {"unknown": name}
+    if name.endswith("_args_scalartypes"):
+        types = [scalar_type_text(m.dtype) for m in metas]
+        return {"unknown": name} if None in types else {"const": "[" + ", ".join(types) + "]"}
+    return {"symint_lists": [[int(s) for s in m.shape] for m in metas]}
+
+
 def _field_value(node: Any, cpp_type: str, name: str, tensor_name: Callable[[torch.Tensor, bool], str],
                  edge_meta: Callable[[int], Optional[Any]]) -> Any:
     attr = name[:-1] if name.endswith("_") else name
     value = getattr(node, f"{torch_compat.SAVED_PREFIX}{attr}", _MISSING)
+    if value is _MISSING and name.endswith(("_size_", "_args_scalartypes", "_args_sizes_symint")):
+        return _list_field(node, name, edge_meta)
     if cpp_type == "SavedVariable":
         return _saved_variable(node, attr, value, tensor_name)
     if cpp_type == "std::vector<SavedVariable>":

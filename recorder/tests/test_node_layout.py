@@ -56,6 +56,24 @@ class NodeLayoutTest(unittest.TestCase):
                      for v in f["symints"]]
         self.assertEqual(addmm["saved_sizes"], flattened)
 
+    def test_a_tensor_list_argument_is_read_from_its_edges(self):
+        # torch.cat's node keeps its inputs' count, dtypes and sizes, which
+        # Python cannot read: they come from the edges, the count first, and
+        # needs_input_grad has one entry for the whole list.
+        a = self.torch.randn(2, 3, requires_grad=True)
+        b = self.torch.randn(4, 3, dtype=self.torch.float64, requires_grad=True)
+        g = self.walk(self.torch.cat([a, b.float()]).sum())
+        cat = next(n for n in g["nodes"] if n["name"] == "CatBackward0")
+        self.assertEqual(cat["input_ranges"], [2])
+        self.assertEqual(cat["saved_values"],
+                         [{"const": "2"}, {"const": "0"}, {"const": "[6, 6]"},
+                          {"symint_lists": [[2, 3], [4, 3]]}])
+        self.assertEqual(cat["saved_sizes"], [2, 3, 4, 3])
+        stack = next(n for n in self.walk(self.torch.stack([a, a]).sum())["nodes"]
+                     if n["name"] == "StackBackward0")
+        self.assertEqual(stack["saved_values"][0], {"const": "2"})
+        self.assertEqual(stack["input_ranges"], [2])
+
     def test_a_compiled_region_carries_its_backward_graph(self):
         from torch.testing._internal.two_tensor import TwoTensor
 

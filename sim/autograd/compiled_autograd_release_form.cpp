@@ -173,9 +173,22 @@ class ReleaseCapturer {
     for (const Slot& s : slots) out.push_back(s ? FxArg::ref(*s) : FxArg::none());
     return FxArg::of(std::move(out));
   }
+  // One entry per forward argument: a TensorList's range of edges needs a
+  // grad when any of them does.
   FxArg needs_input_grad(AutogradNodeId v) const {
     std::vector<FxArg> out;
-    for (const auto& e : g_.next_edges(v)) out.push_back(FxArg::boolean(e.has_value()));
+    const auto& edges = g_.next_edges(v);
+    const std::vector<std::uint32_t>& ranges = g_.node(v).input_ranges;
+    if (ranges.empty()) {
+      for (const auto& e : edges) out.push_back(FxArg::boolean(e.has_value()));
+      return FxArg::of(std::move(out));
+    }
+    std::size_t at = 0;
+    for (const std::uint32_t n : ranges) {
+      bool any = false;
+      for (std::uint32_t k = 0; k < n && at < edges.size(); ++k, ++at) any = any || edges[at];
+      out.push_back(FxArg::boolean(any));
+    }
     return FxArg::of(std::move(out));
   }
   FxArg call_hook(FxNodeId hook_ref, std::vector<FxArg> args, const char* type) {
@@ -224,6 +237,12 @@ class ReleaseCapturer {
         }
         case K::kSymInt: out.push_back(next_size()); break;
         case K::kSymInts: out.push_back(size_list(f.sizes.size())); break;
+        case K::kSymIntLists: {
+          std::vector<FxArg> lists;
+          for (const std::uint32_t n : f.list_lengths) lists.push_back(size_list(n));
+          out.push_back(FxArg::of(std::move(lists)));
+          break;
+        }
         case K::kConstant: out.push_back(FxArg::verbatim(f.text)); break;
         case K::kUnknown: out.push_back(FxArg::verbatim("<unknown " + f.text + ">")); break;
       }

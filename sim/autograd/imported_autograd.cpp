@@ -98,6 +98,7 @@ Result<std::vector<CollectedField>> collected_fields(const ImportedNode& r, std:
     c.kind = f.kind;
     c.packed = f.packed;
     c.sizes = f.sizes;
+    c.list_lengths = f.list_lengths;
     c.text = f.text;
     for (const auto& name : f.tensors) {
       if (!name) {
@@ -138,6 +139,7 @@ Result<AutogradNode> recorded_node(const ImportedNode& r, std::size_t i,
     node.saved_tensors.push_back(id);
   }
   node.saved_sizes = r.saved_sizes;
+  node.input_ranges = r.input_ranges;
   node.saved_scalars.assign(r.saved_scalars.begin(), r.saved_scalars.end());
   node.hooks = r.hooks;
   node.inner_name = r.inner;

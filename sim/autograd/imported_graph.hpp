@@ -49,6 +49,7 @@ struct ImportedField {
   bool packed = false;
   std::vector<std::optional<std::string>> tensors;
   std::vector<std::int64_t> sizes;
+  std::vector<std::uint32_t> list_lengths;  // kSymIntLists
   std::string text;
 };
 
@@ -57,7 +58,10 @@ struct ImportedNode {
   AutogradNodeKind kind = AutogradNodeKind::kFunctional;
   std::vector<ImportedInput> inputs;
   std::vector<std::optional<NextEdge>> next;  // one slot per output; none: no grad flows
-  std::vector<std::string> saved;             // tensor names
+  // Next edges per forward argument, where a TensorList argument spans
+  // several (CatBackward0: one range of all its edges); empty: one each.
+  std::vector<std::uint32_t> input_ranges;
+  std::vector<std::string> saved;  // tensor names
   std::vector<std::int64_t> saved_sizes;
   std::vector<float> saved_scalars;
   std::vector<AutogradHookKind> hooks;  // in registration order

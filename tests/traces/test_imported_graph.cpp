@@ -188,6 +188,29 @@ TEST_CASE("recorded graph: a leaf's .grad, defined or None, is part of Accumulat
         std::vector<std::string>{"true", "true", "false"});
 }
 
+// A TensorList argument (torch.cat's): its sizes as one list per tensor, and
+// needs_input_grad's one range over its edges, round-trip and are checked.
+TEST_CASE("recorded graph: a TensorList's size lists and input ranges") {
+  const auto with_lists = [](const Json& ranges, const Json& lists) {
+    return edited_graph("g0", [&](Json& j) {
+      Json& mul = j["nodes"][1];
+      mul["input_ranges"] = ranges;
+      mul["saved_sizes"] = {2, 2, 4};
+      mul["saved_values"] = Json::array({Json{{"const", "2"}}, Json{{"symint_lists", lists}},
+                                         Json{{"tensor", "t0"}}, Json{{"tensor", "t1"}}});
+    });
+  };
+  const Result<Action> ok = with_lists({2}, Json::array({{2, 2}, {4}}));
+  REQUIRE_MESSAGE(ok.ok(), ok.error().message);
+  const Json written = action_to_json(*ok);
+  CHECK(written["nodes"][1]["input_ranges"] == Json::array({2}));
+  CHECK(written["nodes"][1]["saved_values"][1]["symint_lists"] == Json::array({{2, 2}, {4}}));
+  CHECK(with_lists({3}, Json::array({{2, 2}, {4}})).error().message ==
+        "field 'nodes[1].input_ranges': spans 3 edges, the node has 2");
+  CHECK(with_lists({2}, Json::array({2, 2})).error().message ==
+        "field 'nodes[1].saved_values[1].symint_lists[0]': expected an array of sizes");
+}
+
 TEST_CASE("recorded graph: bad graphs are refused with the node that is wrong") {
   auto run_with = [](const std::function<void(Json&)>& edit) {
     auto a = edited_graph("g0", edit);

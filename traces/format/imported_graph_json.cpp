@@ -140,10 +140,38 @@ Json field_json(const ImportedField& f) {
     }
     case K::kSymInt: return {{"symint", f.sizes.at(0)}};
     case K::kSymInts: return {{"symints", f.sizes}};
+    case K::kSymIntLists: {
+      Json lists = Json::array();
+      std::size_t at = 0;
+      for (const std::uint32_t n : f.list_lengths) {
+        lists.push_back(std::vector<std::int64_t>(f.sizes.begin() + at, f.sizes.begin() + at + n));
+        at += n;
+      }
+      return {{"symint_lists", std::move(lists)}};
+    }
     case K::kConstant: return {{"const", f.text}};
     case K::kUnknown: return {{"unknown", f.text}};
   }
   return nullptr;
+}
+
+// symint_lists: an array of integer arrays, at most kMaxPerNode sizes in all.
+Status read_symint_lists(ObjectReader& r, ImportedField& f) {
+  CAPSIM_TRY_ASSIGN(const Json* v, array_of(r, "symint_lists", kMaxPerNode));
+  for (std::size_t i = 0; i < v->size(); ++i) {
+    const Json& list = (*v)[i];
+    const std::string path = at(r.path_of("symint_lists"), i);
+    if (!list.is_array()) return field_error(path, "expected an array of sizes");
+    for (std::size_t k = 0; k < list.size(); ++k) {
+      if (!list[k].is_number_integer()) return field_error(at(path, k), "expected an integer");
+      f.sizes.push_back(list[k].get<std::int64_t>());
+    }
+    f.list_lengths.push_back(static_cast<std::uint32_t>(list.size()));
+    if (f.sizes.size() > kMaxPerNode) {
+      return field_error(r.path_of("symint_lists"), fmt::format("more than {} sizes", kMaxPerNode));
+    }
+  }
+  return {};
 }
 
 Result<std::string> constant_at(ObjectReader& r, std::string_view key) {
@@ -193,6 +221,9 @@ Result<ImportedField> read_field(const Json& j, std::string path) {
     CAPSIM_TRY_ASSIGN(const Json* v, array_of(r, "symints", kMaxPerNode));
     (void)v;
     CAPSIM_TRY_ASSIGN(f.sizes, r.integer_list("symints"));
+  } else if (r.has("symint_lists")) {
+    f.kind = K::kSymIntLists;
+    CAPSIM_TRY(read_symint_lists(r, f));
   } else if (r.has("const")) {
     f.kind = K::kConstant;
     CAPSIM_TRY_ASSIGN(f.text, constant_at(r, "const"));
@@ -201,7 +232,8 @@ Result<ImportedField> read_field(const Json& j, std::string path) {
     CAPSIM_TRY_ASSIGN(f.text, constant_at(r, "unknown"));
   } else {
     return field_error(path,
-                       "expected null or one of tensor, tensors, symint, symints, const, unknown");
+                       "expected null or one of tensor, tensors, symint, symints, symint_lists, "
+                       "const, unknown");
   }
   CAPSIM_TRY(r.finish());
   return f;
@@ -419,6 +451,7 @@ Json node_json(const ImportedNode& n) {
   Json next = Json::array();
   for (const auto& e : n.next) next.push_back(next_json(e));
   j["next"] = std::move(next);
+  if (!n.input_ranges.empty()) j["input_ranges"] = n.input_ranges;
   if (!n.saved.empty()) j["saved"] = n.saved;
   if (!n.saved_sizes.empty()) j["saved_sizes"] = n.saved_sizes;
   if (!n.saved_scalars.empty()) {
@@ -551,6 +584,17 @@ Result<ImportedNode> read_node(const Json& j, std::string path) {
   for (std::size_t i = 0; i < next->size(); ++i) {
     CAPSIM_TRY_ASSIGN(auto e, read_next((*next)[i], at(r.path_of("next"), i)));
     n.next.push_back(e);
+  }
+  if (r.has("input_ranges")) {
+    CAPSIM_TRY_ASSIGN(const Json* v, array_of(r, "input_ranges", kMaxPerNode));
+    (void)v;
+    CAPSIM_TRY_ASSIGN(n.input_ranges, r.index_list("input_ranges"));
+    std::size_t edges = 0;
+    for (const std::uint32_t k : n.input_ranges) edges += k;
+    if (edges != n.next.size()) {
+      return field_error(r.path_of("input_ranges"),
+                         fmt::format("spans {} edges, the node has {}", edges, n.next.size()));
+    }
   }
   CAPSIM_TRY(read_node_saved(r, n));
   CAPSIM_TRY(read_node_links(r, n));
