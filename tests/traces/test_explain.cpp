@@ -189,6 +189,28 @@ TEST_CASE("explain: as on a GPU, the simulation stops where an error left a name
   CHECK_FALSE(mnist_gpu->stopped_at.has_value());
 }
 
+// dcgan's plain form as on a GPU: each capture is explained once, in
+// PyTorch's recorded words (key size 39, not the simulation's own count), by
+// its cause: the first, a grad's state, another backward of the GAN's step.
+TEST_CASE("explain: as on a GPU, compiled autograd's captures quote PyTorch's words") {
+  Result<ObservedRun> run =
+      observe_file(std::string(CAPSIM_SOURCE_DIR) + "/data/third_party/2.11.0/dcgan.plain.jsonl");
+  REQUIRE(run.ok());
+  Result<ObservedRun> gpu = as_on_a_gpu(*run);
+  REQUIRE_MESSAGE(gpu.ok(), gpu.error().message);
+  std::vector<std::string> titles;
+  for (const Explanation& e : explain(*gpu, std::nullopt)) {
+    if (e.event.starts_with("ca_")) titles.push_back(e.title);
+    CHECK(e.event.find("ca_cache_miss") == std::string::npos);
+  }
+  REQUIRE(titles.size() == 3);
+  CHECK(titles[0] == "compiled autograd captured its first graph");
+  CHECK(titles[1] == "compiled autograd: a grad's state changed");
+  CHECK(titles[2] == "compiled autograd: another backward, captured once");
+  const std::vector<Explanation> all = explain(*gpu, std::nullopt);
+  CHECK(all[0].what.find("key size 39") != std::string::npos);
+}
+
 TEST_CASE("explain: identical paragraphs fold into one, with the others' actions") {
   Explanation a;
   a.action = 3;

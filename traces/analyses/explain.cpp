@@ -307,6 +307,9 @@ std::vector<Explanation> explain(const ObservedRun& run, std::optional<std::size
     const Action& a = run.actions[e.action];
     Account account = account_of(e, a, st);  // always: it tracks the recordings
     if (key == "compile:grads_not_static" && account.inputs.empty()) continue;
+    // With PyTorch's words for the miss, the capture's paragraph (ca_graph)
+    // says it, by its cause: the simulation's own miss text is not repeated.
+    if (e.kind == EventKind::kCaCacheMiss && !run.event_messages[i].empty()) continue;
     if (!run.event_messages[i].empty()) account.what += " PyTorch: " + run.event_messages[i];
     if (const std::optional<MovedInput> moved = explain_rerecord(run.actions, e);
         moved && moved->bound_at) {

@@ -3,6 +3,7 @@
 #include "traces/analyses/observed_run.hpp"
 
 #include <fstream>
+#include <map>
 #include <memory>
 
 #include "traces/format/json_fields.hpp"
@@ -90,6 +91,34 @@ Result<ObservedRun> observe_file(const std::string& path) {
   return run;
 }
 
+namespace {
+
+// The recorder's x_message of each recorded backward (PyTorch's own cache-miss
+// words), given to the simulation's compiled-autograd events of the same
+// backward, so that explain quotes PyTorch's key sizes, not capsim's.
+void carry_recorded_messages(const ObservedRun& recorded, ObservedRun& simulated) {
+  std::map<std::int64_t, std::string> by_backward;
+  for (std::size_t i = 0; i < recorded.events.size(); ++i) {
+    const Event& e = recorded.events[i];
+    const std::int64_t* b = e.get_if<std::int64_t>(F::backward);
+    if (e.kind == EventKind::kCaGraph && b && !recorded.event_messages[i].empty()) {
+      by_backward[*b] = recorded.event_messages[i];
+    }
+  }
+  for (std::size_t i = 0; i < simulated.events.size(); ++i) {
+    const Event& e = simulated.events[i];
+    const std::int64_t* b = e.get_if<std::int64_t>(F::backward);
+    if ((e.kind != EventKind::kCaGraph && e.kind != EventKind::kCaCacheMiss) || b == nullptr) {
+      continue;
+    }
+    if (auto it = by_backward.find(*b); it != by_backward.end()) {
+      simulated.event_messages[i] = it->second;
+    }
+  }
+}
+
+}  // namespace
+
 Result<ObservedRun> as_on_a_gpu(const ObservedRun& run) {
   ProgramFile file{run.header, Program{run.functions, run.actions}, {}};
   file.header.config.cudagraphs = true;
@@ -102,6 +131,7 @@ Result<ObservedRun> as_on_a_gpu(const ObservedRun& run) {
   out.error_at = error_at;
   out.header = run.header;  // the run had no CUDA graphs; its header says so
   out.as_on_a_gpu = true;
+  carry_recorded_messages(run, out);
   return out;
 }
 
