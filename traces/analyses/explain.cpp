@@ -271,20 +271,36 @@ Account account_of(const Event& e, const Action& a, ExplainState& st) {
 // node, a recorded capture that later backwards reuse (cache hits
 // follow, and no other capture says the same) is another backward of the
 // step, captured once: nothing to fix.
-std::string capture_rule(const ObservedRun& run, std::size_t i) {
+//
+// What it needs of the whole run, gathered in one pass (a recapture storm
+// has as many captures as backwards): each message's capture count, and the
+// last cache hit.
+struct CaptureFacts {
+  std::map<std::string, std::size_t> captures;  // per recorded message
+  std::optional<std::size_t> last_hit;          // event index
+};
+
+CaptureFacts capture_facts(const ObservedRun& run) {
+  CaptureFacts out;
+  for (std::size_t k = 0; k < run.events.size(); ++k) {
+    const bool* captured = run.events[k].get_if<bool>(F::captured);
+    if (run.events[k].kind != EventKind::kCaGraph || captured == nullptr) continue;
+    if (*captured) {
+      ++out.captures[run.event_messages[k]];
+    } else {
+      out.last_hit = k;
+    }
+  }
+  return out;
+}
+
+std::string capture_rule(const ObservedRun& run, const CaptureFacts& facts, std::size_t i) {
   const std::string& m = run.event_messages[i];
   if (m.empty()) return "ca_graph:captured";  // capsim's own: its ca_cache_miss explains
   if (m.find("AccumulateGrad") != std::string::npos) return "ca_graph:accumulate_grad";
   if (m.find("changed tensor shapes") != std::string::npos) return "ca_cache_miss:changed_shapes";
-  bool reused = false;
-  bool recurs = false;
-  for (std::size_t k = 0; k < run.events.size(); ++k) {
-    const Event& other = run.events[k];
-    const bool* captured = other.get_if<bool>(F::captured);
-    if (k == i || other.kind != EventKind::kCaGraph || captured == nullptr) continue;
-    if (!*captured && k > i) reused = true;
-    if (*captured && run.event_messages[k] == m) recurs = true;
-  }
+  const bool reused = facts.last_hit && *facts.last_hit > i;
+  const bool recurs = facts.captures.at(m) > 1;
   if (reused && !recurs) return "ca_graph:distinct_backward";
   if (m.find("new autograd node") != std::string::npos) return "ca_cache_miss:new_autograd_node";
   return "ca_graph:captured";
@@ -294,6 +310,7 @@ std::string capture_rule(const ObservedRun& run, std::size_t i) {
 
 std::vector<Explanation> explain(const ObservedRun& run, std::optional<std::size_t> only) {
   ExplainState st;
+  const CaptureFacts facts = capture_facts(run);
   std::vector<Explanation> out;
   std::size_t seen_actions = 0;
   for (std::size_t i = 0; i < run.events.size(); ++i) {
@@ -317,7 +334,7 @@ std::vector<Explanation> explain(const ObservedRun& run, std::optional<std::size
           fmt::format(" It last got storage at action {} ({}).", *moved->bound_at, moved->bound_by);
     }
     if (only && e.action != *only) continue;
-    const std::string rule_name = key == "ca_graph:captured" ? capture_rule(run, i) : key;
+    const std::string rule_name = key == "ca_graph:captured" ? capture_rule(run, facts, i) : key;
     const ExplainRule* rule = find_explain_rule(rule_name);
     Explanation x;
     x.action = e.action;
