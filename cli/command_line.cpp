@@ -164,8 +164,9 @@ Subcommand add_record(CLI::App& root, capsim::cli::PathRoles& roles) {
 
 Subcommand add_simulate(CLI::App& root, capsim::cli::PathRoles& roles) {
   struct Options {
-    std::string program, output;
-    std::optional<capsim::TorchProfile> torch;
+    std::string program, output, values = "auto";
+    std::uint64_t budget = 0;
+    capsim::ProgramRunOptions run;
   };
   auto o = std::make_shared<Options>();
   CLI::App* sub = root.add_subcommand(
@@ -177,8 +178,21 @@ Subcommand add_simulate(CLI::App& root, capsim::cli::PathRoles& roles) {
   roles.mark(sub->add_option("-o,--output", o->output,
                              "Also write the predicted trace here ('-': stdout)"),
              kOutput);
-  capsim::cli::add_torch_option(sub, o->torch);
-  return {sub, [o] { return capsim::cli::simulate_command(o->program, o->output, o->torch); }};
+  capsim::cli::add_torch_option(sub, o->run.torch);
+  sub->add_option("--values", o->values,
+                  "on: compute every tensor's values; off: sizes, addresses and decisions "
+                  "only, for a program larger than the host; auto (default): off for a "
+                  "program whose tensors pass 1 GiB or one tensor 2^24 elements")
+      ->type_name("MODE")
+      ->check(CLI::IsMember({"on", "off", "auto"}));
+  capsim::cli::add_memory_budget_option(sub, o->budget);
+  return {sub, [o] {
+            o->run.values = o->values == "on"    ? capsim::ValuesMode::kOn
+                            : o->values == "off" ? capsim::ValuesMode::kOff
+                                                 : capsim::ValuesMode::kAuto;
+            if (o->budget != 0) o->run.memory_budget_bytes = o->budget;
+            return capsim::cli::simulate_command(o->program, o->output, o->run);
+          }};
 }
 
 Subcommand add_explain(CLI::App& root, capsim::cli::PathRoles& roles) {

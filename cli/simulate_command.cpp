@@ -28,10 +28,11 @@ void print_listing(std::FILE* out, const ProgramFile& file, const ProgramRun& ru
 }  // namespace
 
 int simulate_command(const std::string& path, const std::string& output,
-                     std::optional<TorchProfile> torch) {
+                     const ProgramRunOptions& options) {
+  const std::optional<TorchProfile>& torch = options.torch;
   Result<ProgramFile> file = read_program_file(path);
   if (!file) return fail(file.error().message);
-  Result<ProgramRun> run = run_program_file(*file, path, torch);
+  Result<ProgramRun> run = run_program_file(*file, path, options);
   if (!run) return fail(run.error().message);
   if (!output.empty()) {
     TraceHeader header = file->header;
@@ -55,6 +56,12 @@ int simulate_command(const std::string& path, const std::string& output,
       static_cast<unsigned long long>(c.rerecords), static_cast<unsigned long long>(c.replays),
       static_cast<unsigned long long>(c.copies), static_cast<unsigned long long>(c.copy_bytes),
       static_cast<unsigned long long>(c.errors));
+  if (run->values_off) {
+    std::fprintf(out,
+                 "values off (%s): sizes, addresses and decisions only; no kernel ran and "
+                 "reads show no values\n",
+                 run->values_off->c_str());
+  }
   return 0;
 }
 

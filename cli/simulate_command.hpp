@@ -1,12 +1,13 @@
-// `capsim simulate PROGRAM [-o TRACE] [--torch P]`: a program in (a header,
-// functions and actions, no events; traces/simulation/program_file.hpp), capsim's
-// predicted trace out, and on stdout each action with the events it caused.
+// `capsim simulate PROGRAM [-o TRACE] [--torch P] [--values on|off|auto]
+// [--memory-budget B]`: a program in (a header, functions and actions, no
+// events; traces/simulation/program_file.hpp), capsim's predicted trace out,
+// and on stdout each action with the events it caused.
 #pragma once
 
 #include <optional>
 #include <string>
 
-#include "sim/core/torch_profile.hpp"
+#include "traces/simulation/program_file.hpp"
 
 namespace capsim::cli {
 
@@ -14,6 +15,6 @@ namespace capsim::cli {
 // action the World refuses), naming the file, the line and the field; nothing
 // is written under `output` then.
 int simulate_command(const std::string& program, const std::string& output,
-                     std::optional<TorchProfile> torch);
+                     const ProgramRunOptions& options);
 
 }  // namespace capsim::cli

@@ -51,6 +51,18 @@ __global__ void sum_kernel(std::int64_t n, float* out, Geometry g_out, const flo
   const auto i = thread_index();
   if (i < n) k::sum_elem(i, out, g_out, in, g_in, mask);
 }
+__global__ void amax_kernel(std::int64_t n, float* out, Geometry g_out, const float* in,
+                            Geometry g_in, std::uint32_t mask) {
+  const auto i = thread_index();
+  if (i < n) k::amax_elem(i, out, g_out, in, g_in, mask);
+}
+__global__ void unary_math_kernel(std::int64_t n, float* out, Geometry g_out, const float* in,
+                                  Geometry g_in, float op) {
+  const auto i = thread_index();
+  if (i < n) {
+    k::unary_math_elem(i, static_cast<k::UnaryMath>(static_cast<int>(op)), out, g_out, in, g_in);
+  }
+}
 __global__ void mm_kernel(std::int64_t n, float* out, Geometry g_out, const float* a, Geometry g_a,
                           const float* b, Geometry g_b) {
   const auto i = thread_index();
@@ -146,6 +158,12 @@ int launch_and_wait(const KernelLaunch& launch, float* const* p) {
     case KernelKind::kSum:
       sum_kernel<<<blocks, kThreads>>>(n, p[0], g[0], p[1], g[1], launch.reduce_mask);
       break;
+    case KernelKind::kAmax:
+      amax_kernel<<<blocks, kThreads>>>(n, p[0], g[0], p[1], g[1], launch.reduce_mask);
+      break;
+    case KernelKind::kUnaryMath:
+      unary_math_kernel<<<blocks, kThreads>>>(n, p[0], g[0], p[1], g[1], s[0]);
+      break;
     case KernelKind::kMm:
       mm_kernel<<<blocks, kThreads>>>(n, p[0], g[0], p[1], g[1], p[2], g[2]);
       break;
@@ -191,6 +209,8 @@ const void* kernel_function(KernelKind kind) {
     case KernelKind::kRelu: return reinterpret_cast<const void*>(&relu_kernel);
     case KernelKind::kReluBackward: return reinterpret_cast<const void*>(&relu_backward_kernel);
     case KernelKind::kSum: return reinterpret_cast<const void*>(&sum_kernel);
+    case KernelKind::kAmax: return reinterpret_cast<const void*>(&amax_kernel);
+    case KernelKind::kUnaryMath: return reinterpret_cast<const void*>(&unary_math_kernel);
     case KernelKind::kMm: return reinterpret_cast<const void*>(&mm_kernel);
     case KernelKind::kSgd: return reinterpret_cast<const void*>(&sgd_kernel);
     case KernelKind::kSgdPlain: return reinterpret_cast<const void*>(&sgd_plain_kernel);

@@ -86,8 +86,13 @@ KernelAbi make_abi(KernelKind kind) {
     case KernelKind::kReluBackward:
     case KernelKind::kMm: tensors(ps, 3); break;
     case KernelKind::kSum:
+    case KernelKind::kAmax:
       tensors(ps, 2);
       ps.push_back(param(ParamSlot::kMask));
+      break;
+    case KernelKind::kUnaryMath:
+      tensors(ps, 2);
+      scalars(ps, 1);
       break;
     case KernelKind::kSgd:
       tensors(ps, 3);

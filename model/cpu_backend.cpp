@@ -97,6 +97,40 @@ void run_generic_mix(const KernelLaunch& launch, const std::array<float*, kMaxKe
                      static_cast<k::MixStore>(static_cast<int>(s[4])), s[5] != 0.0f);
 }
 
+// The optimizer kernels: sgd, sgd_plain, adam_powers, adam and adamw.
+// sgd_plain passes no buffer: sgd_elem never touches it without momentum
+// (the launch checks that momentum is 0).
+void run_optimizer(const KernelLaunch& launch, const std::array<float*, kMaxKernelPointers>& p,
+                   const OperandGeometry& g, std::int64_t n) {
+  namespace k = kernels;
+  const auto& s = launch.scalars;
+  switch (launch.kind) {
+    case KernelKind::kSgd:
+      for (std::int64_t i = 0; i < n; ++i) {
+        k::sgd_elem(i, p[0], g[0], p[1], g[1], p[2], g[2], s[0], s[1], s[2], s[3], s[4]);
+      }
+      break;
+    case KernelKind::kSgdPlain:
+      for (std::int64_t i = 0; i < n; ++i) {
+        k::sgd_elem(i, p[0], g[0], p[1], g[1], nullptr, g[1], s[0], s[1], s[2], s[3], s[4]);
+      }
+      break;
+    case KernelKind::kAdamPowers:
+      for (std::int64_t i = 0; i < n; ++i) k::adam_powers_elem(i, p[0], s[0], s[1]);
+      break;
+    case KernelKind::kAdam:
+    case KernelKind::kAdamW: {
+      const float decoupled = launch.kind == KernelKind::kAdamW ? 1.0f : 0.0f;
+      for (std::int64_t i = 0; i < n; ++i) {
+        k::adam_elem(i, p[0], g[0], p[1], g[1], p[2], g[2], p[3], g[3], p[4], s[0], s[1], s[2],
+                     s[3], s[4], decoupled);
+      }
+      break;
+    }
+    default: CAPSIM_CHECK(false, "run_optimizer takes the optimizer kernels only");
+  }
+}
+
 // typed_copy over its two pointers as bytes, with their (maybe collapsed)
 // geometries.
 void run_typed_copy(const KernelLaunch& launch, const std::array<float*, kMaxKernelPointers>& p,
@@ -113,8 +147,6 @@ void run_typed_copy(const KernelLaunch& launch, const std::array<float*, kMaxKer
 }
 }  // namespace
 
-// sgd_plain passes no buffer: sgd_elem never touches it without momentum
-// (the launch checks that momentum is 0).
 Status run_kernel_on_host(const KernelLaunch& launch, DeviceMemory& memory) {
   auto resolved = resolve_pointers(launch, memory);
   if (!resolved) return resolved.error();
@@ -155,31 +187,23 @@ Status run_kernel_on_host(const KernelLaunch& launch, DeviceMemory& memory) {
       for (std::int64_t i = 0; i < n; ++i)
         k::sum_elem(i, p[0], g[0], p[1], g[1], launch.reduce_mask);
       break;
+    case KernelKind::kAmax:
+      for (std::int64_t i = 0; i < n; ++i)
+        k::amax_elem(i, p[0], g[0], p[1], g[1], launch.reduce_mask);
+      break;
+    case KernelKind::kUnaryMath: {
+      const auto op = static_cast<k::UnaryMath>(static_cast<int>(s[0]));
+      for (std::int64_t i = 0; i < n; ++i) k::unary_math_elem(i, op, p[0], g[0], p[1], g[1]);
+      break;
+    }
     case KernelKind::kMm:
       for (std::int64_t i = 0; i < n; ++i) k::mm_elem(i, p[0], g[0], p[1], g[1], p[2], g[2]);
       break;
     case KernelKind::kSgd:
-      for (std::int64_t i = 0; i < n; ++i) {
-        k::sgd_elem(i, p[0], g[0], p[1], g[1], p[2], g[2], s[0], s[1], s[2], s[3], s[4]);
-      }
-      break;
     case KernelKind::kSgdPlain:
-      for (std::int64_t i = 0; i < n; ++i) {
-        k::sgd_elem(i, p[0], g[0], p[1], g[1], nullptr, g[1], s[0], s[1], s[2], s[3], s[4]);
-      }
-      break;
     case KernelKind::kAdamPowers:
-      for (std::int64_t i = 0; i < n; ++i) k::adam_powers_elem(i, p[0], s[0], s[1]);
-      break;
     case KernelKind::kAdam:
-    case KernelKind::kAdamW: {
-      const float decoupled = launch.kind == KernelKind::kAdamW ? 1.0f : 0.0f;
-      for (std::int64_t i = 0; i < n; ++i) {
-        k::adam_elem(i, p[0], g[0], p[1], g[1], p[2], g[2], p[3], g[3], p[4], s[0], s[1], s[2],
-                     s[3], s[4], decoupled);
-      }
-      break;
-    }
+    case KernelKind::kAdamW: run_optimizer(launch, p, g, n); break;
     case KernelKind::kTypedCopy: run_typed_copy(launch, p, g[0], g[1], n); break;
     case KernelKind::kGenericMix: run_generic_mix(launch, p); break;
   }
@@ -190,8 +214,7 @@ Status CpuBackend::materialize(const MemoryLayout& layout) {
   // The CPU backend runs on the simulated memory itself: every segment of the
   // layout must already be mapped there.
   for (const AddressRange& segment : layout.segments) {
-    auto host = memory_.resolve(segment.base, segment.bytes);
-    if (!host) {
+    if (!memory_.check_mapped(segment.base, segment.bytes)) {
       return make_error(fmt::format("cpu backend: segment {} of {} bytes is not mapped",
                                     hex(segment.base), segment.bytes));
     }
@@ -207,10 +230,10 @@ Result<GraphHandle> CpuBackend::instantiate(const StepProgram& program) {
   // Every baked range must be mapped now; segments are never unmapped, so a
   // replay can then never fault.
   for (const PointerUse& use : pointer_uses(program)) {
-    auto host = memory_.resolve(use.range.base, use.range.bytes);
-    if (!host) {
+    const Status mapped = memory_.check_mapped(use.range.base, use.range.bytes);
+    if (!mapped) {
       return make_error(fmt::format("program '{}': step {} argument {}: {}", program.name, use.step,
-                                    use.arg, host.error().message));
+                                    use.arg, mapped.error().message));
     }
   }
   programs_.push_back(program);
@@ -227,6 +250,7 @@ Result<const StepProgram*> CpuBackend::program(GraphHandle handle) const {
 }
 
 Status CpuBackend::run_step(const Step& step) {
+  if (!memory_.backed()) return {};  // values off: the steps compute nothing to keep
   if (const auto* k = std::get_if<KernelLaunch>(&step.op)) return run_kernel_on_host(*k, memory_);
   if (const auto* c = std::get_if<CopyStep>(&step.op)) {
     auto dst = memory_.resolve(c->dst, c->bytes);

@@ -25,6 +25,8 @@ class CpuBackend final : public Backend {
   explicit CpuBackend(DeviceMemory& memory) : memory_(memory) {}
 
   std::string_view name() const override { return "cpu"; }
+  // False with values off (DeviceMemoryOptions::backed): steps run nothing.
+  bool computes_values() const { return memory_.backed(); }
   Status materialize(const MemoryLayout& layout) override;
   Result<GraphHandle> instantiate(const StepProgram& program) override;
   Status replay(GraphHandle handle) override;

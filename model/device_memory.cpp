@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <cstring>
 #include <utility>
 
@@ -39,13 +40,16 @@ Result<AddressRange> DeviceMemory::map_segment(std::uint64_t bytes) {
         bytes, options_.capacity_bytes, mapped_bytes_));
   }
   const AddressRange range{next_base_, bytes};
-  void* backing = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1,
-                         0);  // zero-filled, lazily
-  if (backing == MAP_FAILED) {
-    return make_error(fmt::format("the host could not back a segment of {} bytes", bytes));
+  Segment segment{range, std::unique_ptr<std::byte, Unmapper>(nullptr, Unmapper{bytes})};
+  if (options_.backed) {
+    void* backing = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1,
+                           0);  // zero-filled, lazily
+    if (backing == MAP_FAILED) {
+      return make_error(fmt::format("the host could not back a segment of {} bytes", bytes));
+    }
+    segment.bytes =
+        std::unique_ptr<std::byte, Unmapper>(static_cast<std::byte*>(backing), Unmapper{bytes});
   }
-  Segment segment{range, std::unique_ptr<std::byte, Unmapper>(static_cast<std::byte*>(backing),
-                                                              Unmapper{bytes})};
   segments_.emplace(range.base, std::move(segment));
   next_base_ += bytes;
   mapped_bytes_ += bytes;
@@ -61,15 +65,21 @@ const DeviceMemory::Segment* DeviceMemory::find(Address address, std::uint64_t b
   return &it->second;
 }
 
-Result<const std::byte*> DeviceMemory::resolve(Address address, std::uint64_t bytes) const {
+Status DeviceMemory::check_mapped(Address address, std::uint64_t bytes) const {
   // An access of no bytes touches nothing, wherever it points (an empty
   // tensor's address is 0, as its data_ptr is in PyTorch).
+  if (bytes == 0 || find(address, bytes) != nullptr) return {};
+  return make_error(
+      fmt::format("access of {} bytes at {} is outside every mapped segment", bytes, hex(address)));
+}
+
+Result<const std::byte*> DeviceMemory::resolve(Address address, std::uint64_t bytes) const {
   if (bytes == 0) return static_cast<const std::byte*>(nullptr);
-  const Segment* segment = find(address, bytes);
-  if (segment == nullptr) {
-    return make_error(fmt::format("access of {} bytes at {} is outside every mapped segment", bytes,
-                                  hex(address)));
+  CAPSIM_TRY(check_mapped(address, bytes));
+  if (!options_.backed) {
+    return make_error(fmt::format("values are off: no bytes behind {}", hex(address)));
   }
+  const Segment* segment = find(address, bytes);
   return segment->bytes.get() + (address - segment->range.base);
 }
 
@@ -80,6 +90,11 @@ Result<std::byte*> DeviceMemory::resolve(Address address, std::uint64_t bytes) {
 }
 
 Status DeviceMemory::read(Address address, std::span<std::byte> out) const {
+  if (!options_.backed) {
+    CAPSIM_TRY(check_mapped(address, out.size()));
+    std::fill(out.begin(), out.end(), std::byte{0});
+    return {};
+  }
   auto src = resolve(address, out.size());
   if (!src) return src.error();
   if (!out.empty()) std::memcpy(out.data(), *src, out.size());
@@ -87,6 +102,7 @@ Status DeviceMemory::read(Address address, std::span<std::byte> out) const {
 }
 
 Status DeviceMemory::write(Address address, std::span<const std::byte> in) {
+  if (!options_.backed) return check_mapped(address, in.size());
   auto dst = resolve(address, in.size());
   if (!dst) return dst.error();
   if (!in.empty()) std::memcpy(*dst, in.data(), in.size());
@@ -94,7 +110,7 @@ Status DeviceMemory::write(Address address, std::span<const std::byte> in) {
 }
 
 void DeviceMemory::on_free(AddressRange range) {
-  if (!options_.poison_freed || range.bytes == 0) return;
+  if (!options_.poison_freed || !options_.backed || range.bytes == 0) return;
   auto dst = resolve(range.base, range.bytes);
   CAPSIM_CHECK(dst.ok(), "the allocator freed a range outside every segment");
   // The pattern is aligned to the address, not to the range, so a poisoned

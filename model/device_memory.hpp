@@ -33,6 +33,11 @@ struct DeviceMemoryOptions {
   // out-of-memory error, never a host allocation failure.
   std::uint64_t capacity_bytes = 4 * kGiB;
   bool poison_freed = false;
+  // Values off (docs/trace-format.md §8): segments get addresses but no host
+  // bytes, so that a program whose tensors exceed the host (a 7B-parameter
+  // model) runs in little memory. Reads give zeros, writes are dropped and
+  // resolve() refuses: a backend runs nothing over unbacked memory.
+  bool backed = true;
 };
 
 // The segments that exist, in base order: what a Backend must materialise.
@@ -52,10 +57,15 @@ class DeviceMemory {
 
   // The host bytes behind [address, address + bytes), which must lie inside one
   // segment; for bytes == 0, a null pointer, wherever `address` is. The pointer
-  // is for backends only and must never reach output.
+  // is for backends only and must never reach output. An error for any bytes
+  // of unbacked memory.
   Result<std::byte*> resolve(Address address, std::uint64_t bytes);
   Result<const std::byte*> resolve(Address address, std::uint64_t bytes) const;
 
+  // An error unless [address, address + bytes) lies inside one segment.
+  Status check_mapped(Address address, std::uint64_t bytes) const;
+
+  // Unbacked: read gives zeros, write drops its bytes (both check the range).
   Status read(Address address, std::span<std::byte> out) const;
   Status write(Address address, std::span<const std::byte> in);
 
@@ -64,6 +74,7 @@ class DeviceMemory {
   void on_free(AddressRange range);
 
   bool poison_mode() const { return options_.poison_freed; }
+  bool backed() const { return options_.backed; }
   MemoryLayout layout() const;
   std::uint64_t mapped_bytes() const { return mapped_bytes_; }
   const DeviceMemoryOptions& options() const { return options_; }

@@ -154,7 +154,196 @@ CAPSIM_HD void relu_backward_elem(std::int64_t i, float* out, const Geometry& g_
   out[element_offset(g_out, i)] = r <= 0.0f ? 0.0f : grad[element_offset(g_grad, i)];
 }
 
+// --- Transcendental functions from + - * / and sqrt ---------------------------
+//
+// exp, log and tanh built from the correctly rounded operations above, so that
+// both sides compute the same bits: within a few ulp of the true value (the
+// tests measure it against the host's libm), not bit-equal to any libm, and
+// not to PyTorch's kernels, which differ between the CPU and CUDA themselves.
+
+CAPSIM_HD float bits_to_float(std::uint32_t bits) {
+  float f;
+  memcpy(&f, &bits, sizeof f);
+  return f;
+}
+CAPSIM_HD std::uint32_t float_to_bits(float f) {
+  std::uint32_t bits;
+  memcpy(&bits, &f, sizeof bits);
+  return bits;
+}
+CAPSIM_HD float f_inf() {
+  return bits_to_float(0x7f800000u);
+}
+CAPSIM_HD float f_nan() {
+  return bits_to_float(0x7fc00000u);
+}
+// 2^k for -126 <= k <= 127, exactly.
+CAPSIM_HD float pow2i(int k) {
+  return bits_to_float(static_cast<std::uint32_t>(k + 127) << 23);
+}
+
+// sum_{k=first}^{last} x^(k-first) / k!, in Horner form from the highest
+// term (first <= last <= 10): the Taylor series of exp and expm1.
+CAPSIM_HD float inverse_factorial_series(float x, int first, int last) {
+  const float inverse_factorial[11] = {1.0f,
+                                       1.0f,
+                                       0.5f,
+                                       1.66666666666667e-01f,
+                                       4.16666666666667e-02f,
+                                       8.33333333333333e-03f,
+                                       1.38888888888889e-03f,
+                                       1.98412698412698e-04f,
+                                       2.48015873015873e-05f,
+                                       2.75573192239859e-06f,
+                                       2.75573192239859e-07f};
+  float p = inverse_factorial[last];
+  for (int k = last - 1; k >= first; --k) p = f_add(f_mul(p, x), inverse_factorial[k]);
+  return p;
+}
+
+// e^r for |r| <= ln(2)/2, as 1 + r + ... + r^8/8!; the truncation error is
+// below r^9/9! < 2^-27 relative.
+CAPSIM_HD float exp_reduced(float r) {
+  return inverse_factorial_series(r, 0, 8);
+}
+
+// e^x: x = k ln2 + r (Cody and Waite's two-part ln2, whose high part has
+// trailing zero bits so that k * ln2_hi is exact), e^r by its series, then
+// 2^k in two exact steps so that neither step overflows or goes subnormal
+// too early.
+CAPSIM_HD float f_exp(float x) {
+  if (is_nan(x)) return x;
+  if (x > 88.7228394f) return f_inf();
+  if (x < -103.972084f) return 0.0f;
+  const float t = f_mul(x, 1.44269502f);  // x / ln2
+  const int k = static_cast<int>(t < 0.0f ? f_sub(t, 0.5f) : f_add(t, 0.5f));
+  const float kf = static_cast<float>(k);
+  float r = f_sub(x, f_mul(kf, 0.693145752f));  // ln2_hi = 0x3f317200
+  r = f_sub(r, f_mul(kf, 1.42860677e-06f));     // ln2_lo
+  const float p = exp_reduced(r);
+  if (k > 127) return f_mul(f_mul(p, pow2i(127)), pow2i(k - 127));
+  if (k < -126) return f_mul(f_mul(p, pow2i(-126)), pow2i(k + 126));
+  return f_mul(p, pow2i(k));
+}
+
+// e^x - 1 for |x| <= 0.7, by its series to x^10/10!, without the
+// cancellation of f_exp(x) - 1 near 0: x + x^2 (1/2! + x/3! + ...).
+CAPSIM_HD float expm1_small(float x) {
+  return f_add(f_mul(f_mul(inverse_factorial_series(x, 2, 10), x), x), x);
+}
+
+// ln x: x = 2^e * m with m in [sqrt(1/2), sqrt(2)), f = m - 1 (exact),
+// s = f / (2 + f), and ln(1 + f) = f - f^2/2 + s (f^2/2 + R(s^2)) with R the
+// series 2/3 z + 2/5 z^2 + ... + 2/11 z^5 of 2 atanh(s) / s - 2.
+CAPSIM_HD float f_log(float x) {
+  if (is_nan(x) || x < 0.0f) return f_nan();
+  if (x == 0.0f) return -f_inf();
+  if (x == f_inf()) return x;
+  int e = 0;
+  if (x < 1.17549435e-38f) {  // subnormal: scale into the normal range first
+    x = f_mul(x, 8388608.0f);
+    e = -23;
+  }
+  const std::uint32_t bits = float_to_bits(x);
+  e += static_cast<int>(bits >> 23) - 127;
+  float m = bits_to_float((bits & 0x007fffffu) | 0x3f800000u);
+  if (m > 1.41421354f) {
+    m = f_mul(m, 0.5f);
+    e += 1;
+  }
+  const float f = f_sub(m, 1.0f);
+  const float s = f_div(f, f_add(2.0f, f));
+  const float z = f_mul(s, s);
+  float r = 1.81818181818182e-01f;  // 2/11
+  r = f_add(f_mul(r, z), 2.22222222222222e-01f);
+  r = f_add(f_mul(r, z), 2.85714285714286e-01f);
+  r = f_add(f_mul(r, z), 4.00000000000000e-01f);
+  r = f_add(f_mul(r, z), 6.66666666666667e-01f);
+  r = f_mul(r, z);
+  const float hfsq = f_mul(0.5f, f_mul(f, f));
+  const float ef = static_cast<float>(e);
+  const float tail = f_add(f_mul(ef, 1.42860677e-06f), f_mul(s, f_add(hfsq, r)));
+  return f_add(f_mul(ef, 0.693145752f), f_add(f_sub(f, hfsq), tail));
+}
+
+// tanh x = e / (e + 2) with e = e^(2|x|) - 1, signed (so tanh(-0) = -0); 1
+// beyond |x| = 9.1, where tanh rounds to 1 in float32.
+CAPSIM_HD float f_tanh(float x) {
+  if (is_nan(x)) return x;
+  const bool negative = (float_to_bits(x) >> 31) != 0;  // -0.0f too
+  const float a = negative ? -x : x;
+  float t;
+  if (a > 9.1f) {
+    t = 1.0f;
+  } else if (a <= 0.35f) {
+    const float e = expm1_small(f_add(a, a));
+    t = f_div(e, f_add(e, 2.0f));
+  } else {
+    t = f_sub(1.0f, f_div(2.0f, f_add(f_exp(f_add(a, a)), 1.0f)));
+  }
+  return negative ? -t : t;
+}
+
+// The float32 functions of unary_math, by the scalar that selects them.
+enum class UnaryMath : std::int32_t {
+  kExp = 0,
+  kLog = 1,
+  kSigmoid = 2,
+  kTanh = 3,
+  kRsqrt = 4,
+  kSqrt = 5,
+  kReciprocal = 6,
+};
+inline constexpr int kNumUnaryMath = 7;
+
+CAPSIM_HD float apply_unary_math(UnaryMath op, float x) {
+  switch (op) {
+    case UnaryMath::kExp: return f_exp(x);
+    case UnaryMath::kLog: return f_log(x);
+    case UnaryMath::kSigmoid: return f_div(1.0f, f_add(1.0f, f_exp(-x)));
+    case UnaryMath::kTanh: return f_tanh(x);
+    case UnaryMath::kRsqrt: return f_div(1.0f, f_sqrt(x));
+    case UnaryMath::kSqrt: return f_sqrt(x);
+    case UnaryMath::kReciprocal: return f_div(1.0f, x);
+  }
+  return f_nan();
+}
+
+CAPSIM_HD void unary_math_elem(std::int64_t i, UnaryMath op, float* out, const Geometry& g_out,
+                               const float* in, const Geometry& g_in) {
+  out[element_offset(g_out, i)] = apply_unary_math(op, in[element_offset(g_in, i)]);
+}
+
 // --- Reductions, in one fixed order --------------------------------------------
+
+// The input offset of output element i's first reduced element, from i's
+// kept indices, and how many elements it reduces.
+CAPSIM_HD std::int64_t reduction_base(std::int64_t i, const Geometry& g_in,
+                                      std::uint32_t reduce_mask, std::int64_t* reduced_count) {
+  std::int64_t base = 0;
+  std::int64_t rest = i;
+  *reduced_count = 1;
+  for (int d = g_in.rank - 1; d >= 0; --d) {
+    if ((reduce_mask >> d) & 1u) {
+      *reduced_count *= g_in.sizes[d];
+      continue;
+    }
+    base += (rest % g_in.sizes[d]) * g_in.strides[d];
+    rest /= g_in.sizes[d];
+  }
+  return base;
+}
+// The offset of the j-th reduced element (row-major over the reduced dims).
+CAPSIM_HD std::int64_t reduction_offset(std::int64_t base, std::int64_t j, const Geometry& g_in,
+                                        std::uint32_t reduce_mask) {
+  std::int64_t offset = base;
+  for (int d = g_in.rank - 1; d >= 0; --d) {
+    if (!((reduce_mask >> d) & 1u)) continue;
+    offset += (j % g_in.sizes[d]) * g_in.strides[d];
+    j /= g_in.sizes[d];
+  }
+  return offset;
+}
 
 // Sum over the dims of `g_in` whose bit is set in `reduce_mask`. `g_out` has the
 // same rank as `g_in` with the reduced dims of size 1 (keepdim form; a caller
@@ -162,28 +351,25 @@ CAPSIM_HD void relu_backward_elem(std::int64_t i, float* out, const Geometry& g_
 // inputs in row-major order of the reduced dims, starting from +0.0f.
 CAPSIM_HD void sum_elem(std::int64_t i, float* out, const Geometry& g_out, const float* in,
                         const Geometry& g_in, std::uint32_t reduce_mask) {
-  // Offset of the first input element of this output, from i's kept indices.
-  std::int64_t base = 0;
-  std::int64_t rest = i;
-  std::int64_t reduced_count = 1;
-  for (int d = g_in.rank - 1; d >= 0; --d) {
-    if ((reduce_mask >> d) & 1u) {
-      reduced_count *= g_in.sizes[d];
-      continue;
-    }
-    base += (rest % g_in.sizes[d]) * g_in.strides[d];
-    rest /= g_in.sizes[d];
-  }
+  std::int64_t count = 0;
+  const std::int64_t base = reduction_base(i, g_in, reduce_mask, &count);
   float acc = 0.0f;
-  for (std::int64_t j = 0; j < reduced_count; ++j) {
-    std::int64_t offset = base;
-    std::int64_t r = j;
-    for (int d = g_in.rank - 1; d >= 0; --d) {
-      if (!((reduce_mask >> d) & 1u)) continue;
-      offset += (r % g_in.sizes[d]) * g_in.strides[d];
-      r /= g_in.sizes[d];
-    }
-    acc = f_add(acc, in[offset]);
+  for (std::int64_t j = 0; j < count; ++j) {
+    acc = f_add(acc, in[reduction_offset(base, j, g_in, reduce_mask)]);
+  }
+  out[element_offset(g_out, i)] = acc;
+}
+
+// amax over the dims in `reduce_mask`, in sum_elem's order: the largest
+// input, NaN if any input is NaN (as torch.amax), -inf over no inputs.
+CAPSIM_HD void amax_elem(std::int64_t i, float* out, const Geometry& g_out, const float* in,
+                         const Geometry& g_in, std::uint32_t reduce_mask) {
+  std::int64_t count = 0;
+  const std::int64_t base = reduction_base(i, g_in, reduce_mask, &count);
+  float acc = -f_inf();
+  for (std::int64_t j = 0; j < count && !is_nan(acc); ++j) {
+    const float x = in[reduction_offset(base, j, g_in, reduce_mask)];
+    if (is_nan(x) || x > acc) acc = x;
   }
   out[element_offset(g_out, i)] = acc;
 }

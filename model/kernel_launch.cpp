@@ -156,6 +156,16 @@ Result<KernelLaunch> launch_unary(KernelKind kind, const TensorArg& out, const T
   return make(kind, {&out, &in});
 }
 
+Result<KernelLaunch> launch_unary_math(kernels::UnaryMath op, const TensorArg& out,
+                                       const TensorArg& in) {
+  CAPSIM_TRY(same_sizes("unary_math", "in", out, in));
+  auto launch = make(KernelKind::kUnaryMath, {&out, &in});
+  if (launch && launch->kind == KernelKind::kUnaryMath) {
+    launch->scalars[0] = static_cast<float>(static_cast<int>(op));
+  }
+  return launch;
+}
+
 Result<KernelLaunch> launch_relu_backward(const TensorArg& out, const TensorArg& grad,
                                           const TensorArg& result) {
   CAPSIM_TRY(same_sizes("relu_backward", "grad", out, grad));
@@ -164,10 +174,11 @@ Result<KernelLaunch> launch_relu_backward(const TensorArg& out, const TensorArg&
 }
 
 namespace {
-// Builds the keepdim-form sum launch: out geometry gets in's rank, with size 1
-// and stride 0 in every reduced dim.
-Result<KernelLaunch> sum_with_mask(const TensorArg& out, const TensorArg& in, std::uint32_t mask,
-                                   std::string_view op) {
+// Builds the keepdim-form launch of a reduction (sum or amax): out geometry
+// gets in's rank, with size 1 and stride 0 in every reduced dim.
+Result<KernelLaunch> reduce_with_mask(KernelKind kind, const TensorArg& out, const TensorArg& in,
+                                      std::uint32_t mask, std::string_view op) {
+  CAPSIM_CHECK(signature(kind).uses_reduce_mask);
   const auto rank = in.meta.sizes.size();
   Dims kept;
   for (std::size_t d = 0; d < rank; ++d) {
@@ -198,8 +209,8 @@ Result<KernelLaunch> sum_with_mask(const TensorArg& out, const TensorArg& in, st
   } else {
     return make_error(fmt::format("{}: out has sizes {}, expected {}", op, out.meta.sizes, kept));
   }
-  auto launch = make(KernelKind::kSum, {&out, &in});
-  if (!launch || launch->kind != KernelKind::kSum) return launch;
+  auto launch = make(kind, {&out, &in});
+  if (!launch || launch->kind != kind) return launch;
   auto g = to_geometry(out_keep);
   if (!g) return g.error();
   launch->geometry[0] = *g;
@@ -211,7 +222,13 @@ Result<KernelLaunch> sum_with_mask(const TensorArg& out, const TensorArg& in, st
 Result<KernelLaunch> launch_sum(const TensorArg& out, const TensorArg& in,
                                 const std::vector<std::int64_t>& dims) {
   CAPSIM_TRY_ASSIGN(const std::uint32_t mask, sum_reduce_mask(in.meta.sizes, dims));
-  return sum_with_mask(out, in, mask, "sum");
+  return reduce_with_mask(KernelKind::kSum, out, in, mask, "sum");
+}
+
+Result<KernelLaunch> launch_amax(const TensorArg& out, const TensorArg& in,
+                                 const std::vector<std::int64_t>& dims) {
+  CAPSIM_TRY_ASSIGN(const std::uint32_t mask, sum_reduce_mask(in.meta.sizes, dims));
+  return reduce_with_mask(KernelKind::kAmax, out, in, mask, "amax");
 }
 
 Result<KernelLaunch> launch_sum_to_size(const TensorArg& out, const TensorArg& in) {
@@ -238,7 +255,7 @@ Result<KernelLaunch> launch_sum_to_size(const TensorArg& out, const TensorArg& i
   for (std::size_t d = lead; d < from.size(); ++d) {
     if ((mask >> d) & 1u) keep.meta.strides[d] = 0;
   }
-  return sum_with_mask(keep, in, mask, "sum_to_size");
+  return reduce_with_mask(KernelKind::kSum, keep, in, mask, "sum_to_size");
 }
 
 Result<KernelLaunch> launch_mm(const TensorArg& out, const TensorArg& a, const TensorArg& b) {

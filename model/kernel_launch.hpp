@@ -29,11 +29,17 @@ Result<KernelLaunch> launch_binary(KernelKind kind, const TensorArg& out, const 
                                    const TensorArg& b);
 // kind is kNeg or kRelu.
 Result<KernelLaunch> launch_unary(KernelKind kind, const TensorArg& out, const TensorArg& in);
+// exp, log, sigmoid, tanh, rsqrt, sqrt or reciprocal of `in`.
+Result<KernelLaunch> launch_unary_math(kernels::UnaryMath op, const TensorArg& out,
+                                       const TensorArg& in);
 Result<KernelLaunch> launch_relu_backward(const TensorArg& out, const TensorArg& grad,
                                           const TensorArg& result);
 // Sum of `in` over `dims`; `out` has the kept dims (keepdim or not).
 Result<KernelLaunch> launch_sum(const TensorArg& out, const TensorArg& in,
                                 const std::vector<std::int64_t>& dims);
+// amax of `in` over `dims`, as launch_sum.
+Result<KernelLaunch> launch_amax(const TensorArg& out, const TensorArg& in,
+                                 const std::vector<std::int64_t>& dims);
 // Tensor.sum_to_size(out.sizes): sums leading dims and dims broadcast from 1.
 Result<KernelLaunch> launch_sum_to_size(const TensorArg& out, const TensorArg& in);
 Result<KernelLaunch> launch_mm(const TensorArg& out, const TensorArg& a, const TensorArg& b);

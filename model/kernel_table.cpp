@@ -88,6 +88,10 @@ constexpr KernelSignature kSignatures[] = {
      6,
      {"seed0", "seed1", "seed2", "seed3", "store", "first"},
      false},
+    // exp, log, sigmoid, tanh, rsqrt, sqrt, reciprocal (kernel_bodies.hpp's
+    // UnaryMath, by the scalar `op`).
+    {KernelKind::kUnaryMath, "unary_math", 2, {"out", "in"}, {W, R}, 1, {"op"}, false},
+    {KernelKind::kAmax, "amax", 2, {"out", "in"}, {W, R}, 0, {}, true},
 };
 static_assert(sizeof(kSignatures) / sizeof(kSignatures[0]) == kNumKernelKinds);
 
@@ -155,6 +159,7 @@ bool operator==(const KernelLaunch& a, const KernelLaunch& b) {
 int elementwise_pointers(KernelKind kind) {
   switch (kind) {
     case KernelKind::kSum:
+    case KernelKind::kAmax:
     case KernelKind::kMm:
     case KernelKind::kAdamPowers:
     case KernelKind::kGenericMix: return 0;

@@ -37,7 +37,9 @@ namespace capsim {
   X(kAdam, "adam")                  \
   X(kAdamW, "adamw")                \
   X(kTypedCopy, "typed_copy")       \
-  X(kGenericMix, "generic_mix")
+  X(kGenericMix, "generic_mix")     \
+  X(kUnaryMath, "unary_math")       \
+  X(kAmax, "amax")
 
 enum class KernelKind : std::uint8_t {
 #define CAPSIM_ENUM_(e, name) e,
@@ -76,7 +78,7 @@ struct KernelLaunch {
   std::array<Address, kMaxKernelPointers> pointers{};
   std::array<kernels::Geometry, kMaxKernelPointers> geometry{};
   std::array<float, kMaxKernelScalars> scalars{};
-  std::uint32_t reduce_mask = 0;  // kSum only: the dims to reduce
+  std::uint32_t reduce_mask = 0;  // kSum and kAmax only: the dims to reduce
 };
 
 bool operator==(const kernels::Geometry& a, const kernels::Geometry& b);
@@ -84,7 +86,8 @@ bool operator==(const KernelLaunch& a, const KernelLaunch& b);
 
 // How many leading pointers a kind reads or writes at element i only (and so
 // must all have pointer 0's sizes; typed_copy's fill, with an empty input,
-// is checked by its builder): 0 for sum, mm, adam_powers and generic_mix; 4
+// is checked by its builder): 0 for sum, amax, mm, adam_powers and
+// generic_mix; 4
 // for adam
 // and adamw, whose fifth pointer is the 2-float powers buffer; all otherwise.
 int elementwise_pointers(KernelKind kind);

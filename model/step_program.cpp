@@ -95,13 +95,21 @@ Status validate_kernel(const StepProgram& program, StepIndex i, const KernelLaun
                       program.name, i, s.name, arg));
     }
   }
-  if (launch.kind == KernelKind::kSum) {
+  if (s.uses_reduce_mask) {
     const int rank = launch.geometry[1].rank;
     if (launch.geometry[0].rank != rank || (rank < 32 && (launch.reduce_mask >> rank) != 0)) {
       return make_error(
-          fmt::format("program '{}': step {} (sum): reduce mask {:#x} or out rank {} "
+          fmt::format("program '{}': step {} ({}): reduce mask {:#x} or out rank {} "
                       "does not fit the input rank {}",
-                      program.name, i, launch.reduce_mask, launch.geometry[0].rank, rank));
+                      program.name, i, s.name, launch.reduce_mask, launch.geometry[0].rank, rank));
+    }
+  }
+  if (launch.kind == KernelKind::kUnaryMath) {
+    const float op = launch.scalars[0];
+    if (!(op >= 0.0f && op < static_cast<float>(kernels::kNumUnaryMath)) ||
+        op != static_cast<float>(static_cast<int>(op))) {
+      return make_error(fmt::format("program '{}': step {} (unary_math): op {} is not 0 to {}",
+                                    program.name, i, op, kernels::kNumUnaryMath - 1));
     }
   }
   if (launch.kind == KernelKind::kMm &&

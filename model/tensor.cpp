@@ -6,12 +6,12 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <limits>
 
 namespace capsim {
 
 namespace {
-// Elements one tensor may span; keeps every byte count far from overflow.
-constexpr std::int64_t kMaxElements = std::int64_t{1} << 40;
+constexpr std::int64_t kMaxElements = kMaxTensorElements;
 
 constexpr std::string_view kDTypeNames[] = {
 #define CAPSIM_NAME_(e, name, bytes) name,
@@ -118,10 +118,18 @@ bool is_contiguous(const TensorMeta& meta) {
 
 std::int64_t needed_size(const Dims& sizes, const Dims& strides) {
   CAPSIM_CHECK(sizes.size() == strides.size());
+  // Saturates at INT64_MAX: shapes read from input may hold sizes and
+  // strides whose span passes every limit, and must be refused, not wrap.
   std::int64_t n = 1;
   for (std::size_t d = 0; d < sizes.size(); ++d) {
     if (sizes[d] == 0) return 0;
-    n += (sizes[d] - 1) * strides[d];
+  }
+  for (std::size_t d = 0; d < sizes.size(); ++d) {
+    std::int64_t step = 0;
+    if (__builtin_mul_overflow(sizes[d] - 1, strides[d], &step) ||
+        __builtin_add_overflow(n, step, &n)) {
+      return std::numeric_limits<std::int64_t>::max();
+    }
   }
   return n;
 }

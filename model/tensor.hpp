@@ -22,6 +22,10 @@ namespace capsim {
 
 // The largest rank a tensor may have (the kernels' Geometry holds this many).
 inline constexpr std::size_t kMaxRank = 8;
+// Elements one tensor may span (2^40); keeps every byte count far from
+// overflow. Shapes read from input are held to it; values are held to far
+// less (kMaxValueElements, sim/core/function_def.hpp) where they are computed.
+inline constexpr std::int64_t kMaxTensorElements = std::int64_t{1} << 40;
 
 // X(enumerator, name, element bytes)
 #define CAPSIM_DTYPES(X)        \

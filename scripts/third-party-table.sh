@@ -2,8 +2,9 @@
 # Prints docs/fidelity.md's table of the third-party corpus
 # (data/third_party/RELEASE/NAME.FORM.jsonl, recorded by
 # scripts/record-third-party.sh): per trace, the graphs it holds and left out,
-# how many of their ops capsim runs exactly, what replay says, and how many
-# decisions `explain --as-on-a-gpu` explains. tests/cli/doc_table.sh
+# how many of them capsim runs exactly (no generic op), how many of their ops
+# it runs exactly, what replay says, and how many decisions
+# `explain --as-on-a-gpu` explains. tests/cli/doc_table.sh
 # checks that the document shows what this prints.
 #   third-party-table.sh CAPSIM
 set -euo pipefail
@@ -19,7 +20,7 @@ def run(*args):
     return done.returncode, done.stdout + done.stderr
 
 def counts(path):
-    graphs = backwards = exact = generic = getitem = 0
+    graphs = backwards = exact = generic = getitem = fully_exact = 0
     left_out = 0
     for line in path.open():
         record = json.loads(line)
@@ -28,14 +29,14 @@ def counts(path):
             left_out = len(record.get("x_untranslated", []))
         elif kind == "function":
             graphs += 1
-            for op in record["ops"]:
-                name = op.get("op")
-                if name == "generic": generic += 1
-                elif name == "getitem": getitem += 1
-                else: exact += 1
+            names = [op.get("op") for op in record["ops"]]
+            generic += names.count("generic")
+            getitem += names.count("getitem")
+            exact += len(names) - names.count("generic") - names.count("getitem")
+            fully_exact += "generic" not in names
         elif kind == "event" and record.get("event") == "ca_graph" and record.get("captured"):
             backwards += 1
-    return graphs, left_out, exact, generic, getitem, backwards
+    return graphs, left_out, exact, generic, getitem, backwards, fully_exact
 
 def replay(path):
     rc, out = run("replay", "--json", str(path))
@@ -50,12 +51,13 @@ def explained(path):
     found = re.findall(r": (\d+) decisions? explained", out)
     return found[-1] if found else "?"
 
-print("| script | release | form | graphs in the trace | left out | ops exact / generic / getitem | backwards captured | replay | decisions explained as on a GPU |")
-print("|---|---|---|---|---|---|---|---|---|")
+print("| script | release | form | graphs in the trace | left out | fully exact | ops exact / generic / getitem | backwards captured | replay | decisions explained as on a GPU |")
+print("|---|---|---|---|---|---|---|---|---|---|")
 for release in sorted(p for p in corpus.iterdir() if p.is_dir()):
     for path in sorted(release.glob("*.jsonl")):
         name, form = path.stem.rsplit(".", 1)
-        graphs, left_out, exact, generic, getitem, backwards = counts(path)
+        graphs, left_out, exact, generic, getitem, backwards, fully_exact = counts(path)
         ops = f"{exact} / {generic} / {getitem}" if graphs else "-"
-        print(f"| {name} | {release.name} | {form} | {graphs} | {left_out} | {ops} | {backwards} | {replay(path)} | {explained(path)} |")
+        full = fully_exact if graphs else "-"
+        print(f"| {name} | {release.name} | {form} | {graphs} | {left_out} | {full} | {ops} | {backwards} | {replay(path)} | {explained(path)} |")
 PY

@@ -57,6 +57,16 @@ The map (aten -> capsim):
   copy_(dst, src), add_(a, b)           copy_, add_
   slice(x, 0, start, end, 1)            slice (concrete sizes only)
   full(sizes, v) / zeros(sizes) float32 full
+  exp, log, sigmoid, tanh, rsqrt, sqrt,
+  reciprocal                            the same-named op (float32, within
+                                        a few ulp: kernel_bodies.hpp)
+  amax(x, dims, keepdim)                amax, with a sum's fields
+  any other op whose every result is a view of an operand (its schema's
+  alias_info), of the operand's dtype, at concrete sizes: permute, select,
+  unsqueeze, a slice off dim 0, split's parts, ...
+                                        as_strided (the result's sizes,
+                                        strides and storage offset), one per
+                                        getitem of a tuple of views
 
 Anything else is a generic op. Nodes with no tensor value (SymInt
 arithmetic, sym_size) get no op: a consumer's attrs hold their hints. Ops
@@ -405,6 +415,26 @@ def _mean(node: Any) -> NodeTranslation:
     ])
 
 
+def _amax(node: Any) -> NodeTranslation:
+    """amax(x, dims, keepdim): capsim's amax with a sum's fields (no dims:
+    every dim, as aten reads an empty list)."""
+    shape = _concrete_shape(_val(node.args[0]))
+    if shape is None or not shape:
+        raise _Refuse("amax of a symbolic, unknown or 0-d shape")
+    rank = len(shape)
+    every = list(range(rank))
+    dims = list(_arg(node, 1, "dim", []) or [])
+    dims = every if not dims else _norm_dims(dims, rank)
+    if len(set(dims)) != len(dims) or any(not 0 <= d < rank for d in dims):
+        raise _Refuse("amax with dims out of range or repeated")
+    keepdim = bool(_arg(node, 2, "keepdim", False))
+    if sorted(dims) == every and not keepdim:
+        fields: dict = {}
+    else:
+        fields = {"dims": dims, "keepdim": True} if keepdim else {"dims": dims}
+    return NodeTranslation([("amax", [_tensor_arg(node.args[0])], fields)])
+
+
 def _pow(node: Any) -> NodeTranslation:
     """x ** 2 is x * x (one rounding either way), x ** 1 a copy of x; other
     exponents are refused."""
@@ -511,6 +541,14 @@ _RULES = {
     "aten.div.Scalar": _div,
     "aten.pow.Tensor_Scalar": _pow,
     "aten.neg.default": lambda n: _unary(n, "neg"),
+    "aten.exp.default": lambda n: _unary(n, "exp"),
+    "aten.log.default": lambda n: _unary(n, "log"),
+    "aten.sigmoid.default": lambda n: _unary(n, "sigmoid"),
+    "aten.tanh.default": lambda n: _unary(n, "tanh"),
+    "aten.rsqrt.default": lambda n: _unary(n, "rsqrt"),
+    "aten.sqrt.default": lambda n: _unary(n, "sqrt"),
+    "aten.reciprocal.default": lambda n: _unary(n, "reciprocal"),
+    "aten.amax.default": _amax,
     "aten.clone.default": lambda n: _unary(n, "clone"),
     "aten.sum.default": _sum,
     "aten.sum.dim_IntList": _sum,
@@ -549,6 +587,8 @@ class _Walk:
         self.symbolic: dict[str, str] = {}
         self.writers: list[str] = []
         self.tuples: dict[str, int] = {}  # generic node returning a tuple -> its result count
+        # An op returning a tuple of views (split) -> each result's as_strided step.
+        self.view_tuples: dict[str, list] = {}
 
     def is_tensor_node(self, x: Any) -> bool:
         return getattr(x, "name", None) in self.tensor and hasattr(x, "op")
@@ -577,6 +617,12 @@ class _Walk:
 
     def generic(self, node: Any, name: str) -> NodeTranslation:
         operands, fields, symbolic, is_tuple = generic_op.generic_fields(node, name, self.is_tensor_node)
+        views = self.pure_views(operands, fields, symbolic)
+        if views is not None:
+            if is_tuple and len(views) != 1:
+                self.view_tuples[node.name] = views
+                return NodeTranslation()  # each getitem is its own as_strided
+            return NodeTranslation([views[0]])
         if symbolic:
             self.symbolic[node.name] = name
         if fields.get("writes"):
@@ -588,10 +634,34 @@ class _Walk:
             self.tuples[node.name] = len(results)
         return NodeTranslation([("generic", [("n", o.name) for o in operands], fields)], generic=True)
 
+    def pure_views(self, operands: list, fields: dict, symbolic: bool) -> Optional[list]:
+        """An op that only views (permute, select, unsqueeze, split, ...):
+        per result, the as_strided step over the operand it views, which is
+        exact; None if a result is fresh, changes the dtype or has symbolic
+        sizes, or the op writes."""
+        views = fields.get("views")
+        results = fields["results"]
+        if symbolic or fields.get("writes") or not views or not results:
+            return None
+        steps = []
+        for meta, k in zip(results, views):
+            if meta is None or k is None:
+                return None
+            operand = operands[k]
+            if self.dtype.get(operand.name) != meta["dtype"]:
+                return None
+            extra = {"sizes": meta["sizes"], "strides": meta["strides"],
+                     "storage_offset": meta["storage_offset"]}
+            steps.append(("as_strided", [("n", operand.name)], extra))
+        return steps
+
     def getitem(self, node: Any) -> NodeTranslation:
         src, index = node.args[0], node.args[1]
         if not _is_tensor_val(_val(node)):
             return NodeTranslation()
+        views = self.view_tuples.get(getattr(src, "name", None))
+        if views is not None and type(index) is int and -len(views) <= index < len(views):
+            return NodeTranslation([views[index]])
         if getattr(src, "name", None) not in self.tuples and getattr(src, "name", None) in self.nodes:
             return NodeTranslation(same_as=src.name)  # a one-result op's value is its result
         if type(index) is not int:

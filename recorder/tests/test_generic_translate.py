@@ -117,7 +117,7 @@ class GenericTranslateTest(unittest.TestCase):
         _, f = self.translate(fwd)
         self.assertTrue({"int64", "uint8", "bool"} <= self.dtypes(f), self.dtypes(f))
         self.assertIn("aten.embedding.default", self.targets(f))
-        self.assertIn("aten.tanh.default", self.targets(f))
+        self.assertIn("tanh", self.targets(f))  # exact on float32
         tr, b = self.translate(bwd)
         self.assertEqual(tr.placeholder_problem, {})  # the int64 indices are an input
         # The embedding's backward: index_put (2.15: _unsafe_masked_index_put_accumulate).
@@ -150,16 +150,15 @@ class GenericTranslateTest(unittest.TestCase):
         torch = self.torch
         gm = trace(lambda x: torch.cat(x.split(2, dim=1)[::-1], 1).permute(2, 0, 1), torch.randn(2, 6, 3))
         _, f = self.translate(gm)
-        split, gets, cat, permute = f.ops[0], f.ops[1:4], f.ops[4], f.ops[5]
-        self.assertEqual((split["target"], split["attrs"], split["args"]), ("aten.split.Tensor", "2, 1", [0]))
-        self.assertEqual(split["views"], [0, 0, 0])  # Tensor(a)[]: each chunk views the input
-        self.assertEqual([r["storage_offset"] for r in split["results"]], [0, 6, 12])
-        self.assertEqual([(g["args"], g["index"]) for g in gets], [([1], 0), ([1], 1), ([1], 2)])
-        self.assertEqual((cat["target"], cat["args"], cat["attrs"]), ("aten.cat.default", [4, 3, 2], "1"))
+        # Tensor(a)[]: each chunk of the split only views the input, so each
+        # getitem is an as_strided of it.
+        gets, cat, permute = f.ops[0:3], f.ops[3], f.ops[4]
+        self.assertEqual([(g["op"], g["args"], g["storage_offset"]) for g in gets],
+                         [("as_strided", [0], 0), ("as_strided", [0], 6), ("as_strided", [0], 12)])
+        self.assertEqual(gets[0]["sizes"], [2, 2, 3])
+        self.assertEqual((cat["target"], cat["args"], cat["attrs"]), ("aten.cat.default", [3, 2, 1], "1"))
         self.assertNotIn("views", cat)
-        self.assertEqual((permute["target"], permute["args"], permute["views"]), ("aten.permute.default", [5], [0]))
-        self.assertEqual(permute["results"][0]["strides"], [1, 18, 3])
-        self.assertNotIn("writes", permute)
+        self.assertEqual((permute["op"], permute["args"], permute["strides"]), ("as_strided", [4], [1, 18, 3]))
 
     def test_sdpa(self):
         torch = self.torch
@@ -189,8 +188,8 @@ class GenericTranslateTest(unittest.TestCase):
         mul_ = f.ops[0]
         self.assertEqual((mul_["target"], mul_["args"], mul_["views"], mul_["writes"]),
                          ("aten.mul_.Tensor", [0], [0], [0]))
-        permute = next(op for op in f.ops if op.get("target") == "aten.permute.default")
-        self.assertEqual((permute["args"], permute["views"]), ([1], [0]))
+        permute = next(op for op in f.ops if op["op"] == "as_strided")
+        self.assertEqual((permute["args"], permute["sizes"]), ([1], [3, 2, 4]))
 
     def test_get_attr_constant(self):
         torch = self.torch
@@ -206,13 +205,13 @@ class GenericTranslateTest(unittest.TestCase):
 
     def test_symbolic_sizes_at_hints_and_noted(self):
         torch = self.torch
-        fwd, = capture(lambda x: torch.sigmoid(x).sum(), torch.randn(5, 3), dynamic=True, backward=False)
+        fwd, = capture(lambda x: torch.erf(x).sum(), torch.randn(5, 3), dynamic=True, backward=False)
         f = at.build_function(at.translate_graph(fwd))
         self.assertTrue(f.ok, f.untranslated)
-        sig = next(op for op in f.ops if op.get("target") == "aten.sigmoid.default")
-        self.assertEqual(sig["results"][0]["sizes"], [5, 3])
+        erf = next(op for op in f.ops if op.get("target") == "aten.erf.default")
+        self.assertEqual(erf["results"][0]["sizes"], [5, 3])
         self.assertEqual(len(f.notes), 1)
-        self.assertIn("aten.sigmoid.default", f.notes[0])
+        self.assertIn("aten.erf.default", f.notes[0])
 
     def test_attrs_are_stable_text(self):
         torch = self.torch

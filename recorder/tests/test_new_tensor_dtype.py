@@ -70,7 +70,7 @@ class NewTensorDtypeTest(unittest.TestCase):
 
 
 class _Strided:
-    """A tensor's geometry, as session._strided_fields reads it."""
+    """A tensor's geometry, as session.strided_fields reads it."""
 
     def __init__(self, strides, offset):
         self._strides, self._offset = strides, offset
@@ -89,14 +89,14 @@ class StridedNewTensorTest(unittest.TestCase):
     rows 3.. of a [10, 12] array, its last column dropped)."""
 
     def test_geometry_kept_only_where_it_differs(self):
-        from capsim_recorder.cudagraph.session import _strided_fields
+        from capsim_recorder.cudagraph.session import strided_fields
 
-        self.assertEqual(_strided_fields(_Strided([11, 1], 0), [7, 11]), {})
+        self.assertEqual(strided_fields(_Strided([11, 1], 0), [7, 11]), {})
         self.assertEqual(
-            _strided_fields(_Strided([12, 1], 36), [7, 11]), {"strides": [12, 1], "offset": 36}
+            strided_fields(_Strided([12, 1], 36), [7, 11]), {"strides": [12, 1], "offset": 36}
         )
-        self.assertEqual(_strided_fields(_Strided([1, 4], 0), [4, 2]), {"strides": [1, 4]})
-        self.assertEqual(_strided_fields(_Strided([0], 0), [0]), {})
+        self.assertEqual(strided_fields(_Strided([1, 4], 0), [4, 2]), {"strides": [1, 4]})
+        self.assertEqual(strided_fields(_Strided([0], 0), [0]), {})
 
 
 if __name__ == "__main__":

@@ -122,6 +122,25 @@ class CudagraphLauncherTest(unittest.TestCase):
                       if e["event"].startswith("error")]
             self.assertEqual(errors, [(r["index"], "error:E1") for r in reads[3:5]])
 
+    def test_eager_grads_are_accumulated(self):
+        """A parameter used outside every compiled graph gets its grad from
+        the eager autograd engine: a new_tensor of the grad's metadata,
+        accumulated into it and dropped, each step, so that capsim's
+        parameter has a grad as PyTorch's has."""
+        out = self.launch("--cudagraphs", "--", SCRIPT, "--steps", "2", "--eager-head")
+        self.assertEqual(out.returncode, 0, out.stderr)
+        lines = lines_of(self.trace)
+        self.assertNotIn("x_notes", lines[0], lines[0].get("x_notes"))
+        params = [a["name"] for a in actions_of(lines, "new_tensor") if a.get("parameter")]
+        self.assertEqual(params[-2:], ["head_weight", "head_bias"])
+        eager = [g for g in actions_of(lines, "accumulate_grad") if g["param"].startswith("head_")]
+        self.assertEqual([g["param"] for g in eager], ["head_weight", "head_bias"] * 2)
+        made = {a["name"]: a for a in actions_of(lines, "new_tensor")}
+        self.assertEqual(made[eager[0]["grad"]]["sizes"], [2, 2])
+        self.assertEqual({d["name"] for d in actions_of(lines, "del")} & {g["grad"] for g in eager},
+                         {g["grad"] for g in eager})
+        self.replay()
+
     def test_untranslated_graph_is_said(self):
         """A graph with a node capsim cannot express (a 9-d tensor: not even
         a generic op) leaves no calls in the trace, and the launcher says

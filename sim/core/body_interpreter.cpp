@@ -65,15 +65,27 @@ class Interpreter {
  private:
   TensorStore& store() { return env_.refs.store(); }
 
+  // With values on, what a body fills is held to kMaxValueElements; with
+  // values off (the backend computes nothing) only to the shape limit.
+  bool values() const { return env_.backend.computes_values(); }
+  Status check_sizes(const Dims& sizes) const {
+    return values() ? check_value_sizes(sizes) : check_shape_sizes(sizes);
+  }
+
   Result<TensorId> fresh(const Dims& sizes) {
-    CAPSIM_TRY(check_value_sizes(sizes));  // broadcasting and mm can grow a result
+    CAPSIM_TRY(check_sizes(sizes));  // broadcasting and mm can grow a result
     CAPSIM_TRY_ASSIGN(const Tensor t, store().empty(sizes, DType::kFloat32, env_.pool));
     env_.refs.hold(t.id);
     created_.push_back(t.id);
     return t.id;
   }
   Result<TensorId> fresh_strided(const TensorMeta& meta) {
-    CAPSIM_TRY(check_value_sizes(meta.sizes));
+    CAPSIM_TRY(check_sizes(meta.sizes));
+    if (values() &&
+        needed_size(meta.sizes, meta.strides) > kMaxValueElements - meta.storage_offset) {
+      return make_error(fmt::format(
+          "a result spans more than {} elements, the limit for one tensor", kMaxValueElements));
+    }
     CAPSIM_TRY_ASSIGN(const Tensor t, store().empty_strided(meta, env_.pool));
     env_.refs.hold(t.id);
     created_.push_back(t.id);
@@ -106,7 +118,7 @@ class Interpreter {
   Result<TensorId> run_generic(const BodyOp& op) {
     CAPSIM_TRY_ASSIGN(const std::vector<TensorArg> a, operand_args(op));
     const GenericOp& g = op.generic;
-    CAPSIM_TRY(check_generic_reads(g, a));
+    if (values()) CAPSIM_TRY(check_generic_reads(g, a));
     const std::uint64_t seed = generic_op_seed(g);
     std::vector<std::optional<TensorId>> results;
     for (std::size_t i = 0; i < g.results.size(); ++i) {
@@ -189,7 +201,16 @@ class Interpreter {
       case BodyOpKind::kDiv: return run_broadcast_binary(op.kind, a[0], a[1]);
       case BodyOpKind::kNeg:
       case BodyOpKind::kRelu: return run_unary(op.kind, a[0]);
-      case BodyOpKind::kSum: return run_sum(op, a[0]);
+      case BodyOpKind::kSum:
+      case BodyOpKind::kAmax: return run_reduction(op, a[0]);
+      case BodyOpKind::kExp:
+      case BodyOpKind::kLog:
+      case BodyOpKind::kSigmoid:
+      case BodyOpKind::kTanh:
+      case BodyOpKind::kRsqrt:
+      case BodyOpKind::kSqrt:
+      case BodyOpKind::kReciprocal: return run_unary_math(op.kind, a[0]);
+      case BodyOpKind::kAsStrided: return strided_view(op, a[0].meta);
       case BodyOpKind::kMm: return run_mm(a[0], a[1]);
       case BodyOpKind::kClone:
         return run_into_fresh(a[0].meta.sizes,
@@ -262,9 +283,23 @@ class Interpreter {
                           [&](const TensorArg& o) { return launch_unary(k, o, in); });
   }
 
-  // The sum over op.dims (every dim when it has none), keeping each reduced
-  // dim with size 1 under keepdim: aten.sum.dim_IntList's result.
-  Result<TensorId> run_sum(const BodyOp& op, const TensorArg& in) {
+  // exp, log, sigmoid, tanh, rsqrt, sqrt or reciprocal of one operand.
+  Result<TensorId> run_unary_math(BodyOpKind kind, const TensorArg& in) {
+    using kernels::UnaryMath;
+    const UnaryMath op = kind == BodyOpKind::kExp       ? UnaryMath::kExp
+                         : kind == BodyOpKind::kLog     ? UnaryMath::kLog
+                         : kind == BodyOpKind::kSigmoid ? UnaryMath::kSigmoid
+                         : kind == BodyOpKind::kTanh    ? UnaryMath::kTanh
+                         : kind == BodyOpKind::kRsqrt   ? UnaryMath::kRsqrt
+                         : kind == BodyOpKind::kSqrt    ? UnaryMath::kSqrt
+                                                        : UnaryMath::kReciprocal;
+    return run_into_fresh(in.meta.sizes,
+                          [&](const TensorArg& o) { return launch_unary_math(op, o, in); });
+  }
+
+  // The sum (or amax) over op.dims (every dim when it has none), keeping each
+  // reduced dim with size 1 under keepdim: aten.sum.dim_IntList's result.
+  Result<TensorId> run_reduction(const BodyOp& op, const TensorArg& in) {
     std::vector<std::int64_t> dims;
     if (op.dims) {
       dims = *op.dims;
@@ -274,7 +309,10 @@ class Interpreter {
       }
     }
     CAPSIM_TRY_ASSIGN(const Dims sizes, sum_result_sizes(in.meta.sizes, dims, op.keepdim));
-    return run_into_fresh(sizes, [&](const TensorArg& o) { return launch_sum(o, in, dims); });
+    const bool amax = op.kind == BodyOpKind::kAmax;
+    return run_into_fresh(sizes, [&](const TensorArg& o) {
+      return amax ? launch_amax(o, in, dims) : launch_sum(o, in, dims);
+    });
   }
 
   // mm of two 2-d operands, refused before allocating when over the work limit.
@@ -282,7 +320,7 @@ class Interpreter {
     if (x.meta.sizes.size() != 2 || y.meta.sizes.size() != 2) {
       return make_error("mm: both operands must be 2-d");
     }
-    CAPSIM_TRY(check_mm_work(x.meta.sizes, y.meta.sizes));
+    if (values()) CAPSIM_TRY(check_mm_work(x.meta.sizes, y.meta.sizes));
     return run_into_fresh({x.meta.sizes[0], y.meta.sizes[1]},
                           [&](const TensorArg& o) { return launch_mm(o, x, y); });
   }
@@ -342,7 +380,18 @@ class Interpreter {
   // fresh tensor: an op reading it does one body call per element.
   Result<TensorId> expanded_view(const BodyOp& op, const TensorMeta& in) {
     CAPSIM_TRY_ASSIGN(const TensorMeta meta, expand(in, op.sizes));
-    CAPSIM_TRY(check_value_sizes(meta.sizes));
+    CAPSIM_TRY(check_sizes(meta.sizes));
+    return view_of_first_operand(op, meta);
+  }
+
+  // as_strided(sizes, strides, storage_offset) of the operand's storage,
+  // with its dtype. Held to a fresh tensor's limit, as expand is.
+  Result<TensorId> strided_view(const BodyOp& op, const TensorMeta& in) {
+    TensorMeta meta = in;
+    meta.sizes = op.sizes;
+    meta.strides = op.strides;
+    meta.storage_offset = op.storage_offset;
+    CAPSIM_TRY(check_sizes(meta.sizes));
     return view_of_first_operand(op, meta);
   }
 

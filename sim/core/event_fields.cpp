@@ -95,7 +95,7 @@ constexpr EventFieldUse kSkip[] = {R(id),    O(fid),     O(function), O(inputs),
 constexpr EventFieldUse kWarning[] = {R(id), O(fid), R(message)};
 constexpr EventFieldUse kError[] = {R(id), R(exception), O(graph), O(where), R(message)};
 constexpr EventFieldUse kOutput[] = {R(name), R(ptr)};
-constexpr EventFieldUse kRead[] = {R(name), R(numel), R(digest), O(values)};
+constexpr EventFieldUse kRead[] = {R(name), R(numel), O(digest), O(values)};
 constexpr EventFieldUse kOptimizer[] = {R(name),         R(what),          O(kind),
                                         O(params),       O(static_params), O(static_state),
                                         O(static_grads), O(params_alive),  O(state_alive)};

@@ -49,7 +49,8 @@ bool body_op_is_view(BodyOpKind kind) {
     case BodyOpKind::kSlice:
     case BodyOpKind::kTranspose:
     case BodyOpKind::kView:
-    case BodyOpKind::kExpand: return true;
+    case BodyOpKind::kExpand:
+    case BodyOpKind::kAsStrided: return true;
     default: return false;
   }
 }
@@ -111,6 +112,22 @@ Status check_value_sizes(const Dims& sizes) {
           "sizes {} span more than {} elements, the limit for one tensor (a size of 0 counts as 1)",
           sizes, kMaxValueElements));
     }
+  }
+  return {};
+}
+
+Status check_shape_sizes(const Dims& sizes) {
+  std::int64_t span = 1;
+  for (const std::int64_t s : sizes) {
+    if (s < 0) return make_error(fmt::format("negative size {} in {}", s, sizes));
+    // span and s are both at most 2^40 here; the product is checked by division.
+    const std::int64_t m = std::max<std::int64_t>(s, 1);
+    if (s > kMaxTensorElements || span > kMaxTensorElements / m) {
+      return make_error(fmt::format(
+          "sizes {} span more than {} elements, the limit for one tensor (a size of 0 counts as 1)",
+          sizes, kMaxTensorElements));
+    }
+    span *= m;
   }
   return {};
 }
@@ -239,6 +256,24 @@ Status validate_tuple_use(const FunctionDef& def, std::size_t k) {
   return {};
 }
 
+// as_strided's geometry: as many strides as sizes, none negative, at most
+// kMaxRank dims, a non-negative offset. Whether it fits its operand's
+// storage is checked when it runs.
+Status validate_as_strided(const FunctionDef& def, std::size_t k) {
+  const BodyOp& op = def.ops[k];
+  const auto fail = [&](std::string_view what) {
+    return make_error(fmt::format("function '{}': op {} (as_strided): {}", def.name, k, what));
+  };
+  if (op.sizes.size() > kMaxRank || op.strides.size() != op.sizes.size()) {
+    return fail(fmt::format("sizes and strides must have the same rank, at most {}", kMaxRank));
+  }
+  for (std::size_t d = 0; d < op.sizes.size(); ++d) {
+    if (op.sizes[d] < 0 || op.strides[d] < 0) return fail("negative size or stride");
+  }
+  if (op.storage_offset < 0) return fail("negative storage_offset");
+  return {};
+}
+
 }  // namespace
 
 Status validate(const FunctionDef& def) {
@@ -262,9 +297,11 @@ Status validate(const FunctionDef& def) {
       return with_context(
           fmt::format("function '{}': op {} ({})", def.name, k, body_op_name(op.kind)), s.error());
     }
-    if (op.dims && (op.kind != BodyOpKind::kSum || op.dims->empty())) {
+    if (op.kind == BodyOpKind::kAsStrided) CAPSIM_TRY(validate_as_strided(def, k));
+    const bool reduces = op.kind == BodyOpKind::kSum || op.kind == BodyOpKind::kAmax;
+    if (op.dims && (!reduces || op.dims->empty())) {
       return make_error(
-          fmt::format("function '{}': op {} ({}): dims: only a sum has dims, and "
+          fmt::format("function '{}': op {} ({}): dims: only a sum or an amax has dims, and "
                       "at least one",
                       def.name, k, body_op_name(op.kind)));
     }

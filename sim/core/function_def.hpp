@@ -47,8 +47,17 @@ namespace capsim {
   X(kSgdPlain, "sgd_plain", 2, true)          /* param, grad: SGD without momentum */      \
   X(kAdam, "adam", 5, true)                   /* param, grad, exp_avg, exp_avg_sq, step */ \
   X(kAdamW, "adamw", 5, true)                                                              \
-  X(kGeneric, "generic", -1, false) /* any op, modelled from metadata (GenericOp) */       \
-  X(kGetItem, "getitem", 1, false)  /* result `index` of a generic op's tuple */
+  X(kExp, "exp", 1, false) /* float32, as kernel_bodies.hpp's f_exp */                     \
+  X(kLog, "log", 1, false)                                                                 \
+  X(kSigmoid, "sigmoid", 1, false)                                                         \
+  X(kTanh, "tanh", 1, false)                                                               \
+  X(kRsqrt, "rsqrt", 1, false)                                                             \
+  X(kSqrt, "sqrt", 1, false)                                                               \
+  X(kReciprocal, "reciprocal", 1, false)                                                   \
+  X(kAmax, "amax", 1, false)            /* the largest over `dims`, as sum */              \
+  X(kAsStrided, "as_strided", 1, false) /* a view: sizes, strides, storage_offset */       \
+  X(kGeneric, "generic", -1, false)     /* any op, modelled from metadata (GenericOp) */   \
+  X(kGetItem, "getitem", 1, false)      /* result `index` of a generic op's tuple */
 
 enum class BodyOpKind : std::uint8_t {
 #define CAPSIM_ENUM_(e, name, arity, in_place) e,
@@ -60,7 +69,8 @@ std::string_view body_op_name(BodyOpKind kind);
 int body_op_arity(BodyOpKind kind);
 bool body_op_in_place(BodyOpKind kind);
 // Whether the op's value is a view of its first operand that launches no
-// kernel (alias, slice, t, view, expand); in-place ops return a view too, but
+// kernel (alias, slice, t, view, expand, as_strided); in-place ops return a
+// view too, but
 // launch their update.
 bool body_op_is_view(BodyOpKind kind);
 // Argument positions an in-place op writes (SGD: param and momentum buffer).
@@ -96,10 +106,14 @@ inline constexpr std::int64_t kMaxGenericReads = std::int64_t{1} << 27;
 struct BodyOp {
   BodyOpKind kind = BodyOpKind::kAdd;
   std::vector<ValueIndex> args;
-  Dims sizes;           // kFull, kView, kExpand
+  Dims sizes;           // kFull, kView, kExpand, kAsStrided
   float scalar = 0.0f;  // kFull
-  // kSum: the dims to reduce (aten.sum.dim_IntList); none: every dim, as
-  // aten.sum.default. keepdim keeps each reduced dim with size 1.
+  // kAsStrided: the view's strides and its offset in its operand's storage
+  // (absolute, in elements, as Tensor.storage_offset()).
+  Dims strides;
+  std::int64_t storage_offset = 0;
+  // kSum, kAmax: the dims to reduce (aten.sum.dim_IntList); none: every
+  // dim, as aten.sum.default. keepdim keeps each reduced dim with size 1.
   std::optional<std::vector<std::int64_t>> dims;
   bool keepdim = false;
   std::int64_t start = 0, end = 0;  // kSlice
@@ -216,8 +230,12 @@ inline constexpr std::int64_t kMaxMmMultiplyAdds = std::int64_t{1} << 24;
 // The limit on FunctionDef::warmups_marked_incomplete.
 inline constexpr std::uint32_t kMaxWarmupsMarkedIncomplete = 64;
 
-// An error unless `sizes` (non-negative) span at most kMaxValueElements.
+// An error unless `sizes` (non-negative) span at most kMaxValueElements:
+// checked where values are computed (values on).
 Status check_value_sizes(const Dims& sizes);
+// An error unless `sizes` (non-negative) span at most kMaxTensorElements: the
+// shapes a reader accepts, which cost nothing until values are computed.
+Status check_shape_sizes(const Dims& sizes);
 // An error if an mm of x by y (both 2-d) is over kMaxMmMultiplyAdds; an
 // overflowing product is over the limit too. Checked before the output is
 // allocated; shapes that do not match are launch_mm's to refuse.

@@ -24,16 +24,19 @@ Status validate_result(const TensorMeta& meta, std::size_t i, bool fresh) {
   }
   if (meta.storage_offset < 0) return where("negative storage_offset");
   if (!fresh) return {};  // checked against the storage it views when it runs
-  if (Status s = check_value_sizes(meta.sizes); !s) return where(s.error().message);
-  // A fresh result's storage holds offset + what its strides reach.
-  std::int64_t reach = 0;
+  // The shape only: with values on, the interpreter holds what it fills to
+  // kMaxValueElements when the op runs.
+  if (Status s = check_shape_sizes(meta.sizes); !s) return where(s.error().message);
+  // A fresh result's storage holds offset + what its strides reach: sizes
+  // and strides are at most 2^40 here, so 128 bits hold each product.
+  __int128 reach = 0;
   for (std::size_t d = 0; d < meta.sizes.size(); ++d) {
     if (meta.sizes[d] == 0) return {};
-    if (meta.strides[d] > kMaxValueElements) return where("a stride over the element limit");
-    reach += (meta.sizes[d] - 1) * meta.strides[d];
+    if (meta.strides[d] > kMaxTensorElements) return where("a stride over the element limit");
+    reach += static_cast<__int128>(meta.sizes[d] - 1) * meta.strides[d];
   }
-  if (meta.storage_offset > kMaxValueElements || reach > kMaxValueElements) {
-    return where(fmt::format("spans more than {} elements", kMaxValueElements));
+  if (meta.storage_offset > kMaxTensorElements || reach > kMaxTensorElements) {
+    return where(fmt::format("spans more than {} elements", kMaxTensorElements));
   }
   return {};
 }

@@ -60,6 +60,9 @@ DeviceMemoryOptions memory_options(const WorldOptions& o) {
   CAPSIM_CHECK(o.memory_budget_bytes > 0 && o.memory_budget_bytes <= kMaxMemoryBudget,
                "memory budget out of range");
   m.capacity_bytes = o.memory_budget_bytes;
+  m.backed = o.values;
+  CAPSIM_CHECK(o.values || (!o.verify_replays && o.mirror == nullptr && !o.device_evidence),
+               "values off checks no values");
   return m;
 }
 
@@ -263,6 +266,11 @@ Status World::do_mark_static(const MarkStatic& a) {
 Status World::do_read(const Read& a) {
   CAPSIM_TRY_ASSIGN(const std::uint64_t o, objects_.lookup(a.name));
   if (context_.raise_if_poisoned({o})) return {};
+  if (!options_.values) {  // the read happened; what it saw is not modelled
+    CAPSIM_TRY_ASSIGN(const Tensor t, store_.tensor(objects_.at(o).tensor));
+    ctx_.emit(EventKind::kRead, {{F::name, a.name}, {F::numel, numel(t.meta)}});
+    return {};
+  }
   CAPSIM_TRY_ASSIGN(const std::vector<float> v, values(a.name));
   std::string shown = "[";
   for (std::size_t i = 0; i < v.size() && i < 4; ++i) {

@@ -1,6 +1,7 @@
 #include "sim/world/world_context.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <bit>
 #include <cassert>
@@ -49,8 +50,12 @@ std::uint64_t stored_bits(DType dtype, float value, bool drawn) {
 Result<TensorId> WorldContext::fresh_tensor(const Dims& sizes, std::optional<float> fill,
                                             std::int64_t offset, DType dtype,
                                             const std::optional<Dims>& strides) {
-  if (offset < 0 || offset > kMaxValueElements) {
-    return make_error(fmt::format("offset: {} is outside [0, {}]", offset, kMaxValueElements));
+  // Values on, the tensor is filled: held to kMaxValueElements. Values off,
+  // only its address is made: held to the shape limit.
+  const bool values = sim.memory.backed();
+  const std::int64_t limit = values ? kMaxValueElements : kMaxTensorElements;
+  if (offset < 0 || offset > limit) {
+    return make_error(fmt::format("offset: {} is outside [0, {}]", offset, limit));
   }
   CAPSIM_TRY_ASSIGN(TensorMeta meta, contiguous_meta(sizes, dtype));
   if (strides) {
@@ -59,11 +64,12 @@ Result<TensorId> WorldContext::fresh_tensor(const Dims& sizes, std::optional<flo
   }
   // The elements the tensor reaches, filled: numel when contiguous.
   const std::int64_t n = needed_size(meta.sizes, meta.strides);
-  if (n > kMaxValueElements - offset) {
+  if (n > limit - offset) {
     return make_error(
-        fmt::format("strides: the tensor spans {} elements past its offset, the "
-                    "limit is {}",
-                    n, kMaxValueElements - offset));
+        fmt::format("sizes {}: the tensor spans {} elements{}, the limit for one "
+                    "tensor with values {} is {}",
+                    sizes, n, offset ? fmt::format(" past offset {}", offset) : "",
+                    values ? "on" : "off", limit - offset));
   }
   CAPSIM_TRY_ASSIGN(const Tensor buffer, store.empty({n + offset}, dtype));
   TensorMeta view_meta = meta;
@@ -71,6 +77,7 @@ Result<TensorId> WorldContext::fresh_tensor(const Dims& sizes, std::optional<flo
   CAPSIM_TRY_ASSIGN(const Tensor t, store.view(buffer.id, view_meta));
   CAPSIM_TRY(store.release(buffer.id));
   sim.refs.hold(t.id);
+  if (!values) return t.id;  // nothing to fill, and no draws taken
   if (n > 0 && dtype == DType::kFloat32) {
     std::vector<float> values(static_cast<std::size_t>(n));
     for (float& v : values) v = fill ? *fill : rng.uniform(-1.0f, 1.0f);

@@ -54,6 +54,11 @@ struct WorldOptions {
   // touched, instead of filling host memory first. `--memory-budget` raises
   // it (docs/trace-format.md §8).
   std::uint64_t memory_budget_bytes = kDefaultMemoryBudget;
+  // Values off: tensors get addresses, sizes and dtypes but no bytes; no
+  // kernel runs, reads say no values, and nothing checks them (so neither
+  // verify_replays nor a mirror). Decisions do not depend on values, so they
+  // are the same (docs/trace-format.md §8, "Values off").
+  bool values = true;
   // torch.compile(backend="eager") with compiled autograd off: every compiled
   // call runs its body eagerly in the default pool (no tree manager, no
   // events of its own) and every backward runs in the eager engine. The

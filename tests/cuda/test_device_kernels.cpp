@@ -272,6 +272,29 @@ TEST_CASE("sum over dims and sum_to_size") {
   m.run_both(launch_sum_to_size(m.arg(o_sts), m.arg(in)), "sum_to_size [5,7,11] -> [7,1]");
 }
 
+TEST_CASE("unary_math, every function, and amax, NaN and infinities included") {
+  Mirror m;
+  Lcg rng(8u);
+  std::vector<float> x = spiky(rng, 600);
+  for (std::size_t i = 0; i < x.size(); i += 7) x[i] *= 50.0f;  // exp's and tanh's far ranges
+  x[1] = std::numeric_limits<float>::quiet_NaN();
+  x[2] = -std::numeric_limits<float>::infinity();
+  x[3] = std::numeric_limits<float>::infinity();
+  x[4] = 88.7f;
+  x[5] = -103.0f;
+  const Tensor in = m.tensor({600}, x);
+  for (int k = 0; k < kernels::kNumUnaryMath; ++k) {
+    const Tensor out = m.tensor({600}, std::vector<float>(600, 0.0f));
+    m.run_both(launch_unary_math(static_cast<kernels::UnaryMath>(k), m.arg(out), m.arg(in)),
+               "unary_math " + std::to_string(k));
+  }
+  const Tensor grid = m.tensor({20, 30}, x);
+  const Tensor rows = m.tensor({20, 1}, std::vector<float>(20, 0.0f));
+  m.run_both(launch_amax(m.arg(rows), m.arg(grid), {1}), "amax dim 1, keepdim");
+  const Tensor all = m.tensor({}, {0.0f});
+  m.run_both(launch_amax(m.arg(all), m.arg(grid), {0, 1}), "amax over everything");
+}
+
 TEST_CASE("mm 17x33x9, contiguous and with a transposed operand") {
   Mirror m;
   Lcg rng(5u);

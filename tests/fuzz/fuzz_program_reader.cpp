@@ -22,8 +22,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     capsim::fuzz::check_message(kTarget, file.error());
     return 0;
   }
+  capsim::ProgramRunOptions options;
+  options.memory_budget_bytes = capsim::fuzz::kFuzzMemoryBudget;
   const capsim::Result<capsim::ProgramRun> run =
-      capsim::run_program_file(*file, "fuzz.jsonl", std::nullopt, capsim::fuzz::kFuzzMemoryBudget);
+      capsim::run_program_file(*file, "fuzz.jsonl", options);
   if (!run) {
     capsim::fuzz::check_message(kTarget, run.error());
     return 0;

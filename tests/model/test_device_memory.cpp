@@ -99,3 +99,25 @@ TEST_CASE("restore poisons the blocks it frees, and only those") {
   std::memcpy(&bits, &first, 4);
   CHECK(bits == kPoisonWord);
 }
+
+// Values off: addresses and bounds as ever, no bytes behind them.
+TEST_CASE("unbacked memory maps addresses, reads zeros and keeps nothing") {
+  DeviceMemoryOptions options;
+  options.backed = false;
+  options.capacity_bytes = std::uint64_t{64} << 30;
+  DeviceMemory memory(options);
+  auto big = memory.map_segment(std::uint64_t{32} << 30);  // 32 GiB: no host bytes
+  REQUIRE(big.ok());
+  CHECK(big->base == 0x7f0000000000);
+  CHECK_FALSE(memory.backed());
+  const std::array<float, 4> values{1.5f, -2.0f, 3.25f, 7.0f};
+  REQUIRE(memory.write(big->base + 64, std::as_bytes(std::span(values))).ok());
+  CHECK(read4(memory, big->base + 64) == std::array<float, 4>{});
+  CHECK(memory.check_mapped(big->base, 16).ok());
+  CHECK_FALSE(memory.check_mapped(big->end() - 4, 8).ok());
+  CHECK_FALSE(memory.write(0x1000, std::as_bytes(std::span(values))).ok());
+  auto host = memory.resolve(big->base, 16);
+  REQUIRE_FALSE(host.ok());
+  CHECK(host.error().message == "values are off: no bytes behind 0x7f0000000000");
+  memory.on_free(AddressRange{big->base, 16});  // nothing to poison
+}

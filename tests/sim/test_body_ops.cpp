@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include <bit>
+#include <cmath>
 
 #include "tests/sim/body_test_support.hpp"
 
@@ -135,6 +136,63 @@ TEST_CASE("body ops: an in-place write through a view or an expand mutates the i
       2, {with_sizes(op(BodyOpKind::kExpand, {1}), {6}), op(BodyOpKind::kCopyInplace, {2, 0})},
       {3});
   CHECK(mutated_input_idxs(g) == std::vector<std::uint32_t>{1});
+}
+
+BodyOp strided(Dims sizes, Dims strides, std::int64_t offset) {
+  BodyOp o = op(BodyOpKind::kAsStrided, {0});
+  o.sizes = std::move(sizes);
+  o.strides = std::move(strides);
+  o.storage_offset = offset;
+  return o;
+}
+
+// permute, select, a slice off dim 0, a split's part: each is as_strided of
+// its operand's storage with the node's own geometry, launching nothing.
+TEST_CASE("body ops: as_strided views its operand's storage; past the storage is refused") {
+  Device d;
+  const TensorId x = d.tensor({2, 3});
+  const std::vector<float> in = values_of(d, x);
+  // x.permute(1, 0)[1:]: sizes [2, 2], strides [1, 3], offset 1.
+  const FunctionDef f = def_of(1, {strided({2, 2}, {1, 3}, 1), op(BodyOpKind::kClone, {1})}, {2});
+  const auto got = run_one(f, d, {x});
+  REQUIRE(got.ok());
+  CHECK(*got == std::vector<float>{in[1], in[4], in[2], in[5]});
+  const FunctionDef past = def_of(1, {strided({2, 3}, {3, 1}, 1)}, {1});
+  CHECK_FALSE(run_one(past, d, {x}).ok());
+  FunctionDef bad = def_of(1, {strided({2, 3}, {3}, 0)}, {1});
+  CHECK(validate(bad).error().message ==
+        "function 'f': op 0 (as_strided): sizes and strides must have the same rank, at most 8");
+  const FunctionDef g = def_of(2, {strided({3}, {1}, 0), op(BodyOpKind::kAddInplace, {2, 1})}, {3});
+  CHECK(mutated_input_idxs(g) == std::vector<std::uint32_t>{0});
+}
+
+// log_softmax as Inductor decomposes it: x - amax, exp, sum, log, subtract.
+TEST_CASE("body ops: amax, exp and log compute a log-softmax row by row") {
+  Device d;
+  const TensorId x = d.tensor({2, 3});
+  const std::vector<float> in = values_of(d, x);
+  BodyOp amax = op(BodyOpKind::kAmax, {0});
+  amax.dims = std::vector<std::int64_t>{1};
+  amax.keepdim = true;
+  BodyOp sum = op(BodyOpKind::kSum, {3});
+  sum.dims = std::vector<std::int64_t>{1};
+  sum.keepdim = true;
+  const FunctionDef f = def_of(1,
+                               {amax, op(BodyOpKind::kSub, {0, 1}), op(BodyOpKind::kExp, {2}), sum,
+                                op(BodyOpKind::kLog, {4}), op(BodyOpKind::kSub, {2, 5})},
+                               {6});
+  const auto got = run_one(f, d, {x});
+  REQUIRE(got.ok());
+  for (int r = 0; r < 2; ++r) {
+    double total = 0;
+    for (int c = 0; c < 3; ++c) total += std::exp(static_cast<double>(in[3 * r + c]));
+    for (int c = 0; c < 3; ++c) {
+      CHECK((*got)[3 * r + c] == doctest::Approx(in[3 * r + c] - std::log(total)).epsilon(1e-5));
+    }
+  }
+  BodyOp dims_on_exp = op(BodyOpKind::kExp, {0});
+  dims_on_exp.dims = std::vector<std::int64_t>{0};
+  CHECK_FALSE(validate(def_of(1, {dims_on_exp}, {1})).ok());
 }
 
 }  // namespace

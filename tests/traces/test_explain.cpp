@@ -68,8 +68,10 @@ TEST_CASE("explain: every decision has a rule and is documented in docs/trace-fo
     CHECK(!rule->title.empty());
     CHECK(!rule->rule.empty());
     // Explain's own keys, not values of a field: a first compile whose grads
-    // are not static, a capture that recorded a graph.
-    if (d.key.empty() || key == "compile:grads_not_static" || d.kind == EventKind::kCaGraph) {
+    // are not static, a capture that recorded a graph, a function that only
+    // warmed up.
+    if (d.key.empty() || key == "compile:grads_not_static" || d.kind == EventKind::kCaGraph ||
+        d.kind == EventKind::kWarmup) {
       continue;
     }
     const bool by_id =
@@ -187,6 +189,28 @@ TEST_CASE("explain: as on a GPU, the simulation stops where an error left a name
   Result<ObservedRun> mnist_gpu = as_on_a_gpu(*mnist);
   REQUIRE(mnist_gpu.ok());
   CHECK_FALSE(mnist_gpu->stopped_at.has_value());
+}
+
+// mnist's test pass runs one batch: its inference graph is called once, so
+// as on a GPU it only warms up. Every graph of the trace is explained: fwd0
+// and bwd0 by their recordings, inf1 by its warmups; a function that records
+// later is not.
+TEST_CASE("explain: a function that only warmed up is explained once") {
+  Result<ObservedRun> mnist = observe_file(std::string(CAPSIM_SOURCE_DIR) +
+                                           "/data/third_party/2.11.0/mnist.compiled.jsonl");
+  REQUIRE(mnist.ok());
+  Result<ObservedRun> gpu = as_on_a_gpu(*mnist);
+  REQUIRE(gpu.ok());
+  std::vector<std::string> seen;
+  for (const Explanation& e : explain(*gpu, std::nullopt)) {
+    seen.push_back(e.function + " " + e.event);
+    if (e.event == "warmup:never_recorded") {
+      CHECK(e.what.find("'inf1' was called once and ran as a warmup") != std::string::npos);
+      CHECK(e.fix.find("skip_cudagraph_warmup") != std::string::npos);
+    }
+  }
+  CHECK(seen == std::vector<std::string>{"fwd0 record:no_child", "bwd0 record:no_child",
+                                         "inf1 warmup:never_recorded"});
 }
 
 // dcgan's plain form as on a GPU: each capture is explained once, in
@@ -392,11 +416,13 @@ TEST_CASE("explain: a run recorded without CUDA graphs is explained as on a GPU"
   }
   // The forward and the backward record at the second step; each replay
   // copies the step's fresh inputs (x and y, then the loss's grad); the
-  // predictions kept and read at the end were overwritten but the last.
+  // predictions kept and read at the end were overwritten but the last; the
+  // two evaluation graphs only ever warm up.
   INFO(fmt::format("{}", fmt::join(seen, " | ")));
   CHECK(seen == std::vector<std::string>{"record:no_child@24 t3,t4", "record:no_child@29 t5",
-                                         "copy_in@42 t3,t4", "copy_in@47 t5", "error:E1@67 ",
-                                         "error:E1@68 "});
+                                         "copy_in@42 t3,t4", "copy_in@47 t5",
+                                         "warmup:never_recorded@59 ", "warmup:never_recorded@65 ",
+                                         "error:E1@67 ", "error:E1@68 "});
 }
 
 TEST_CASE("what-if auto: outputs kept across steps are cloned together") {

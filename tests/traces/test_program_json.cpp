@@ -394,7 +394,7 @@ TEST_CASE("program_json: bad action lines name the field") {
   CHECK(action_error(R"({"action":"new_tensor","name":"x","sizes":[2,3],"strides":[1]})") ==
         "field 'strides': 1 entries for 2 sizes");
   CHECK(action_error(R"({"action":"new_tensor","name":"x","sizes":[2,3],"strides":[1,-3]})") ==
-        "field 'strides[1]': stride -3 is outside [0, 16777216]");
+        "field 'strides[1]': stride -3 is outside [0, 1099511627776]");
   CHECK(action_error(R"({"action":"new_tensor","name":"x","sizes":[2,-1]})") ==
         "field 'sizes[1]': negative size -1");
   CHECK(action_error(R"({"action":"new_tensor","name":"x","sizes":[1,1,1,1,1,1,1,1,1]})") ==
@@ -422,21 +422,22 @@ TEST_CASE("program_json: bad action lines name the field") {
       fmt::format("field 'args': {} entries, the limit is {}", kMaxBodyInputs + 1, kMaxBodyInputs));
 }
 
-TEST_CASE("program_json: a tensor of more than kMaxValueElements elements is refused") {
-  // The simulator allocates and fills every tensor: without the limit, one
-  // line of 60 bytes would ask for 4 GiB (or, with a size of 0 in front, for
-  // strides that overflow).
-  static_assert(kMaxValueElements == 16777216);
+TEST_CASE("program_json: a tensor of more than kMaxTensorElements elements is refused") {
+  // A shape costs nothing until values are computed (values off makes only
+  // its address), so the reader holds shapes to the model's limit, 2^40
+  // elements; with a size of 0 in front, strides must not overflow either.
+  static_assert(kMaxTensorElements == 1099511627776);
   CHECK(parse_action(R"({"action":"new_tensor","name":"x","sizes":[4096,4096]})").ok());
-  CHECK(parse_action(R"({"action":"new_tensor","name":"x","sizes":[16777216]})").ok());
+  CHECK(parse_action(R"({"action":"new_tensor","name":"x","sizes":[16777217]})").ok());
+  CHECK(parse_action(R"({"action":"new_tensor","name":"x","sizes":[32000,4096]})").ok());
   CHECK(parse_action(R"({"action":"new_tensor","name":"x","sizes":[0,4096,4096]})").ok());
   const std::string too_big =
-      "field 'sizes': sizes {} span more than 16777216 elements, the limit for one tensor (a "
-      "size of 0 counts as 1)";
-  CHECK(action_error(R"({"action":"new_tensor","name":"x","sizes":[16777217]})") ==
-        fmt::format(fmt::runtime(too_big), "[16777217]"));
-  CHECK(action_error(R"({"action":"new_tensor","name":"x","sizes":[4097,4096]})") ==
-        fmt::format(fmt::runtime(too_big), "[4097, 4096]"));
+      "field 'sizes': sizes {} span more than 1099511627776 elements, the limit for one tensor "
+      "(a size of 0 counts as 1)";
+  CHECK(action_error(R"({"action":"new_tensor","name":"x","sizes":[1099511627777]})") ==
+        fmt::format(fmt::runtime(too_big), "[1099511627777]"));
+  CHECK(action_error(R"({"action":"new_tensor","name":"x","sizes":[1048577,1048576]})") ==
+        fmt::format(fmt::runtime(too_big), "[1048577, 1048576]"));
   CHECK(action_error(R"({"action":"new_tensor","name":"x","sizes":[1000000000,1000000000]})") ==
         fmt::format(fmt::runtime(too_big), "[1000000000, 1000000000]"));
   CHECK(action_error(
@@ -475,6 +476,12 @@ TEST_CASE("program_json: an op whose result or work passes the limits fails the 
   };
   const std::string mm = R"({"op":"mm","args":[0,1]})";
   const std::string add = R"({"op":"add","args":[0,1]})";
+  // Replay computes values: a tensor the reader takes but values on cannot
+  // fill fails its action (the simulator fills every tensor it makes: one
+  // line of 60 bytes must not ask for 4 GiB).
+  CHECK(replay_error(add, "[4097,4096]", "[1]") ==
+        "mem.jsonl:3:1: action 0 (new_tensor): sizes [4097, 4096]: the tensor spans 16781312 "
+        "elements, the limit for one tensor with values on is 16777216");
   CHECK(replay(mm, "[256,256]", "[256,256]").ok());  // exactly the limit
   CHECK(replay_error(mm, "[512,256]", "[256,256]") ==
         "mem.jsonl:5:1: action 2 (call): function 'f': op 0 (mm): mm of [512, 256] by [256, 256] "
@@ -503,7 +510,27 @@ TEST_CASE("program_json: bad function lines name the field") {
   CHECK(function_error(with(R"("op":"add")", R"("op":"pow")")) ==
         "field 'ops[0].op': unknown op 'pow' (known: add, sub, mul, div, neg, relu, sum, mm, "
         "clone, full, add_, copy_, alias, slice, t, view, expand, relu_backward, sgd, sgd_plain, "
-        "adam, adamw, generic, getitem)");
+        "adam, adamw, exp, log, sigmoid, tanh, rsqrt, sqrt, reciprocal, amax, as_strided, "
+        "generic, getitem)");
+  // amax reads a sum's fields; as_strided its geometry, checked field by field.
+  const std::string first = R"({"op":"add","args":[0,1]})";
+  const std::string strided =
+      R"({"op":"as_strided","args":[0],"sizes":[2,1],"strides":[1,2],"storage_offset":1})";
+  const Result<FunctionDef> round = function_via_text(Json::parse(with(first, strided)));
+  REQUIRE_MESSAGE(round.ok(), round.error().message);
+  CHECK(function_to_json(*round)["ops"][0].dump() == strided);
+  CHECK(function_via_text(
+            Json::parse(with(first, R"({"op":"amax","args":[0],"dims":[0],"keepdim":true})")))
+            .ok());
+  CHECK(function_error(with(first, R"({"op":"as_strided","args":[0],"sizes":[2],"strides":[1,1],)"
+                                   R"("storage_offset":0})")) ==
+        "field 'ops[0].strides': 2 entries for 1 sizes");
+  CHECK(function_error(with(first, R"({"op":"as_strided","args":[0],"sizes":[2],"strides":[1],)"
+                                   R"("storage_offset":-1})")) ==
+        "field 'ops[0].storage_offset': -1 is outside [0, 1099511627776]");
+  CHECK(
+      function_error(with(first, R"({"op":"as_strided","args":[0],"sizes":[2],"strides":[1]})")) ==
+      "field 'ops[0].storage_offset': missing");
   // A sum's dims and keepdim, and the sizes of a view or an expand.
   const std::string first_op = R"({"op":"add","args":[0,1]})";
   CHECK(function_via_text(
@@ -541,9 +568,9 @@ TEST_CASE("program_json: bad function lines name the field") {
   CHECK(function_error(with(R"(,"param_input_idxs":[])", "")) ==
         "field 'param_input_idxs': missing");
 
-  CHECK(function_error(with(R"("sizes":[2])", R"("sizes":[8192,4096])")) ==
-        "field 'ops[1].sizes': sizes [8192, 4096] span more than 16777216 elements, the limit "
-        "for one tensor (a size of 0 counts as 1)");
+  CHECK(function_error(with(R"("sizes":[2])", R"("sizes":[2097152,1048576])")) ==
+        "field 'ops[1].sizes': sizes [2097152, 1048576] span more than 1099511627776 elements, "
+        "the limit for one tensor (a size of 0 counts as 1)");
 
   Json big = Json::parse(ok);
   big["ops"] = Json::array();

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 
 #include "traces/analyses/explain_rules.hpp"
 
@@ -306,11 +307,50 @@ std::string capture_rule(const ObservedRun& run, const CaptureFacts& facts, std:
   return "ca_graph:captured";
 }
 
+// Functions whose every call was a warmup (no recording, no eager fallback,
+// no skip names them): each is explained once, at its last warmup, with how
+// many calls warmed up.
+struct WarmupFacts {
+  std::map<std::string, std::size_t> last;   // function -> its last warmup event
+  std::map<std::string, std::size_t> count;  // function -> its warmups
+};
+
+WarmupFacts warmup_facts(const ObservedRun& run) {
+  WarmupFacts out;
+  std::set<std::string> decided;
+  for (std::size_t k = 0; k < run.events.size(); ++k) {
+    const Event& e = run.events[k];
+    const std::string f = text_or(e, F::function, "");
+    if (e.kind == EventKind::kWarmup) {
+      out.last[f] = k;
+      ++out.count[f];
+    } else if (e.kind == EventKind::kRecord || e.kind == EventKind::kEager ||
+               e.kind == EventKind::kSkip) {
+      decided.insert(f);
+    }
+  }
+  for (const std::string& f : decided) {
+    out.last.erase(f);
+    out.count.erase(f);
+  }
+  return out;
+}
+
+// The rule key of event i: rule_key's, or a never-recorded function's last
+// warmup.
+std::string event_rule_key(const ObservedRun& run, const WarmupFacts& warmups, std::size_t i) {
+  const Event& e = run.events[i];
+  if (e.kind != EventKind::kWarmup) return rule_key(e);
+  const auto it = warmups.last.find(text_or(e, F::function, ""));
+  return it != warmups.last.end() && it->second == i ? "warmup:never_recorded" : "";
+}
+
 }  // namespace
 
 std::vector<Explanation> explain(const ObservedRun& run, std::optional<std::size_t> only) {
   ExplainState st;
   const CaptureFacts facts = capture_facts(run);
+  const WarmupFacts warmups = warmup_facts(run);
   std::vector<Explanation> out;
   std::size_t seen_actions = 0;
   for (std::size_t i = 0; i < run.events.size(); ++i) {
@@ -319,10 +359,19 @@ std::vector<Explanation> explain(const ObservedRun& run, std::optional<std::size
       st.names.see(run.actions[seen_actions]);
     }
     st.names.see(e);
-    const std::string key = rule_key(e);
+    const std::string key = event_rule_key(run, warmups, i);
     if (key.empty() || e.action >= run.actions.size()) continue;
     const Action& a = run.actions[e.action];
     Account account = account_of(e, a, st);  // always: it tracks the recordings
+    if (key == "warmup:never_recorded") {
+      const std::string f = text_or(e, F::function, "");
+      const std::size_t n = warmups.count.at(f);
+      account.what = fmt::format(
+          "'{}' was called {} and {} as a warmup: no CUDA graph was recorded for it, so "
+          "it never replayed one.",
+          f, n == 1 ? std::string("once") : fmt::format("{} times", n),
+          n == 1 ? "ran" : "each call ran");
+    }
     if (key == "compile:grads_not_static" && account.inputs.empty()) continue;
     // With PyTorch's words for the miss, the capture's paragraph (ca_graph)
     // says it, by its cause: the simulation's own miss text is not repeated.

@@ -122,8 +122,9 @@ void carry_recorded_messages(const ObservedRun& recorded, ObservedRun& simulated
 Result<ObservedRun> as_on_a_gpu(const ObservedRun& run) {
   ProgramFile file{run.header, Program{run.functions, run.actions}, {}};
   file.header.config.cudagraphs = true;
-  CAPSIM_TRY_ASSIGN(ProgramRun ran, run_program_file(file, "as on a GPU", std::nullopt,
-                                                     kDefaultMemoryBudget, true));
+  ProgramRunOptions options;
+  options.stop_after_error = true;
+  CAPSIM_TRY_ASSIGN(ProgramRun ran, run_program_file(file, "as on a GPU", options));
   const std::optional<std::size_t> stopped_at = ran.stopped_at;
   const std::optional<std::size_t> error_at = ran.error_at;
   ObservedRun out = simulated_run(std::move(file), std::move(ran));

@@ -1,7 +1,7 @@
 // The fast path's action payloads (line_fast.hpp): the kinds a training or
 // inference loop repeats, read by program_json.cpp's rules (names at most
 // kMaxJsonNameBytes, lists within their limits, sizes through
-// check_value_sizes, an absent optional field as its default). The other
+// check_shape_sizes, an absent optional field as its default). The other
 // kinds, which a trace holds a few of, are declined and go the general way.
 // Every function here declines rather than decides: no error is made here.
 #include "traces/format/fast_json.hpp"
@@ -46,7 +46,7 @@ class FieldReader {
       return v;
     };
     set(out, list<std::int64_t>(*e, kMaxRank, size));
-    if (ok_ && !check_value_sizes(out).ok()) ok_ = false;
+    if (ok_ && !check_shape_sizes(out).ok()) ok_ = false;
   }
   void flag(std::string_view key, bool& out, bool required = false) {
     if (const element* e = take(key, required)) set(out, boolean(*e));

@@ -81,7 +81,7 @@ Result<TensorMeta> read_tensor_meta(const Json& j, const std::string& path) {
     return field_error(r.path_of("strides"), "not one per dim of sizes");
   }
   CAPSIM_TRY(assign(meta.storage_offset, r.integer("storage_offset")));
-  if (meta.storage_offset < 0 || meta.storage_offset > kMaxValueElements) {
+  if (meta.storage_offset < 0 || meta.storage_offset > kMaxTensorElements) {
     return field_error(r.path_of("storage_offset"), "out of range");
   }
   CAPSIM_TRY_ASSIGN(const std::string dtype, r.string("dtype"));

@@ -83,9 +83,9 @@ Result<ImportedTensor> read_tensor(const Json& j, std::string path) {
   ImportedTensor t;
   CAPSIM_TRY_ASSIGN(t.name, name_at(r, "name"));
   CAPSIM_TRY_ASSIGN(t.sizes, sizes_at(r, "sizes"));
-  // The same bound as a new_tensor's, so that a recorded tensor could be
-  // materialised one day (the World keeps only its metadata today).
-  if (const Status s = check_value_sizes(t.sizes); !s.ok()) {
+  // The same bound as a new_tensor's shape (the World keeps only its
+  // metadata).
+  if (const Status s = check_shape_sizes(t.sizes); !s.ok()) {
     return field_error(r.path_of("sizes"), s.error().message);
   }
   CAPSIM_TRY_ASSIGN(t.dtype, dtype_at(r, "dtype"));

@@ -12,6 +12,7 @@
 #include <utility>
 #include <variant>
 
+#include "traces/format/body_op_json.hpp"
 #include "traces/format/generic_op_json.hpp"
 #include "traces/format/imported_graph_json.hpp"
 
@@ -32,16 +33,6 @@ Result<std::string> read_name(ObjectReader& r, std::string_view key) {
   return s;
 }
 
-// Checked before the elements are converted, so that a huge list costs nothing.
-Status check_length(ObjectReader& r, std::string_view key, std::size_t limit) {
-  CAPSIM_TRY_ASSIGN(const Json* v, r.value(key));
-  if (v->is_array() && v->size() > limit) {
-    return field_error(r.path_of(key),
-                       fmt::format("{} entries, the limit is {}", v->size(), limit));
-  }
-  return {};
-}
-
 Result<std::vector<std::string>> read_names(ObjectReader& r, std::string_view key,
                                             std::size_t limit) {
   CAPSIM_TRY(check_length(r, key, limit));
@@ -56,189 +47,6 @@ Result<std::vector<std::uint32_t>> read_indices(ObjectReader& r, std::string_vie
                                                 std::size_t limit) {
   CAPSIM_TRY(check_length(r, key, limit));
   return r.index_list(key);
-}
-
-// Strides of a fresh tensor: non-negative, each at most kMaxValueElements
-// (so the span they reach cannot overflow; the World checks the span).
-Result<Dims> read_strides(ObjectReader& r, std::string_view key) {
-  CAPSIM_TRY(check_length(r, key, kMaxRank));
-  CAPSIM_TRY_ASSIGN(Dims strides, r.integer_list(key));
-  for (std::size_t i = 0; i < strides.size(); ++i) {
-    if (strides[i] < 0 || strides[i] > kMaxValueElements) {
-      return field_error(
-          fmt::format("{}[{}]", r.path_of(key), i),
-          fmt::format("stride {} is outside [0, {}]", strides[i], kMaxValueElements));
-    }
-  }
-  return strides;
-}
-
-Result<Dims> read_sizes(ObjectReader& r, std::string_view key) {
-  CAPSIM_TRY(check_length(r, key, kMaxRank));
-  CAPSIM_TRY_ASSIGN(Dims sizes, r.integer_list(key));
-  for (std::size_t i = 0; i < sizes.size(); ++i) {
-    if (sizes[i] < 0) {
-      return field_error(fmt::format("{}[{}]", r.path_of(key), i),
-                         fmt::format("negative size {}", sizes[i]));
-    }
-  }
-  // The simulator really allocates and fills every tensor: a line of 30 bytes
-  // must not ask for gigabytes.
-  if (const Status s = check_value_sizes(sizes); !s.ok()) {
-    return field_error(r.path_of(key), s.error().message);
-  }
-  return sizes;
-}
-
-// A nested object, read strictly under its own path (`ops[2].sgd.lr`).
-Result<ObjectReader> nested(ObjectReader& parent, std::string_view key) {
-  CAPSIM_TRY_ASSIGN(const Json* v, parent.value(key));
-  return ObjectReader::of(*v, parent.path_of(key));
-}
-
-Json sgd_json(const SgdHyper& h) {
-  return {{"lr", float_json(h.lr)},
-          {"momentum", float_json(h.momentum)},
-          {"dampening", float_json(h.dampening)},
-          {"weight_decay", float_json(h.weight_decay)},
-          {"nesterov", h.nesterov}};
-}
-Result<SgdHyper> read_sgd(ObjectReader& parent) {
-  CAPSIM_TRY_ASSIGN(ObjectReader r, nested(parent, "sgd"));
-  SgdHyper h;
-  CAPSIM_TRY(assign(h.lr, r.float32("lr")));
-  CAPSIM_TRY(assign(h.momentum, r.float32("momentum")));
-  CAPSIM_TRY(assign(h.dampening, r.float32("dampening")));
-  CAPSIM_TRY(assign(h.weight_decay, r.float32("weight_decay")));
-  CAPSIM_TRY(assign(h.nesterov, r.boolean("nesterov")));
-  CAPSIM_TRY(r.finish());
-  return h;
-}
-
-Json adam_json(const AdamHyper& h) {
-  return {{"lr", float_json(h.lr)},
-          {"beta1", float_json(h.beta1)},
-          {"beta2", float_json(h.beta2)},
-          {"eps", float_json(h.eps)},
-          {"weight_decay", float_json(h.weight_decay)}};
-}
-Result<AdamHyper> read_adam(ObjectReader& parent) {
-  CAPSIM_TRY_ASSIGN(ObjectReader r, nested(parent, "adam"));
-  AdamHyper h;
-  CAPSIM_TRY(assign(h.lr, r.float32("lr")));
-  CAPSIM_TRY(assign(h.beta1, r.float32("beta1")));
-  CAPSIM_TRY(assign(h.beta2, r.float32("beta2")));
-  CAPSIM_TRY(assign(h.eps, r.float32("eps")));
-  CAPSIM_TRY(assign(h.weight_decay, r.float32("weight_decay")));
-  CAPSIM_TRY(r.finish());
-  return h;
-}
-
-// --- Functions -------------------------------------------------------------
-
-Json op_json(const BodyOp& op) {
-  Json j = Json::object();
-  j["op"] = std::string(body_op_name(op.kind));
-  j["args"] = op.args;
-  switch (op.kind) {
-    case BodyOpKind::kFull:
-      j["sizes"] = op.sizes;
-      j["scalar"] = float_json(op.scalar);
-      break;
-    case BodyOpKind::kSlice:
-      j["start"] = op.start;
-      j["end"] = op.end;
-      break;
-    case BodyOpKind::kView:
-    case BodyOpKind::kExpand: j["sizes"] = op.sizes; break;
-    case BodyOpKind::kSum:
-      if (op.dims) j["dims"] = *op.dims;
-      if (op.keepdim) j["keepdim"] = true;
-      break;
-    case BodyOpKind::kSgd:
-    case BodyOpKind::kSgdPlain: j["sgd"] = sgd_json(op.sgd); break;
-    case BodyOpKind::kAdam:
-    case BodyOpKind::kAdamW: j["adam"] = adam_json(op.adam); break;
-    case BodyOpKind::kGeneric: write_generic_fields(j, op); break;
-    case BodyOpKind::kGetItem: j["index"] = op.index; break;
-    default: break;  // the other kinds read no field but their args
-  }
-  return j;
-}
-
-// A sum's optional `dims` (at least one, at most kMaxRank; left out, the
-// sum is over every dim, so an empty list, which aten reads the same way, is
-// refused as ambiguous) and `keepdim` (default false).
-Status read_sum_fields(ObjectReader& r, BodyOp& op) {
-  if (r.has("dims")) {
-    CAPSIM_TRY(check_length(r, "dims", kMaxRank));
-    CAPSIM_TRY_ASSIGN(std::vector<std::int64_t> dims, r.integer_list("dims"));
-    if (dims.empty()) {
-      return field_error(r.path_of("dims"), "empty; leave dims out to sum over every dim");
-    }
-    op.dims = std::move(dims);
-  }
-  if (r.has("keepdim")) CAPSIM_TRY(assign(op.keepdim, r.boolean("keepdim")));
-  return {};
-}
-
-// getitem's `index`: a result position of a generic op.
-Status read_getitem_index(ObjectReader& r, BodyOp& op) {
-  CAPSIM_TRY_ASSIGN(const std::int64_t index, r.integer("index"));
-  if (index < 0 || static_cast<std::size_t>(index) >= kMaxGenericResults) {
-    return field_error(r.path_of("index"), fmt::format("{} is not a result position (0 to {})",
-                                                       index, kMaxGenericResults - 1));
-  }
-  op.index = static_cast<std::uint32_t>(index);
-  return {};
-}
-
-// Op k of a body with n inputs. Arity and references are checked here, with
-// the precise path, rather than left to validate().
-Result<BodyOp> read_op(const Json& j, const std::string& path, std::size_t k, std::size_t n) {
-  CAPSIM_TRY_ASSIGN(ObjectReader r, ObjectReader::of(j, path));
-  BodyOp op;
-  CAPSIM_TRY_ASSIGN(const std::string name, r.string("op"));
-  CAPSIM_TRY_ASSIGN(op.kind, body_op_from_name(name, r.path_of("op")));
-  const int arity = body_op_arity(op.kind);
-  CAPSIM_TRY_ASSIGN(const Json* args, r.value("args"));
-  if (args->is_array() && arity >= 0 && args->size() != static_cast<std::size_t>(arity)) {
-    return field_error(r.path_of("args"),
-                       fmt::format("'{}' takes {} args, got {}", name, arity, args->size()));
-  }
-  if (args->is_array() && args->size() > kMaxGenericArgs) {
-    return field_error(r.path_of("args"),
-                       fmt::format("{} args, the limit is {}", args->size(), kMaxGenericArgs));
-  }
-  CAPSIM_TRY_ASSIGN(op.args, r.index_list("args"));
-  for (std::size_t i = 0; i < op.args.size(); ++i) {
-    if (op.args[i] >= n + k) {
-      return field_error(fmt::format("{}[{}]", r.path_of("args"), i),
-                         fmt::format("value {} is not defined before op {}", op.args[i], k));
-    }
-  }
-  switch (op.kind) {
-    case BodyOpKind::kFull:
-      CAPSIM_TRY(assign(op.sizes, read_sizes(r, "sizes")));
-      CAPSIM_TRY(assign(op.scalar, r.float32("scalar")));
-      break;
-    case BodyOpKind::kSlice:
-      CAPSIM_TRY(assign(op.start, r.integer("start")));
-      CAPSIM_TRY(assign(op.end, r.integer("end")));
-      break;
-    case BodyOpKind::kView:
-    case BodyOpKind::kExpand: CAPSIM_TRY(assign(op.sizes, read_sizes(r, "sizes"))); break;
-    case BodyOpKind::kSum: CAPSIM_TRY(read_sum_fields(r, op)); break;
-    case BodyOpKind::kSgd:
-    case BodyOpKind::kSgdPlain: CAPSIM_TRY(assign(op.sgd, read_sgd(r))); break;
-    case BodyOpKind::kAdam:
-    case BodyOpKind::kAdamW: CAPSIM_TRY(assign(op.adam, read_adam(r))); break;
-    case BodyOpKind::kGeneric: CAPSIM_TRY(read_generic_fields(r, op)); break;
-    case BodyOpKind::kGetItem: CAPSIM_TRY(read_getitem_index(r, op)); break;
-    default: break;  // refused by finish() below if present
-  }
-  CAPSIM_TRY(r.finish());
-  return op;
 }
 
 // Every entry of `key` below `bound`; else "<noun> <entry> is not <what>".
@@ -473,11 +281,6 @@ Status read_fields(ObjectReader& r, Backward& a) {
 }  // namespace
 
 // --- Names -----------------------------------------------------------------
-
-Result<BodyOpKind> body_op_from_name(std::string_view name, std::string_view path) {
-  using Enum = BodyOpKind;
-  return from_name<Enum>(name, path, "op", {CAPSIM_BODY_OPS(CAPSIM_PAIR_)});
-}
 
 Result<OptimizerKind> optimizer_kind_from_name(std::string_view name, std::string_view path) {
   using Enum = OptimizerKind;

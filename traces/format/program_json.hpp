@@ -21,6 +21,7 @@
 #include "sim/core/cudagraph_config.hpp"
 #include "sim/core/function_def.hpp"
 #include "sim/world/program.hpp"
+#include "traces/format/body_op_json.hpp"
 #include "traces/format/json_fields.hpp"
 
 namespace capsim {
@@ -51,8 +52,8 @@ Json action_to_json(const Action& a);
 // calls r.finish().
 Result<Action> action_from_json(ObjectReader& r);
 
-// Names back to enums; an error lists the known names.
-Result<BodyOpKind> body_op_from_name(std::string_view name, std::string_view path);
+// Names back to enums; an error lists the known names (body_op_from_name:
+// body_op_json.hpp).
 Result<OptimizerKind> optimizer_kind_from_name(std::string_view name, std::string_view path);
 Result<CompilationMode> compilation_mode_from_name(std::string_view name, std::string_view path);
 

@@ -180,15 +180,50 @@ Result<ProgramFile> read_program_bytes(const std::string& bytes, const std::stri
   return read_program_text(filled_text(in, name), name);
 }
 
+std::optional<std::string> values_needed_off(const Program& program) {
+  std::uint64_t bytes = 0;
+  for (const Action& a : program.actions) {
+    const auto* t = std::get_if<NewTensor>(&a);
+    if (t == nullptr) continue;
+    const std::int64_t n = needed_size(t->sizes, t->strides.value_or(contiguous_strides(t->sizes)));
+    if (n > kMaxValueElements - t->offset) {
+      return fmt::format("tensor '{}' spans {} elements, over the {} values are computed for",
+                         t->name, n, kMaxValueElements);
+    }
+    bytes += static_cast<std::uint64_t>(n + t->offset) * dtype_element_bytes(t->dtype);
+  }
+  if (bytes > kValuesOffAboveBytes) {
+    return fmt::format("its tensors take {} bytes, over the {} values are computed for", bytes,
+                       kValuesOffAboveBytes);
+  }
+  for (const FunctionDef& f : program.functions) {
+    for (const BodyOp& op : f.ops) {
+      if (op.kind != BodyOpKind::kGeneric) continue;
+      for (const std::optional<TensorMeta>& r : op.generic.results) {
+        if (r && needed_size(r->sizes, r->strides) > kMaxValueElements - r->storage_offset) {
+          return fmt::format("'{}' makes a tensor of over {} elements in '{}'", op.generic.target,
+                             kMaxValueElements, f.name);
+        }
+      }
+    }
+  }
+  return std::nullopt;
+}
+
 Result<ProgramRun> run_program_file(const ProgramFile& file, const std::string& path,
-                                    std::optional<TorchProfile> torch,
-                                    std::uint64_t memory_budget_bytes, bool stop_after_error) {
+                                    const ProgramRunOptions& run_options) {
+  std::optional<std::string> values_off;
+  if (run_options.values == ValuesMode::kOff) values_off = "--values off";
+  if (run_options.values == ValuesMode::kAuto) values_off = values_needed_off(file.program);
   WorldOptions options;
-  options.memory_budget_bytes = memory_budget_bytes;
+  options.values = !values_off.has_value();
+  options.memory_budget_bytes = run_options.memory_budget_bytes.value_or(
+      options.values ? kDefaultMemoryBudget : kValuesOffMemoryBudget);
   options.config = file.header.config;
-  if (torch) options.config.torch_profile = *torch;
+  if (run_options.torch) options.config.torch_profile = *run_options.torch;
   options.seed = file.header.seed;
   options.autograd_scenarios = find_autograd_scenario;
+  const bool stop_after_error = run_options.stop_after_error;
   World world(options);
   // The World quotes the program's names as they are: escaped here, as
   // replay escapes them, so that a refusal stays one line.
@@ -196,6 +231,7 @@ Result<ProgramRun> run_program_file(const ProgramFile& file, const std::string& 
     return make_error(fmt::format("{}: {}", path, printable_message(s.error().message)));
   }
   ProgramRun run;
+  run.values_off = values_off;
   for (std::size_t i = 0; i < file.program.actions.size(); ++i) {
     if (Status s = world.run_action(i, file.program.actions[i]); !s) {
       if (stop_after_error && run.error_at) {

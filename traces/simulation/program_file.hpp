@@ -43,14 +43,39 @@ struct ProgramRun {
   // uncaught RuntimeError; error_at is that action.
   std::optional<std::size_t> stopped_at;
   std::optional<std::size_t> error_at;
+  // Values off: why (values_needed_off's reason, or "--values off").
+  std::optional<std::string> values_off;
 };
 
-// Runs the program in one World made from its header (`torch`, when given,
-// replaces the profile). An action the World refuses is an error naming
-// `path`, the action's line (when `action_lines` has it) and its index.
+// Whether a run computes values (WorldOptions::values). Auto: off for a
+// program whose tensors need it (values_needed_off), on otherwise.
+enum class ValuesMode : std::uint8_t { kAuto, kOn, kOff };
+
+// Above this many bytes of new_tensor tensors, auto turns values off: a
+// program whose tensors exceed what a host should hold for a prediction.
+inline constexpr std::uint64_t kValuesOffAboveBytes = std::uint64_t{1} << 30;
+// With values off and no budget given, the simulated device may take this
+// much (no host bytes stand behind it): an 80 GiB device, as an H100's.
+inline constexpr std::uint64_t kValuesOffMemoryBudget = std::uint64_t{80} << 30;
+
+// Why auto turns values off for `program`, or nothing: its new_tensor bytes
+// pass kValuesOffAboveBytes, or one of its tensors (a new_tensor, or a fresh
+// result of a generic op) spans more than kMaxValueElements, which values on
+// refuses.
+std::optional<std::string> values_needed_off(const Program& program);
+
+struct ProgramRunOptions {
+  std::optional<TorchProfile> torch;  // replaces the header's profile
+  // Empty: kDefaultMemoryBudget, or kValuesOffMemoryBudget with values off.
+  std::optional<std::uint64_t> memory_budget_bytes;
+  bool stop_after_error = false;
+  ValuesMode values = ValuesMode::kAuto;
+};
+
+// Runs the program in one World made from its header. An action the World
+// refuses is an error naming `path`, the action's line (when `action_lines`
+// has it) and its index.
 Result<ProgramRun> run_program_file(const ProgramFile& file, const std::string& path,
-                                    std::optional<TorchProfile> torch = std::nullopt,
-                                    std::uint64_t memory_budget_bytes = kDefaultMemoryBudget,
-                                    bool stop_after_error = false);
+                                    const ProgramRunOptions& options = {});
 
 }  // namespace capsim

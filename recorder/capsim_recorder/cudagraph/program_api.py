@@ -33,7 +33,7 @@ import torch
 from .. import torch_compat
 from ..optimizer.fields import optimizer_fields
 from .observer import TreeObserver
-from .session import Session
+from .session import Session, strided_fields
 
 
 class CudagraphRecorder:
@@ -118,14 +118,25 @@ class CudagraphRecorder:
         calls = self.session.calls
         calls.graph_calls = []
         calls.in_backward = True
+        before = self._grad_states()
         try:
             result = run()
         finally:
             calls.in_backward = False
-        self._accumulate()
+        self._accumulate(before)
         return result
 
-    def _accumulate(self) -> None:
+    def _grad_states(self) -> dict:
+        """Per parameter, what its grad is before a backward: None, or the
+        grad's identity and version (an eager accumulation bumps it)."""
+        out = {}
+        for name, ref in self._params.items():
+            p = ref()
+            g = None if p is None else p.grad
+            out[name] = None if g is None else (id(g), g._version)
+        return out
+
+    def _accumulate(self, before: Optional[dict] = None) -> None:
         s = self.session
         params = {n: r() for n, r in self._params.items() if r() is not None}
         done: set[str] = set()
@@ -144,9 +155,25 @@ class CudagraphRecorder:
             entry.dropped = True
             s.action("del", {"name": out}, note=f"del {out}")
         for name, p in params.items():
-            if name not in done and p.grad is not None and s.calls.graph_calls:
-                if s.registry.lookup(p.grad) is None:
-                    s.notes.append(f"{name}: got a grad no compiled backward output explains")
+            if name not in done and p.grad is not None:
+                self._eager_grad(name, p, (before or {}).get(name, None))
+
+    def _eager_grad(self, name: str, p: torch.Tensor, was: Optional[tuple]) -> None:
+        """A grad the eager autograd engine made or added into (a parameter
+        used outside every compiled graph): a fresh tensor of its metadata,
+        accumulated into the parameter as the engine did, then dropped."""
+        g = p.grad
+        if was is not None and was == (id(g), g._version):
+            return  # untouched by this backward
+        s = self.session
+        temp = f"{name}_eager_grad{s.auto}"
+        s.auto += 1
+        fields = s.new_tensor_fields(temp, g.size(), g.dtype)
+        fields.update(strided_fields(g, fields["sizes"]))
+        s.action("new_tensor", fields, note=f"new_tensor {temp} (the eager engine's grad of {name})")
+        s.action("accumulate_grad", {"param": name, "grad": temp})
+        s.action("del", {"name": temp}, note=f"del {temp}")
+        s.registry.bind(g, f"{name}.grad", "grad")
 
     def _accumulate_grads(self, params: dict, done: set) -> None:
         s = self.session

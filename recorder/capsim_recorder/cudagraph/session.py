@@ -97,7 +97,7 @@ class Session:
         fill = uniform_fill(t)
         if fill is not None:
             fields["fill"] = fill
-        fields.update(_strided_fields(t, fields["sizes"]))
+        fields.update(strided_fields(t, fields["sizes"]))
         self.action("new_tensor", fields, note=f"new_tensor {name} (made by PyTorch)")
         self.registry.bind(t, name, "auto")
         return name
@@ -178,7 +178,7 @@ def uniform_fill(t: Any) -> Optional[float]:
 __all__ = ["Session", "OBSERVED_KINDS"]
 
 
-def _strided_fields(t: Any, sizes: list) -> dict:
+def strided_fields(t: Any, sizes: list) -> dict:
     """new_tensor's `strides` and `offset` for a tensor that is not
     contiguous from the start of its storage (a slice of a batch, a
     transposed input): PyTorch's own geometry, so that a compiled graph's
