@@ -4,16 +4,19 @@ what tests/test_record_cudagraphs.py and scripts/gpu-check.sh record).
 Runs on a GPU when there is one, else on the CPU.
 
     python reduce_overhead_train.py [--steps N] [--fail-at K] [--compiled-step]
-        [--keep-outputs] [--keep-grads] [--eager-head]
+        [--keep-outputs | --keep-rows] [--keep-grads] [--eager-head] [--rebind-data]
 
 --steps -1 loops until killed; --fail-at K raises at step K (a failing script);
 --compiled-step uses Adam with its step compiled (else SGD stepped eagerly);
 --keep-outputs keeps each step's compiled output and reads them all at the end
 (on a GPU, the overwritten-output error E1: the mistake to catch);
+--keep-rows keeps the first row of each (a view of another shape) instead;
 --keep-grads zeroes the grads in place (zero_grad(set_to_none=False)), so each
 backward accumulates into the previous one's output (E1 on a GPU too);
 --eager-head puts an eager Linear after the compiled model, whose grads the
-eager autograd engine makes.
+eager autograd engine makes; --rebind-data gives the first layer's weight new
+storage each step (`p.data = p.data.clone()`: a static input that moves, so a
+GPU re-records).
 """
 
 import argparse
@@ -26,8 +29,10 @@ parser.add_argument("--steps", type=int, default=3)
 parser.add_argument("--fail-at", type=int, default=None)
 parser.add_argument("--compiled-step", action="store_true")
 parser.add_argument("--keep-outputs", action="store_true")
+parser.add_argument("--keep-rows", action="store_true")
 parser.add_argument("--keep-grads", action="store_true")
 parser.add_argument("--eager-head", action="store_true")
+parser.add_argument("--rebind-data", action="store_true")
 args = parser.parse_args()
 
 device = "cuda" if torch.cuda.is_available() else "cpu"
@@ -55,15 +60,19 @@ while args.steps < 0 or i < args.steps:
     out = head(step(batch))
     if args.keep_outputs:
         kept.append(out.detach())  # as one keeps a loss to log it
+    if args.keep_rows:
+        kept.append(out.detach()[0])
     loss = torch.nn.functional.mse_loss(out, target)
     loss.backward()
     opt_step()
     opt.zero_grad(set_to_none=not args.keep_grads)
+    if args.rebind_data:
+        model[0].weight.data = model[0].weight.data.clone()
     if args.fail_at == i:
         raise ValueError(f"step {i}: a failure of the script's own")
     if args.steps < 0:
         time.sleep(0.05)
     i += 1
-if args.keep_outputs:
+if kept:
     print(f"kept outputs sum to {torch.stack(kept).sum().item():.4f}")
 print(f"{i} steps on {device}, loss {loss.item():.4f}")

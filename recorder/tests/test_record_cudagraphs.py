@@ -96,13 +96,13 @@ class CudagraphLauncherTest(unittest.TestCase):
         self.assertEqual({c["args"][2] for c in calls[::2]}, {marked[0]["name"]})
         self.replay()
 
-    def test_reads_of_kept_outputs(self):
+    def test_reads_of_kept_outputs(self, keep="--keep-outputs"):
         """The script's own reads of compiled outputs are `read` actions (the
         loss reads each step's output at once; --keep-outputs keeps a
         detach() of each, the output's memory, and reads all three again at
         the end), none from the backward or the optimizer; as on a GPU,
         capsim predicts E1 at the late ones but the last."""
-        out = self.launch("--cudagraphs", "--", SCRIPT, "--steps", "3", "--keep-outputs")
+        out = self.launch("--cudagraphs", "--", SCRIPT, "--steps", "3", keep)
         self.assertEqual(out.returncode, 0, out.stderr)
         lines = lines_of(self.trace)
         calls = {c["index"]: c for c in actions_of(lines, "call")}
@@ -122,6 +122,11 @@ class CudagraphLauncherTest(unittest.TestCase):
                       if e["event"].startswith("error")]
             self.assertEqual(errors, [(r["index"], "error:E1") for r in reads[3:5]])
 
+    def test_reads_of_kept_rows(self):
+        """The same with `out.detach()[0]` kept: a view of another shape,
+        read through the output's storage, so its reads are the output's."""
+        self.test_reads_of_kept_outputs("--keep-rows")
+
     def test_eager_grads_are_accumulated(self):
         """A parameter used outside every compiled graph gets its grad from
         the eager autograd engine: a new_tensor of the grad's metadata,
@@ -140,6 +145,24 @@ class CudagraphLauncherTest(unittest.TestCase):
         self.assertEqual({d["name"] for d in actions_of(lines, "del")} & {g["grad"] for g in eager},
                          {g["grad"] for g in eager})
         self.replay()
+
+    def test_data_rebinding_is_reassign_data(self):
+        """`p.data = p.data.clone()` each step is reassign_data; as on a GPU
+        the moved static input makes the forward record again."""
+        out = self.launch("--cudagraphs", "--", SCRIPT, "--steps", "3", "--rebind-data")
+        self.assertEqual(out.returncode, 0, out.stderr)
+        lines = lines_of(self.trace)
+        moved = actions_of(lines, "reassign_data")
+        self.assertEqual([a["name"] for a in moved], ["model_0_weight"] * 3)
+        self.replay()
+        capsim = os.environ.get("CAPSIM_BIN")
+        if capsim:
+            r = subprocess.run([capsim, "explain", "--as-on-a-gpu", "--json", self.trace],
+                               capture_output=True, text=True, timeout=120)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            import json
+            events = [e["event"] for e in json.loads(r.stdout)["explanations"]]
+            self.assertIn("record:static_input_idx_mismatch", events)
 
     def test_untranslated_graph_is_said(self):
         """A graph with a node capsim cannot express (a 9-d tensor: not even

@@ -230,9 +230,12 @@ Result<BodyOp> read_op(const Json& j, const std::string& path, std::size_t k, st
   return op;
 }
 
+// Its own pair macro: program_json.cpp undefines json_fields.hpp's
+// CAPSIM_PAIR_ at its end, and a unity build reads this file after it.
 Result<BodyOpKind> body_op_from_name(std::string_view name, std::string_view path) {
-  using Enum = BodyOpKind;
-  return from_name<Enum>(name, path, "op", {CAPSIM_BODY_OPS(CAPSIM_PAIR_)});
+#define CAPSIM_BODY_OP_PAIR_(e, n, ...) {n, BodyOpKind::e},
+  return from_name<BodyOpKind>(name, path, "op", {CAPSIM_BODY_OPS(CAPSIM_BODY_OP_PAIR_)});
+#undef CAPSIM_BODY_OP_PAIR_
 }
 
 }  // namespace capsim

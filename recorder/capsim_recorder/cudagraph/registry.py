@@ -93,6 +93,24 @@ class Registry:
             return []
         return [e for e in self.names.values() if self.live(e) and e.sig == sig and not e.expired()]
 
+    def outputs_sharing_storage(self, t: Any) -> list[Entry]:
+        """The live output names whose storage t views (a view of another
+        shape or offset, `out[0]`, that entries() does not match): reading
+        t reads their memory."""
+        sref = storage_ref(t)
+        if sref is None:
+            return []
+        out = []
+        for e in self.names.values():
+            if e.kind != "output" or not self.live(e) or e.sref is None or e.expired():
+                continue
+            try:
+                if e.sref == sref:
+                    out.append(e)
+            except Exception:
+                continue
+        return out
+
     def lookup(self, t: Any) -> Optional[str]:
         found = self.entries(t)
         if not found:

@@ -29,6 +29,7 @@ from typing import Any, Optional
 
 import torch
 
+from ..cudagraph.session import uniform_fill
 from ..optimizer.fields import STATE_KEYS, capsim_order, step_compile_fields
 from .optimizer import optimizer_params, reads_a_grad
 from .params import MAX_PARAMS
@@ -83,8 +84,11 @@ class ScriptStatements:
             return
         for t in tensors:
             # (By memory and layout too: AOTAutograd's wrappers hand the
-            # script a detached alias of the graph's output, not the object.)
-            for e in s.registry.entries(t):
+            # script a detached alias of the graph's output, not the object;
+            # a view of another shape or offset, `out[0]`, by its storage:
+            # on a GPU reading it reads the output's memory.)
+            found = s.registry.entries(t) or s.registry.outputs_sharing_storage(t)
+            for e in found:
                 if e.kind == "output" and not e.dropped and e.name not in self.read_since_call:
                     self.read_since_call.add(e.name)
                     s.action("read", {"name": e.name}, note=f"read {e.name}")
@@ -169,6 +173,15 @@ class ScriptStatements:
             self.session.action("clear_grads", {"name": name,
                                                 "params": param_names[k:k + MAX_PARAMS],
                                                 "set_to_none": bool(set_to_none)})
+
+    def reassigned(self, p: Any, new: Any, frame: Any) -> None:
+        """The script's `p.data = new` (same sizes and dtype): reassign_data,
+        with `new`'s fill when it is uniform (else capsim draws values)."""
+        fields: dict = {"name": self.param_name(p, module_names(frame))}
+        fill = uniform_fill(new)
+        if fill is not None:
+            fields["fill"] = fill
+        self.session.action("reassign_data", fields)
 
     def marked(self, t: Any, guard: bool) -> None:
         fields: dict = {"name": self.session.name_of(t)}

@@ -174,12 +174,32 @@ def _patched_parameter_grad(original: Any) -> Any:
     return patching.parameter_grad_property(original, on_set_none)
 
 
+def _patched_parameter_data(original: Any) -> Any:
+    """nn.Parameter.data: the script's `p.data = t` is a reassign_data of p
+    (the same sizes and dtype; another shape is a note)."""
+
+    def on_set(param: Any, frame: Any, new: Any, set_it: Any) -> Any:
+        r = _active
+        if not _clearing(r, frame):
+            return patching.NOT_OURS
+        same = isinstance(new, torch.Tensor) and new.shape == param.shape and new.dtype == param.dtype
+        result = set_it()
+        if same:
+            r.guarded("a data rebinding", r.script.reassigned, param, new, frame)
+        else:
+            r.note("p.data = t with another shape or dtype: not in the trace")
+        return result
+
+    return patching.parameter_data_property(original, on_set)
+
+
 def _patch_targets() -> list[tuple[Any, str, Any]]:
     return [
         (torch.optim.Optimizer, "__init__", _patched_optimizer_init),
         (torch.optim.Optimizer, "zero_grad", _patched_zero_grad),
         (torch.nn.Module, "zero_grad", _patched_module_zero_grad),
         (torch.nn.Parameter, "grad", _patched_parameter_grad),
+        (torch.nn.Parameter, "data", _patched_parameter_data),
         (torch_compat.dynamo_module(), torch_compat.MARK_STATIC_ADDRESS, _patched_mark_static_address),
         (torch.compiler, "cudagraph_mark_step_begin", _patched_mark_step_begin),
         (torch.Tensor, "backward", _patched_backward),

@@ -31,11 +31,13 @@ after a recorded backward once the actions have doubled since the last one,
 and when the block ends. A killed run leaves the last checkpoint, a valid
 trace of its first steps; the rewrites cost at most twice the final size.
 
+A parameter's `p.data = t` (same sizes and dtype) is a reassign_data action:
+on a GPU the static input moved, and the tree records again.
+
 Not written, and counted on stderr at the end: backwards with several roots
 (their calls are in the trace, their grads are not followed),
-torch.autograd.grad, optimizers of other kinds, `p.data = t`, and reads of a
-tensor (an overwritten output that the script reads raises in PyTorch; the
-error event is there, the read is not), and eager optimizer steps.
+torch.autograd.grad, optimizers of other kinds, `p.data = t` of another
+shape or dtype, and eager optimizer steps.
 
 A compiled optimizer step (SGD, Adam, AdamW) is found at its graph's first
 call: the graph takes one followed optimizer's params, grads and state, by

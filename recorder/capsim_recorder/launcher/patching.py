@@ -81,6 +81,24 @@ def parameter_grad_property(original: Any, on_set_none: Callable[[Any, Any, Any]
     return property(get, set_grad, delete, getattr(original, "__doc__", None))
 
 
+def parameter_data_property(original: Any, on_set: Callable[[Any, Any, Any, Any], Any]) -> Any:
+    """nn.Parameter.data (PyTorch's descriptor) wrapped in a property, so
+    that the script's `p.data = t` reaches the recorder: `on_set(p, caller
+    frame, new, set_it)` handles it (calling set_it() to rebind) and
+    returns what to return, or NOT_OURS to let it through unrecorded."""
+
+    def get(self):
+        return original.__get__(self)
+
+    def set_data(self, value):
+        result = on_set(self, sys._getframe(1), value, lambda: original.__set__(self, value))
+        if result is not NOT_OURS:
+            return result
+        return original.__set__(self, value)
+
+    return property(get, set_data, None, getattr(original, "__doc__", None))
+
+
 def zero_grad_wrap(original: Any, on_call: Callable[[Any, Any, bool, Any], Any]) -> Any:
     """A `zero_grad(set_to_none=True)` method (nn.Module's or
     torch.optim.Optimizer's) wrapped: `on_call(self, caller frame,
