@@ -5,6 +5,7 @@ Runs on a GPU when there is one, else on the CPU.
 
     python reduce_overhead_train.py [--steps N] [--fail-at K] [--compiled-step]
         [--keep-outputs | --keep-rows] [--keep-grads] [--eager-head] [--rebind-data]
+        [--two-losses]
 
 --steps -1 loops until killed; --fail-at K raises at step K (a failing script);
 --compiled-step uses Adam with its step compiled (else SGD stepped eagerly);
@@ -16,7 +17,8 @@ backward accumulates into the previous one's output (E1 on a GPU too);
 --eager-head puts an eager Linear after the compiled model, whose grads the
 eager autograd engine makes; --rebind-data gives the first layer's weight new
 storage each step (`p.data = p.data.clone()`: a static input that moves, so a
-GPU re-records).
+GPU re-records); --two-losses adds a second loss and runs both in one
+torch.autograd.backward (a backward with two roots).
 """
 
 import argparse
@@ -33,6 +35,7 @@ parser.add_argument("--keep-rows", action="store_true")
 parser.add_argument("--keep-grads", action="store_true")
 parser.add_argument("--eager-head", action="store_true")
 parser.add_argument("--rebind-data", action="store_true")
+parser.add_argument("--two-losses", action="store_true")
 args = parser.parse_args()
 
 device = "cuda" if torch.cuda.is_available() else "cpu"
@@ -63,7 +66,10 @@ while args.steps < 0 or i < args.steps:
     if args.keep_rows:
         kept.append(out.detach()[0])
     loss = torch.nn.functional.mse_loss(out, target)
-    loss.backward()
+    if args.two_losses:
+        torch.autograd.backward([loss, out.pow(2).mean()])
+    else:
+        loss.backward()
     opt_step()
     opt.zero_grad(set_to_none=not args.keep_grads)
     if args.rebind_data:

@@ -146,6 +146,18 @@ class CudagraphLauncherTest(unittest.TestCase):
                          {g["grad"] for g in eager})
         self.replay()
 
+    def test_backward_with_two_roots_is_followed(self):
+        """torch.autograd.backward([loss, penalty]): its grads are followed
+        as a one-root backward's (accumulate_grad of every parameter each
+        step), and nothing is said to be left out."""
+        out = self.launch("--cudagraphs", "--", SCRIPT, "--steps", "2", "--two-losses")
+        self.assertEqual(out.returncode, 0, out.stderr)
+        self.assertNotIn("several roots", out.stderr)
+        lines = lines_of(self.trace)
+        params = [a["name"] for a in actions_of(lines, "new_tensor") if a.get("parameter")]
+        self.assertEqual([g["param"] for g in actions_of(lines, "accumulate_grad")], params * 2)
+        self.replay()
+
     def test_data_rebinding_is_reassign_data(self):
         """`p.data = p.data.clone()` each step is reassign_data; as on a GPU
         the moved static input makes the forward record again."""

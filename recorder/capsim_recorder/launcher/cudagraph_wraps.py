@@ -17,7 +17,7 @@ from .. import torch_compat
 from .cudagraphs import CudagraphRecording
 from . import patching
 from .optimizer import optimizer_params
-from .patching import called_by_torch, one_root, patched
+from .patching import called_by_torch, patched
 
 
 _active: Optional[CudagraphRecording] = None
@@ -52,11 +52,10 @@ def _patched_autograd_backward(original: Any) -> Any:
         r = _active
         if _idle(r) or r.busy:
             return call()
-        one = one_root(tensors, grad_tensors)
-        if one is None:
-            r.skip("backwards with several roots (calls written, grads not followed)")
-            return call()
-        if getattr(one[0], "grad_fn", None) is None or not r.wants():
+        # One root or several (two losses in one call): the grads are
+        # followed the same way, from the graphs the backward ran.
+        roots = [tensors] if isinstance(tensors, torch.Tensor) else list(tensors)
+        if all(getattr(t, "grad_fn", None) is None for t in roots) or not r.wants():
             return call()
         return r.backward(call)
 

@@ -34,10 +34,12 @@ trace of its first steps; the rewrites cost at most twice the final size.
 A parameter's `p.data = t` (same sizes and dtype) is a reassign_data action:
 on a GPU the static input moved, and the tree records again.
 
-Not written, and counted on stderr at the end: backwards with several roots
-(their calls are in the trace, their grads are not followed),
-torch.autograd.grad, optimizers of other kinds, `p.data = t` of another
-shape or dtype, and eager optimizer steps.
+A backward with several roots (`torch.autograd.backward([l1, l2])`) is
+followed as one with one root: the grads come from the graphs it ran.
+
+Not written, and counted on stderr at the end: torch.autograd.grad,
+optimizers of other kinds, `p.data = t` of another shape or dtype, and eager
+optimizer steps.
 
 A compiled optimizer step (SGD, Adam, AdamW) is found at its graph's first
 call: the graph takes one followed optimizer's params, grads and state, by
