@@ -51,6 +51,18 @@ class CudagraphLauncherTest(unittest.TestCase):
         r = subprocess.run([capsim, "replay", self.trace], capture_output=True, text=True, timeout=120)
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
 
+    def explanations(self):
+        """`capsim explain --as-on-a-gpu --json` of the trace: its
+        explanations, or None without CAPSIM_BIN."""
+        capsim = os.environ.get("CAPSIM_BIN")
+        if not capsim:
+            return None
+        r = subprocess.run([capsim, "explain", "--as-on-a-gpu", "--json", self.trace],
+                           capture_output=True, text=True, timeout=120)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        import json
+        return json.loads(r.stdout)["explanations"]
+
     def test_script_recorded(self):
         out = self.launch("--cudagraphs", "--", SCRIPT, "--steps", "3")
         self.assertEqual(out.returncode, 0, out.stderr)
@@ -112,14 +124,9 @@ class CudagraphLauncherTest(unittest.TestCase):
         for r in reads[:3]:  # the loss's read, right after its own call
             self.assertEqual(calls[r["index"] - 1]["outputs"][0], r["name"])
         self.replay()
-        capsim = os.environ.get("CAPSIM_BIN")
-        if capsim:
-            r = subprocess.run([capsim, "explain", "--as-on-a-gpu", "--json", self.trace],
-                               capture_output=True, text=True, timeout=120)
-            self.assertEqual(r.returncode, 0, r.stderr)
-            import json
-            errors = [(e["action"], e["event"]) for e in json.loads(r.stdout)["explanations"]
-                      if e["event"].startswith("error")]
+        explained = self.explanations()
+        if explained is not None:
+            errors = [(e["action"], e["event"]) for e in explained if e["event"].startswith("error")]
             self.assertEqual(errors, [(r["index"], "error:E1") for r in reads[3:5]])
 
     def test_reads_of_kept_rows(self):
@@ -167,14 +174,9 @@ class CudagraphLauncherTest(unittest.TestCase):
         moved = actions_of(lines, "reassign_data")
         self.assertEqual([a["name"] for a in moved], ["model_0_weight"] * 3)
         self.replay()
-        capsim = os.environ.get("CAPSIM_BIN")
-        if capsim:
-            r = subprocess.run([capsim, "explain", "--as-on-a-gpu", "--json", self.trace],
-                               capture_output=True, text=True, timeout=120)
-            self.assertEqual(r.returncode, 0, r.stderr)
-            import json
-            events = [e["event"] for e in json.loads(r.stdout)["explanations"]]
-            self.assertIn("record:static_input_idx_mismatch", events)
+        explained = self.explanations()
+        if explained is not None:
+            self.assertIn("record:static_input_idx_mismatch", [e["event"] for e in explained])
 
     def test_untranslated_graph_is_said(self):
         """A graph with a node capsim cannot express (a 9-d tensor: not even
