@@ -102,34 +102,31 @@ Status check_mm_work(const Dims& x, const Dims& y) {
   return {};
 }
 
-Status check_value_sizes(const Dims& sizes) {
+namespace {
+// An error unless `sizes` (non-negative) span at most `limit` elements, a
+// size of 0 counting as 1. Checked by division, so no product overflows.
+Status check_span(const Dims& sizes, std::int64_t limit) {
   std::int64_t span = 1;
   for (const std::int64_t s : sizes) {
     if (s < 0) return make_error(fmt::format("negative size {} in {}", s, sizes));
-    // span and s are both at most 2^24 here: the product cannot overflow.
-    if (s > kMaxValueElements || (span *= std::max<std::int64_t>(s, 1)) > kMaxValueElements) {
-      return make_error(fmt::format(
-          "sizes {} span more than {} elements, the limit for one tensor (a size of 0 counts as 1)",
-          sizes, kMaxValueElements));
-    }
-  }
-  return {};
-}
-
-Status check_shape_sizes(const Dims& sizes) {
-  std::int64_t span = 1;
-  for (const std::int64_t s : sizes) {
-    if (s < 0) return make_error(fmt::format("negative size {} in {}", s, sizes));
-    // span and s are both at most 2^40 here; the product is checked by division.
     const std::int64_t m = std::max<std::int64_t>(s, 1);
-    if (s > kMaxTensorElements || span > kMaxTensorElements / m) {
+    if (s > limit || span > limit / m) {
       return make_error(fmt::format(
           "sizes {} span more than {} elements, the limit for one tensor (a size of 0 counts as 1)",
-          sizes, kMaxTensorElements));
+          sizes, limit));
     }
     span *= m;
   }
   return {};
+}
+}  // namespace
+
+Status check_value_sizes(const Dims& sizes) {
+  return check_span(sizes, kMaxValueElements);
+}
+
+Status check_shape_sizes(const Dims& sizes) {
+  return check_span(sizes, kMaxTensorElements);
 }
 
 std::string_view partition_cut_reason_name(PartitionCutReason reason) {

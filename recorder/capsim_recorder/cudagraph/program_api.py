@@ -136,7 +136,7 @@ class CudagraphRecorder:
             out[name] = None if g is None else (id(g), g._version)
         return out
 
-    def _accumulate(self, before: Optional[dict] = None) -> None:
+    def _accumulate(self, before: dict) -> None:
         s = self.session
         params = {n: r() for n, r in self._params.items() if r() is not None}
         done: set[str] = set()
@@ -156,7 +156,7 @@ class CudagraphRecorder:
             s.action("del", {"name": out}, note=f"del {out}")
         for name, p in params.items():
             if name not in done and p.grad is not None:
-                self._eager_grad(name, p, (before or {}).get(name, None))
+                self._eager_grad(name, p, before.get(name))
 
     def _eager_grad(self, name: str, p: torch.Tensor, was: Optional[tuple]) -> None:
         """A grad the eager autograd engine made or added into (a parameter
