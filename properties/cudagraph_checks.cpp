@@ -140,8 +140,11 @@ struct CopyLedger {
 // (none for a saved regression, which is a program without it).
 CheckResult check_recording_copies(const World& world, const Event& e,
                                    const GeneratedProgram& generated, CopyLedger& ledger) {
+  // `static` and `non_static` partition the inputs; the demoted managed
+  // ones are in `static` too (as in PyTorch) and copied all the same.
   const IntList& statics = list_of(e, F::static_);
-  IntList copied = list_of(e, F::non_static);
+  const IntList& non_static = list_of(e, F::non_static);
+  IntList copied = non_static;
   const IntList& demoted = list_of(e, F::copied_managed);
   copied.insert(copied.end(), demoted.begin(), demoted.end());
   std::sort(copied.begin(), copied.end());
@@ -149,9 +152,9 @@ CheckResult check_recording_copies(const World& world, const Event& e,
   if (piece_of(world, e) != nullptr) ledger.pieces.insert(e.count(F::graph));
   if (generated.knowledge.empty()) return std::nullopt;
   const std::vector<ArgKnowledge> know = recording_knowledge(world, e, generated);
-  if (statics.size() + copied.size() != know.size()) {
+  if (statics.size() + non_static.size() != know.size()) {
     return fmt::format("recording has {} inputs, the call passed {} {}",
-                       statics.size() + copied.size(), know.size(), where(e));
+                       statics.size() + non_static.size(), know.size(), where(e));
   }
   for (std::uint32_t i = 0; i < know.size(); ++i) {
     const bool is_copied = std::count(copied.begin(), copied.end(), std::int64_t{i}) != 0;
@@ -272,9 +275,11 @@ CheckResult check_optimizer_state_static(const World& world) {
         return fmt::format("{} static inputs but {} pointers {}", statics.size(), listed.size(),
                            where(e));
       }
+      const IntList& demoted = list_of(e, F::copied_managed);
       for (std::size_t k = 0; k < statics.size(); ++k) {
-        // Params and grads may move.
-        if (statics[k] < 0 || static_cast<std::uint64_t>(statics[k]) < 2 * it->second.params) {
+        // Params and grads may move; a demoted managed input is copied.
+        if (statics[k] < 0 || static_cast<std::uint64_t>(statics[k]) < 2 * it->second.params ||
+            std::count(demoted.begin(), demoted.end(), statics[k]) != 0) {
           continue;
         }
         auto [first, fresh] = it->second.state_ptrs.emplace(statics[k], listed[k]);

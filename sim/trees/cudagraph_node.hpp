@@ -86,15 +86,23 @@ struct GraphNode {
   FunctionId fid = 0;
   std::map<FunctionId, std::vector<GraphId>> children;  // insertion order per fid
 
+  // As CUDAGraphNode.__init__ (2.15.0) has them. static_input_idxs: the
+  // compile-time static inputs and every cudagraph-managed one, the demoted
+  // ones included (PyTorch's own test asserts a demoted index stays there);
+  // static_input_data_ptrs holds a pointer for each of them.
   std::vector<std::uint32_t> static_input_idxs;
   std::vector<std::uint32_t> non_static_input_idxs;
+  // The managed inputs still baked in: the demoted ones left out.
   std::vector<std::uint32_t> cudagraph_managed_idxs;
   std::vector<std::uint32_t> non_managed_static_input_idxs;
+  // The set whose pointers check_invariants compares (StaticInputIdxMismatch)
+  // and the graph bakes in: the compile-time static inputs and the managed
+  // ones not demoted. Equal to static_input_idxs unless an input is demoted.
+  std::vector<std::uint32_t> tensor_static_input_idxs;
   // Managed inputs demoted to copies (2.15, action "copy"): outputs of the
   // path that this recording copies into placeholders like non-static
-  // inputs, and whose pointers check_invariants no longer compares. In
-  // PyTorch they stay in static_input_idxs; here they leave it, so that the
-  // static-pointer check reads PyTorch's tensor_static_input_idxs.
+  // inputs (PyTorch's copy_cudagraph_managed_idxs minus the compile-time
+  // static ones), whose pointers no check compares.
   std::vector<std::uint32_t> copied_managed_idxs;
   // PyTorch's input_copy_idxs: the inputs the recording and each replay copy
   // into placeholders (the non-static ones and the demoted managed ones),

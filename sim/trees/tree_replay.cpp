@@ -44,7 +44,7 @@ InvariantStatus TreeManager::check_invariants(const GraphNode& node,
     }
   }
   if (rerecord_if_static_inputs_change(ctx_.config) && ctx_.fault != Fault::kIgnoreStaticPointers) {
-    for (std::uint32_t i : node.static_input_idxs) {
+    for (std::uint32_t i : node.tensor_static_input_idxs) {
       if (!ptr_matches(i)) return InvariantStatus::kStaticInputIdxMismatch;
     }
   }
@@ -59,7 +59,7 @@ RecordCause TreeManager::record_cause(const GraphNode& node, const std::vector<T
     return cause;
   }
   const bool managed = status == InvariantStatus::kCudagraphManagedIdxMismatch;
-  for (std::uint32_t i : managed ? node.cudagraph_managed_idxs : node.static_input_idxs) {
+  for (std::uint32_t i : managed ? node.cudagraph_managed_idxs : node.tensor_static_input_idxs) {
     auto ptr = data_ptr(inputs[i]);
     const Address old_ptr = node.static_input_data_ptrs[i].value_or(0);
     if (ptr && *ptr != old_ptr) return RecordCause{status, i, old_ptr, *ptr};
@@ -75,7 +75,7 @@ std::string TreeManager::mismatch_reason(const GraphNode& node, const std::vecto
   }
   const bool managed = status == InvariantStatus::kCudagraphManagedIdxMismatch;
   const std::vector<std::uint32_t>& idxs =
-      managed ? node.cudagraph_managed_idxs : node.static_input_idxs;
+      managed ? node.cudagraph_managed_idxs : node.tensor_static_input_idxs;
   std::vector<messages::PointerChange> changes;
   for (std::uint32_t i : idxs) {
     auto ptr = data_ptr(inputs[i]);
@@ -221,8 +221,9 @@ Status TreeManager::check_static_inputs_alive(const GraphNode& node,
                                               const std::vector<TensorId>& inputs) {
   // P-static: every static input the graph baked in is still the memory of a
   // live storage at the recorded address. Managed inputs that were dropped
-  // from the list are checked through the path's weak references instead.
-  for (std::uint32_t i : node.static_input_idxs) {
+  // from the list are checked through the path's weak references instead;
+  // demoted ones are copied, not baked in.
+  for (std::uint32_t i : node.tensor_static_input_idxs) {
     if (inputs[i] == TensorId{0}) continue;
     auto ptr = data_ptr(inputs[i]);
     const Tensor* tensor = ctx_.store().find(inputs[i]);

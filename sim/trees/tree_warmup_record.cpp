@@ -140,16 +140,19 @@ Status TreeManager::classify_inputs(GraphNode& node, const WrappedFunction& fn,
   const std::size_t n = inputs.size();
   std::vector<bool> is_static(n, false), is_copied_managed(n, false);
   for (std::uint32_t i : fn.static_input_idxs) is_static[i] = true;
+  std::vector<bool> is_baked = is_static;
   for (std::uint32_t i = 0; i < n; ++i) {
     if (!is_cuda_graph_recorded_tensor(parent_path, inputs[i])) continue;
     // A demoted managed input is copied in, unless it is static anyway
-    // (copy_cudagraph_managed_idxs minus static_input_idxs).
+    // (copy_cudagraph_managed_idxs minus static_input_idxs); it stays in
+    // static_input_idxs, with its pointer, as in PyTorch.
     if (!is_static[i] && std::binary_search(demoted.begin(), demoted.end(), i)) {
       node.copied_managed_idxs.push_back(i);
       is_copied_managed[i] = true;
-      continue;
+    } else {
+      node.cudagraph_managed_idxs.push_back(i);
+      is_baked[i] = true;
     }
-    node.cudagraph_managed_idxs.push_back(i);
     is_static[i] = true;
   }
   node.static_input_data_ptrs.assign(n, std::nullopt);
@@ -160,9 +163,10 @@ Status TreeManager::classify_inputs(GraphNode& node, const WrappedFunction& fn,
       node.static_input_idxs.push_back(i);
       CAPSIM_TRY_ASSIGN(node.static_input_data_ptrs[i], data_ptr(inputs[i]));
     } else {
-      node.input_copy_idxs.push_back(i);
-      if (!is_copied_managed[i]) node.non_static_input_idxs.push_back(i);
+      node.non_static_input_idxs.push_back(i);
     }
+    if (is_baked[i]) node.tensor_static_input_idxs.push_back(i);
+    if (!is_static[i] || is_copied_managed[i]) node.input_copy_idxs.push_back(i);
   }
   for (std::uint32_t i : fn.static_input_idxs) {
     if (!std::binary_search(node.cudagraph_managed_idxs.begin(), node.cudagraph_managed_idxs.end(),

@@ -36,6 +36,17 @@ TEST_CASE("managed inputs: 2.15 demotes at the limit; 2.14 re-records every step
   });
   REQUIRE(record != w.events().rend());
   CHECK(record->count(F::graph) == 6);
+  // As CUDAGraphNode.__init__ (2.15.0): the demoted index stays in `static`,
+  // with its pointer, and leaves `managed` and `non_static`.
+  const IntList& demoted = record->get<IntList>(F::copied_managed);
+  const IntList& statics = record->get<IntList>(F::static_);
+  REQUIRE(demoted.size() == 1);
+  CHECK(std::count(statics.begin(), statics.end(), demoted[0]) == 1);
+  CHECK(record->get<AddressList>(F::static_ptrs).size() == statics.size());
+  const IntList& managed = record->get<IntList>(F::managed);
+  const IntList& non_static = record->get<IntList>(F::non_static);
+  CHECK(std::count(managed.begin(), managed.end(), demoted[0]) == 0);
+  CHECK(std::count(non_static.begin(), non_static.end(), demoted[0]) == 0);
   CHECK(w.counters().replay_mismatches == 0);
   CHECK(w.counters().replay_checks > 0);
 
