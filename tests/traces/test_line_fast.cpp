@@ -72,9 +72,14 @@ TEST_CASE("fast lines: every corpus trace reads as through the general path") {
     const Reading b = read_all(TraceReader::open(path), false);
     check_same(a, b);
     CHECK(b.fast == 0);
+    ++files;
+    // The recorder's traces of real PyTorch (torch/) are mostly autograd
+    // graphs, lists of lists the fast path declines by design; the ratio is
+    // of the model's own traces, whose share does not move with the number
+    // of releases recorded.
+    if (path.find("/corpus/torch/") != std::string::npos) continue;
     for (const TraceItem& item : b.items) lines += item.type != TraceLineType::kFunction;
     fast += a.fast;
-    ++files;
   }
   CHECK(files > 100);
   // Most events and actions take the fast path (the rest: digests, lists of
