@@ -49,6 +49,7 @@ constexpr TorchProfileRules k2_10Rules =
     after(k2_9Rules, "2.10", "2.10.0 449b1768", [](TorchProfileRules& r) {
       r.dynamic_shape_warn_limit = 8;
       r.partition_bypasses_graph_skips = true;
+      r.mark_static_guard_default = false;
       r.ca_metadata_grad_dtype = true;
     });
 
@@ -206,6 +207,8 @@ std::vector<std::string> describe_profile(const TorchProfileRules& r) {
                                        : ""));
   out.push_back(
       fmt::format("W2 (dynamic shapes): past {} distinct int keys", r.dynamic_shape_warn_limit));
+  out.push_back(fmt::format("mark_static_address: guard={} by default",
+                            r.mark_static_guard_default ? "True" : "False"));
   out.emplace_back(
       r.pool_texts_2_11
           ? "E6/E7: \"... but should be: {...}. This could be a bug ...\", \"Detected N "

@@ -78,6 +78,10 @@ struct TorchProfileRules {
   // cudagraph_skip_dynamic_graphs skips the graph: the partitioner cuts
   // around those ops instead (2.10 on; 2.9 still skips).
   bool partition_bypasses_graph_skips = false;
+  // torch._dynamo.mark_static_address's default `guard` (decorators.py): True
+  // up to 2.9.0; False from 2.9.1 (PR 162208), so the 2.9 profile, read from
+  // 2.9.0, keeps True. A trace's mark_static without `guard` takes it.
+  bool mark_static_guard_default = true;
   // cudagraph_dynamic_shape_warn_limit's default: W2 once a wrapper holds
   // more distinct int keys than this.
   std::int64_t dynamic_shape_warn_limit = 50;

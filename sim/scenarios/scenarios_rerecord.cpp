@@ -189,6 +189,37 @@ ProgramScenario no_rerecord_with_mark_static_address() {
   return s;
 }
 
+// mark_static_address's default guard (PR 162208, 2.9.1): a static cache
+// made anew each step and marked without `guard=`, as #156377's transformers
+// did. Up to 2.9.0 the default guard=True installs ID_MATCH on the object, so
+// each new tensor recompiles; from 2.9.1 nothing guards it and the moved
+// static pointer re-records.
+ProgramScenario mark_static_default_guard() {
+  ProgramScenario s;
+  s.name = "mark_static_default_guard";
+  s.mirrors = "decorators.py::mark_static_address (guard's default, 2.9.1 on: False)";
+  s.description = "a cache made anew and marked static each step: re-records, no recompile";
+  s.options.config.torch_profile = TorchProfile::k2_15;
+  ProgramWriter p(s);
+  {
+    FunctionBuilder f("step", kInference, {"arg0_1", "arg1_1"});
+    p.function(f.returns({f.add(f.input(0), f.input(1))}));
+  }
+  for (int i = 0; i < 4; ++i) {
+    p.add(tensor("cache", {4}, static_cast<float>(i)));
+    p.add(MarkStatic{"cache"});
+    p.add(tensor("x", {4}));
+    p.add(call("step", {"x", "cache"}, {"out"}));
+    p.add(Read{"out"});
+  }
+  s.expect = [](const World& w, const auto&) {
+    return std::vector<Expectation>{
+        {"recompiles", 0, static_cast<std::int64_t>(w.counters().recompiles)},
+        {"graphs recorded", 3, graphs(w)}};
+  };
+  return s;
+}
+
 ProgramScenario mutation_on_inp() {
   ProgramScenario s;
   s.name = "mutation_on_inp";
@@ -294,6 +325,7 @@ void add_rerecord_scenarios(std::vector<ProgramScenario>& out) {
   out.push_back(static_pointer_churn_not_counted());
   out.push_back(liveness_mismatch_counts());
   out.push_back(no_rerecord_with_mark_static_address());
+  out.push_back(mark_static_default_guard());
   out.push_back(mutation_on_inp());
   out.push_back(mutation_cudagraph_managed_tensors());
   out.push_back(plain_api_param_reassigned());

@@ -47,9 +47,11 @@ struct NewTensor {
   std::optional<Dims> strides = std::nullopt;
 };
 // torch._dynamo.mark_static_address(t, guard=...). `name` may be "p.grad".
+// No `guard` takes the profile's default (`mark_static_guard_default`: True
+// up to 2.9.0, False from 2.9.1).
 struct MarkStatic {
   std::string name;
-  bool guard = false;
+  std::optional<bool> guard = std::nullopt;
 };
 // A call of a compiled function (cudagraphs through the tree manager, or the
 // plain API when configured).

@@ -259,7 +259,8 @@ Status World::do_new_tensor(const NewTensor& a) {
 
 Status World::do_mark_static(const MarkStatic& a) {
   CAPSIM_TRY_ASSIGN(const std::uint64_t o, objects_.lookup(a.name));
-  objects_.at(o).static_guard = a.guard;
+  objects_.at(o).static_guard =
+      a.guard.value_or(profile_rules(options_.config.torch_profile).mark_static_guard_default);
   return {};
 }
 

@@ -67,8 +67,8 @@ Status check_below(const ObjectReader& r, std::string_view key,
 // Each kind writes its struct's fields under the member names. To keep lines
 // short, a field equal to its default is left out where that default is the
 // common case: an unset std::optional, an empty int_key or consume, offset 0,
-// parameter false, guard false. Reading takes an absent field as that default
-// (and accepts it written out). Everything else is always written and required.
+// parameter false, guard unset (the profile's default). Reading takes an absent field as that
+// default (and accepts it written out). Everything else is always written and required.
 
 void write_fields(Json& j, const NewTensor& a) {
   j["name"] = a.name;
@@ -105,11 +105,14 @@ Status read_fields(ObjectReader& r, NewTensor& a) {
 
 void write_fields(Json& j, const MarkStatic& a) {
   j["name"] = a.name;
-  if (a.guard) j["guard"] = true;
+  if (a.guard) j["guard"] = *a.guard;
 }
 Status read_fields(ObjectReader& r, MarkStatic& a) {
   CAPSIM_TRY(assign(a.name, read_name(r, "name")));
-  if (r.has("guard")) CAPSIM_TRY(assign(a.guard, r.boolean("guard")));
+  if (r.has("guard")) {
+    CAPSIM_TRY_ASSIGN(const bool guard, r.boolean("guard"));
+    a.guard = guard;
+  }
   return {};
 }
 
