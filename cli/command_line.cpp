@@ -166,6 +166,7 @@ Subcommand add_simulate(CLI::App& root, capsim::cli::PathRoles& roles) {
   struct Options {
     std::string program, output, values = "auto";
     std::uint64_t budget = 0;
+    bool keep_going = false;
     capsim::ProgramRunOptions run;
   };
   auto o = std::make_shared<Options>();
@@ -186,7 +187,11 @@ Subcommand add_simulate(CLI::App& root, capsim::cli::PathRoles& roles) {
       ->type_name("MODE")
       ->check(CLI::IsMember({"on", "off", "auto"}));
   capsim::cli::add_memory_budget_option(sub, o->budget);
+  sub->add_flag("--keep-going", o->keep_going,
+                "Simulate on past the first error (by default the run ends there, as a real run "
+                "dies at an uncaught RuntimeError); later errors are marked as beyond a real run");
   return {sub, [o] {
+            if (o->keep_going) o->run.on_raise = capsim::OnRaise::kKeepGoing;
             o->run.values = o->values == "on"    ? capsim::ValuesMode::kOn
                             : o->values == "off" ? capsim::ValuesMode::kOff
                                                  : capsim::ValuesMode::kAuto;
@@ -210,6 +215,9 @@ Subcommand add_explain(CLI::App& root, capsim::cli::PathRoles& roles) {
   sub->add_option("--action", o->explain.action, "Only the decisions of this action (its index)")
       ->transform(capsim::cli::decimal());
   sub->add_flag("--json", o->explain.json, "One JSON object: file, simulated, explanations");
+  sub->add_flag("--keep-going", o->explain.keep_going,
+                "Simulate on past the first error (a real run dies at that RuntimeError unless "
+                "the script catches it); each later decision is marked as beyond a real run");
   sub->add_flag("--as-on-a-gpu", o->explain.as_on_a_gpu,
                 "For a trace recorded without CUDA graphs (a CPU run): explain what capsim "
                 "predicts a GPU under mode=\"reduce-overhead\" would do");

@@ -18,14 +18,18 @@ namespace capsim::cli {
 namespace {
 
 // The what-ifs `edit` asks for: one, or auto's ranked list.
-Result<std::vector<WhatIf>> what_ifs(const ObservedRun& run, const std::string& edit) {
+Result<std::vector<WhatIf>> what_ifs(const ObservedRun& run, const std::string& edit,
+                                     OnRaise on_raise) {
   if (edit == "auto") {
     TerminalProgress progress;
-    return what_if_auto(run, [&progress](std::size_t k, std::size_t n) {
-      progress.update("capsim explain: what-if edits tried", k, n);
-    });
+    return what_if_auto(
+        run,
+        [&progress](std::size_t k, std::size_t n) {
+          progress.update("capsim explain: what-if edits tried", k, n);
+        },
+        on_raise);
   }
-  CAPSIM_TRY_ASSIGN(WhatIf one, what_if(run, edit));
+  CAPSIM_TRY_ASSIGN(WhatIf one, what_if(run, edit, on_raise));
   return std::vector<WhatIf>{std::move(one)};
 }
 
@@ -50,9 +54,13 @@ void print_what_ifs(const std::string& path, const std::vector<WhatIf>& all, boo
 
 namespace {
 
+OnRaise on_raise(const ExplainOptions& o) {
+  return o.keep_going ? OnRaise::kKeepGoing : OnRaise::kStop;
+}
+
 // The run to explain: the file's, or as on a GPU.
 Result<ObservedRun> run_to_explain(const std::string& path, const ExplainOptions& o) {
-  CAPSIM_TRY_ASSIGN(ObservedRun run, observe_file(path));
+  CAPSIM_TRY_ASSIGN(ObservedRun run, observe_file(path, on_raise(o)));
   for (const std::string& w : run.warnings) stderr_line(w);
   if (o.action && *o.action >= run.actions.size()) {
     return make_error(fmt::format("{}: field '--action': {} is past the last action ({})", path,
@@ -65,9 +73,38 @@ Result<ObservedRun> run_to_explain(const std::string& path, const ExplainOptions
         "true); explain it without the flag",
         path));
   }
-  Result<ObservedRun> gpu = as_on_a_gpu(run);
+  Result<ObservedRun> gpu = as_on_a_gpu(run, on_raise(o));
   if (!gpu) return make_error(fmt::format("{}: {}", path, gpu.error().message));
   return gpu;
+}
+
+// Where a simulated run ended, against where a real run would have.
+std::string stop_clause(const ObservedRun& run) {
+  if (!run.error_at) return "";
+  const std::size_t n = run.actions.size();
+  if (!run.kept_going) {
+    if (run.stop != RunStop::kRaise) {
+      return fmt::format("; the run ends at action {}'s RuntimeError, its last action",
+                         *run.error_at);
+    }
+    const std::string unreached =
+        *run.stopped_at + 1 == n ? fmt::format("action {} was", n - 1)
+                                 : fmt::format("actions {} to {} were", *run.stopped_at, n - 1);
+    return fmt::format(
+        "; the run ends at action {}'s RuntimeError, as a real run does (nothing catches it): {} "
+        "never reached (--keep-going simulates them)",
+        *run.error_at, unreached);
+  }
+  std::string out = fmt::format(
+      "; a real run dies at action {}'s RuntimeError (nothing catches it): the decisions after it "
+      "are beyond a real run",
+      *run.error_at);
+  if (run.stop == RunStop::kRefusedAfterRaise) {
+    out += fmt::format(
+        ", and the simulation stops at action {} of {}, which needs what that error left unmade",
+        *run.stopped_at, n);
+  }
+  return out;
 }
 
 // The last line of the text form: how many, and what the events are.
@@ -80,14 +117,7 @@ std::string summary_line(const std::string& path, const ObservedRun& run, std::s
   } else if (!run.header.config.cudagraphs) {
     how = " (the trace ran without CUDA graphs: --as-on-a-gpu explains what a GPU would do)";
   }
-  std::string stopped;
-  if (run.stopped_at && run.error_at) {
-    stopped = fmt::format(
-        "; the simulation stops at action {} of {}, which needs what the error at action {} left "
-        "unmade (a GPU run stops at that error: a RuntimeError the program does not catch)",
-        *run.stopped_at, run.actions.size(), *run.error_at);
-  }
-  return fmt::format("{}: {} decisions explained{}{}", path, count, how, stopped);
+  return fmt::format("{}: {} decisions explained{}{}", path, count, how, stop_clause(run));
 }
 
 }  // namespace
@@ -100,7 +130,7 @@ int explain_command(const std::string& path, const ExplainOptions& o) {
   }
   std::vector<WhatIf> edits;
   if (o.what_if) {
-    Result<std::vector<WhatIf>> w = what_ifs(*run, *o.what_if);
+    Result<std::vector<WhatIf>> w = what_ifs(*run, *o.what_if, on_raise(o));
     if (!w) return fail(fmt::format("{}: {}", path, w.error().message));
     edits = std::move(*w);
   }

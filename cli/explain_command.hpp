@@ -25,6 +25,9 @@ struct ExplainOptions {
   std::optional<std::string> what_if;
   std::string html;
   bool as_on_a_gpu = false;
+  // Simulate on past the first raise (a real run dies there); each later
+  // decision is marked as beyond a real run.
+  bool keep_going = false;
 };
 int explain_command(const std::string& path, const ExplainOptions& options);
 

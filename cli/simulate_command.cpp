@@ -15,13 +15,35 @@ namespace capsim::cli {
 
 namespace {
 
-void print_listing(std::FILE* out, const ProgramFile& file, const ProgramRun& run) {
+// Where a real run dies: after the events of the first action that raised.
+std::string raise_marker(const ProgramRun& run, std::size_t n, OnRaise on_raise) {
+  if (on_raise == OnRaise::kStop && run.stop != RunStop::kRaise) {
+    return "-- a real run ends here: nothing catches the RuntimeError (the last action)";
+  }
+  if (run.stop == RunStop::kRaise) {
+    return fmt::format(
+        "-- a real run ends here: nothing catches the RuntimeError; actions {} to {} are not "
+        "run (--keep-going runs them)",
+        *run.stopped_at, n - 1);
+  }
+  return "-- a real run ends here: nothing catches the RuntimeError; what follows is beyond it";
+}
+
+void print_listing(std::FILE* out, const ProgramFile& file, const ProgramRun& run,
+                   OnRaise on_raise) {
+  const std::size_t n = file.program.actions.size();
+  const std::size_t ran = run.stopped_at.value_or(n);
   std::size_t next = 0;
-  for (std::size_t i = 0; i < file.program.actions.size(); ++i) {
+  for (std::size_t i = 0; i < ran; ++i) {
     std::fprintf(out, "[%zu] %s\n", i, action_summary(i, file.program.actions[i]).c_str());
     for (; next < run.events.size() && run.events[next].action == i; ++next) {
       std::fprintf(out, "    %s\n", format_event(run.events[next]).c_str());
     }
+    if (run.error_at == i) std::fprintf(out, "    %s\n", raise_marker(run, n, on_raise).c_str());
+  }
+  if (run.stop == RunStop::kRefusedAfterRaise) {
+    std::fprintf(out, "[%zu] %s\n    not run: it needs what the error at action %zu left unmade\n",
+                 ran, action_summary(ran, file.program.actions[ran]).c_str(), *run.error_at);
   }
 }
 
@@ -35,17 +57,20 @@ int simulate_command(const std::string& path, const std::string& output,
   Result<ProgramRun> run = run_program_file(*file, path, options);
   if (!run) return fail(run.error().message);
   if (!output.empty()) {
+    // The trace holds the actions that ran, so that it replays as written.
+    Program program = file->program;
+    if (run->stopped_at) program.actions.resize(*run->stopped_at);
     TraceHeader header = file->header;
     header.producer = std::string(kModelProducer);
     header.observes.reset();
     if (torch) header.config.torch_profile = *torch;
-    Result<std::vector<std::string>> lines = trace_lines(header, file->program, run->events);
+    Result<std::vector<std::string>> lines = trace_lines(header, program, run->events);
     if (!lines) return fail(fmt::format("{}: {}", path, lines.error().message));
     if (Status w = write_trace_file(output, *lines); !w) return fail(w.error().message);
   }
   // With "-o -" the trace is stdout, and the listing goes to stderr.
   std::FILE* out = output == kStdoutPath ? stderr : stdout;
-  print_listing(out, *file, *run);
+  print_listing(out, *file, *run, options.on_raise);
   const Counters& c = run->counters;
   std::fprintf(
       out,
@@ -56,6 +81,13 @@ int simulate_command(const std::string& path, const std::string& output,
       static_cast<unsigned long long>(c.rerecords), static_cast<unsigned long long>(c.replays),
       static_cast<unsigned long long>(c.copies), static_cast<unsigned long long>(c.copy_bytes),
       static_cast<unsigned long long>(c.errors));
+  if (run->stopped_at) {
+    std::fprintf(out, "stopped after action %zu of %zu: %s\n", *run->error_at,
+                 file->program.actions.size(),
+                 run->stop == RunStop::kRaise
+                     ? "the first error, where a real run dies (--keep-going simulates on)"
+                     : "the next action needs what that error left unmade");
+  }
   if (run->values_off) {
     std::fprintf(out,
                  "values off (%s): sizes, addresses and decisions only; no kernel ran and "

@@ -47,17 +47,20 @@ def replay(path):
     return f"differs at line {div.get('line')}, {div.get('field')}"
 
 def explained(path):
+    """How many decisions explain explains as on a GPU, and the action where
+    that run dies (its first uncaught RuntimeError), or "-"."""
     _, out = run("explain", "--as-on-a-gpu", str(path))
     found = re.findall(r": (\d+) decisions? explained", out)
-    return found[-1] if found else "?"
+    died = re.findall(r"ends at action (\d+)'s RuntimeError", out)
+    return (found[-1] if found else "?"), (died[-1] if died else "-")
 
-print("| script | release | form | graphs in the trace | left out | fully exact | ops exact / generic / getitem | backwards captured | replay | decisions explained as on a GPU |")
-print("|---|---|---|---|---|---|---|---|---|---|")
+print("| script | release | form | graphs in the trace | left out | fully exact | ops exact / generic / getitem | backwards captured | replay | decisions explained as on a GPU | a GPU run dies at action |")
+print("|---|---|---|---|---|---|---|---|---|---|---|")
 for release in sorted(p for p in corpus.iterdir() if p.is_dir()):
     for path in sorted(release.glob("*.jsonl")):
         name, form = path.stem.rsplit(".", 1)
         graphs, left_out, exact, generic, getitem, backwards, fully_exact = counts(path)
         ops = f"{exact} / {generic} / {getitem}" if graphs else "-"
         full = fully_exact if graphs else "-"
-        print(f"| {name} | {release.name} | {form} | {graphs} | {left_out} | {full} | {ops} | {backwards} | {replay(path)} | {explained(path)} |")
+        print(f"| {name} | {release.name} | {form} | {graphs} | {left_out} | {full} | {ops} | {backwards} | {replay(path)} | {' | '.join(explained(path))} |")
 PY

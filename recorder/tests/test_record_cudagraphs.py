@@ -51,13 +51,13 @@ class CudagraphLauncherTest(unittest.TestCase):
         r = subprocess.run([capsim, "replay", self.trace], capture_output=True, text=True, timeout=120)
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
 
-    def explanations(self):
+    def explanations(self, *flags):
         """`capsim explain --as-on-a-gpu --json` of the trace: its
         explanations, or None without CAPSIM_BIN."""
         capsim = os.environ.get("CAPSIM_BIN")
         if not capsim:
             return None
-        r = subprocess.run([capsim, "explain", "--as-on-a-gpu", "--json", self.trace],
+        r = subprocess.run([capsim, "explain", "--as-on-a-gpu", "--json", *flags, self.trace],
                            capture_output=True, text=True, timeout=120)
         self.assertEqual(r.returncode, 0, r.stderr)
         import json
@@ -113,7 +113,8 @@ class CudagraphLauncherTest(unittest.TestCase):
         loss reads each step's output at once; --keep-outputs keeps a
         detach() of each, the output's memory, and reads all three again at
         the end), none from the backward or the optimizer; as on a GPU,
-        capsim predicts E1 at the late ones but the last."""
+        capsim predicts E1 at the first late one, where a real run dies, and
+        kept going, at the second (beyond a real run); the last is live."""
         out = self.launch("--cudagraphs", "--", SCRIPT, "--steps", "3", keep)
         self.assertEqual(out.returncode, 0, out.stderr)
         lines = lines_of(self.trace)
@@ -127,7 +128,12 @@ class CudagraphLauncherTest(unittest.TestCase):
         explained = self.explanations()
         if explained is not None:
             errors = [(e["action"], e["event"]) for e in explained if e["event"].startswith("error")]
-            self.assertEqual(errors, [(r["index"], "error:E1") for r in reads[3:5]])
+            self.assertEqual(errors, [(reads[3]["index"], "error:E1")])
+            kept = self.explanations("--keep-going")
+            errors = [(e["action"], e["event"], e.get("beyond_real_run", False))
+                      for e in kept if e["event"].startswith("error")]
+            self.assertEqual(errors, [(reads[3]["index"], "error:E1", False),
+                                      (reads[4]["index"], "error:E1", True)])
 
     def test_reads_of_kept_rows(self):
         """The same with `out.detach()[0]` kept: a view of another shape,

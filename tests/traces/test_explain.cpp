@@ -380,17 +380,24 @@ TEST_CASE("explain: a compiled optimizer step whose grads are not static names t
                                                     "model_2_weight.grad", "model_2_bias.grad"});
   CHECK(steps[0].what.find("(196 bytes per step)") != std::string::npos);
 
-  // The what-if asks what a GPU would do: marking all four ends the copies.
+  // The what-if asks what a GPU would do. The script dies at SGD's second
+  // step (E1: its momentum buffers were made inside the first step's graph),
+  // before any replay copies, as a real run would ...
   const std::string all =
       "mark-static=model_0_weight.grad,model_0_bias.grad,"
       "model_2_weight.grad,model_2_bias.grad";
-  Result<WhatIf> w = what_if(*run, all);
+  Result<WhatIf> died = what_if(*run, all);
+  REQUIRE(died.ok());
+  CHECK(died->as_on_a_gpu);
+  CHECK(died->before.errors == 1);
+  CHECK(died->before.copy_bytes == 0);
+  // ... so the copies show past the error: marking all four ends them.
+  Result<WhatIf> w = what_if(*run, all, OnRaise::kKeepGoing);
   REQUIRE(w.ok());
-  CHECK(w->as_on_a_gpu);
   CHECK(w->before.copy_bytes == 196);
   CHECK(w->after.copies == 0);
   CHECK(w->after.rerecorded == 0);
-  Result<std::vector<WhatIf>> ranked = what_if_auto(*run);
+  Result<std::vector<WhatIf>> ranked = what_if_auto(*run, {}, OnRaise::kKeepGoing);
   REQUIRE(ranked.ok());
   REQUIRE(!ranked->empty());
   CHECK(ranked->front().edit == all);
@@ -416,13 +423,26 @@ TEST_CASE("explain: a run recorded without CUDA graphs is explained as on a GPU"
   }
   // The forward and the backward record at the second step; each replay
   // copies the step's fresh inputs (x and y, then the loss's grad); the
-  // predictions kept and read at the end were overwritten but the last; the
-  // two evaluation graphs only ever warm up.
+  // predictions kept and read at the end were overwritten but the last, and
+  // the first read of one raises: the script dies there. The two evaluation
+  // graphs only ever warm up.
   INFO(fmt::format("{}", fmt::join(seen, " | ")));
   CHECK(seen == std::vector<std::string>{"record:no_child@24 t3,t4", "record:no_child@29 t5",
                                          "copy_in@42 t3,t4", "copy_in@47 t5",
                                          "warmup:never_recorded@59 ", "warmup:never_recorded@65 ",
-                                         "error:E1@67 ", "error:E1@68 "});
+                                         "error:E1@67 "});
+  CHECK(gpu->error_at == 67u);
+  CHECK(gpu->stop == RunStop::kRaise);
+  CHECK(gpu->stopped_at == 68u);
+  // Kept going, the second read raises too, beyond a real run.
+  Result<ObservedRun> on = as_on_a_gpu(*run, OnRaise::kKeepGoing);
+  REQUIRE(on.ok());
+  const std::vector<Explanation> all = explain(*on, std::nullopt);
+  REQUIRE(all.size() == seen.size() + 1);
+  CHECK_FALSE(all[all.size() - 2].beyond_real_run);
+  CHECK(all.back().event == "error:E1");
+  CHECK(all.back().beyond_real_run);
+  CHECK(all.back().title.find("(beyond a real run, which dies at action 67)") != std::string::npos);
 }
 
 TEST_CASE("what-if auto: outputs kept across steps are cloned together") {
@@ -430,12 +450,23 @@ TEST_CASE("what-if auto: outputs kept across steps are cloned together") {
   REQUIRE(run.ok());
   Result<std::vector<WhatIf>> ranked = what_if_auto(*run);
   REQUIRE(ranked.ok());
-  REQUIRE(ranked->size() == 3);
-  // Each clone ends one E1; both together end both, and rank first.
+  REQUIRE(ranked->size() == 2);
+  // The run dies at the first read of a kept output (67). Both clones
+  // together end every E1 and rank first; a clone of the first read's output
+  // alone moves the death to the second read (a later death is still
+  // better); a clone of the second's alone leaves the run dying at the first.
   CHECK(ranked->front().edit == "clone=inf1_7_0,inf2_8_0");
-  CHECK(ranked->front().before.errors == 2);
+  CHECK(ranked->front().before.errors == 1);
+  CHECK(ranked->front().before.died_at == 67u);
   CHECK(ranked->front().after.errors == 0);
+  CHECK_FALSE(ranked->front().after.died_at.has_value());
+  CHECK((*ranked)[1].edit == "clone=inf1_7_0");
   CHECK((*ranked)[1].after.errors == 1);
+  CHECK((*ranked)[1].after.died_at == 69u);  // the clone's action comes before it
+  Result<std::vector<WhatIf>> kept = what_if_auto(*run, {}, OnRaise::kKeepGoing);
+  REQUIRE(kept.ok());
+  REQUIRE(kept->size() == 3);  // kept going, each clone ends one E1 of two
+  CHECK(kept->front().before.errors == 2);
   Result<WhatIf> placed = what_if(*run, "clone=inf1_7_0,inf2_8_0@67");
   REQUIRE_FALSE(placed.ok());
   CHECK(placed.error().message ==

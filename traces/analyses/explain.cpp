@@ -395,6 +395,10 @@ std::vector<Explanation> explain(const ObservedRun& run, std::optional<std::size
     x.rule = rule ? std::string(rule->rule) : "";
     x.inputs = std::move(account.inputs);
     x.fix = rule ? std::string(rule->fix) : "";
+    if (run.kept_going && run.error_at && e.action > *run.error_at) {
+      x.beyond_real_run = true;
+      x.title += fmt::format(" (beyond a real run, which dies at action {})", *run.error_at);
+    }
     out.push_back(std::move(x));
   }
   return out;
@@ -458,6 +462,7 @@ Json explanation_json(const Explanation& e) {
   j["rule"] = e.rule;
   j["inputs"] = e.inputs;
   j["fix"] = e.fix;
+  if (e.beyond_real_run) j["beyond_real_run"] = true;
   return j;
 }
 

@@ -34,6 +34,9 @@ struct Explanation {
   std::string rule;                 // the rule, and the PyTorch function that applies it
   std::vector<std::string> inputs;  // the tensors involved, by the program's names
   std::string fix;                  // the usual fix; empty when nothing needs fixing
+  // Simulated on past a raise (OnRaise::kKeepGoing): a real run died before
+  // this decision, at the first uncaught RuntimeError.
+  bool beyond_real_run = false;
 };
 
 // Every decision worth a paragraph, in event order; only those of action

@@ -46,8 +46,12 @@ Result<ObservedRun> read_observed(const std::string& path) {
 }
 
 // A program and the events capsim predicted for it, as explain reads a run.
-ObservedRun simulated_run(ProgramFile file, ProgramRun ran) {
+ObservedRun simulated_run(ProgramFile file, ProgramRun ran, OnRaise on_raise) {
   ObservedRun run;
+  run.error_at = ran.error_at;
+  run.stopped_at = ran.stopped_at;
+  run.stop = ran.stop;
+  run.kept_going = on_raise == OnRaise::kKeepGoing && ran.error_at.has_value();
   run.header = std::move(file.header);
   run.functions = std::move(file.program.functions);
   run.actions = std::move(file.program.actions);
@@ -58,10 +62,12 @@ ObservedRun simulated_run(ProgramFile file, ProgramRun ran) {
   return run;
 }
 
-Result<ObservedRun> simulate_observed(const std::string& path) {
+Result<ObservedRun> simulate_observed(const std::string& path, OnRaise on_raise) {
   CAPSIM_TRY_ASSIGN(ProgramFile file, read_program_file(path));
-  CAPSIM_TRY_ASSIGN(ProgramRun ran, run_program_file(file, path));
-  return simulated_run(std::move(file), std::move(ran));
+  ProgramRunOptions options;
+  options.on_raise = on_raise;
+  CAPSIM_TRY_ASSIGN(ProgramRun ran, run_program_file(file, path, options));
+  return simulated_run(std::move(file), std::move(ran), on_raise);
 }
 
 // Whether the first line is a program's short header (one that leaves out a
@@ -81,13 +87,15 @@ bool short_header(const std::string& path) {
 
 }  // namespace
 
-Result<ObservedRun> observe_file(const std::string& path) {
-  if (short_header(path)) return simulate_observed(path);
+Result<ObservedRun> observe_file(const std::string& path, OnRaise on_raise) {
+  if (short_header(path)) return simulate_observed(path, on_raise);
   CAPSIM_TRY_ASSIGN(ObservedRun run, read_observed(path));
   // A full header but no events is a program only when the header says a
   // person wrote it; a run that capsim, its CUDA reference or the recorder
   // wrote is a trace, with or without events (a run may have none).
-  if (run.events.empty() && run.header.producer == kUserProducer) return simulate_observed(path);
+  if (run.events.empty() && run.header.producer == kUserProducer) {
+    return simulate_observed(path, on_raise);
+  }
   return run;
 }
 
@@ -119,17 +127,13 @@ void carry_recorded_messages(const ObservedRun& recorded, ObservedRun& simulated
 
 }  // namespace
 
-Result<ObservedRun> as_on_a_gpu(const ObservedRun& run) {
+Result<ObservedRun> as_on_a_gpu(const ObservedRun& run, OnRaise on_raise) {
   ProgramFile file{run.header, Program{run.functions, run.actions}, {}};
   file.header.config.cudagraphs = true;
   ProgramRunOptions options;
-  options.stop_after_error = true;
+  options.on_raise = on_raise;
   CAPSIM_TRY_ASSIGN(ProgramRun ran, run_program_file(file, "as on a GPU", options));
-  const std::optional<std::size_t> stopped_at = ran.stopped_at;
-  const std::optional<std::size_t> error_at = ran.error_at;
-  ObservedRun out = simulated_run(std::move(file), std::move(ran));
-  out.stopped_at = stopped_at;
-  out.error_at = error_at;
+  ObservedRun out = simulated_run(std::move(file), std::move(ran), on_raise);
   out.header = run.header;  // the run had no CUDA graphs; its header says so
   out.as_on_a_gpu = true;
   carry_recorded_messages(run, out);

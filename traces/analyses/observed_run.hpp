@@ -12,6 +12,7 @@
 #include "sim/core/function_def.hpp"
 #include "sim/world/program.hpp"
 #include "traces/format/trace_format.hpp"
+#include "traces/simulation/program_file.hpp"
 
 namespace capsim {
 
@@ -24,11 +25,14 @@ struct ObservedRun {
   std::vector<std::string> event_messages;  // per event: a recorder's x_message, or ""
   bool simulated = false;                   // the file was a program without events
   bool as_on_a_gpu = false;                 // events re-simulated with CUDA graphs on
-  // As on a GPU: the first action the simulation could not run, because an
-  // earlier error left unmade what it needs (ProgramRun), and that error's
-  // action, where a GPU run itself would have stopped.
-  std::optional<std::size_t> stopped_at;
+  // Simulated (a program, or as on a GPU): the first action that raised,
+  // where a real run dies, and, when the simulation ended early, the first
+  // action it did not run and why (ProgramRun). `kept_going`: it ran on past
+  // the raise (OnRaise::kKeepGoing), so later decisions are beyond a real run.
   std::optional<std::size_t> error_at;
+  std::optional<std::size_t> stopped_at;
+  RunStop stop = RunStop::kNone;
+  bool kept_going = false;
   // The reader's warnings (a cut last line: docs/reliability.md), which every
   // command prints on stderr as replay does.
   std::vector<std::string> warnings;
@@ -37,13 +41,15 @@ struct ObservedRun {
 // Reads a trace, or a program (a short header, or no events in a trace that
 // is not a real run's), which it simulates. Bad input is an error naming the
 // file, the line and the field.
-Result<ObservedRun> observe_file(const std::string& path);
+// A program runs as `on_raise` says (by default it ends at its first raise,
+// as a real run does).
+Result<ObservedRun> observe_file(const std::string& path, OnRaise on_raise = OnRaise::kStop);
 
 // `run` with its events replaced by capsim's simulation of its program with
 // CUDA graphs on, as on a GPU under mode="reduce-overhead": what a run
 // recorded without them (a CPU run, `"cudagraphs": false`) would have met on
 // a GPU. `explain --as-on-a-gpu` explains it, and what-ifs of such a run
 // compare against it. The header is kept: it still says how the run went.
-Result<ObservedRun> as_on_a_gpu(const ObservedRun& run);
+Result<ObservedRun> as_on_a_gpu(const ObservedRun& run, OnRaise on_raise = OnRaise::kStop);
 
 }  // namespace capsim

@@ -37,15 +37,37 @@ Variant original(const ObservedRun& run) {
   return v;
 }
 
-Result<RunSummary> simulate(const Variant& v) {
+// A step of the program's own, as opposed to a mark or a clone an edit adds.
+bool is_step(const Action& a) {
+  return std::holds_alternative<Call>(a) || std::holds_alternative<Backward>(a) ||
+         std::holds_alternative<OptimizerStep>(a) || std::holds_alternative<Read>(a);
+}
+
+Result<RunSummary> simulate(const Variant& v, OnRaise on_raise) {
   WorldOptions options;
   options.config = v.config;
   options.seed = v.seed;
   options.autograd_scenarios = find_autograd_scenario;
   World world(options);
-  CAPSIM_TRY(world.run(v.program));
-  const Counters& c = world.counters();
+  CAPSIM_TRY(world.begin(v.program));
+  // As run_program_file: a real run dies at its first raise; kept going, an
+  // action refused after one (it needs what the raise left unmade) ends it.
   RunSummary s;
+  const std::size_t n = v.program.actions.size();
+  for (std::size_t i = 0; i < n; ++i) {
+    if (on_raise == OnRaise::kStop && s.died_at) break;
+    if (Status st = world.run_action(i, v.program.actions[i]); !st) {
+      if (s.died_at) break;
+      return st.error();
+    }
+    if (!s.died_at && world.counters().errors > 0) {
+      s.died_at = i;
+      s.unreached = static_cast<std::uint64_t>(
+          std::count_if(v.program.actions.begin() + static_cast<std::ptrdiff_t>(i) + 1,
+                        v.program.actions.end(), is_step));
+    }
+  }
+  const Counters& c = world.counters();
   s.recorded = c.graphs_recorded;
   s.rerecorded = c.rerecords;
   s.replays = c.replays;
@@ -246,13 +268,13 @@ Result<Variant> edited(const ObservedRun& run, const std::string& edit) {
 
 }  // namespace
 
-Result<WhatIf> what_if(const ObservedRun& run, const std::string& edit) {
+Result<WhatIf> what_if(const ObservedRun& run, const std::string& edit, OnRaise on_raise) {
   CAPSIM_TRY_ASSIGN(const Variant v, edited(run, edit));
   WhatIf w;
   w.edit = edit;
   w.as_on_a_gpu = !run.header.config.cudagraphs;
-  CAPSIM_TRY_ASSIGN(w.before, simulate(original(run)));
-  Result<RunSummary> after = simulate(v);
+  CAPSIM_TRY_ASSIGN(w.before, simulate(original(run), on_raise));
+  Result<RunSummary> after = simulate(v, on_raise);
   if (!after) {
     w.refused = after.error().message;  // the edit made the program bad input
   } else {
@@ -310,25 +332,31 @@ std::vector<std::string> candidates(const ObservedRun& run) {
 // Smaller is better: errors, then warnings (W1 keeps a run warming up
 // forever, #138949), then re-recordings and recompiles, then bytes.
 auto cost(const RunSummary& s) {
-  return std::make_tuple(s.errors, s.warnings, s.rerecorded + s.recompiles, s.copy_bytes);
+  return std::make_tuple(s.errors, s.unreached, s.warnings, s.rerecorded + s.recompiles,
+                         s.copy_bytes);
 }
 
 }  // namespace
 
 Result<std::vector<WhatIf>> what_if_auto(
-    const ObservedRun& run, const std::function<void(std::size_t k, std::size_t n)>& on_edit) {
+    const ObservedRun& run, const std::function<void(std::size_t k, std::size_t n)>& on_edit,
+    OnRaise on_raise) {
   // A run without CUDA graphs is compared as on a GPU, so the edits to try
   // are those that simulation calls for (its copies, errors and warnings).
+  // The edits come from a simulation kept going past the first raise, so
+  // that every error proposes its fix (two kept outputs, two clones), while
+  // the runs compared end where `on_raise` says.
   std::optional<ObservedRun> gpu;
-  if (!run.header.config.cudagraphs && !run.as_on_a_gpu) {
-    CAPSIM_TRY_ASSIGN(gpu, as_on_a_gpu(run));
+  const bool simulated_stop = (run.simulated || run.as_on_a_gpu) && run.stop == RunStop::kRaise;
+  if ((!run.header.config.cudagraphs && !run.as_on_a_gpu) || simulated_stop) {
+    CAPSIM_TRY_ASSIGN(gpu, as_on_a_gpu(run, OnRaise::kKeepGoing));
   }
   std::vector<WhatIf> out;
   const std::vector<std::string> edits = candidates(gpu ? *gpu : run);
   for (std::size_t k = 0; k < edits.size(); ++k) {
     if (on_edit) on_edit(k, edits.size());
     const std::string& edit = edits[k];
-    Result<WhatIf> w = what_if(run, edit);
+    Result<WhatIf> w = what_if(run, edit, on_raise);
     if (!w) continue;  // an edit that does not apply (a name no action binds)
     if (w->refused || !(cost(w->after) < cost(w->before))) continue;
     out.push_back(std::move(*w));
@@ -337,6 +365,19 @@ Result<std::vector<WhatIf>> what_if_auto(
                    [](const WhatIf& a, const WhatIf& b) { return cost(a.after) < cost(b.after); });
   return out;
 }
+
+namespace {
+
+// Where each run dies (its first error), when either does.
+std::string died_text(const RunSummary& a, const RunSummary& b) {
+  if (!a.died_at && !b.died_at) return "";
+  const auto at = [](const RunSummary& s) {
+    return s.died_at ? fmt::format("action {}", *s.died_at) : std::string("never");
+  };
+  return fmt::format(", first error {} -> {}", at(a), at(b));
+}
+
+}  // namespace
 
 std::string what_if_text(const WhatIf& w) {
   if (w.refused)
@@ -348,10 +389,10 @@ std::string what_if_text(const WhatIf& w) {
                     : "";
   return fmt::format(
       "what-if {}: recorded {} -> {}, re-recorded {} -> {}, replays {} -> {}, copies {} ({} B) -> "
-      "{} ({} B), recompiles {} -> {}, errors {} -> {}, warnings {} -> {}{}",
+      "{} ({} B), recompiles {} -> {}, errors {} -> {}, warnings {} -> {}{}{}",
       w.edit, a.recorded, b.recorded, a.rerecorded, b.rerecorded, a.replays, b.replays, a.copies,
       a.copy_bytes, b.copies, b.copy_bytes, a.recompiles, b.recompiles, a.errors, b.errors,
-      a.warnings, b.warnings, note);
+      a.warnings, b.warnings, died_text(a, b), note);
 }
 
 Json what_if_json(const WhatIf& w) {
@@ -366,6 +407,7 @@ Json what_if_json(const WhatIf& w) {
     j["errors"] = s.errors;
     j["warnings"] = s.warnings;
     j["calls"] = s.calls;
+    if (s.died_at) j["died_at"] = *s.died_at;
     return j;
   };
   Json j = Json::object();

@@ -39,6 +39,12 @@ namespace capsim {
 struct RunSummary {
   std::uint64_t recorded = 0, rerecorded = 0, replays = 0, copies = 0, copy_bytes = 0;
   std::uint64_t recompiles = 0, errors = 0, warnings = 0, calls = 0;
+  // The first action that raised (where a real run dies), and how many of
+  // the program's own steps (calls, backwards, optimizer steps, reads) follow
+  // it: an edit that only moves the death later is still better, and the
+  // marks and clones an edit inserts are not steps, so they do not skew it.
+  std::optional<std::uint64_t> died_at;
+  std::uint64_t unreached = 0;
 };
 
 struct WhatIf {
@@ -50,7 +56,10 @@ struct WhatIf {
 
 // One edit; bad input (an unknown tensor, an action past the end, an
 // unknown edit or config key) is an error naming the field "--what-if".
-Result<WhatIf> what_if(const ObservedRun& run, const std::string& edit);
+// Both runs end at their first raise, as a real run does, unless `on_raise`
+// says to keep going.
+Result<WhatIf> what_if(const ObservedRun& run, const std::string& edit,
+                       OnRaise on_raise = OnRaise::kStop);
 // Every edit that applies to `run` and improves it, best first: fewer
 // errors, then fewer warnings, then fewer re-recordings and recompiles, then
 // fewer bytes copied (in that order: an edit that saves copies but adds a
@@ -58,7 +67,8 @@ Result<WhatIf> what_if(const ObservedRun& run, const std::string& edit);
 // `on_edit`, when set, hears each edit before it is tried (k of n; the
 // CLI's progress line); nothing of the result depends on it.
 Result<std::vector<WhatIf>> what_if_auto(
-    const ObservedRun& run, const std::function<void(std::size_t k, std::size_t n)>& on_edit = {});
+    const ObservedRun& run, const std::function<void(std::size_t k, std::size_t n)>& on_edit = {},
+    OnRaise on_raise = OnRaise::kStop);
 
 std::string what_if_text(const WhatIf& w);
 Json what_if_json(const WhatIf& w);

@@ -223,7 +223,6 @@ Result<ProgramRun> run_program_file(const ProgramFile& file, const std::string& 
   if (run_options.torch) options.config.torch_profile = *run_options.torch;
   options.seed = file.header.seed;
   options.autograd_scenarios = find_autograd_scenario;
-  const bool stop_after_error = run_options.stop_after_error;
   World world(options);
   // The World quotes the program's names as they are: escaped here, as
   // replay escapes them, so that a refusal stays one line.
@@ -232,10 +231,17 @@ Result<ProgramRun> run_program_file(const ProgramFile& file, const std::string& 
   }
   ProgramRun run;
   run.values_off = values_off;
-  for (std::size_t i = 0; i < file.program.actions.size(); ++i) {
+  const std::size_t n = file.program.actions.size();
+  for (std::size_t i = 0; i < n; ++i) {
+    if (run.error_at && run_options.on_raise == OnRaise::kStop) {
+      run.stopped_at = i;
+      run.stop = RunStop::kRaise;
+      break;
+    }
     if (Status s = world.run_action(i, file.program.actions[i]); !s) {
-      if (stop_after_error && run.error_at) {
+      if (run.error_at) {
         run.stopped_at = i;
+        run.stop = RunStop::kRefusedAfterRaise;
         break;
       }
       const std::string where =

@@ -34,15 +34,31 @@ Result<ProgramFile> read_program_file(const std::string& path);
 // (fuzzing reads from memory).
 Result<ProgramFile> read_program_bytes(const std::string& bytes, const std::string& name);
 
+// What a simulated run does at a raise (an `error` event: E1, E3, E4, E8,
+// ...; each a RuntimeError in PyTorch).
+enum class OnRaise : std::uint8_t {
+  // As a real run: the script dies at the first RuntimeError it does not
+  // catch, and a program has no way to catch one, so the run ends after the
+  // action that raised. The default of every prediction (simulate, explain,
+  // what-ifs).
+  kStop,
+  // Every action runs on past a raise, so that each later error shows; an
+  // action refused after one (it needs what the raise left unmade: a call
+  // that raised binds no outputs) ends the run instead of failing it.
+  kKeepGoing,
+};
+
+// Why a run ended before its last action.
+enum class RunStop : std::uint8_t { kNone, kRaise, kRefusedAfterRaise };
+
 struct ProgramRun {
   std::vector<Event> events;  // in order; each names its action
   Counters counters;
-  // With stop_after_error: the first action the World refused after an error
-  // event (E1, G3, ...), which left unmade what that action needs (a call
-  // that raised binds no outputs). A GPU run ends at the error itself, as an
-  // uncaught RuntimeError; error_at is that action.
-  std::optional<std::size_t> stopped_at;
+  // The first action that raised (where a real run dies), and, when the run
+  // ended early, the first action it did not run and why.
   std::optional<std::size_t> error_at;
+  std::optional<std::size_t> stopped_at;
+  RunStop stop = RunStop::kNone;
   // Values off: why (values_needed_off's reason, or "--values off").
   std::optional<std::string> values_off;
 };
@@ -68,7 +84,7 @@ struct ProgramRunOptions {
   std::optional<TorchProfile> torch;  // replaces the header's profile
   // Empty: kDefaultMemoryBudget, or kValuesOffMemoryBudget with values off.
   std::optional<std::uint64_t> memory_budget_bytes;
-  bool stop_after_error = false;
+  OnRaise on_raise = OnRaise::kStop;
   ValuesMode values = ValuesMode::kAuto;
 };
 
