@@ -59,6 +59,13 @@ MANAGER_METHODS = (
     "set_to_running_backward",
 )
 NODE_METHODS = ("check_invariants", "check_static_inputs_are_stable")
+# The manager's methods that came later, with the release that brought each:
+# patched only where the class has one (an older release lacks it, and its
+# tree manager never does what it observes). 2.15: the demotion of a
+# cudagraph-managed input whose pointer keeps changing (the `demote` event).
+LATER_MANAGER_METHODS = (("_update_cudagraph_managed_input_rerecord", "2.15"),)
+# What that method adds to: {parent GraphID or None: {FunctionID: indices}}.
+DEMOTED_MANAGED_IDXS = "demoted_cudagraph_managed_idxs"
 # The modules of PyTorch's cudagraph code: an exception raised through one of
 # them is a cudagraph trace's `error` event (launcher/failures.py).
 CUDAGRAPH_MODULES = ("torch._inductor.cudagraph_trees", "torch._inductor.cudagraph_utils")
@@ -160,6 +167,8 @@ def _entries() -> list:
     out += [EntryPoint(f"{MANAGER_CLASS}.{m}", "the tree manager's decisions", cg, own=True,
                        param=ADD_FUNCTION_MODE if m == "add_function" else None)
             for m in MANAGER_METHODS]
+    out += [EntryPoint(f"{MANAGER_CLASS}.{m}", "the demotion of a managed input (demote)", cg, since=since,
+                       own=True) for m, since in LATER_MANAGER_METHODS]
     out += [EntryPoint(f"{NODE_CLASS}.{m}", "the node's checks", cg, own=True) for m in NODE_METHODS]
     return out
 
@@ -505,6 +514,17 @@ def mutation_hints(mgr: Any) -> dict:
     """The manager's per-node record of functions that mutated inputs."""
     node_id = mgr._get_node_id()
     return mgr.non_cudagraph_managed_mutation_hint.get(node_id, {})
+
+
+def demoted_managed_idxs(mgr: Any) -> dict:
+    """{(parent GraphID or None, FunctionID): set of input indices} the
+    manager has demoted from cudagraph-managed to copied (2.15 on; empty
+    before)."""
+    out: dict = {}
+    for node_id, per_function in dict(getattr(mgr, DEMOTED_MANAGED_IDXS, None) or {}).items():
+        for function_id, idxs in dict(per_function).items():
+            out[(node_id, function_id)] = set(idxs)
+    return out
 
 
 def storage_weak_ref(t: Any) -> Any:

@@ -119,14 +119,19 @@ class CUDAWarmupNode:
 class CUDAGraphNode:
     error_mode = False
 
-    def __init__(self, wrapped_function, id, parent, inputs):
+    def __init__(self, wrapped_function, id, parent, inputs, copy_cudagraph_managed_idxs=()):
         self.wrapped_function = wrapped_function
         self.id = id
         self._parent = parent
         self.children = defaultdict(list)
+        # 2.15: a demoted managed input stays static (its pointer kept) but is
+        # copied in at each replay (input_copy_idxs).
+        copied = set(copy_cudagraph_managed_idxs) - set(wrapped_function.static_input_idxs)
         self.cudagraph_managed_idxs = []
-        self.static_input_idxs = sorted(set(wrapped_function.static_input_idxs) | set(self.cudagraph_managed_idxs))
+        self.static_input_idxs = sorted(set(wrapped_function.static_input_idxs) | set(self.cudagraph_managed_idxs)
+                                        | copied)
         self.non_static_input_idx = [i for i in range(len(inputs)) if i not in self.static_input_idxs]
+        self.input_copy_idxs = sorted(set(self.non_static_input_idx) | copied)
         self.static_input_data_ptrs = [
             inputs[i].data_ptr() if i in self.static_input_idxs and isinstance(inputs[i], FakeTensor) else None
             for i in range(len(inputs))
@@ -175,6 +180,10 @@ class CUDAGraphTreeManager:
     """The decisions of CUDAGraphTreeManager._run, much simplified."""
 
     rerecord_limit = None  # an int turns on the re-record limit
+    # 2.15's managed-input demotion: the inputs each recording counts as a
+    # changed managed pointer on its edge, and the count that demotes one.
+    demotable = ()
+    managed_input_rerecord_limit = 1
 
     def __init__(self):
         self.roots = defaultdict(list)
@@ -194,6 +203,8 @@ class CUDAGraphTreeManager:
         self.new_generation = True
         self.warn = False
         self.backward_marks = 0
+        self.cudagraph_managed_input_rerecord = {}
+        self.demoted_cudagraph_managed_idxs = {}
 
     @staticmethod
     def format_dealloc_msg(stack_trace):
@@ -271,7 +282,19 @@ class CUDAGraphTreeManager:
             self.try_end_curr_execution()
             if self.current_node is not None:
                 self.apply_checkpoint_execution_state_in_allocator()
+        if self.demotable:
+            self._update_cudagraph_managed_input_rerecord(self._get_node_id(), function_id, set(self.demotable))
         return self.record_function(new_inputs, function_id)
+
+    def _update_cudagraph_managed_input_rerecord(self, node_id, function_id, copyable_idxs):
+        """2.15's, action "copy" only: count, and demote at the limit."""
+        demoted = self.demoted_cudagraph_managed_idxs.setdefault(node_id, {}).setdefault(function_id, set())
+        counts = self.cudagraph_managed_input_rerecord.setdefault(node_id, {}).setdefault(function_id, {})
+        for idx in sorted(set(copyable_idxs) - demoted):
+            counts[idx] = counts.get(idx, 0) + 1
+            if counts[idx] >= self.managed_input_rerecord_limit:
+                demoted.add(idx)
+        return ()
 
     def run_eager(self, new_inputs, function_id):
         self.warmed_up_functions.add(function_id)
@@ -283,8 +306,9 @@ class CUDAGraphTreeManager:
         return self.ids_to_funcs[function_id].model(new_inputs)
 
     def record_function(self, new_inputs, function_id):
+        demoted = self.demoted_cudagraph_managed_idxs.get(self._get_node_id(), {}).get(function_id, ())
         node = CUDAGraphNode(self.ids_to_funcs[function_id], GraphID(next(self.graph_counter)),
-                             self.current_node, new_inputs)
+                             self.current_node, new_inputs, tuple(sorted(demoted)))
         if self.current_node is None:
             self.roots[function_id].append(node)
         else:

@@ -226,13 +226,86 @@ class ObserverTest(unittest.TestCase):
 
     def test_uninstall_restores(self):
         self.obs.uninstall()
-        for name in ("run", "record_function", "execute_node", "add_function"):
+        for name in ("run", "record_function", "execute_node", "add_function",
+                     "_update_cudagraph_managed_input_rerecord"):
             self.assertEqual(
                 fake_tree.CUDAGraphTreeManager.__dict__[name].__qualname__.split(".")[0],
                 "CUDAGraphTreeManager",
             )
             self.assertFalse(hasattr(fake_tree.CUDAGraphTreeManager.__dict__[name], "__wrapped__"))
         self.assertFalse(hasattr(fake_tree.log_cudagraph_skip_and_bump_counter, "__wrapped__"))
+
+    def test_demoted_managed_input_is_copied(self):
+        # 2.15: the edge (root, f0) demotes input 2 at its first recording;
+        # the recording keeps it static (with its pointer) and copies it in.
+        self.mgr.demotable = (2,)
+        y = fake_tree.FakeTensor(0x7F0000300000, (2, 2))
+        fn, _ = self.call_first([self.param, self.x(), y])
+        fn([self.param, self.x(), y])
+        self.assertEqual(self.sink.kinds()[:5], ["compile", "warmup", "path_end", "demote", "record"])
+        self.assertEqual(self.sink.of("demote"), [{"fid": 0, "function": "f0", "parent": None, "input": 2}])
+        rec = self.sink.of("record")[0]
+        self.assertEqual((rec["static"], rec["non_static"], rec["copied_managed"]), ([0, 2], [1], [2]))
+        self.assertEqual(rec["static_ptrs"], ["0x7f0000000000", "0x7f0000300000"])
+        fn([self.param, self.x(), y])  # replay: the non-static input and the demoted one
+        self.assertEqual(self.sink.of("copy_in")[0]["copies"], 2)
+        self.assertEqual(self.sink.of("copy_in")[0]["bytes"], 32)
+        # A later recording on the edge copies it too, with no second demote.
+        fn([fake_tree.FakeTensor(0x7F0000000400, (2, 2)), self.x(), y])
+        self.assertEqual(len(self.sink.of("demote")), 1)
+        self.assertEqual(self.sink.of("record")[1]["copied_managed"], [2])
+        self.assertEqual(self.obs.failures, [])
+
+    def test_no_copied_managed_without_demotion(self):
+        fn, _ = self.call_first([self.param, self.x()])
+        fn([self.param, self.x()])
+        self.assertNotIn("copied_managed", self.sink.of("record")[0])
+        self.assertEqual(self.sink.of("demote"), [])
+
+    def test_demote_per_newly_demoted_index(self):
+        fn, _ = self.call_first([5, self.param, self.x(), self.x(0x7F0000100400)], static=(1,))
+        self.mgr.managed_input_rerecord_limit = 2
+        update = self.mgr._update_cudagraph_managed_input_rerecord
+        fid, parent = fake_tree.FunctionID(0), fake_tree.GraphID(3)
+        update(parent, fid, {2, 3})  # counted once: none demoted
+        self.assertEqual(self.sink.of("demote"), [])
+        update(parent, fid, {2, 3})  # both reach the limit
+        # Input positions in capsim's order (the int input 0 is not one).
+        self.assertEqual(self.sink.of("demote"), [
+            {"fid": 0, "function": "f0", "parent": 3, "input": 1},
+            {"fid": 0, "function": "f0", "parent": 3, "input": 2},
+        ])
+        update(parent, fid, {2, 3})  # already demoted: nothing new
+        update(None, fid, {2})  # another edge, counted once
+        self.assertEqual(len(self.sink.of("demote")), 2)
+        self.assertEqual(self.obs.failures, [])
+
+    def test_a_failing_demote_observer_does_not_break_the_call(self):
+        from capsim_recorder import torch_compat
+
+        saved = torch_compat.demoted_managed_idxs
+
+        def broken(mgr):
+            raise ValueError("broken read")
+
+        torch_compat.demoted_managed_idxs = broken
+        try:
+            self.mgr._update_cudagraph_managed_input_rerecord(None, fake_tree.FunctionID(0), {1})
+        finally:
+            torch_compat.demoted_managed_idxs = saved
+        self.assertEqual(self.mgr.demoted_cudagraph_managed_idxs, {None: {fake_tree.FunctionID(0): {1}}})
+        self.assertEqual(self.sink.of("demote"), [])
+        self.assertTrue(any("broken read" in f for f in self.obs.failures))
+
+    def test_a_release_without_demotion(self):
+        self.assertEqual(self.obs.extra_kinds, ["demote"])
+        self.obs.uninstall()
+        delattr(fake_tree.CUDAGraphTreeManager, "_update_cudagraph_managed_input_rerecord")
+        obs = TreeObserver(RecordingSink(), fake_tree.CUDAGraphTreeManager, fake_tree.CUDAGraphNode).install()
+        try:
+            self.assertEqual((obs.failures, obs.extra_kinds), ([], []))
+        finally:
+            obs.uninstall()
 
     def test_a_failing_sink_does_not_break_the_run(self):
         class Broken(RecordingSink):

@@ -179,6 +179,40 @@ class SessionTest(unittest.TestCase):
             r = subprocess.run([CAPSIM, "replay", "--json", path], capture_output=True, text=True, timeout=60)
             self.assertNotEqual(r.returncode, 2, r.stdout + r.stderr)
 
+    def test_a_demoted_input_in_the_trace(self):
+        # 2.15: the observer wrote `demote` (the driver hands its extra kinds
+        # to the session), so the header declares it; capsim's reader refuses
+        # an event kind the header does not list.
+        self.assertEqual(self.observer.extra_kinds, ["demote"])
+        self.session.extra_kinds = list(self.observer.extra_kinds)
+        self.mgr.demotable = (1,)
+        fn = self.compiled()
+        w, outs = self.run_program(fn)
+        path, _, lines = self.write()
+        self.assertEqual(self.observer.failures, [])
+        self.assertEqual(lines[0]["observes"][-1], "demote")
+        events = [l for l in lines if l["type"] == "event"]
+        self.assertEqual([e["event"] for e in events][2:5], ["path_end", "demote", "record"])
+        self.assertEqual({k: events[3][k] for k in ("function", "parent", "input")},
+                         {"function": "fwd0", "parent": None, "input": 1})
+        self.assertEqual(events[4]["copied_managed"], [1])
+        if capsim_usable():
+            r = subprocess.run([CAPSIM, "replay", "--json", path], capture_output=True, text=True, timeout=60)
+            self.assertNotEqual(r.returncode, 2, r.stdout + r.stderr)
+            self.assertNotIn("not in the header's observes list", r.stdout)
+        # A CPU run (no tree manager) keeps the header it always had.
+        _, _, lines = self.write_with({**CONFIG, "cudagraphs": False}, keep_events=False)
+        self.assertNotIn("demote", lines[0]["observes"])
+
+    def write_with(self, config, keep_events=True):
+        if not keep_events:
+            for it in self.session.items:
+                it.events[:] = [e for e in it.events if e[0] != "demote"]
+        path = os.path.join(self.dir.name, "t2.jsonl")
+        self.session.write(path, producer="pytorch", seed=0, config=config, extensions={"x_device": "fake"})
+        with open(path, encoding="utf-8") as f:
+            return path, None, [json.loads(line) for line in f]
+
     def test_an_input_that_dies_in_the_call_is_consumed(self):
         fn = self.compiled()
         w = self.new_tensor("w", fake_tree.FakeTensor(0x7F0000000000, (2, 4)), kind="param")

@@ -59,6 +59,7 @@ class CudagraphDriver:
     def install(self) -> None:
         self.hooks.install()
         self.observer.install()
+        self.session.extra_kinds = list(self.observer.extra_kinds)
         self.installed = True
 
     def uninstall(self) -> None:

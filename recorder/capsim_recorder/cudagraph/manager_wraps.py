@@ -1,7 +1,8 @@
 """The observer's wrappers of the tree manager's run path (observer.py):
-add_function, run, run_eager (warmup), record_function (record) and
-execute_node (copy_in, replay). Each factory takes the observer and the
-original method and returns the wrapper; no torch import.
+add_function, run, run_eager (warmup), record_function (record),
+execute_node (copy_in, replay) and, from 2.15,
+_update_cudagraph_managed_input_rerecord (demote). Each factory takes the
+observer and the original method and returns the wrapper; no torch import.
 """
 
 from __future__ import annotations
@@ -150,7 +151,14 @@ def _record_fields(observer: Any, fid: Optional[int], node: Any, cause: CheckRes
     static = list(getattr(node, "static_input_idxs", []))
     fields["static"] = observer.idx(fid, static)
     fields["managed"] = observer.idx(fid, getattr(node, "cudagraph_managed_idxs", []))
-    fields["non_static"] = observer.idx(fid, getattr(node, "non_static_input_idx", []))
+    non_static = list(getattr(node, "non_static_input_idx", []))
+    fields["non_static"] = observer.idx(fid, non_static)
+    # 2.15: the managed inputs demoted to copies (copy_cudagraph_managed_idxs):
+    # input_copy_idxs is the non-static inputs and those.
+    copied = set(getattr(node, "input_copy_idxs", ())) - set(non_static)
+    copied_managed = observer.idx(fid, copied)
+    if copied_managed:
+        fields["copied_managed"] = copied_managed
     data_ptrs = list(getattr(node, "static_input_data_ptrs", []))
     by_idx = {i: data_ptrs[i] for i in static if i < len(data_ptrs)}
     fields["static_ptrs"] = observer.static_ptrs(fid, by_idx)
@@ -176,9 +184,13 @@ def wrap_record_function(observer: Any, original: Any) -> Any:
 
 
 def _copies(node: Any, new_inputs: Any) -> tuple[int, int]:
-    """(copies, bytes) a replay makes: the non-static inputs."""
+    """(copies, bytes) a replay makes: input_copy_idxs (2.15: the non-static
+    inputs and the demoted managed ones), else the non-static inputs."""
     copies, nbytes = 0, 0
-    for i in getattr(node, "non_static_input_idx", []):
+    idxs = getattr(node, "input_copy_idxs", None)
+    if idxs is None:
+        idxs = getattr(node, "non_static_input_idx", [])
+    for i in idxs:
         if i < len(new_inputs) and is_tensor(new_inputs[i]):
             copies += 1
             nbytes += span_bytes(new_inputs[i])
@@ -223,3 +235,40 @@ def wrap_execute_node(observer: Any, original: Any) -> Any:
         return out
 
     return execute_node
+
+
+def _emit_demotes(observer: Any, before: dict, after: dict) -> None:
+    """One demote per input index that joined an edge's demoted set."""
+    for (node_id, function_id), idxs in after.items():
+        fid = int_id(function_id)
+        new = [observer.one(fid, i) for i in idxs - before.get((node_id, function_id), set())]
+        for j in sorted(j for j in new if j is not None):
+            fields = observer.fn_fields(fid)
+            fields["parent"] = int_id(node_id)
+            fields["input"] = j
+            observer.emit("demote", fields)
+
+
+def wrap_managed_input_rerecord(observer: Any, original: Any) -> Any:
+    """2.15's _update_cudagraph_managed_input_rerecord(node_id, function_id,
+    copyable_idxs): under action "copy" it counts each managed input's
+    pointer changes on the edge and, at the limit, adds the input to
+    mgr.demoted_cudagraph_managed_idxs[node_id][function_id]; the indices
+    added during the call are the demote events."""
+
+    @functools.wraps(original)
+    def update(mgr, *args, **kwargs):
+        before = None
+        try:
+            before = torch_compat.demoted_managed_idxs(mgr)
+        except Exception:
+            observer.fail("demoted idxs before")
+        out = original(mgr, *args, **kwargs)
+        if before is not None:
+            try:
+                _emit_demotes(observer, before, torch_compat.demoted_managed_idxs(mgr))
+            except Exception:
+                observer.fail("_update_cudagraph_managed_input_rerecord")
+        return out
+
+    return update

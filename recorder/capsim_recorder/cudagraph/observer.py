@@ -2,9 +2,10 @@
 capsim events (docs/trace-format.md section 6).
 
 `TreeObserver.install()` replaces, on the classes and modules it is given,
-the entry points torch_compat.py lists (MANAGER_METHODS, NODE_METHODS,
-SKIP_LOG) with wrappers that call the original and report to a sink (names
-as in torch/_inductor/cudagraph_trees.py, PyTorch 2.11):
+the entry points torch_compat.py lists (MANAGER_METHODS, the
+LATER_MANAGER_METHODS the release has, NODE_METHODS, SKIP_LOG) with
+wrappers that call the original and report to a sink (names as in
+torch/_inductor/cudagraph_trees.py, PyTorch 2.11; 2.15 for the later ones):
 
   CUDAGraphTreeManager.add_function        the new FunctionID's static_input_idxs
   CUDAGraphTreeManager.run                 one call (outermost) -> sink.on_run_enter/exit;
@@ -12,8 +13,12 @@ as in torch/_inductor/cudagraph_trees.py, PyTorch 2.11):
                                            error when it raised
   CUDAGraphTreeManager.run_eager           warmup {fid, function, node, depth}
   CUDAGraphTreeManager.record_function     record {fid, function, graph, parent, static,
-                                           managed, non_static, static_ptrs, reason, ...}
-  CUDAGraphTreeManager.execute_node        copy_in, then replay
+                                           managed, non_static, copied_managed (2.15),
+                                           static_ptrs, reason, ...}
+  CUDAGraphTreeManager.execute_node        copy_in (input_copy_idxs from 2.15), then replay
+  CUDAGraphTreeManager._update_cudagraph_managed_input_rerecord (2.15 on)
+                                           demote {fid, function, parent, input} per index
+                                           it adds to demoted_cudagraph_managed_idxs
   CUDAGraphTreeManager.try_end_curr_recording / try_end_curr_warmup /
     try_end_curr_execution                 path_end {reason}
   CUDAGraphTreeManager.apply_checkpoint_execution_state_in_allocator
@@ -62,6 +67,7 @@ WRAPS = {
     "run_eager": manager_wraps.wrap_run_eager,
     "record_function": manager_wraps.wrap_record_function,
     "execute_node": manager_wraps.wrap_execute_node,
+    "_update_cudagraph_managed_input_rerecord": manager_wraps.wrap_managed_input_rerecord,
     "try_end_curr_recording": path_wraps.wrap_try_end,
     "try_end_curr_warmup": path_wraps.wrap_try_end,
     "try_end_curr_execution": path_wraps.wrap_try_end,
@@ -72,6 +78,11 @@ WRAPS = {
     "check_invariants": node_wraps.wrap_check_invariants,
     "check_static_inputs_are_stable": node_wraps.wrap_check_static_inputs,
 }
+
+# A later method (torch_compat.LATER_MANAGER_METHODS) -> the event kind its
+# wrapper writes, which OBSERVED_KINDS lacks (a trace declares it only where
+# the release has the method: observer.extra_kinds, output.observed_kinds).
+LATER_KINDS = {"_update_cudagraph_managed_input_rerecord": "demote"}
 
 
 class TreeObserver:
@@ -96,6 +107,9 @@ class TreeObserver:
         self.fids: dict[int, FidInfo] = {}
         self.failures: list[str] = []
         self.patched: list[tuple[Any, str, Any]] = []
+        # Kinds beyond OBSERVED_KINDS that the installed wraps can write
+        # ("demote" where the release has the method that demotes).
+        self.extra_kinds: list[str] = []
         self.tls = threading.local()
 
     # -- plumbing ------------------------------------------------------------
@@ -132,6 +146,12 @@ class TreeObserver:
     def install(self) -> "TreeObserver":
         for name in torch_compat.MANAGER_METHODS:
             self._patch(self.manager_cls, name, WRAPS[name])
+        for name, _since in torch_compat.LATER_MANAGER_METHODS:
+            # An older release lacks it (self_check says when one should not).
+            if name in vars(self.manager_cls):
+                self._patch(self.manager_cls, name, WRAPS[name])
+                if LATER_KINDS[name] not in self.extra_kinds:
+                    self.extra_kinds.append(LATER_KINDS[name])
         for name in torch_compat.NODE_METHODS:
             self._patch(self.node_cls, name, WRAPS[name])
         wrappers: dict = {}

@@ -54,6 +54,18 @@ def function_lines(table: Any) -> list[dict]:
     return lines
 
 
+def observed_kinds(session: Any, config: dict) -> list[str]:
+    """The header's `observes`: OBSERVED_KINDS, and the release's later
+    kinds (session.extra_kinds: "demote" from 2.15) where a tree manager
+    can run (not `"cudagraphs": false`), or where one was written."""
+    kinds = list(OBSERVED_KINDS)
+    written = {kind for it in session.items for kind, _ in it.events}
+    for kind in getattr(session, "extra_kinds", ()):
+        if kind not in kinds and (config.get("cudagraphs", True) is not False or kind in written):
+            kinds.append(kind)
+    return kinds
+
+
 def plan(session: Any) -> tuple[list[dict], list[Item], list[str]]:
     """(function lines, items, untranslated op names) as they will be
     written: without function lines or the actions that need them when
@@ -156,7 +168,7 @@ def _write_once(session: Any, path: str, *, producer: str, seed: int, config: di
     left_out = session.oversized
     with TraceWriter(path) as w:
         w.header(producer=producer, name=session.name, seed=seed, config=config,
-                 observes=list(OBSERVED_KINDS), extensions=ext)
+                 observes=observed_kinds(session, config), extensions=ext)
         for f in functions:
             _line(w.function, (f,), ("function", f["function"]),
                   f"function {f['function']}: its line passes the trace format's limit; the"

@@ -66,6 +66,9 @@ class Session:
         # what-if can ask what a GPU would do with it. Otherwise such a graph
         # (Inductor without triton.cudagraphs) is an `eager_call`.
         self.no_cudagraphs = False
+        # Event kinds beyond OBSERVED_KINDS the observer can write on this
+        # release (observer.extra_kinds: "demote" from 2.15), for `observes`.
+        self.extra_kinds: list[str] = []
 
     # -- actions and events --------------------------------------------------
 
