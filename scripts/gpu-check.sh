@@ -473,7 +473,8 @@ done
 
 # 6. Real PyTorch: the cudagraph-tree programs of recorder, recorded on this
 # GPU when its python imports torch, in what is left of the budget, then
-# replayed through the model (informative: docs/fidelity.md says what to expect).
+# replayed through the model (informative: docs/fidelity.md says what to expect;
+# docs/gpu-runs.md, "What only a GPU can settle", which prediction each settles).
 torch_left=$(tlimit 300)
 # The python of steps 6 and 7: $CAPSIM_PYTHON, else the pinned venv, else python3.
 torch_py=${CAPSIM_PYTHON:-python3}
