@@ -116,6 +116,25 @@ bool is_contiguous(const TensorMeta& meta) {
   return true;
 }
 
+bool complex_memory_overlap(const TensorMeta& meta) {
+  CAPSIM_CHECK(meta.sizes.size() == meta.strides.size());
+  // index_expanded_dims takes one element of an expanded dim and squeeze()
+  // drops the dims of size 1: neither can overlap anything.
+  std::vector<std::pair<std::int64_t, std::int64_t>> dims;  // (stride, size)
+  for (std::size_t d = 0; d < meta.sizes.size(); ++d) {
+    if (meta.sizes[d] <= 1 || meta.strides[d] == 0) continue;
+    dims.emplace_back(meta.strides[d], meta.sizes[d]);
+  }
+  std::stable_sort(dims.begin(), dims.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  for (std::size_t i = 1; i < dims.size(); ++i) {
+    std::int64_t span = 0;
+    if (__builtin_mul_overflow(dims[i - 1].first, dims[i - 1].second, &span)) return false;
+    if (dims[i].first < span) return true;
+  }
+  return false;
+}
+
 std::int64_t needed_size(const Dims& sizes, const Dims& strides) {
   CAPSIM_CHECK(sizes.size() == strides.size());
   // Saturates at INT64_MAX: shapes read from input may hold sizes and

@@ -115,6 +115,12 @@ bool is_contiguous(const TensorMeta& meta);
 // an empty tensor. Sizes and strides must be non-negative.
 std::int64_t needed_size(const Dims& sizes, const Dims& strides);
 
+// Whether two elements of the view share memory, beyond its expanded
+// (stride 0) and size-1 dims: Inductor's complex_memory_overlap test
+// (output_code.py up to 2.12.x), the dims sorted by stride (ties by
+// position), each stride below the span of the dims before it.
+bool complex_memory_overlap(const TensorMeta& meta);
+
 // Contiguous metadata for a fresh tensor; checks rank, sizes and overflow.
 Result<TensorMeta> contiguous_meta(const Dims& sizes, DType dtype = DType::kFloat32);
 

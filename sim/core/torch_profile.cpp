@@ -82,6 +82,7 @@ constexpr TorchProfileRules k2_13Rules =
       r.e1_grad_output_text = true;
       r.caching_allocator_skip = true;
       r.input_storage_mutation_skip = true;
+      r.complex_memory_overlap_test = false;
       r.ca_aot_flat_args_tuple = true;
       r.ca_accumulate_variable_grad = true;
       r.not_modelled = "";

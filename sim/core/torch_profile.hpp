@@ -109,6 +109,10 @@ struct TorchProfileRules {
   // An opaque object (OpaqueBase; CustomClassBase from 2.14) passes the
   // "non-Tensor inputs" test (2.12 on).
   bool opaque_inputs_allowed = false;
+  // Inductor's "complex memory overlap" cudagraph test (an example input
+  // whose elements share memory fails it, S4): up to 2.12.x; 2.13 dropped
+  // it (PR 182524) and copies such an input with copy_strided_storage_.
+  bool complex_memory_overlap_test = true;
   // E6 and E7 in 2.11's words ("… but should be: {…}. This could be a bug …",
   // "Detected N tensor(s) in the cudagraph pool not tracked as outputs …");
   // else the older ones ("… but should be {…}", "These live storage data ptrs

@@ -1,9 +1,9 @@
 // Built-in scenarios, part 10: the compile-time skips that a graph's inputs
 // and devices cause (docs/cudagraph-trees.md §2.5): more than one device
-// (S3), a non-Tensor input (S4, logged as a list without graph partitions,
-// silent with them), an opaque input (allowed from 2.12) and a set_ on an
-// input (S7, 2.13 on); and a body that asks for more warmups (2.14 on). Each
-// graph is x * x * x, called three times.
+// (S3), a non-Tensor input or (up to 2.12) one whose elements overlap (S4,
+// logged as a list without graph partitions, silent with them), an opaque input (allowed from 2.12)
+// and a set_ on an input (S7, 2.13 on); and a body that asks for more warmups (2.14 on). Each graph
+// is x * x * x, called three times.
 #include "sim/scenarios/scenario_support.hpp"
 
 namespace capsim {
@@ -102,6 +102,35 @@ ProgramScenario opaque_input_cudagraphed() {
   return s;
 }
 
+// An input whose elements share memory (as_strided((4, 4), (1, 1))) fails
+// Inductor's "complex memory overlap" test up to 2.12 (output_code.py,
+// complex_memory_overlap); 2.13 dropped the test and cudagraphs it.
+ProgramScenario complex_memory_overlap_skip() {
+  ProgramScenario s;
+  s.name = "complex_memory_overlap_skip";
+  s.mirrors = "output_code.py::complex_memory_overlap (2.12.1; graph_partition=False)";
+  s.description = "an input whose elements overlap fails the complex-memory-overlap test (S4)";
+  s.options.config.torch_profile = TorchProfile::k2_12;
+  s.options.config.graph_partition = false;
+  ProgramWriter p(s);
+  p.function(cube("f", kInference));
+  NewTensor x = tensor("x", {4, 4}, 1.0f);
+  x.strides = Dims{1, 1};
+  p.add(std::move(x));
+  for (int i = 0; i < 3; ++i) {
+    p.add(call("f", {"x"}, {"out"}));
+    p.add(Del{"out"});
+  }
+  s.expect = [](const World& w, const auto&) {
+    return std::vector<Expectation>{
+        {"S4 skips naming complex memory overlap", 1,
+         events_where(w, EventKind::kSkip, F::message,
+                      "skipping cudagraphs due to ['complex memory overlap']")},
+        {"graphs recorded", 0, graphs(w)}};
+  };
+  return s;
+}
+
 // A set_ on an input (2.13 on): logged on the partition path too.
 ProgramScenario input_storage_mutation_skip() {
   FunctionDef f = cube("f", kInference);
@@ -144,6 +173,7 @@ void add_compile_skip_scenarios(std::vector<ProgramScenario>& out) {
   out.push_back(non_tensor_input_skip());
   out.push_back(non_tensor_input_silent());
   out.push_back(opaque_input_cudagraphed());
+  out.push_back(complex_memory_overlap_skip());
   out.push_back(input_storage_mutation_skip());
   out.push_back(mark_warmup_incomplete());
 }

@@ -47,6 +47,8 @@ struct DynamoArg {
   bool parameter = false;
   std::optional<bool> static_guard;  // mark_static_address(guard=...)
   std::uint64_t object = 0;          // the Python object's identity (id())
+  // Inductor's complex_memory_overlap of the example input (model/tensor.hpp).
+  bool complex_memory_overlap = false;
 };
 
 // The static inputs of a first compile: `idxs` sorted, and the unaligned ones

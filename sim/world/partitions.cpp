@@ -1,6 +1,8 @@
 // Graph partitions and compile-time skips (partitions.hpp).
 #include "sim/world/partitions.hpp"
+
 #include "sim/core/decisions.hpp"
+#include "sim/world/dynamo.hpp"
 
 #include <fmt/format.h>
 
@@ -256,14 +258,26 @@ std::optional<GraphSkip> storage_mutation_skip(const FunctionDef& def,
                    messages::input_storage_mutation(def.input_storage_mutations.size())};
 }
 
-std::optional<GraphSkip> fail_reasons_skip(const FunctionDef& def, const CudagraphConfig& config) {
-  const bool opaque_allowed = profile_rules(config.torch_profile).opaque_inputs_allowed;
+// CompiledFxGraph.__init__'s cudagraph_tests after the mutation test, in its
+// order: "complex memory overlap" (up to 2.12: an example input whose
+// elements share memory), then "non-Tensor inputs".
+std::optional<GraphSkip> fail_reasons_skip(const FunctionDef& def, std::span<const DynamoArg> args,
+                                           const CudagraphConfig& config) {
+  const TorchProfileRules& rules = profile_rules(config.torch_profile);
+  std::vector<std::string_view> reasons;
+  if (rules.complex_memory_overlap_test &&
+      std::any_of(args.begin(), args.end(),
+                  [](const DynamoArg& a) { return a.complex_memory_overlap; })) {
+    reasons.emplace_back("complex memory overlap");
+  }
   const bool all_allowed = std::all_of(
       def.non_tensor_inputs.begin(), def.non_tensor_inputs.end(), [&](NonTensorInput k) {
-        return k == NonTensorInput::kGenerator || (k == NonTensorInput::kOpaque && opaque_allowed);
+        return k == NonTensorInput::kGenerator ||
+               (k == NonTensorInput::kOpaque && rules.opaque_inputs_allowed);
       });
-  if (all_allowed) return std::nullopt;
-  return GraphSkip{Decision::kSkipFailedCompileTest, messages::fail_reasons({"non-Tensor inputs"}),
+  if (!all_allowed) reasons.emplace_back("non-Tensor inputs");
+  if (reasons.empty()) return std::nullopt;
+  return GraphSkip{Decision::kSkipFailedCompileTest, messages::fail_reasons(reasons),
                    !graph_partition(config)};
 }
 

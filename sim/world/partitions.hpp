@@ -19,6 +19,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -53,7 +54,9 @@ std::optional<GraphSkip> storage_mutation_skip(const FunctionDef& def,
 // Then the failed cudagraph tests (S4: non-Tensor inputs), logged as a list
 // without graph_partition; with it, cudagraph_partition_post_compile drops
 // cudagraphs silently (pytorch/pytorch#193044 would report it).
-std::optional<GraphSkip> fail_reasons_skip(const FunctionDef& def, const CudagraphConfig& config);
+struct DynamoArg;  // sim/world/dynamo.hpp, which includes this header
+std::optional<GraphSkip> fail_reasons_skip(const FunctionDef& def, std::span<const DynamoArg> args,
+                                           const CudagraphConfig& config);
 
 // One piece of a partitioned function: ops [begin, end) of the graph, either
 // a cudagraphed partition or eager code between partitions.

@@ -386,7 +386,9 @@ Result<std::vector<DynamoArg>> World::dynamo_args(const std::vector<std::uint64_
   for (std::uint64_t a : args) {
     const PyObject& o = objects_.at(a);
     CAPSIM_TRY_ASSIGN(const Address ptr, store_.data_address(o.tensor));
-    out.push_back({ptr, o.parameter, o.static_guard, a});
+    const Tensor* t = store_.find(o.tensor);
+    CAPSIM_CHECK(t != nullptr, "a bound name's tensor is in the store");
+    out.push_back({ptr, o.parameter, o.static_guard, a, complex_memory_overlap(t->meta)});
   }
   return out;
 }

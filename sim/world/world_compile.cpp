@@ -157,7 +157,7 @@ void World::compile(const FunctionDef& def, std::span<const DynamoArg> args,
                         std::move(blocking));
     }
   }
-  if (std::optional<GraphSkip> skip = fail_reasons_skip(def, options_.config)) {
+  if (std::optional<GraphSkip> skip = fail_reasons_skip(def, args, options_.config)) {
     return skip_graph(def, entry, skip->id, std::move(skip->message), {}, skip->logged);
   }
   if (bypasses_trees(def, int_key, entry)) return;

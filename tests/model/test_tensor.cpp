@@ -19,6 +19,24 @@ TEST_CASE("needed_size is sum((size-1)*stride) + 1, and 0 when empty") {
   CHECK(contiguous_strides({2, 0, 4}) == Dims{4, 4, 1});
 }
 
+TEST_CASE("complex_memory_overlap: elements that share memory, beyond expanded and size-1 dims") {
+  const auto overlap = [](Dims sizes, Dims strides) {
+    TensorMeta m;
+    m.sizes = std::move(sizes);
+    m.strides = std::move(strides);
+    return complex_memory_overlap(m);
+  };
+  CHECK_FALSE(overlap({4, 4}, {4, 1}));  // contiguous
+  CHECK_FALSE(overlap({4, 4}, {1, 4}));  // a transpose
+  CHECK_FALSE(overlap({2, 2}, {8, 1}));  // holes, no sharing
+  CHECK_FALSE(overlap({4, 4}, {0, 1}));  // expanded: Inductor takes one row
+  CHECK_FALSE(overlap({1, 4}, {1, 1}));  // a size-1 dim is squeezed away
+  CHECK_FALSE(overlap({}, {}));
+  CHECK(overlap({4, 4}, {1, 1}));  // as_strided((4, 4), (1, 1))
+  CHECK(overlap({3, 2}, {1, 2}));  // element 2 is [2][0] and [0][1]
+  CHECK(overlap({2, 3, 2}, {0, 1, 2}));
+}
+
 TEST_CASE("contiguity ignores size-1 dims") {
   auto meta = contiguous_meta({2, 1, 3});
   REQUIRE(meta.ok());
