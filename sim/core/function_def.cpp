@@ -344,6 +344,14 @@ Status validate(const FunctionDef& def) {
   return validate_cuts(def);
 }
 
+std::string output_stack_trace(const FunctionDef& def, std::uint32_t i) {
+  // format_dealloc_msg (cudagraph_trees.py): the stripped trace, or this.
+  if (i < def.stack_traces.size() && def.stack_traces[i] && !def.stack_traces[i]->empty()) {
+    return *def.stack_traces[i];
+  }
+  return "[Could not find stack trace]";
+}
+
 bool user_visible_output(const FunctionDef& def, std::uint32_t i) {
   if (def.user_visible_outputs) {
     return std::find(def.user_visible_outputs->begin(), def.user_visible_outputs->end(), i) !=

@@ -191,6 +191,12 @@ struct FunctionDef {
   // user_visible_output_idxs: not the saved tensors of a forward); none:
   // every output of a forward or inference graph, none of a backward's.
   std::optional<std::vector<std::uint32_t>> user_visible_outputs;
+  // Per output, the user's source line(s) that made it, as PyTorch's
+  // CompiledFxGraph.cudagraph_info.stack_traces has them (an FX node's
+  // stack_trace, stripped; none when unknown). E1 quotes the overwritten
+  // output's. Empty: none known (every E1 says "[Could not find stack
+  // trace]"); else one entry per output.
+  std::vector<std::optional<std::string>> stack_traces;
   // Where graph partitions (graph_partition) would cut; empty for most.
   std::vector<PartitionCut> partition_cuts;
   // What Inductor sees of the graph beyond its tensor ops, for the
@@ -244,6 +250,13 @@ Status check_mm_work(const Dims& x, const Dims& y);
 // Checks arities, value references (each op may only use earlier values) and
 // index sets. Errors name the function, the op and the field.
 Status validate(const FunctionDef& def);
+
+// The longest stack trace a function line may carry per output (a reader's
+// limit; the recorder keeps the innermost end of a longer one).
+inline constexpr std::size_t kMaxStackTraceChars = 4096;
+
+// The stack trace E1 quotes for output `i`: PyTorch's text when none is known.
+std::string output_stack_trace(const FunctionDef& def, std::uint32_t i);
 
 // Whether output `i` is user-visible (FunctionDef::user_visible_outputs).
 bool user_visible_output(const FunctionDef& def, std::uint32_t i);

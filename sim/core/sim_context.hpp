@@ -131,13 +131,15 @@ struct SimContext {
     for (TensorId t : tensors) {
       if (t == TensorId{0}) continue;
       const Tensor* tensor = store().find(t);
-      if (tensor == nullptr || !refs.access_error(tensor->storage)) continue;
+      const TensorRefs::AccessError* marked =
+          tensor == nullptr ? nullptr : refs.find_access_error(tensor->storage);
+      if (marked == nullptr) continue;
       std::vector<EventField> fields{{F::id, decision_key(Decision::kErrorOverwrittenOutput)},
                                      {F::exception, "RuntimeError"}};
       if (!where.empty()) fields.push_back({F::where, std::move(where)});
       fields.push_back(
           {F::message, messages::overwritten_output(profile_rules(config.torch_profile),
-                                                    refs.access_error_of_grad(tensor->storage))});
+                                                    marked->grad_output, marked->stack_trace)});
       emit(EventKind::kError, std::move(fields));
       return true;
     }

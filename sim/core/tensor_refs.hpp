@@ -37,14 +37,19 @@ class TensorRefs {
   bool storage_live(StorageId id) const;
 
   // dealloc_current_path_weakrefs marked the storage: a later access raises
-  // E1, with its own text for a grad output (a BACKWARD function's).
-  void set_access_error(StorageId id, bool grad_output = false) {
-    access_errors_.emplace(id, grad_output);
+  // E1, with its own text for a grad output (a BACKWARD function's) and the
+  // stack trace of the output that owned it (the first marking's).
+  struct AccessError {
+    bool grad_output = false;
+    std::string stack_trace;
+  };
+  void set_access_error(StorageId id, bool grad_output, std::string stack_trace) {
+    access_errors_.emplace(id, AccessError{grad_output, std::move(stack_trace)});
   }
   bool access_error(StorageId id) const { return access_errors_.count(id) != 0; }
-  bool access_error_of_grad(StorageId id) const {
+  const AccessError* find_access_error(StorageId id) const {
     const auto it = access_errors_.find(id);
-    return it != access_errors_.end() && it->second;
+    return it == access_errors_.end() ? nullptr : &it->second;
   }
 
   TensorStore& store() { return store_; }
@@ -61,7 +66,7 @@ class TensorRefs {
   TensorStore& store_;
   std::map<TensorId, Counts> counts_;
   std::map<StorageId, std::uint32_t> held_per_storage_;
-  std::map<StorageId, bool> access_errors_;  // storage: a grad output's
+  std::map<StorageId, AccessError> access_errors_;
 };
 
 }  // namespace capsim

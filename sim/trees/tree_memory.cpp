@@ -130,9 +130,13 @@ Status TreeManager::dealloc_current_path_weakrefs() {
     // Outputs of a BACKWARD function are grads (format_dealloc_msg's
     // is_grad_output, 2.13 on).
     const bool grad_output = functions_[fid_of(r)].mode() == CompilationMode::kBackward;
-    for (const auto& out : node_outputs(r)) {
+    const std::vector<std::optional<StorageRef>>& outs = node_outputs(r);
+    for (std::uint32_t i = 0; i < outs.size(); ++i) {
+      const std::optional<StorageRef>& out = outs[i];
       if (!is_live(out) || !seen.insert(out->id).second) continue;
-      ctx_.refs.set_access_error(out->id, grad_output);
+      // The zip of tensor_weakrefs with the node's stack_traces.
+      ctx_.refs.set_access_error(out->id, grad_output,
+                                 output_stack_trace(*functions_[fid_of(r)].def, i));
       if (ctx_.store().owns_block(out->id) && ctx_.fault != Fault::kDeallocFreesNothing) {
         CAPSIM_TRY(ctx_.store().force_free(out->id));
         ++freed;

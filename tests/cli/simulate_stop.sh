@@ -12,7 +12,7 @@ trap 'rm -rf "$work"' EXIT
 p=$work/kept.jsonl
 cat > "$p" <<'JSONL'
 {"type":"header","name":"two_kept_outputs"}
-{"type":"function","function":"f","mode":"inference","inputs":["x","w"],"ops":[{"op":"mul","args":[0,1]}],"outputs":[2]}
+{"type":"function","function":"f","mode":"inference","inputs":["x","w"],"ops":[{"op":"mul","args":[0,1]}],"outputs":[2],"stack_traces":["File \"train.py\", line 7, in step\n    y = x * w"]}
 {"type":"action","action":"new_tensor","name":"w","sizes":[4],"parameter":true}
 {"type":"action","action":"new_tensor","name":"x","sizes":[4]}
 {"type":"action","action":"call","function":"f","args":["x","w"],"outputs":["y1"]}
@@ -28,6 +28,9 @@ fail() { echo "simulate_stop: $*"; exit 1; }
 grep -q "^    -- a real run ends here: nothing catches the RuntimeError; actions 7 to 8 are not run" \
   "$work/stop.txt" || fail "no marker after the first E1"
 grep -q "1 errors$" "$work/stop.txt" || fail "more than the first error"
+# E1 quotes the overwritten output's source line, as PyTorch's does.
+grep -q 'Stack trace: File \\"train.py\\", line 7, in step\\n    y = x \* w. To prevent' "$work/stop.txt" ||
+  fail "E1 does not quote the output's stack trace"
 grep -q "^stopped after action 6 of 9: the first error" "$work/stop.txt" || fail "no stop line"
 grep -q '^\[7\]' "$work/stop.txt" && fail "listed an action past the raise"
 [ "$(grep -c '"type":"action"' "$work/stop.jsonl")" = 7 ] || fail "the trace holds unrun actions"

@@ -561,6 +561,22 @@ TEST_CASE("program_json: bad function lines name the field") {
   CHECK(function_error(with(R"("static_input_idxs":[0])", R"("static_input_idxs":[1.5])")) ==
         "field 'static_input_idxs[0]': expected an integer, got a number with a fraction or "
         "exponent");
+  // stack_traces: one string or null per output, each within the limit.
+  const std::string traced =
+      R"("param_input_idxs":[],"stack_traces":["File \"t.py\", line 3",null]})";
+  const Result<FunctionDef> with_traces =
+      function_via_text(Json::parse(with(R"("param_input_idxs":[]})", traced)));
+  REQUIRE(with_traces.ok());
+  CHECK(output_stack_trace(*with_traces, 0) == "File \"t.py\", line 3");
+  CHECK(output_stack_trace(*with_traces, 1) == "[Could not find stack trace]");
+  CHECK(function_to_json(*with_traces)["stack_traces"].dump() ==
+        R"(["File \"t.py\", line 3",null])");
+  CHECK(function_error(
+            with(R"("param_input_idxs":[]})", R"("param_input_idxs":[],"stack_traces":["a"]})")) ==
+        "field 'stack_traces': expected an array of 2 strings or nulls, one per output");
+  CHECK(function_error(with(R"("param_input_idxs":[]})",
+                            R"("param_input_idxs":[],"stack_traces":[1,null]})")) ==
+        "field 'stack_traces[0]': expected a string of at most 4096 characters, or null");
   CHECK(function_error(with(R"("mode":"forward")", R"("mode":"eager")")) ==
         "field 'mode': unknown mode 'eager' (known: forward, backward, inference)");
   CHECK(function_error(with(R"("ops":[)", R"("ops":[3,)")) ==
