@@ -71,6 +71,16 @@ enum class FaultSite : std::uint8_t {
     "a partition's static inputs are the graph's indices, not mapped to the partition's")         \
   X(kDemotedNotCopied, "demoted_not_copied", kTree,                                               \
     "a managed input demoted to a copy (2.15) is never copied at replay")                         \
+  X(kIgnoreSkipS1, "ignore_skip_s1", kTree, "the compile-time mutation skip (S1) never fires")    \
+  X(kIgnoreSkipS2, "ignore_skip_s2", kTree, "a cpu op without partitions does not skip (S2)")     \
+  X(kIgnoreSkipS3, "ignore_skip_s3", kTree, "more than one CUDA device does not skip (S3)")       \
+  X(kIgnoreSkipS4, "ignore_skip_s4", kTree,                                                       \
+    "the non-Tensor inputs test (S4, logged or silent) always passes")                            \
+  X(kIgnoreSkipS5, "ignore_skip_s5", kTree,                                                       \
+    "neither symbolic shapes nor a cudagraph_unsafe op skips (S5)")                               \
+  X(kIgnoreSkipS6, "ignore_skip_s6", kTree,                                                       \
+    "the caching allocator off does not skip (S6, 2.13 on)")                                      \
+  X(kIgnoreSkipS7, "ignore_skip_s7", kTree, "a set_ on a graph input never skips (S7, 2.13 on)")  \
   X(kDropFanInAdd, "drop_fan_in_add", kRun, "the interpreter's torch.add returns its first arg")  \
   X(kSkipPostHooks, "skip_post_hooks", kRun, "the interpreter runs no post hooks")                \
   X(kLegacyCapture, "legacy_capture", kCapture,                                                   \

@@ -17,6 +17,8 @@ namespace capsim {
 
 // loop_properties.cpp: the training-loop properties.
 void add_loop_properties(std::vector<Property>& c, const CaseSetting& setting);
+// skip_properties.cpp: the compile-time skips against the doc's conditions.
+void add_skip_properties(std::vector<Property>& c, const CaseSetting& setting);
 
 namespace {
 
@@ -324,6 +326,10 @@ constexpr ControlNeed kControlNeeds[] = {
      [](const TorchProfileRules& r) { return r.graph_partition_default; }},
     {"cudagraphs.demoted-inputs-copied", "managed-input demotion (2.15)",
      [](const TorchProfileRules& r) { return r.has_managed_input_demotion; }},
+    {"cudagraphs.skips-as-documented.s6", "the caching-allocator skip (S6, 2.13 on)",
+     [](const TorchProfileRules& r) { return r.caching_allocator_skip; }},
+    {"cudagraphs.skips-as-documented.s7", "the input-storage-mutation skip (S7, 2.13 on)",
+     [](const TorchProfileRules& r) { return r.input_storage_mutation_skip; }},
 };
 
 // In the order `capsim check` runs and lists them.
@@ -331,6 +337,7 @@ std::vector<Property> make_catalogue(const CaseSetting& injected) {
   std::vector<Property> c;
   add_capture_properties(c, injected);
   add_tree_properties(c, injected);
+  add_skip_properties(c, injected);
   add_determinism_properties(c, injected);
   add_trace_properties(c, injected);
   add_loop_properties(c, injected);

@@ -1,6 +1,8 @@
 // Coverage probes (see probes.hpp): each read off events or off a program.
 #include "properties/probes.hpp"
 
+#include <utility>
+
 #include "properties/autograd_programs.hpp"
 #include "properties/training_programs.hpp"
 #include "sim/world/world.hpp"
@@ -55,13 +57,26 @@ void skip_probes(const Event& e, ProbeSet& s) {
   for (std::string_view id : {"S2", "S3", "S4", "S5", "S6", "S7"}) {
     if (is(e, F::id, id)) set(s, CoverageProbe::kNewerSkip);
   }
+  // A compile-time skip (no fid: no tree function was made), by its id.
+  if (!e.has(F::function) || e.has(F::fid)) return;
+  constexpr std::pair<std::string_view, CoverageProbe> kById[] = {
+      {"S1", CoverageProbe::kSkipS1}, {"S2", CoverageProbe::kSkipS2},
+      {"S3", CoverageProbe::kSkipS3}, {"S4", CoverageProbe::kSkipS4},
+      {"S5", CoverageProbe::kSkipS5}, {"S6", CoverageProbe::kSkipS6},
+      {"S7", CoverageProbe::kSkipS7}};
+  for (const auto& [id, probe] : kById) {
+    if (is(e, F::id, id)) set(s, probe);
+  }
 }
 
 // An eager run, by its reason.
 void eager_probes(const Event& e, ProbeSet& s) {
   if (is(e, F::reason, "mutated_inputs")) set(s, CoverageProbe::kMutationGate);
   if (is(e, F::reason, "capture_size")) set(s, CoverageProbe::kCaptureSizeBypass);
-  if (is(e, F::reason, "silent_skip")) set(s, CoverageProbe::kNewerSkip);
+  if (is(e, F::reason, "silent_skip")) {
+    set(s, CoverageProbe::kNewerSkip);
+    set(s, CoverageProbe::kSkipS4Silent);
+  }
   if (is(e, F::reason, "managed_input_rerecord_limit")) set(s, CoverageProbe::kManagedDemotion);
 }
 

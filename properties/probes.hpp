@@ -54,6 +54,14 @@ struct AutogradProgram;
     "cudagraph_trees_generation_cloning moved live outputs out of the pool (2.14 on)")            \
   X(kNewerSkip, "newer-skip", false,                                                              \
     "a compile-time skip of the newer releases (S2 to S7, or silent with partitions)")            \
+  X(kSkipS1, "skip-S1", false, "a compile-time S1 (input mutation support off)")                  \
+  X(kSkipS2, "skip-S2", false, "S2: a cpu op without graph_partition")                            \
+  X(kSkipS3, "skip-S3", false, "S3: more than one CUDA device")                                   \
+  X(kSkipS4, "skip-S4", false, "S4 logged: a non-Tensor input without graph_partition")           \
+  X(kSkipS4Silent, "skip-S4-silent", false, "S4 dropped silently with graph_partition")           \
+  X(kSkipS5, "skip-S5", false, "S5: symbolic shapes or a cudagraph_unsafe op")                    \
+  X(kSkipS6, "skip-S6", false, "S6: the caching allocator off (2.13 on)")                         \
+  X(kSkipS7, "skip-S7", false, "S7: a set_ on a graph input (2.13 on)")                           \
   X(kManagedDemotion, "managed-demotion", true,                                                   \
     "2.15: a managed input's pointer changes reached the limit (a demote event, or E9)")          \
   X(kOptimizerDropped, "optimizer-dropped", false, "an optimizer's finalizer ran")                \

@@ -222,12 +222,13 @@ std::size_t kernel_ops(const FunctionDef& def, std::uint32_t begin, std::uint32_
 }
 
 std::optional<GraphSkip> lowering_skip(const FunctionDef& def, const CudagraphConfig& config,
-                                       bool dynamic) {
+                                       bool dynamic, Fault fault) {
   const bool bypass = partition_bypasses_skips(config);
-  if (config.cudagraph_skip_dynamic_graphs && dynamic && !bypass) {
+  const bool s5 = fault != Fault::kIgnoreSkipS5;
+  if (s5 && config.cudagraph_skip_dynamic_graphs && dynamic && !bypass) {
     return GraphSkip{Decision::kSkipDynamicShapes, messages::symbolic_shapes()};
   }
-  if (!bypass) {
+  if (s5 && !bypass) {
     for (const PartitionCut& c : def.partition_cuts) {
       if (c.reason != PartitionCutReason::kCudagraphUnsafe) continue;
       return GraphSkip{Decision::kSkipDynamicShapes,
@@ -235,23 +236,23 @@ std::optional<GraphSkip> lowering_skip(const FunctionDef& def, const CudagraphCo
     }
   }
   if (!config.caching_allocator_enabled &&
-      profile_rules(config.torch_profile).caching_allocator_skip) {
+      profile_rules(config.torch_profile).caching_allocator_skip && fault != Fault::kIgnoreSkipS6) {
     return GraphSkip{Decision::kSkipUncachedAllocator, messages::uncached_allocator()};
   }
-  if (!graph_partition(config)) {
+  if (!graph_partition(config) && fault != Fault::kIgnoreSkipS2) {
     for (const PartitionCut& c : def.partition_cuts) {
       if (c.reason != PartitionCutReason::kCpu) continue;
       return GraphSkip{Decision::kSkipCpuOp, messages::cpu_device(fx_node_name(def, c.begin))};
     }
   }
-  if (def.cuda_devices.size() > 1)
+  if (def.cuda_devices.size() > 1 && fault != Fault::kIgnoreSkipS3)
     return GraphSkip{Decision::kSkipMultipleDevices, messages::multiple_devices(def.cuda_devices)};
   return std::nullopt;
 }
 
 std::optional<GraphSkip> storage_mutation_skip(const FunctionDef& def,
-                                               const CudagraphConfig& config) {
-  if (def.input_storage_mutations.empty()) return std::nullopt;
+                                               const CudagraphConfig& config, Fault fault) {
+  if (def.input_storage_mutations.empty() || fault == Fault::kIgnoreSkipS7) return std::nullopt;
   // World::begin refuses the declaration under a profile without the skip.
   CAPSIM_CHECK(profile_rules(config.torch_profile).input_storage_mutation_skip);
   return GraphSkip{Decision::kSkipInputStorageReplaced,
@@ -262,7 +263,7 @@ std::optional<GraphSkip> storage_mutation_skip(const FunctionDef& def,
 // order: "complex memory overlap" (up to 2.12: an example input whose
 // elements share memory), then "non-Tensor inputs".
 std::optional<GraphSkip> fail_reasons_skip(const FunctionDef& def, std::span<const DynamoArg> args,
-                                           const CudagraphConfig& config) {
+                                           const CudagraphConfig& config, Fault fault) {
   const TorchProfileRules& rules = profile_rules(config.torch_profile);
   std::vector<std::string_view> reasons;
   if (rules.complex_memory_overlap_test &&
@@ -275,7 +276,7 @@ std::optional<GraphSkip> fail_reasons_skip(const FunctionDef& def, std::span<con
         return k == NonTensorInput::kGenerator ||
                (k == NonTensorInput::kOpaque && rules.opaque_inputs_allowed);
       });
-  if (!all_allowed) reasons.emplace_back("non-Tensor inputs");
+  if (!all_allowed && fault != Fault::kIgnoreSkipS4) reasons.emplace_back("non-Tensor inputs");
   if (reasons.empty()) return std::nullopt;
   return GraphSkip{Decision::kSkipFailedCompileTest, messages::fail_reasons(reasons),
                    !graph_partition(config)};

@@ -24,6 +24,7 @@
 #include <string_view>
 #include <vector>
 
+#include "model/fault.hpp"
 #include "sim/core/cudagraph_config.hpp"
 #include "sim/core/decisions.hpp"
 #include "sim/core/function_def.hpp"
@@ -42,21 +43,24 @@ struct GraphSkip {
 // The reasons fx_codegen_and_compile checks before the mutation check, in
 // its order: symbolic shapes and a cudagraph-unsafe op (both S5, the
 // spec's ids), the caching allocator (S6, capsim's), a CPU op (S2), more
-// than one device (S3). `dynamic`: the graph has symint inputs.
+// than one device (S3). `dynamic`: the graph has symint inputs. `fault`
+// (a negative control, model/fault.hpp) may switch one skip's check off.
 std::optional<GraphSkip> lowering_skip(const FunctionDef& def, const CudagraphConfig& config,
-                                       bool dynamic);
+                                       bool dynamic, Fault fault = Fault::kNone);
 
 // CompiledFxGraph.__init__'s own reasons, once no lowering reason applies.
 // An input rebound by set_ (S7, capsim's id, 2.13 on) is logged on every
 // path and wins over the compile-time mutation check (S1).
 std::optional<GraphSkip> storage_mutation_skip(const FunctionDef& def,
-                                               const CudagraphConfig& config);
+                                               const CudagraphConfig& config,
+                                               Fault fault = Fault::kNone);
 // Then the failed cudagraph tests (S4: non-Tensor inputs), logged as a list
 // without graph_partition; with it, cudagraph_partition_post_compile drops
 // cudagraphs silently (pytorch/pytorch#193044 would report it).
 struct DynamoArg;  // sim/world/dynamo.hpp, which includes this header
 std::optional<GraphSkip> fail_reasons_skip(const FunctionDef& def, std::span<const DynamoArg> args,
-                                           const CudagraphConfig& config);
+                                           const CudagraphConfig& config,
+                                           Fault fault = Fault::kNone);
 
 // One piece of a partitioned function: ops [begin, end) of the graph, either
 // a cudagraphed partition or eager code between partitions.

@@ -142,14 +142,15 @@ void World::compile(const FunctionDef& def, std::span<const DynamoArg> args,
   }
   ensure_manager();
   const bool dynamic = !int_key.empty();
-  if (std::optional<GraphSkip> skip = lowering_skip(def, options_.config, dynamic)) {
+  if (std::optional<GraphSkip> skip =
+          lowering_skip(def, options_.config, dynamic, options_.fault)) {
     return skip_graph(def, entry, skip->id, std::move(skip->message), {});
   }
-  if (std::optional<GraphSkip> skip = storage_mutation_skip(def, options_.config)) {
+  if (std::optional<GraphSkip> skip = storage_mutation_skip(def, options_.config, options_.fault)) {
     return skip_graph(def, entry, skip->id, std::move(skip->message), def.input_storage_mutations);
   }
   std::vector<std::uint32_t> mutated = mutated_input_idxs(def);
-  if (!options_.config.cudagraph_support_input_mutation) {
+  if (!options_.config.cudagraph_support_input_mutation && options_.fault != Fault::kIgnoreSkipS1) {
     std::vector<std::uint32_t> blocking = mutated_non_static(mutated, statics.idxs);
     if (!blocking.empty()) {
       std::string message = messages::mutated_inputs_at_compile(blocking.size());
@@ -157,7 +158,8 @@ void World::compile(const FunctionDef& def, std::span<const DynamoArg> args,
                         std::move(blocking));
     }
   }
-  if (std::optional<GraphSkip> skip = fail_reasons_skip(def, args, options_.config)) {
+  if (std::optional<GraphSkip> skip =
+          fail_reasons_skip(def, args, options_.config, options_.fault)) {
     return skip_graph(def, entry, skip->id, std::move(skip->message), {}, skip->logged);
   }
   if (bypasses_trees(def, int_key, entry)) return;

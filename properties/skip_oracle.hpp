@@ -1,0 +1,38 @@
+// The skip oracle: which compile-time cudagraph skip PyTorch takes for one
+// compile of a graph, written from the conditions docs/cudagraph-trees.md
+// states (§2.5, its skip table in §7 and the "Version profiles" table), not
+// from the World's or the tree manager's code (sim/world/partitions.cpp,
+// World::compile), so that `cudagraphs.skips-as-documented.*` can catch a
+// model whose skip no longer fires and whose graph is cudagraphed anyway.
+// It reads only the graph's FunctionDef, whether the call has symints, and
+// the config with its torch profile's switches.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "sim/core/cudagraph_config.hpp"
+#include "sim/core/function_def.hpp"
+
+namespace capsim {
+
+// What a compile of a graph does, as the doc states it.
+struct SkipVerdict {
+  enum class Kind : std::uint8_t {
+    kNone,    // no compile-time skip: cudagraphed, partitioned or run directly
+    kLogged,  // a `skip` event with `id`; calls run eagerly (compile_time_skip)
+    kSilent,  // S4 with graph partitions: no event, each call `eager reason=silent_skip`
+  };
+  Kind kind = Kind::kNone;
+  std::string_view id;  // "S1".."S7" for kLogged and kSilent
+  // cudagraph_or_error (2.9 on): the logged skip raises E8 at every call.
+  bool raises = false;
+  // Why, in the doc's words, for a failure line.
+  std::string why;
+};
+
+// The verdict for a compile of `def` under `config`; `dynamic`: the call has
+// symint inputs (a non-empty int key).
+SkipVerdict documented_skip(const FunctionDef& def, bool dynamic, const CudagraphConfig& config);
+
+}  // namespace capsim
