@@ -45,8 +45,75 @@ class TinyProgram:
             rec.zero_grad("opt", opt, set_to_none=True)
 
 
+class NetProgram:
+    """TinyProgram's MLP as a module of its own: its nodes have stack traces."""
+
+    name = "net_cpu"
+
+    @staticmethod
+    def run(rec):
+        import torch
+
+        class Net(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.l1 = torch.nn.Linear(4, 8, bias=False)
+                self.l2 = torch.nn.Linear(8, 2, bias=False)
+
+            def forward(self, x):
+                h = torch.relu(self.l1(x))  # NET_LINE_1
+                return self.l2(h)  # NET_LINE_2
+
+        model = Net()
+        rec.params(model, ["w1", "w2"])
+        fmodel = torch.compile(model, mode="reduce-overhead")
+        x = rec.tensor("x", torch.randn(3, 4))
+        rec.backward(fmodel(x).sum())
+
+
+def marked_line(mark):
+    with open(os.path.abspath(__file__), encoding="utf-8") as f:
+        for k, line in enumerate(f, 1):
+            if line.rstrip().endswith(mark):
+                return k
+    raise AssertionError(mark)
+
+
 @unittest.skipUnless(HAVE_TORCH, "torch is not installed in this python")
 class CpuRecordingTest(unittest.TestCase):
+    def test_stack_traces(self):
+        """Each function line's `stack_traces`: per output, the source line
+        PyTorch's E1 would name (None for the saved inputs)."""
+        from capsim_recorder.cudagraph.runner import record_cudagraph_program
+
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "net_cpu.jsonl")
+            summary = record_cudagraph_program(NetProgram, path, device="cpu", timeout_s=300,
+                                               log=lambda msg: None)
+            self.assertEqual(summary["status"], "recorded", summary)
+            with open(path, encoding="utf-8") as f:
+                functions = {l["function"]: l for l in map(json.loads, f) if l["type"] == "function"}
+            # A file under the working directory is written relative to it.
+            here = os.path.relpath(os.path.abspath(__file__))
+            if here.startswith(".."):
+                here = os.path.abspath(__file__)
+            one = f'File "{here}", line {marked_line("NET_LINE_1")}, in forward'
+            two = f'File "{here}", line {marked_line("NET_LINE_2")}, in forward'
+            fwd, bwd = functions["fwd0"]["stack_traces"], functions["bwd0"]["stack_traces"]
+            self.assertEqual(len(fwd), len(functions["fwd0"]["outputs"]))
+            self.assertEqual(len(bwd), len(functions["bwd0"]["outputs"]))
+            self.assertTrue(fwd[0].startswith(two), fwd[0])  # the return value
+            self.assertEqual(fwd[1:3], [None, None])  # the saved x and w2: placeholders
+            self.assertTrue(fwd[3].startswith(one), fwd[3])  # the saved relu
+            # The backward's outputs: w1's grad (of l1), w2's (of l2); x's, None, is left out.
+            self.assertEqual([t.split("\n")[0] for t in bwd], [one, two])
+            self.assertTrue(all(t == t.strip() for t in fwd + bwd if t is not None))
+            capsim = os.environ.get("CAPSIM_BIN")
+            if capsim:
+                # (Fails with "unknown field" until capsim's reader knows `stack_traces`.)
+                r = subprocess.run([capsim, "replay", path], capture_output=True, text=True, timeout=120)
+                self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+
     def test_tiny_program(self):
         from capsim_recorder.cudagraph.runner import record_cudagraph_program
 
@@ -70,6 +137,10 @@ class CpuRecordingTest(unittest.TestCase):
             self.assertEqual(fwd["param_input_idxs"], [0, 2])
             self.assertEqual([op["op"] for op in fwd["ops"]], ["t", "mm", "relu", "t", "mm"])
             self.assertIn("relu_backward", [op["op"] for op in functions["bwd0"]["ops"]])
+            # nn.Sequential's nodes have no stack trace (its code is torch's):
+            # PyTorch's E1 would say "[Could not find stack trace]".
+            self.assertNotIn("stack_traces", fwd)
+            self.assertNotIn("stack_traces", functions["bwd0"])
             # (The forward's first output dies at once: `.sum()` keeps no
             # reference to it, so a del follows the forward call.)
             actions = [l for l in lines if l["type"] == "action" and l["action"] != "del"]

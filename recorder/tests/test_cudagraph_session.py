@@ -22,7 +22,9 @@ sys.path.insert(0, os.path.join(HERE, ".."))
 sys.path.insert(0, HERE)
 
 from capsim_recorder.aten_translate import GraphTranslation, NodeTranslation  # noqa: E402
-from capsim_recorder.cudagraph.hooks import GraphCall, PartitionRun  # noqa: E402
+from capsim_recorder import aten_translate  # noqa: E402
+from capsim_recorder.cudagraph import stack_traces as st  # noqa: E402
+from capsim_recorder.cudagraph.hooks import CompileHooks, GraphCall, PartitionRun  # noqa: E402
 from capsim_recorder.cudagraph.observer import TreeObserver  # noqa: E402
 from capsim_recorder.cudagraph.records import PartitionRecord  # noqa: E402
 from capsim_recorder.cudagraph.session import Session  # noqa: E402
@@ -85,12 +87,13 @@ class SessionTest(unittest.TestCase):
         self.observer.uninstall()
         self.dir.cleanup()
 
-    def compiled(self, untranslated=False, static=(0,), same_output=None):
-        """What the compile hooks build for one cudagraphified graph."""
+    def compiled(self, untranslated=False, static=(0,), same_output=None, traces=None):
+        """What the compile hooks build for one cudagraphified graph
+        (`traces`: the stack traces cudagraphify was handed)."""
         s = self.session
         g = s.new_graph(7, "forward", None, list(static))
         g.translation, g.translate_error = mm_translation(untranslated), None
-        part = PartitionRecord(g, 0, list(static), ["primals_1", "primals_2"])
+        part = PartitionRecord(g, 0, list(static), ["primals_1", "primals_2"], stack_traces=traces)
         g.partitions.append(part)
         s.finish_graph(g, None)
         state = {}
@@ -300,6 +303,197 @@ class SessionTest(unittest.TestCase):
         remap = s.table.step_remap("opt", real[:-1] + [fake_tree.FakeTensor(0x99, (2, 2))], [])
         self.assertEqual(remap(9), 9)
         self.assertTrue(any("opt.step" in n for n in s.notes))
+
+    def test_stack_traces_in_the_function_line(self):
+        fn = self.compiled(traces=['  File "train.py", line 9, in forward\n    return x @ w.t()\n'])
+        self.run_program(fn)
+        path, _, lines = self.write()
+        self.assertEqual(lines[1]["type"], "function")
+        self.assertEqual(lines[1]["stack_traces"], ['File "train.py", line 9, in forward\n    return x @ w.t()'])
+        if capsim_usable():
+            # (Fails with "unknown field" until capsim's reader knows `stack_traces`.)
+            r = subprocess.run([CAPSIM, "replay", "--json", path], capture_output=True, text=True, timeout=60)
+            self.assertNotEqual(r.returncode, 2, r.stdout + r.stderr)
+
+    def test_no_stack_traces_no_field(self):
+        for k, traces in enumerate((None, [None], [""])):
+            with self.subTest(traces=traces):
+                if k:
+                    self.tearDown()
+                    self.setUp()
+                fn = self.compiled(traces=traces)
+                self.run_program(fn)
+                _, _, lines = self.write()
+                self.assertEqual(lines[1]["type"], "function")
+                self.assertNotIn("stack_traces", lines[1])
+
+
+def two_output_translation():
+    """mm_translation with a second output, t(primals_1)."""
+    tr = mm_translation()
+    tr.outputs = ["mm", "permute"]
+    tr.output_is_tensor = [True, True]
+    return tr
+
+
+class FakeNode:
+    def __init__(self, op, name, trace=None, args=()):
+        self.op, self.name, self.args = op, name, args
+        self.meta = {} if trace is None else {"stack_trace": trace}
+
+
+class FakeGraphModule:
+    """A gm with nodes named as in mm_translation; outputs (mm, None, permute)."""
+
+    def __init__(self, snapshot=None):
+        w, x = FakeNode("placeholder", "primals_1"), FakeNode("placeholder", "primals_2")
+        t = FakeNode("call_function", "permute", "  File \"m.py\", line 3, in f\n    wt = w.t()\n")
+        mm = FakeNode("call_function", "mm", "  File \"m.py\", line 4, in f\n    y = x @ wt\n")
+        out = FakeNode("output", "output", args=((mm, None, t),))
+        if snapshot is not None:
+            out.meta["output_stack_traces"] = snapshot
+        self.graph = type("G", (), {"nodes": [w, x, t, mm, out]})()
+
+
+class StackTracesTest(unittest.TestCase):
+    """cudagraph/stack_traces.py: PyTorch's per-output stack traces, as a
+    function line's `stack_traces`."""
+
+    def test_of_gm_reads_output_args_or_the_snapshot(self):
+        self.assertEqual(st.of_gm(FakeGraphModule()), [
+            '  File "m.py", line 4, in f\n    y = x @ wt\n', None, '  File "m.py", line 3, in f\n    wt = w.t()\n'])
+        # 2.12 on: the output node's snapshot (before post-grad passes) wins.
+        self.assertEqual(st.of_gm(FakeGraphModule(snapshot=["a", None, "b"])), ["a", None, "b"])
+        # An empty snapshot does not (PyTorch's `or`).
+        self.assertEqual(st.of_gm(FakeGraphModule(snapshot=[]))[1], None)
+        self.assertIsNone(st.of_gm(None))
+
+    def test_of_graph_prefers_the_compiled_graphs_own(self):
+        info = type("Info", (), {"stack_traces": ["c", None, "d"]})()
+        compiled = type("Compiled", (), {"cudagraph_info": info})()
+        self.assertEqual(st.of_graph(FakeGraphModule(), compiled), ["c", None, "d"])
+        self.assertEqual(st.of_graph(FakeGraphModule(snapshot=["a", None, "b"]), object()), ["a", None, "b"])
+
+    def test_for_function_strips_drops_and_limits(self):
+        self.assertEqual(st.for_function(["  a\n", None, " b "], [1], 2), ["a", "b"])
+        self.assertEqual(st.for_function(["  a\n", None], [], 2), ["a", None])
+        self.assertEqual(st.for_function([" ", "x"], [], 2), ["", "x"])  # PyTorch prints ""
+        self.assertIsNone(st.for_function([None, ""], [], 2))  # nothing known: no field
+        self.assertIsNone(st.for_function(None, [], 1))
+        self.assertIsNone(st.for_function(["a", "b"], [], 1))  # counts differ: no field
+        self.assertIsNone(st.for_function(["a"] * (st.MAX_ENTRIES + 1), [], st.MAX_ENTRIES + 1))
+        self.assertEqual(len(st.for_function(["a"] * st.MAX_ENTRIES, [], st.MAX_ENTRIES)), st.MAX_ENTRIES)
+        long = "x" * 5000 + "innermost"
+        (cut,) = st.for_function([long], [], 1)
+        self.assertEqual(len(cut), st.MAX_CHARS)
+        self.assertTrue(cut.endswith("innermost"))
+
+    def test_for_partition(self):
+        traces = ["a", "b", None, "d"]
+        # 2.11: one graph output (or None) per partition output.
+        self.assertEqual(st.for_partition(traces, [3, None, 0], None), ["d", None, "a"])
+        # 2.12 on: a list; the first user-visible one, else the first.
+        self.assertEqual(st.for_partition(traces, [[1, 3], [], [0, 1]], {3}), ["d", None, "a"])
+        # Several graph outputs with different traces and no user-visible
+        # set known: cannot tell.
+        self.assertEqual(st.for_partition(traces, [[1, 3], [0]], None), [None, "a"])
+        self.assertIsNone(st.for_partition(None, [0], None))
+
+
+class StackTracesSessionTest(unittest.TestCase):
+    """The function lines' `stack_traces` from the compile hooks, without a tree."""
+
+    def setUp(self):
+        self.dir = tempfile.TemporaryDirectory()
+        self.session = Session("fake_program")
+        self.session.no_cudagraphs = True
+
+    def tearDown(self):
+        self.dir.cleanup()
+
+    def lines(self):
+        for f in self.session.table.functions.values():
+            f.called = True
+        path = os.path.join(self.dir.name, "t.jsonl")
+        self.session.write(path, producer="pytorch", seed=0, config={**CONFIG, "cudagraphs": False},
+                           extensions={})
+        with open(path, encoding="utf-8") as f:
+            return [json.loads(line) for line in f if '"type":"function"' in line]
+
+    def compile_through_hooks(self, compiled_info=None, cudagraphify_traces=None, snapshot=None):
+        """The compile hooks around a stand-in compile_fx: one graph (its
+        translation two_output_translation's, its gm FakeGraphModule's)."""
+        cfx = type("compile_fx", (), {})()
+        gm = FakeGraphModule(snapshot)
+
+        def original(gm, example_inputs, **kw):
+            out = type("Compiled", (), {})()
+            out.cudagraph_info = compiled_info
+            out.partition_maps = None
+            out.current_callable = lambda inputs: []
+            if cudagraphify_traces is not None:
+                cfx.cudagraphify(lambda inputs: [], (0,), stack_traces=cudagraphify_traces, placeholders=())
+            return out
+
+        cfx._compile_fx_inner = original
+        cfx.cudagraphify = lambda model, static_input_idxs=(), *a, **k: model
+        saved = aten_translate.translate_graph
+        aten_translate.translate_graph = lambda gm: two_output_translation_with_none()
+        try:
+            hooks = CompileHooks(self.session, cfx).install()
+            cfx._compile_fx_inner(gm, [], graph_id=0, is_inference=True, static_input_idxs=[0])
+            hooks.uninstall()
+        finally:
+            aten_translate.translate_graph = saved
+        self.assertEqual(hooks.failures, [])
+        return self.lines()
+
+    def test_from_the_graph_module(self):
+        (line,) = self.compile_through_hooks()
+        self.assertEqual(line["outputs"], [3, 2])  # (mm, None, permute): None left out
+        self.assertEqual(line["stack_traces"], ['File "m.py", line 4, in f\n    y = x @ wt',
+                                                'File "m.py", line 3, in f\n    wt = w.t()'])
+
+    def test_from_the_snapshot_and_the_compiled_graph(self):
+        (line,) = self.compile_through_hooks(snapshot=["s0\n", None, None])
+        self.assertEqual(line["stack_traces"], ["s0", None])
+        info = type("Info", (), {"stack_traces": [None, None, "  c2 "]})()
+        self.session = Session("fake_program")
+        (line,) = self.compile_through_hooks(compiled_info=info, snapshot=["s0", None, None])
+        self.assertEqual(line["stack_traces"], [None, "c2"])
+
+    def test_what_cudagraphify_got_wins(self):
+        (line,) = self.compile_through_hooks(cudagraphify_traces=["g0", None, "g2"])
+        self.assertEqual(line["stack_traces"], ["g0", "g2"])
+
+    def test_none_known_no_field(self):
+        (line,) = self.compile_through_hooks(snapshot=[None, None, None])
+        self.assertNotIn("stack_traces", line)
+
+    def test_partitions(self):
+        """Two partitions (2.12's list mapping): each line gets its own outputs' traces."""
+        s = self.session
+        g = s.new_graph(0, "inference", None, [0])
+        g.translation, g.translate_error = two_output_translation_with_none(), None
+        g.stack_traces = ["mm here", None, "t here"]
+        for k in range(2):
+            g.partitions.append(PartitionRecord(g, k, [0], []))
+        pm = type("PM", (), {})
+        p0, p1 = pm(), pm()
+        p0.input_index_mapping, p0.output_index_mapping = [0, 1], [[0], [1]]
+        p1.input_index_mapping, p1.output_index_mapping = [0], [[2]]
+        s.finish_graph(g, [p0, p1])
+        lines = {l["function"]: l for l in self.lines()}
+        self.assertEqual(lines["inf0_p0"]["stack_traces"], ["mm here"])
+        self.assertEqual(lines["inf0_p1"]["stack_traces"], ["t here"])
+
+
+def two_output_translation_with_none():
+    """Outputs (mm, None, permute), as FakeGraphModule's."""
+    tr = two_output_translation()
+    tr.outputs = ["mm", None, "permute"]
+    tr.output_is_tensor = [True, False, True]
+    return tr
 
 
 if __name__ == "__main__":

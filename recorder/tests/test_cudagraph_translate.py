@@ -278,6 +278,42 @@ class TranslateTest(unittest.TestCase):
         h = at.build_function(tr, [0, 2], [0])
         self.assertFalse(h.ok)
 
+    def test_stack_traces_of_the_outputs(self):
+        """cudagraph/stack_traces.py on AOTAutograd's graphs: one entry per
+        output (the output node's snapshot from 2.12 on, else each output
+        node's stack_trace), the function line's without the left-out ones."""
+        from capsim_recorder.cudagraph import stack_traces as st
+
+        torch = self.torch
+
+        def f(x, w):
+            y = x @ w  # ST_MM
+            return y.relu()  # ST_RELU
+
+        fwd, bwd = capture(f, torch.randn(3, 4), torch.randn(4, 2, requires_grad=True))
+        with open(__file__, encoding="utf-8") as src:
+            lines = {mark: k for k, text in enumerate(src, 1)
+                     for mark in ("ST_MM", "ST_RELU") if text.rstrip().endswith(mark)}
+        for gm in (fwd, bwd):
+            out = [n for n in gm.graph.nodes if n.op == "output"][0]
+            traces = st.of_gm(gm)
+            self.assertEqual(len(traces), len(out.args[0]))
+            snapshot = out.meta.get("output_stack_traces")
+            expected = snapshot or [a.meta.get("stack_trace") if isinstance(a, torch.fx.Node) else None
+                                    for a in out.args[0]]
+            self.assertEqual(traces, expected)
+            body = at.build_function(at.translate_graph(gm))
+            self.assertTrue(body.ok, body.untranslated)
+            line = st.for_function(traces, body.dropped_outputs, len(body.outputs))
+            self.assertEqual(len(line), len(body.outputs))
+            if gm is fwd:
+                self.assertIn(f"line {lines['ST_RELU']}, in f", line[0])
+            else:
+                # (x's grad, None, is left out: w's grad only, from the mm.)
+                self.assertEqual(len(line), 1)
+                self.assertIn(f"line {lines['ST_MM']}, in f", line[0])
+            self.assertTrue(all(t is None or t == t.strip() for t in line))
+
 
 class F32Test(unittest.TestCase):
     def test_shortest(self):

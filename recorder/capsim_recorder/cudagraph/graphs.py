@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Any, Optional, Sequence
 
 from .. import aten_translate
+from . import stack_traces
 from .records import MODE_PREFIX, FunctionRecord, GraphRecord, PartitionRecord, mode_name
 from .values import FidInfo, drop_positions, int_positions_of, is_tensor
 
@@ -80,8 +81,12 @@ class GraphTable:
         body = aten_translate.build_function(g.translation, inputs, outputs)
         return body, body.untranslated
 
-    def _add(self, g: GraphRecord, name: str, body: Any, why: list, static: list) -> FunctionRecord:
+    def _add(self, g: GraphRecord, name: str, body: Any, why: list, static: list,
+             traces: Optional[list] = None) -> FunctionRecord:
+        """`traces`: the callable's per-output stack traces (all its outputs)."""
         f = FunctionRecord(name, g.mode, g, body, list(static), list(why), builtin=g.builtin)
+        if body is not None and body.ok:
+            f.stack_traces = stack_traces.for_function(traces, body.dropped_outputs, len(body.outputs))
         if not g.builtin:  # (symbolic sizes of generic ops, aten_translate.FunctionBody.notes)
             self.s.notes.extend(f"{name}: {note}" for note in getattr(body, "notes", None) or ())
         g.functions.append(f)
@@ -96,7 +101,8 @@ class GraphTable:
             g.cudagraphed = bool(g.partitions)
             if not g.partitions:
                 body, why = self._body(g)
-                self._add(g, g.base if g.builtin else self.unique(g.base), body, why, g.static_input_idxs)
+                self._add(g, g.base if g.builtin else self.unique(g.base), body, why, g.static_input_idxs,
+                          g.stack_traces)
                 return
             maps = list(partition_maps or [])
             for k, p in enumerate(g.partitions):
@@ -106,14 +112,20 @@ class GraphTable:
                     name = self.unique(g.base)
                 else:
                     name = self.unique(f"{g.base}_p{k}")
+                traces = None
                 if maps and len(maps) == len(g.partitions):
                     pm = maps[k]
-                    body, why = self._body(g, list(pm.input_index_mapping), list(pm.output_index_mapping))
+                    mapping = list(pm.output_index_mapping)
+                    body, why = self._body(g, list(pm.input_index_mapping), graph_positions(mapping))
+                    traces = stack_traces.for_partition(g.stack_traces, mapping, g.visible_outputs)
                 elif not maps and len(g.partitions) == 1:
                     body, why = self._body(g)
+                    traces = g.stack_traces
                 else:
                     body, why = None, [f"{len(g.partitions)} cudagraphified callables for {len(maps)} partition maps"]
-                p.function = self._add(g, name, body, why, p.static_input_idxs)
+                if p.stack_traces is not None:  # (what the tree got for this callable)
+                    traces = p.stack_traces
+                p.function = self._add(g, name, body, why, p.static_input_idxs, traces)
 
     def make_step(self, g: GraphRecord, opt_name: str) -> None:
         """A graph found to be `opt_name`'s step only at its first call (the
@@ -200,6 +212,18 @@ class GraphTable:
             )
             return fallback
         return lambda i: mapping.get(i)
+
+
+def graph_positions(mapping: Sequence[Any]) -> list:
+    """A partition's output_index_mapping as one graph output per partition
+    output (None: none): 2.12 on, an entry is the list of graph outputs that
+    partition output is (the same value), not one index."""
+    out: list = []
+    for entry in mapping:
+        if isinstance(entry, (list, tuple)):
+            entry = entry[0] if entry else None
+        out.append(entry)
+    return out
 
 
 def step_input_map(opt: Any, kind: str, inputs: Sequence[Any], ints: list[int]) -> tuple[dict, list, int]:

@@ -29,6 +29,7 @@ import functools
 from typing import Any
 
 from .. import torch_compat
+from . import stack_traces
 from .records import PartitionRecord
 
 
@@ -88,6 +89,12 @@ class CompileHooks:
             if record is None:
                 return out
             try:
+                # (After the compile: gm has had the post-grad passes.)
+                record.stack_traces = stack_traces.of_graph(gm, out)
+                record.visible_outputs = stack_traces.user_visible(out)
+            except Exception as e:
+                hooks.failures.append(f"{record.base}: stack traces: {type(e).__name__}: {e}")
+            try:
                 session.finish_graph(record, getattr(out, "partition_maps", None))
                 current = getattr(out, "current_callable", None)
                 if current is not None and callable(current):
@@ -115,6 +122,9 @@ class CompileHooks:
                     g = stack[-1]
                     names = [getattr(p, "name", None) for p in kwargs.get("placeholders", ()) or ()]
                     part = PartitionRecord(g, len(g.partitions), list(static_input_idxs or ()), names)
+                    traces = kwargs.get("stack_traces")
+                    if isinstance(traces, (list, tuple)):
+                        part.stack_traces = list(traces)
                     g.partitions.append(part)
                 else:
                     hooks.failures.append("cudagraphify called outside a compile the hooks saw")

@@ -42,7 +42,7 @@ def function_lines(table: Any) -> list[dict]:
     lines = []
     for f in used_functions(table):
         body = f.body
-        lines.append({
+        line = {
             "function": f.name,
             "mode": f.mode,
             "inputs": list(body.inputs),
@@ -50,7 +50,10 @@ def function_lines(table: Any) -> list[dict]:
             "outputs": list(body.outputs),
             "static_input_idxs": static_of(f),
             "param_input_idxs": sorted(f.param_input_idxs or []),
-        })
+        }
+        if f.stack_traces is not None and len(f.stack_traces) == len(body.outputs):
+            line["stack_traces"] = list(f.stack_traces)
+        lines.append(line)
     return lines
 
 

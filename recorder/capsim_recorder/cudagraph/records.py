@@ -48,6 +48,10 @@ class GraphRecord:
     cudagraphed: bool = False
     functions: list = field(default_factory=list)  # FunctionRecord (whole graph when not cudagraphed)
     calls: int = 0
+    # Per graph output, the stack trace PyTorch keeps for E1 (stack_traces.py),
+    # and the user-visible outputs where known (a partition's choice).
+    stack_traces: Optional[list] = None
+    visible_outputs: Optional[set] = None
 
 
 @dataclass
@@ -59,6 +63,7 @@ class PartitionRecord:
     static_input_idxs: list
     placeholder_names: list
     function: Optional["FunctionRecord"] = None
+    stack_traces: Optional[list] = None  # per output, as handed to cudagraphify (None: not seen)
 
 
 @dataclass
@@ -72,3 +77,4 @@ class FunctionRecord:
     param_input_idxs: Optional[list] = None  # capsim positions, from the first call
     called: bool = False
     builtin: Optional[str] = None
+    stack_traces: Optional[list] = None  # the function line's `stack_traces`, or None (left out)
