@@ -131,6 +131,8 @@ class World : private WorldCalls {
   // new sizes (cudagraphify makes a function per key; Inductor compiles once).
   void compile(const FunctionDef& def, std::span<const DynamoArg> args,
                const std::vector<std::int64_t>& int_key, CompiledEntry& entry, bool another_size);
+  void compile_without_cudagraphs(const FunctionDef& def, const StaticInputs& statics,
+                                  CompiledEntry& entry, bool another_size);
   void skip_graph(const FunctionDef& def, CompiledEntry& entry, Decision id, std::string message,
                   std::vector<std::uint32_t> inputs, bool logged = true);
   // The skip event of a skipped entry, and with cudagraph_or_error its error.

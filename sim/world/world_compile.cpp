@@ -118,25 +118,28 @@ bool World::bypasses_trees(const FunctionDef& def, const std::vector<std::int64_
   return false;
 }
 
+// No cudagraphify at all: no skip is logged, no tree function is made, and a
+// dynamic graph's new sizes need no compile. Nor is an unaligned input
+// demoted: remove_unaligned_input_idxs runs only on the cudagraphify path
+// (torch/_inductor/compile_fx.py), so every static index stays.
+void World::compile_without_cudagraphs(const FunctionDef& def, const StaticInputs& statics,
+                                       CompiledEntry& entry, bool another_size) {
+  entry.kind = EntryKind::kNoCudagraphs;
+  if (another_size) return;
+  std::vector<std::uint32_t> all = statics.idxs;
+  all.insert(all.end(), statics.demoted.begin(), statics.demoted.end());
+  std::sort(all.begin(), all.end());
+  std::vector<EventField> fields{{F::function, def.name}, {F::static_input_idxs, int_list(all)}};
+  if (!def.step_params.empty()) fields.push_back({F::step_params, int_list(def.step_params)});
+  ctx_.emit(EventKind::kCompile, std::move(fields));
+}
+
 void World::compile(const FunctionDef& def, std::span<const DynamoArg> args,
                     const std::vector<std::int64_t>& int_key, CompiledEntry& entry,
                     bool another_size) {
   const StaticInputs statics = static_input_idxs(def, args, options_.config);
-  if (!options_.config.cudagraphs) {
-    // No cudagraphify at all: no skip is logged, no tree function is made,
-    // and a dynamic graph's new sizes need no compile. Nor is an unaligned
-    // input demoted: remove_unaligned_input_idxs runs only on the cudagraphify
-    // path (torch/_inductor/compile_fx.py), so every static index stays.
-    entry.kind = EntryKind::kNoCudagraphs;
-    if (another_size) return;
-    std::vector<std::uint32_t> all = statics.idxs;
-    all.insert(all.end(), statics.demoted.begin(), statics.demoted.end());
-    std::sort(all.begin(), all.end());
-    std::vector<EventField> fields{{F::function, def.name}, {F::static_input_idxs, int_list(all)}};
-    if (!def.step_params.empty()) fields.push_back({F::step_params, int_list(def.step_params)});
-    ctx_.emit(EventKind::kCompile, std::move(fields));
-    return;
-  }
+  if (!options_.config.cudagraphs)
+    return compile_without_cudagraphs(def, statics, entry, another_size);
   for (std::uint32_t i : statics.demoted) {
     ctx_.emit(EventKind::kAlignClone, {{F::function, def.name}, {F::input, i}, {F::demoted, true}});
   }
