@@ -21,6 +21,8 @@ Status TensorRefs::drop(TensorId id) {
   auto it = counts_.find(id);
   CAPSIM_CHECK(it != counts_.end() && it->second.holders > 0, "drop of an unheld tensor");
   --it->second.holders;
+  CAPSIM_CHECK(it->second.saved <= it->second.holders,
+               "a saved holder is unmarked before its drop");
   auto s = held_per_storage_.find(it->second.storage);
   CAPSIM_CHECK(s != held_per_storage_.end() && s->second > 0);
   if (--s->second == 0) held_per_storage_.erase(s);
@@ -40,6 +42,27 @@ Status TensorRefs::unpin(TensorId id) {
   CAPSIM_CHECK(it != counts_.end() && it->second.pins > 0, "unpin of an unpinned tensor");
   --it->second.pins;
   return release_if_unreferenced(id);
+}
+
+void TensorRefs::mark_saved(TensorId id) {
+  auto it = counts_.find(id);
+  CAPSIM_CHECK(it != counts_.end() && it->second.saved < it->second.holders,
+               "a saved holder is one of the tensor's holders");
+  ++it->second.saved;
+}
+
+void TensorRefs::unmark_saved(TensorId id) {
+  auto it = counts_.find(id);
+  CAPSIM_CHECK(it != counts_.end() && it->second.saved > 0, "unmark of an unsaved tensor");
+  --it->second.saved;
+}
+
+bool TensorRefs::held_only_as_saved(StorageId id, TensorId tensor) const {
+  const auto held = held_per_storage_.find(id);
+  const auto c = counts_.find(tensor);
+  if (held == held_per_storage_.end() || c == counts_.end()) return false;
+  CAPSIM_CHECK(c->second.storage == id, "the tensor is over the storage");
+  return c->second.saved == held->second;
 }
 
 std::uint32_t TensorRefs::holders(TensorId id) const {

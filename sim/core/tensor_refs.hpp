@@ -9,6 +9,10 @@
 // plain-API surfaces).
 // A storage is alive while some tensor over it has a holder. A tensor with
 // neither is released from the TensorStore, which frees an owned block.
+// Some holders are marked `saved`: a forward's saved tensor, which in
+// PyTorch only autograd's SavedVariable holds (C++, no Python reference).
+// They hold like any other; only the tree manager's liveness test up to
+// 2.14 tells them apart (`held_only_as_saved`).
 //
 // Storages freed by `dealloc_current_path_weakrefs` keep an access error (E1):
 // any later use of a tensor over them reports it.
@@ -33,8 +37,14 @@ class TensorRefs {
   void pin(TensorId id);
   Status unpin(TensorId id);
 
+  // One of `id`'s holders becomes (stops being) a saved one.
+  void mark_saved(TensorId id);
+  void unmark_saved(TensorId id);
+
   std::uint32_t holders(TensorId id) const;
   bool storage_live(StorageId id) const;
+  // Whether every holder of storage `id` is a saved holder of `tensor`.
+  bool held_only_as_saved(StorageId id, TensorId tensor) const;
 
   // dealloc_current_path_weakrefs marked the storage: a later access raises
   // E1, with its own text for a grad output (a BACKWARD function's) and the
@@ -59,6 +69,7 @@ class TensorRefs {
   struct Counts {
     std::uint32_t holders = 0;
     std::uint32_t pins = 0;
+    std::uint32_t saved = 0;  // of holders
     StorageId storage;
   };
   Status release_if_unreferenced(TensorId id);

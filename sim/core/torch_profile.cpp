@@ -100,6 +100,7 @@ constexpr TorchProfileRules k2_15Rules =
       r.has_dynamic_shape_rerecord_limit = true;
       r.direct_backward_clears_pending = true;
       r.has_managed_input_demotion = true;
+      r.saved_tensor_keeps_output_live = true;
     });
 
 constexpr std::array<TorchProfileRules, static_cast<std::size_t>(TorchProfile::kCount)> kRules = {
@@ -224,6 +225,10 @@ std::vector<std::string> describe_profile(const TorchProfileRules& r) {
       r.ca_aot_opaque_objs ? ", opaque_objs" : "",
       r.ca_aot_flat_args_tuple ? "(grads...)" : "*grads",
       r.ca_accumulate_variable_grad ? ", variable_grad" : ""));
+  out.emplace_back(r.saved_tensor_keeps_output_live
+                       ? "a cached output held only by a pending backward's saved tensor: live"
+                       : "a cached output held only by a pending backward's saved tensor: dead "
+                         "(its path may end before the backward)");
   if (r.direct_backward_clears_pending) {
     out.emplace_back(
         "a BACKWARD call run directly (capture sizes, key limit) clears the "

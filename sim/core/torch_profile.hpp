@@ -97,6 +97,11 @@ struct TorchProfileRules {
   // A call cudagraphify_impl runs directly (past the capture sizes or the
   // key limit) tells the manager a BACKWARD ran (2.15's run_eager).
   bool direct_backward_clears_pending = false;
+  // A cached replay output (cudagraph_trees.py `check_refcount`) that only a
+  // pending backward's saved tensor holds counts as live (2.15, where an
+  // extra C++ use means a holder); up to 2.14 it counts as dead, so a path
+  // whose user-visible outputs died ends even though its backward has not run.
+  bool saved_tensor_keeps_output_live = false;
   // cudagraph_managed_input_rerecord_limit and _action (2.15): the pointer
   // changes of each cudagraph-managed input are counted per (parent node,
   // function) edge; at the limit the input is copied in from then on

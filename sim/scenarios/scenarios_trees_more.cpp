@@ -294,6 +294,67 @@ ProgramScenario rerecord_if_static_input_address_changed() {
   return s;
 }
 
+// check_refcount and a pending backward's saved tensor (2.15 against 2.14).
+// Two forwards run before their backwards, each dropping its user-visible
+// output, as gradient accumulation over two micro-batches does when it sums
+// the losses later. Once the forward replays, its saved activation is a
+// cached tensor that only the backward's SavedVariable holds. Up to 2.14
+// that counts as dead, so the path ends, the second forward replays at the
+// root and overwrites the first one's activation, and the first backward
+// reads it: grad = 2 * x2 = 6 instead of 2 * x1 = 2, silently (with
+// slow_path_cudagraph_asserts, PyTorch's default False; with it on,
+// check_memory_pool raises E6 at the checkpoint before the first backward's
+// recording, whose saved tensor the checkpoint has free). 2.15 counts it as
+// live and records the second forward as a child.
+ProgramScenario saved_tensor_of_pending_backward(TorchProfile profile) {
+  ProgramScenario s;
+  const bool live = profile_rules(profile).saved_tensor_keeps_output_live;
+  s.name = live ? "saved_tensor_keeps_path_live" : "saved_tensor_overwritten_2_14";
+  s.mirrors = "cudagraph_trees.py::CUDAGraphNode._initialize_cached_tensors (check_refcount)";
+  s.description = live ? "a pending backward's saved tensor keeps its path live (2.15)"
+                       : "up to 2.14 a saved tensor alone is dead: the next forward overwrites it";
+  s.options.config.torch_profile = profile;
+  s.options.config.slow_path_cudagraph_asserts = false;
+  ProgramWriter p(s);
+  {
+    FunctionBuilder f("fwd", kForward, {"primals_1"});
+    const ValueIndex x = f.input(0);
+    const ValueIndex a = f.add(x, x);
+    FunctionDef def = f.returns({f.mul(a, x), a});
+    def.user_visible_outputs = std::vector<std::uint32_t>{0};
+    p.function(std::move(def));
+  }
+  {
+    FunctionBuilder f("bwd", kBackward, {"add", "tangents_1"});
+    f.static_inputs({0});
+    p.function(f.returns({f.mul(f.input(1), f.input(0))}));
+  }
+  p.add(tensor("g", {4}, 1.0f));
+  const auto forward = [&p](const std::string& x, float fill, const std::string& saved) {
+    p.add(tensor(x, {4}, fill));
+    p.add(call("fwd", {x}, {"out", saved}));
+    p.add(Del{"out"});
+  };
+  for (int i = 0; i < 3; ++i) {  // warm up, record, replay
+    forward("x", 1.0f, "saved");
+    p.add(consuming(call("bwd", {"saved", "g"}, {"grad"}), {"saved"}));
+  }
+  forward("x1", 1.0f, "saved1");
+  forward("x2", 3.0f, "saved2");
+  p.add(consuming(call("bwd", {"saved2", "g"}, {"grad2"}), {"saved2"}));
+  p.add(consuming(call("bwd", {"saved1", "g"}, {"grad1"}), {"saved1"}));
+  p.add(Read{"grad1"});
+  p.probe([](const World& w) -> std::int64_t {
+    const auto v = w.values("grad1");
+    return v.ok() && !v->empty() ? static_cast<std::int64_t>((*v)[0]) : -1;
+  });
+  s.expect = [live](const World& w, const std::vector<std::int64_t>& probes) {
+    return std::vector<Expectation>{
+        {live ? "grad1[0] = 2 * x1" : "grad1[0] = 2 * x2, silently", live ? 2 : 6, probes.at(0)},
+        {"errors", 0, static_cast<std::int64_t>(w.counters().errors)}};
+  };
+  return s;
+}
 }  // namespace
 
 void add_more_tree_scenarios(std::vector<ProgramScenario>& out) {
@@ -307,6 +368,8 @@ void add_more_tree_scenarios(std::vector<ProgramScenario>& out) {
   out.push_back(error_on_dealloc_use());
   out.push_back(unstable_ptr());
   out.push_back(rerecord_if_static_input_address_changed());
+  out.push_back(saved_tensor_of_pending_backward(TorchProfile::k2_14));
+  out.push_back(saved_tensor_of_pending_backward(TorchProfile::k2_15));
 }
 
 }  // namespace capsim

@@ -206,7 +206,13 @@ class TreeManager {
     return ref.warmup ? warmups_[ref.index].fid : graphs_[ref.index].fid;
   }
   std::vector<std::vector<bool>> liveness(const std::vector<NodeRef>& path) const;
-  bool is_live(const std::optional<StorageRef>& ref) const;
+  // Whether output `output` of `node` is alive: its storage has a holder
+  // (StorageWeakRefWrapper's use count), and, for a cached replay output
+  // before 2.15, a holder other than a pending backward's saved tensor
+  // (`check_refcount`).
+  bool is_live(NodeRef node, std::uint32_t output) const;
+  std::vector<Address> checkpoint_live_ptrs(const GraphNode& node,
+                                            const std::vector<StorageRef>& live) const;
   bool is_cuda_graph_recorded_tensor(const std::vector<NodeRef>& path, TensorId t) const;
   bool all_outputs_are_dead() const;
   std::vector<StorageRef> live_weakrefs_of(const std::vector<NodeRef>& path) const;

@@ -58,15 +58,23 @@ const std::vector<std::optional<StorageRef>>& TreeManager::node_outputs(NodeRef 
   return ref.warmup ? warmups_[ref.index].outputs_weakrefs : graphs_[ref.index].outputs_weakrefs;
 }
 
-bool TreeManager::is_live(const std::optional<StorageRef>& ref) const {
-  return ref && ctx_.refs.storage_live(ref->id);
+bool TreeManager::is_live(NodeRef node, std::uint32_t output) const {
+  const std::optional<StorageRef>& ref = node_outputs(node)[output];
+  if (!ref || !ctx_.refs.storage_live(ref->id)) return false;
+  if (node.warmup || profile_rules(ctx_.config.torch_profile).saved_tensor_keeps_output_live) {
+    return true;
+  }
+  // Up to 2.14 check_refcount counts the extra C++ use of a cached tensor
+  // (autograd's SavedVariable) as the expected baseline, not as a holder.
+  const std::optional<TensorId>& cached = graphs_[node.index].cached_outputs[output];
+  return !cached || !ctx_.refs.held_only_as_saved(ref->id, *cached);
 }
 
 std::vector<std::vector<bool>> TreeManager::liveness(const std::vector<NodeRef>& path) const {
   std::vector<std::vector<bool>> out;
   for (NodeRef r : path) {
     std::vector<bool> level;
-    for (const auto& ref : node_outputs(r)) level.push_back(is_live(ref));
+    for (std::uint32_t i = 0; i < node_outputs(r).size(); ++i) level.push_back(is_live(r, i));
     out.push_back(std::move(level));
   }
   return out;
@@ -90,9 +98,10 @@ bool TreeManager::is_cuda_graph_recorded_tensor(const std::vector<NodeRef>& path
   for (NodeRef r : path) {
     // A graph node's memory is never released, so dead outputs count; a warmup
     // node only vouches for what is still alive.
-    for (const auto& ref : node_outputs(r)) {
-      if (!ref || ref->base != *ptr) continue;
-      if (!r.warmup || is_live(ref)) return true;
+    const std::vector<std::optional<StorageRef>>& outs = node_outputs(r);
+    for (std::uint32_t i = 0; i < outs.size(); ++i) {
+      if (!outs[i] || outs[i]->base != *ptr) continue;
+      if (!r.warmup || is_live(r, i)) return true;
     }
   }
   return false;
@@ -101,8 +110,9 @@ bool TreeManager::is_cuda_graph_recorded_tensor(const std::vector<NodeRef>& path
 std::vector<StorageRef> TreeManager::live_weakrefs_of(const std::vector<NodeRef>& path) const {
   std::vector<StorageRef> live;
   for (NodeRef r : path) {
-    for (const auto& ref : node_outputs(r)) {
-      if (is_live(ref)) live.push_back(*ref);
+    const std::vector<std::optional<StorageRef>>& outs = node_outputs(r);
+    for (std::uint32_t i = 0; i < outs.size(); ++i) {
+      if (is_live(r, i)) live.push_back(*outs[i]);
     }
   }
   return live;
@@ -118,7 +128,7 @@ bool TreeManager::all_outputs_are_dead() const {
   const GraphNode& node = graphs_[current_->index];
   const std::vector<NodeRef>& path = current_path();
   for (const PathIndex& i : node.live_indices_after_graph) {
-    if (is_live(node_outputs(path[i.depth])[i.index])) return false;
+    if (is_live(path[i.depth], i.index)) return false;
   }
   return true;
 }
@@ -133,7 +143,7 @@ Status TreeManager::dealloc_current_path_weakrefs() {
     const std::vector<std::optional<StorageRef>>& outs = node_outputs(r);
     for (std::uint32_t i = 0; i < outs.size(); ++i) {
       const std::optional<StorageRef>& out = outs[i];
-      if (!is_live(out) || !seen.insert(out->id).second) continue;
+      if (!is_live(r, i) || !seen.insert(out->id).second) continue;
       // The zip of tensor_weakrefs with the node's stack_traces.
       ctx_.refs.set_access_error(out->id, grad_output,
                                  output_stack_trace(*functions_[fid_of(r)].def, i));
@@ -157,7 +167,7 @@ Status TreeManager::clone_live_user_visible_outputs() {
         r.warmup ? warmups_[r.index].outputs_weakrefs : graphs_[r.index].outputs_weakrefs;
     for (std::uint32_t i = 0; i < weakrefs.size(); ++i) {
       // Backward outputs (grads) are never user-visible: they keep E1.
-      if (!is_live(weakrefs[i]) || !user_visible_output(def, i)) continue;
+      if (!is_live(r, i) || !user_visible_output(def, i)) continue;
       const StorageId id = weakrefs[i]->id;
       if (cloned.insert(id).second) {
         CAPSIM_TRY_ASSIGN(const Storage st, ctx_.store().storage(id));
@@ -187,6 +197,46 @@ Status TreeManager::clone_live_user_visible_outputs() {
   return {};
 }
 
+namespace {
+
+bool allocated_in(const PoolCheckpoint& checkpoint, Address a) {
+  for (const auto& seg : checkpoint.segments) {
+    for (const auto& b : seg.blocks) {
+      if (b.address == a && b.allocated) return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+// The live storages' addresses that the restore keeps allocated: those the
+// checkpoint has allocated. A live storage whose block the checkpoint has
+// free (up to 2.14, a saved tensor that check_refcount called dead while its
+// path ran on) is passed to _cuda_setCheckpointPoolState like the others,
+// but addStorageDeleterFns finds no allocated block for it and leaves it
+// as it was: a non-owning storage over memory the allocator hands out again.
+std::vector<Address> TreeManager::checkpoint_live_ptrs(const GraphNode& node,
+                                                       const std::vector<StorageRef>& live) const {
+  const PoolCheckpoint& checkpoint = node.checkpointed_caching_state;
+  std::vector<Address> ptrs;
+  for (const StorageRef& ref : live) {
+    if (ref.base != 0) ptrs.push_back(ref.base);
+  }
+  if (ctx_.fault == Fault::kRestoreKeepsAll) {
+    for (const Block& b : ctx_.allocator.live_blocks(pool_)) ptrs.push_back(b.address);
+    for (const auto& seg : checkpoint.segments) {
+      for (const auto& b : seg.blocks) {
+        if (b.allocated) ptrs.push_back(b.address);
+      }
+    }
+  }
+  std::sort(ptrs.begin(), ptrs.end());
+  ptrs.erase(std::unique(ptrs.begin(), ptrs.end()), ptrs.end());
+  std::erase_if(ptrs, [&](Address a) { return !allocated_in(checkpoint, a); });
+  return ptrs;
+}
+
 Status TreeManager::apply_checkpoint_execution_state_in_allocator() {
   CAPSIM_CHECK(current_ && !current_->warmup, "checkpoint needs a recorded current node");
   ++ctx_.counters.checkpoints;
@@ -199,35 +249,17 @@ Status TreeManager::apply_checkpoint_execution_state_in_allocator() {
     }
   }
   const std::vector<StorageRef> live = live_weakrefs_of(path);
-  std::vector<Address> live_ptrs;
-  for (const StorageRef& ref : live) {
-    if (ref.base != 0) live_ptrs.push_back(ref.base);
-  }
-  std::sort(live_ptrs.begin(), live_ptrs.end());
-  live_ptrs.erase(std::unique(live_ptrs.begin(), live_ptrs.end()), live_ptrs.end());
   const GraphNode& node = graphs_[current_->index];
+  const std::vector<Address> live_ptrs = checkpoint_live_ptrs(node, live);
   const std::size_t before = ctx_.allocator.live_blocks(pool_).size();
-  if (ctx_.fault == Fault::kRestoreKeepsAll) {
-    for (const Block& b : ctx_.allocator.live_blocks(pool_)) live_ptrs.push_back(b.address);
-    for (const auto& seg : node.checkpointed_caching_state.segments) {
-      for (const auto& b : seg.blocks) {
-        if (b.allocated) live_ptrs.push_back(b.address);
-      }
-    }
-    std::sort(live_ptrs.begin(), live_ptrs.end());
-    live_ptrs.erase(std::unique(live_ptrs.begin(), live_ptrs.end()), live_ptrs.end());
-    std::erase_if(live_ptrs, [&](Address a) {
-      for (const auto& seg : node.checkpointed_caching_state.segments) {
-        for (const auto& b : seg.blocks) {
-          if (b.address == a && b.allocated) return false;
-        }
-      }
-      return true;
-    });
-  }
   CAPSIM_TRY(ctx_.allocator.restore(pool_, node.checkpointed_caching_state, live_ptrs));
-  // The live storages were non-owning replay outputs; they get deleters now.
-  for (const StorageRef& ref : live) CAPSIM_TRY(ctx_.store().adopt(ref.id));
+  // The live storages were non-owning replay outputs; those the restore
+  // kept allocated get deleters now.
+  for (const StorageRef& ref : live) {
+    if (ref.base == 0 || std::binary_search(live_ptrs.begin(), live_ptrs.end(), ref.base)) {
+      CAPSIM_TRY(ctx_.store().adopt(ref.id));
+    }
+  }
   ctx_.emit(EventKind::kCheckpoint,
             {{F::count, ctx_.counters.checkpoints},
              {F::node, node.id},

@@ -39,7 +39,7 @@ InvariantStatus TreeManager::check_invariants(const GraphNode& node,
   }
   const std::vector<NodeRef>& path = current_path();
   for (const PathIndex& i : node.expected_dead_indices_before_graph) {
-    if (i.depth < path.size() && is_live(node_outputs(path[i.depth])[i.index])) {
+    if (i.depth < path.size() && is_live(path[i.depth], i.index)) {
       return InvariantStatus::kExpectedDeadIndicesBeforeGraphMismatch;
     }
   }
@@ -95,7 +95,7 @@ std::string TreeManager::mismatch_reason(const GraphNode& node, const std::vecto
 bool TreeManager::raise_if_recorded_dead_is_live(GraphId id) {
   const std::vector<NodeRef>& path = current_path();
   for (const PathIndex& i : graphs_[id].expected_dead_indices_after_graph) {
-    if (i.depth < path.size() && is_live(node_outputs(path[i.depth])[i.index])) {
+    if (i.depth < path.size() && is_live(path[i.depth], i.index)) {
       ctx_.emit(EventKind::kError, {{F::id, decision_key(Decision::kErrorDeadOutputAlive)},
                                     {F::exception, "RuntimeError"},
                                     {F::graph, id},
@@ -254,7 +254,9 @@ Result<std::vector<TensorId>> TreeManager::reconstruct_outputs(GraphNode& node) 
       case OutputClass::kStatic: out = *info.static_tensor; break;
       case OutputClass::kAliasPrior: {
         const auto& prior = node_outputs(path[info.prior.depth])[info.prior.index];
-        if (is_live(prior)) {
+        // The storage itself, while anything holds it: a view of it, never a
+        // second storage over the same bytes.
+        if (prior && ctx_.refs.storage_live(prior->id)) {
           CAPSIM_TRY_ASSIGN(const Tensor t, ctx_.store().view_of_storage(prior->id, info.meta));
           out = t.id;
         } else {

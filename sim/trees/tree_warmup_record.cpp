@@ -365,7 +365,7 @@ Status TreeManager::classify_outputs(GraphNode& node, const std::vector<TensorId
       for (std::uint32_t d = 0; d < ancestors.size() && !prior; ++d) {
         const auto& refs = node_outputs(ancestors[d]);
         for (std::uint32_t k = 0; k < refs.size(); ++k) {
-          if (is_live(refs[k]) && refs[k]->base == s.base) {
+          if (is_live(ancestors[d], k) && refs[k]->base == s.base) {
             prior = PathIndex{d, k};
             break;
           }

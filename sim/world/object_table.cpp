@@ -10,8 +10,26 @@ namespace capsim {
 
 std::uint64_t ObjectTable::new_object(TensorId held_tensor, bool parameter) {
   const std::uint64_t id = next_object_++;
-  objects_.emplace(id, PyObject{held_tensor, parameter, std::nullopt, std::nullopt, 0});
+  objects_.emplace(id, PyObject{held_tensor, parameter, std::nullopt, std::nullopt, 0, false});
   return id;
+}
+
+std::uint64_t ObjectTable::new_saved_object(TensorId held_tensor) {
+  const std::uint64_t id = new_object(held_tensor);
+  objects_.at(id).saved_for_backward = true;
+  refs_.mark_saved(held_tensor);
+  return id;
+}
+
+TensorId ObjectTable::swap_tensor(std::uint64_t object, TensorId fresh) {
+  PyObject& o = objects_.at(object);
+  const TensorId previous = o.tensor;
+  if (o.saved_for_backward) {
+    refs_.unmark_saved(previous);
+    refs_.mark_saved(fresh);
+  }
+  o.tensor = fresh;
+  return previous;
 }
 
 void ObjectTable::ref(std::uint64_t object) {
@@ -24,6 +42,7 @@ Status ObjectTable::unref(std::uint64_t object) {
   if (--it->second.refs > 0) return {};
   const PyObject dead = it->second;
   objects_.erase(it);
+  if (dead.saved_for_backward) refs_.unmark_saved(dead.tensor);
   CAPSIM_TRY(refs_.drop(dead.tensor));
   if (dead.grad) CAPSIM_TRY(unref(*dead.grad));
   return {};

@@ -29,6 +29,9 @@ struct PyObject {
   std::optional<bool> static_guard;  // set by mark_static_address
   std::optional<std::uint64_t> grad;
   std::uint32_t refs = 0;
+  // A forward's saved tensor (an output outside user_visible_outputs): its
+  // hold is a saved one (TensorRefs::mark_saved).
+  bool saved_for_backward = false;
 };
 
 class ObjectTable {
@@ -40,6 +43,11 @@ class ObjectTable {
   // A new object over `held_tensor` (whose hold it takes over), unreferenced:
   // the caller refs or binds it.
   std::uint64_t new_object(TensorId held_tensor, bool parameter = false);
+  // The same, for a forward's saved tensor.
+  std::uint64_t new_saved_object(TensorId held_tensor);
+  // `.data = fresh`: the object takes over fresh's hold and gives back the
+  // tensor it held, whose hold the caller drops.
+  TensorId swap_tensor(std::uint64_t object, TensorId fresh);
   void ref(std::uint64_t object);
   Status unref(std::uint64_t object);
   // `name = object` (the old referent, if any, unref'd); `del name`.

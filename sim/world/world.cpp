@@ -292,8 +292,7 @@ Status World::do_reassign(const ReassignData& a) {
   CAPSIM_TRY_ASSIGN(const Tensor old, store_.tensor(object.tensor));
   CAPSIM_TRY_ASSIGN(const TensorId fresh,
                     context_.fresh_tensor(old.meta.sizes, a.fill, 0, old.meta.dtype));
-  const TensorId previous = object.tensor;
-  object.tensor = fresh;
+  const TensorId previous = objects_.swap_tensor(o, fresh);
   CAPSIM_TRY(autograd_.retarget_leaf(previous, fresh));
   return refs_.drop(previous);
 }
@@ -307,8 +306,7 @@ Status World::move_to_fresh_copy(std::uint64_t object) {
   const KernelLaunch copy =
       CAPSIM_MUST(launch_copy(held_tensor_arg(store_, fresh), held_tensor_arg(store_, o.tensor)));
   CAPSIM_TRY(backend_.run_step(Step{copy, {}}));
-  const TensorId previous = o.tensor;
-  o.tensor = fresh;
+  const TensorId previous = objects_.swap_tensor(object, fresh);
   CAPSIM_TRY(autograd_.retarget_leaf(previous, fresh));
   return refs_.drop(previous);
 }
@@ -423,11 +421,11 @@ Status World::call_compiled(const FunctionDef& def, const std::vector<std::uint6
     if (new_invocation) ++generations_.generation;
     if (context_.raise_if_poisoned(args)) return {};
     CAPSIM_TRY_ASSIGN(std::vector<TensorId> outs, plain_.call(def, args));
-    return context_.bind_outputs(outs, outputs);
+    return context_.bind_outputs(outs, outputs, &def);
   }
   CAPSIM_TRY_ASSIGN(auto outs, run_compiled(def, args, int_key, new_invocation, consume));
   if (!outs) return {};
-  return context_.bind_outputs(*outs, outputs);
+  return context_.bind_outputs(*outs, outputs, &def);
 }
 
 Result<World::Outputs> World::call_unbound(const FunctionDef& def,

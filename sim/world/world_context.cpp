@@ -105,7 +105,8 @@ bool WorldContext::raise_if_poisoned(const std::vector<std::uint64_t>& used) {
 }
 
 Status WorldContext::bind_outputs(const std::vector<TensorId>& outputs,
-                                  const std::vector<std::string>& names) {
+                                  const std::vector<std::string>& names,
+                                  const FunctionDef* compiled) {
   if (names.size() > outputs.size()) {
     for (TensorId t : outputs) CAPSIM_TRY(sim.refs.drop(t));
     return make_error(
@@ -113,7 +114,10 @@ Status WorldContext::bind_outputs(const std::vector<TensorId>& outputs,
   }
   for (std::size_t i = 0; i < outputs.size(); ++i) {
     if (i < names.size() && !names[i].empty()) {
-      const std::uint64_t o = objects.new_object(outputs[i]);
+      const bool saved = compiled != nullptr && compiled->mode == CompilationMode::kForward &&
+                         !user_visible_output(*compiled, static_cast<std::uint32_t>(i));
+      const std::uint64_t o =
+          saved ? objects.new_saved_object(outputs[i]) : objects.new_object(outputs[i]);
       CAPSIM_TRY(objects.bind(names[i], o));
       CAPSIM_TRY_ASSIGN(const Address ptr, store.data_address(outputs[i]));
       sim.emit(EventKind::kOutput, {{F::name, names[i]}, {F::ptr, DevicePtr{ptr}}});

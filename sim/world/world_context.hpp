@@ -84,8 +84,10 @@ struct WorldContext {
   // freed by a new generation.
   bool raise_if_poisoned(const std::vector<std::uint64_t>& used);
   // Each output with a name becomes a new object bound to it (an `output`
-  // event); the others are dropped.
-  Status bind_outputs(const std::vector<TensorId>& outputs, const std::vector<std::string>& names);
+  // event); the others are dropped. The outputs of `compiled`, a FORWARD
+  // function, outside its user_visible_outputs are its saved tensors.
+  Status bind_outputs(const std::vector<TensorId>& outputs, const std::vector<std::string>& names,
+                      const FunctionDef* compiled = nullptr);
   // How many of `tensors` still have their storage alive.
   std::size_t live_storages_of(const std::vector<TensorId>& tensors) const;
 };
