@@ -71,6 +71,27 @@ class NetProgram:
         rec.backward(fmodel(x).sum())
 
 
+class MutationProgram:
+    """A compiled function that adds into a buffer it is passed: on a GPU,
+    each call skips cudagraphs (S1), naming the add_."""
+
+    name = "mutation_cpu"
+
+    @staticmethod
+    def run(rec):
+        import torch
+
+        def accumulate(x, acc):
+            acc.add_(x)  # MUT_LINE
+            return acc * 2
+
+        fn = torch.compile(accumulate, mode="reduce-overhead")
+        acc = rec.tensor("acc", torch.zeros(4))
+        with torch.no_grad():
+            for _ in range(2):
+                fn(rec.tensor("x", torch.randn(4)), acc)
+
+
 def marked_line(mark):
     with open(os.path.abspath(__file__), encoding="utf-8") as f:
         for k, line in enumerate(f, 1):
@@ -111,6 +132,33 @@ class CpuRecordingTest(unittest.TestCase):
             capsim = os.environ.get("CAPSIM_BIN")
             if capsim:
                 # (Fails with "unknown field" until capsim's reader knows `stack_traces`.)
+                r = subprocess.run([capsim, "replay", path], capture_output=True, text=True, timeout=120)
+                self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+
+    def test_mutating_use_stack_traces(self):
+        """The mutated input's `mutating_use_stack_traces` entry names the
+        add_, and S1 as on a GPU quotes it after "Found from"."""
+        from capsim_recorder.cudagraph.runner import record_cudagraph_program
+
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "mutation_cpu.jsonl")
+            summary = record_cudagraph_program(MutationProgram, path, device="cpu", timeout_s=300,
+                                               log=lambda msg: None)
+            self.assertEqual(summary["status"], "recorded", summary)
+            with open(path, encoding="utf-8") as f:
+                (fn,) = [l for l in map(json.loads, f) if l["type"] == "function"]
+            here = os.path.relpath(os.path.abspath(__file__))
+            if here.startswith(".."):
+                here = os.path.abspath(__file__)
+            line = f'File "{here}", line {marked_line("MUT_LINE")}, in accumulate'
+            traces = fn["mutating_use_stack_traces"]
+            self.assertEqual(len(traces), len(fn["inputs"]))
+            self.assertEqual(sum(t is not None for t in traces), 1, traces)
+            self.assertIn(line, next(t for t in traces if t is not None))
+            capsim = os.environ.get("CAPSIM_BIN")
+            if capsim:
+                # (A CPU run of the tree writes eager calls: S1 as on a GPU is
+                # the launcher's, test_record_launcher.py.)
                 r = subprocess.run([capsim, "replay", path], capture_output=True, text=True, timeout=120)
                 self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
 

@@ -400,6 +400,46 @@ class StackTracesTest(unittest.TestCase):
         self.assertIsNone(st.for_partition(None, [0], None))
 
 
+class FakeOp:
+    """An op with a schema: which arguments it writes (alias_info.is_write)."""
+
+    def __init__(self, name, writes):
+        arg = lambda n, w: type("Arg", (), {"name": n, "alias_info": type("A", (), {"is_write": w})() if w else None})()
+        self._schema = type("S", (), {"arguments": [arg(f"a{k}", w) for k, w in enumerate(writes)]})()
+        self._name = name
+
+    def __str__(self):
+        return self._name
+
+
+def mutation_gm():
+    """x: mutated by add_ (its only user); y: read by mul and written by
+    copy_ (two users); z: only read."""
+    x, y, z = (FakeNode("placeholder", n) for n in ("x", "y", "z"))
+    add_ = FakeNode("call_function", "add_", '  File "%s/m.py", line 5, in f\n    x.add_(1)\n' % os.getcwd(), (x, 1))
+    add_.target = FakeOp("aten.add_.Tensor", [True, False])
+    mul = FakeNode("call_function", "mul", "  mul trace\n", (y, z))
+    mul.target = FakeOp("aten.mul.Tensor", [False, False])
+    copy_ = FakeNode("call_function", "copy_", "  copy trace\n", (y, mul))
+    copy_.target = FakeOp("aten.copy_.default", [True, False])
+    x.users, y.users, z.users = [add_], [mul, copy_], [mul]
+    return type("GM", (), {"graph": type("G", (), {"nodes": [x, y, z, add_, mul, copy_]})()})()
+
+
+class MutatingUsesTest(unittest.TestCase):
+    """S1's "Found from": each mutated input's mutating use, per input."""
+
+    def test_mutating_uses(self):
+        uses = st.mutating_uses(mutation_gm())
+        # The only user's trace (paths under the working directory made
+        # relative, not stripped), else the copy_'s; z is not mutated.
+        self.assertEqual(uses, {"x": '  File "m.py", line 5, in f\n    x.add_(1)\n', "y": "  copy trace\n"})
+        self.assertEqual(st.for_inputs(uses, ["z", "y"]), [None, "  copy trace\n"])
+        self.assertIsNone(st.for_inputs(uses, ["z"]))
+        self.assertIsNone(st.for_inputs({}, ["x"]))
+        self.assertIsNone(st.mutating_uses(None) or None)
+
+
 class StackTracesSessionTest(unittest.TestCase):
     """The function lines' `stack_traces` from the compile hooks, without a tree."""
 

@@ -8,6 +8,7 @@ import importlib.util
 import json
 import os
 import signal
+import subprocess
 import sys
 import tempfile
 import time
@@ -73,6 +74,35 @@ class LauncherTest(unittest.TestCase):
         self.assertFalse([l for l in lines if l.get("action") == "create_optimizer"])
         self.assertEqual(len(self.backwards()), 2)
         self.assertEqual(sum(1 for l in lines if l.get("event") == "ca_graph"), 2)
+
+    def test_mutated_input_as_on_a_gpu(self):
+        """A reduce-overhead function that adds into a buffer it is passed:
+        the function line names the add_ (`mutating_use_stack_traces`), and
+        capsim's S1 as on a GPU quotes it as PyTorch's does."""
+        script = os.path.join(self.dir.name, "acc.py")
+        with open(script, "w", encoding="utf-8") as f:
+            f.write("import torch\n"
+                    "def accumulate(x, acc):\n"
+                    "    acc.add_(x)\n"
+                    "    return acc * 2\n"
+                    "fn = torch.compile(accumulate, mode='reduce-overhead')\n"
+                    "acc = torch.zeros(4)\n"
+                    "with torch.no_grad():\n"
+                    "    for _ in range(2):\n"
+                    "        fn(torch.randn(4), acc)\n")
+        out = self.launch("--cudagraphs", "--", script)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        (fn,) = [l for l in lines_of(self.trace) if l.get("type") == "function"]
+        traces = [t for t in fn["mutating_use_stack_traces"] if t is not None]
+        self.assertEqual(len(traces), 1, fn)
+        self.assertIn("line 3, in accumulate\n    acc.add_(x)", traces[0])
+        capsim = os.environ.get("CAPSIM_BIN")
+        if capsim:
+            r = subprocess.run([capsim, "explain", "--as-on-a-gpu", self.trace], capture_output=True,
+                               text=True, timeout=120)
+            self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+            self.assertIn("mutated inputs (1 instances). Found from : \n", r.stdout)
+            self.assertIn("acc.add_(x)", r.stdout)
 
     def test_script_that_raises(self):
         out = self.launch("--", self.script, "5", "--fail")

@@ -352,6 +352,17 @@ std::string output_stack_trace(const FunctionDef& def, std::uint32_t i) {
   return "[Could not find stack trace]";
 }
 
+std::optional<std::string> mutation_stack_trace(const FunctionDef& def,
+                                                const std::vector<std::uint32_t>& mutated) {
+  for (std::uint32_t i : mutated) {
+    if (i < def.mutating_use_stack_traces.size() && def.mutating_use_stack_traces[i] &&
+        !def.mutating_use_stack_traces[i]->empty()) {
+      return def.mutating_use_stack_traces[i];
+    }
+  }
+  return std::nullopt;
+}
+
 bool user_visible_output(const FunctionDef& def, std::uint32_t i) {
   if (def.user_visible_outputs) {
     return std::find(def.user_visible_outputs->begin(), def.user_visible_outputs->end(), i) !=

@@ -197,6 +197,12 @@ struct FunctionDef {
   // output's. Empty: none known (every E1 says "[Could not find stack
   // trace]"); else one entry per output.
   std::vector<std::optional<std::string>> stack_traces;
+  // Per input, the source line(s) of the node that mutates it, as PyTorch's
+  // PlaceholderInfo.mutating_use_stack_trace has them (cudagraph_utils.py
+  // get_mutating_use_stack_trace_from_node): S1 appends the first one of its
+  // mutated inputs ("Found from : \n {trace}"). Empty: none known; else one
+  // entry per input, none where the input has no mutating use with a trace.
+  std::vector<std::optional<std::string>> mutating_use_stack_traces;
   // Where graph partitions (graph_partition) would cut; empty for most.
   std::vector<PartitionCut> partition_cuts;
   // What Inductor sees of the graph beyond its tensor ops, for the
@@ -257,6 +263,10 @@ inline constexpr std::size_t kMaxStackTraceChars = 4096;
 
 // The stack trace E1 quotes for output `i`: PyTorch's text when none is known.
 std::string output_stack_trace(const FunctionDef& def, std::uint32_t i);
+// get_mutation_stack_trace: the first of `mutated` (input positions, in
+// order) whose mutating use has a non-empty stack trace; none if none does.
+std::optional<std::string> mutation_stack_trace(const FunctionDef& def,
+                                                const std::vector<std::uint32_t>& mutated);
 
 // Whether output `i` is user-visible (FunctionDef::user_visible_outputs).
 bool user_visible_output(const FunctionDef& def, std::uint32_t i);

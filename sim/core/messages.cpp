@@ -145,12 +145,16 @@ std::string pool_untracked(const TorchProfileRules& rules, const std::vector<Add
       addrs.size(), address_list(addrs), allocations);
 }
 
-std::string mutated_inputs(std::size_t instances) {
-  return fmt::format("skipping cudagraphs due to mutated inputs ({} instances)", instances);
+std::string mutated_inputs(std::size_t instances, const std::optional<std::string>& found_from) {
+  std::string text =
+      fmt::format("skipping cudagraphs due to mutated inputs ({} instances)", instances);
+  if (found_from) text += ". Found from : \n " + *found_from;
+  return text;
 }
 
-std::string mutated_inputs_at_compile(std::size_t instances) {
-  return "skipping cudagraphs due to " + mutated_inputs(instances);
+std::string mutated_inputs_at_compile(std::size_t instances,
+                                      const std::optional<std::string>& found_from) {
+  return "skipping cudagraphs due to " + mutated_inputs(instances, found_from);
 }
 
 std::string cpu_device(const std::string& node) {

@@ -51,8 +51,11 @@ std::string managed_input_rerecord_limit(std::uint32_t function_id, std::int64_t
 std::string pool_missing(const TorchProfileRules& rules, std::uint32_t pool_id,
                          const std::vector<Address>& ptrs);
 std::string pool_untracked(const TorchProfileRules& rules, const std::vector<Address>& addrs);
-// S1: a mutated input that is neither static nor cudagraph-managed.
-std::string mutated_inputs(std::size_t instances);
+// S1: a mutated input that is neither static nor cudagraph-managed, and
+// the stack trace of the first such input's mutating use, where known
+// (get_mutation_stack_trace: "<reason>. Found from : \n <trace>").
+std::string mutated_inputs(std::size_t instances,
+                           const std::optional<std::string>& found_from = std::nullopt);
 // The compile-time skips of newer releases (docs/cudagraph-trees.md §2.5).
 // Each is logged with "skipping cudagraphs due to " before a reason that, for
 // the lowering checks, already starts with it: PyTorch prints it twice.
@@ -60,7 +63,8 @@ std::string mutated_inputs(std::size_t instances);
 // S1 at compile time (cudagraph_support_input_mutation=False): the same
 // reason, stored as disabled_cudagraphs_reason and logged by post_compile
 // with the prefix again (2.5.0 to 2.15.0 alike).
-std::string mutated_inputs_at_compile(std::size_t instances);
+std::string mutated_inputs_at_compile(std::size_t instances,
+                                      const std::optional<std::string>& found_from = std::nullopt);
 std::string cpu_device(const std::string& node);
 // S3: the graph's nodes use more than one device (check_multiple_devices_or_
 // any_cpu_nodes), each as repr(torch.device) prints it, in first-use order;

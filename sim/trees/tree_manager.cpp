@@ -185,12 +185,14 @@ bool TreeManager::mutation_blocks(FunctionId fid, const std::vector<TensorId>& i
   const bool blocked = instances > 0;
   mutation_hint_[key] = blocked;
   if (blocked && warned_mutation_.insert(fid).second) {
+    const std::string message =
+        messages::mutated_inputs(instances, mutation_stack_trace(*fn.def, mutated));
     ++ctx_.counters.cudagraph_skips;
     ctx_.emit(EventKind::kSkip, {{F::id, decision_key(Decision::kSkipMutatedInputs)},
                                  {F::fid, fid},
                                  {F::inputs, int_list(mutated)},
-                                 {F::message, messages::mutated_inputs(instances)}});
-    if (skips_raise()) pending_skip_error_ = messages::mutated_inputs(instances);
+                                 {F::message, message}});
+    if (skips_raise()) pending_skip_error_ = message;
   }
   return blocked;
 }

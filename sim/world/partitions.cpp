@@ -188,6 +188,13 @@ void build_piece_body(const FunctionDef& def, Segment& s, std::uint32_t eager_in
     for (ValueIndex& a : op.args) a = local[a];
     body.ops.push_back(std::move(op));
   }
+  // A piece input that is a graph input keeps its mutating use's trace.
+  if (!def.mutating_use_stack_traces.empty()) {
+    for (ValueIndex v : s.inputs) {
+      body.mutating_use_stack_traces.push_back(v < n ? def.mutating_use_stack_traces[v]
+                                                     : std::nullopt);
+    }
+  }
   // get_partition_cudagraph_metadata: a partition output is user-visible
   // when a graph output it is, is.
   body.user_visible_outputs.emplace();

@@ -156,7 +156,8 @@ void World::compile(const FunctionDef& def, std::span<const DynamoArg> args,
   if (!options_.config.cudagraph_support_input_mutation && options_.fault != Fault::kIgnoreSkipS1) {
     std::vector<std::uint32_t> blocking = mutated_non_static(mutated, statics.idxs);
     if (!blocking.empty()) {
-      std::string message = messages::mutated_inputs_at_compile(blocking.size());
+      std::string message =
+          messages::mutated_inputs_at_compile(blocking.size(), mutation_stack_trace(def, blocking));
       return skip_graph(def, entry, Decision::kSkipMutatedInputs, std::move(message),
                         std::move(blocking));
     }

@@ -577,6 +577,18 @@ TEST_CASE("program_json: bad function lines name the field") {
   CHECK(function_error(with(R"("param_input_idxs":[]})",
                             R"("param_input_idxs":[],"stack_traces":[1,null]})")) ==
         "field 'stack_traces[0]': expected a string of at most 4096 characters, or null");
+  // mutating_use_stack_traces: the same, one per input.
+  const Result<FunctionDef> with_mutation = function_via_text(
+      Json::parse(with(R"("param_input_idxs":[]})",
+                       R"("param_input_idxs":[],"mutating_use_stack_traces":[null,"m"]})")));
+  REQUIRE(with_mutation.ok());
+  CHECK(mutation_stack_trace(*with_mutation, {0, 1}) == "m");
+  CHECK_FALSE(mutation_stack_trace(*with_mutation, {0}).has_value());
+  CHECK(function_to_json(*with_mutation)["mutating_use_stack_traces"].dump() == R"([null,"m"])");
+  CHECK(function_error(with(R"("param_input_idxs":[]})",
+                            R"("param_input_idxs":[],"mutating_use_stack_traces":[]})")) ==
+        "field 'mutating_use_stack_traces': expected an array of 2 strings or nulls, one per "
+        "input");
   CHECK(function_error(with(R"("mode":"forward")", R"("mode":"eager")")) ==
         "field 'mode': unknown mode 'eager' (known: forward, backward, inference)");
   CHECK(function_error(with(R"("ops":[)", R"("ops":[3,)")) ==

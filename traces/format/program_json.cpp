@@ -343,18 +343,23 @@ Result<std::vector<PartitionCut>> read_cuts(ObjectReader& r, std::size_t num_ops
 // non_tensor_inputs (kind names), cuda_devices and input_storage_mutations
 // (indices), warmups_marked_incomplete (a count); validate() checks their
 // ranges and order.
-// One string or null per output, each at most kMaxStackTraceChars long.
-Status read_stack_traces(ObjectReader& r, FunctionDef& def) {
-  CAPSIM_TRY_ASSIGN(const Json* traces, r.value("stack_traces"));
-  const std::string path = r.path_of("stack_traces");
-  if (!traces->is_array() || traces->size() != def.outputs.size()) {
-    return field_error(path, fmt::format("expected an array of {} strings or nulls, one per output",
-                                         def.outputs.size()));
+// `stack_traces` (one per output) or `mutating_use_stack_traces` (one per
+// input): a string or null each, each at most kMaxStackTraceChars long.
+Result<std::vector<std::optional<std::string>>> read_stack_traces(ObjectReader& r,
+                                                                  const char* field,
+                                                                  std::size_t count,
+                                                                  const char* per) {
+  CAPSIM_TRY_ASSIGN(const Json* traces, r.value(field));
+  const std::string path = r.path_of(field);
+  if (!traces->is_array() || traces->size() != count) {
+    return field_error(
+        path, fmt::format("expected an array of {} strings or nulls, one per {}", count, per));
   }
+  std::vector<std::optional<std::string>> out;
   for (std::size_t k = 0; k < traces->size(); ++k) {
     const Json& t = (*traces)[k];
     if (t.is_null()) {
-      def.stack_traces.emplace_back();
+      out.emplace_back();
       continue;
     }
     if (!t.is_string() || t.get_ref<const std::string&>().size() > kMaxStackTraceChars) {
@@ -362,9 +367,9 @@ Status read_stack_traces(ObjectReader& r, FunctionDef& def) {
           fmt::format("{}[{}]", path, k),
           fmt::format("expected a string of at most {} characters, or null", kMaxStackTraceChars));
     }
-    def.stack_traces.push_back(t.get<std::string>());
+    out.push_back(t.get<std::string>());
   }
-  return {};
+  return out;
 }
 
 Status read_compile_facts(ObjectReader& r, FunctionDef& def) {
@@ -414,12 +419,14 @@ Json function_to_json(const FunctionDef& def) {
   j["param_input_idxs"] = def.param_input_idxs;
   if (def.user_visible_outputs) j["user_visible_outputs"] = *def.user_visible_outputs;
   // Additive: only a function whose outputs' source lines are known.
-  if (!def.stack_traces.empty()) {
-    Json traces = Json::array();
-    for (const std::optional<std::string>& t : def.stack_traces) {
-      traces.push_back(t ? Json(*t) : Json(nullptr));
-    }
-    j["stack_traces"] = std::move(traces);
+  const auto traces_json = [](const std::vector<std::optional<std::string>>& traces) {
+    Json out = Json::array();
+    for (const std::optional<std::string>& t : traces) out.push_back(t ? Json(*t) : Json(nullptr));
+    return out;
+  };
+  if (!def.stack_traces.empty()) j["stack_traces"] = traces_json(def.stack_traces);
+  if (!def.mutating_use_stack_traces.empty()) {
+    j["mutating_use_stack_traces"] = traces_json(def.mutating_use_stack_traces);
   }
   // Additive: only a function with cuts has the field.
   if (!def.partition_cuts.empty()) {
@@ -499,7 +506,15 @@ Result<FunctionDef> function_from_json(ObjectReader& r) {
     CAPSIM_TRY_ASSIGN(def.partition_cuts, read_cuts(r, def.ops.size()));
   }
   CAPSIM_TRY(read_compile_facts(r, def));
-  if (r.has("stack_traces")) CAPSIM_TRY(read_stack_traces(r, def));
+  if (r.has("stack_traces")) {
+    CAPSIM_TRY_ASSIGN(def.stack_traces,
+                      read_stack_traces(r, "stack_traces", def.outputs.size(), "output"));
+  }
+  if (r.has("mutating_use_stack_traces")) {
+    CAPSIM_TRY_ASSIGN(
+        def.mutating_use_stack_traces,
+        read_stack_traces(r, "mutating_use_stack_traces", def.input_names.size(), "input"));
+  }
   CAPSIM_TRY(r.finish());
   // The checks above give precise paths; validate() stays the one authority,
   // so a rule added there is enforced here too.

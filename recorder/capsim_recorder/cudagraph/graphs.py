@@ -87,6 +87,7 @@ class GraphTable:
         f = FunctionRecord(name, g.mode, g, body, list(static), list(why), builtin=g.builtin)
         if body is not None and body.ok:
             f.stack_traces = stack_traces.for_function(traces, body.dropped_outputs, len(body.outputs))
+            f.mutating_use_stack_traces = stack_traces.for_inputs(g.mutating_uses, body.inputs)
         if not g.builtin:  # (symbolic sizes of generic ops, aten_translate.FunctionBody.notes)
             self.s.notes.extend(f"{name}: {note}" for note in getattr(body, "notes", None) or ())
         g.functions.append(f)

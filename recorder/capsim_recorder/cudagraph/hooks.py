@@ -92,6 +92,7 @@ class CompileHooks:
                 # (After the compile: gm has had the post-grad passes.)
                 record.stack_traces = stack_traces.of_graph(gm, out)
                 record.visible_outputs = stack_traces.user_visible(out)
+                record.mutating_uses = stack_traces.mutating_uses(gm)
             except Exception as e:
                 hooks.failures.append(f"{record.base}: stack traces: {type(e).__name__}: {e}")
             try:

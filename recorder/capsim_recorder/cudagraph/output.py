@@ -53,6 +53,9 @@ def function_lines(table: Any) -> list[dict]:
         }
         if f.stack_traces is not None and len(f.stack_traces) == len(body.outputs):
             line["stack_traces"] = list(f.stack_traces)
+        muts = f.mutating_use_stack_traces
+        if muts is not None and len(muts) == len(body.inputs):
+            line["mutating_use_stack_traces"] = list(muts)
         lines.append(line)
     return lines
 

@@ -52,6 +52,8 @@ class GraphRecord:
     # and the user-visible outputs where known (a partition's choice).
     stack_traces: Optional[list] = None
     visible_outputs: Optional[set] = None
+    # Placeholder name -> its mutating use's stack trace (S1's "Found from").
+    mutating_uses: Optional[dict] = None
 
 
 @dataclass
@@ -78,3 +80,4 @@ class FunctionRecord:
     called: bool = False
     builtin: Optional[str] = None
     stack_traces: Optional[list] = None  # the function line's `stack_traces`, or None (left out)
+    mutating_use_stack_traces: Optional[list] = None  # the same for its inputs

@@ -19,7 +19,15 @@ re-records byte for byte.
 
 A function line lists tensor outputs only (non-tensor outputs are left out,
 aten_translate.FunctionBody.dropped_outputs), so its entries are those of
-the graph outputs it returns, in order. No torch import.
+the graph outputs it returns, in order.
+
+S1 ("skipping cudagraphs due to mutated inputs (N instances). Found from :
+\n {trace}") quotes a mutated input's mutating use instead
+(cudagraph_utils.py get_mutating_use_stack_trace_from_node): the
+placeholder's only user's trace, else a copy_ user's. `mutating_uses`
+finds it for each mutated placeholder of a graph, and `for_inputs` lays
+them out per input of a function line (`mutating_use_stack_traces`).
+PyTorch prints that trace as it is (no strip). No torch import.
 """
 
 from __future__ import annotations
@@ -131,3 +139,64 @@ def for_function(traces: Optional[Sequence], dropped: Sequence[int], n_outputs: 
     if all(t is None for t in kept):
         return None
     return kept
+
+
+def _relative(trace: str) -> str:
+    """A trace with the working directory's frames relative, cut to the limit."""
+    text = trace.replace('File "' + os.getcwd().rstrip(os.sep) + os.sep, 'File "')
+    return text[-MAX_CHARS:] if len(text) > MAX_CHARS else text
+
+
+def _writes(user: Any, placeholder: Any) -> bool:
+    """Whether node `user` writes `placeholder` in place: an argument its
+    op's schema marks as written (copy_'s self, add_'s self, out=...)."""
+    schema = getattr(getattr(user, "target", None), "_schema", None)
+    if schema is None:
+        return False
+    args = list(getattr(user, "args", ()) or ())
+    kwargs = dict(getattr(user, "kwargs", {}) or {})
+    for k, arg in enumerate(getattr(schema, "arguments", ())):
+        alias = getattr(arg, "alias_info", None)
+        if alias is None or not getattr(alias, "is_write", False):
+            continue
+        value = args[k] if k < len(args) else kwargs.get(getattr(arg, "name", None))
+        if value is placeholder:
+            return True
+    return False
+
+
+def _is_copy(node: Any) -> bool:
+    return str(getattr(node, "target", "")) in ("aten.copy_.default", "aten::copy_")
+
+
+def mutating_uses(gm: Any) -> dict:
+    """Placeholder name -> the stack trace PyTorch's S1 would quote for it,
+    for each placeholder of gm that some node writes in place and that has
+    such a trace."""
+    graph = getattr(gm, "graph", gm)
+    found: dict = {}
+    for node in getattr(graph, "nodes", ()):
+        if getattr(node, "op", None) != "placeholder":
+            continue
+        users = list(getattr(node, "users", ()) or ())
+        if not any(_writes(u, node) for u in users):
+            continue
+        trace = None
+        if len(users) == 1:
+            trace = users[0].meta.get("stack_trace")
+        else:
+            trace = next((u.meta.get("stack_trace") for u in users
+                          if _is_copy(u) and u.meta.get("stack_trace")), None)
+        if isinstance(trace, str) and trace:
+            found[node.name] = _relative(trace)
+    return found
+
+
+def for_inputs(traces: Optional[dict], inputs: Sequence[str]) -> Optional[list]:
+    """A function line's `mutating_use_stack_traces` over its inputs (graph
+    placeholder names), or None (no field) when none has one or there are
+    more than MAX_ENTRIES."""
+    if not traces or len(inputs) > MAX_ENTRIES:
+        return None
+    kept = [traces.get(name) for name in inputs]
+    return kept if any(t is not None for t in kept) else None
