@@ -12,8 +12,9 @@ packages=(
   librapidcheck-dev doctest-dev libboost-graph-dev
   graphviz libgraphviz-dev
   nlohmann-json3-dev libsimdjson-dev libcli11-dev libbenchmark-dev libfmt-dev
-  ccache libmimalloc-dev
+  ccache libmimalloc-dev libtomlplusplus-dev
   clang-tidy
+  python3-pytest
 )
 
 missing=()
