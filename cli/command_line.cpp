@@ -22,6 +22,7 @@
 
 #include "cli/check_command.hpp"
 #include "cli/check_jobs.hpp"
+#include "cli/expect_command.hpp"
 #include "cli/explain_command.hpp"
 #include "cli/export_command.hpp"
 #include "cli/input_guards.hpp"
@@ -552,6 +553,7 @@ CommandLine::CommandLine()
                   add_record(app, roles_),
                   add_simulate(app, roles_),
                   add_explain(app, roles_),
+                  add_expect(app, roles_),
                   add_replay(app, roles_),
                   add_render(app, roles_),
                   add_diff(app, roles_),

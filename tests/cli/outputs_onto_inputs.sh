@@ -28,6 +28,7 @@ command_for() {
     "record --output") ;;  # reads nothing but a built-in scenario
     "simulate --output") printf '%s\n' simulate in.jsonl -o "$target" ;;
     "explain --html") printf '%s\n' explain in.jsonl --html "$target" ;;
+    "expect --junit") printf '%s\n' expect in.jsonl --errors 0 --junit "$target" ;;
     "replay --dot") printf '%s\n' replay in.dot --dot "$target" ;;
     "render --output") printf '%s\n' render in.dot -o "$target" ;;
     "diff --output") printf '%s\n' diff in.dot other.jsonl -o "$target" ;;
