@@ -92,6 +92,13 @@ class MutationProgram:
                 fn(rec.tensor("x", torch.randn(4)), acc)
 
 
+def this_file():
+    """This file as a trace names it: relative to the working directory
+    when under it."""
+    here = os.path.relpath(os.path.abspath(__file__))
+    return os.path.abspath(__file__) if here.startswith("..") else here
+
+
 def marked_line(mark):
     with open(os.path.abspath(__file__), encoding="utf-8") as f:
         for k, line in enumerate(f, 1):
@@ -115,9 +122,7 @@ class CpuRecordingTest(unittest.TestCase):
             with open(path, encoding="utf-8") as f:
                 functions = {l["function"]: l for l in map(json.loads, f) if l["type"] == "function"}
             # A file under the working directory is written relative to it.
-            here = os.path.relpath(os.path.abspath(__file__))
-            if here.startswith(".."):
-                here = os.path.abspath(__file__)
+            here = this_file()
             one = f'File "{here}", line {marked_line("NET_LINE_1")}, in forward'
             two = f'File "{here}", line {marked_line("NET_LINE_2")}, in forward'
             fwd, bwd = functions["fwd0"]["stack_traces"], functions["bwd0"]["stack_traces"]
@@ -147,9 +152,7 @@ class CpuRecordingTest(unittest.TestCase):
             self.assertEqual(summary["status"], "recorded", summary)
             with open(path, encoding="utf-8") as f:
                 (fn,) = [l for l in map(json.loads, f) if l["type"] == "function"]
-            here = os.path.relpath(os.path.abspath(__file__))
-            if here.startswith(".."):
-                here = os.path.abspath(__file__)
+            here = this_file()
             line = f'File "{here}", line {marked_line("MUT_LINE")}, in accumulate'
             traces = fn["mutating_use_stack_traces"]
             self.assertEqual(len(traces), len(fn["inputs"]))
