@@ -75,7 +75,7 @@ enum class FaultSite : std::uint8_t {
   X(kIgnoreSkipS2, "ignore_skip_s2", kTree, "a cpu op without partitions does not skip (S2)")     \
   X(kIgnoreSkipS3, "ignore_skip_s3", kTree, "more than one CUDA device does not skip (S3)")       \
   X(kIgnoreSkipS4, "ignore_skip_s4", kTree,                                                       \
-    "the non-Tensor inputs test (S4, logged or silent) always passes")                            \
+    "S4's tests (complex memory overlap, non-Tensor inputs; logged or silent) always pass")       \
   X(kIgnoreSkipS5, "ignore_skip_s5", kTree,                                                       \
     "neither symbolic shapes nor a cudagraph_unsafe op skips (S5)")                               \
   X(kIgnoreSkipS6, "ignore_skip_s6", kTree,                                                       \

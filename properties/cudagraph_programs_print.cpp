@@ -71,6 +71,7 @@ std::string line_of(const NewTensor& a) {
   if (a.fill) what = fmt::format("{}full", a.parameter ? "Parameter(" : "");
   std::string extra = a.fill ? fmt::format(", {}", *a.fill) : "";
   if (a.offset != 0) extra += fmt::format(", offset={}", a.offset);
+  if (a.strides) extra += fmt::format(", strides={}", dims(*a.strides));
   if (a.requires_grad) extra += ", requires_grad=True";
   return fmt::format("{} = {}({}{}){}", a.name, what, dims(a.sizes), extra, a.parameter ? ")" : "");
 }

@@ -64,6 +64,38 @@ std::optional<std::string> compare(const SkipVerdict& v, const Observed& o) {
   return std::nullopt;
 }
 
+// The layout of the tensor `name` names before action `before`: the
+// NewTensor that made it, contiguous when another action bound it.
+std::optional<ArgLayout> layout_of(const Program& program, std::size_t before,
+                                   const std::string& name) {
+  for (std::size_t a = before; a-- > 0;) {
+    if (!action_binds(program.actions[a], name)) continue;
+    const NewTensor* t = std::get_if<NewTensor>(&program.actions[a]);
+    if (t == nullptr) return std::nullopt;
+    return ArgLayout{t->sizes, t->strides.value_or(contiguous_strides(t->sizes))};
+  }
+  return std::nullopt;
+}
+
+// The example inputs of the compile a call runs: those of the first call of
+// its function with its int key (one compile per key, §1).
+std::vector<ArgLayout> compile_layouts(const Program& program, std::size_t action) {
+  const Call& call = std::get<Call>(program.actions[action]);
+  std::size_t first = action;
+  for (std::size_t a = 0; a < action; ++a) {
+    const Call* c = std::get_if<Call>(&program.actions[a]);
+    if (c != nullptr && c->function == call.function && c->int_key == call.int_key) {
+      first = a;
+      break;
+    }
+  }
+  std::vector<ArgLayout> out;
+  for (const std::string& arg : std::get<Call>(program.actions[first]).args) {
+    if (std::optional<ArgLayout> l = layout_of(program, first, arg)) out.push_back(std::move(*l));
+  }
+  return out;
+}
+
 std::string expected(const SkipVerdict& v) {
   switch (v.kind) {
     case SkipVerdict::Kind::kNone: return "no compile-time skip";
@@ -98,7 +130,8 @@ CheckResult check_skips_as_documented(const World& world, const Program& program
     if (def == nullptr) continue;
     Observed o;
     for (const Event* e : by_action[action]) observe(*e, def->name, o);
-    const SkipVerdict v = documented_skip(*def, !call->int_key.empty(), config);
+    const std::vector<ArgLayout> layouts = compile_layouts(program, action);
+    const SkipVerdict v = documented_skip(*def, !call->int_key.empty(), config, layouts);
     if (std::optional<std::string> wrong = compare(v, o)) {
       return fmt::format("action {} ({}{}): the doc says {}, but {}", action, def->name,
                          call->int_key.empty() ? "" : ", symint key", expected(v), *wrong);

@@ -30,33 +30,6 @@ bool has_cut(const FunctionDef& def, PartitionCutReason reason) {
                      [reason](const PartitionCut& c) { return c.reason == reason; });
 }
 
-// The inputs the body writes: an in-place op's first operand, followed
-// through views back to the input it views.
-std::set<std::uint32_t> written_inputs(const FunctionDef& def) {
-  const auto n = static_cast<ValueIndex>(def.num_inputs());
-  std::set<std::uint32_t> out;
-  for (const BodyOp& op : def.ops) {
-    if (!body_op_in_place(op.kind) || op.args.empty()) continue;
-    ValueIndex v = op.args[0];
-    while (v >= n &&
-           (body_op_is_view(def.ops[v - n].kind) || body_op_in_place(def.ops[v - n].kind)))
-      v = def.ops[v - n].args.at(0);
-    if (v < n) out.insert(v);
-  }
-  return out;
-}
-
-// The compile-time static inputs (§3): the lifted params and buffers, and the
-// nn.Parameters when inline_inbuilt_nn_modules is on (always from 2.12).
-bool static_input(const FunctionDef& def, std::uint32_t i, const CudagraphConfig& config) {
-  const auto in = [i](const std::vector<std::uint32_t>& s) {
-    return std::find(s.begin(), s.end(), i) != s.end();
-  };
-  const bool inline_on =
-      profile_rules(config.torch_profile).inline_always_on || config.inline_inbuilt_nn_modules;
-  return in(def.static_input_idxs) || (inline_on && in(def.param_input_idxs));
-}
-
 // §2.5 step 1, the lowering skips, in the doc's order.
 std::optional<SkipVerdict> lowering(const FunctionDef& def, bool dynamic,
                                     const CudagraphConfig& config) {
@@ -93,9 +66,61 @@ bool fails_non_tensor_test(const FunctionDef& def, const CudagraphConfig& config
   return false;
 }
 
+// §2.5 step 4, up to 2.12 ("Version profiles"; PR #182524 removed it in
+// 2.13), as the doc words PyTorch's `complex_memory_overlap`: drop the
+// expanded dims (stride 0) and the dims of size 1, sort the rest by stride
+// (ties by position), and fail when a dim's stride is below the stride times
+// the size of the dim before it. Conservative: it fails every argument whose
+// elements share memory, and some whose elements do not.
+bool fails_stride_test(const ArgLayout& a) {
+  std::vector<std::pair<std::int64_t, std::int64_t>> dims;  // (stride, size), by position
+  for (std::size_t d = 0; d < a.sizes.size() && d < a.strides.size(); ++d) {
+    if (a.strides[d] != 0 && a.sizes[d] != 1) dims.emplace_back(a.strides[d], a.sizes[d]);
+  }
+  std::stable_sort(dims.begin(), dims.end(),
+                   [](const auto& x, const auto& y) { return x.first < y.first; });
+  for (std::size_t i = 1; i < dims.size(); ++i) {
+    if (dims[i].first < dims[i - 1].first * dims[i - 1].second) return true;
+  }
+  return false;
+}
+
+bool fails_overlap_test(std::span<const ArgLayout> args, const CudagraphConfig& config) {
+  if (config.torch_profile >= TorchProfile::k2_13) return false;
+  return std::any_of(args.begin(), args.end(), fails_stride_test);
+}
+
 }  // namespace
 
-SkipVerdict documented_skip(const FunctionDef& def, bool dynamic, const CudagraphConfig& config) {
+// The inputs the body writes: an in-place op's first operand, followed
+// through views back to the input it views.
+std::set<std::uint32_t> written_inputs(const FunctionDef& def) {
+  const auto n = static_cast<ValueIndex>(def.num_inputs());
+  std::set<std::uint32_t> out;
+  for (const BodyOp& op : def.ops) {
+    if (!body_op_in_place(op.kind) || op.args.empty()) continue;
+    ValueIndex v = op.args[0];
+    while (v >= n &&
+           (body_op_is_view(def.ops[v - n].kind) || body_op_in_place(def.ops[v - n].kind)))
+      v = def.ops[v - n].args.at(0);
+    if (v < n) out.insert(v);
+  }
+  return out;
+}
+
+// The compile-time static inputs (§3): the lifted params and buffers, and the
+// nn.Parameters when inline_inbuilt_nn_modules is on (always from 2.12).
+bool static_input(const FunctionDef& def, std::uint32_t i, const CudagraphConfig& config) {
+  const auto in = [i](const std::vector<std::uint32_t>& s) {
+    return std::find(s.begin(), s.end(), i) != s.end();
+  };
+  const bool inline_on =
+      profile_rules(config.torch_profile).inline_always_on || config.inline_inbuilt_nn_modules;
+  return in(def.static_input_idxs) || (inline_on && in(def.param_input_idxs));
+}
+
+SkipVerdict documented_skip(const FunctionDef& def, bool dynamic, const CudagraphConfig& config,
+                            std::span<const ArgLayout> args) {
   // A graph Inductor does not cudagraph at all (triton.cudagraphs off) logs
   // no skip.
   if (!config.cudagraphs) return {};
@@ -114,13 +139,18 @@ SkipVerdict documented_skip(const FunctionDef& def, bool dynamic, const Cudagrap
       }
     }
   }
-  // Step 4: S4, logged without partitions, silent with them.
-  if (fails_non_tensor_test(def, config)) {
+  // Step 4: S4, logged without partitions, silent with them: "complex
+  // memory overlap" (up to 2.12), then "non-Tensor inputs".
+  const bool overlap = fails_overlap_test(args, config);
+  if (overlap || fails_non_tensor_test(def, config)) {
+    const std::string what = overlap
+                                 ? "an input that fails the memory-overlap stride test (up to 2.12)"
+                                 : "a non-Tensor input";
     if (partitions_on(config)) {
       return SkipVerdict{SkipVerdict::Kind::kSilent, "S4", false,
-                         "a non-Tensor input with graph partitions: dropped silently"};
+                         what + " with graph partitions: dropped silently"};
     }
-    return logged("S4", "a non-Tensor input without graph partitions", config);
+    return logged("S4", what + " without graph partitions", config);
   }
   return {};
 }

@@ -4,10 +4,14 @@
 // from the World's or the tree manager's code (sim/world/partitions.cpp,
 // World::compile), so that `cudagraphs.skips-as-documented.*` can catch a
 // model whose skip no longer fires and whose graph is cudagraphed anyway.
-// It reads only the graph's FunctionDef, whether the call has symints, and
-// the config with its torch profile's switches.
+// It reads only the graph's FunctionDef, whether the call has symints, the
+// sizes and strides of the call's tensor arguments, and the config with its
+// torch profile's switches.
 #pragma once
 
+#include <cstdint>
+#include <set>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -31,8 +35,24 @@ struct SkipVerdict {
   std::string why;
 };
 
+// The sizes and strides of one tensor argument of the compiling call.
+struct ArgLayout {
+  Dims sizes;
+  Dims strides;
+};
+
 // The verdict for a compile of `def` under `config`; `dynamic`: the call has
-// symint inputs (a non-empty int key).
-SkipVerdict documented_skip(const FunctionDef& def, bool dynamic, const CudagraphConfig& config);
+// symint inputs (a non-empty int key); `args`: the layouts of its tensor
+// arguments (none given: all contiguous).
+SkipVerdict documented_skip(const FunctionDef& def, bool dynamic, const CudagraphConfig& config,
+                            std::span<const ArgLayout> args = {});
+
+// The doc's words that the run-time oracle (runtime_skip_oracle.hpp) shares:
+// the inputs the body writes (an in-place op's first operand, followed
+// through views back to the input it views), and whether input `i` is a
+// compile-time static input (§3: the lifted params and buffers, and the
+// nn.Parameters when inline_inbuilt_nn_modules is on, always from 2.12).
+std::set<std::uint32_t> written_inputs(const FunctionDef& def);
+bool static_input(const FunctionDef& def, std::uint32_t i, const CudagraphConfig& config);
 
 }  // namespace capsim

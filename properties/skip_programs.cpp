@@ -11,15 +11,17 @@ namespace capsim {
 namespace {
 
 constexpr std::int64_t kSkipNumel = 8;
+const Dims kSkipSizes = {2, 4};
 
-// f(x, p) = x * p + x, with the plan's mutation, cut and declarations.
+// f(x, p) = x * p + x, with the plan's mutation, cut and declarations; no
+// x.add_ into a strided x (PyTorch refuses to write an overlapping one).
 FunctionDef skip_function(const SkipFunctionPlan& f, std::uint32_t index, TorchProfile profile) {
   FunctionBuilder b(fmt::format("f{}", index), CompilationMode::kInference,
                     {"arg0_1", "primals_2"});
   b.params({1}).static_inputs({1});
   const ValueIndex y = b.mul(b.input(0), b.input(1));
   const ValueIndex z = b.add(y, b.input(0));
-  if (f.mutate == 1) b.add_(b.input(0), y);
+  if (f.mutate == 1 && f.layout % kSkipLayouts == 0) b.add_(b.input(0), y);
   if (f.mutate == 2) b.add_(b.input(1), y);
   FunctionDef def = b.returns({z});
   if (f.cut_reason) {
@@ -48,6 +50,12 @@ CudagraphConfig skip_config(const SkipPlan& plan) {
 
 }  // namespace
 
+Dims skip_layout_strides(std::uint32_t layout) {
+  static const Dims kStrides[kSkipLayouts] = {{4, 1}, {1, 2}, {8, 1}, {0, 1},
+                                              {1, 1}, {2, 1}, {3, 2}};
+  return kStrides[layout % kSkipLayouts];
+}
+
 SkipProgram lower_skips(const SkipPlan& plan) {
   SkipProgram out;
   out.config = skip_config(plan);
@@ -67,19 +75,22 @@ SkipProgram lower_skips(const SkipPlan& plan) {
   };
   NewTensor p;
   p.name = "p";
-  p.sizes = {kSkipNumel};
+  p.sizes = kSkipSizes;
   p.parameter = true;
   add(p);
   std::vector<SkipCallPlan> calls = plan.calls;
   if (calls.empty()) calls.emplace_back();
   for (std::size_t k = 0; k < calls.size(); ++k) {
     const std::string x = fmt::format("x{}", k);
+    const std::uint32_t f = calls[k].function % functions.size();
     NewTensor t;
     t.name = x;
-    t.sizes = {kSkipNumel};
+    t.sizes = kSkipSizes;
+    if (functions[f].layout % kSkipLayouts != 0)
+      t.strides = skip_layout_strides(functions[f].layout);
     add(t);
     Call call;
-    call.function = fmt::format("f{}", calls[k].function % functions.size());
+    call.function = fmt::format("f{}", f);
     call.args = {x, "p"};
     call.outputs = {""};
     if (calls[k].key % 3 != 0) call.int_key = {kSkipNumel + calls[k].key % 3 - 1};

@@ -1,8 +1,9 @@
 // Small programs that reach the compile-time skips (S1 to S7 of
 // docs/cudagraph-trees.md §2.5), for the `cudagraphs.skips-as-documented.*`
-// properties: one or two graphs of x (a fresh eager tensor) and p (a
-// Parameter), each with what the skips read (a mutated input, a partition
-// cut, non-Tensor inputs, devices, a set_ on an input), called a few times
+// properties: one or two graphs of x (a fresh eager tensor of sizes (2, 4),
+// maybe strided) and p (a Parameter), each with what the skips read (a
+// mutated input, a partition cut, non-Tensor inputs, devices, a set_ on an
+// input, an x whose elements may share memory), called a few times
 // with or without a symint key, under a profile and the knobs those skips
 // read (graph_partition, cudagraph_skip_dynamic_graphs,
 // cudagraph_support_input_mutation, the caching allocator,
@@ -20,8 +21,16 @@
 
 namespace capsim {
 
+// The strides of x (sizes (2, 4)), by index: 0 contiguous (4, 1); 1 a
+// transpose's (1, 2); 2 holes (8, 1); 3 expanded (0, 1); 4 (1, 1) and 5
+// (2, 1), whose elements share memory; 6 (3, 2), whose elements do not
+// share memory although a stride is below the span of the dim before it.
+inline constexpr std::uint32_t kSkipLayouts = 7;
+Dims skip_layout_strides(std::uint32_t layout);
+
 struct SkipFunctionPlan {
   std::uint32_t mutate = 0;                 // 0: none; 1: x.add_ (plain input); 2: p.add_ (static)
+  std::uint32_t layout = 0;                 // x's strides (modulo kSkipLayouts); x.add_ only if 0
   std::optional<std::uint32_t> cut_reason;  // a cut of op cut_at, PartitionCutReason order
   std::uint32_t cut_at = 0;                 // taken modulo the ops
   std::vector<NonTensorInput> non_tensor;   // example inputs that are not tensors

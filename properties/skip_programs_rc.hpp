@@ -35,6 +35,7 @@ inline rc::Gen<SkipFunctionPlan> skip_function() {
   return rc::gen::exec([] {
     SkipFunctionPlan f;
     f.mutate = *weighted<std::uint32_t>({{4, 0}, {2, 1}, {1, 2}});
+    if (*sometimes(5)) f.layout = 1 + *small(kSkipLayouts - 1);
     if (*sometimes(3)) {
       f.cut_reason = *small(4);
       f.cut_at = *small(3);
@@ -57,13 +58,24 @@ inline void force_skip(std::uint32_t focus, SkipPlan& plan) {
     case 0:
       plan.support_input_mutation = false;
       f.mutate = 1;
+      f.layout = 0;
       break;
     case 1:
       plan.graph_partition = false;
       f.cut_reason = static_cast<std::uint32_t>(PartitionCutReason::kCpu);
       break;
     case 2: f.devices = 2 + *small(2); break;
-    case 3: f.non_tensor.insert(f.non_tensor.begin(), *non_tensor_input()); break;
+    case 3:
+      // An x whose strides fail the overlap test (S4 up to 2.12 only, so
+      // under every profile it both skips and does not), or a non-Tensor
+      // input with any x.
+      if (*sometimes(3)) {
+        f.layout = kSkipLayouts - 3 + *small(3);
+      } else {
+        f.non_tensor.insert(f.non_tensor.begin(), *non_tensor_input());
+        if (*sometimes(2)) f.layout = *small(kSkipLayouts);
+      }
+      break;
     case 4:
       if (*sometimes(2)) {
         f.cut_reason = static_cast<std::uint32_t>(PartitionCutReason::kCudagraphUnsafe);

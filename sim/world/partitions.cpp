@@ -273,7 +273,7 @@ std::optional<GraphSkip> fail_reasons_skip(const FunctionDef& def, std::span<con
                                            const CudagraphConfig& config, Fault fault) {
   const TorchProfileRules& rules = profile_rules(config.torch_profile);
   std::vector<std::string_view> reasons;
-  if (rules.complex_memory_overlap_test &&
+  if (rules.complex_memory_overlap_test && fault != Fault::kIgnoreSkipS4 &&
       std::any_of(args.begin(), args.end(),
                   [](const DynamoArg& a) { return a.complex_memory_overlap; })) {
     reasons.emplace_back("complex memory overlap");
