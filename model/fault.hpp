@@ -81,6 +81,11 @@ enum class FaultSite : std::uint8_t {
   X(kIgnoreSkipS6, "ignore_skip_s6", kTree,                                                       \
     "the caching allocator off does not skip (S6, 2.13 on)")                                      \
   X(kIgnoreSkipS7, "ignore_skip_s7", kTree, "a set_ on a graph input never skips (S7, 2.13 on)")  \
+  X(kIgnoreSkipS1Runtime, "ignore_skip_s1_runtime", kTree,                                        \
+    "the mutation gate (run-time S1) never blocks a call")                                        \
+  X(kIgnoreSkipE5, "ignore_skip_e5", kTree, "the re-record limit (E5) is never exceeded")         \
+  X(kIgnoreSkipE9, "ignore_skip_e9", kTree,                                                       \
+    "2.15's managed-input limit under action \"skip\" (E9) is never reached")                     \
   X(kDropFanInAdd, "drop_fan_in_add", kRun, "the interpreter's torch.add returns its first arg")  \
   X(kSkipPostHooks, "skip_post_hooks", kRun, "the interpreter runs no post hooks")                \
   X(kLegacyCapture, "legacy_capture", kCapture,                                                   \

@@ -19,6 +19,8 @@ namespace capsim {
 void add_loop_properties(std::vector<Property>& c, const CaseSetting& setting);
 // skip_properties.cpp: the compile-time skips against the doc's conditions.
 void add_skip_properties(std::vector<Property>& c, const CaseSetting& setting);
+// runtime_skip_properties.cpp: the run-time skips against the doc's conditions.
+void add_runtime_skip_properties(std::vector<Property>& c, const CaseSetting& setting);
 
 namespace {
 
@@ -330,6 +332,10 @@ constexpr ControlNeed kControlNeeds[] = {
      [](const TorchProfileRules& r) { return r.caching_allocator_skip; }},
     {"cudagraphs.skips-as-documented.s7", "the input-storage-mutation skip (S7, 2.13 on)",
      [](const TorchProfileRules& r) { return r.input_storage_mutation_skip; }},
+    {"cudagraphs.skips-as-documented.e5", "the re-record limit (every profile but 2.12)",
+     [](const TorchProfileRules& r) { return r.rerecord_limit != RerecordLimit::kNever; }},
+    {"cudagraphs.skips-as-documented.e9", "the managed-input limit (E9, 2.15)",
+     [](const TorchProfileRules& r) { return r.has_managed_input_demotion; }},
 };
 
 // In the order `capsim check` runs and lists them.
@@ -338,6 +344,7 @@ std::vector<Property> make_catalogue(const CaseSetting& injected) {
   add_capture_properties(c, injected);
   add_tree_properties(c, injected);
   add_skip_properties(c, injected);
+  add_runtime_skip_properties(c, injected);
   add_determinism_properties(c, injected);
   add_trace_properties(c, injected);
   add_loop_properties(c, injected);

@@ -45,6 +45,7 @@ std::vector<std::uint32_t> TreeManager::update_managed_input_rerecord(
     // A demoted input is copied already: its changes no longer count.
     if (copy && demoted.count(i) != 0) continue;
     if (++counts[i] < limit) continue;
+    if (!copy && ctx_.fault == Fault::kIgnoreSkipE9) continue;
     if (copy) {
       demoted.insert(i);
       ctx_.emit(EventKind::kDemote, {{F::fid, fid},

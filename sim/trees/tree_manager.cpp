@@ -140,6 +140,7 @@ void TreeManager::check_warn_on_unable_to_start_executing(FunctionId fid) {
 }
 
 bool TreeManager::exceed_rerecord_limit(std::optional<GraphId> node, FunctionId fid) const {
+  if (ctx_.fault == Fault::kIgnoreSkipE5) return false;
   switch (profile_rules(ctx_.config.torch_profile).rerecord_limit) {
     case RerecordLimit::kNever: return false;
     case RerecordLimit::kUnlessInlined:
@@ -182,7 +183,7 @@ bool TreeManager::mutation_blocks(FunctionId fid, const std::vector<TensorId>& i
       mutated.push_back(idx);
     }
   }
-  const bool blocked = instances > 0;
+  const bool blocked = instances > 0 && ctx_.fault != Fault::kIgnoreSkipS1Runtime;
   mutation_hint_[key] = blocked;
   if (blocked && warned_mutation_.insert(fid).second) {
     const std::string message =
