@@ -47,7 +47,7 @@ std::optional<std::int64_t> TreeManager::current_node_id() const {
                           : static_cast<std::int64_t>(current_->index);
 }
 
-std::uint64_t TreeManager::num_rerecord(std::optional<GraphId> node, FunctionId fid) const {
+std::uint64_t TreeManager::num_rerecord(std::optional<std::int64_t> node, FunctionId fid) const {
   auto it = num_rerecord_.find({node, fid});
   return it == num_rerecord_.end() ? 0 : it->second;
 }
@@ -139,7 +139,7 @@ void TreeManager::check_warn_on_unable_to_start_executing(FunctionId fid) {
              {F::message, messages::pending_backward(profile_rules(ctx_.config.torch_profile))}});
 }
 
-bool TreeManager::exceed_rerecord_limit(std::optional<GraphId> node, FunctionId fid) const {
+bool TreeManager::exceed_rerecord_limit(std::optional<std::int64_t> node, FunctionId fid) const {
   if (ctx_.fault == Fault::kIgnoreSkipE5) return false;
   switch (profile_rules(ctx_.config.torch_profile).rerecord_limit) {
     case RerecordLimit::kNever: return false;
@@ -284,7 +284,7 @@ Result<CallOutcome> TreeManager::run_inner(FunctionId fid, std::vector<TensorId>
   if (mutation_blocks(fid, inputs, false)) {
     return skip_or_fallback(fid, inputs, Decision::kEagerMutatedInputs);
   }
-  if (exceed_rerecord_limit(current_graph_id(), fid)) {
+  if (exceed_rerecord_limit(current_node_id(), fid)) {
     return run_eager_fallback(fid, inputs, Decision::kEagerRerecordLimit);
   }
   if (managed_skip_edges_.count({current_node_id(), fid}) != 0) {
@@ -359,13 +359,13 @@ std::optional<Result<CallOutcome>> TreeManager::replay_or_rerecord(FunctionId fi
   }
   if (m.unexpected) {
     const std::optional<GraphId> node = current_graph_id();
-    ++num_rerecord_[{node, fid}];
+    ++num_rerecord_[{current_node_id(), fid}];
     if (!reached.empty()) {
       std::string message = emit_managed_input_skip(fid, node, reached);
       if (skips_raise()) pending_skip_error_ = std::move(message);
       return skip_or_fallback(fid, inputs, Decision::kEagerManagedInputLimit);
     }
-    if (exceed_rerecord_limit(node, fid)) {
+    if (exceed_rerecord_limit(current_node_id(), fid)) {
       std::string message = emit_rerecord_limit_skip(ctx_, fid, node, cause, m.unexpected_reason);
       if (skips_raise()) pending_skip_error_ = std::move(message);
       return skip_or_fallback(fid, inputs, Decision::kEagerRerecordLimit);

@@ -84,7 +84,9 @@ class TreeManager {
   bool running_forwards_with_pending_backwards() const {
     return running_forwards_with_pending_backwards_;
   }
-  std::uint64_t num_rerecord(std::optional<GraphId> node, FunctionId fid) const;
+  // By current_node_id(): a warmup node's own (negative) id, as PyTorch's
+  // _get_node_id, so the count there is its own, never a recorded node's.
+  std::uint64_t num_rerecord(std::optional<std::int64_t> node, FunctionId fid) const;
   // Descendants of each root, roots in function-id then insertion order
   // (the tests' get_root_children()).
   std::vector<std::size_t> root_children() const;
@@ -121,7 +123,7 @@ class TreeManager {
   // Whether a sibling that failed with `status` counts toward the
   // re-record limit, as the profile says.
   bool counts_toward_rerecord_limit(InvariantStatus status) const;
-  bool exceed_rerecord_limit(std::optional<GraphId> node, FunctionId fid) const;
+  bool exceed_rerecord_limit(std::optional<std::int64_t> node, FunctionId fid) const;
   // 2.15's managed-input accounting (tree_managed_inputs.cpp). The managed inputs
   // of `latest` (the newest recording of the function on this edge) whose
   // pointers changed and that a copy may replace.
@@ -246,7 +248,7 @@ class TreeManager {
   // non_cudagraph_managed_mutation_hint[(node, fid)]
   // Keyed by the current node's id: a GraphId, a (negative) warmup id, or none.
   std::map<std::pair<std::optional<std::int64_t>, FunctionId>, bool> mutation_hint_;
-  std::map<std::pair<std::optional<GraphId>, FunctionId>, std::uint64_t> num_rerecord_;
+  std::map<std::pair<std::optional<std::int64_t>, FunctionId>, std::uint64_t> num_rerecord_;
   // 2.15, per (current node id, function) edge like mutation_hint_: pointer
   // changes per managed input index, the indices demoted to copies, and the
   // edges that the "skip" action sends to eager.

@@ -424,5 +424,40 @@ TEST_CASE("bad input: unknown names and functions, double del, shape errors name
   fails_with(p, "mm: both operands must be 2-d");
 }
 
+// The re-record limit's early exit reads the count of (current node,
+// function), and a warmup node's id is its own (_get_node_id): a function
+// whose root edge passed the limit still warms up when it is called at
+// another function's warmup node (cudagraph_trees.py _run, 2.5 to 2.11).
+TEST_CASE("re-record limit: a warmup node's count is its own, not the root edge's") {
+  Program p;
+  {
+    FunctionBuilder f("f", kInference, {"x", "p"});
+    f.static_inputs({1});
+    p.functions.push_back(f.returns({f.add(f.input(0), f.input(1))}));
+    FunctionBuilder h("h", kInference, {"x"});
+    p.functions.push_back(h.returns({h.add(h.input(0), h.input(0))}));
+  }
+  p.actions.push_back(param("p", {4}, 1.0f));
+  p.actions.push_back(tensor("x", {4}, 1.0f));
+  for (int i = 0; i < 3; ++i) p.actions.push_back(call("f", {"x", "p"}, {""}));
+  p.actions.push_back(reassign("p", 2.0f));
+  p.actions.push_back(call("f", {"x", "p"}, {""}));  // past the limit at the root edge: E5
+  p.actions.push_back(call("h", {"x"}, {"kept"}));   // h's warmup, its output kept
+  p.actions.push_back(call_same("f", {"x", "p"}, {""}));
+  WorldOptions options;
+  options.config.torch_profile = TorchProfile::kClassic;
+  options.config.inline_inbuilt_nn_modules = false;
+  options.config.cudagraph_unexpected_rerecord_limit = 0;
+  const std::unique_ptr<World> w = run_program(p, options);
+  std::vector<std::string> last;  // the decisions of the last call
+  for (const Event& e : w->events()) {
+    if (e.action == p.actions.size() - 1 && e.text(F::function) == "f") {
+      last.emplace_back(event_kind_name(e.kind));
+    }
+  }
+  CHECK(count_where(w->events(), EventKind::kSkip, F::id, "E5") == 1);
+  CHECK(last == std::vector<std::string>{"warmup"});
+}
+
 }  // namespace
 }  // namespace capsim
