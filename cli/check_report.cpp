@@ -14,14 +14,6 @@ std::string seed_text(std::uint64_t seed) {
   return fmt::format("{:#018x}", seed);
 }
 
-// The lines of `text`, each prefixed with `indent`.
-void append_indented(std::vector<std::string>& out, const std::string& text,
-                     const std::string& indent) {
-  std::istringstream in(text);
-  std::string line;
-  while (std::getline(in, line)) out.push_back(indent + line);
-}
-
 void append_failure(std::vector<std::string>& out, const CaseResult& f) {
   out.push_back(fmt::format("        {}", f.message));
   out.push_back(fmt::format(
@@ -317,6 +309,13 @@ std::vector<std::string> junit_lines(const CheckReport& report,
   junit_controls(report, selected, out);
   out.push_back("</testsuite>");
   return out;
+}
+
+void append_indented(std::vector<std::string>& out, const std::string& text,
+                     const std::string& indent) {
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) out.push_back(indent + line);
 }
 
 }  // namespace capsim::cli

@@ -35,6 +35,10 @@ std::vector<std::string> probe_lines(const CheckReport& report);
 std::vector<std::string> junit_lines(const CheckReport& report,
                                      const std::vector<const Property*>& selected);
 
+// The lines of `text`, each prefixed with `indent`, appended to `out`.
+void append_indented(std::vector<std::string>& out, const std::string& text,
+                     const std::string& indent);
+
 // XML (and HTML) text and attribute values: the five characters that have a
 // meaning escaped, the control characters XML 1.0 cannot hold replaced.
 std::string xml_escape(std::string_view text);

@@ -45,22 +45,15 @@ Result<ObservedRun> run_of(const std::string& path, OnRaise on_raise) {
   return gpu;
 }
 
-std::string indented(const std::string& text) {
-  std::string out;
-  std::size_t start = 0;
-  while (start < text.size()) {
-    const std::size_t end = text.find('\n', start);
-    const std::size_t stop = end == std::string::npos ? text.size() : end;
-    out += "    " + text.substr(start, stop - start) + "\n";
-    start = stop + 1;
-  }
-  return out;
-}
-
 std::string check_text(const LimitCheck& c) {
   std::string out = limit_check_line(c) + "\n";
   if (c.holds) return out;
-  if (c.explanation) return out + indented(explanation_text(*c.explanation));
+  if (c.explanation) {
+    std::vector<std::string> lines;
+    append_indented(lines, explanation_text(*c.explanation), "    ");
+    for (const std::string& line : lines) out += line + "\n";
+    return out;
+  }
   return out + fmt::format("    at action {}\n", *c.action);
 }
 

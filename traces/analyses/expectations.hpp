@@ -37,7 +37,9 @@ enum class LimitKind : std::uint8_t {
   CAPSIM_LIMIT_KINDS(CAPSIM_ENUM_)
 #undef CAPSIM_ENUM_
 };
-inline constexpr std::size_t kLimitKinds = 6;
+#define CAPSIM_COUNT_(e, key, flag, what) +1
+inline constexpr std::size_t kLimitKinds = 0 CAPSIM_LIMIT_KINDS(CAPSIM_COUNT_);
+#undef CAPSIM_COUNT_
 std::string_view limit_key(LimitKind kind);
 std::string_view limit_flag(LimitKind kind);
 std::string_view limit_what(LimitKind kind);
