@@ -15,6 +15,7 @@ packages=(
   ccache libmimalloc-dev libtomlplusplus-dev
   clang-tidy
   python3-pytest
+  chromium
 )
 
 missing=()
