@@ -8,10 +8,12 @@
 #include <sstream>
 
 #include "cli/check_report.hpp"
+#include "cli/explain_charts.hpp"
 #include "render/dot_writer.hpp"
 #include "render/fold.hpp"
 #include "render/graphviz_output.hpp"
 #include "render/trace_graphs.hpp"
+#include "traces/analyses/call_series.hpp"
 
 namespace capsim::cli {
 
@@ -126,7 +128,12 @@ constexpr std::string_view kStyle =
     ".left{flex:1 1 50%;overflow:auto}.right{flex:1 1 50%}table{border-collapse:collapse}"
     "td{border-top:1px solid #ddd;padding:2px 6px;vertical-align:top;font-size:90%}"
     ".ev{font-family:monospace;font-size:85%;color:#333}section{border:1px solid #ccc;"
-    "padding:0 .8em;margin-bottom:.8em}.note{color:#a00}svg{max-width:100%;height:auto}";
+    "padding:0 .8em;margin-bottom:.8em}.note{color:#a00}svg{max-width:100%;height:auto}"
+    ".chart text{font-size:11px;fill:#333}.chart .ct{font-weight:bold}.chart .ax{stroke:#999}"
+    ".chart .pool{fill:none;stroke:#36c;stroke-width:1.5}"
+    ".chart .reserved{fill:#69c}.chart "
+    ".copy{fill:#999}"
+    ".chart .mark{stroke-width:1.5;opacity:.7}";
 
 }  // namespace
 
@@ -139,7 +146,11 @@ Result<std::string> explanation_page(const std::string& path, const ObservedRun&
   page += fmt::format("<h1>capsim explain {}</h1>\n<p>{} actions, {} events{}</p>\n", escaped(path),
                       run.actions.size(), run.events.size(),
                       run.simulated ? " (a program: simulated first)" : "");
-  page += "<main><div class=left>\n" + drawing_html(path, run) + timeline_html(run);
+  const Result<std::vector<PoolBytes>> pool = modelled_pool_bytes(run);
+  const CallSeries calls = calls_by_function(
+      run, pool ? std::span<const PoolBytes>(*pool) : std::span<const PoolBytes>());
+  page += "<main><div class=left>\n" + drawing_html(path, run) +
+          charts_html(calls, pool, !run.simulated) + timeline_html(run);
   page += "</div><div class=right>\n" + what_ifs_html(what_ifs) + explanations_html(explanations) +
           "</div></main>\n";
   return page + "</body>\n</html>\n";

@@ -1,6 +1,8 @@
 // `capsim explain FILE --html OUT`: one self-contained page (no scripts, no
 // links out) with the run's drawing (the tree, or the first captured graph;
-// an SVG laid out by libgvc), the timeline (each action with its events) and
+// an SVG laid out by libgvc), a chart per compiled function of the pool's
+// live bytes and the bytes copied in per call (cli/explain_charts.hpp), the
+// timeline (each action with its events) and
 // the explanations, side by side, and the what-ifs asked for (`--what-if`
 // with `--html`) above the explanations. Deterministic: the same file gives
 // the same bytes.

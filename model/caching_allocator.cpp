@@ -90,6 +90,7 @@ Result<Address> CachingAllocator::map_segment(PoolId pool, SizeClass size_class,
   insert_free(whole);
   ++stats_.segments_mapped;
   stats_.reserved_bytes += range->bytes;
+  pools_[pool.value].reserved_bytes += range->bytes;
   return range->base;
 }
 
@@ -217,6 +218,10 @@ std::vector<SegmentInfo> CachingAllocator::segments() const {
 
 std::uint64_t CachingAllocator::allocated_bytes(PoolId pool) const {
   return pool_exists(pool) ? pools_[pool.value].allocated_bytes : 0;
+}
+
+std::uint64_t CachingAllocator::reserved_bytes(PoolId pool) const {
+  return pool_exists(pool) ? pools_[pool.value].reserved_bytes : 0;
 }
 
 Status CachingAllocator::check_pool_live_allocations(PoolId pool,

@@ -129,6 +129,8 @@ class CachingAllocator {
   std::vector<SegmentInfo> segments() const;
   const AllocatorStats& stats() const { return stats_; }
   std::uint64_t allocated_bytes(PoolId pool) const;
+  // Bytes of the pool's segments (a segment is never unmapped).
+  std::uint64_t reserved_bytes(PoolId pool) const;
   DeviceMemory& memory() { return memory_; }
 
  private:
@@ -151,6 +153,7 @@ class CachingAllocator {
     FreeSet free_small;
     FreeSet free_large;
     std::uint64_t allocated_bytes = 0;
+    std::uint64_t reserved_bytes = 0;
   };
 
   FreeSet& free_set(PoolId pool, SizeClass size_class);

@@ -243,6 +243,12 @@ std::size_t World::pool_live_blocks() const {
   return pool ? allocator_.live_blocks(*pool).size() : 0;
 }
 
+PoolBytes World::pool_bytes() const {
+  const std::optional<PoolId> pool = options_.config.plain_api ? plain_.pool() : tree_pool_;
+  if (!pool) return {};
+  return PoolBytes{allocator_.allocated_bytes(*pool), allocator_.reserved_bytes(*pool)};
+}
+
 std::size_t World::live_storages_of(const std::vector<TensorId>& tensors) const {
   return context_.live_storages_of(tensors);
 }

@@ -46,6 +46,13 @@
 
 namespace capsim {
 
+// The cudagraph pool's bytes at a moment: in allocated blocks, and in the
+// segments mapped for it (which only grow: a re-record storm shows there).
+struct PoolBytes {
+  std::uint64_t live = 0;
+  std::uint64_t reserved = 0;
+};
+
 class World : private WorldCalls {
  public:
   explicit World(WorldOptions options);
@@ -84,6 +91,9 @@ class World : private WorldCalls {
   Result<std::vector<float>> values(const std::string& name) const;
   // Live blocks of the cudagraph pool (the tests' all_live_block_count()).
   std::size_t pool_live_blocks() const;
+  // Bytes in those blocks (rounded sizes, as the allocator's stats count)
+  // and in the pool's segments.
+  PoolBytes pool_bytes() const;
   // Storages a dropped optimizer's params still have alive.
   std::size_t live_storages_of(const std::vector<TensorId>& tensors) const;
   const TensorStore& store() const { return store_; }

@@ -128,6 +128,10 @@ TEST_CASE("private pools never share segments") {
   CHECK(alloc.live_blocks(kDefaultPool).empty());
   CHECK(alloc.live_blocks(*pool).size() == 2);
   CHECK(alloc.allocated_bytes(*pool) == 1024);
+  // Each pool's segments are its own reserved bytes.
+  CHECK(alloc.reserved_bytes(kDefaultPool) == 2 * kMiB);
+  CHECK(alloc.reserved_bytes(*pool) == 2 * kMiB);
+  CHECK(alloc.reserved_bytes(PoolId{7}) == 0);
 }
 
 TEST_CASE("check_pool_live_allocations names the first difference") {

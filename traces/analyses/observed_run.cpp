@@ -56,6 +56,7 @@ ObservedRun simulated_run(ProgramFile file, ProgramRun ran, OnRaise on_raise) {
   run.functions = std::move(file.program.functions);
   run.actions = std::move(file.program.actions);
   run.events = std::move(ran.events);
+  run.pool_bytes = std::move(ran.pool_bytes);
   run.event_lines.assign(run.events.size(), 0);
   run.event_messages.assign(run.events.size(), "");
   run.simulated = true;
@@ -138,6 +139,13 @@ Result<ObservedRun> as_on_a_gpu(const ObservedRun& run, OnRaise on_raise) {
   out.as_on_a_gpu = true;
   carry_recorded_messages(run, out);
   return out;
+}
+
+Result<std::vector<PoolBytes>> modelled_pool_bytes(const ObservedRun& run) {
+  if (run.simulated) return run.pool_bytes;
+  const ProgramFile file{run.header, Program{run.functions, run.actions}, {}};
+  CAPSIM_TRY_ASSIGN(ProgramRun ran, run_program_file(file, "the pool's model"));
+  return std::move(ran.pool_bytes);
 }
 
 }  // namespace capsim

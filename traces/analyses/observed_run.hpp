@@ -33,6 +33,9 @@ struct ObservedRun {
   std::optional<std::size_t> stopped_at;
   RunStop stop = RunStop::kNone;
   bool kept_going = false;
+  // Simulated: per action run, the cudagraph pool's bytes after it
+  // (ProgramRun::pool_bytes); empty for a trace's own events.
+  std::vector<PoolBytes> pool_bytes;
   // The reader's warnings (a cut last line: docs/reliability.md), which every
   // command prints on stderr as replay does.
   std::vector<std::string> warnings;
@@ -51,5 +54,13 @@ Result<ObservedRun> observe_file(const std::string& path, OnRaise on_raise = OnR
 // a GPU. `explain --as-on-a-gpu` explains it, and what-ifs of such a run
 // compare against it. The header is kept: it still says how the run went.
 Result<ObservedRun> as_on_a_gpu(const ObservedRun& run, OnRaise on_raise = OnRaise::kStop);
+
+// The pool's bytes after each action as capsim's model has them: a
+// simulated run's own, or, for a trace's events, those of a simulation of
+// its program under its header (a trace records no pool's bytes; the
+// simulation ends where the run would, at its first raise). Shorter than the
+// actions when the run ended early. An error when the World refuses the
+// program (a trace that `capsim replay` would report).
+Result<std::vector<PoolBytes>> modelled_pool_bytes(const ObservedRun& run);
 
 }  // namespace capsim

@@ -258,6 +258,7 @@ Result<ProgramRun> run_program_file(const ProgramFile& file, const std::string& 
       if (e.kind == EventKind::kError && !run.error_at) run.error_at = i;
       run.events.push_back(std::move(e));
     }
+    run.pool_bytes.push_back(world.pool_bytes());
   }
   run.counters = world.counters();
   return run;

@@ -53,6 +53,9 @@ enum class RunStop : std::uint8_t { kNone, kRaise, kRefusedAfterRaise };
 
 struct ProgramRun {
   std::vector<Event> events;  // in order; each names its action
+  // Per action run, the cudagraph pool's bytes after it (0 before the pool
+  // exists): the charts of `explain --html`.
+  std::vector<PoolBytes> pool_bytes;
   Counters counters;
   // The first action that raised (where a real run dies), and, when the run
   // ended early, the first action it did not run and why.
