@@ -10,7 +10,7 @@ namespace capsim::cuda {
 
 Status HostBackend::materialize(const MemoryLayout& layout) {
   for (const AddressRange& segment : layout.segments) {
-    if (memory_.resolve(segment.base, segment.bytes)) continue;
+    if (memory_.check_mapped(segment.base, segment.bytes)) continue;
     CAPSIM_TRY_ASSIGN(const AddressRange mapped, memory_.map_segment(segment.bytes));
     if (mapped.base != segment.base) {
       return make_error(fmt::format("host backend: segment {} was mapped at {}", hex(segment.base),

@@ -38,6 +38,12 @@ class HostBackend final : public Backend {
   Result<std::vector<PointerUse>> baked_pointers(GraphHandle handle) const override {
     return backend_.baked_pointers(handle);
   }
+  // Its own memory's pages, so that a stray write of its kernels shows
+  // wherever it lands (ReferenceMirror compares what either side wrote).
+  std::optional<std::uint64_t> write_count() const override { return memory_.write_count(); }
+  std::vector<AddressRange> written_since(std::uint64_t count) const override {
+    return memory_.written_since(count);
+  }
 
  private:
   DeviceMemory memory_;

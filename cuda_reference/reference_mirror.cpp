@@ -35,12 +35,7 @@ std::string describe_difference(Address segment, std::uint64_t offset, const std
 // The ranges of `uses`, sorted by base, with overlapping ones merged. Ranges
 // that only touch stay apart: each lies in one segment, and two segments may
 // be neighbours in the address space.
-std::vector<AddressRange> merged_ranges(const std::vector<PointerUse>& uses) {
-  std::vector<AddressRange> ranges;
-  ranges.reserve(uses.size());
-  for (const PointerUse& u : uses) {
-    if (u.range.bytes > 0) ranges.push_back(u.range);
-  }
+std::vector<AddressRange> merged_ranges(std::vector<AddressRange> ranges) {
   std::sort(ranges.begin(), ranges.end(),
             [](const AddressRange& a, const AddressRange& b) { return a.base < b.base; });
   std::vector<AddressRange> merged;
@@ -53,6 +48,15 @@ std::vector<AddressRange> merged_ranges(const std::vector<PointerUse>& uses) {
     }
   }
   return merged;
+}
+
+std::vector<AddressRange> merged_ranges(const std::vector<PointerUse>& uses) {
+  std::vector<AddressRange> ranges;
+  ranges.reserve(uses.size());
+  for (const PointerUse& u : uses) {
+    if (u.range.bytes > 0) ranges.push_back(u.range);
+  }
+  return merged_ranges(std::move(ranges));
 }
 
 }  // namespace
@@ -111,8 +115,24 @@ void ReferenceMirror::instantiated(GraphHandle handle, const StepProgram& progra
 std::vector<AddressRange> ReferenceMirror::checked_ranges(const Graph& graph,
                                                           const DeviceMemory& memory,
                                                           bool first_replay) const {
+  if (target_.write_count()) {
+    // Where either side wrote since they last agreed; everywhere else both
+    // still hold the bytes they agreed on (before the first copy: the zeros
+    // both mapped).
+    const Synced synced = synced_.value_or(Synced{});
+    std::vector<AddressRange> ranges = memory.written_since(synced.model);
+    std::vector<AddressRange> theirs = target_.written_since(synced.target);
+    ranges.insert(ranges.end(), theirs.begin(), theirs.end());
+    return merged_ranges(std::move(ranges));
+  }
   if (first_replay) return memory.layout().segments;
   return graph.touched;
+}
+
+void ReferenceMirror::mark_synced(const DeviceMemory& memory) {
+  if (const std::optional<std::uint64_t> target = target_.write_count()) {
+    synced_ = Synced{memory.write_count(), *target};
+  }
 }
 
 void ReferenceMirror::before_replay(GraphHandle handle, const DeviceMemory& memory) {
@@ -132,6 +152,7 @@ void ReferenceMirror::before_replay(GraphHandle handle, const DeviceMemory& memo
     }
     stats_.bytes_uploaded += range.bytes;
   }
+  mark_synced(memory);  // after the copies, which the target counts as writes
 }
 
 Status ReferenceMirror::compare(const Graph& graph, const DeviceMemory& memory) {
@@ -173,6 +194,7 @@ void ReferenceMirror::after_replay(GraphHandle handle, const DeviceMemory& memor
         fmt::format("graph '{}' replay {}: {}", graph.name, graph.replays, s.error().message));
   }
   if (Status s = compare(graph, memory); !s) return disagree(s.error().message);
+  mark_synced(memory);
   if (Status s = record_evidence(graph); !s) {
     return disagree(
         fmt::format("graph '{}' replay {}: {}", graph.name, graph.replays, s.error().message));

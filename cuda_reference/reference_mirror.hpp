@@ -18,6 +18,14 @@
 // reads nothing else, and writes nothing else that its first replay did not
 // already show. Whole segments per replay made reference.agrees 25 times the
 // cost of the property it mirrors (docs/performance.md).
+// Where the target tracks its own writes (Backend::write_count; the host
+// backend, over a DeviceMemory, does), neither rule is needed: before each
+// replay the mirror copies in the pages that the model or the target wrote
+// since they last agreed, and after it compares the pages either wrote since.
+// That is exact, not a sample: a page neither side wrote still holds the
+// bytes both agreed on, so a stray write of the target shows wherever it
+// lands, at any replay. The CUDA backend cannot say what its kernels wrote
+// and keeps the rules above.
 // At instantiation it also compares the target's baked pointers (read back
 // from the driver, translated to simulated addresses) with the program's.
 // The first disagreement is kept, with the graph, the replay, the address
@@ -89,9 +97,13 @@ class ReferenceMirror final : public ReplayMirror {
   bool stopped() const { return disagreement_.has_value(); }
   void disagree(std::string what);
   Status materialize(const DeviceMemory& memory);
-  // The segments for a graph's first replay, its touched ranges after.
+  // With write tracking, the pages either side wrote since they last
+  // agreed; without, the segments for a graph's first replay, its touched
+  // ranges after.
   std::vector<AddressRange> checked_ranges(const Graph& graph, const DeviceMemory& memory,
                                            bool first_replay) const;
+  // Both sides agree now: their write counts, where the target tracks its own.
+  void mark_synced(const DeviceMemory& memory);
   Status compare(const Graph& graph, const DeviceMemory& memory);
   Status record_evidence(Graph& graph);
 
@@ -101,6 +113,15 @@ class ReferenceMirror final : public ReplayMirror {
   std::map<std::uint32_t, Graph> graphs_;  // by the model's handle
   std::uint64_t mapped_segments_ = 0;
   bool uploaded_once_ = false;
+  // Where the target tracks its writes (Backend::write_count): the write
+  // counts of the model's memory and of the target when they last agreed.
+  // Empty before the first copy (read as zeros: both then hold the zeros
+  // they mapped, but for what the model wrote, all of which is copied in).
+  struct Synced {
+    std::uint64_t model = 0;
+    std::uint64_t target = 0;
+  };
+  std::optional<Synced> synced_;
   std::optional<std::string> disagreement_;
   MirrorStats stats_;
 };

@@ -10,11 +10,16 @@
 //  - replay(handle) runs the frozen steps in program order, reading and writing
 //    whatever lies at the baked addresses now;
 //  - baked_pointers(handle) reports those addresses as the backend holds them
-//    (the CUDA backend reads them back from the driver).
+//    (the CUDA backend reads them back from the driver);
+//  - write_count() and written_since(count), where the backend tracks its
+//    writes (one over a DeviceMemory does), say which pages it wrote, its
+//    replays and write() alike; a mirror then copies and compares those
+//    instead of whole segments.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -51,6 +56,10 @@ class Backend {
   virtual Result<std::vector<std::uint64_t>> buffer_ids(GraphHandle) const {
     return std::vector<std::uint64_t>{};
   }
+  // Write tracking (DeviceMemory::write_count, written_since): none for a
+  // backend that cannot say what its kernels wrote (the CUDA backend).
+  virtual std::optional<std::uint64_t> write_count() const { return std::nullopt; }
+  virtual std::vector<AddressRange> written_since(std::uint64_t) const { return {}; }
 };
 
 }  // namespace capsim

@@ -40,7 +40,7 @@ Result<AddressRange> DeviceMemory::map_segment(std::uint64_t bytes) {
         bytes, options_.capacity_bytes, mapped_bytes_));
   }
   const AddressRange range{next_base_, bytes};
-  Segment segment{range, std::unique_ptr<std::byte, Unmapper>(nullptr, Unmapper{bytes})};
+  Segment segment{range, std::unique_ptr<std::byte, Unmapper>(nullptr, Unmapper{bytes}), {}, 0};
   if (options_.backed) {
     void* backing = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1,
                            0);  // zero-filled, lazily
@@ -49,6 +49,7 @@ Result<AddressRange> DeviceMemory::map_segment(std::uint64_t bytes) {
     }
     segment.bytes =
         std::unique_ptr<std::byte, Unmapper>(static_cast<std::byte*>(backing), Unmapper{bytes});
+    segment.page_writes.assign(bytes / kWritePageBytes, 0);
   }
   segments_.emplace(range.base, std::move(segment));
   next_base_ += bytes;
@@ -65,28 +66,67 @@ const DeviceMemory::Segment* DeviceMemory::find(Address address, std::uint64_t b
   return &it->second;
 }
 
-Status DeviceMemory::check_mapped(Address address, std::uint64_t bytes) const {
-  // An access of no bytes touches nothing, wherever it points (an empty
-  // tensor's address is 0, as its data_ptr is in PyTorch).
-  if (bytes == 0 || find(address, bytes) != nullptr) return {};
+Result<const DeviceMemory::Segment*> DeviceMemory::segment_of(Address address,
+                                                              std::uint64_t bytes) const {
+  if (const Segment* segment = find(address, bytes)) return segment;
   return make_error(
       fmt::format("access of {} bytes at {} is outside every mapped segment", bytes, hex(address)));
 }
 
+Status DeviceMemory::check_mapped(Address address, std::uint64_t bytes) const {
+  // An access of no bytes touches nothing, wherever it points (an empty
+  // tensor's address is 0, as its data_ptr is in PyTorch).
+  if (bytes == 0) return {};
+  CAPSIM_TRY(segment_of(address, bytes));
+  return {};
+}
+
 Result<const std::byte*> DeviceMemory::resolve(Address address, std::uint64_t bytes) const {
   if (bytes == 0) return static_cast<const std::byte*>(nullptr);
-  CAPSIM_TRY(check_mapped(address, bytes));
+  CAPSIM_TRY_ASSIGN(const Segment* segment, segment_of(address, bytes));
   if (!options_.backed) {
     return make_error(fmt::format("values are off: no bytes behind {}", hex(address)));
   }
-  const Segment* segment = find(address, bytes);
   return segment->bytes.get() + (address - segment->range.base);
 }
 
 Result<std::byte*> DeviceMemory::resolve(Address address, std::uint64_t bytes) {
-  auto r = std::as_const(*this).resolve(address, bytes);
-  if (!r) return r.error();
-  return const_cast<std::byte*>(*r);  // the segment itself is ours and mutable
+  if (bytes == 0) return static_cast<std::byte*>(nullptr);
+  CAPSIM_TRY_ASSIGN(const Segment* found, segment_of(address, bytes));
+  if (!options_.backed) {
+    return make_error(fmt::format("values are off: no bytes behind {}", hex(address)));
+  }
+  // The segment itself is ours and mutable.
+  Segment& segment = const_cast<Segment&>(*found);
+  const std::uint64_t offset = address - segment.range.base;
+  const std::uint64_t first = offset / kWritePageBytes;
+  const std::uint64_t last = (offset + bytes - 1) / kWritePageBytes;
+  CAPSIM_CHECK(last < segment.page_writes.size(), "a resolved range lies inside its segment");
+  segment.last_write = ++writes_;
+  std::fill(segment.page_writes.begin() + static_cast<std::ptrdiff_t>(first),
+            segment.page_writes.begin() + static_cast<std::ptrdiff_t>(last + 1), writes_);
+  return segment.bytes.get() + offset;
+}
+
+std::vector<AddressRange> DeviceMemory::written_since(std::uint64_t count) const {
+  CAPSIM_CHECK(count <= writes_, "a write count this memory has given");
+  std::vector<AddressRange> out;
+  for (const auto& [base, segment] : segments_) {
+    if (segment.last_write <= count) continue;
+    // Runs merge inside a segment only: a range must resolve, and two
+    // segments may be neighbours in the address space.
+    const std::size_t first_of_segment = out.size();
+    for (std::size_t page = 0; page < segment.page_writes.size(); ++page) {
+      if (segment.page_writes[page] <= count) continue;
+      const Address at = base + page * kWritePageBytes;
+      if (out.size() > first_of_segment && out.back().end() == at) {
+        out.back().bytes += kWritePageBytes;
+      } else {
+        out.push_back(AddressRange{at, kWritePageBytes});
+      }
+    }
+  }
+  return out;
 }
 
 Status DeviceMemory::read(Address address, std::span<std::byte> out) const {

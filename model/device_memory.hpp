@@ -22,6 +22,9 @@
 
 namespace capsim {
 
+// Writes are tracked per page of this many bytes (see DeviceMemory::written_since).
+inline constexpr std::uint64_t kWritePageBytes = 4096;
+
 // The poison pattern: a quiet NaN with a recognisable payload, so that poisoned
 // floats propagate through arithmetic and poisoned bytes are easy to spot.
 inline constexpr std::uint32_t kPoisonWord = 0x7fc0dead;
@@ -58,7 +61,9 @@ class DeviceMemory {
   // The host bytes behind [address, address + bytes), which must lie inside one
   // segment; for bytes == 0, a null pointer, wherever `address` is. The pointer
   // is for backends only and must never reach output. An error for any bytes
-  // of unbacked memory.
+  // of unbacked memory. The mutable form is the only way to write (write()
+  // and the poison on free go through it), so it marks the range's pages
+  // written, whether or not the caller then writes all of them.
   Result<std::byte*> resolve(Address address, std::uint64_t bytes);
   Result<const std::byte*> resolve(Address address, std::uint64_t bytes) const;
 
@@ -76,6 +81,17 @@ class DeviceMemory {
   bool poison_mode() const { return options_.poison_freed; }
   bool backed() const { return options_.backed; }
   MemoryLayout layout() const;
+
+  // Write tracking, for a mirror that keeps a copy of this memory
+  // (cuda_reference/reference_mirror.hpp): each mutable resolve stamps the
+  // pages it covers with the next write count, so that the pages written
+  // after a count are known without comparing bytes. A page never written
+  // still holds the zeros it was mapped with.
+  std::uint64_t write_count() const { return writes_; }
+  // The pages written after `count` (an earlier write_count()), adjacent ones
+  // merged, in address order. Costs a look at each segment written since,
+  // and at each of its pages.
+  std::vector<AddressRange> written_since(std::uint64_t count) const;
   std::uint64_t mapped_bytes() const { return mapped_bytes_; }
   const DeviceMemoryOptions& options() const { return options_; }
 
@@ -92,13 +108,21 @@ class DeviceMemory {
   struct Segment {
     AddressRange range;
     std::unique_ptr<std::byte, Unmapper> bytes;
+    // Backed only: per page, the write count of its last mutable resolve;
+    // and the segment's latest, so that written_since skips a clean segment.
+    std::vector<std::uint64_t> page_writes;
+    std::uint64_t last_write = 0;
   };
   const Segment* find(Address address, std::uint64_t bytes) const;
+  // The segment holding [address, address + bytes) (bytes > 0), or the
+  // check_mapped error.
+  Result<const Segment*> segment_of(Address address, std::uint64_t bytes) const;
 
   DeviceMemoryOptions options_;
   std::map<Address, Segment> segments_;  // keyed by base; ordered on purpose
   Address next_base_;
   std::uint64_t mapped_bytes_ = 0;
+  std::uint64_t writes_ = 0;
 };
 
 }  // namespace capsim

@@ -4,8 +4,11 @@
 // backend on a GPU (tests/cuda/test_cuda_backend.cpp).
 #include <doctest/doctest.h>
 
+#include <map>
 #include <memory>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "cuda_reference/host_backend.hpp"
 #include "cuda_reference/reference_mirror.hpp"
@@ -25,11 +28,13 @@ const ProgramScenario& scenario(const std::string& name) {
   return *s;
 }
 
-// HostBackend with one rule broken, to show the mirror catches it.
+// HostBackend with one rule broken, to show the mirror catches it. Without
+// `tracked` it hides its memory's write tracking, as the CUDA backend has
+// none, so that the mirror's rules for such a backend are tested too.
 class SkewedBackend final : public Backend {
  public:
-  enum class Skew { kBakedPointer, kWrongValue, kBufferIds, kStrayWrite };
-  explicit SkewedBackend(Skew skew) : skew_(skew) {}
+  enum class Skew { kNone, kBakedPointer, kWrongValue, kBufferIds, kStrayWrite, kLateStrayWrite };
+  explicit SkewedBackend(Skew skew, bool tracked = false) : skew_(skew), tracked_(tracked) {}
   std::string_view name() const override { return "skewed"; }
   Status materialize(const MemoryLayout& layout) override {
     layout_ = layout;
@@ -38,7 +43,8 @@ class SkewedBackend final : public Backend {
   Result<GraphHandle> instantiate(const StepProgram& p) override { return inner_.instantiate(p); }
   Status replay(GraphHandle h) override {
     CAPSIM_TRY(inner_.replay(h));
-    if (skew_ == Skew::kStrayWrite) {
+    const std::uint64_t replays = ++replays_[h.value];
+    if (skew_ == Skew::kStrayWrite || (skew_ == Skew::kLateStrayWrite && replays == 2)) {
       // One bit flipped in the last word of the first segment, which no
       // argument of these small graphs reaches: a kernel writing past its
       // tensor.
@@ -74,11 +80,19 @@ class SkewedBackend final : public Backend {
     if (skew_ != Skew::kBufferIds) return std::vector<std::uint64_t>{};
     return std::vector<std::uint64_t>{41, 42 + h.value};
   }
+  std::optional<std::uint64_t> write_count() const override {
+    return tracked_ ? inner_.write_count() : std::nullopt;
+  }
+  std::vector<AddressRange> written_since(std::uint64_t count) const override {
+    return tracked_ ? inner_.written_since(count) : std::vector<AddressRange>{};
+  }
 
  private:
   Skew skew_;
+  bool tracked_;
   MemoryLayout layout_;
   HostBackend inner_;
+  std::map<std::uint32_t, std::uint64_t> replays_;  // per graph
 };
 
 TEST_CASE("reference mirror: a host backend agrees with the model on every built-in scenario") {
@@ -138,26 +152,55 @@ TEST_CASE("reference mirror: one flipped bit after a replay is caught, with both
 }
 
 TEST_CASE("reference mirror: a write outside a graph's arguments is caught at its first replay") {
-  // Later replays copy and compare only the ranges the graph touches; the
-  // first compares every segment, so a stray write shows there.
-  SkewedBackend skewed(SkewedBackend::Skew::kStrayWrite);
-  ReferenceMirror mirror(skewed);
-  run_mirrored(scenario("run_simple"), mirror);
-  REQUIRE(mirror.disagreement().has_value());
-  CHECK(mirror.disagreement()->find("replay 1: 0x7f") != std::string::npos);
+  // Untracked, later replays copy and compare only the ranges the graph
+  // touches; the first compares every segment, so a stray write shows there.
+  // Tracked, the target's written pages are compared, wherever they are.
+  for (const bool tracked : {false, true}) {
+    CAPTURE(tracked);
+    SkewedBackend skewed(SkewedBackend::Skew::kStrayWrite, tracked);
+    ReferenceMirror mirror(skewed);
+    run_mirrored(scenario("run_simple"), mirror);
+    REQUIRE(mirror.disagreement().has_value());
+    CHECK(mirror.disagreement()->find("replay 1: 0x7f") != std::string::npos);
+  }
 }
 
-TEST_CASE("reference mirror: after a graph's first replay only its ranges are copied") {
-  HostBackend host;
-  ReferenceMirror mirror(host);
+TEST_CASE(
+    "reference mirror: with write tracking, a stray write at a later replay is caught there") {
+  SkewedBackend skewed(SkewedBackend::Skew::kLateStrayWrite, /*tracked=*/true);
+  ReferenceMirror mirror(skewed);
+  run_mirrored(scenario("compiled_adam_cudagraphed_backward"), mirror);
+  REQUIRE(mirror.disagreement().has_value());
+  CHECK(mirror.disagreement()->find("replay 2: 0x7f") != std::string::npos);
+}
+
+TEST_CASE("reference mirror: untracked, after a graph's first replay only its ranges are copied") {
+  SkewedBackend untracked(SkewedBackend::Skew::kNone);
+  ReferenceMirror mirror(untracked);
   run_mirrored(scenario("compiled_adam_cudagraphed_backward"), mirror);
   REQUIRE_FALSE(mirror.disagreement().has_value());
   REQUIRE(mirror.stats().replays > mirror.stats().graphs);
   // Whole memory per replay would be at least one 2 MiB segment each; first
   // replays copy that, the others the graph's kilobytes.
   const std::uint64_t segment = std::uint64_t{2} << 20;
+  CHECK(mirror.stats().bytes_uploaded >= mirror.stats().graphs * segment);
   CHECK(mirror.stats().bytes_uploaded < mirror.stats().replays * segment);
   CHECK(mirror.stats().bytes_uploaded == mirror.stats().bytes_compared);
+}
+
+TEST_CASE("reference mirror: tracked, only the pages either side wrote are copied and compared") {
+  HostBackend host;
+  ReferenceMirror mirror(host);
+  run_mirrored(scenario("compiled_adam_cudagraphed_backward"), mirror);
+  REQUIRE_FALSE(mirror.disagreement().has_value());
+  REQUIRE(mirror.stats().replays > mirror.stats().graphs);
+  // Not one whole segment, even at first replays: a few pages per replay.
+  const std::uint64_t segment = std::uint64_t{2} << 20;
+  CHECK(mirror.stats().bytes_uploaded > 0);
+  CHECK(mirror.stats().bytes_uploaded < segment);
+  CHECK(mirror.stats().bytes_compared > 0);
+  CHECK(mirror.stats().bytes_compared < segment);
+  CHECK(mirror.stats().bytes_uploaded % kWritePageBytes == 0);
 }
 
 TEST_CASE("reference mirror: buffer ids ride along as an extension the model does not compare") {

@@ -4,6 +4,9 @@
 
 #include <array>
 #include <cstring>
+#include <span>
+#include <utility>
+#include <vector>
 
 #include "model/caching_allocator.hpp"
 #include "model/device_memory.hpp"
@@ -120,4 +123,36 @@ TEST_CASE("unbacked memory maps addresses, reads zeros and keeps nothing") {
   REQUIRE_FALSE(host.ok());
   CHECK(host.error().message == "values are off: no bytes behind 0x7f0000000000");
   memory.on_free(AddressRange{big->base, 16});  // nothing to poison
+}
+
+// Write tracking: the pages each mutable resolve covers, merged inside a
+// segment but never across two neighbouring ones; reads mark nothing.
+TEST_CASE("written_since names the pages written after a count") {
+  DeviceMemory memory;
+  const AddressRange a = memory.map_segment(2 * kMiB).value();
+  const AddressRange b = memory.map_segment(2 * kMiB).value();
+  REQUIRE(a.end() == b.base);  // neighbours
+  CHECK(memory.write_count() == 0);
+  CHECK(memory.written_since(0).empty());
+  const std::array<float, 4> values{1.0f, 2.0f, 3.0f, 4.0f};
+  const auto bytes = std::as_bytes(std::span(values));
+  // The last word of a and the first of b: two ranges, not one.
+  REQUIRE(memory.write(a.end() - 4, bytes.first(4)).ok());
+  REQUIRE(memory.write(b.base, bytes).ok());
+  const std::uint64_t after_two = memory.write_count();
+  CHECK(after_two == 2);
+  CHECK(memory.written_since(0) ==
+        std::vector<AddressRange>{{a.end() - kWritePageBytes, kWritePageBytes},
+                                  {b.base, kWritePageBytes}});
+  // A write across a page boundary marks both pages; adjacent pages merge.
+  REQUIRE(memory.write(b.base + 2 * kWritePageBytes - 8, bytes).ok());
+  CHECK(memory.written_since(after_two) ==
+        std::vector<AddressRange>{{b.base + kWritePageBytes, 2 * kWritePageBytes}});
+  CHECK(memory.written_since(0).back() == AddressRange{b.base, 3 * kWritePageBytes});
+  // Reads, and the const resolve, are not writes.
+  const std::uint64_t before_reads = memory.write_count();
+  CHECK(read4(memory, b.base) == values);
+  CHECK(std::as_const(memory).resolve(a.base, 64).ok());
+  CHECK(memory.write_count() == before_reads);
+  CHECK(memory.written_since(before_reads).empty());
 }
