@@ -4,6 +4,8 @@
 #               built-in defaults (every property, then every negative control)
 #   make test   the same, then the whole test suite through ctest
 #   make bench  release build, then the Google Benchmark suite
+#   make bench-quick  the same without the rows that take minutes (under a
+#               minute; bench/main.cpp says what it leaves out)
 #   make asan   ASan + UBSan build, then the whole test suite
 #   make docs-images  the pictures of docs/gallery.md, drawn by capsim from the corpus
 #   make install  build (default preset), then copy capsim to $(PREFIX)/bin
@@ -17,7 +19,7 @@ CMAKE ?= cmake
 CTEST ?= ctest
 PREFIX ?= $(HOME)/.local
 
-.PHONY: deps run test install bench asan docs-images clean
+.PHONY: deps run test install bench bench-quick asan docs-images clean
 
 deps:
 	@bash scripts/install-deps.sh
@@ -49,6 +51,10 @@ install: deps
 bench: deps
 	$(call build_preset,release)
 	./build/release/bench/capsim_bench --benchmark_min_time=0.2
+
+bench-quick: deps
+	$(call build_preset,release)
+	./build/release/bench/capsim_bench --quick
 
 asan: deps
 	$(call build_preset,asan)

@@ -92,6 +92,31 @@ void trace_rows(const MeasuredRuns& runs, std::vector<TargetRow>& rows) {
   }
 }
 
+// The largest third-party trace (bench_third_party.cpp) replayed, simulated
+// as on a GPU and explained, each against the bare parse of its bytes.
+void third_party_rows(const MeasuredRuns& runs, std::vector<TargetRow>& rows) {
+  const Measured* floor = runs.find("BM_ThirdPartyParse");
+  const struct {
+    const char* bench;
+    const char* figure;
+  } kinds[] = {
+      {"BM_ThirdPartyReplay", "third-party trace (time_sequence_prediction, 2.6 MB): replay"},
+      {"BM_ThirdPartyAsOnAGpu", "third-party trace: read and simulated as on a GPU"},
+      {"BM_ThirdPartyExplain", "third-party trace: read and explained"},
+  };
+  for (const auto& k : kinds) {
+    const Measured* m = runs.find(k.bench);
+    if (floor == nullptr || m == nullptr) {
+      rows.push_back(not_run(k.figure, "(recorded)"));
+      continue;
+    }
+    rows.push_back({k.figure, fmt::format("{:.1f} ms", m->cpu_seconds * 1e3),
+                    fmt::format("simdjson parse, {:.1f} ms", floor->cpu_seconds * 1e3),
+                    fmt::format("{:.1f}x", m->cpu_seconds / floor->cpu_seconds), "(recorded)",
+                    Verdict::kInfo});
+  }
+}
+
 std::string stream_name(std::size_t events, int damage) {
   return fmt::format("BM_ReplayStream/{}/damage:{}/iterations:1", events, damage);
 }
@@ -313,6 +338,7 @@ std::string_view verdict_text(Verdict v) {
 std::vector<TargetRow> target_rows(const MeasuredRuns& runs) {
   std::vector<TargetRow> rows;
   trace_rows(runs, rows);
+  third_party_rows(runs, rows);
   stream_rows(runs, rows);
   export_rows(runs, rows);
   tree_rows(runs, rows);
