@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <bit>
 #include <cstring>
-#include <set>
 
 #include "model/digest.hpp"
 #include "sim/core/body_interpreter.hpp"
@@ -105,7 +104,7 @@ Status World::begin(const Program& program) {
     return make_error(
         fmt::format("program: {} actions, the limit is {}", program.actions.size(), kMaxActions));
   }
-  std::set<std::string> seen;
+  std::map<std::string, const FunctionDef*, std::less<>> by_name;
   for (const FunctionDef& def : program.functions) {
     CAPSIM_TRY(validate(def));
     const TorchProfileRules& rules = profile_rules(options_.config.torch_profile);
@@ -124,11 +123,12 @@ Status World::begin(const Program& program) {
           "releases, {})",
           def.name, rules.name, rules.releases));
     }
-    if (!seen.insert(def.name).second) {
+    if (!by_name.emplace(def.name, &def).second) {
       return make_error(fmt::format("function '{}': defined twice", def.name));
     }
   }
   program_ = &program;
+  functions_by_name_ = std::move(by_name);
   return {};
 }
 
@@ -204,9 +204,8 @@ Status World::step(const Action& action) {
 
 Result<const FunctionDef*> World::function(const std::string& name) const {
   CAPSIM_CHECK(program_ != nullptr);
-  for (const FunctionDef& def : program_->functions) {
-    if (def.name == name) return &def;
-  }
+  // An index, not a scan: a call looks its function up once per call.
+  if (auto it = functions_by_name_.find(name); it != functions_by_name_.end()) return it->second;
   return make_error(fmt::format("unknown function '{}'", name));
 }
 

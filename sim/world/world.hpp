@@ -182,6 +182,8 @@ class World : private WorldCalls {
   EagerOracle oracle_;  // P-replay's eager runs (verify_replays)
   SimContext ctx_;
   const Program* program_ = nullptr;
+  // program_'s functions by name (begin() refuses a name defined twice).
+  std::map<std::string, const FunctionDef*, std::less<>> functions_by_name_;
 
   std::unique_ptr<TreeManager> manager_;
   std::optional<PoolId> tree_pool_;
