@@ -131,8 +131,7 @@ constexpr std::string_view kStyle =
     "padding:0 .8em;margin-bottom:.8em}.note{color:#a00}svg{max-width:100%;height:auto}"
     ".chart text{font-size:11px;fill:#333}.chart .ct{font-weight:bold}.chart .ax{stroke:#999}"
     ".chart .pool{fill:none;stroke:#36c;stroke-width:1.5}"
-    ".chart .reserved{fill:#69c}.chart "
-    ".copy{fill:#999}"
+    ".chart .reserved{fill:#69c}.chart .copy{fill:#999}"
     ".chart .mark{stroke-width:1.5;opacity:.7}";
 
 }  // namespace

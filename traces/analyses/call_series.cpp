@@ -18,9 +18,7 @@ namespace {
 std::string owner_of(const std::vector<FunctionDef>& defs, std::string_view name) {
   std::string_view best;
   for (const FunctionDef& d : defs) {
-    const bool owns = name == d.name || (name.size() > d.name.size() && name.starts_with(d.name) &&
-                                         name[d.name.size()] == '.');
-    if (owns && d.name.size() > best.size()) best = d.name;
+    if (belongs_to_function(name, d.name) && d.name.size() > best.size()) best = d.name;
   }
   return std::string(best.empty() ? name : best);
 }
@@ -57,9 +55,7 @@ class SeriesBuilder {
     CallPoint& p = point(*function, e.action);
     switch (e.kind) {
       case EventKind::kCopyIn: p.copy_bytes += e.count(F::bytes); break;
-      case EventKind::kRecord:
-        (e.text(F::reason) == "no_child" ? p.recorded : p.rerecorded) = true;
-        break;
+      case EventKind::kRecord: (is_rerecording(e) ? p.rerecorded : p.recorded) = true; break;
       case EventKind::kEager: p.eager = true; break;
       case EventKind::kError: p.error = true; break;
       default: break;

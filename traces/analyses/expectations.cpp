@@ -33,20 +33,14 @@ const LimitInfo& info(LimitKind kind) {
 bool in_scope(const Limit& limit, const Event& e) {
   if (!limit.function) return true;
   const std::optional<std::string_view> f = e.text(F::function);
-  if (!f) return false;
-  return *f == *limit.function ||
-         (f->size() > limit.function->size() && f->starts_with(*limit.function) &&
-          (*f)[limit.function->size()] == '.');
+  return f && belongs_to_function(*f, *limit.function);
 }
 
 // Whether `e` counts toward a limit on a number of events.
 bool counted(LimitKind kind, const Event& e) {
   switch (kind) {
     case LimitKind::kMaxRecordings: return e.kind == EventKind::kRecord;
-    case LimitKind::kMaxRerecords:
-      // A first recording at its point of the tree is "no_child"; every
-      // other reason is a failed check of an existing one (record.reason).
-      return e.kind == EventKind::kRecord && e.text(F::reason) != "no_child";
+    case LimitKind::kMaxRerecords: return e.kind == EventKind::kRecord && is_rerecording(e);
     case LimitKind::kMaxEagerFallbacks: return e.kind == EventKind::kEager;
     case LimitKind::kErrors: return e.kind == EventKind::kError;
     case LimitKind::kWarnings: return e.kind == EventKind::kWarning;

@@ -6,6 +6,7 @@
 #include <map>
 #include <memory>
 
+#include "sim/core/event_fields.hpp"
 #include "traces/format/json_fields.hpp"
 #include "traces/format/trace_reader.hpp"
 #include "traces/simulation/program_file.hpp"
@@ -139,6 +140,16 @@ Result<ObservedRun> as_on_a_gpu(const ObservedRun& run, OnRaise on_raise) {
   out.as_on_a_gpu = true;
   carry_recorded_messages(run, out);
   return out;
+}
+
+bool belongs_to_function(std::string_view function, std::string_view line) {
+  return function == line || (function.size() > line.size() && function.starts_with(line) &&
+                              function[line.size()] == '.');
+}
+
+bool is_rerecording(const Event& record) {
+  CAPSIM_CHECK(record.kind == EventKind::kRecord, "a record event");
+  return record.text(F::reason) != "no_child";
 }
 
 Result<std::vector<PoolBytes>> modelled_pool_bytes(const ObservedRun& run) {

@@ -5,6 +5,7 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "model/result.hpp"
@@ -54,6 +55,14 @@ Result<ObservedRun> observe_file(const std::string& path, OnRaise on_raise = OnR
 // a GPU. `explain --as-on-a-gpu` explains it, and what-ifs of such a run
 // compare against it. The header is kept: it still says how the run went.
 Result<ObservedRun> as_on_a_gpu(const ObservedRun& run, OnRaise on_raise = OnRaise::kStop);
+
+// Whether an event's `function` belongs to the function line `line`: the
+// function itself, or one of its graph partitions ("f.partition_0").
+bool belongs_to_function(std::string_view function, std::string_view line);
+
+// Whether a `record` event re-records: a first recording at its point of the
+// tree is "no_child"; every other reason is a failed check of an existing one.
+bool is_rerecording(const Event& record);
 
 // The pool's bytes after each action as capsim's model has them: a
 // simulated run's own, or, for a trace's events, those of a simulation of
