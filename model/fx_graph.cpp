@@ -42,7 +42,9 @@ std::string fx_snake_case(std::string_view target) {
 }
 
 std::string FxGraph::unique_name(const std::string& base) {
-  const std::uint32_t n = name_counts_[base]++;
+  auto it = name_counts_.find(base);
+  if (it == name_counts_.end()) it = name_counts_.emplace(base, 0).first;
+  const std::uint32_t n = it->second++;
   if (n == 0) return base;
   std::string name = base;
   name += '_';
@@ -71,7 +73,7 @@ Status FxGraph::check_args(const std::vector<FxArg>& args) const {
       return make_error(fmt::format(
           "fx graph '{}': argument refers to node {}, which does not exist", name_, a.node));
     }
-    if (a.nests()) CAPSIM_TRY(check_args(a.list));
+    if (a.nests()) CAPSIM_TRY(check_args(a.items()));
   }
   return {};
 }
@@ -114,7 +116,7 @@ Status remap(std::vector<FxArg>& args, const std::vector<std::optional<FxNodeId>
         return make_error(fmt::format("fx graph: a use of node {} before it", a.node));
       a.node = *to[a.node];
     }
-    if (a.nests()) CAPSIM_TRY(remap(a.list, to));
+    if (a.nests()) CAPSIM_TRY(remap(a.mutable_items(), to));
   }
   return {};
 }
@@ -131,7 +133,7 @@ std::optional<FxNodeId> first_node_ref(const std::vector<FxArg>& args) {
   for (const FxArg& a : args) {
     if (a.kind == FxArg::Kind::kNode) return a.node;
     if (a.nests()) {
-      if (const std::optional<FxNodeId> n = first_node_ref(a.list)) return n;
+      if (const std::optional<FxNodeId> n = first_node_ref(a.items())) return n;
     }
   }
   return std::nullopt;
@@ -143,9 +145,9 @@ std::optional<FxNodeId> FxGraph::first_use(FxNodeId id) const {
 }
 
 Result<FxGraph> FxGraph::rebuilt(const std::vector<FxNodeId>& order) && {
-  // Capture rebuilds its graph twice (reordering accumulate_grad_ and the
-  // inputs); copying every node's name and arguments made that a tenth of a
-  // capture.
+  // Capture rebuilds its graph once (reordering accumulate_grad_ and dropping
+  // dead nodes); copying every node's name and arguments made that a tenth of
+  // a capture.
   std::vector<bool> placed(nodes_.size(), false);
   for (FxNodeId old : order) {
     if (old >= nodes_.size() || placed[old]) return std::as_const(*this).rebuilt(order);
@@ -204,26 +206,26 @@ void write_arg(const FxGraph& g, const FxArg& a, std::string& out, ArgStyle styl
     case FxArg::Kind::kBool: out += a.b ? "True" : "False"; return;
     case FxArg::Kind::kString:
       out += '\'';
-      out += a.s;
+      out += a.text();
       out += '\'';
       return;
     case FxArg::Kind::kList:
     case FxArg::Kind::kTuple: {
       const bool tuple = a.kind == FxArg::Kind::kTuple;
       out += tuple ? '(' : '[';
-      for (std::size_t i = 0; i < a.list.size(); ++i) {
+      for (std::size_t i = 0; i < a.items().size(); ++i) {
         if (i != 0) out += ", ";
-        write_arg(g, a.list[i], out, style);
+        write_arg(g, a.items()[i], out, style);
       }
-      if (tuple && a.list.size() == 1) out += ',';
+      if (tuple && a.items().size() == 1) out += ',';
       out += tuple ? ')' : ']';
       return;
     }
-    case FxArg::Kind::kVerbatim: out += a.s; return;
+    case FxArg::Kind::kVerbatim: out += a.text(); return;
     case FxArg::Kind::kKeyword:
-      out += a.s;
+      out += a.text();
       out += '=';
-      write_arg(g, a.list.at(0), out, style);
+      write_arg(g, a.items().at(0), out, style);
       return;
   }
 }
@@ -247,7 +249,7 @@ std::vector<FxArg> substitute_nodes(const std::vector<FxArg>& args, const std::v
       out.push_back(by[a.node]);
     } else if (a.nests()) {
       FxArg copy = a;
-      copy.list = substitute_nodes(a.list, by);
+      copy.mutable_items() = substitute_nodes(a.items(), by);
       out.push_back(std::move(copy));
     } else {
       out.push_back(a);

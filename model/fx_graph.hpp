@@ -12,12 +12,13 @@
 
 #include <cstdint>
 #include <functional>
-#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
+#include "model/fx_arg.hpp"
 #include "model/result.hpp"
 
 namespace capsim {
@@ -34,93 +35,6 @@ enum class FxOp : std::uint8_t {
 #undef CAPSIM_ENUM_
 };
 std::string_view fx_op_name(FxOp op);
-
-using FxNodeId = std::uint32_t;
-
-// One argument: None, a node, an int, a float, a bool, a string, a list, a
-// tuple, a constant written verbatim (a device, or a value a recorder wrote in
-// the node-line form, docs/trace-format.md §6.3) or a keyword argument (its
-// name in `s`, its value the one element of `list`).
-struct FxArg {
-  enum class Kind : std::uint8_t {
-    kNone,
-    kNode,
-    kInt,
-    kFloat,
-    kBool,
-    kString,
-    kList,
-    kTuple,
-    kVerbatim,
-    kKeyword
-  };
-  Kind kind = Kind::kNone;
-  FxNodeId node = 0;
-  std::int64_t i = 0;
-  double f = 0.0;
-  bool b = false;
-  std::string s;
-  std::vector<FxArg> list;
-
-  static FxArg none() { return {}; }
-  static FxArg ref(FxNodeId n) {
-    FxArg a;
-    a.kind = Kind::kNode;
-    a.node = n;
-    return a;
-  }
-  static FxArg integer(std::int64_t v) {
-    FxArg a;
-    a.kind = Kind::kInt;
-    a.i = v;
-    return a;
-  }
-  static FxArg real(double v) {
-    FxArg a;
-    a.kind = Kind::kFloat;
-    a.f = v;
-    return a;
-  }
-  static FxArg boolean(bool v) {
-    FxArg a;
-    a.kind = Kind::kBool;
-    a.b = v;
-    return a;
-  }
-  static FxArg string(std::string v) {
-    FxArg a;
-    a.kind = Kind::kString;
-    a.s = std::move(v);
-    return a;
-  }
-  static FxArg of(std::vector<FxArg> items) {
-    FxArg a;
-    a.kind = Kind::kList;
-    a.list = std::move(items);
-    return a;
-  }
-  static FxArg tuple(std::vector<FxArg> items) {
-    FxArg a = of(std::move(items));
-    a.kind = Kind::kTuple;
-    return a;
-  }
-  static FxArg verbatim(std::string text) {
-    FxArg a = string(std::move(text));
-    a.kind = Kind::kVerbatim;
-    return a;
-  }
-  static FxArg keyword(std::string name, FxArg value) {
-    FxArg a = of({std::move(value)});
-    a.kind = Kind::kKeyword;
-    a.s = std::move(name);
-    return a;
-  }
-  // Whether `list` holds arguments (a list, a tuple or a keyword's value).
-  bool nests() const {
-    return kind == Kind::kList || kind == Kind::kTuple || kind == Kind::kKeyword;
-  }
-  friend bool operator==(const FxArg&, const FxArg&) = default;
-};
 
 struct FxNode {
   FxOp op = FxOp::kCallFunction;
@@ -189,15 +103,21 @@ class FxGraph {
   static void for_each_node_ref(const std::vector<FxArg>& args, Fn& fn) {
     for (const FxArg& a : args) {
       if (a.kind == FxArg::Kind::kNode) fn(a.node);
-      if (a.nests()) for_each_node_ref(a.list, fn);
+      if (a.nests()) for_each_node_ref(a.items(), fn);
     }
   }
 
   std::string name_;
   std::vector<FxNode> nodes_;
-  std::map<std::string, std::uint32_t> name_counts_;
+  // Hashed: a capture names every node, and only lookups reach output (the
+  // maps are never iterated), so their order cannot leak.
+  struct TextHash {
+    using is_transparent = void;
+    std::size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  };
+  std::unordered_map<std::string, std::uint32_t, TextHash, std::equal_to<>> name_counts_;
   // A pure function of the target: safe to copy with the graph.
-  std::map<std::string, std::string, std::less<>> snake_case_of_;
+  std::unordered_map<std::string, std::string, TextHash, std::equal_to<>> snake_case_of_;
 };
 
 // A node's arguments as to_text writes them, without the parentheses.

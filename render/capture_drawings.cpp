@@ -35,7 +35,7 @@ void node_refs(const std::vector<FxArg>& args, const std::string& prefix,
   for (std::size_t i = 0; i < args.size(); ++i) {
     const std::string pos = prefix.empty() ? std::to_string(i) : fmt::format("{}.{}", prefix, i);
     if (args[i].kind == FxArg::Kind::kNode) out.emplace_back(args[i].node, pos);
-    if (args[i].nests()) node_refs(args[i].list, pos, out);
+    if (args[i].nests()) node_refs(args[i].items(), pos, out);
   }
 }
 

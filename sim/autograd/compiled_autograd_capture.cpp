@@ -326,7 +326,7 @@ class Capturer {
                    clone = getitem(prologue, 2);
     // The inner node computes its grad for self whatever CopySlices needs.
     FxArg inner_needed = needs_input_grad(v);
-    inner_needed.list.at(0) = FxArg::boolean(true);
+    inner_needed.mutable_items().at(0) = FxArg::boolean(true);
     std::vector<FxArg> inner_args{FxArg::of({ref(clone)}), std::move(inner_needed)};
     inner_args.insert(inner_args.end(), a.saved.begin(), a.saved.end());
     inner_args.insert(inner_args.end(), a.saved_sizes.begin(), a.saved_sizes.end());
@@ -543,8 +543,17 @@ class Capturer {
   Status end_capture() {
     call("FakeCompiledAutogradEngine._exec_final_callbacks_stub", {});
     CAPSIM_TRY(r_.graph.output({FxArg::of({})}));
-    CAPSIM_TRY(reorder_accumulate_grad_nodes());
-    return dce();
+    // One rebuild for both passes: dce's liveness holds in either order (a
+    // node's uses precede it in both), so the reordered sequence is filtered
+    // by it instead of being rebuilt twice (each rebuild moves and remaps
+    // every node: a sixth of a capture).
+    const std::vector<bool> keep = live_nodes();
+    std::vector<FxNodeId> order;
+    for (FxNodeId id : accumulate_grad_order()) {
+      if (keep[id]) order.push_back(id);
+    }
+    CAPSIM_TRY_ASSIGN(r_.graph, std::move(r_.graph).rebuilt(order));
+    return {};
   }
 
   bool is_input_like(FxNodeId n) const {
@@ -555,9 +564,10 @@ class Capturer {
     return from && r_.graph.nodes()[*from].op == FxOp::kPlaceholder;
   }
 
-  // Each accumulate_grad_ moves to right after the later of its param and its
-  // grad's producer, unless that is an input (a placeholder or its getitem).
-  Status reorder_accumulate_grad_nodes() {
+  // The order in which each accumulate_grad_ moves to right after the later
+  // of its param and its grad's producer, unless that is an input (a
+  // placeholder or its getitem).
+  std::vector<FxNodeId> accumulate_grad_order() const {
     // Anchors precede their accumulate node in the current order, so one pass
     // that emits each moved node right after its anchor is enough: linear.
     const auto& nodes = r_.graph.nodes();
@@ -591,8 +601,7 @@ class Capturer {
       order.push_back(id);
       order.insert(order.end(), after[id].begin(), after[id].end());
     }
-    CAPSIM_TRY_ASSIGN(r_.graph, std::move(r_.graph).rebuilt(order));
-    return {};
+    return order;
   }
 
   // Calls dce keeps whether or not anything uses them.
@@ -603,7 +612,8 @@ class Capturer {
            target.starts_with("torch.ops.aten.copy_") || target == "torch.ops.aten.add_.Tensor";
   }
 
-  Status dce() {
+  // dce: the nodes kept, those impure and those something kept uses.
+  std::vector<bool> live_nodes() const {
     const auto& nodes = r_.graph.nodes();
     std::vector<bool> keep(nodes.size(), false);
     for (std::size_t i = nodes.size(); i-- > 0;) {
@@ -614,12 +624,7 @@ class Capturer {
       if (!keep[i]) continue;
       r_.graph.for_each_use(static_cast<FxNodeId>(i), [&](FxNodeId u) { keep[u] = true; });
     }
-    std::vector<FxNodeId> order;
-    for (FxNodeId i = 0; i < nodes.size(); ++i) {
-      if (keep[i]) order.push_back(i);
-    }
-    CAPSIM_TRY_ASSIGN(r_.graph, std::move(r_.graph).rebuilt(order));
-    return {};
+    return keep;
   }
 
   const AutogradGraph& g_;

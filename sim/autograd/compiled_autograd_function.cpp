@@ -80,7 +80,7 @@ class Lowering {
         break;
       case FxArg::Kind::kString:
         l.kind = Kind::kString;
-        l.s = a.s;
+        l.s = a.text();
         break;
       case FxArg::Kind::kFloat:
       case FxArg::Kind::kVerbatim:
@@ -88,7 +88,7 @@ class Lowering {
       case FxArg::Kind::kList:
       case FxArg::Kind::kTuple:
         l.kind = Kind::kList;
-        for (const FxArg& x : a.list) l.list.push_back(arg(x));
+        for (const FxArg& x : a.items()) l.list.push_back(arg(x));
         break;
     }
     return l;

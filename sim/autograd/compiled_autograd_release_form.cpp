@@ -371,7 +371,7 @@ class ReleaseCapturer {
     CAPSIM_TRY_ASSIGN(const FxNodeId prologue, call(kCopySlicesPrologue, std::move(args)));
     const Slots parts = unpack(prologue, 3);
     FxArg inner_needed = needs_input_grad(v);
-    inner_needed.list.at(0) = FxArg::boolean(true);
+    inner_needed.mutable_items().at(0) = FxArg::boolean(true);
     std::vector<FxArg> inner_args{FxArg::of({FxArg::ref(*parts[2])}), std::move(inner_needed)};
     for (FxArg& a : fields(v, node)) inner_args.push_back(std::move(a));
     CAPSIM_TRY_ASSIGN(const FxNodeId inner,
@@ -413,8 +413,8 @@ class ReleaseCapturer {
     for (std::uint32_t i = 0; i < body.placeholders; ++i) {
       value.push_back(FxArg::ref(getitem(prologue, i)));
     }
-    for (std::size_t i = 0; i < body.symints && i < symints.list.size(); ++i) {
-      value[i] = symints.list[i];
+    for (std::size_t i = 0; i < body.symints && i < symints.items().size(); ++i) {
+      value[i] = symints.items()[i];
     }
     for (const FxNode& n : body.nodes) {
       // The region's backward compiles lazily: the view_to_reshape pass that

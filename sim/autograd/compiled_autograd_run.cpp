@@ -98,12 +98,12 @@ class CompiledBackwardRun : public BackwardOps {
         // Only the release form writes verbatim constants and keywords, and
         // it is printed, never run.
         v.kind = Kind::kString;
-        v.s = a.s;
+        v.s = a.text();
         break;
       case FxArg::Kind::kList:
       case FxArg::Kind::kTuple:
         v.kind = Kind::kList;
-        for (const FxArg& x : a.list) v.list.push_back(arg(x));
+        for (const FxArg& x : a.items()) v.list.push_back(arg(x));
         break;
     }
     return v;

@@ -82,7 +82,7 @@ class NodeOrder {
 void node_args(const std::vector<FxArg>& args, std::vector<FxNodeId>& out) {
   for (const FxArg& a : args) {
     if (a.kind == FxArg::Kind::kNode) out.push_back(a.node);
-    if (a.nests()) node_args(a.list, out);
+    if (a.nests()) node_args(a.items(), out);
   }
 }
 
@@ -117,7 +117,7 @@ class Passes {
   bool is_hook(FxNodeId n, std::string_view type) const {
     if (!is(n, kCallHook)) return false;
     const FxArg& last = nodes_[n].args.back();
-    return last.kind == FxArg::Kind::kKeyword && last.list.at(0).s == type;
+    return last.kind == FxArg::Kind::kKeyword && last.items().at(0).text() == type;
   }
   bool is_placeholder(FxNodeId n) const {
     if (nodes_[n].op == FxOp::kPlaceholder) return true;
@@ -259,7 +259,7 @@ class Passes {
     const auto hooks = find([&](FxNodeId x) { return is_hook(x, "post_hook"); });
     for (auto it = hooks.rbegin(); it != hooks.rend(); ++it) {
       const FxNodeId n = *it, hook = nodes_[n].args[0].node;
-      if (!nodes_[n].args[1].list.empty()) continue;  // only hooks of output-less nodes move
+      if (!nodes_[n].args[1].items().empty()) continue;  // only hooks of output-less nodes move
       std::vector<FxNodeId> candidates = arg_nodes(nodes_[n].args[2]);
       for (FxNodeId in : arg_nodes(nodes_[n].args[2])) {
         for (FxNodeId u : users_[in]) {

@@ -85,5 +85,35 @@ TEST_CASE("fx graph: dangling references and nodes after the output are errors")
   CHECK_FALSE(g.call_function("torch.add", {}).ok());
 }
 
+TEST_CASE("fx arg: scalars inline, text and items deep-copied, equality by meaning") {
+  // The layout's contract (model/fx_arg.hpp): references and numbers own no
+  // heap; text and items do, and a copy never shares them.
+  CHECK(sizeof(FxArg) <= 32);
+  CHECK(FxArg::ref(7).heap_bytes() == 0);
+  CHECK(FxArg::integer(-3).heap_bytes() == 0);
+  CHECK(FxArg::none().text().empty());
+  CHECK(FxArg::real(1.5).items().empty());
+
+  FxArg list = FxArg::of({FxArg::ref(1), FxArg::string("a string longer than fifteen")});
+  CHECK(list.heap_bytes() > 2 * sizeof(FxArg));
+  FxArg copy = list;
+  CHECK(copy == list);
+  copy.mutable_items()[0] = FxArg::ref(2);
+  CHECK(list.items()[0].node == 1);  // the copy's items are its own
+  CHECK_FALSE(copy == list);
+
+  const FxArg kw = FxArg::keyword("alpha", FxArg::real(0.5));
+  CHECK(kw.text() == "alpha");
+  REQUIRE(kw.items().size() == 1);
+  CHECK(kw.items()[0].f == 0.5);
+  CHECK(FxArg::verbatim("device(type='cuda')").text() == "device(type='cuda')");
+  CHECK_FALSE(FxArg::string("x") == FxArg::verbatim("x"));  // kinds differ
+  CHECK(FxArg::tuple({}) == FxArg::tuple({}));
+  CHECK_FALSE(FxArg::tuple({}) == FxArg::of({}));
+
+  FxArg moved = std::move(copy);
+  CHECK(moved.items()[0].node == 2);
+}
+
 }  // namespace
 }  // namespace capsim

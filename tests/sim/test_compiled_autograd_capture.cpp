@@ -221,9 +221,9 @@ TEST_CASE("compiled autograd capture: arity of proxied ops (I-4) and emission or
   for (const FxNode& n : nodes) {
     if (n.target != "ops.MulBackward0") continue;
     REQUIRE(n.args.size() >= 2);
-    CHECK(n.args[1].list.size() == 2);
-    CHECK_FALSE(n.args[1].list[0].b);
-    CHECK(n.args[1].list[1].b);
+    CHECK(n.args[1].items().size() == 2);
+    CHECK_FALSE(n.args[1].items()[0].b);
+    CHECK(n.args[1].items()[1].b);
   }
 }
 

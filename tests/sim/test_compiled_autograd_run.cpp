@@ -186,7 +186,8 @@ TEST_CASE("compiled autograd capture: the post-acc-grad hook follows its accumul
   std::size_t acc = nodes.size(), hook = nodes.size();
   for (std::size_t i = 0; i < nodes.size(); ++i) {
     if (nodes[i].target == "torch.ops.inductor.accumulate_grad_.default") acc = i;
-    if (nodes[i].target == "call_hook" && nodes[i].args.back().s == "post_acc_grad_hook") hook = i;
+    if (nodes[i].target == "call_hook" && nodes[i].args.back().text() == "post_acc_grad_hook")
+      hook = i;
   }
   REQUIRE(acc < nodes.size());
   REQUIRE(hook < nodes.size());

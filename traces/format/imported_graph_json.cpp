@@ -274,15 +274,15 @@ Json arg_json(const FxArg& a) {
     case K::kInt: return a.i;
     case K::kFloat: return a.f;
     case K::kBool: return a.b;
-    case K::kString: return {{"str", a.s}};
-    case K::kVerbatim: return {{"verbatim", a.s}};
+    case K::kString: return {{"str", a.text()}};
+    case K::kVerbatim: return {{"verbatim", a.text()}};
     case K::kList:
     case K::kTuple: {
       Json items = Json::array();
-      for (const FxArg& x : a.list) items.push_back(arg_json(x));
+      for (const FxArg& x : a.items()) items.push_back(arg_json(x));
       return a.kind == K::kList ? items : Json{{"tuple", std::move(items)}};
     }
-    case K::kKeyword: return arg_json(a.list.at(0));
+    case K::kKeyword: return arg_json(a.items().at(0));
   }
   return nullptr;
 }
@@ -320,7 +320,7 @@ Result<FxArg> read_arg(const Json& j, const std::string& path, std::size_t defin
     CAPSIM_TRY_ASSIGN(FxArg items, read_arg(*v, r.path_of("tuple"), defined, depth + 1));
     if (items.kind != FxArg::Kind::kList)
       return field_error(r.path_of("tuple"), "expected an array");
-    out = FxArg::tuple(std::move(items.list));
+    out = FxArg::tuple(std::move(items.mutable_items()));
   } else if (r.has("str")) {
     CAPSIM_TRY_ASSIGN(std::string s, constant_at(r, "str"));
     out = FxArg::string(std::move(s));
@@ -343,7 +343,7 @@ Json aot_json(const AotBackwardBody& b) {
     Json kwargs = Json::object();
     for (const FxArg& a : n.args) {
       if (a.kind == FxArg::Kind::kKeyword) {
-        kwargs[a.s] = arg_json(a);
+        kwargs[a.text()] = arg_json(a);
       } else {
         args.push_back(arg_json(a));
       }
