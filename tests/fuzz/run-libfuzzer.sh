@@ -87,7 +87,7 @@ unity_c=(
 )
 unity_d=(
   sim/autograd/autograd_backward.cpp sim/autograd/autograd_backward_ops.cpp sim/autograd/compiled_autograd_run.cpp
-  model/autograd_graph.cpp model/fx_graph.cpp
+  model/autograd_graph.cpp model/fx_arg.cpp model/fx_graph.cpp
   traces/format/imported_graph_json.cpp traces/simulation/event_compare.cpp model/output_file.cpp
   traces/simulation/program_file.cpp traces/format/generic_op_json.cpp
 )
