@@ -564,9 +564,9 @@ class Capturer {
     return from && r_.graph.nodes()[*from].op == FxOp::kPlaceholder;
   }
 
-  // The order in which each accumulate_grad_ moves to right after the later
-  // of its param and its grad's producer, unless that is an input (a
-  // placeholder or its getitem).
+  // PyTorch's reorder_accumulate_grad_nodes, as an order: each
+  // accumulate_grad_ moves to right after the later of its param and its
+  // grad's producer, unless that is an input (a placeholder or its getitem).
   std::vector<FxNodeId> accumulate_grad_order() const {
     // Anchors precede their accumulate node in the current order, so one pass
     // that emits each moved node right after its anchor is enough: linear.
@@ -612,7 +612,8 @@ class Capturer {
            target.starts_with("torch.ops.aten.copy_") || target == "torch.ops.aten.add_.Tensor";
   }
 
-  // dce: the nodes kept, those impure and those something kept uses.
+  // PyTorch's dce, as a mask: the nodes kept, those impure and those
+  // something kept uses.
   std::vector<bool> live_nodes() const {
     const auto& nodes = r_.graph.nodes();
     std::vector<bool> keep(nodes.size(), false);
