@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "model/fx_arg.hpp"
+#include "model/hashing.hpp"
 #include "model/result.hpp"
 
 namespace capsim {
@@ -111,10 +112,6 @@ class FxGraph {
   std::vector<FxNode> nodes_;
   // Hashed: a capture names every node, and only lookups reach output (the
   // maps are never iterated), so their order cannot leak.
-  struct TextHash {
-    using is_transparent = void;
-    std::size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
-  };
   std::unordered_map<std::string, std::uint32_t, TextHash, std::equal_to<>> name_counts_;
   // A pure function of the target: safe to copy with the graph.
   std::unordered_map<std::string, std::string, TextHash, std::equal_to<>> snake_case_of_;

@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <limits>
 
 namespace capsim {
@@ -170,6 +171,7 @@ std::vector<Storage> TensorStore::storages() const {
   std::vector<Storage> out;
   out.reserve(storages_.size());
   for (const auto& [id, entry] : storages_) out.push_back(entry.storage);
+  std::sort(out.begin(), out.end(), [](const Storage& a, const Storage& b) { return a.id < b.id; });
   return out;
 }
 

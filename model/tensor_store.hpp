@@ -7,9 +7,10 @@
 // cudagraph output is such a non-owning tensor): releasing it frees nothing.
 #pragma once
 
-#include <map>
+#include <unordered_map>
 
 #include "model/caching_allocator.hpp"
+#include "model/hashing.hpp"
 #include "model/tensor.hpp"
 
 namespace capsim {
@@ -78,8 +79,10 @@ class TensorStore {
   Tensor add_tensor(const TensorMeta& meta, StorageId storage);
 
   CachingAllocator& allocator_;
-  std::map<StorageId, StorageEntry> storages_;
-  std::map<TensorId, Tensor> tensors_;
+  // Looked up on every call and never iterated in an order that shows
+  // (storages() sorts what it lists): hashed (model/hashing.hpp).
+  std::unordered_map<StorageId, StorageEntry, IdHash> storages_;
+  std::unordered_map<TensorId, Tensor, IdHash> tensors_;
   std::uint64_t next_storage_ = 1;
   std::uint64_t next_tensor_ = 1;
 };

@@ -18,8 +18,7 @@
 // any later use of a tensor over them reports it.
 #pragma once
 
-#include <map>
-#include <set>
+#include <unordered_map>
 
 #include "model/tensor_store.hpp"
 
@@ -75,9 +74,10 @@ class TensorRefs {
   Status release_if_unreferenced(TensorId id);
 
   TensorStore& store_;
-  std::map<TensorId, Counts> counts_;
-  std::map<StorageId, std::uint32_t> held_per_storage_;
-  std::map<StorageId, AccessError> access_errors_;
+  // Looked up per call, never iterated: hashed (model/hashing.hpp).
+  std::unordered_map<TensorId, Counts, IdHash> counts_;
+  std::unordered_map<StorageId, std::uint32_t, IdHash> held_per_storage_;
+  std::unordered_map<StorageId, AccessError, IdHash> access_errors_;
 };
 
 }  // namespace capsim

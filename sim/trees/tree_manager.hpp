@@ -180,6 +180,7 @@ class TreeManager {
   Result<bool> raise_if_static_pointers_changed(const GraphNode& node,
                                                 const std::vector<TensorId>& inputs);
   Status copy_into_placeholders(const GraphNode& node, const std::vector<TensorId>& inputs);
+  Status copy_into_placeholder(const TensorArg& dst, TensorId input, const TensorMeta& src_meta);
   Result<std::vector<TensorId>> reconstruct_outputs(GraphNode& node);
   Status check_static_inputs_alive(const GraphNode& node, const std::vector<TensorId>& inputs);
   std::string mismatch_reason(const GraphNode& node, const std::vector<TensorId>& inputs,

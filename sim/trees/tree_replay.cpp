@@ -125,6 +125,26 @@ Result<bool> TreeManager::raise_if_static_pointers_changed(const GraphNode& node
   return true;
 }
 
+// One input into its placeholder. Where both are dense over the same sizes
+// and dtype and do not partly overlap (almost every copy a replay makes), the
+// copy kernel would move each element's bytes to the same offset: one block
+// copy does exactly that, without building a KernelLaunch per copy (issue 50,
+// redesign 3). Strided, expanded and converting copies take the kernel.
+Status TreeManager::copy_into_placeholder(const TensorArg& dst, TensorId input,
+                                          const TensorMeta& src_meta) {
+  CAPSIM_TRY_ASSIGN(const Address src, ctx_.store().data_address(input));
+  const bool dense = src_meta.dtype == dst.meta.dtype && src_meta.sizes == dst.meta.sizes &&
+                     is_contiguous(src_meta) && is_contiguous(dst.meta);
+  const std::uint64_t bytes = dense ? extent_bytes(dst.meta) : 0;
+  const bool apart = src + bytes <= dst.address || dst.address + bytes <= src;
+  if (dense && (apart || src == dst.address)) {
+    CAPSIM_CHECK(bytes > 0, "an empty placeholder is skipped before its copy");
+    return ctx_.backend.run_step(Step{CopyStep{dst.address, src, bytes}, {}});
+  }
+  CAPSIM_TRY_ASSIGN(const KernelLaunch copy, launch_copy(dst, TensorArg{src, src_meta}));
+  return ctx_.backend.run_step(Step{copy, {}});
+}
+
 // One copy per input to copy into its placeholder (a foreach copy).
 Status TreeManager::copy_into_placeholders(const GraphNode& node,
                                            const std::vector<TensorId>& inputs) {
@@ -136,7 +156,8 @@ Status TreeManager::copy_into_placeholders(const GraphNode& node,
       continue;
     }
     const TensorArg& dst = *node.placeholders[i];
-    CAPSIM_TRY_ASSIGN(const TensorArg src, tensor_arg(ctx_.store(), inputs[i]));
+    const Tensor* src = ctx_.store().find(inputs[i]);
+    if (src == nullptr) return make_error(fmt::format("unknown tensor {}", inputs[i].value));
     ++copies;
     // The injected bug (`capsim check --inject skip_first_copy`,
     // docs/properties.md): an off-by-one that counts the first non-static
@@ -144,8 +165,7 @@ Status TreeManager::copy_into_placeholders(const GraphNode& node,
     // last held.
     if (ctx_.fault == Fault::kSkipFirstCopy && copies == 1) continue;
     if (numel(dst.meta) == 0) continue;
-    CAPSIM_TRY_ASSIGN(const KernelLaunch copy, launch_copy(dst, src));
-    CAPSIM_TRY(ctx_.backend.run_step(Step{copy, {}}));
+    CAPSIM_TRY(copy_into_placeholder(dst, inputs[i], src->meta));
     // A stride-0 (expanded) dimension is copied once, as index_expanded_dims.
     bytes += extent_bytes(dst.meta);
   }

@@ -13,6 +13,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -67,7 +68,7 @@ class ObjectTable {
 
  private:
   TensorRefs& refs_;
-  std::map<std::uint64_t, PyObject> objects_;
+  std::unordered_map<std::uint64_t, PyObject> objects_;      // never iterated
   std::map<std::string, std::uint64_t, std::less<>> names_;  // found by string_view too
   std::uint64_t next_object_ = 1;
 };

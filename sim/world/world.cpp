@@ -104,7 +104,7 @@ Status World::begin(const Program& program) {
     return make_error(
         fmt::format("program: {} actions, the limit is {}", program.actions.size(), kMaxActions));
   }
-  std::map<std::string, const FunctionDef*, std::less<>> by_name;
+  decltype(functions_by_name_) by_name;
   for (const FunctionDef& def : program.functions) {
     CAPSIM_TRY(validate(def));
     const TorchProfileRules& rules = profile_rules(options_.config.torch_profile);

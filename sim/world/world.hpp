@@ -27,9 +27,11 @@
 #include <set>
 #include <span>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
+#include "model/hashing.hpp"
 #include "model/rng.hpp"
 #include "sim/core/decisions.hpp"
 #include "sim/core/eager_oracle.hpp"
@@ -183,7 +185,8 @@ class World : private WorldCalls {
   SimContext ctx_;
   const Program* program_ = nullptr;
   // program_'s functions by name (begin() refuses a name defined twice).
-  std::map<std::string, const FunctionDef*, std::less<>> functions_by_name_;
+  std::unordered_map<std::string, const FunctionDef*, TextHash, std::equal_to<>>
+      functions_by_name_;  // looked up per call, never iterated
 
   std::unique_ptr<TreeManager> manager_;
   std::optional<PoolId> tree_pool_;

@@ -106,6 +106,32 @@ TEST_CASE("invariant 6: non-static inputs are copied once per replay, static one
   CHECK(w->counters().cudagraph_recorded_non_static_inputs == 1);
 }
 
+// The copy-in takes one block copy where input and placeholder are dense
+// alike, the copy kernel otherwise (tree_replay.cpp, copy_into_placeholder).
+// A strided input read as if dense would copy the wrong elements: the oracle
+// that reruns every replay eagerly counts that as a mismatch.
+TEST_CASE("invariant 6: a replay copies in the input's elements, dense or strided") {
+  for (const bool strided : {false, true}) {
+    CAPTURE(strided);
+    Program p;
+    FunctionBuilder f("scale", kInference, {"arg0_1"});
+    p.functions.push_back(f.returns({f.mul(f.input(0), f.input(0))}));
+    for (int i = 0; i < 4; ++i) {
+      NewTensor x = tensor("x", {8});    // random values, new at every call
+      if (strided) x.strides = Dims{3};  // every third element of a 22-element storage
+      p.actions.push_back(x);
+      p.actions.push_back(call("scale", {"x"}, {""}));
+    }
+    WorldOptions options;
+    options.verify_replays = true;
+    auto w = run_program(p, options);
+    CHECK(w->counters().replays == 2);
+    CHECK(w->counters().copies == 2);
+    CHECK(w->counters().replay_checks == 2);
+    CHECK(w->counters().replay_mismatches == 0);
+  }
+}
+
 TEST_CASE("invariant 7: an unaligned static input is demoted; a misaligned input is cloned") {
   const ProgramScenarioRun run = run_named("unaligned_static_parameter");
   CHECK(expectation(run, "static_input_data_ptrs that are not None").actual == 0);
