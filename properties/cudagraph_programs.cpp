@@ -309,8 +309,13 @@ class Lowering {
       out.names.push_back("c0");
       out.know.push_back(ArgKnowledge::kNonStatic);
     } else {
-      out.names.push_back(fresh_eager(out.temps, ap.offset % 4, numel));
+      const std::int64_t offset = ap.offset % 4;
+      out.names.push_back(fresh_eager(out.temps, offset, numel));
       out.know.push_back(ArgKnowledge::kNonStatic);
+      // Not 16-byte aligned: harmless here, but an output that returns or
+      // views it (an eager fallback's `return v2`) may feed a static slot,
+      // which remove_unaligned_input_idxs then demotes at compile.
+      if (offset != 0) maybe_unaligned_.insert(out.names.back());
     }
   }
 
@@ -348,8 +353,9 @@ class Lowering {
   std::vector<std::string> bind_outputs(const CallPlan& call, const LoweredFunction& f,
                                         bool may_raise, std::int64_t grow, std::size_t s, Call& c,
                                         std::vector<std::string>& step_outputs) {
-    // An output may alias an unaligned static input (a recording bakes the
-    // unaligned address in), and then so may a static slot it feeds.
+    // An output may alias an unaligned input, static (a recording bakes the
+    // unaligned address in) or not (a returned input), and then so may a
+    // static slot it feeds.
     const bool unaligned_in =
         std::any_of(c.args.begin(), c.args.end(),
                     [this](const std::string& a) { return maybe_unaligned_.count(a) != 0; });

@@ -166,3 +166,61 @@ TEST_CASE("trees: a managed input alive at its recorded address is no violation"
   CHECK(world.counters().replay_checks == 2);
   CHECK(world.counters().static_violations == 0);
 }
+
+// The commit-seed check of 9ad1450 (seed 170223597109361, case 309) found the
+// generator claiming a static slot that the tree manager rightly copied: a
+// fresh eager input one element off 16-byte alignment, returned as is by a
+// function that fell back to eager (a CPU cut), fed a backward's saved
+// (static) slot, so remove_unaligned_input_idxs dropped it when that backward
+// compiled, for every later call of it. The generator must not know such a
+// slot as static. Built from the plan, so that the failure is not left to
+// seeds.
+TEST_CASE("trees: an unaligned input returned by a call makes the slot it feeds unknown") {
+  ProgramPlan plan;
+  plan.numel = 4;
+  plan.params = 1;
+  FunctionPlan passthrough;  // f0(p, m, x, y): add(p, p) in a CPU cut; returns x
+  passthrough.params = 1;
+  passthrough.marked = 1;
+  passthrough.data = 2;
+  passthrough.ops = {OpPlan{PlanOp::kAdd, 0, 0, 0, 0}};
+  passthrough.cut_at = 0;
+  passthrough.cut_len = 1;
+  passthrough.outputs = {2};
+  FunctionPlan backward;  // f1(saved): returns it (saved 0: one saved slot)
+  backward.mode = CompilationMode::kBackward;
+  backward.saved = 0;
+  backward.data = 0;
+  backward.outputs = {0};
+  plan.functions = {passthrough, backward};
+  CallPlan first;
+  first.function = 0;
+  first.args = {ArgPlan{}, ArgPlan{1, 0, 0, 0}, ArgPlan{0, 0, 1, 0}, ArgPlan{}};
+  first.keep_mask = 1;  // o0, deleted at the step's end
+  first.hold = 0;
+  CallPlan saved_from_output;
+  saved_from_output.function = 1;
+  saved_from_output.args = {ArgPlan{0, 0, 0, 0}};  // the output kept above
+  CallPlan saved_eager;
+  saved_eager.function = 1;
+  saved_eager.args = {ArgPlan{1, 0, 0, 0}};  // the persistent eager tensor
+  plan.steps = {StepPlan{}, StepPlan{}};
+  plan.steps[0].calls = {first, saved_from_output};
+  plan.steps[1].calls = {saved_eager};
+
+  const GeneratedProgram generated = within_contract(lower(plan));
+  Status status;
+  const auto world = run_generated(generated, options_with(), status);
+  REQUIRE(status.ok());
+  // The premise: the backward's one recording copies its saved input.
+  std::size_t copying_records = 0;
+  for (const Event& e : world->events()) {
+    const IntList* non_static = e.get_if<IntList>(F::non_static);
+    if (e.kind == EventKind::kRecord && non_static != nullptr && non_static->size() == 1) {
+      ++copying_records;
+    }
+  }
+  CHECK_MESSAGE(copying_records == 1, describe(generated));
+  const CheckResult copies = check_copies(*world, generated);
+  CHECK_MESSAGE(!copies.has_value(), copies.value_or(""));
+}
