@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <iterator>
 #include <set>
 
 namespace capsim {
@@ -58,9 +59,10 @@ class KeyWriter {
     return {};
   }
   void options(const TensorMeta& m) {
-    const fmt::format_int index(m.device.index);
-    key_.append("device=").append(m.device.type == DeviceType::kCuda ? "cuda" : "cpu");
-    key_.append(1, ':').append(index.data(), index.size()).append(1, ';');
+    fmt::memory_buffer device;  // inline storage: no allocation per tensor
+    fmt::format_to(std::back_inserter(device), "{}:{}",
+                   m.device.type == DeviceType::kCuda ? "cuda" : "cpu", m.device.index);
+    tag("device", std::string_view(device.data(), device.size()));
     tag("dtype", dtype_name(m.dtype));
     tag("requires_grad", m.requires_grad ? 1 : 0);
   }

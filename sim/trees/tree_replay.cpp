@@ -135,11 +135,13 @@ Status TreeManager::copy_into_placeholder(const TensorArg& dst, TensorId input,
   CAPSIM_TRY_ASSIGN(const Address src, ctx_.store().data_address(input));
   const bool dense = src_meta.dtype == dst.meta.dtype && src_meta.sizes == dst.meta.sizes &&
                      is_contiguous(src_meta) && is_contiguous(dst.meta);
-  const std::uint64_t bytes = dense ? extent_bytes(dst.meta) : 0;
-  const bool apart = src + bytes <= dst.address || dst.address + bytes <= src;
-  if (dense && (apart || src == dst.address)) {
+  if (dense) {
+    const std::uint64_t bytes = extent_bytes(dst.meta);
     CAPSIM_CHECK(bytes > 0, "an empty placeholder is skipped before its copy");
-    return ctx_.backend.run_step(Step{CopyStep{dst.address, src, bytes}, {}});
+    const bool apart = src + bytes <= dst.address || dst.address + bytes <= src;
+    if (apart || src == dst.address) {
+      return ctx_.backend.run_step(Step{CopyStep{dst.address, src, bytes}, {}});
+    }
   }
   CAPSIM_TRY_ASSIGN(const KernelLaunch copy, launch_copy(dst, TensorArg{src, src_meta}));
   return ctx_.backend.run_step(Step{copy, {}});
