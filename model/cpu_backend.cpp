@@ -1,6 +1,6 @@
 // CpuBackend (see cpu_backend.hpp): a kernel launch run on the host over DeviceMemory (with a
-// rank-1 fast path for dense elementwise launches), and StepPrograms instantiated, replayed
-// and their evidence computed.
+// rank-1 geometry for dense elementwise launches, and plain loops for the common ones), and
+// StepPrograms instantiated, replayed and their evidence computed.
 #include "model/cpu_backend.hpp"
 
 #include <fmt/format.h>
@@ -67,18 +67,63 @@ class OperandGeometry {
     flat_.elem_bytes = launch.geometry[0].elem_bytes;
     flat_.sizes[0] = n;
     flat_.strides[0] = 1;
-    const bool collapsed = collapses_to_rank_one(launch, n);
+    collapsed_ = collapses_to_rank_one(launch, n);
     for (std::size_t i = 0; i < at_.size(); ++i) {
-      at_[i] = collapsed ? &flat_ : &launch.geometry[i];
+      at_[i] = collapsed_ ? &flat_ : &launch.geometry[i];
     }
   }
   OperandGeometry(const OperandGeometry&) = delete;  // at_ may point into it
   const Geometry& operator[](std::size_t i) const { return *at_[i]; }
+  // Element i of every operand is at offset i (elementwise, dense, same shape).
+  bool collapsed() const { return collapsed_; }
 
  private:
   Geometry flat_;
   std::array<const Geometry*, kMaxKernelPointers> at_{};
+  bool collapsed_ = false;
 };
+
+// The dense loops: a collapsed launch of the common elementwise kernels as a
+// plain loop over its operands. Each element goes through the value function
+// that the element body of kernel_bodies.hpp applies, reads its operands in
+// the body's order and is written in the same ascending order, so the bits
+// are the body's (an in-place or overlapping operand included: the loop is
+// sequential). What it saves is the per-element geometry and the per-element
+// dispatch on the operator. tests/model/test_kernels_dense.cpp holds it to
+// the bodies.
+template <kernels::BinaryOp Op>
+void binary_dense(float* out, const float* a, const float* b, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i) out[i] = kernels::apply_binary(Op, a[i], b[i]);
+}
+
+// False for a kind it does not cover, which then takes the element bodies.
+bool run_dense(const KernelLaunch& launch, const std::array<float*, kMaxKernelPointers>& p,
+               std::int64_t n) {
+  namespace k = kernels;
+  float* out = p[0];
+  switch (launch.kind) {
+    case KernelKind::kFill:
+      for (std::int64_t i = 0; i < n; ++i) out[i] = launch.scalars[0];
+      return true;
+    case KernelKind::kCopy:
+      for (std::int64_t i = 0; i < n; ++i) out[i] = p[1][i];
+      return true;
+    case KernelKind::kAdd: binary_dense<k::BinaryOp::kAdd>(out, p[1], p[2], n); return true;
+    case KernelKind::kSub: binary_dense<k::BinaryOp::kSub>(out, p[1], p[2], n); return true;
+    case KernelKind::kMul: binary_dense<k::BinaryOp::kMul>(out, p[1], p[2], n); return true;
+    case KernelKind::kDiv: binary_dense<k::BinaryOp::kDiv>(out, p[1], p[2], n); return true;
+    case KernelKind::kNeg:
+      for (std::int64_t i = 0; i < n; ++i) out[i] = k::neg_value(p[1][i]);
+      return true;
+    case KernelKind::kRelu:
+      for (std::int64_t i = 0; i < n; ++i) out[i] = k::relu_value(p[1][i]);
+      return true;
+    case KernelKind::kReluBackward:
+      for (std::int64_t i = 0; i < n; ++i) out[i] = k::relu_backward_value(p[1][i], p[2][i]);
+      return true;
+    default: return false;
+  }
+}
 }  // namespace
 
 namespace {
@@ -154,6 +199,7 @@ Status run_kernel_on_host(const KernelLaunch& launch, DeviceMemory& memory) {
   const auto& s = launch.scalars;
   const std::int64_t n = grid_size(launch);
   const OperandGeometry g(launch, n);
+  if (g.collapsed() && run_dense(launch, p, n)) return {};
   namespace k = kernels;
   switch (launch.kind) {
     case KernelKind::kFill:

@@ -12,7 +12,10 @@
 //    by one thread, which loops over its inputs in row-major order.
 // Every body computes one output element `i` (0 <= i < grid size). Arguments are
 // raw pointers, scalars and pointer-free Geometry structs only, so that every
-// address a CUDA kernel node holds is visible to node introspection.
+// address a CUDA kernel node holds is visible to node introspection. The
+// `*_value` functions are an element's arithmetic alone: the host's dense
+// loops (model/cpu_backend.cpp) call them too, so both paths compute the same
+// bits.
 // See docs/architecture.md, "Kernels".
 #pragma once
 
@@ -134,24 +137,32 @@ CAPSIM_HD void binary_elem(std::int64_t i, BinaryOp op, float* out, const Geomet
       apply_binary(op, a[element_offset(g_a, i)], b[element_offset(g_b, i)]);
 }
 
+CAPSIM_HD float neg_value(float x) {
+  return -x;
+}
 CAPSIM_HD void neg_elem(std::int64_t i, float* out, const Geometry& g_out, const float* in,
                         const Geometry& g_in) {
-  out[element_offset(g_out, i)] = -in[element_offset(g_in, i)];
+  out[element_offset(g_out, i)] = neg_value(in[element_offset(g_in, i)]);
 }
 
 // relu as clamp_min(x, 0): NaN propagates, as in PyTorch.
+CAPSIM_HD float relu_value(float x) {
+  return (x > 0.0f || is_nan(x)) ? x : 0.0f;
+}
 CAPSIM_HD void relu_elem(std::int64_t i, float* out, const Geometry& g_out, const float* in,
                          const Geometry& g_in) {
-  const float x = in[element_offset(g_in, i)];
-  out[element_offset(g_out, i)] = (x > 0.0f || is_nan(x)) ? x : 0.0f;
+  out[element_offset(g_out, i)] = relu_value(in[element_offset(g_in, i)]);
 }
 
 // threshold_backward(grad, result, 0): zero where result <= 0.
+CAPSIM_HD float relu_backward_value(float grad, float result) {
+  return result <= 0.0f ? 0.0f : grad;
+}
 CAPSIM_HD void relu_backward_elem(std::int64_t i, float* out, const Geometry& g_out,
                                   const float* grad, const Geometry& g_grad, const float* result,
                                   const Geometry& g_result) {
-  const float r = result[element_offset(g_result, i)];
-  out[element_offset(g_out, i)] = r <= 0.0f ? 0.0f : grad[element_offset(g_grad, i)];
+  out[element_offset(g_out, i)] =
+      relu_backward_value(grad[element_offset(g_grad, i)], result[element_offset(g_result, i)]);
 }
 
 // --- Transcendental functions from + - * / and sqrt ---------------------------

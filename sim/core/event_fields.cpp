@@ -3,6 +3,7 @@
 #include "sim/core/event_fields.hpp"
 
 #include <algorithm>
+#include <array>
 
 #include "model/check.hpp"
 
@@ -61,6 +62,27 @@ static_assert([] {
   }
   return true;
 }());
+
+// The keys in name order, for field_key_from_name: every field of every
+// event line a trace holds is looked up by its name, and a scan of the table
+// compared ~100 names per field.
+struct NamedKey {
+  std::string_view name;
+  FieldKey field;
+};
+constexpr auto kKeysByName = [] {
+  std::array<NamedKey, std::size(kFieldSpecs)> keys{};
+  for (std::size_t i = 0; i < keys.size(); ++i)
+    keys[i] = {kFieldSpecs[i].key, kFieldSpecs[i].field};
+  std::sort(keys.begin(), keys.end(),
+            [](const NamedKey& a, const NamedKey& b) { return a.name < b.name; });
+  return keys;
+}();
+static_assert(std::adjacent_find(kKeysByName.begin(), kKeysByName.end(),
+                                 [](const NamedKey& a, const NamedKey& b) {
+                                   return a.name == b.name;
+                                 }) == kKeysByName.end(),
+              "field names are unique");
 
 // Per kind, in the order the simulator writes them. R marks a field every
 // event of the kind carries.
@@ -132,10 +154,11 @@ std::string_view field_key_name(FieldKey field) {
 }
 
 std::optional<FieldKey> field_key_from_name(std::string_view key) {
-  for (const FieldSpec& f : kFieldSpecs) {
-    if (f.key == key) return f.field;
-  }
-  return std::nullopt;
+  const auto it =
+      std::lower_bound(kKeysByName.begin(), kKeysByName.end(), key,
+                       [](const NamedKey& k, std::string_view name) { return k.name < name; });
+  if (it == kKeysByName.end() || it->name != key) return std::nullopt;
+  return it->field;
 }
 
 std::span<const EventFieldUse> event_fields_of(EventKind kind) {

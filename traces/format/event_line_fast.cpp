@@ -65,21 +65,21 @@ std::optional<Event> read_event(Members& m, EventKind kind, std::size_t action, 
   event.kind = kind;
   event.action = static_cast<std::uint32_t>(action);
   event.fields.reserve(m.size());
+  const EventFieldMasks& masks = event_field_masks(kind);
+  FieldMask seen;
   for (std::size_t i = 0; i < m.size(); ++i) {
     const KeyValue& kv = m.at(i);
     if (kv.key == "seq" || kv.key == "type" || kv.key == "action" || kv.key == "event") continue;
     if (kv.key.starts_with("x_")) return std::nullopt;  // skipped there, whatever it holds
     const std::optional<FieldKey> field = field_key_from_name(kv.key);
-    if (!field || find_field_use(kind, *field) == nullptr) return std::nullopt;
-    std::optional<FieldValue> v = value(field_spec(*field), *m.take(kv.key));
+    if (!field || !masks.allowed.test(*field)) return std::nullopt;
+    std::optional<FieldValue> v = value(field_spec(*field), m.take_at(i));
     if (!v) return std::nullopt;
+    seen.set(*field);
     event.fields.push_back({*field, std::move(*v)});
   }
-  if (!real_run) {
-    for (const EventFieldUse& u : event_fields_of(kind)) {
-      if (u.required && !m.has(field_key_name(u.field))) return std::nullopt;
-    }
-  }
+  // Every field of the line is in `seen` (the envelope's are not fields).
+  if (!real_run && !seen.contains(masks.required)) return std::nullopt;
   if (!m.all_taken()) return std::nullopt;
   return event;
 }

@@ -122,7 +122,12 @@ class Members {
     taken_ |= std::uint32_t{1} << i;
     return &kvs_[i].value;
   }
-  bool has(std::string_view key) const { return find_index(key) < kvs_.size(); }
+  // The value of member i, marked as taken (a walk over at() that reads it).
+  const element& take_at(std::size_t i) {
+    CAPSIM_CHECK(i < kvs_.size());
+    taken_ |= std::uint32_t{1} << i;
+    return kvs_[i].value;
+  }
   // Every key was taken (ObjectReader::finish, less the "x_" extensions,
   // which the general path skips: a line with one is declined).
   bool all_taken() const {
