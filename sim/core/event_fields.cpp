@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cstdint>
 
 #include "model/check.hpp"
 
@@ -63,26 +64,37 @@ static_assert([] {
   return true;
 }());
 
-// The keys in name order, for field_key_from_name: every field of every
-// event line a trace holds is looked up by its name, and a scan of the table
-// compared ~100 names per field.
-struct NamedKey {
-  std::string_view name;
-  FieldKey field;
-};
-constexpr auto kKeysByName = [] {
-  std::array<NamedKey, std::size(kFieldSpecs)> keys{};
-  for (std::size_t i = 0; i < keys.size(); ++i)
-    keys[i] = {kFieldSpecs[i].key, kFieldSpecs[i].field};
-  std::sort(keys.begin(), keys.end(),
-            [](const NamedKey& a, const NamedKey& b) { return a.name < b.name; });
-  return keys;
+// An open-addressing table of the keys by a hash of their names, built at
+// compile time, for field_key_from_name: every field of every event line a
+// trace holds is looked up by its name, and a scan (or a binary search) of
+// the table paid a string comparison per key it passed.
+constexpr std::uint64_t name_hash(std::string_view name) {
+  std::uint64_t h = 14695981039346656037ull;  // FNV-1a 64
+  for (char c : name) h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ull;
+  return h;
+}
+static_assert(
+    [] {
+      for (std::size_t i = 0; i < std::size(kFieldSpecs); ++i) {
+        for (std::size_t j = i + 1; j < std::size(kFieldSpecs); ++j) {
+          if (kFieldSpecs[i].key == kFieldSpecs[j].key) return false;
+        }
+      }
+      return true;
+    }(),
+    "field names are unique");
+constexpr std::size_t kKeySlots = 512;  // a power of two, over twice the keys
+static_assert(std::size(kFieldSpecs) * 2 < kKeySlots);
+constexpr auto kKeySlotTable = [] {
+  std::array<std::int16_t, kKeySlots> slots{};
+  for (std::int16_t& s : slots) s = -1;
+  for (std::size_t i = 0; i < std::size(kFieldSpecs); ++i) {
+    std::size_t h = name_hash(kFieldSpecs[i].key) & (kKeySlots - 1);
+    while (slots[h] != -1) h = (h + 1) & (kKeySlots - 1);
+    slots[h] = static_cast<std::int16_t>(i);
+  }
+  return slots;
 }();
-static_assert(std::adjacent_find(kKeysByName.begin(), kKeysByName.end(),
-                                 [](const NamedKey& a, const NamedKey& b) {
-                                   return a.name == b.name;
-                                 }) == kKeysByName.end(),
-              "field names are unique");
 
 // Per kind, in the order the simulator writes them. R marks a field every
 // event of the kind carries.
@@ -154,11 +166,12 @@ std::string_view field_key_name(FieldKey field) {
 }
 
 std::optional<FieldKey> field_key_from_name(std::string_view key) {
-  const auto it =
-      std::lower_bound(kKeysByName.begin(), kKeysByName.end(), key,
-                       [](const NamedKey& k, std::string_view name) { return k.name < name; });
-  if (it == kKeysByName.end() || it->name != key) return std::nullopt;
-  return it->field;
+  for (std::size_t h = name_hash(key) & (kKeySlots - 1); kKeySlotTable[h] != -1;
+       h = (h + 1) & (kKeySlots - 1)) {
+    const FieldSpec& spec = kFieldSpecs[static_cast<std::size_t>(kKeySlotTable[h])];
+    if (spec.key == key) return spec.field;
+  }
+  return std::nullopt;
 }
 
 std::span<const EventFieldUse> event_fields_of(EventKind kind) {

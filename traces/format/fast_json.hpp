@@ -137,8 +137,11 @@ class Members {
 
  private:
   std::size_t find_index(std::string_view key) const {
+    // Lengths and first bytes first: keys are short and mostly differ there,
+    // and a memcmp call per pair was a few percent of reading a trace.
     for (std::size_t i = 0; i < kvs_.size(); ++i) {
-      if (kvs_[i].key == key) return i;
+      const std::string_view k = kvs_[i].key;
+      if (k.size() == key.size() && (k.empty() || k[0] == key[0]) && k == key) return i;
     }
     return kvs_.size();
   }
