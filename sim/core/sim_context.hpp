@@ -7,7 +7,6 @@
 
 #include <cstdint>
 #include <string>
-#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -100,18 +99,6 @@ struct SimContext {
     // place that counts them.
     if (kind == EventKind::kError) ++counters.errors;
     events.push_back(Event{kind, action, std::move(fields)});
-  }
-  // emit() with the fields given one by one, each moved into the event: a
-  // braced list would copy every value (an initializer_list's elements are
-  // const), and the hot per-call events (copy_in, replay, output) pay for
-  // each copied text and list.
-  template <typename... Fields>
-  void emit_fields(EventKind kind, Fields&&... fields) {
-    static_assert((std::is_same_v<std::remove_cvref_t<Fields>, EventField> && ...));
-    std::vector<EventField> v;
-    v.reserve(sizeof...(fields));
-    (v.push_back(std::forward<Fields>(fields)), ...);
-    emit(kind, std::move(v));
   }
   TensorStore& store() { return refs.store(); }
 

@@ -173,10 +173,11 @@ Status TreeManager::copy_into_placeholders(const GraphNode& node,
   }
   ctx_.counters.copies += copies;
   ctx_.counters.copy_bytes += bytes;
-  ctx_.emit_fields(EventKind::kCopyIn, EventField{F::fid, node.fid},
-                   EventField{F::function, functions_[node.fid].def->name},
-                   EventField{F::graph, node.id}, EventField{F::copies, copies},
-                   EventField{F::bytes, bytes});
+  ctx_.emit(EventKind::kCopyIn, {{F::fid, node.fid},
+                                 {F::function, functions_[node.fid].def->name},
+                                 {F::graph, node.id},
+                                 {F::copies, copies},
+                                 {F::bytes, bytes}});
   return {};
 }
 
@@ -192,7 +193,6 @@ Result<CallOutcome> TreeManager::execute_node(GraphId id, std::vector<TensorId>&
   // inputs leave the list; a trace checks them against the recording's (a
   // stale read shows as a difference).
   std::vector<Address> static_ptrs;
-  static_ptrs.reserve(graphs_[id].static_input_idxs.size());
   for (std::uint32_t i : graphs_[id].static_input_idxs) {
     auto ptr = data_ptr(inputs[i]);
     static_ptrs.push_back(ptr ? *ptr : 0);
@@ -224,15 +224,17 @@ Result<CallOutcome> TreeManager::execute_node(GraphId id, std::vector<TensorId>&
   }
   inputs.clear();
   ++ctx_.counters.replays;
+  std::vector<EventField> fields{{F::fid, node.fid},
+                                 {F::function, functions_[node.fid].def->name},
+                                 {F::graph, id},
+                                 {F::static_ptrs, static_ptrs}};
   if (expected) {
     ++ctx_.counters.replay_checks;
     CAPSIM_TRY_ASSIGN(const bool equal,
                       outputs_equal(ctx_.store(), ctx_.memory, outputs, *expected));
     if (!equal) ctx_.counters.note_replay_mismatch(ctx_.events.size());
   }
-  ctx_.emit_fields(EventKind::kReplay, EventField{F::fid, node.fid},
-                   EventField{F::function, functions_[node.fid].def->name},
-                   EventField{F::graph, id}, EventField{F::static_ptrs, std::move(static_ptrs)});
+  ctx_.emit(EventKind::kReplay, std::move(fields));
   ctx_.emit_device(evidence);
   return CallOutcome{CallPath::kReplay, std::move(outputs)};
 }

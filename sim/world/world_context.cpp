@@ -120,8 +120,7 @@ Status WorldContext::bind_outputs(const std::vector<TensorId>& outputs,
           saved ? objects.new_saved_object(outputs[i]) : objects.new_object(outputs[i]);
       CAPSIM_TRY(objects.bind(names[i], o));
       CAPSIM_TRY_ASSIGN(const Address ptr, store.data_address(outputs[i]));
-      sim.emit_fields(EventKind::kOutput, EventField{F::name, names[i]},
-                      EventField{F::ptr, DevicePtr{ptr}});
+      sim.emit(EventKind::kOutput, {{F::name, names[i]}, {F::ptr, DevicePtr{ptr}}});
     } else {
       CAPSIM_TRY(sim.refs.drop(outputs[i]));
     }
