@@ -71,11 +71,18 @@ Result<TensorId> WorldContext::fresh_tensor(const Dims& sizes, std::optional<flo
                     sizes, n, offset ? fmt::format(" past offset {}", offset) : "",
                     values ? "on" : "off", limit - offset));
   }
-  CAPSIM_TRY_ASSIGN(const Tensor buffer, store.empty({n + offset}, dtype));
   TensorMeta view_meta = meta;
   view_meta.storage_offset = offset;
-  CAPSIM_TRY_ASSIGN(const Tensor t, store.view(buffer.id, view_meta));
-  CAPSIM_TRY(store.release(buffer.id));
+  Tensor t;
+  if (n > 0) {
+    // One storage of offset + n elements, as the buffer below, made in one step.
+    CAPSIM_TRY_ASSIGN(t, store.empty_strided(view_meta));
+  } else {
+    // A tensor of no elements still takes a storage of `offset` elements.
+    CAPSIM_TRY_ASSIGN(const Tensor buffer, store.empty({n + offset}, dtype));
+    CAPSIM_TRY_ASSIGN(t, store.view(buffer.id, view_meta));
+    CAPSIM_TRY(store.release(buffer.id));
+  }
   sim.refs.hold(t.id);
   if (!values) return t.id;  // nothing to fill, and no draws taken
   if (n > 0 && dtype == DType::kFloat32) {
