@@ -16,6 +16,8 @@
 //    checks.
 //  - BM_ParseTraceLinesSimdjson: the same lines through simdjson's DOM parser
 //    and nothing else: the floor of docs/performance.md's targets.
+//  - BM_ParseTraceLinesOnDemand: the same lines through simdjson's On-Demand
+//    parser, every value touched: what a reader without the DOM could save.
 //  - BM_ReplayTrace: resimulate_file over the 1M-event file (re-simulation with
 //    verify_replays on, every event compared). events/s.
 //  Replays too large for a file, and their peak memory, are in
@@ -190,6 +192,98 @@ void BM_ParseTraceLinesSimdjson(benchmark::State& state) {
   set_trace_counters(state, t);
 }
 BENCHMARK(BM_ParseTraceLinesSimdjson)->Unit(benchmark::kMillisecond);
+
+// Every scalar of a value read through On-Demand (numbers as what they are,
+// strings unescaped), nested arrays and objects walked: what a reader that
+// builds its Event or Action straight from the line must do at the least.
+simdjson::error_code touch_value(simdjson::ondemand::value v, int depth);
+simdjson::error_code touch_fields(simdjson::ondemand::object o, int depth) {
+  for (auto field : o) {
+    std::string_view key;
+    if (auto e = field.unescaped_key().get(key)) return e;
+    benchmark::DoNotOptimize(key);
+    simdjson::ondemand::value v;
+    if (auto e = field.value().get(v)) return e;
+    if (auto e = touch_value(v, depth + 1)) return e;
+  }
+  return simdjson::SUCCESS;
+}
+simdjson::error_code touch_value(simdjson::ondemand::value v, int depth) {
+  if (depth > 64) return simdjson::DEPTH_ERROR;
+  simdjson::ondemand::json_type type;
+  if (auto e = v.type().get(type)) return e;
+  switch (type) {
+    case simdjson::ondemand::json_type::object: {
+      simdjson::ondemand::object o;
+      if (auto e = v.get_object().get(o)) return e;
+      return touch_fields(o, depth);
+    }
+    case simdjson::ondemand::json_type::array: {
+      simdjson::ondemand::array a;
+      if (auto e = v.get_array().get(a)) return e;
+      for (auto item : a) {
+        simdjson::ondemand::value x;
+        if (auto e = item.get(x)) return e;
+        if (auto e = touch_value(x, depth + 1)) return e;
+      }
+      return simdjson::SUCCESS;
+    }
+    case simdjson::ondemand::json_type::number: {
+      double d = 0;
+      if (auto e = v.get_double().get(d)) return e;
+      benchmark::DoNotOptimize(d);
+      return simdjson::SUCCESS;
+    }
+    case simdjson::ondemand::json_type::string: {
+      std::string_view text;
+      if (auto e = v.get_string().get(text)) return e;
+      benchmark::DoNotOptimize(text);
+      return simdjson::SUCCESS;
+    }
+    case simdjson::ondemand::json_type::boolean: {
+      bool b = false;
+      if (auto e = v.get_bool().get(b)) return e;
+      benchmark::DoNotOptimize(b);
+      return simdjson::SUCCESS;
+    }
+    case simdjson::ondemand::json_type::null: return v.is_null().error();
+    default: return simdjson::INCORRECT_TYPE;
+  }
+}
+
+// The same lines through simdjson's On-Demand parser, every value touched:
+// not a target's floor (that is the DOM parse above), but the measure of
+// what a reader that skips the DOM's tape could save (docs/performance.md,
+// redesign 4).
+void BM_ParseTraceLinesOnDemand(benchmark::State& state) {
+  const BenchTrace& t = trace_of(state, kMillion);
+  if (!t.error.empty()) return;
+  simdjson::ondemand::parser parser;
+  for (auto _ : state) {
+    std::ifstream in(t.path, std::ios::binary);
+    std::string line;
+    std::size_t lines = 0;
+    while (std::getline(in, line)) {
+      const std::size_t n = line.size();
+      line.reserve(n + simdjson::SIMDJSON_PADDING);
+      simdjson::ondemand::document doc;
+      simdjson::ondemand::object root;
+      if (parser.iterate(line.data(), n, line.capacity()).get(doc) != simdjson::SUCCESS ||
+          doc.get_object().get(root) != simdjson::SUCCESS ||
+          touch_fields(root, 0) != simdjson::SUCCESS) {
+        state.SkipWithError("simdjson On-Demand refused a line");
+        return;
+      }
+      ++lines;
+    }
+    if (lines != t.lines) {
+      state.SkipWithError("getline saw another number of lines than were written");
+      return;
+    }
+  }
+  set_trace_counters(state, t);
+}
+BENCHMARK(BM_ParseTraceLinesOnDemand)->Unit(benchmark::kMillisecond);
 
 void BM_ReplayTrace(benchmark::State& state) {
   const BenchTrace& t = trace_of(state, kMillion);

@@ -15,15 +15,15 @@ namespace {
 
 // `--quick` leaves out the rows that take minutes or gigabytes (the replays
 // and exports through a pipe, up to 10^7 events; the 10^6-node captures;
-// `capsim check` on one core), and two 10^6-event figures no target reads
-// (the reader's general path, the nlohmann floor), and
+// `capsim check` on one core), and three 10^6-event figures no target reads
+// (the reader's general path, the nlohmann floor, the On-Demand walk), and
 // times the rest briefly, so that the whole run stays under a minute on the
 // 2-core machine; the table marks what it left out "not run". A filter or
 // minimum time given beside it wins.
 constexpr std::string_view kQuickFilter =
     "--benchmark_filter=-(BM_ReplayStream/|BM_ExportStream/|"
     "BM_CompiledAutograd_[a-z]+/[a-z]+/1000000|BM_CheckDefault|BM_ReadTraceGeneralPath|"
-    "BM_ParseTraceLinesNlohmann)";
+    "BM_ParseTraceLinesNlohmann|BM_ParseTraceLinesOnDemand)";
 constexpr std::string_view kQuickMinTime = "--benchmark_min_time=0.05";
 
 bool has_flag(const std::vector<char*>& args, std::string_view prefix) {
