@@ -103,14 +103,7 @@ std::size_t heap_bytes(const std::string& s) {
   return s.capacity() > kSso ? s.capacity() + 1 : 0;
 }
 
-std::size_t deep_bytes(const FxGraph& g) {
-  std::size_t bytes = g.nodes().capacity() * sizeof(FxNode);
-  for (const FxNode& n : g.nodes()) {
-    bytes += heap_bytes(n.name) + heap_bytes(n.target) + n.args.capacity() * sizeof(FxArg);
-    for (const FxArg& a : n.args) bytes += a.heap_bytes();
-  }
-  return bytes;
-}
+std::size_t deep_bytes(const FxGraph& g) { return g.heap_bytes(); }
 
 std::size_t deep_bytes(const CollectedBackward& c) {
   std::size_t bytes =

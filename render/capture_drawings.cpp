@@ -30,7 +30,7 @@ void add_row(DrawNode& n, std::string key, std::string value) {
 }
 
 // Node arguments in order, each with its position ("1", "0.2" inside a list).
-void node_refs(const std::vector<FxArg>& args, const std::string& prefix,
+void node_refs(std::span<const FxArg> args, const std::string& prefix,
                std::vector<std::pair<FxNodeId, std::string>>& out) {
   for (std::size_t i = 0; i < args.size(); ++i) {
     const std::string pos = prefix.empty() ? std::to_string(i) : fmt::format("{}.{}", prefix, i);
@@ -120,18 +120,18 @@ DrawGraph draw_fx_graph(const FxGraph& graph, std::string name) {
   DrawGraph g;
   g.name = std::move(name);
   g.kind = "fx";
-  const std::vector<FxNode>& nodes = graph.nodes();
-  for (const FxNode& n : nodes) {
+  const FxNodeRange nodes = graph.nodes();
+  for (const FxNodeView n : nodes) {
     DrawNode d;
-    d.id = n.name.empty() ? "output" : n.name;
+    d.id = n.name();
     while (g.find(d.id)) d.id += "'";  // an output named like a call
     d.kind = std::string(fx_op_name(n.op));
-    d.target = n.target;
-    d.title = n.op == FxOp::kOutput ? "output" : n.name;
+    d.target = std::string(n.target);
+    d.title = n.op == FxOp::kOutput ? "output" : n.name();
     if (n.op == FxOp::kPlaceholder) d.fill = std::string(kFillPlaceholder);
     if (n.op == FxOp::kOutput) d.fill = std::string(kFillOutput);
     add_row(d, "op", std::string(fx_op_name(n.op)));
-    if (n.op == FxOp::kCallFunction) add_row(d, "target", n.target);
+    if (n.op == FxOp::kCallFunction) add_row(d, "target", std::string(n.target));
     if (!n.args.empty()) add_row(d, "args", "(" + fx_args_text(graph, n.args) + ")");
     g.add_node(std::move(d));
   }

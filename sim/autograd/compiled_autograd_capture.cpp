@@ -6,7 +6,11 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <map>
+#include <span>
+#include <type_traits>
+#include <utility>
 
 namespace capsim {
 
@@ -23,6 +27,16 @@ using Slots = std::vector<std::optional<Value>>;
 
 FxArg ref(FxNodeId n) {
   return FxArg::ref(n);
+}
+
+// A vector of these arguments, moved in: a braced list would copy each one,
+// and a list argument's copy is a deep copy of its payload.
+template <typename... A>
+std::vector<FxArg> arg_vector(A&&... args) {
+  std::vector<FxArg> out;
+  out.reserve(sizeof...(A) + 4);  // room for the saved values that usually follow
+  (out.push_back(std::forward<A>(args)), ...);
+  return out;
 }
 
 class Capturer {
@@ -52,19 +66,32 @@ class Capturer {
  private:
   // --- Proxies and values ---------------------------------------------------
   FxNodeId call(std::string_view target, std::vector<FxArg> args) {
-    auto id = r_.graph.call_function(target, std::move(args));
+    return call_moving(target, args);
+  }
+  // A call with its arguments listed: they are moved from an array on the
+  // stack into the graph, where a braced vector would allocate and copy each
+  // (a list argument's payload included).
+  template <typename... A>
+  requires(sizeof...(A) > 0 && (std::is_same_v<std::remove_cvref_t<A>, FxArg> && ...)) FxNodeId
+      call(std::string_view target, A&&... args) {
+    std::array<FxArg, sizeof...(A)> moved{FxArg(std::forward<A>(args))...};
+    return call_moving(target, moved);
+  }
+  FxNodeId call_moving(std::string_view target, std::span<FxArg> args) {
+    auto id = r_.graph.call_function_moving(target, args);
     CAPSIM_CHECK(id.ok(), "capture emitted a dangling reference");
     return *id;
   }
   FxNodeId getitem(FxNodeId from, std::int64_t index) {
-    return call("operator.getitem", {ref(from), FxArg::integer(index)});
+    return call("operator.getitem", ref(from), FxArg::integer(index));
   }
   // A value for `proxy`. Outputs of proxied ops are dummies in the functional
   // capture; in the legacy capture they are fakes with the metadata the eager
   // formula would give (`correct`). A perturbation replaces either.
   Value value(FxNodeId proxy, const TensorMeta& correct, bool dummy, const Dims& dummy_sizes) {
-    Value v{proxy, correct, 1};
-    if (dummy && o_.mode == CaptureMode::kFunctional) v.meta = dummy_meta(dummy_sizes);
+    // One copy of the metadata the value keeps (its Dims are on the heap).
+    const bool dummied = dummy && o_.mode == CaptureMode::kFunctional;
+    Value v{proxy, dummied ? dummy_meta(dummy_sizes) : correct, 1};
     if (o_.perturb.enabled) {
       Dims sizes;
       const auto rank = 1 + rng_.next() % 3;
@@ -142,7 +169,8 @@ class Capturer {
     return FxArg::of(std::move(out));
   }
   // The metadata the eager formula gives output `i`: that of the input it feeds.
-  TensorMeta output_meta(AutogradNodeId v, std::size_t i) {
+  // By reference: most callers hand it to value(), which keeps a dummy instead.
+  const TensorMeta& output_meta(AutogradNodeId v, std::size_t i) {
     if (edges_of_ != v || edges_.empty()) {
       edges_of_ = v;
       edges_ = g_.next_edges(v);
@@ -150,7 +178,7 @@ class Capturer {
     if (i < edges_.size() && edges_[i]) {
       return g_.node(edges_[i]->target).inputs[edges_[i]->input_nr].meta;
     }
-    return contiguous_meta({}).value();
+    return scalar_meta_;
   }
   // One getitem per output of `op`, bound to fresh values.
   Slots unpack(FxNodeId op, AutogradNodeId v, std::size_t n, const Dims& dummy_sizes) {
@@ -170,7 +198,9 @@ class Capturer {
     call_index_ = index;
     call_id_ = nc.id;
     node_name_ = node.name;
-    Slots inputs = buffers_[v];
+    // The node takes its input buffer, as the engine moves an InputBuffer into
+    // the call; the slot is left empty, not copied (each value owns metadata).
+    Slots inputs = std::exchange(buffers_[v], Slots(buffers_[v].size()));
     // Hooks are proxied in both modes (call_hook); their maybe_clone reads a
     // fake's metadata without recording anything (I-3), so none is read here.
     for (std::size_t h = 0; h < node.hooks.size(); ++h) {
@@ -178,14 +208,14 @@ class Capturer {
       const FxNodeId hook = next_hook(v, h, false);
       const std::size_t slot = h < node.hook_inputs.size() ? node.hook_inputs[h] : 0;
       if (slot < inputs.size() && inputs[slot]) {
-        inputs[slot]->proxy = call(
-            "call_hook", {ref(hook), ref(inputs[slot]->proxy), FxArg::string("tensor_pre_hook")});
+        inputs[slot]->proxy = call("call_hook", ref(hook), ref(inputs[slot]->proxy),
+                                   FxArg::string("tensor_pre_hook"));
       }
     }
     for (std::size_t h = 0; h < node.hooks.size(); ++h) {
       if (node.hooks[h] != AutogradHookKind::kPre) continue;
-      const FxNodeId hooked = call("call_hook", {ref(next_hook(v, h, false)), grads_list(inputs),
-                                                 FxArg::string("pre_hook")});
+      const FxNodeId hooked = call("call_hook", ref(next_hook(v, h, false)), grads_list(inputs),
+                                   FxArg::string("pre_hook"));
       for (std::size_t i = 0; i < inputs.size(); ++i) {
         if (inputs[i]) inputs[i]->proxy = getitem(hooked, static_cast<std::int64_t>(i));
       }
@@ -209,15 +239,15 @@ class Capturer {
     }
     for (std::size_t h = 0; h < node.hooks.size(); ++h) {
       if (node.hooks[h] == AutogradHookKind::kPost) {
-        const FxNodeId hooked = call("call_hook", {ref(next_hook(v, h, false)), grads_list(outputs),
-                                                   grads_list(inputs), FxArg::string("post_hook")});
+        const FxNodeId hooked = call("call_hook", ref(next_hook(v, h, false)), grads_list(outputs),
+                                     grads_list(inputs), FxArg::string("post_hook"));
         for (std::size_t i = 0; i < outputs.size(); ++i) {
           if (outputs[i]) outputs[i]->proxy = getitem(hooked, static_cast<std::int64_t>(i));
         }
       } else if (node.hooks[h] == AutogradHookKind::kPostAccGrad) {
         CAPSIM_CHECK(node.variable.has_value(), "a post-accumulate-grad hook off a leaf");
-        call("call_hook", {ref(next_hook(v, h, false)), lifted(*node.variable),
-                           FxArg::string("post_acc_grad_hook")});
+        call("call_hook", ref(next_hook(v, h, false)), lifted(*node.variable),
+             FxArg::string("post_acc_grad_hook"));
       }
     }
     // Route the outputs into their targets' input buffers (fan-in).
@@ -233,7 +263,7 @@ class Capturer {
   std::optional<Value> accumulate(const std::optional<Value>& old, const Value& incoming) {
     if (!old) return incoming;  // definedness is not metadata
     if (o_.mode == CaptureMode::kFunctional) {
-      return value(call("torch.add", {ref(old->proxy), ref(incoming.proxy)}), old->meta, true,
+      return value(call("torch.add", ref(old->proxy), ref(incoming.proxy)), old->meta, true,
                    kDummySizes);
     }
     // InputBuffer::add: in place only for a dense tensor nobody else holds.
@@ -241,10 +271,10 @@ class Capturer {
     const bool unique = read(*old, "use_count").use_count == 1;
     if (dense && unique) {
       Value v = *old;
-      v.proxy = call("torch.ops.aten.add_.Tensor", {ref(old->proxy), ref(incoming.proxy)});
+      v.proxy = call("torch.ops.aten.add_.Tensor", ref(old->proxy), ref(incoming.proxy));
       return v;
     }
-    return value(call("torch.add", {ref(old->proxy), ref(incoming.proxy)}), old->meta, false,
+    return value(call("torch.add", ref(old->proxy), ref(incoming.proxy)), old->meta, false,
                  kDummySizes);
   }
 
@@ -277,8 +307,7 @@ class Capturer {
       case AutogradNodeKind::kGraphRoot: return apply_graph_root(v, node.num_outputs);
       case AutogradNodeKind::kAccumulateGrad:
         if (grads[0]) {
-          call("torch.ops.inductor.accumulate_grad_.default",
-               {a.saved.back(), ref(grads[0]->proxy)});
+          call("torch.ops.inductor.accumulate_grad_.default", a.saved.back(), ref(grads[0]->proxy));
         }
         return Slots{};
       case AutogradNodeKind::kFunctional:
@@ -308,7 +337,7 @@ class Capturer {
   // A functional node (and CopyBackwards) lifted as one opaque call.
   Result<Slots> apply_functional(AutogradNodeId v, const AutogradNode& node, const Slots& grads,
                                  const NodeArgs& a) {
-    std::vector<FxArg> args{grads_list(grads), needs_input_grad(v)};
+    std::vector<FxArg> args = arg_vector(grads_list(grads), needs_input_grad(v));
     args.insert(args.end(), a.saved.begin(), a.saved.end());
     args.insert(args.end(), a.geometry.begin(), a.geometry.end());
     args.insert(args.end(), a.saved_sizes.begin(), a.saved_sizes.end());
@@ -319,7 +348,7 @@ class Capturer {
   // CopySlices as its prologue, the inner node and its epilogue.
   Result<Slots> apply_copy_slices(AutogradNodeId v, const AutogradNode& node, const Slots& grads,
                                   const NodeArgs& a) {
-    std::vector<FxArg> args{grads_list(grads)};
+    std::vector<FxArg> args = arg_vector(grads_list(grads));
     args.insert(args.end(), a.geometry.begin(), a.geometry.end());
     const FxNodeId prologue = call("copy_slices_prologue", std::move(args));
     const FxNodeId result = getitem(prologue, 0), slice = getitem(prologue, 1),
@@ -327,13 +356,14 @@ class Capturer {
     // The inner node computes its grad for self whatever CopySlices needs.
     FxArg inner_needed = needs_input_grad(v);
     inner_needed.mutable_items().at(0) = FxArg::boolean(true);
-    std::vector<FxArg> inner_args{FxArg::of({ref(clone)}), std::move(inner_needed)};
+    std::vector<FxArg> inner_args =
+        arg_vector(FxArg::of(arg_vector(ref(clone))), std::move(inner_needed));
     inner_args.insert(inner_args.end(), a.saved.begin(), a.saved.end());
     inner_args.insert(inner_args.end(), a.saved_sizes.begin(), a.saved_sizes.end());
     if (casts(node.inner_name)) inner_args.push_back(dtypes_of(v));
     const FxNodeId inner = call("ops." + node.inner_name, std::move(inner_args));
     const FxNodeId epilogue =
-        call("copy_slices_epilogue", {needs_input_grad(v), ref(result), ref(inner), ref(slice)});
+        call("copy_slices_epilogue", needs_input_grad(v), ref(result), ref(inner), ref(slice));
     return unpack(epilogue, v, node.num_outputs, kDummySizes);
   }
 
@@ -341,15 +371,14 @@ class Capturer {
   // the grad's dtype and device.
   Result<Slots> apply_copy_slices_legacy(AutogradNodeId v, const AutogradNode& node,
                                          const Slots& grads, const NodeArgs& a) {
-    std::vector<FxArg> args{grads_list(grads)};
+    std::vector<FxArg> args = arg_vector(grads_list(grads));
     args.insert(args.end(), a.geometry.begin(), a.geometry.end());
     (void)read(*grads[0], "dtype");
     (void)read(*grads[0], "device");
     const FxNodeId result = call("torch.ops.aten.new_empty_strided.default", std::move(args));
-    const FxNodeId copied =
-        call("torch.ops.aten.copy_.default", {ref(result), ref(grads[0]->proxy)});
-    const FxNodeId view = call("torch.ops.aten.as_strided.default", {ref(copied)});
-    const FxNodeId clone = call("torch.ops.aten.clone.default", {ref(view)});
+    const FxNodeId copied = call("torch.ops.aten.copy_.default", ref(result), ref(grads[0]->proxy));
+    const FxNodeId view = call("torch.ops.aten.as_strided.default", ref(copied));
+    const FxNodeId clone = call("torch.ops.aten.clone.default", ref(view));
     Slots inner_in{value(clone, grads[0]->meta, false, kDummySizes)};
     AutogradNode inner = node;
     inner.kind = AutogradNodeKind::kFunctional;
@@ -358,7 +387,7 @@ class Capturer {
     Slots out(node.num_outputs);
     for (std::size_t i = 0; i < out.size() && i < res.size(); ++i) {
       if (!res[i]) continue;  // branches on definedness: allowed
-      out[i] = value(call("torch.ops.aten.copy_.default", {ref(view), ref(res[i]->proxy)}),
+      out[i] = value(call("torch.ops.aten.copy_.default", ref(view), ref(res[i]->proxy)),
                      output_meta(v, i), false, kDummySizes);
     }
     return out;
@@ -368,7 +397,7 @@ class Capturer {
                                const std::vector<FxArg>& saved, bool legacy) {
     if (!legacy) {
       const std::string target = fmt::format("ops.{}{}", node.name, cpp_counts_[node.name]++);
-      std::vector<FxArg> args{grads_list(grads), needs_input_grad(v)};
+      std::vector<FxArg> args = arg_vector(grads_list(grads), needs_input_grad(v));
       args.insert(args.end(), saved.begin(), saved.end());
       return unpack(call(target, std::move(args)), v, node.num_outputs, kDummySizes);
     }
@@ -383,7 +412,7 @@ class Capturer {
   // forward inputs' metadata, not dummies.
   Slots apply_py_node(AutogradNodeId v, std::size_t n, const Slots& grads,
                       const std::vector<FxArg>& saved) {
-    std::vector<FxArg> args{ref(next_hook(v, 0, true)), FxArg::of(saved)};
+    std::vector<FxArg> args = arg_vector(ref(next_hook(v, 0, true)), FxArg::of(saved));
     for (const auto& gslot : grads) args.push_back(gslot ? ref(gslot->proxy) : FxArg::none());
     const FxNodeId op = call("call_backward", std::move(args));
     Slots out(n);
@@ -407,7 +436,7 @@ class Capturer {
     }
     // The region's ctx is lifted into `hooks` (Phase A), unused here.
     (void)hook_positions_.at(v, 0, true, false);
-    std::vector<FxArg> args{FxArg::of(a.saved), FxArg::of(a.saved_sizes)};
+    std::vector<FxArg> args = arg_vector(FxArg::of(a.saved), FxArg::of(a.saved_sizes));
     for (const auto& gslot : grads) args.push_back(gslot ? ref(gslot->proxy) : FxArg::none());
     const FxNodeId pgrads = call("call_aot_bwd_prologue", std::move(args));
     if (node.aot_body) return copy_aot_body(v, node, *node.aot_body, pgrads, a.saved_sizes);
@@ -420,12 +449,12 @@ class Capturer {
     Slots out(node.num_outputs);
     for (std::size_t i = 0; i < out.size(); ++i) {
       const std::size_t other = 1 - std::min<std::size_t>(i, 1);
-      const FxNodeId copied = call("torch.ops.aten.mul.Tensor", {ref(tangent), a.saved[other]});
+      const FxNodeId copied = call("torch.ops.aten.mul.Tensor", ref(tangent), a.saved[other]);
       FxNodeId result = copied;
       if (i < node.subclass_outputs) {
         // The epilogue rebuilds the subclass from its two inner tensors.
-        const FxNodeId inner = call("torch.ops.aten.clone.default", {ref(copied)});
-        result = call("make_subclass", {ref(copied), ref(inner)});
+        const FxNodeId inner = call("torch.ops.aten.clone.default", ref(copied));
+        result = call("make_subclass", ref(copied), ref(inner));
       }
       out[i] = value(result, output_meta(v, i), true, kAotDummySizes);
     }
@@ -482,8 +511,7 @@ class Capturer {
              ->
              operator->();
     FxNodeId x = grad.proxy;
-    if (is_complex(read(grad, "dtype").meta.dtype))
-      x = call("torch.ops.aten.real.default", {ref(x)});
+    if (is_complex(read(grad, "dtype").meta.dtype)) x = call("torch.ops.aten.real.default", ref(x));
     for (std::size_t i = 0; i < out.size(); ++i) {
       std::vector<FxArg> args{ref(x)};
       if (i < saved.size()) args.push_back(saved[i]);
@@ -509,7 +537,7 @@ class Capturer {
                                     FxArg::boolean(m.is_subclass), size_list(m.sizes)}));
       }
       const FxNodeId validated =
-          call("validate_outputs", {grads_list(outputs), FxArg::of(std::move(packed))});
+          call("validate_outputs", grads_list(outputs), FxArg::of(std::move(packed)));
       for (std::size_t i = 0; i < outputs.size(); ++i) {
         if (outputs[i]) {
           *outputs[i] = value(getitem(validated, static_cast<std::int64_t>(i)), output_meta(v, i),
@@ -526,13 +554,13 @@ class Capturer {
       if (!outputs[i]) continue;
       Value& out = *outputs[i];
       if (read(out, "sizes").meta.sizes != m.sizes) {
-        out.proxy = call("torch.ops.aten.sum_to_size.default", {ref(out.proxy), sizes});
+        out.proxy = call("torch.ops.aten.sum_to_size.default", ref(out.proxy), sizes);
         out.meta.sizes = m.sizes;
         out.meta.strides = contiguous_strides(m.sizes);
       }
       if (read(out, "dtype").meta.dtype != m.dtype) {
-        out.proxy = call("torch.ops.aten._to_copy.default",
-                         {ref(out.proxy), FxArg::string(std::string(dtype_name(m.dtype)))});
+        out.proxy = call("torch.ops.aten._to_copy.default", ref(out.proxy),
+                         FxArg::string(std::string(dtype_name(m.dtype))));
         out.meta.dtype = m.dtype;
       }
     }
@@ -557,7 +585,7 @@ class Capturer {
   }
 
   bool is_input_like(FxNodeId n) const {
-    const FxNode& node = r_.graph.nodes()[n];
+    const FxNodeView node = r_.graph.node(n);
     if (node.op == FxOp::kPlaceholder) return true;
     if (node.target != "operator.getitem") return false;
     const std::optional<FxNodeId> from = r_.graph.first_use(n);
@@ -570,7 +598,7 @@ class Capturer {
   std::vector<FxNodeId> accumulate_grad_order() const {
     // Anchors precede their accumulate node in the current order, so one pass
     // that emits each moved node right after its anchor is enough: linear.
-    const auto& nodes = r_.graph.nodes();
+    const FxNodeRange nodes = r_.graph.nodes();
     std::vector<std::vector<FxNodeId>> after(nodes.size());
     std::vector<bool> moved(nodes.size(), false);
     for (FxNodeId id = 0; id < nodes.size(); ++id) {
@@ -615,10 +643,10 @@ class Capturer {
   // PyTorch's dce, as a mask: the nodes kept, those impure and those
   // something kept uses.
   std::vector<bool> live_nodes() const {
-    const auto& nodes = r_.graph.nodes();
+    const FxNodeRange nodes = r_.graph.nodes();
     std::vector<bool> keep(nodes.size(), false);
     for (std::size_t i = nodes.size(); i-- > 0;) {
-      const FxNode& n = nodes[i];
+      const FxNodeView n = nodes[i];
       const bool impure = n.op != FxOp::kCallFunction || impure_target(n.target) ||
                           is_input_like(static_cast<FxNodeId>(i));
       if (impure) keep[i] = true;
@@ -635,6 +663,7 @@ class Capturer {
   CaptureResult r_;
   const TensorMeta dummy_ = contiguous_meta(kDummySizes).value();
   const TensorMeta aot_dummy_ = contiguous_meta(kAotDummySizes).value();
+  const TensorMeta scalar_meta_ = contiguous_meta({}).value();
   TensorMeta other_dummy_;
   FxNodeId inputs_ = 0, sizes_ = 0, scalars_ = 0, hooks_ = 0;
   std::vector<FxArg> slot_arg_;

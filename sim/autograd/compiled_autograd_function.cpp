@@ -50,10 +50,10 @@ class Lowering {
   Result<CompiledBackwardFunction> run() {
     values_.resize(fx_.nodes().size());
     for (FxNodeId id = 0; id < fx_.nodes().size(); ++id) {
-      const FxNode& node = fx_.nodes()[id];
+      const FxNodeView node = fx_.node(id);
       auto v = lower(node);
       if (!v) {
-        return with_context(fmt::format("lowering %{} ({})", node.name, node.target), v.error());
+        return with_context(fmt::format("lowering %{} ({})", node.name(), node.target), v.error());
       }
       values_[id] = std::move(v).value();
     }
@@ -119,12 +119,12 @@ class Lowering {
     return Lowered::of(f_.mul(a.value, b.value), sizes);
   }
 
-  Result<Lowered> lower(const FxNode& node) {
+  Result<Lowered> lower(const FxNodeView& node) {
     if (node.op == FxOp::kOutput) return Lowered{};
     if (node.op == FxOp::kPlaceholder) return lower_placeholder(node);
     std::vector<Lowered> args;
     for (const FxArg& a : node.args) args.push_back(arg(a));
-    const std::string& t = node.target;
+    const std::string_view t = node.target;
     if (t == "operator.getitem") return lower_getitem(args);
     if (t == "validate_outputs") return lower_validate_outputs(args);
     if (is_lowerable_backward_op(t)) return lower_backward_op(t, args);
@@ -135,7 +135,7 @@ class Lowering {
   }
 
   // Only the `inputs` placeholder becomes body values; the others stay opaque.
-  Lowered lower_placeholder(const FxNode& node) {
+  Lowered lower_placeholder(const FxNodeView& node) {
     Lowered l;
     if (node.target == "sizes" && !options_.sizes.empty()) {
       l.kind = Kind::kList;
@@ -197,14 +197,14 @@ class Lowering {
   }
 
   // The engine's backward nodes that have body ops; the rest do not lower.
-  static bool is_lowerable_backward_op(const std::string& t) {
+  static bool is_lowerable_backward_op(std::string_view t) {
     return t == "ops.MulBackward0" || t == "ops.AddBackward0" || t == "ops.CloneBackward0" ||
            t == "ops.SumBackward0" || t == "ops.ReluBackward0" || t == "ops.MmBackward0";
   }
 
   // A backward op lowers to a list with one slot per input: the grad where
   // needs_input_grad asks for one, none elsewhere (and all none without a grad).
-  Result<Lowered> lower_backward_op(const std::string& t, const std::vector<Lowered>& args) {
+  Result<Lowered> lower_backward_op(std::string_view t, const std::vector<Lowered>& args) {
     CAPSIM_TRY_ASSIGN(const auto gn, grads_and_needs(args));
     const auto& [g, needed] = gn;
     Lowered out;

@@ -60,10 +60,10 @@ class CompiledBackwardRun : public BackwardOps {
   Status run() {
     values_.resize(fx_.nodes().size());
     for (FxNodeId id = 0; id < fx_.nodes().size(); ++id) {
-      const FxNode& node = fx_.nodes()[id];
+      const FxNodeView node = fx_.node(id);
       auto v = eval(node);
       if (!v) {
-        return make_error(fmt::format("compiled backward: node %{} ({}): {}", node.name,
+        return make_error(fmt::format("compiled backward: node %{} ({}): {}", node.name(),
                                       node.target, v.error().message));
       }
       values_[id] = std::move(v).value();
@@ -187,12 +187,12 @@ class CompiledBackwardRun : public BackwardOps {
   }
 
   // --- Evaluation ------------------------------------------------------------------
-  Result<Value> eval(const FxNode& node) {
+  Result<Value> eval(const FxNodeView& node) {
     if (node.op == FxOp::kPlaceholder) return placeholder(node.target);
     if (node.op == FxOp::kOutput) return Value{};
     std::vector<Value> args;
     for (const FxArg& a : node.args) args.push_back(arg(a));
-    const std::string& t = node.target;
+    const std::string_view t = node.target;
     if (t == "operator.getitem") {
       if (args.size() != 2 || args[0].kind != Kind::kList)
         return make_error("getitem of a non-list");
@@ -251,7 +251,7 @@ class CompiledBackwardRun : public BackwardOps {
     return make_error("capsim runs functional captures only; this target is not executable");
   }
 
-  Result<Value> placeholder(const std::string& name) const {
+  Result<Value> placeholder(std::string_view name) const {
     Value v;
     v.kind = Kind::kList;
     if (name == "inputs") {
@@ -296,7 +296,7 @@ class CompiledBackwardRun : public BackwardOps {
   }
 
   // ops.<Node>(grads, needed, saved..., [geometry...], sizes..., [dtypes]).
-  Result<Value> node_op(const std::string& name, const std::vector<Value>& args) {
+  Result<Value> node_op(std::string_view name, const std::vector<Value>& args) {
     if (args.size() < 2) return make_error("an op takes grads and needs_input_grad first");
     CAPSIM_TRY_ASSIGN(const Grads in, grads(args[0], "grads"));
     CAPSIM_TRY_ASSIGN(const std::vector<bool> needed, bools(args[1], "needs_input_grad"));
@@ -304,7 +304,7 @@ class CompiledBackwardRun : public BackwardOps {
         std::find_if(in.begin(), in.end(), [](const auto& g) { return g.has_value(); });
     if (first == in.end()) return Value::of_grads(Grads(needed.size()));
     if (name.rfind("CppNode<", 0) == 0) {
-      std::string cls = name;
+      std::string cls(name);
       while (!cls.empty() && std::isdigit(static_cast<unsigned char>(cls.back()))) cls.pop_back();
       const auto node = call_.cpp_nodes.find(cls);
       const auto fn =

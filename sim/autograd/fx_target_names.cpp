@@ -71,8 +71,8 @@ std::vector<std::string> canonical_call_targets(const std::vector<std::string>& 
 
 std::vector<std::string> canonical_call_targets(const FxGraph& graph) {
   std::vector<std::string> raw;
-  for (const FxNode& n : graph.nodes()) {
-    if (n.op == FxOp::kCallFunction) raw.push_back(n.target);
+  for (const FxNodeView n : graph.nodes()) {
+    if (n.op == FxOp::kCallFunction) raw.emplace_back(n.target);
   }
   return canonical_call_targets(raw);
 }
@@ -128,8 +128,8 @@ std::vector<std::vector<std::uint32_t>> call_uses(const FxGraph& graph) {
 
 CanonicalCalls canonical_calls(const FxGraph& graph) {
   std::vector<std::string> targets;
-  for (const FxNode& n : graph.nodes()) {
-    if (n.op == FxOp::kCallFunction) targets.push_back(n.target);
+  for (const FxNodeView n : graph.nodes()) {
+    if (n.op == FxOp::kCallFunction) targets.emplace_back(n.target);
   }
   return canonical_calls(targets, call_uses(graph));
 }

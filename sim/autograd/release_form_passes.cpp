@@ -291,7 +291,7 @@ class Passes {
     const auto seq = order_.sequence();
     for (auto it = seq.rbegin(); it != seq.rend(); ++it) {
       const FxNodeId n = *it;
-      const FxNode& node = nodes_[n];
+      const FxNodeView node = nodes_[n];
       const bool impure = node.op != FxOp::kCallFunction || is_placeholder(n) || is(n, kCallHook) ||
                           is(n, kAccumulate) ||
                           is(n, "torch._dynamo.external_utils.call_backward") ||
@@ -322,7 +322,7 @@ class Passes {
   }
 
   const FxGraph& g_;
-  const std::vector<FxNode>& nodes_;
+  const FxNodeRange nodes_;
   NodeOrder order_;
   std::vector<std::vector<FxNodeId>> users_;
   FxNodeId sizes_ = 0;

@@ -1,4 +1,5 @@
-// FxGraph: node names as torch.fx derives them, the stable text form, and
+// FxGraph: node names as torch.fx derives them, the stable text form, the
+// storage's contracts (rebuilds keep names and counts, equality by text), and
 // errors for references to nodes that do not exist or nodes after the output.
 #include <doctest/doctest.h>
 
@@ -20,8 +21,8 @@ TEST_CASE("fx graph: snake-case names with numeric suffixes, as torch.fx") {
   const FxNodeId inputs = g.placeholder("inputs");
   const FxNodeId a = g.call_function("torch.add", {FxArg::ref(inputs), FxArg::ref(inputs)}).value();
   const FxNodeId b = g.call_function("torch.add", {FxArg::ref(a), FxArg::ref(a)}).value();
-  CHECK(g.nodes()[a].name == "add");
-  CHECK(g.nodes()[b].name == "add_1");
+  CHECK(g.nodes()[a].name() == "add");
+  CHECK(g.nodes()[b].name() == "add_1");
 }
 
 TEST_CASE("fx graph: the text form is stable and Python-like") {
@@ -72,6 +73,60 @@ TEST_CASE("fx graph: uses one at a time, the first use, equality without the tex
   CHECK(build(1) == g);
   CHECK_FALSE(build(2) == g);
   CHECK(build(2).to_text() != g.to_text());
+}
+
+TEST_CASE("fx graph: rebuilt keeps names, remaps references and continues the counts") {
+  // The storage (model/fx_node.hpp): names are a base and a count, targets
+  // interned, arguments in one vector. A rebuild must keep every name, move
+  // each node's arguments with it, and leave the counts where they were so
+  // that a node added later does not take a name already given.
+  FxGraph g("G");
+  const FxNodeId inputs = g.placeholder("inputs");
+  const FxNodeId a = g.call_function("torch.add", {FxArg::ref(inputs), FxArg::integer(1)}).value();
+  const FxNodeId b = g.call_function("torch.add", {FxArg::ref(inputs), FxArg::integer(2)}).value();
+  const FxNodeId c =
+      g.call_function("torch.mul", {FxArg::of({FxArg::ref(b), FxArg::ref(a)})}).value();
+  // b before a, and the mul last: references follow the nodes.
+  FxGraph copied = g.rebuilt({inputs, b, a, c}).value();
+  FxGraph moved = FxGraph(g).rebuilt({inputs, b, a, c}).value();
+  CHECK(copied == moved);
+  REQUIRE(moved.size() == 4);
+  CHECK(moved.node(1).name() == "add_1");
+  CHECK(moved.node(1).args[1].i == 2);
+  CHECK(moved.node(2).name() == "add");
+  CHECK(moved.node(3).args[0].items()[0].node == 1);
+  CHECK(moved.node(3).args[0].items()[1].node == 2);
+  CHECK(moved.node(3).target == "torch.mul");
+  const FxNodeId d = moved.call_function("torch.add", {FxArg::ref(1)}).value();
+  CHECK(moved.node(d).name() == "add_2");
+  // Dropping a node that something kept uses is an error, not a dangling id.
+  CHECK_FALSE(g.rebuilt({inputs, a, c}).ok());
+  // replace_arg writes the one argument, in place.
+  REQUIRE(g.replace_arg(a, 1, FxArg::integer(7)).ok());
+  CHECK(g.node(a).args[1].i == 7);
+  CHECK(g.node(b).args[1].i == 2);
+  CHECK_FALSE(g.replace_arg(a, 2, FxArg::none()).ok());
+  CHECK(g.heap_bytes() >= 4 * sizeof(FxArg));
+}
+
+TEST_CASE("fx graph: equality by text, not by how names were counted") {
+  // Graphs built apart intern their texts apart; equal nodes still compare
+  // equal, and a node named `add_1` literally equals one counted to it.
+  FxGraph x("G"), y("G");
+  (void)x.placeholder("add");
+  (void)x.placeholder("add");  // add_1, counted
+  (void)y.placeholder("add");
+  (void)y.placeholder("add_1");  // add_1, literal
+  CHECK(x.node(1).name() == "add_1");
+  CHECK(y.node(1).name() == "add_1");
+  CHECK_FALSE(x == y);  // the targets differ: `add` and `add_1`
+  FxGraph u("G"), v("G");
+  (void)u.call_function("torch.add", {}).value();
+  (void)v.placeholder("unused");
+  FxGraph w = v.rebuilt({}).value();
+  (void)w.call_function("torch.add", {}).value();
+  CHECK(u == w);
+  CHECK(u.to_text() == w.to_text());
 }
 
 TEST_CASE("fx graph: dangling references and nodes after the output are errors") {

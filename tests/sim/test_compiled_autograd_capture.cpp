@@ -184,7 +184,7 @@ TEST_CASE("compiled autograd capture: accumulate_grad_ follows its grad's produc
   Fixture f;
   make_diamond(f);
   const CaptureResult r = f.capture(CaptureMode::kFunctional);
-  const auto& nodes = r.graph.nodes();
+  const FxNodeRange nodes = r.graph.nodes();
   for (FxNodeId i = 0; i < nodes.size(); ++i) {
     if (nodes[i].target != "torch.ops.inductor.accumulate_grad_.default") continue;
     const auto uses = r.graph.uses(i);
@@ -205,12 +205,12 @@ TEST_CASE("compiled autograd capture: arity of proxied ops (I-4) and emission or
   f.edge(f.root, 0, m, 0);
   f.edge(m, 1, w, 0);  // output 0 stays an invalid edge
   const CaptureResult r = f.capture(CaptureMode::kFunctional);
-  const auto& nodes = r.graph.nodes();
+  const FxNodeRange nodes = r.graph.nodes();
   std::vector<std::string> order;
-  for (const FxNode& n : nodes) {
+  for (const FxNodeView n : nodes) {
     if (n.target == "call_hook" || n.target == "ops.MulBackward0" ||
         n.target == "validate_outputs") {
-      order.push_back(n.target);
+      order.emplace_back(n.target);
     }
   }
   // The root's validate_outputs (PyTorch 2.11), pre-hook, the op,
@@ -218,7 +218,7 @@ TEST_CASE("compiled autograd capture: arity of proxied ops (I-4) and emission or
   CHECK(order == std::vector<std::string>{"validate_outputs", "call_hook", "ops.MulBackward0",
                                           "validate_outputs", "call_hook"});
   // needs_input_grad has one entry per next edge, invalid ones included.
-  for (const FxNode& n : nodes) {
+  for (const FxNodeView n : nodes) {
     if (n.target != "ops.MulBackward0") continue;
     REQUIRE(n.args.size() >= 2);
     CHECK(n.args[1].items().size() == 2);

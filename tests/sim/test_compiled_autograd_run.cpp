@@ -171,7 +171,7 @@ TEST_CASE("compiled autograd capture: hooks add no reads (I-3), no metadata surv
   CHECK(Compiled(hooked).captured.reads.empty());
   CHECK(Compiled(hooked, CaptureMode::kLegacy).captured.reads.size() ==
         Compiled(unhooked, CaptureMode::kLegacy).captured.reads.size());
-  // I-9: an FxNode holds op, name, target and args only, so the scrub is
+  // I-9: a graph node holds op, name, target and args only, so the scrub is
   // structural; the printed graph names no metadata either.
   const std::string text = Compiled(hooked).captured.graph.to_text();
   for (const char* word : {"val=", "tensor_meta", "example_value"}) {
@@ -182,7 +182,7 @@ TEST_CASE("compiled autograd capture: hooks add no reads (I-3), no metadata surv
 
 TEST_CASE("compiled autograd capture: the post-acc-grad hook follows its accumulate (I-11)") {
   const Compiled c(hooked);
-  const auto& nodes = c.captured.graph.nodes();
+  const FxNodeRange nodes = c.captured.graph.nodes();
   std::size_t acc = nodes.size(), hook = nodes.size();
   for (std::size_t i = 0; i < nodes.size(); ++i) {
     if (nodes[i].target == "torch.ops.inductor.accumulate_grad_.default") acc = i;
