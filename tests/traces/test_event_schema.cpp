@@ -6,6 +6,7 @@
 #include "sim/scenarios/scenarios.hpp"
 #include "tests/traces/trace_test_support.hpp"
 #include "traces/format/event_schema.hpp"
+#include "traces/format/json_fields.hpp"
 #include "traces/simulation/scenario_trace.hpp"
 
 namespace capsim {
@@ -95,6 +96,8 @@ TEST_CASE("event schema: the text printer writes the JSON printer's bytes") {
       ++events;
       CAPTURE((*item)->text);
       CHECK(printed_as_text((*item)->event) == event_fields_to_json((*item)->event)->dump());
+      // The whole line as event_line wrote it (as text): dump()'s bytes too.
+      CHECK(Json::parse((*item)->text).dump() == (*item)->text);
     }
   }
   CHECK(events > 1000);

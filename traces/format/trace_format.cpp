@@ -7,6 +7,7 @@
 #include <algorithm>
 
 #include "traces/format/event_schema.hpp"
+#include "traces/format/json_text.hpp"
 #include "traces/format/program_json.hpp"
 
 namespace capsim {
@@ -173,13 +174,19 @@ std::string action_line(std::uint64_t seq, std::size_t index, const Action& acti
 }
 
 Result<std::string> event_line(std::uint64_t seq, const Event& event) {
-  Json j = envelope(seq, TraceLineType::kEvent);
-  j["action"] = event.action;
-  j["event"] = event_kind_name(event.kind);
-  const Result<Json> fields = event_fields_to_json(event);
-  if (!fields) return fields.error();
-  append(j, *fields);
-  return j.dump();
+  // Written as text, not built as a Json and dumped: a trace is mostly event
+  // lines, and the Json route was a sixth of a generated program's trace
+  // (docs/performance.md, stop 63). The bytes are dump()'s (json_text.hpp);
+  // no field is named like an envelope key (kEventEnvelopeKeys).
+  std::string out;
+  JsonObjectText line(out);
+  line.add("seq", seq);
+  line.add("type", trace_line_type_name(TraceLineType::kEvent));
+  line.add("action", std::uint64_t{event.action});
+  line.add("event", event_kind_name(event.kind));
+  CAPSIM_TRY(append_event_fields(line, event));
+  line.close();
+  return out;
 }
 
 Result<std::vector<std::string>> trace_lines(const TraceHeader& header, const Program& program,
