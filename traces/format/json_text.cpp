@@ -96,4 +96,24 @@ void JsonObjectText::add(std::string_view k, std::string_view v) {
   append_json_string(key(k), v);
 }
 
+void JsonMembersText::Member::operator=(const std::vector<std::string>& v) {
+  std::string& out = object_.key(key_);
+  out += '[';
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    if (i > 0) out += ',';
+    append_json_string(out, v[i]);
+  }
+  out += ']';
+}
+
+void JsonMembersText::Member::operator=(const std::vector<std::int64_t>& v) {
+  std::string& out = object_.key(key_);
+  out += '[';
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    if (i > 0) out += ',';
+    fmt::format_to(std::back_inserter(out), "{}", v[i]);
+  }
+  out += ']';
+}
+
 }  // namespace capsim

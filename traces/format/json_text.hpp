@@ -3,14 +3,16 @@
 // that decides it (the Chrome export writes millions of events).
 //
 // The bytes are exactly those of nlohmann::json's dump() for the same values
-// and key order (compact, ensure_ascii off): a test holds the two together,
-// so a document written either way reads and diffs the same.
+// and key order (compact, ensure_ascii off): tests hold the two together (the
+// event fields, every event and action line of the built-in scenarios), so a
+// document written either way reads and diffs the same.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace capsim {
 
@@ -43,6 +45,39 @@ class JsonObjectText {
  private:
   std::string& out_;
   bool first_ = true;
+};
+
+// The same members, assigned as a Json object's are (`j["key"] = value`), so
+// that one writer can fill either: the program writers' per-kind field
+// functions are templates over the two. A value of any type with dump() (a
+// Json) is written as its dump().
+class JsonMembersText {
+ public:
+  explicit JsonMembersText(JsonObjectText& object) : object_(object) {}
+  class Member {
+   public:
+    Member(JsonObjectText& object, std::string_view key) : object_(object), key_(key) {}
+    void operator=(const std::string& v) { object_.add(key_, std::string_view(v)); }
+    void operator=(std::string_view v) { object_.add(key_, v); }
+    void operator=(const char* v) { object_.add(key_, std::string_view(v)); }
+    void operator=(bool v) { object_.add_raw(key_, v ? "true" : "false"); }
+    void operator=(std::int64_t v) { object_.add(key_, v); }
+    void operator=(std::uint64_t v) { object_.add(key_, v); }
+    void operator=(int v) { object_.add(key_, v); }
+    void operator=(const std::vector<std::string>& v);
+    void operator=(const std::vector<std::int64_t>& v);
+    template <typename J>
+    requires requires(const J& j) { j.dump(); }
+    void operator=(const J& v) { object_.add_raw(key_, v.dump()); }
+
+   private:
+    JsonObjectText& object_;
+    std::string_view key_;
+  };
+  Member operator[](std::string_view key) { return {object_, key}; }
+
+ private:
+  JsonObjectText& object_;
 };
 
 }  // namespace capsim

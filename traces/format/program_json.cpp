@@ -70,7 +70,8 @@ Status check_below(const ObjectReader& r, std::string_view key,
 // parameter false, guard unset (the profile's default). Reading takes an absent field as that
 // default (and accepts it written out). Everything else is always written and required.
 
-void write_fields(Json& j, const NewTensor& a) {
+template <typename Members>
+void write_fields(Members& j, const NewTensor& a) {
   j["name"] = a.name;
   j["sizes"] = a.sizes;
   if (a.dtype != DType::kFloat32) j["dtype"] = std::string(dtype_name(a.dtype));
@@ -103,7 +104,8 @@ Status read_fields(ObjectReader& r, NewTensor& a) {
   return {};
 }
 
-void write_fields(Json& j, const MarkStatic& a) {
+template <typename Members>
+void write_fields(Members& j, const MarkStatic& a) {
   j["name"] = a.name;
   if (a.guard) j["guard"] = *a.guard;
 }
@@ -116,7 +118,8 @@ Status read_fields(ObjectReader& r, MarkStatic& a) {
   return {};
 }
 
-void write_fields(Json& j, const Call& a) {
+template <typename Members>
+void write_fields(Members& j, const Call& a) {
   j["function"] = a.function;
   j["args"] = a.args;
   j["outputs"] = a.outputs;
@@ -137,7 +140,8 @@ Status read_fields(ObjectReader& r, Call& a) {
   return {};
 }
 
-void write_fields(Json& j, const EagerCall& a) {
+template <typename Members>
+void write_fields(Members& j, const EagerCall& a) {
   j["function"] = a.function;
   j["args"] = a.args;
   j["outputs"] = a.outputs;
@@ -155,8 +159,8 @@ Status read_fields(ObjectReader& r, EagerCall& a) {
 template <typename A>
 concept NameOnly = std::is_same_v<A, Del> || std::is_same_v<A, Read> ||
     std::is_same_v<A, OptimizerStep> || std::is_same_v<A, DropOptimizer>;
-template <NameOnly A>
-void write_fields(Json& j, const A& a) {
+template <typename Members, NameOnly A>
+void write_fields(Members& j, const A& a) {
   j["name"] = a.name;
 }
 template <NameOnly A>
@@ -168,14 +172,15 @@ Status read_fields(ObjectReader& r, A& a) {
 template <typename A>
 concept Empty = std::is_same_v<A, MarkStepBegin> || std::is_same_v<A, SetToRunningBackward> ||
     std::is_same_v<A, Reset>;
-template <Empty A>
-void write_fields(Json&, const A&) {}
+template <typename Members, Empty A>
+void write_fields(Members&, const A&) {}
 template <Empty A>
 Status read_fields(ObjectReader&, A&) {
   return {};
 }
 
-void write_fields(Json& j, const ReassignData& a) {
+template <typename Members>
+void write_fields(Members& j, const ReassignData& a) {
   j["name"] = a.name;
   if (a.fill) j["fill"] = float_json(*a.fill);
 }
@@ -185,7 +190,8 @@ Status read_fields(ObjectReader& r, ReassignData& a) {
   return {};
 }
 
-void write_fields(Json& j, const AccumulateGrad& a) {
+template <typename Members>
+void write_fields(Members& j, const AccumulateGrad& a) {
   j["param"] = a.param;
   j["grad"] = a.grad;
 }
@@ -196,7 +202,8 @@ Status read_fields(ObjectReader& r, AccumulateGrad& a) {
 
 // Only the hyper-parameters of `kind` are written: the others are never read
 // by the optimizer, and one spelling per optimizer keeps traces comparable.
-void write_fields(Json& j, const CreateOptimizer& a) {
+template <typename Members>
+void write_fields(Members& j, const CreateOptimizer& a) {
   j["name"] = a.name;
   j["kind"] = std::string(optimizer_kind_name(a.kind));
   j["params"] = a.params;
@@ -216,7 +223,8 @@ Status read_fields(ObjectReader& r, CreateOptimizer& a) {
 }
 
 // set_to_none is always written: its default (true) is the surprising one.
-void write_fields(Json& j, const ZeroGrad& a) {
+template <typename Members>
+void write_fields(Members& j, const ZeroGrad& a) {
   j["name"] = a.name;
   j["set_to_none"] = a.set_to_none;
 }
@@ -227,7 +235,8 @@ Status read_fields(ObjectReader& r, ZeroGrad& a) {
 }
 
 // set_to_none is always written, as zero_grad's.
-void write_fields(Json& j, const ClearGrads& a) {
+template <typename Members>
+void write_fields(Members& j, const ClearGrads& a) {
   j["name"] = a.name;
   j["params"] = a.params;
   j["set_to_none"] = a.set_to_none;
@@ -239,7 +248,8 @@ Status read_fields(ObjectReader& r, ClearGrads& a) {
   return {};
 }
 
-void write_fields(Json& j, const RunCaptureScenario& a) {
+template <typename Members>
+void write_fields(Members& j, const RunCaptureScenario& a) {
   j["name"] = a.name;
   j["mode"] = std::string(capture_mode_name(a.mode));
 }
@@ -265,7 +275,8 @@ Status read_fields(ObjectReader& r, CompiledBackward& a) {
 }
 
 // Written only where they differ from loss.backward()'s defaults.
-void write_fields(Json& j, const Backward& a) {
+template <typename Members>
+void write_fields(Members& j, const Backward& a) {
   j["tensor"] = a.tensor;
   if (a.grad) j["grad"] = *a.grad;
   if (a.retain_graph) j["retain_graph"] = true;
@@ -531,6 +542,27 @@ Json action_to_json(const Action& a) {
   j["action"] = std::string(action_name(a));
   std::visit([&](const auto& x) { write_fields(j, x); }, a);
   return j;
+}
+
+bool append_action_members(JsonObjectText& object, const Action& a) {
+  // The recorded graphs and compiled backwards have writers of their own,
+  // over Json only; they are a few lines of a trace.
+  if (std::holds_alternative<DefineAutogradGraph>(a) ||
+      std::holds_alternative<CompiledBackward>(a)) {
+    return false;
+  }
+  JsonMembersText j(object);
+  j["action"] = action_name(a);
+  std::visit(
+      [&](const auto& x) {
+        using T = std::decay_t<decltype(x)>;
+        if constexpr (!std::is_same_v<T, DefineAutogradGraph> &&
+                      !std::is_same_v<T, CompiledBackward>) {
+          write_fields(j, x);
+        }
+      },
+      a);
+  return true;
 }
 
 Result<Action> action_from_json(ObjectReader& r) {

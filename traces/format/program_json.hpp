@@ -23,6 +23,7 @@
 #include "sim/world/program.hpp"
 #include "traces/format/body_op_json.hpp"
 #include "traces/format/json_fields.hpp"
+#include "traces/format/json_text.hpp"
 
 namespace capsim {
 
@@ -48,6 +49,10 @@ Result<FunctionDef> function_from_json(ObjectReader& r);
 
 // {"action": action_name(a), ...the struct's fields}.
 Json action_to_json(const Action& a);
+// The same members appended to `object` as text (dump()'s bytes), without a
+// Json per line; false, and nothing written, for the kinds that only
+// action_to_json writes (define_autograd_graph, compiled_backward).
+bool append_action_members(JsonObjectText& object, const Action& a);
 // Same convention as function_from_json: reads "action" and the fields, then
 // calls r.finish().
 Result<Action> action_from_json(ObjectReader& r);

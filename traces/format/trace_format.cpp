@@ -166,6 +166,17 @@ std::string function_line(std::uint64_t seq, const FunctionDef& def) {
 }
 
 std::string action_line(std::uint64_t seq, std::size_t index, const Action& action) {
+  // As text where the kind can be (event_line says why); no action field is
+  // named like an envelope key.
+  std::string out;
+  JsonObjectText line(out);
+  line.add("seq", seq);
+  line.add("type", trace_line_type_name(TraceLineType::kAction));
+  line.add("index", std::uint64_t{index});
+  if (append_action_members(line, action)) {
+    line.close();
+    return out;
+  }
   Json j = envelope(seq, TraceLineType::kAction);
   j["index"] = index;
   const Json payload = action_to_json(action);
