@@ -370,6 +370,11 @@ Result<KernelLaunch> launch_generic_mix(const TensorArg& out, std::span<const Te
     return {};
   };
   CAPSIM_TRY(place(0, out));
+  // An operand slot the op does not use keeps its empty geometry (nothing is
+  // read through it) and points at the output: a baked pointer must lie in a
+  // mapped segment, and 0 lies in none (the CUDA backend could not translate
+  // it, the host backend refused it; found by generated generic ops).
+  for (int arg = 1; arg < kMaxKernelPointers; ++arg) launch.pointers[arg] = out.address;
   for (std::size_t a = 0; a < inputs.size(); ++a) {
     CAPSIM_TRY(place(static_cast<int>(a) + 1, inputs[a]));
   }

@@ -96,6 +96,23 @@ Value lower_slice(const OpPlan& op, FunctionBuilder& f, const std::vector<Value>
   return Value{false, end - start};
 }
 
+// A generic op over `a` (and a partner of its shape for the binary one), its
+// result fresh and shaped like `a`: real aten ops that capsim runs from their
+// metadata (docs/trace-format.md §4.1), as the third-party scripts have them.
+// Its result's sizes are recorded, so the function is not resizable.
+void lower_generic(const OpPlan& op, FunctionBuilder& f, const std::vector<Value>& values,
+                   ValueIndex a, LoweredFunction& out) {
+  out.generics = true;
+  const Dims sizes = values[a].scalar ? Dims{} : Dims{values[a].length};
+  TensorMeta meta = contiguous_meta(sizes).value();
+  if (op.start % 2 == 0) {
+    f.generic("aten.gelu.default", {a}, std::move(meta));
+    return;
+  }
+  const auto c = same_shape(values, a);
+  f.generic("aten.gelu_backward.default", {c[op.b % c.size()], a}, std::move(meta));
+}
+
 // Emits one planned op and returns the shape of its result. An in-place add
 // with no input of its kind to mutate becomes a plain add.
 Value lower_op(const OpPlan& op, FunctionBuilder& f, const std::vector<Value>& values,
@@ -133,6 +150,7 @@ Value lower_op(const OpPlan& op, FunctionBuilder& f, const std::vector<Value>& v
       result = Value{true, 0};
       break;
     case PlanOp::kSlice: result = lower_slice(op, f, values, out); break;
+    case PlanOp::kGeneric: lower_generic(op, f, values, a, out); break;
     case PlanOp::kAddStatic:
     case PlanOp::kAddData: {
       const ValueIndex t = targets[op.a % targets.size()];

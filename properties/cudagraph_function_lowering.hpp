@@ -18,10 +18,11 @@ struct LoweredFunction {
   std::vector<SlotKind> slots;
   std::vector<bool> output_full;  // the output has sizes {numel}
   bool mutates = false;
-  bool slices = false;  // a slice's bounds are fixed at numel
-  // Only data slots and no slice: the body is valid at any size.
+  bool slices = false;    // a slice's bounds are fixed at numel
+  bool generics = false;  // a generic op's result metadata is fixed at numel
+  // Only data slots, no slice and no generic op: the body is valid at any size.
   bool resizable() const {
-    return !slices &&
+    return !slices && !generics &&
            std::all_of(slots.begin(), slots.end(), [](SlotKind k) { return k == SlotKind::kData; });
   }
 };

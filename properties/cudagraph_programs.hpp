@@ -46,23 +46,24 @@ namespace capsim {
 // --- The plan: what a generator draws ------------------------------------------
 
 // The op menu of generated bodies.
-#define CAPSIM_PLAN_OPS(X)                                         \
-  X(kAdd, "add")                                                   \
-  X(kMul, "mul")                                                   \
-  X(kNeg, "neg")                                                   \
-  X(kRelu, "relu")                                                 \
-  X(kSum, "sum")                                                   \
-  X(kClone, "clone")                                               \
-  X(kAlias, "alias")                                               \
-  X(kSlice, "slice")                                               \
-  X(kAddStatic, "add_")    /* add_ into a param or marked input */ \
-  X(kAddData, "add_data_") /* add_ into a plain input: the mutation gate */
+#define CAPSIM_PLAN_OPS(X)                                                  \
+  X(kAdd, "add")                                                            \
+  X(kMul, "mul")                                                            \
+  X(kNeg, "neg")                                                            \
+  X(kRelu, "relu")                                                          \
+  X(kSum, "sum")                                                            \
+  X(kClone, "clone")                                                        \
+  X(kAlias, "alias")                                                        \
+  X(kSlice, "slice")                                                        \
+  X(kAddStatic, "add_")    /* add_ into a param or marked input */          \
+  X(kAddData, "add_data_") /* add_ into a plain input: the mutation gate */ \
+  X(kGeneric, "generic")   /* an op without an exact kernel (GenericOp) */
 enum class PlanOp : std::uint8_t {
 #define CAPSIM_ENUM_(e, name) e,
   CAPSIM_PLAN_OPS(CAPSIM_ENUM_)
 #undef CAPSIM_ENUM_
 };
-inline constexpr std::uint32_t kPlanOpCount = 10;
+inline constexpr std::uint32_t kPlanOpCount = 11;
 
 struct OpPlan {
   PlanOp op = PlanOp::kAdd;

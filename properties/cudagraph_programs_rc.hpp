@@ -55,7 +55,8 @@ inline rc::Gen<std::optional<std::uint32_t>> maybe_param(std::uint32_t one_in) {
   X(kDropOptimizer, "drop_optimizer")                /* fault: the finalizer runs */     \
   X(kPartitionCuts, "partition_cuts")                /* ops graph partitions cut */      \
   X(kNewerKnobs, "newer_knobs")   /* graph_partition, capture sizes, W2, skip_dynamic */ \
-  X(kMovingSlice, "moving_slice") /* a decode loop: a managed input that moves (2.15) */
+  X(kMovingSlice, "moving_slice") /* a decode loop: a managed input that moves (2.15) */ \
+  X(kGenericOps, "generic_ops")   /* ops modelled from metadata, as real scripts have */
 CAPSIM_DEFINE_SWARM_FEATURES(SwarmFeature, kSwarmFeatureNames, CAPSIM_SWARM_FEATURES);
 
 using Swarm = FeatureSwarm<SwarmFeature>;
@@ -71,6 +72,7 @@ inline rc::Gen<OpPlan> op(const Swarm& sw) {
   if (sw.has(SwarmFeature::kSlice)) menu.emplace_back(1, PlanOp::kSlice);
   if (sw.has(SwarmFeature::kStaticMutation)) menu.emplace_back(2, PlanOp::kAddStatic);
   if (sw.has(SwarmFeature::kInputMutation)) menu.emplace_back(1, PlanOp::kAddData);
+  if (sw.has(SwarmFeature::kGenericOps)) menu.emplace_back(2, PlanOp::kGeneric);
   return rc::gen::exec([menu] {
     OpPlan o;
     o.op = *weighted<PlanOp>(menu);

@@ -45,6 +45,16 @@ class FunctionBuilder {
     o.scalar = value;
     return push(std::move(o));
   }
+  // A generic op (an aten op capsim has no exact kernel for) with one fresh
+  // tensor result of `result`'s metadata; its values are generic_mix's.
+  ValueIndex generic(std::string target, std::vector<ValueIndex> args, TensorMeta result) {
+    BodyOp o;
+    o.kind = BodyOpKind::kGeneric;
+    o.args = std::move(args);
+    o.generic.target = std::move(target);
+    o.generic.results.emplace_back(std::move(result));
+    return push(std::move(o));
+  }
   ValueIndex slice(ValueIndex a, std::int64_t start, std::int64_t end) {
     BodyOp o;
     o.kind = BodyOpKind::kSlice;
