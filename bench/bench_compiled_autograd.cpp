@@ -103,7 +103,9 @@ std::size_t heap_bytes(const std::string& s) {
   return s.capacity() > kSso ? s.capacity() + 1 : 0;
 }
 
-std::size_t deep_bytes(const FxGraph& g) { return g.heap_bytes(); }
+std::size_t deep_bytes(const FxGraph& g) {
+  return g.heap_bytes();
+}
 
 std::size_t deep_bytes(const CollectedBackward& c) {
   std::size_t bytes =
