@@ -13,10 +13,13 @@ namespace capsim {
 
 namespace {
 
-// A body value: 0-d, or 1-d of `length` elements.
+// A body value: 0-d, or 1-d of `length` elements, of `dtype`. Only generic
+// ops make values of other dtypes than float32, and only they read them: the
+// exact kernels take float32 (kernel_launch.cpp).
 struct Value {
   bool scalar = false;
   std::int64_t length = 0;
+  DType dtype = DType::kFloat32;
 };
 
 // The function's input slots, in order: saved, params, marked, data. A
@@ -55,14 +58,26 @@ void declare_static_inputs(FunctionBuilder& f, const std::vector<SlotKind>& slot
   f.static_inputs(static_idxs).params(param_idxs);
 }
 
-// The values shaped like `a` (itself included), in index order: the partners
-// a binary op may take without broadcasting.
+bool same_shape_as(const Value& v, const Value& a) {
+  return v.scalar == a.scalar && v.length == a.length;
+}
+
+// The values shaped like `a` and of its dtype (itself included), in index
+// order: the partners a binary op may take without broadcasting or casting.
 std::vector<ValueIndex> same_shape(const std::vector<Value>& values, ValueIndex a) {
   std::vector<ValueIndex> c;
   for (ValueIndex v = 0; v < values.size(); ++v) {
-    if (values[v].scalar == values[a].scalar && values[v].length == values[a].length) {
-      c.push_back(v);
-    }
+    if (same_shape_as(values[v], values[a]) && values[v].dtype == values[a].dtype) c.push_back(v);
+  }
+  return c;
+}
+
+// The values of `dtype`, in index order (never empty for float32: every
+// input is float32).
+std::vector<ValueIndex> of_dtype(const std::vector<Value>& values, DType dtype) {
+  std::vector<ValueIndex> c;
+  for (ValueIndex v = 0; v < values.size(); ++v) {
+    if (values[v].dtype == dtype) c.push_back(v);
   }
   return c;
 }
@@ -85,7 +100,7 @@ Value lower_slice(const OpPlan& op, FunctionBuilder& f, const std::vector<Value>
   const auto nv = static_cast<std::uint32_t>(values.size());
   std::vector<ValueIndex> c;
   for (ValueIndex v = 0; v < nv; ++v) {
-    if (!values[v].scalar) c.push_back(v);
+    if (!values[v].scalar && values[v].dtype == DType::kFloat32) c.push_back(v);
   }
   const ValueIndex s = c[op.a % c.size()];
   const std::int64_t len = values[s].length;
@@ -96,30 +111,132 @@ Value lower_slice(const OpPlan& op, FunctionBuilder& f, const std::vector<Value>
   return Value{false, end - start};
 }
 
-// A generic op over `a` (and a partner of its shape for the binary one), its
-// result fresh and shaped like `a`: real aten ops that capsim runs from their
-// metadata (docs/trace-format.md §4.1), as the third-party scripts have them.
-// Its result's sizes are recorded, so the function is not resizable.
-void lower_generic(const OpPlan& op, FunctionBuilder& f, const std::vector<Value>& values,
-                   ValueIndex a, LoweredFunction& out) {
-  out.generics = true;
-  const Dims sizes = values[a].scalar ? Dims{} : Dims{values[a].length};
-  TensorMeta meta = contiguous_meta(sizes).value();
-  if (op.start % 2 == 0) {
-    f.generic("aten.gelu.default", {a}, std::move(meta));
-    return;
+// The generic ops of generated bodies: real aten ops that capsim runs from
+// their metadata (docs/trace-format.md §4.1), as the third-party scripts have
+// them, in the dtypes real scripts give them: a comparison's bool mask and
+// the where that reads it (leaky_relu in dcgan's trace), and the casts of
+// mixed precision to and from bfloat16 and float16.
+enum class GenericPick : std::uint8_t { kGelu, kGeluBackward, kGreater, kWhere, kCast };
+
+// The values that are neither float32 nor bool: what casts down made.
+std::vector<ValueIndex> half_values(const std::vector<Value>& values) {
+  std::vector<ValueIndex> c;
+  for (ValueIndex v = 0; v < values.size(); ++v) {
+    if (values[v].dtype != DType::kFloat32 && values[v].dtype != DType::kBool) c.push_back(v);
   }
-  const auto c = same_shape(values, a);
-  f.generic("aten.gelu_backward.default", {c[op.b % c.size()], a}, std::move(meta));
+  return c;
+}
+
+// The op a generic plan makes, and the value it reads first. A where reads a
+// mask when there is one (else it compares), a cast takes a half value back
+// to float32 when there is one, and gelu reads a half value every other time
+// there is one: otherwise chains through the new dtypes would be rare.
+GenericPick pick_generic(const OpPlan& op, const std::vector<Value>& values, ValueIndex& a) {
+  auto pick = static_cast<GenericPick>(op.start % 5);
+  const std::vector<ValueIndex> masks = of_dtype(values, DType::kBool);
+  const std::vector<ValueIndex> halves = half_values(values);
+  if (pick == GenericPick::kWhere && !masks.empty()) a = masks[op.a % masks.size()];
+  if (pick == GenericPick::kCast && !halves.empty() && op.b % 2 == 0) {
+    a = halves[op.a % halves.size()];
+  }
+  if (pick == GenericPick::kGelu && !halves.empty() && op.b % 2 == 0) {
+    a = halves[op.a % halves.size()];
+  }
+  if (values[a].dtype == DType::kBool) return GenericPick::kWhere;  // a mask is only read by where
+  if (pick == GenericPick::kWhere) return GenericPick::kGreater;    // no mask: make one
+  return pick;
+}
+
+// A cast of `a` to `dtype`, its result shaped like `a`.
+Value cast(FunctionBuilder& f, ValueIndex a, Value in, DType dtype) {
+  const Dims sizes = in.scalar ? Dims{} : Dims{in.length};
+  in.dtype = dtype;
+  f.generic("aten._to_copy.default", {a}, contiguous_meta(sizes, dtype).value(),
+            fmt::format("dtype=torch.{}", dtype_name(dtype)));
+  return in;
+}
+
+// An autocast region over the float32 value `a`: a cast down to a half type,
+// a gelu in it, and the cast back to float32 that is the plan op's result.
+// The two half values join `values` (later ops may read them).
+Value lower_autocast(const OpPlan& op, FunctionBuilder& f, std::vector<Value>& values,
+                     ValueIndex a) {
+  const DType half = op.length % 2 == 0 ? DType::kBFloat16 : DType::kFloat16;
+  const Value in = values[a];
+  values.push_back(cast(f, a, in, half));
+  const Dims sizes = in.scalar ? Dims{} : Dims{in.length};
+  const auto down = static_cast<ValueIndex>(values.size() - 1);
+  CAPSIM_CHECK(f.generic("aten.gelu.default", {down}, contiguous_meta(sizes, half).value()) ==
+               down + 1);
+  values.push_back(values[down]);
+  return cast(f, down + 1, values[down], DType::kFloat32);
+}
+
+// One generic op, its first operand `a` unless pick_generic chooses another,
+// with one fresh result of that operand's shape and of the dtype it returns
+// (for a cast of a float32 value, an autocast region).
+Value lower_generic(const OpPlan& op, FunctionBuilder& f, std::vector<Value>& values, ValueIndex a,
+                    LoweredFunction& out) {
+  out.generics = true;  // its result's sizes are recorded: not resizable
+  const GenericPick pick = pick_generic(op, values, a);
+  const Value in = values[a];
+  if (pick == GenericPick::kCast) {
+    return in.dtype == DType::kFloat32 ? lower_autocast(op, f, values, a)
+                                       : cast(f, a, in, DType::kFloat32);
+  }
+  Value result = in;
+  std::vector<ValueIndex> args{a};
+  std::string attrs;
+  const char* target = "aten.gelu.default";
+  switch (pick) {
+    case GenericPick::kGelu:
+    case GenericPick::kCast: break;
+    case GenericPick::kGeluBackward: {
+      const auto c = same_shape(values, a);
+      args = {c[op.b % c.size()], a};
+      target = "aten.gelu_backward.default";
+      break;
+    }
+    case GenericPick::kGreater:
+      target = "aten.gt.Scalar";
+      attrs = "0.0";
+      result.dtype = DType::kBool;
+      break;
+    case GenericPick::kWhere: {
+      // Both branches shaped like the mask and of one floating dtype; the
+      // mask was computed from such a value, so there is one.
+      std::vector<ValueIndex> c;
+      for (ValueIndex v = 0; v < values.size(); ++v) {
+        if (same_shape_as(values[v], in) && values[v].dtype != DType::kBool) c.push_back(v);
+      }
+      CAPSIM_CHECK(!c.empty());
+      const ValueIndex x = c[op.b % c.size()];
+      const auto y = same_shape(values, x);
+      args = {a, x, y[op.length % y.size()]};
+      target = "aten.where.self";
+      result.dtype = values[x].dtype;
+      break;
+    }
+  }
+  const Dims sizes = in.scalar ? Dims{} : Dims{in.length};
+  f.generic(target, std::move(args), contiguous_meta(sizes, result.dtype).value(),
+            std::move(attrs));
+  return result;
 }
 
 // Emits one planned op and returns the shape of its result. An in-place add
 // with no input of its kind to mutate becomes a plain add.
-Value lower_op(const OpPlan& op, FunctionBuilder& f, const std::vector<Value>& values,
+// A generic op may append values of its own before its result (an autocast
+// region's half values).
+Value lower_op(const OpPlan& op, FunctionBuilder& f, std::vector<Value>& values,
                LoweredFunction& out) {
   const auto nv = static_cast<std::uint32_t>(values.size());
-  const ValueIndex a = op.a % nv;
+  ValueIndex a = op.a % nv;
   PlanOp kind = op.op;
+  if (kind != PlanOp::kGeneric && values[a].dtype != DType::kFloat32) {
+    const auto c = of_dtype(values, DType::kFloat32);  // exact kernels read float32
+    a = c[op.a % c.size()];
+  }
   std::vector<ValueIndex> targets;
   if (kind == PlanOp::kAddStatic) {
     targets = inputs_of(out.slots, {SlotKind::kParam, SlotKind::kMarked});
@@ -150,7 +267,7 @@ Value lower_op(const OpPlan& op, FunctionBuilder& f, const std::vector<Value>& v
       result = Value{true, 0};
       break;
     case PlanOp::kSlice: result = lower_slice(op, f, values, out); break;
-    case PlanOp::kGeneric: lower_generic(op, f, values, a, out); break;
+    case PlanOp::kGeneric: result = lower_generic(op, f, values, a, out); break;
     case PlanOp::kAddStatic:
     case PlanOp::kAddData: {
       const ValueIndex t = targets[op.a % targets.size()];
@@ -189,10 +306,14 @@ LoweredFunction lower_function(const FunctionPlan& p, std::size_t index,
   declare_static_inputs(f, out.slots, p.mode);
 
   std::vector<Value> values(n, Value{false, numel});
-  for (const OpPlan& op : p.ops) values.push_back(lower_op(op, f, values, out));
+  for (const OpPlan& op : p.ops) {
+    const Value result = lower_op(op, f, values, out);
+    values.push_back(result);
+  }
   const std::vector<ValueIndex> outs = pick_outputs(p.outputs, values.size());
   for (ValueIndex v : outs)
-    out.output_full.push_back(!values[v].scalar && values[v].length == numel);
+    out.output_full.push_back(!values[v].scalar && values[v].length == numel &&
+                              values[v].dtype == DType::kFloat32);
   out.def = f.returns(outs);
   declare_newer_facts(p, profile, out.def);
   return out;

@@ -46,12 +46,15 @@ class FunctionBuilder {
     return push(std::move(o));
   }
   // A generic op (an aten op capsim has no exact kernel for) with one fresh
-  // tensor result of `result`'s metadata; its values are generic_mix's.
-  ValueIndex generic(std::string target, std::vector<ValueIndex> args, TensorMeta result) {
+  // tensor result of `result`'s metadata and its non-tensor arguments as
+  // `attrs`; its values are generic_mix's.
+  ValueIndex generic(std::string target, std::vector<ValueIndex> args, TensorMeta result,
+                     std::string attrs = {}) {
     BodyOp o;
     o.kind = BodyOpKind::kGeneric;
     o.args = std::move(args);
     o.generic.target = std::move(target);
+    o.generic.attrs = std::move(attrs);
     o.generic.results.emplace_back(std::move(result));
     return push(std::move(o));
   }

@@ -8,6 +8,10 @@
 // a compiled optimizer. Every run is a World with verify_replays.
 #include <doctest/doctest.h>
 
+#include <set>
+#include <string>
+#include <utility>
+
 #include "properties/cudagraph_checks.hpp"
 #include "properties/cudagraph_programs_rc.hpp"
 #include "tests/support/rc_doctest.hpp"
@@ -95,6 +99,42 @@ void valid_everywhere() {
 }
 
 }  // namespace
+
+// The generic ops of generated programs come in the dtypes real scripts give
+// them (a bool mask, casts to half types and back), and the programs that
+// hold them replay as eager does. Samples the generator directly, so that the
+// test fails if the dtypes are never drawn rather than passing unlabelled.
+TEST_CASE("trees: generated generic ops make bool, bfloat16 and float16 values") {
+  std::set<std::pair<std::string, DType>> seen;
+  int runs = 0;
+  for (std::uint64_t seed = 0; seed < 200; ++seed) {
+    const GeneratedProgram g =
+        within_contract(lower(rc_gen::program()(rc::Random(seed), 50).value()));
+    bool other_dtype = false;
+    for (const FunctionDef& f : g.program.functions) {
+      for (const BodyOp& o : f.ops) {
+        if (o.kind != BodyOpKind::kGeneric) continue;
+        const DType d = o.generic.results.at(0)->dtype;
+        seen.emplace(o.generic.target, d);
+        other_dtype = other_dtype || d != DType::kFloat32;
+      }
+    }
+    if (!other_dtype || runs == 20) continue;
+    ++runs;
+    Status status;
+    auto world = run_generated(g, options_with(), status);
+    REQUIRE_MESSAGE(status.ok(), status.error().message);
+    CHECK_FALSE(check_replays_match_eager(*world));
+  }
+  CHECK(runs == 20);
+  CHECK(seen.count({"aten.gt.Scalar", DType::kBool}) == 1);
+  CHECK(seen.count({"aten.where.self", DType::kFloat32}) == 1);
+  CHECK(seen.count({"aten._to_copy.default", DType::kBFloat16}) == 1);
+  CHECK(seen.count({"aten._to_copy.default", DType::kFloat16}) == 1);
+  CHECK(seen.count({"aten._to_copy.default", DType::kFloat32}) == 1);
+  CHECK((seen.count({"aten.gelu.default", DType::kBFloat16}) +
+         seen.count({"aten.gelu.default", DType::kFloat16})) >= 1);
+}
 
 TEST_CASE("trees: generated programs are valid input") {
   rc_prop("World::run accepts every program", [] { valid_everywhere(); });

@@ -545,24 +545,22 @@ Json action_to_json(const Action& a) {
 }
 
 bool append_action_members(JsonObjectText& object, const Action& a) {
-  // The recorded graphs and compiled backwards have writers of their own,
-  // over Json only; they are a few lines of a trace.
-  if (std::holds_alternative<DefineAutogradGraph>(a) ||
-      std::holds_alternative<CompiledBackward>(a)) {
-    return false;
-  }
-  JsonMembersText j(object);
-  j["action"] = action_name(a);
-  std::visit(
+  return std::visit(
       [&](const auto& x) {
         using T = std::decay_t<decltype(x)>;
-        if constexpr (!std::is_same_v<T, DefineAutogradGraph> &&
-                      !std::is_same_v<T, CompiledBackward>) {
+        // The recorded graphs and compiled backwards have writers of their
+        // own, over Json only; they are a few lines of a trace.
+        if constexpr (std::is_same_v<T, DefineAutogradGraph> ||
+                      std::is_same_v<T, CompiledBackward>) {
+          return false;
+        } else {
+          JsonMembersText j(object);
+          j["action"] = action_name(a);
           write_fields(j, x);
+          return true;
         }
       },
       a);
-  return true;
 }
 
 Result<Action> action_from_json(ObjectReader& r) {
