@@ -65,6 +65,12 @@ inline rc::Gen<Swarm> swarm() {
   return swarm_of<SwarmFeature>(kSwarmFeatureNames);
 }
 
+// The generators below are built once per program and captured by value
+// (a Gen is a shared pointer to an immutable generator), not rebuilt at each
+// pick: building one allocates, and a program makes about a thousand picks
+// (docs/performance.md, stop 64). The picks and their order are the same as
+// when each was built in place, so a seed draws the same program.
+
 inline rc::Gen<OpPlan> op(const Swarm& sw) {
   std::vector<std::pair<std::uint32_t, PlanOp>> menu = {
       {4, PlanOp::kAdd}, {3, PlanOp::kMul},   {2, PlanOp::kNeg},  {2, PlanOp::kRelu},
@@ -73,83 +79,94 @@ inline rc::Gen<OpPlan> op(const Swarm& sw) {
   if (sw.has(SwarmFeature::kStaticMutation)) menu.emplace_back(2, PlanOp::kAddStatic);
   if (sw.has(SwarmFeature::kInputMutation)) menu.emplace_back(1, PlanOp::kAddData);
   if (sw.has(SwarmFeature::kGenericOps)) menu.emplace_back(2, PlanOp::kGeneric);
-  return rc::gen::exec([menu] {
+  return rc::gen::exec([kind = weighted<PlanOp>(std::move(menu)), s16 = small(16)] {
     OpPlan o;
-    o.op = *weighted<PlanOp>(menu);
-    o.a = *small(16);
-    o.b = *small(16);
-    o.start = *small(16);
-    o.length = *small(16);
+    o.op = *kind;
+    o.a = *s16;
+    o.b = *s16;
+    o.start = *s16;
+    o.length = *s16;
     return o;
   });
 }
 
 inline rc::Gen<FunctionPlan> function(const Swarm& sw) {
-  return rc::gen::exec([sw] {
-    FunctionPlan f;
-    std::vector<std::pair<std::uint32_t, CompilationMode>> modes = {
-        {3, CompilationMode::kInference}, {2, CompilationMode::kForward}};
-    if (sw.has(SwarmFeature::kBackwardGraphs)) modes.emplace_back(1, CompilationMode::kBackward);
-    f.mode = *weighted<CompilationMode>(modes);
-    f.params = *small(3);
-    f.marked = *small(2);
-    f.saved = *small(2);
-    f.data = *small(3);
-    f.ops = *rc::gen::resize(5, rc::gen::container<std::vector<OpPlan>>(op(sw)));
-    f.outputs = *rc::gen::resize(3, rc::gen::container<std::vector<std::uint32_t>>(small(16)));
-    if (sw.has(SwarmFeature::kPartitionCuts) && *sometimes(2)) {
-      f.cut_at = *small(5);
-      f.cut_len = 1 + *small(2);
-      f.cut_reason = *small(4);
-    }
-    if (sw.has(SwarmFeature::kNewerKnobs) && *sometimes(3)) f.input_facts = 1 + *small(5);
-    return f;
-  });
+  std::vector<std::pair<std::uint32_t, CompilationMode>> modes = {{3, CompilationMode::kInference},
+                                                                  {2, CompilationMode::kForward}};
+  if (sw.has(SwarmFeature::kBackwardGraphs)) modes.emplace_back(1, CompilationMode::kBackward);
+  return rc::gen::exec(
+      [sw, mode = weighted<CompilationMode>(std::move(modes)), s2 = small(2), s3 = small(3),
+       s4 = small(4), s5 = small(5), half = sometimes(2), third = sometimes(3),
+       ops = rc::gen::resize(5, rc::gen::container<std::vector<OpPlan>>(op(sw))),
+       outputs = rc::gen::resize(3, rc::gen::container<std::vector<std::uint32_t>>(small(16)))] {
+        FunctionPlan f;
+        f.mode = *mode;
+        f.params = *s3;
+        f.marked = *s2;
+        f.saved = *s2;
+        f.data = *s3;
+        f.ops = *ops;
+        f.outputs = *outputs;
+        if (sw.has(SwarmFeature::kPartitionCuts) && *half) {
+          f.cut_at = *s5;
+          f.cut_len = 1 + *s2;
+          f.cut_reason = *s4;
+        }
+        if (sw.has(SwarmFeature::kNewerKnobs) && *third) f.input_facts = 1 + *s5;
+        return f;
+      });
 }
 
 inline rc::Gen<ArgPlan> arg(const Swarm& sw) {
-  return rc::gen::exec([sw] {
-    ArgPlan a;
-    a.source = *small(sw.has(SwarmFeature::kKeepAcrossGeneration) ? 4 : 3);
-    a.pick = *small(8);
-    a.offset = sw.has(SwarmFeature::kMisalignedInputs)
-                   ? *weighted<std::uint32_t>({{6, 0}, {1, 1}, {1, 4}})
-                   : *weighted<std::uint32_t>({{6, 0}, {1, 4}});
-    if (sw.has(SwarmFeature::kUnalignedStatic)) {
-      a.static_offset = *weighted<std::uint32_t>({{3, 0}, {1, 1}});
-    }
-    return a;
-  });
+  const rc::Gen<std::uint32_t> offset = sw.has(SwarmFeature::kMisalignedInputs)
+                                            ? weighted<std::uint32_t>({{6, 0}, {1, 1}, {1, 4}})
+                                            : weighted<std::uint32_t>({{6, 0}, {1, 4}});
+  return rc::gen::exec(
+      [sw, offset, source = small(sw.has(SwarmFeature::kKeepAcrossGeneration) ? 4 : 3),
+       pick = small(8), static_offset = weighted<std::uint32_t>({{3, 0}, {1, 1}})] {
+        ArgPlan a;
+        a.source = *source;
+        a.pick = *pick;
+        a.offset = *offset;
+        if (sw.has(SwarmFeature::kUnalignedStatic)) a.static_offset = *static_offset;
+        return a;
+      });
 }
 
 inline rc::Gen<CallPlan> call(const Swarm& sw) {
-  return rc::gen::exec([sw] {
+  return rc::gen::exec([sw, s3 = small(3), s4 = small(4), s8 = small(8), quarter = sometimes(4),
+                        args = rc::gen::container<std::vector<ArgPlan>>(5, arg(sw)),
+                        hold = weighted<std::uint32_t>({{4, 0}, {2, 1}, {1, 2}, {1, 4}}),
+                        reassign = maybe_param(10)] {
     CallPlan c;
-    c.function = *small(4);
-    c.args = *rc::gen::container<std::vector<ArgPlan>>(5, arg(sw));
-    c.keep_mask = *small(8);
-    c.hold = *weighted<std::uint32_t>({{4, 0}, {2, 1}, {1, 2}, {1, 4}});
-    c.read = *sometimes(4);
-    if (sw.has(SwarmFeature::kReassign)) c.reassign_before = *maybe_param(10);
-    if (sw.has(SwarmFeature::kSizeChange) && *sometimes(4)) c.grow = 1 + *small(3);
+    c.function = *s4;
+    c.args = *args;
+    c.keep_mask = *s8;
+    c.hold = *hold;
+    c.read = *quarter;
+    if (sw.has(SwarmFeature::kReassign)) c.reassign_before = *reassign;
+    if (sw.has(SwarmFeature::kSizeChange) && *quarter) c.grow = 1 + *s3;
     return c;
   });
 }
 
 inline rc::Gen<StepPlan> step(const Swarm& sw) {
-  return rc::gen::exec([sw] {
-    StepPlan s;
-    if (sw.has(SwarmFeature::kMarkStep)) s.mark_step = *sometimes(6);
-    s.calls =
-        *rc::gen::resize(4, rc::gen::nonEmpty(rc::gen::container<std::vector<CallPlan>>(call(sw))));
-    if (sw.has(SwarmFeature::kEagerBackward)) s.running_backward = *sometimes(3);
-    s.optimizer_step = *sometimes(2);
-    if (sw.has(SwarmFeature::kMarkGrads)) s.mark_grads = *sometimes(5);
-    if (sw.has(SwarmFeature::kZeroGrad)) s.zero_grad = *small(3);
-    if (sw.has(SwarmFeature::kReassign)) s.reassign_after = *maybe_param(8);
-    if (sw.has(SwarmFeature::kDropOptimizer)) s.drop_optimizer = *sometimes(6);
-    return s;
-  });
+  return rc::gen::exec(
+      [sw, s3 = small(3), half = sometimes(2), third = sometimes(3), fifth = sometimes(5),
+       sixth = sometimes(6), reassign = maybe_param(8),
+       calls = rc::gen::resize(
+           4, rc::gen::nonEmpty(rc::gen::container<std::vector<CallPlan>>(call(sw))))] {
+        StepPlan s;
+        if (sw.has(SwarmFeature::kMarkStep)) s.mark_step = *sixth;
+        s.calls = *calls;
+        if (sw.has(SwarmFeature::kEagerBackward)) s.running_backward = *third;
+        s.optimizer_step = *half;
+        if (sw.has(SwarmFeature::kMarkGrads)) s.mark_grads = *fifth;
+        if (sw.has(SwarmFeature::kZeroGrad)) s.zero_grad = *s3;
+        if (sw.has(SwarmFeature::kReassign)) s.reassign_after = *reassign;
+        if (sw.has(SwarmFeature::kDropOptimizer)) s.drop_optimizer = *sixth;
+        return s;
+      });
 }
 
 // The newer releases' knobs, each set now and then.
@@ -169,7 +186,10 @@ inline rc::Gen<PlanKnobs> knobs() {
 
 // A program under the swarm `sw`.
 inline rc::Gen<ProgramPlan> program(const Swarm& sw) {
-  return rc::gen::exec([sw] {
+  const auto functions = rc::gen::resize(
+      3, rc::gen::nonEmpty(rc::gen::container<std::vector<FunctionPlan>>(function(sw))));
+  const auto steps = rc::gen::resize(10, rc::gen::container<std::vector<StepPlan>>(step(sw)));
+  return rc::gen::exec([sw, functions, steps] {
     ProgramPlan p;
     p.swarm_off = sw.off_names();
     p.torch_profile = *torch_profile();
@@ -177,15 +197,14 @@ inline rc::Gen<ProgramPlan> program(const Swarm& sw) {
     p.numel = *small(13);
     p.params = *small(3);
     p.marked_guards = *rc::gen::resize(2, rc::gen::container<std::vector<bool>>(sometimes(2)));
-    p.functions = *rc::gen::resize(
-        3, rc::gen::nonEmpty(rc::gen::container<std::vector<FunctionPlan>>(function(sw))));
+    p.functions = *functions;
     if (sw.has(SwarmFeature::kOptimizer)) {
       OptimizerPlan o;
       o.kind = *rc::gen::element(OptimizerKind::kSgd, OptimizerKind::kAdam, OptimizerKind::kAdamW);
       o.param_mask = 1 + *small(7);
       p.optimizer = o;
     }
-    p.steps = *rc::gen::resize(10, rc::gen::container<std::vector<StepPlan>>(step(sw)));
+    p.steps = *steps;
     if (sw.has(SwarmFeature::kNewerKnobs)) p.knobs = *knobs();
     if (sw.has(SwarmFeature::kMovingSlice)) {
       // The loop is there for 2.15's demotion: that release half the time,

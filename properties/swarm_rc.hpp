@@ -19,6 +19,7 @@
 #include <utility>
 #include <vector>
 
+#include "model/check.hpp"
 #include "sim/core/torch_profile.hpp"
 
 namespace capsim::rc_gen {
@@ -71,15 +72,23 @@ inline rc::Gen<TorchProfile> torch_profile() {
 
 // Which of a generator's features are on in one case. `Feature` is the
 // generator's enum, ending in kCount; `names` its name table.
+// A bit mask, not a vector<bool>: the generators capture the swarm by value
+// and RapidCheck copies them at every pick (a copied vector was 2 % of a
+// generated case, docs/performance.md, stop 64).
 template <typename Feature>
 struct FeatureSwarm {
-  std::vector<bool> on;  // one per feature
+  static_assert(static_cast<std::size_t>(Feature::kCount) <= 64, "one bit per feature");
+  std::uint64_t on = 0;  // bit i: feature i is on
   std::span<const std::string_view> names;
-  bool has(Feature f) const { return on.at(static_cast<std::size_t>(f)); }
+  bool has(Feature f) const {
+    const auto i = static_cast<std::size_t>(f);
+    CAPSIM_CHECK(i < names.size());
+    return ((on >> i) & 1u) != 0;
+  }
   std::vector<std::string> off_names() const {
     std::vector<std::string> out;
-    for (std::size_t i = 0; i < on.size(); ++i) {
-      if (!on[i]) out.emplace_back(names[i]);
+    for (std::size_t i = 0; i < names.size(); ++i) {
+      if (((on >> i) & 1u) == 0) out.emplace_back(names[i]);
     }
     return out;
   }
@@ -91,8 +100,12 @@ rc::Gen<FeatureSwarm<Feature>> swarm_of(const std::string_view (&names)[N]) {
   static_assert(N == static_cast<std::size_t>(Feature::kCount), "one name per feature");
   const std::span<const std::string_view> table(names);
   return rc::gen::map(rc::gen::container<std::vector<bool>>(N, sometimes(2)),
-                      [table](std::vector<bool> on) {
-                        return FeatureSwarm<Feature>{std::move(on), table};
+                      [table](const std::vector<bool>& on) {
+                        FeatureSwarm<Feature> sw{0, table};
+                        for (std::size_t i = 0; i < on.size(); ++i) {
+                          if (on[i]) sw.on |= std::uint64_t{1} << i;
+                        }
+                        return sw;
                       });
 }
 

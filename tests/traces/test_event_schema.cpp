@@ -92,8 +92,8 @@ TEST_CASE("event schema: the text printer writes the JSON printer's bytes") {
       Result<std::optional<TraceItem>> item = (*reader)->next();
       REQUIRE(item.ok());
       if (!*item) break;
-      // Action lines are written as text too: dump()'s bytes.
-      if ((*item)->type == TraceLineType::kAction) {
+      // Action and function lines are written as text too: dump()'s bytes.
+      if ((*item)->type == TraceLineType::kAction || (*item)->type == TraceLineType::kFunction) {
         CHECK(Json::parse((*item)->text).dump() == (*item)->text);
       }
       if ((*item)->type != TraceLineType::kEvent) continue;

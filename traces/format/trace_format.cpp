@@ -159,10 +159,18 @@ std::string header_line(const TraceHeader& header) {
 }
 
 std::string function_line(std::uint64_t seq, const FunctionDef& def) {
-  Json j = envelope(seq, TraceLineType::kFunction);
+  // The envelope as text and each member dumped in place: dump()'s bytes
+  // without copying the payload into an envelope object first.
+  std::string out;
+  JsonObjectText line(out);
+  line.add("seq", seq);
+  line.add("type", trace_line_type_name(TraceLineType::kFunction));
   const Json payload = function_to_json(def);
-  append(j, payload);
-  return j.dump();
+  for (auto it = payload.begin(); it != payload.end(); ++it) {
+    line.add_raw(it.key(), it.value().dump());
+  }
+  line.close();
+  return out;
 }
 
 std::string action_line(std::uint64_t seq, std::size_t index, const Action& action) {
