@@ -11,6 +11,7 @@
 #include <ostream>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <vector>
 
 #include "properties/cudagraph_programs.hpp"
@@ -26,10 +27,11 @@ inline std::ostream& operator<<(std::ostream& os, const ProgramPlan& plan) {
 namespace rc_gen {
 
 inline rc::Gen<std::optional<std::uint32_t>> maybe_param(std::uint32_t one_in) {
-  return rc::gen::exec([one_in]() -> std::optional<std::uint32_t> {
-    if (!*sometimes(one_in)) return std::nullopt;
-    return *small(3);
-  });
+  return rc::gen::map(rc::gen::tuple(sometimes(one_in), small(3)),
+                      [](const std::tuple<bool, std::uint32_t>& t) -> std::optional<std::uint32_t> {
+                        if (!std::get<0>(t)) return std::nullopt;
+                        return std::get<1>(t);
+                      });
 }
 
 // The swarm of this generator (swarm_rc.hpp): a program without, say,
@@ -65,11 +67,15 @@ inline rc::Gen<Swarm> swarm() {
   return swarm_of<SwarmFeature>(kSwarmFeatureNames);
 }
 
-// The generators below are built once per program and captured by value
-// (a Gen is a shared pointer to an immutable generator), not rebuilt at each
-// pick: building one allocates, and a program makes about a thousand picks
-// (docs/performance.md, stop 64). The picks and their order are the same as
-// when each was built in place, so a seed draws the same program.
+// Generation was a third of a generated case (docs/performance.md, stop 64),
+// so the generators below are built once per program and captured by value
+// (a Gen is a shared pointer to an immutable generator) rather than rebuilt
+// at each pick, and the leaves of a program, which make most of its picks
+// (up to forty calls of five args, up to fifteen ops), are maps over tuples
+// rather than execs: an exec's pick costs a type-erased generator, a
+// shrinkable and a recipe entry. Both draw from the Random as before; only
+// a pick that an exec made conditionally now always draws, so a few seeds
+// draw a different size-change fault.
 
 inline rc::Gen<OpPlan> op(const Swarm& sw) {
   std::vector<std::pair<std::uint32_t, PlanOp>> menu = {
@@ -79,15 +85,14 @@ inline rc::Gen<OpPlan> op(const Swarm& sw) {
   if (sw.has(SwarmFeature::kStaticMutation)) menu.emplace_back(2, PlanOp::kAddStatic);
   if (sw.has(SwarmFeature::kInputMutation)) menu.emplace_back(1, PlanOp::kAddData);
   if (sw.has(SwarmFeature::kGenericOps)) menu.emplace_back(2, PlanOp::kGeneric);
-  return rc::gen::exec([kind = weighted<PlanOp>(std::move(menu)), s16 = small(16)] {
-    OpPlan o;
-    o.op = *kind;
-    o.a = *s16;
-    o.b = *s16;
-    o.start = *s16;
-    o.length = *s16;
-    return o;
-  });
+  const auto s16 = small(16);
+  return rc::gen::map(
+      rc::gen::tuple(weighted<PlanOp>(std::move(menu)), s16, s16, s16, s16),
+      [](const std::tuple<PlanOp, std::uint32_t, std::uint32_t, std::uint32_t, std::uint32_t>& t) {
+        OpPlan o;
+        std::tie(o.op, o.a, o.b, o.start, o.length) = t;
+        return o;
+      });
 }
 
 inline rc::Gen<FunctionPlan> function(const Swarm& sw) {
@@ -121,33 +126,40 @@ inline rc::Gen<ArgPlan> arg(const Swarm& sw) {
   const rc::Gen<std::uint32_t> offset = sw.has(SwarmFeature::kMisalignedInputs)
                                             ? weighted<std::uint32_t>({{6, 0}, {1, 1}, {1, 4}})
                                             : weighted<std::uint32_t>({{6, 0}, {1, 4}});
-  return rc::gen::exec(
-      [sw, offset, source = small(sw.has(SwarmFeature::kKeepAcrossGeneration) ? 4 : 3),
-       pick = small(8), static_offset = weighted<std::uint32_t>({{3, 0}, {1, 1}})] {
+  // The static offset is drawn whether or not its feature is on, and left
+  // at 0 when it is off.
+  return rc::gen::map(
+      rc::gen::tuple(small(sw.has(SwarmFeature::kKeepAcrossGeneration) ? 4 : 3), small(8), offset,
+                     weighted<std::uint32_t>({{3, 0}, {1, 1}})),
+      [unaligned = sw.has(SwarmFeature::kUnalignedStatic)](
+          const std::tuple<std::uint32_t, std::uint32_t, std::uint32_t, std::uint32_t>& t) {
         ArgPlan a;
-        a.source = *source;
-        a.pick = *pick;
-        a.offset = *offset;
-        if (sw.has(SwarmFeature::kUnalignedStatic)) a.static_offset = *static_offset;
+        std::tie(a.source, a.pick, a.offset, a.static_offset) = t;
+        if (!unaligned) a.static_offset = 0;
         return a;
       });
 }
 
+// What an off feature would pick is drawn and left unused.
 inline rc::Gen<CallPlan> call(const Swarm& sw) {
-  return rc::gen::exec([sw, s3 = small(3), s4 = small(4), s8 = small(8), quarter = sometimes(4),
-                        args = rc::gen::container<std::vector<ArgPlan>>(5, arg(sw)),
-                        hold = weighted<std::uint32_t>({{4, 0}, {2, 1}, {1, 2}, {1, 4}}),
-                        reassign = maybe_param(10)] {
-    CallPlan c;
-    c.function = *s4;
-    c.args = *args;
-    c.keep_mask = *s8;
-    c.hold = *hold;
-    c.read = *quarter;
-    if (sw.has(SwarmFeature::kReassign)) c.reassign_before = *reassign;
-    if (sw.has(SwarmFeature::kSizeChange) && *quarter) c.grow = 1 + *s3;
-    return c;
-  });
+  using Picks = std::tuple<std::uint32_t, std::vector<ArgPlan>, std::uint32_t, std::uint32_t, bool,
+                           std::optional<std::uint32_t>, bool, std::uint32_t>;
+  return rc::gen::map(
+      rc::gen::tuple(small(4), rc::gen::container<std::vector<ArgPlan>>(5, arg(sw)), small(8),
+                     weighted<std::uint32_t>({{4, 0}, {2, 1}, {1, 2}, {1, 4}}), sometimes(4),
+                     maybe_param(10), sometimes(4), small(3)),
+      [reassign = sw.has(SwarmFeature::kReassign),
+       size_change = sw.has(SwarmFeature::kSizeChange)](Picks t) {
+        CallPlan c;
+        std::optional<std::uint32_t> reassign_before;
+        bool grows = false;
+        std::uint32_t grow = 0;
+        std::tie(c.function, c.args, c.keep_mask, c.hold, c.read, reassign_before, grows, grow) =
+            std::move(t);
+        if (reassign) c.reassign_before = reassign_before;
+        if (size_change && grows) c.grow = 1 + grow;
+        return c;
+      });
 }
 
 inline rc::Gen<StepPlan> step(const Swarm& sw) {
