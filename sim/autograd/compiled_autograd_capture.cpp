@@ -12,6 +12,8 @@
 #include <type_traits>
 #include <utility>
 
+#include "sim/autograd/end_capture_order.hpp"
+
 namespace capsim {
 
 namespace {
@@ -575,85 +577,9 @@ class Capturer {
     // node's uses precede it in both), so the reordered sequence is filtered
     // by it instead of being rebuilt twice (each rebuild moves and remaps
     // every node: a sixth of a capture).
-    const std::vector<bool> keep = live_nodes();
-    std::vector<FxNodeId> order;
-    for (FxNodeId id : accumulate_grad_order()) {
-      if (keep[id]) order.push_back(id);
-    }
+    const std::vector<FxNodeId> order = end_capture_order(r_.graph);
     CAPSIM_TRY_ASSIGN(r_.graph, std::move(r_.graph).rebuilt(order));
     return {};
-  }
-
-  bool is_input_like(FxNodeId n) const {
-    const FxNodeView node = r_.graph.node(n);
-    if (node.op == FxOp::kPlaceholder) return true;
-    if (node.target != "operator.getitem") return false;
-    const std::optional<FxNodeId> from = r_.graph.first_use(n);
-    return from && r_.graph.nodes()[*from].op == FxOp::kPlaceholder;
-  }
-
-  // PyTorch's reorder_accumulate_grad_nodes, as an order: each
-  // accumulate_grad_ moves to right after the later of its param and its
-  // grad's producer, unless that is an input (a placeholder or its getitem).
-  std::vector<FxNodeId> accumulate_grad_order() const {
-    // Anchors precede their accumulate node in the current order, so one pass
-    // that emits each moved node right after its anchor is enough: linear.
-    const FxNodeRange nodes = r_.graph.nodes();
-    std::vector<std::vector<FxNodeId>> after(nodes.size());
-    std::vector<bool> moved(nodes.size(), false);
-    for (FxNodeId id = 0; id < nodes.size(); ++id) {
-      if (nodes[id].target != "torch.ops.inductor.accumulate_grad_.default") continue;
-      // The anchor is the latest argument that is not an input: PyTorch lifts
-      // every input at the top of the graph, capsim lifts an input where it is
-      // first used, so an input must not count as "later" here.
-      std::optional<FxNodeId> anchor;
-      r_.graph.for_each_use(id, [&](FxNodeId u) {
-        if (!is_input_like(u) && (!anchor || u > *anchor)) anchor = u;
-      });
-      if (!anchor) continue;
-      // An input lifted after the anchor (capsim lifts where first used)
-      // moves with the node, just before it; its own argument is a placeholder.
-      r_.graph.for_each_use(id, [&](FxNodeId u) {
-        if (u > *anchor && !moved[u] && is_input_like(u)) {
-          after[*anchor].push_back(u);
-          moved[u] = true;
-        }
-      });
-      after[*anchor].push_back(id);
-      moved[id] = true;
-    }
-    std::vector<FxNodeId> order;
-    order.reserve(nodes.size());
-    for (FxNodeId id = 0; id < nodes.size(); ++id) {
-      if (moved[id]) continue;
-      order.push_back(id);
-      order.insert(order.end(), after[id].begin(), after[id].end());
-    }
-    return order;
-  }
-
-  // Calls dce keeps whether or not anything uses them.
-  static bool impure_target(std::string_view target) {
-    return target == "call_hook" || target == "call_backward" ||
-           target == "FakeCompiledAutogradEngine._exec_final_callbacks_stub" ||
-           target == "torch.ops.inductor.accumulate_grad_.default" ||
-           target.starts_with("torch.ops.aten.copy_") || target == "torch.ops.aten.add_.Tensor";
-  }
-
-  // PyTorch's dce, as a mask: the nodes kept, those impure and those
-  // something kept uses.
-  std::vector<bool> live_nodes() const {
-    const FxNodeRange nodes = r_.graph.nodes();
-    std::vector<bool> keep(nodes.size(), false);
-    for (std::size_t i = nodes.size(); i-- > 0;) {
-      const FxNodeView n = nodes[i];
-      const bool impure = n.op != FxOp::kCallFunction || impure_target(n.target) ||
-                          is_input_like(static_cast<FxNodeId>(i));
-      if (impure) keep[i] = true;
-      if (!keep[i]) continue;
-      r_.graph.for_each_use(static_cast<FxNodeId>(i), [&](FxNodeId u) { keep[u] = true; });
-    }
-    return keep;
   }
 
   const AutogradGraph& g_;

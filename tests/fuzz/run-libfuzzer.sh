@@ -81,7 +81,7 @@ unity_b=(
 unity_c=(
   sim/world/world_capture.cpp sim/scenarios/autograd_scenarios.cpp
   sim/autograd/compiled_autograd_runner.cpp sim/autograd/autograd_engine.cpp sim/autograd/autograd_backward_graph.cpp sim/autograd/autograd_aot.cpp
-  sim/autograd/compiled_autograd_collect.cpp sim/autograd/compiled_autograd_capture.cpp
+  sim/autograd/compiled_autograd_collect.cpp sim/autograd/compiled_autograd_capture.cpp sim/autograd/end_capture_order.cpp
   sim/autograd/imported_autograd.cpp sim/autograd/fx_target_names.cpp
   sim/autograd/compiled_autograd_release_form.cpp sim/autograd/release_form_passes.cpp
 )
