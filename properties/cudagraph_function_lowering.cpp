@@ -62,24 +62,33 @@ bool same_shape_as(const Value& v, const Value& a) {
   return v.scalar == a.scalar && v.length == a.length;
 }
 
+// A value's sizes: {} or {length}.
+Dims sizes_of(const Value& v) {
+  return v.scalar ? Dims{} : Dims{v.length};
+}
+
+// The values that satisfy `keep`, in index order.
+template <typename Pred>
+std::vector<ValueIndex> values_where(const std::vector<Value>& values, Pred keep) {
+  std::vector<ValueIndex> c;
+  for (ValueIndex v = 0; v < values.size(); ++v) {
+    if (keep(values[v])) c.push_back(v);
+  }
+  return c;
+}
+
 // The values shaped like `a` and of its dtype (itself included), in index
 // order: the partners a binary op may take without broadcasting or casting.
 std::vector<ValueIndex> same_shape(const std::vector<Value>& values, ValueIndex a) {
-  std::vector<ValueIndex> c;
-  for (ValueIndex v = 0; v < values.size(); ++v) {
-    if (same_shape_as(values[v], values[a]) && values[v].dtype == values[a].dtype) c.push_back(v);
-  }
-  return c;
+  const Value& of = values[a];
+  return values_where(values,
+                      [&](const Value& v) { return same_shape_as(v, of) && v.dtype == of.dtype; });
 }
 
 // The values of `dtype`, in index order (never empty for float32: every
 // input is float32).
 std::vector<ValueIndex> of_dtype(const std::vector<Value>& values, DType dtype) {
-  std::vector<ValueIndex> c;
-  for (ValueIndex v = 0; v < values.size(); ++v) {
-    if (values[v].dtype == dtype) c.push_back(v);
-  }
-  return c;
+  return values_where(values, [dtype](const Value& v) { return v.dtype == dtype; });
 }
 
 // The input slots of any of `kinds`, in slot order.
@@ -97,11 +106,8 @@ std::vector<ValueIndex> inputs_of(const std::vector<SlotKind>& slots,
 // function as slicing: its bounds hold at this numel only.
 Value lower_slice(const OpPlan& op, FunctionBuilder& f, const std::vector<Value>& values,
                   LoweredFunction& out) {
-  const auto nv = static_cast<std::uint32_t>(values.size());
-  std::vector<ValueIndex> c;
-  for (ValueIndex v = 0; v < nv; ++v) {
-    if (!values[v].scalar && values[v].dtype == DType::kFloat32) c.push_back(v);
-  }
+  const std::vector<ValueIndex> c =
+      values_where(values, [](const Value& v) { return !v.scalar && v.dtype == DType::kFloat32; });
   const ValueIndex s = c[op.a % c.size()];
   const std::int64_t len = values[s].length;
   const std::int64_t start = op.start % len;
@@ -118,15 +124,6 @@ Value lower_slice(const OpPlan& op, FunctionBuilder& f, const std::vector<Value>
 // mixed precision to and from bfloat16 and float16.
 enum class GenericPick : std::uint8_t { kGelu, kGeluBackward, kGreater, kWhere, kCast };
 
-// The values that are neither float32 nor bool: what casts down made.
-std::vector<ValueIndex> half_values(const std::vector<Value>& values) {
-  std::vector<ValueIndex> c;
-  for (ValueIndex v = 0; v < values.size(); ++v) {
-    if (values[v].dtype != DType::kFloat32 && values[v].dtype != DType::kBool) c.push_back(v);
-  }
-  return c;
-}
-
 // The op a generic plan makes, and the value it reads first. A where reads a
 // mask when there is one (else it compares), a cast takes a half value back
 // to float32 when there is one, and gelu reads a half value every other time
@@ -134,7 +131,9 @@ std::vector<ValueIndex> half_values(const std::vector<Value>& values) {
 GenericPick pick_generic(const OpPlan& op, const std::vector<Value>& values, ValueIndex& a) {
   auto pick = static_cast<GenericPick>(op.start % 5);
   const std::vector<ValueIndex> masks = of_dtype(values, DType::kBool);
-  const std::vector<ValueIndex> halves = half_values(values);
+  // Neither float32 nor bool: what casts down made.
+  const std::vector<ValueIndex> halves = values_where(
+      values, [](const Value& v) { return v.dtype != DType::kFloat32 && v.dtype != DType::kBool; });
   if (pick == GenericPick::kWhere && !masks.empty()) a = masks[op.a % masks.size()];
   if (pick == GenericPick::kCast && !halves.empty() && op.b % 2 == 0) {
     a = halves[op.a % halves.size()];
@@ -149,9 +148,8 @@ GenericPick pick_generic(const OpPlan& op, const std::vector<Value>& values, Val
 
 // A cast of `a` to `dtype`, its result shaped like `a`.
 Value cast(FunctionBuilder& f, ValueIndex a, Value in, DType dtype) {
-  const Dims sizes = in.scalar ? Dims{} : Dims{in.length};
   in.dtype = dtype;
-  f.generic("aten._to_copy.default", {a}, contiguous_meta(sizes, dtype).value(),
+  f.generic("aten._to_copy.default", {a}, contiguous_meta(sizes_of(in), dtype).value(),
             fmt::format("dtype=torch.{}", dtype_name(dtype)));
   return in;
 }
@@ -164,10 +162,9 @@ Value lower_autocast(const OpPlan& op, FunctionBuilder& f, std::vector<Value>& v
   const DType half = op.length % 2 == 0 ? DType::kBFloat16 : DType::kFloat16;
   const Value in = values[a];
   values.push_back(cast(f, a, in, half));
-  const Dims sizes = in.scalar ? Dims{} : Dims{in.length};
   const auto down = static_cast<ValueIndex>(values.size() - 1);
-  CAPSIM_CHECK(f.generic("aten.gelu.default", {down}, contiguous_meta(sizes, half).value()) ==
-               down + 1);
+  CAPSIM_CHECK(f.generic("aten.gelu.default", {down},
+                         contiguous_meta(sizes_of(in), half).value()) == down + 1);
   values.push_back(values[down]);
   return cast(f, down + 1, values[down], DType::kFloat32);
 }
@@ -205,10 +202,8 @@ Value lower_generic(const OpPlan& op, FunctionBuilder& f, std::vector<Value>& va
     case GenericPick::kWhere: {
       // Both branches shaped like the mask and of one floating dtype; the
       // mask was computed from such a value, so there is one.
-      std::vector<ValueIndex> c;
-      for (ValueIndex v = 0; v < values.size(); ++v) {
-        if (same_shape_as(values[v], in) && values[v].dtype != DType::kBool) c.push_back(v);
-      }
+      const std::vector<ValueIndex> c = values_where(
+          values, [&](const Value& v) { return same_shape_as(v, in) && v.dtype != DType::kBool; });
       CAPSIM_CHECK(!c.empty());
       const ValueIndex x = c[op.b % c.size()];
       const auto y = same_shape(values, x);
@@ -218,8 +213,7 @@ Value lower_generic(const OpPlan& op, FunctionBuilder& f, std::vector<Value>& va
       break;
     }
   }
-  const Dims sizes = in.scalar ? Dims{} : Dims{in.length};
-  f.generic(target, std::move(args), contiguous_meta(sizes, result.dtype).value(),
+  f.generic(target, std::move(args), contiguous_meta(sizes_of(in), result.dtype).value(),
             std::move(attrs));
   return result;
 }

@@ -140,17 +140,13 @@ Result<TraceHeader> header_from_json(ObjectReader& r) {
 }
 
 namespace {
-Json envelope(std::uint64_t seq, TraceLineType type) {
-  Json j = Json::object();
-  j["seq"] = seq;
-  j["type"] = trace_line_type_name(type);
-  return j;
-}
-
-// Appends `payload`'s keys after the envelope's. (A named object, not a
-// temporary: GCC 12 warns on range-for over a temporary json.)
-void append(Json& line, const Json& payload) {
-  for (auto it = payload.begin(); it != payload.end(); ++it) line[it.key()] = it.value();
+// Appends `payload`'s members after the envelope's, each value as its
+// dump(): the bytes dump() writes for the whole line, without copying the
+// payload into an envelope object first.
+void append_dumped(JsonObjectText& line, const Json& payload) {
+  for (auto it = payload.begin(); it != payload.end(); ++it) {
+    line.add_raw(it.key(), it.value().dump());
+  }
 }
 }  // namespace
 
@@ -159,37 +155,26 @@ std::string header_line(const TraceHeader& header) {
 }
 
 std::string function_line(std::uint64_t seq, const FunctionDef& def) {
-  // The envelope as text and each member dumped in place: dump()'s bytes
-  // without copying the payload into an envelope object first.
   std::string out;
   JsonObjectText line(out);
   line.add("seq", seq);
   line.add("type", trace_line_type_name(TraceLineType::kFunction));
-  const Json payload = function_to_json(def);
-  for (auto it = payload.begin(); it != payload.end(); ++it) {
-    line.add_raw(it.key(), it.value().dump());
-  }
+  append_dumped(line, function_to_json(def));
   line.close();
   return out;
 }
 
 std::string action_line(std::uint64_t seq, std::size_t index, const Action& action) {
-  // As text where the kind can be (event_line says why); no action field is
-  // named like an envelope key.
+  // As text where the kind can be (event_line says why), else its Json's
+  // members dumped; no action field is named like an envelope key.
   std::string out;
   JsonObjectText line(out);
   line.add("seq", seq);
   line.add("type", trace_line_type_name(TraceLineType::kAction));
   line.add("index", std::uint64_t{index});
-  if (append_action_members(line, action)) {
-    line.close();
-    return out;
-  }
-  Json j = envelope(seq, TraceLineType::kAction);
-  j["index"] = index;
-  const Json payload = action_to_json(action);
-  append(j, payload);
-  return j.dump();
+  if (!append_action_members(line, action)) append_dumped(line, action_to_json(action));
+  line.close();
+  return out;
 }
 
 Result<std::string> event_line(std::uint64_t seq, const Event& event) {
