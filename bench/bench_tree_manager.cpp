@@ -173,7 +173,7 @@ void BM_TreeSteadyReplay(benchmark::State& state) {
                           (alloc_after.frees - alloc_before.frees)) *
       per;
   state.counters["copy_bytes/replay"] =
-      static_cast<double>(after.copy_bytes - before.copy_bytes) * per;
+      static_cast<double>(after.copy_bytes.value - before.copy_bytes.value) * per;
   state.counters["non_replays"] = static_cast<double>(
       (after.warmups - before.warmups) + (after.graphs_recorded - before.graphs_recorded) +
       (after.eager_fallbacks - before.eager_fallbacks));

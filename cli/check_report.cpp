@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <sstream>
 
+#include "traces/format/json_text.hpp"
+
 namespace capsim::cli {
 
 namespace {
@@ -44,20 +46,25 @@ Json failure_json(const CheckOptions& options, const CasesOutcome& o, bool contr
 // and the control characters XML 1.0 cannot hold at all.
 std::string xml_escape(std::string_view text) {
   std::string out;
-  for (char c : text) {
+  while (!text.empty()) {
+    const char c = text.front();
+    const std::size_t n = utf8_sequence(text);
+    const auto byte = static_cast<unsigned char>(c);
+    if (n == 0 || (byte < 0x20 && c != '\n' && c != '\t') || byte == 0x7f) {
+      // Not a character XML 1.0 allows, even as a reference: as stderr shows it.
+      out += fmt::format("\\x{:02x}", byte);
+      text.remove_prefix(1);
+      continue;
+    }
     switch (c) {
       case '&': out += "&amp;"; break;
       case '<': out += "&lt;"; break;
       case '>': out += "&gt;"; break;
       case '"': out += "&quot;"; break;
       case '\'': out += "&apos;"; break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20 && c != '\n' && c != '\t') {
-          out += '?';
-        } else {
-          out += c;
-        }
+      default: out.append(text.substr(0, n));
     }
+    text.remove_prefix(n);
   }
   return out;
 }

@@ -39,8 +39,12 @@ std::vector<std::string> junit_lines(const CheckReport& report,
 void append_indented(std::vector<std::string>& out, const std::string& text,
                      const std::string& indent);
 
-// XML (and HTML) text and attribute values: the five characters that have a
-// meaning escaped, the control characters XML 1.0 cannot hold replaced.
+// XML (and HTML) text and attribute values, the one rule of JUnit XML and of
+// explain's page for every string from input, argv or the file system: the
+// five characters that have a meaning escaped; a control character XML 1.0
+// cannot hold (even as a reference) and a byte outside a valid UTF-8
+// sequence shown as the text \xNN, as stderr shows them, so that the
+// document always parses and says what the byte was.
 std::string xml_escape(std::string_view text);
 
 }  // namespace capsim::cli

@@ -41,6 +41,7 @@
 #include "sim/scenarios/adam_replay_job.hpp"
 #include "sim/scenarios/autograd_scenarios.hpp"
 #include "sim/scenarios/scenarios.hpp"
+#include "traces/format/input_file.hpp"
 #include "traces/simulation/resimulation.hpp"
 
 namespace {
@@ -64,6 +65,12 @@ int replay_and_draw(const std::vector<std::string>& files, bool json,
                     const capsim::ResimulationOptions& options, const std::string& dot) {
   if (!dot.empty()) {
     if (files.size() != 1) return fail("replay --dot: give exactly one trace");
+    // The drawing reads the trace a second time.
+    if (files[0] == capsim::kStdinPath) {
+      return fail(
+          "replay --dot: the drawing reads the trace again, and '-' (standard input) can "
+          "be read once: give a file");
+    }
     if (auto f = capsim::output_format_of(dot); !f) return fail(f.error().message);
   }
   const int replayed = capsim::cli::replay_command(files, json, options);
@@ -165,9 +172,9 @@ Subcommand add_record(CLI::App& root, capsim::cli::PathRoles& roles) {
 
 Subcommand add_simulate(CLI::App& root, capsim::cli::PathRoles& roles) {
   struct Options {
-    std::string program, output, values = "auto";
-    std::uint64_t budget = 0;
+    std::string program, output;
     bool keep_going = false;
+    capsim::cli::SimulationFlags simulation;
     capsim::ProgramRunOptions run;
   };
   auto o = std::make_shared<Options>();
@@ -175,29 +182,22 @@ Subcommand add_simulate(CLI::App& root, capsim::cli::PathRoles& roles) {
       "simulate",
       "Run a program (a trace without events, docs/trace-format.md §10) and print or write what "
       "capsim predicts");
-  roles.mark(sub->add_option("program", o->program, "The program file (.jsonl)"), kInput)
+  roles
+      .mark(sub->add_option("program", o->program, "The program file (.jsonl; '-': stdin)"), kInput)
       ->required();
   roles.mark(sub->add_option("-o,--output", o->output,
                              "Also write the predicted trace here ('-': stdout)"),
              kOutput);
   capsim::cli::add_torch_option(sub, o->run.torch);
-  sub->add_option("--values", o->values,
-                  "on: compute every tensor's values; off: sizes, addresses and decisions "
-                  "only, for a program larger than the host; auto (default): off for a "
-                  "program whose tensors pass 1 GiB or one tensor 2^24 elements")
-      ->type_name("MODE")
-      ->check(CLI::IsMember({"on", "off", "auto"}));
-  capsim::cli::add_memory_budget_option(sub, o->budget);
+  capsim::cli::add_simulation_options(sub, o->simulation);
   sub->add_flag("--keep-going", o->keep_going,
                 "Simulate on past the first error (by default the run ends there, as a real run "
                 "dies at an uncaught RuntimeError); later errors are marked as beyond a real run");
   return {sub, [o] {
-            if (o->keep_going) o->run.on_raise = capsim::OnRaise::kKeepGoing;
-            o->run.values = o->values == "on"    ? capsim::ValuesMode::kOn
-                            : o->values == "off" ? capsim::ValuesMode::kOff
-                                                 : capsim::ValuesMode::kAuto;
-            if (o->budget != 0) o->run.memory_budget_bytes = o->budget;
-            return capsim::cli::simulate_command(o->program, o->output, o->run);
+            capsim::ProgramRunOptions run =
+                capsim::cli::simulation_options(o->simulation, o->keep_going);
+            run.torch = o->run.torch;
+            return capsim::cli::simulate_command(o->program, o->output, run);
           }};
 }
 
@@ -205,13 +205,16 @@ Subcommand add_explain(CLI::App& root, capsim::cli::PathRoles& roles) {
   struct Options {
     std::string file;
     capsim::cli::ExplainOptions explain;
+    capsim::cli::SimulationFlags simulation;
   };
   auto o = std::make_shared<Options>();
   CLI::App* sub = root.add_subcommand(
       "explain",
       "Explain every decision of a trace or program in words: what happened, the rule, the "
       "tensors involved, the usual fix");
-  roles.mark(sub->add_option("file", o->file, "A trace, or a program (simulated first)"), kInput)
+  roles
+      .mark(sub->add_option("file", o->file, "A trace, or a program (simulated first); '-': stdin"),
+            kInput)
       ->required();
   sub->add_option("--action", o->explain.action, "Only the decisions of this action (its index)")
       ->transform(capsim::cli::decimal());
@@ -231,9 +234,14 @@ Subcommand add_explain(CLI::App& root, capsim::cli::PathRoles& roles) {
       ->type_name("EDIT");
   roles.mark(sub->add_option("--html", o->explain.html,
                              "Also write one self-contained page: the drawing, the timeline and "
-                             "the explanations side by side (with --what-if, its table too)"),
+                             "the explanations side by side (with --what-if, its table too); "
+                             "'-': stdout, and the report to stderr"),
              kOutput);
-  return {sub, [o] { return capsim::cli::explain_command(o->file, o->explain); }};
+  capsim::cli::add_simulation_options(sub, o->simulation);
+  return {sub, [o] {
+            o->explain.run = capsim::cli::simulation_options(o->simulation, o->explain.keep_going);
+            return capsim::cli::explain_command(o->file, o->explain);
+          }};
 }
 
 Subcommand add_replay(CLI::App& root, capsim::cli::PathRoles& roles) {
@@ -327,7 +335,7 @@ Subcommand add_diff(CLI::App& root, capsim::cli::PathRoles& roles) {
 Subcommand add_export(CLI::App& root, capsim::cli::PathRoles& roles) {
   struct Options {
     std::string chrome, trace;
-    std::uint64_t budget = capsim::kDefaultMemoryBudget;
+    std::uint64_t budget = 0;  // the trace's default (walk_trace)
   };
   auto o = std::make_shared<Options>();
   CLI::App* sub = root.add_subcommand(

@@ -6,8 +6,11 @@
 
 #include "cli/check_report.hpp"
 #include "cli/expect_limits.hpp"
+#include "cli/input_guards.hpp"
 #include "cli/trace_commands.hpp"
 #include "model/output_file.hpp"
+#include "traces/format/input_file.hpp"
+#include "traces/format/trace_reader.hpp"
 
 namespace capsim::cli {
 
@@ -36,12 +39,15 @@ Result<std::vector<Limit>> limits_of(const ExpectOptions& o) {
 }
 
 // The run whose figures count: a CPU run's trace as on a GPU.
-Result<ObservedRun> run_of(const std::string& path, OnRaise on_raise) {
-  CAPSIM_TRY_ASSIGN(ObservedRun run, observe_file(path, on_raise));
+Result<ObservedRun> run_of(const std::string& path, const ProgramRunOptions& how) {
+  CAPSIM_TRY_ASSIGN(ObservedRun run, observe_file(path, how));
   for (const std::string& w : run.warnings) stderr_line(w);
   if (run.header.config.cudagraphs) return run;
-  Result<ObservedRun> gpu = as_on_a_gpu(run, on_raise);
-  if (!gpu) return make_error(fmt::format("{}: {}", path, gpu.error().message));
+  Result<ObservedRun> gpu = as_on_a_gpu(run, how);
+  if (!gpu) {
+    return make_error(
+        fmt::format("{}: {}", printable_message(input_name(path)), gpu.error().message));
+  }
   return gpu;
 }
 
@@ -66,7 +72,7 @@ std::string junit_text(const std::string& path, const std::vector<LimitCheck>& c
   std::string out = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
   out +=
       fmt::format("<testsuite name=\"capsim.expect\" tests=\"{}\" failures=\"{}\" file=\"{}\">\n",
-                  checks.size(), broken(checks), xml_escape(path));
+                  checks.size(), broken(checks), xml_escape(input_name(path)));
   for (const LimitCheck& c : checks) {
     const std::string name = fmt::format("{} ({})", limit_key(c.limit.kind),
                                          c.limit.function ? *c.limit.function : "all functions");
@@ -76,25 +82,27 @@ std::string junit_text(const std::string& path, const std::vector<LimitCheck>& c
       continue;
     }
     out += fmt::format(">\n    <failure message=\"{} &gt; {}\">{}</failure>\n  </testcase>\n",
-                       c.figure, c.limit.max, xml_escape(check_text(c)));
+                       c.figure.text(), c.limit.max, xml_escape(check_text(c)));
   }
   return out + "</testsuite>\n";
 }
 
-void print_report(const std::string& path, const ObservedRun& run,
+// The report, on `out`: standard output, or stderr when the JUnit XML is.
+void print_report(std::FILE* out, const std::string& path, const ObservedRun& run,
                   const std::vector<LimitCheck>& checks, bool json) {
   if (json) {
     Json j = Json::object();
-    j["file"] = path;
+    j["file"] = input_name(path);
     j["as_on_a_gpu"] = run.as_on_a_gpu;
     j["holds"] = broken(checks) == 0;
     j["limits"] = Json::array();
     for (const LimitCheck& c : checks) j["limits"].push_back(limit_check_json(c));
-    fmt::print("{}\n", j.dump(2));
+    fmt::print(out, "{}\n", printable_json(j, 2));
     return;
   }
-  for (const LimitCheck& c : checks) fmt::print("{}", check_text(c));
-  fmt::print("{}: {} of {} limits hold{}\n", path, checks.size() - broken(checks), checks.size(),
+  for (const LimitCheck& c : checks) fmt::print(out, "{}", check_text(c));
+  fmt::print(out, "{}: {} of {} limits hold{}\n", printable_message(input_name(path)),
+             checks.size() - broken(checks), checks.size(),
              run.as_on_a_gpu ? " (as on a GPU: capsim's simulation with CUDA graphs on; the "
                                "trace ran without them)"
                              : "");
@@ -105,16 +113,19 @@ void print_report(const std::string& path, const ObservedRun& run,
 int expect_command(const std::string& path, const ExpectOptions& o) {
   Result<std::vector<Limit>> limits = limits_of(o);
   if (!limits) return fail(limits.error().message);
-  Result<ObservedRun> run = run_of(path, o.keep_going ? OnRaise::kKeepGoing : OnRaise::kStop);
+  ProgramRunOptions how = o.run;
+  how.on_raise = o.keep_going ? OnRaise::kKeepGoing : OnRaise::kStop;
+  Result<ObservedRun> run = run_of(path, how);
   if (!run) return fail(run.error().message);
   Result<std::vector<LimitCheck>> checks = check_limits(*run, *limits);
-  if (!checks) return fail(fmt::format("{}: {}", path, checks.error().message));
+  if (!checks)
+    return fail(fmt::format("{}: {}", printable_message(input_name(path)), checks.error().message));
   if (!o.junit.empty()) {
     if (Status s = write_output_file(o.junit, junit_text(path, *checks)); !s) {
       return fail(s.error().message);
     }
   }
-  print_report(path, *run, *checks, o.json);
+  print_report(o.junit == kStdoutPath ? stderr : stdout, path, *run, *checks, o.json);
   return broken(*checks) == 0 ? 0 : 1;
 }
 
@@ -122,6 +133,7 @@ Subcommand add_expect(CLI::App& root, PathRoles& roles) {
   struct Options {
     std::string file;
     ExpectOptions expect;
+    SimulationFlags simulation;
   };
   auto o = std::make_shared<Options>();
   CLI::App* sub = root.add_subcommand(
@@ -149,11 +161,16 @@ Subcommand add_expect(CLI::App& root, PathRoles& roles) {
                              "[function.NAME] tables for one function)"),
              PathRole::kInput);
   sub->add_flag("--json", o->expect.json, "One JSON object: file, holds, limits");
-  roles.mark(sub->add_option("--junit", o->expect.junit, "Also write a JUnit XML file"),
+  roles.mark(sub->add_option("--junit", o->expect.junit,
+                             "Also write a JUnit XML file ('-': stdout, and the report to stderr)"),
              PathRole::kOutput);
   sub->add_flag("--keep-going", o->expect.keep_going,
                 "Simulate on past the first error (a real run dies there)");
-  return {sub, [o] { return expect_command(o->file, o->expect); }};
+  add_simulation_options(sub, o->simulation);
+  return {sub, [o] {
+            o->expect.run = simulation_options(o->simulation, o->expect.keep_going);
+            return expect_command(o->file, o->expect);
+          }};
 }
 
 }  // namespace capsim::cli

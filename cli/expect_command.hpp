@@ -18,6 +18,7 @@
 #include "cli/command_line.hpp"
 #include "cli/path_roles.hpp"
 #include "traces/analyses/expectations.hpp"
+#include "traces/simulation/program_file.hpp"
 
 namespace capsim::cli {
 
@@ -28,6 +29,8 @@ struct ExpectOptions {
   bool json = false;
   std::string junit;
   bool keep_going = false;
+  // How a simulation runs (values mode, device budget); on_raise from keep_going.
+  ProgramRunOptions run;
 };
 
 int expect_command(const std::string& path, const ExpectOptions& options);

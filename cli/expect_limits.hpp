@@ -11,6 +11,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "model/result.hpp"
@@ -22,6 +23,12 @@ namespace capsim::cli {
 inline constexpr std::size_t kMaxLimitsFileBytes = std::size_t{1} << 16;
 
 Result<Limit> parse_limit_flag(LimitKind kind, const std::string& value);
+// Read once (traces/format/input_file.hpp: "-", a FIFO and a process
+// substitution work); each limit remembers its file, line and key
+// (Limit::given_at) for the messages that come later.
 Result<std::vector<Limit>> read_limits_file(const std::string& path);
+// The same over a file's bytes, `name` standing for it (fuzzing reads from
+// memory).
+Result<std::vector<Limit>> read_limits_text(std::string_view text, const std::string& name);
 
 }  // namespace capsim::cli

@@ -23,7 +23,7 @@ struct Column {
   std::size_t first_call = 0, last_call = 0;
   std::size_t first_action = 0, last_action = 0;
   std::optional<PoolBytes> pool;
-  std::uint64_t copy = 0;
+  SaturatingSum copy;
   bool recorded = false, rerecorded = false, eager = false, error = false;
   bool marked() const { return recorded || rerecorded || eager || error; }
 };
@@ -45,7 +45,7 @@ std::vector<Column> columns_of(const std::vector<CallPoint>& calls) {
         c.pool =
             PoolBytes{std::max(was.live, p.pool->live), std::max(was.reserved, p.pool->reserved)};
       }
-      c.copy = std::max(c.copy, p.copy_bytes);
+      c.copy.take_max(p.copy_bytes);
       c.recorded |= p.recorded;
       c.rerecorded |= p.rerecorded;
       c.eager |= p.eager;
@@ -65,6 +65,11 @@ std::string human_bytes(std::uint64_t bytes) {
     value /= 1024;
   }
   return fmt::format("{:.1f} TiB", value);
+}
+
+// A sum's bytes; past 2^64, "more than 16.0 EiB" (human_bytes's TiB).
+std::string human_bytes(const SaturatingSum& bytes) {
+  return bytes.saturated ? "more than " + human_bytes(bytes.value) : human_bytes(bytes.value);
 }
 
 std::string calls_text(const Column& c) {
@@ -95,7 +100,8 @@ double y_of(std::uint64_t value, std::uint64_t top, double y_top, double y_botto
 }
 
 // A panel's frame: its title, its largest value on the left, and 0.
-std::string panel_frame(std::string_view title, std::uint64_t top, double y_top, double y_bottom) {
+std::string panel_frame(std::string_view title, const SaturatingSum& top, double y_top,
+                        double y_bottom) {
   return fmt::format(
       "<text x={:.1f} y={:.1f} class=ct>{}</text>"
       "<text x={:.1f} y={:.1f} class=ca text-anchor=end>{}</text>"
@@ -143,18 +149,18 @@ std::string pool_panel(const std::vector<Column>& cols, bool modelled) {
   for (const Column& c : cols) top = std::max(top, c.pool.value_or(PoolBytes{}).live);
   std::string out = panel_frame(modelled ? "pool live bytes after the call (capsim's model)"
                                          : "pool live bytes after the call",
-                                top, kPoolTop, kPoolBottom);
+                                saturating(top), kPoolTop, kPoolBottom);
   return out + pool_line(cols, &PoolBytes::live, top, "pool") + reserved_ticks(cols);
 }
 
 std::string copy_panel(const std::vector<Column>& cols) {
-  std::uint64_t top = 0;
-  for (const Column& c : cols) top = std::max(top, c.copy);
+  SaturatingSum top;
+  for (const Column& c : cols) top.take_max(c.copy);
   std::string out = panel_frame("bytes copied in by the call", top, kCopyTop, kCopyBottom);
   const double width = kPlotWidth / static_cast<double>(cols.size());
   for (std::size_t k = 0; k < cols.size(); ++k) {
     if (cols[k].copy == 0) continue;
-    const double y = y_of(cols[k].copy, top, kCopyTop, kCopyBottom);
+    const double y = y_of(cols[k].copy.value, top.value, kCopyTop, kCopyBottom);
     out += fmt::format(
         "<rect x={:.1f} y={:.1f} width={:.2f} height={:.1f} class=copy><title>{}: {} copied "
         "in</title></rect>\n",
@@ -190,14 +196,14 @@ namespace {
 // one call; the pool at most 1.0 MiB".
 std::string summary_line(const std::vector<CallPoint>& calls) {
   std::size_t recorded = 0, rerecorded = 0, eager = 0, errors = 0;
-  std::uint64_t copy = 0;
+  SaturatingSum copy;
   PoolBytes pool;
   for (const CallPoint& p : calls) {
     recorded += p.recorded;
     rerecorded += p.rerecorded;
     eager += p.eager;
     errors += p.error;
-    copy = std::max(copy, p.copy_bytes);
+    copy.take_max(p.copy_bytes);
     pool.live = std::max(pool.live, p.pool.value_or(PoolBytes{}).live);
     pool.reserved = std::max(pool.reserved, p.pool.value_or(PoolBytes{}).reserved);
   }

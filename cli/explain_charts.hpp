@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "model/result.hpp"
+#include "model/saturating_sum.hpp"
 #include "traces/analyses/call_series.hpp"
 
 namespace capsim::cli {

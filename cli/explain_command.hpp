@@ -7,6 +7,8 @@
 #include <optional>
 #include <string>
 
+#include "traces/simulation/program_file.hpp"
+
 namespace capsim::cli {
 
 // Exit 0 after printing; 2 on bad input (the file, or an action index past
@@ -15,10 +17,14 @@ namespace capsim::cli {
 // (traces/analyses/what_if.hpp); with `html` as well, the explanations and then the
 // what-ifs, and the page gets the what-if table.
 // With `html`, the page of explain_html.hpp is written there too (a
-// temporary renamed into place).
+// temporary renamed into place); with `html` "-", the page is standard
+// output and the report (text or JSON) goes to stderr.
 // With `as_on_a_gpu`, a trace recorded without CUDA graphs is explained as
 // capsim simulates it with them on (observed_run.hpp); a trace that had them
 // is bad input for it.
+// Every form folds repeats: an explanation that says the same as an earlier
+// one is shown once, with the actions of the others (text and the page name
+// the first few and count the rest; JSON lists them all).
 struct ExplainOptions {
   std::optional<std::size_t> action;
   bool json = false;
@@ -28,6 +34,9 @@ struct ExplainOptions {
   // Simulate on past the first raise (a real run dies there); each later
   // decision is marked as beyond a real run.
   bool keep_going = false;
+  // How a simulation runs (values mode, device budget): the run explained
+  // and every what-if edit of it alike. `on_raise` comes from keep_going.
+  ProgramRunOptions run;
 };
 int explain_command(const std::string& path, const ExplainOptions& options);
 

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <memory>
+#include <set>
 #include <sstream>
 
 #include "cli/check_report.hpp"
@@ -26,13 +27,15 @@ std::string escaped(std::string_view text) {
   return xml_escape(text);
 }
 
-// The run's graphs: read from the file, or, for a simulated program, from
-// capsim's trace of it (in memory).
+// The run's graphs, from capsim's trace of the run as read (in memory): a
+// trace's own lines, or a simulated program's predicted ones. The file is
+// not read a second time: it may have been a pipe or standard input.
 Result<TraceGraphs> graphs_of(const std::string& path, const ObservedRun& run) {
-  if (!run.simulated) return collect_trace_graphs(path);
   TraceHeader header = run.header;
-  header.producer = std::string(kModelProducer);
-  header.observes.reset();
+  if (run.simulated) {
+    header.producer = std::string(kModelProducer);
+    header.observes.reset();
+  }
   CAPSIM_TRY_ASSIGN(std::vector<std::string> lines,
                     trace_lines(header, Program{run.functions, run.actions}, run.events));
   std::string text;
@@ -60,23 +63,67 @@ std::string drawing_html(const std::string& path, const ObservedRun& run) {
   return out + (start == std::string::npos ? std::string() : svg->substr(start));
 }
 
-std::string timeline_html(const ObservedRun& run) {
+// `text` cut to `max` bytes on a character's boundary, saying so.
+std::string cut(std::string text, std::size_t max) {
+  if (text.size() <= max) return text;
+  std::size_t at = max;
+  while (at > 0 && (static_cast<unsigned char>(text[at]) & 0xC0) == 0x80) --at;
+  const std::size_t all = text.size();
+  text.resize(at);
+  return text + fmt::format(" ... ({} bytes in all)", all);
+}
+
+// The actions the timeline shows: the first kTimelineHead, and the action
+// of every explanation (each links to its row).
+std::vector<std::size_t> timeline_actions(const ObservedRun& run,
+                                          const std::vector<FoldedExplanation>& all) {
+  std::set<std::size_t> shown;
+  for (std::size_t i = 0; i < std::min(run.actions.size(), kTimelineHead); ++i) shown.insert(i);
+  for (const FoldedExplanation& f : all) {
+    if (f.first.action < run.actions.size()) shown.insert(f.first.action);
+  }
+  return {shown.begin(), shown.end()};
+}
+
+std::string timeline_html(const ObservedRun& run, const std::vector<FoldedExplanation>& all) {
   std::string out = "<h2>timeline</h2>\n<table>\n";
-  std::size_t next = 0;
-  for (std::size_t i = 0; i < run.actions.size(); ++i) {
+  // Each action's first event: the events are in action order.
+  std::size_t next = 0, last = 0;
+  bool first_row = true;
+  for (const std::size_t i : timeline_actions(run, all)) {
+    if (!first_row && i > last + 1) {
+      out += fmt::format("<tr><td></td><td class=note>actions {} to {} not shown</td></tr>\n",
+                         last + 1, i - 1);
+    }
+    first_row = false;
+    last = i;
     out += fmt::format("<tr id=a{}><td>{}</td><td><code>{}</code>", i, i,
-                       escaped(action_summary(i, run.actions[i])));
-    for (; next < run.events.size() && run.events[next].action == i; ++next) {
-      out += fmt::format("<div class=ev>{}</div>", escaped(format_event(run.events[next])));
+                       escaped(cut(action_summary(i, run.actions[i]), kTimelineRowBytes)));
+    while (next < run.events.size() && run.events[next].action < i) ++next;
+    std::size_t shown = 0;
+    for (; next < run.events.size() && run.events[next].action == i; ++next, ++shown) {
+      if (shown == kTimelineEvents) continue;
+      out += fmt::format("<div class=ev>{}</div>",
+                         escaped(cut(format_event(run.events[next]), kTimelineRowBytes)));
+    }
+    if (shown > kTimelineEvents) {
+      out += fmt::format("<div class=note>and {} more events</div>", shown - kTimelineEvents);
     }
     out += "</td></tr>\n";
+  }
+  if (!run.actions.empty() && last + 1 < run.actions.size()) {
+    out += fmt::format("<tr><td></td><td class=note>actions {} to {} not shown</td></tr>\n",
+                       last + 1, run.actions.size() - 1);
   }
   return out + "</table>\n";
 }
 
-std::string explanations_html(const std::vector<Explanation>& all) {
-  std::string out = fmt::format("<h2>{} decisions</h2>\n", all.size());
-  for (const Explanation& e : all) {
+std::string explanations_html(const std::vector<FoldedExplanation>& all) {
+  std::size_t count = 0;
+  for (const FoldedExplanation& f : all) count += 1 + f.again.size();
+  std::string out = fmt::format("<h2>{} decisions</h2>\n", count);
+  for (const FoldedExplanation& f : all) {
+    const Explanation& e = f.first;
     out +=
         fmt::format("<section><h3><a href=#a{}>action {}</a>: {}{}</h3>\n", e.action, e.action,
                     escaped(e.title),
@@ -90,6 +137,7 @@ std::string explanations_html(const std::vector<Explanation>& all) {
     for (const std::string& n : e.inputs) inputs += (inputs.empty() ? "" : ", ") + n;
     row("inputs", inputs);
     row("fix", e.fix);
+    if (!f.again.empty()) out += fmt::format("<p class=again>{}</p>\n", escaped(again_text(f)));
     out += "</section>\n";
   }
   return out;
@@ -99,25 +147,27 @@ std::string explanations_html(const std::vector<Explanation>& all) {
 std::string what_ifs_html(const std::vector<WhatIf>& all) {
   if (all.empty()) return "";
   std::string out =
-      "<h2>what if</h2>\n<table>\n<tr><td><b>edit</b></td><td>recorded</td><td>re-recorded</td>"
-      "<td>replays</td><td>bytes copied</td><td>recompiles</td><td>errors</td><td>warnings</td>"
-      "</tr>\n";
+      "<h2>what if</h2>\n<table>\n<tr><td><b>edit</b></td><td>outcome</td><td>recorded</td>"
+      "<td>re-recorded</td><td>replays</td><td>bytes copied</td><td>recompiles</td><td>errors</td>"
+      "<td>warnings</td></tr>\n";
   for (const WhatIf& w : all) {
-    out += fmt::format("<tr><td><code>{}</code></td>", escaped(w.edit));
+    out += fmt::format("<tr><td><code>{}</code></td><td>{}</td>", escaped(w.edit),
+                       escaped(what_if_outcome_name(w.outcome)));
     if (w.refused) {
-      out += fmt::format("<td colspan=7 class=note>refused: {}</td></tr>\n", escaped(*w.refused));
+      out += fmt::format("<td colspan=7 class=note>{}</td></tr>\n", escaped(*w.refused));
       continue;
     }
     const RunSummary &a = w.before, &b = w.after;
-    for (const auto& [x, y] : {std::pair{a.recorded, b.recorded},
-                               {a.rerecorded, b.rerecorded},
-                               {a.replays, b.replays},
-                               {a.copy_bytes, b.copy_bytes},
-                               {a.recompiles, b.recompiles},
-                               {a.errors, b.errors},
-                               {a.warnings, b.warnings}}) {
+    const auto cell = [&out](const auto& x, const auto& y) {
       out += fmt::format("<td>{} &rarr; {}</td>", x, y);
-    }
+    };
+    cell(a.recorded, b.recorded);
+    cell(a.rerecorded, b.rerecorded);
+    cell(a.replays, b.replays);
+    cell(a.copy_bytes.text(), b.copy_bytes.text());
+    cell(a.recompiles, b.recompiles);
+    cell(a.errors, b.errors);
+    cell(a.warnings, b.warnings);
     out += "</tr>\n";
   }
   return out + "</table>\n";
@@ -137,19 +187,20 @@ constexpr std::string_view kStyle =
 }  // namespace
 
 Result<std::string> explanation_page(const std::string& path, const ObservedRun& run,
-                                     const std::vector<Explanation>& explanations,
-                                     const std::vector<WhatIf>& what_ifs) {
+                                     const std::vector<FoldedExplanation>& explanations,
+                                     const std::vector<WhatIf>& what_ifs,
+                                     const ProgramRunOptions& how) {
   std::string page = "<!DOCTYPE html>\n<html lang=en>\n<head><meta charset=utf-8>\n";
   page += fmt::format("<title>capsim explain {}</title>\n<style>{}</style></head>\n<body>\n",
                       escaped(path), kStyle);
   page += fmt::format("<h1>capsim explain {}</h1>\n<p>{} actions, {} events{}</p>\n", escaped(path),
                       run.actions.size(), run.events.size(),
                       run.simulated ? " (a program: simulated first)" : "");
-  const Result<std::vector<PoolBytes>> pool = modelled_pool_bytes(run);
+  const Result<std::vector<PoolBytes>> pool = modelled_pool_bytes(run, how);
   const CallSeries calls = calls_by_function(
       run, pool ? std::span<const PoolBytes>(*pool) : std::span<const PoolBytes>());
   page += "<main><div class=left>\n" + drawing_html(path, run) +
-          charts_html(calls, pool, !run.simulated) + timeline_html(run);
+          charts_html(calls, pool, !run.simulated) + timeline_html(run, explanations);
   page += "</div><div class=right>\n" + what_ifs_html(what_ifs) + explanations_html(explanations) +
           "</div></main>\n";
   return page + "</body>\n</html>\n";

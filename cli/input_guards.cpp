@@ -13,7 +13,6 @@
 #include <cstring>
 #include <new>
 
-#include <sys/resource.h>
 #include <unistd.h>
 #if defined(CAPSIM_MIMALLOC)
 #include <mimalloc.h>
@@ -21,6 +20,7 @@
 
 #include "cli/trace_commands.hpp"
 #include "model/check.hpp"
+#include "model/host_memory.hpp"
 #include "model/output_file.hpp"
 #include "render/graphviz_output.hpp"
 #include "sim/scenarios/scenarios.hpp"
@@ -178,26 +178,6 @@ CLI::Validator size_with_unit() {
       "", kDecimalValidator);
 }
 
-// The most host memory this process can have: physical memory, less by
-// RLIMIT_AS and RLIMIT_DATA where they are set, with what each limit is.
-std::pair<std::uint64_t, std::string> host_memory_limit() {
-  const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
-  std::uint64_t bytes = pages > 0 && page > 0
-                            ? static_cast<std::uint64_t>(pages) * static_cast<std::uint64_t>(page)
-                            : UINT64_MAX;
-  std::string what = "physical memory";
-  for (const auto& [resource, name] :
-       {std::pair{RLIMIT_AS, "RLIMIT_AS"}, std::pair{RLIMIT_DATA, "RLIMIT_DATA"}}) {
-    struct rlimit limit {};
-    if (::getrlimit(resource, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY &&
-        limit.rlim_cur < bytes) {
-      bytes = limit.rlim_cur;
-      what = name;
-    }
-  }
-  return {bytes, what};
-}
-
 // Simulated device memory is host memory: a budget the host cannot give
 // would end in running out of it midway, so it is refused before the run.
 CLI::Validator within_host_memory() {
@@ -206,26 +186,46 @@ CLI::Validator within_host_memory() {
         std::uint64_t budget = 0;
         const auto [at, ec] = std::from_chars(text.data(), text.data() + text.size(), budget);
         if (ec != std::errc() || at != text.data() + text.size()) return "";  // Range refused it
-        const auto [limit, what] = host_memory_limit();
-        if (budget <= limit) return "";
-        return fmt::format(
-            "{} bytes is more than this host can give ({}: {} bytes); simulated device memory is "
-            "host memory",
-            budget, what, limit);
+        const Status fits = budget_fits_host(budget);
+        return fits ? "" : fits.error().message;
       },
       "", "HOST_MEMORY");
 }
 
 }  // namespace
 
-void add_memory_budget_option(CLI::App* sub, std::uint64_t& bytes) {
-  sub->add_option("--memory-budget", bytes,
-                  "Simulated device memory the trace's program may take (512MiB, 4GiB, ...); "
-                  "more is refused at the action that asks")
-      ->transform(CLI::AsSizeValue(false))
-      ->transform(size_with_unit())
-      ->check(CLI::Range(std::uint64_t{1} << 20, kMaxMemoryBudget))
-      ->check(within_host_memory());
+void add_memory_budget_option(CLI::App* sub, std::uint64_t& bytes, BudgetOnHost on_host) {
+  CLI::Option* option =
+      sub->add_option("--memory-budget", bytes,
+                      "Simulated device memory the trace's program may take (512MiB, 4GiB, ...); "
+                      "more is refused at the action that asks. 0 or left out: 1GiB, or 80GiB "
+                      "with values off (which allocates no host memory)")
+          ->transform(CLI::AsSizeValue(false))
+          ->transform(size_with_unit())
+          ->check(CLI::Range(std::uint64_t{1} << 20, kMaxMemoryBudget));
+  if (on_host == BudgetOnHost::kCheckNow) option->check(within_host_memory());
+}
+
+void add_simulation_options(CLI::App* sub, SimulationFlags& flags) {
+  sub->add_option("--values", flags.values,
+                  "on: compute every tensor's values; off: sizes, addresses and decisions "
+                  "only, for a program larger than the host; auto (default): off for a "
+                  "program whose tensors pass 1 GiB or one tensor 2^24 elements")
+      ->type_name("MODE")
+      ->check(CLI::IsMember({"on", "off", "auto"}));
+  // Only a run with values on takes host memory for its budget: checked
+  // when the mode is known (run_program_file), not here.
+  add_memory_budget_option(sub, flags.budget, BudgetOnHost::kCheckWhenValuesOn);
+}
+
+ProgramRunOptions simulation_options(const SimulationFlags& flags, bool keep_going) {
+  ProgramRunOptions run;
+  run.on_raise = keep_going ? OnRaise::kKeepGoing : OnRaise::kStop;
+  run.values = flags.values == "on"    ? ValuesMode::kOn
+               : flags.values == "off" ? ValuesMode::kOff
+                                       : ValuesMode::kAuto;
+  if (flags.budget != 0) run.memory_budget_bytes = flags.budget;
+  return run;
 }
 
 namespace {

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "sim/core/torch_profile.hpp"
+#include "traces/simulation/program_file.hpp"
 
 namespace capsim::cli {
 
@@ -64,7 +65,23 @@ CLI::Validator decimal();
 inline constexpr const char* kDecimalValidator = "DECIMAL";
 // --memory-budget: a size with an optional unit (CLI11's AsSizeValue: 512MiB,
 // 4GiB, or bytes), from 1 MiB to sim/world/world.hpp's kMaxMemoryBudget.
-void add_memory_budget_option(CLI::App* sub, std::uint64_t& bytes);
+// Simulated device memory with values on is host memory: a command that
+// always computes values (replay, render, diff, export) refuses a budget
+// the host cannot give as it parses; one whose values mode is decided by the
+// program (simulate, explain, expect) checks when the run starts, and only
+// with values on (values off allocates no device bytes).
+enum class BudgetOnHost : std::uint8_t { kCheckNow, kCheckWhenValuesOn };
+void add_memory_budget_option(CLI::App* sub, std::uint64_t& bytes,
+                              BudgetOnHost on_host = BudgetOnHost::kCheckNow);
+
+// --values MODE and --memory-budget of a command that simulates a program
+// (simulate, explain, expect): the same flags, the same meaning.
+struct SimulationFlags {
+  std::string values = "auto";
+  std::uint64_t budget = 0;  // 0: the default of the values mode
+};
+void add_simulation_options(CLI::App* sub, SimulationFlags& flags);
+ProgramRunOptions simulation_options(const SimulationFlags& flags, bool keep_going);
 
 // --torch VERSION: a release from 2.5 to 2.15 ("2.13", "2.13.1") or a
 // profile's name ("classic"), read into `profile`

@@ -3,12 +3,14 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <filesystem>
 
 #include "cli/input_guards.hpp"
 #include "cli/trace_commands.hpp"
 #include "model/check.hpp"
 #include "model/output_file.hpp"
+#include "traces/format/input_file.hpp"
 #include "traces/format/trace_reader.hpp"
 
 namespace capsim::cli {
@@ -126,6 +128,10 @@ int PathRoles::refuse_outputs_onto_inputs(const CLI::App& sub) const {
   SubcommandPaths paths;
   for (const CLI::Option* option : sub.get_options()) {
     if (const PathRole* role = role_of(option)) add_paths(paths, *role, values_of(option, *role));
+  }
+  // Standard input is read once: two inputs cannot both be it.
+  if (std::count(paths.input_files.begin(), paths.input_files.end(), kStdinPath) > 1) {
+    return fail("'-' (standard input) is given for more than one input; it can be read once");
   }
   for (const std::string& out : paths.output_files) {
     if (int refused = cli::refuse_outputs_onto_inputs({&out, 1}, paths.input_files)) {

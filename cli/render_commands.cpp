@@ -24,6 +24,7 @@ namespace {
 struct Operand {
   std::string file;
   std::optional<GraphSpec> spec;
+  bool named = false;  // the operand itself named the graph (#KIND[:ID])
 };
 
 Result<Operand> parse_operand(const std::string& text, const std::string& flag_graph) {
@@ -33,6 +34,13 @@ Result<Operand> parse_operand(const std::string& text, const std::string& flag_g
   if (hash != std::string::npos) {
     op.file = text.substr(0, hash);
     graph = text.substr(hash + 1);
+    // One of the two would be ignored: say so rather than pick.
+    if (!flag_graph.empty()) {
+      return make_error(
+          fmt::format("--graph {} and the operand's '#{}' both name a graph: give one of them",
+                      flag_graph, graph));
+    }
+    op.named = true;
   } else {
     op.file = text;
   }
@@ -100,6 +108,12 @@ Result<TraceGraphs> graphs_of(const std::string& file, std::optional<std::size_t
 int render_command(const std::string& trace, bool list, const DrawOptions& options) {
   Result<Operand> op = parse_operand(trace, options.graph);
   if (!op) return fail(op.error().message);
+  if (list && op->named) {
+    return fail(
+        fmt::format("--list lists every graph; the operand's '#{}' names one: give one "
+                    "of them",
+                    op->spec ? op->spec->text() : std::string()));
+  }
   Result<TraceGraphs> graphs =
       graphs_of(op->file, pool_line(op->spec), options.memory_budget_bytes);
   if (!graphs) return fail(graphs.error().message);

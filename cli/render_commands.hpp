@@ -21,7 +21,7 @@ struct DrawOptions {
   bool changes_only = false;
   std::uint32_t timeout_s = 60;
   std::size_t max_nodes = 2000;
-  std::uint64_t memory_budget_bytes = std::uint64_t{1} << 30;  // sim/world/world.hpp's default
+  std::uint64_t memory_budget_bytes = 0;  // 0: the trace's default (walk_trace)
 };
 
 int render_command(const std::string& trace, bool list, const DrawOptions& options);

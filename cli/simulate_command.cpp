@@ -8,6 +8,8 @@
 #include "cli/trace_commands.hpp"
 #include "model/output_file.hpp"
 #include "traces/analyses/explain.hpp"
+#include "traces/format/input_file.hpp"
+#include "traces/format/trace_reader.hpp"
 #include "traces/format/trace_writer.hpp"
 #include "traces/simulation/program_file.hpp"
 
@@ -35,9 +37,10 @@ void print_listing(std::FILE* out, const ProgramFile& file, const ProgramRun& ru
   const std::size_t ran = run.stopped_at.value_or(n);
   std::size_t next = 0;
   for (std::size_t i = 0; i < ran; ++i) {
-    std::fprintf(out, "[%zu] %s\n", i, action_summary(i, file.program.actions[i]).c_str());
+    std::fprintf(out, "[%zu] %s\n", i,
+                 printable_message(action_summary(i, file.program.actions[i])).c_str());
     for (; next < run.events.size() && run.events[next].action == i; ++next) {
-      std::fprintf(out, "    %s\n", format_event(run.events[next]).c_str());
+      std::fprintf(out, "    %s\n", printable_message(format_event(run.events[next])).c_str());
     }
     if (run.error_at == i) std::fprintf(out, "    %s\n", raise_marker(run, n, on_raise).c_str());
   }
@@ -54,7 +57,8 @@ int simulate_command(const std::string& path, const std::string& output,
   const std::optional<TorchProfile>& torch = options.torch;
   Result<ProgramFile> file = read_program_file(path);
   if (!file) return fail(file.error().message);
-  Result<ProgramRun> run = run_program_file(*file, path, options);
+  const std::string name = input_name(path);
+  Result<ProgramRun> run = run_program_file(*file, name, options);
   if (!run) return fail(run.error().message);
   if (!output.empty()) {
     // The trace holds the actions that ran, so that it replays as written.
@@ -63,24 +67,27 @@ int simulate_command(const std::string& path, const std::string& output,
     TraceHeader header = file->header;
     header.producer = std::string(kModelProducer);
     header.observes.reset();
+    header.values = !run->values_off.has_value();
     if (torch) header.config.torch_profile = *torch;
     Result<std::vector<std::string>> lines = trace_lines(header, program, run->events);
-    if (!lines) return fail(fmt::format("{}: {}", path, lines.error().message));
+    if (!lines) {
+      return fail(fmt::format("{}: {}", printable_message(name), lines.error().message));
+    }
     if (Status w = write_trace_file(output, *lines); !w) return fail(w.error().message);
   }
   // With "-o -" the trace is stdout, and the listing goes to stderr.
   std::FILE* out = output == kStdoutPath ? stderr : stdout;
   print_listing(out, *file, *run, options.on_raise);
   const Counters& c = run->counters;
-  std::fprintf(
-      out,
-      "simulated %s: %zu actions, %zu events; %llu recorded, %llu re-recorded, %llu "
-      "replays, %llu copies (%llu bytes), %llu errors\n",
-      path.c_str(), file->program.actions.size(), run->events.size(),
-      static_cast<unsigned long long>(c.graphs_recorded),
-      static_cast<unsigned long long>(c.rerecords), static_cast<unsigned long long>(c.replays),
-      static_cast<unsigned long long>(c.copies), static_cast<unsigned long long>(c.copy_bytes),
-      static_cast<unsigned long long>(c.errors));
+  std::fprintf(out,
+               "simulated %s: %zu actions, %zu events; %llu recorded, %llu re-recorded, %llu "
+               "replays, %llu copies (%s bytes), %llu errors\n",
+               printable_message(name).c_str(), file->program.actions.size(), run->events.size(),
+               static_cast<unsigned long long>(c.graphs_recorded),
+               static_cast<unsigned long long>(c.rerecords),
+               static_cast<unsigned long long>(c.replays),
+               static_cast<unsigned long long>(c.copies), c.copy_bytes.text().c_str(),
+               static_cast<unsigned long long>(c.errors));
   if (run->stopped_at) {
     std::fprintf(out, "stopped after action %zu of %zu: %s\n", *run->error_at,
                  file->program.actions.size(),

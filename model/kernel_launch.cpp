@@ -227,7 +227,8 @@ Result<KernelLaunch> launch_sum(const TensorArg& out, const TensorArg& in,
 
 Result<KernelLaunch> launch_amax(const TensorArg& out, const TensorArg& in,
                                  const std::vector<std::int64_t>& dims) {
-  CAPSIM_TRY_ASSIGN(const std::uint32_t mask, sum_reduce_mask(in.meta.sizes, dims));
+  CAPSIM_TRY_ASSIGN(const std::uint32_t mask, sum_reduce_mask(in.meta.sizes, dims, "amax"));
+  CAPSIM_TRY(check_amax_of_empty(in.meta.sizes, dims));
   return reduce_with_mask(KernelKind::kAmax, out, in, mask, "amax");
 }
 

@@ -261,24 +261,25 @@ Result<Dims> broadcast_shape(const Dims& a, const Dims& b) {
   return out;
 }
 
-Result<std::uint32_t> sum_reduce_mask(const Dims& sizes, const std::vector<std::int64_t>& dims) {
+Result<std::uint32_t> sum_reduce_mask(const Dims& sizes, const std::vector<std::int64_t>& dims,
+                                      std::string_view op) {
   const auto rank = static_cast<std::int64_t>(sizes.size());
   const std::int64_t wrap = std::max<std::int64_t>(rank, 1);
   std::uint32_t seen = 0;
   for (const std::int64_t d : dims) {
     if (d < -wrap || d >= wrap) {
-      return make_error(fmt::format("sum: dim {} is out of range for rank {}", d, rank));
+      return make_error(fmt::format("{}: dim {} is out of range for rank {}", op, d, rank));
     }
     const std::int64_t dim = d < 0 ? d + wrap : d;
-    if ((seen >> dim) & 1u) return make_error(fmt::format("sum: dim {} appears twice", dim));
+    if ((seen >> dim) & 1u) return make_error(fmt::format("{}: dim {} appears twice", op, dim));
     seen |= 1u << dim;
   }
   return rank == 0 ? 0u : seen;
 }
 
 Result<Dims> sum_result_sizes(const Dims& sizes, const std::vector<std::int64_t>& dims,
-                              bool keepdim) {
-  CAPSIM_TRY_ASSIGN(const std::uint32_t mask, sum_reduce_mask(sizes, dims));
+                              bool keepdim, std::string_view op) {
+  CAPSIM_TRY_ASSIGN(const std::uint32_t mask, sum_reduce_mask(sizes, dims, op));
   Dims out;
   for (std::size_t d = 0; d < sizes.size(); ++d) {
     if (((mask >> d) & 1u) == 0) {
@@ -288,6 +289,36 @@ Result<Dims> sum_result_sizes(const Dims& sizes, const std::vector<std::int64_t>
     }
   }
   return out;
+}
+
+bool has_internal_overlap(const TensorMeta& meta) {
+  bool shared = false;
+  for (std::size_t d = 0; d < meta.sizes.size(); ++d) {
+    if (meta.sizes[d] == 0) return false;  // no elements: nothing shares
+    shared = shared || (meta.sizes[d] > 1 && meta.strides[d] == 0);
+  }
+  return shared;
+}
+
+Status check_amax_of_empty(const Dims& sizes,
+                           const std::optional<std::vector<std::int64_t>>& dims) {
+  const bool empty = std::any_of(sizes.begin(), sizes.end(), [](std::int64_t s) { return s == 0; });
+  if (!empty) return {};
+  if (!dims || dims->empty()) {
+    return make_error(
+        "amax(): Expected reduction dim to be specified for input.numel() == 0. Specify the "
+        "reduction dim with the 'dim' argument.");
+  }
+  const auto rank = static_cast<std::int64_t>(sizes.size());
+  for (const std::int64_t d : *dims) {
+    const std::int64_t dim = d < 0 ? d + rank : d;
+    if (dim >= 0 && dim < rank && sizes[static_cast<std::size_t>(dim)] == 0) {
+      return make_error(fmt::format(
+          "amax(): Expected reduction dim {} to have non-zero size. (PyTorch raises IndexError)",
+          d));
+    }
+  }
+  return {};
 }
 
 }  // namespace capsim

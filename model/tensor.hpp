@@ -135,15 +135,37 @@ Result<TensorMeta> slice(const TensorMeta& base, std::int64_t dim, std::int64_t 
 Result<TensorMeta> expand(const TensorMeta& base, const Dims& sizes);
 // PyTorch's broadcast of two shapes, with its error text.
 Result<Dims> broadcast_shape(const Dims& a, const Dims& b);
-// The dims a sum over `dims` of a tensor of `sizes` reduces, bit d for dim d
-// (negative dims count from the end; a 0-d tensor accepts 0 and -1, as
+// The dims a reduction over `dims` of a tensor of `sizes` reduces, bit d for
+// dim d (negative dims count from the end; a 0-d tensor accepts 0 and -1, as
 // maybe_wrap_dim does, and reduces nothing). An error for a dim out of range
-// or named twice.
-Result<std::uint32_t> sum_reduce_mask(const Dims& sizes, const std::vector<std::int64_t>& dims);
-// The sizes of that sum: each reduced dim dropped, or kept with size 1 under
-// `keepdim`.
+// or named twice, naming `op` ("sum", "amax").
+Result<std::uint32_t> sum_reduce_mask(const Dims& sizes, const std::vector<std::int64_t>& dims,
+                                      std::string_view op = "sum");
+// The sizes of that reduction: each reduced dim dropped, or kept with size 1
+// under `keepdim`.
 Result<Dims> sum_result_sizes(const Dims& sizes, const std::vector<std::int64_t>& dims,
-                              bool keepdim);
+                              bool keepdim, std::string_view op = "sum");
+// PyTorch refuses amax (and amin, max, argmax) of a tensor with no elements
+// over a dim of size 0, where the largest of nothing is undefined
+// (ReduceOpsUtils.h, zero_numel_check_dims: an IndexError, "amax(): Expected
+// reduction dim 0 to have non-zero size."), and over no dims at all ("amax():
+// Expected reduction dim to be specified for input.numel() == 0. ...", a
+// RuntimeError). `dims` as given (none: every dim); an error in PyTorch's
+// words, or nothing.
+Status check_amax_of_empty(const Dims& sizes, const std::optional<std::vector<std::int64_t>>& dims);
+
+// Whether several elements of a tensor share one memory location, where
+// PyTorch says so for certain (has_internal_overlap's Yes, in
+// aten/src/ATen/MemoryOverlap.cpp): a dim of size > 1 with stride 0, an
+// expand(), in a tensor with elements. An in-place write into such a tensor
+// (add_, copy_) raises kInternalOverlapMessage in PyTorch
+// (assert_no_internal_overlap); fill_ and zero_ do not check. PyTorch's
+// "too hard" cases (an as_strided view whose dims overlap with non-zero
+// strides) are not checked there, nor here.
+bool has_internal_overlap(const TensorMeta& meta);
+inline constexpr std::string_view kInternalOverlapMessage =
+    "unsupported operation: more than one element of the written-to tensor refers to a single "
+    "memory location. Please clone() the tensor before performing the operation.";
 
 // Bytes one element of the tensor takes.
 inline std::uint64_t element_bytes(const TensorMeta& meta) {

@@ -58,10 +58,10 @@ struct TraceGraphs {
 // line (see above; 0: the end). Bad input is an Error naming file:line.
 Result<TraceGraphs> collect_trace_graphs(const std::string& path,
                                          std::optional<std::size_t> pool_at = std::nullopt,
-                                         std::uint64_t memory_budget_bytes = kDefaultMemoryBudget);
+                                         std::uint64_t memory_budget_bytes = 0);
 // The same over a reader that has read the header (fuzzing reads from memory).
 Result<TraceGraphs> collect_trace_graphs(TraceReader& reader, std::optional<std::size_t> pool_at,
-                                         std::uint64_t memory_budget_bytes = kDefaultMemoryBudget);
+                                         std::uint64_t memory_budget_bytes = 0);
 
 // The drawing `spec` names; the error lists what the trace has.
 Result<DrawGraph> pick_graph(const TraceGraphs& graphs, const GraphSpec& spec);

@@ -91,7 +91,10 @@ class Interpreter {
     created_.push_back(t.id);
     return t.id;
   }
+  // A view costs no storage, but with values on a later kernel or read
+  // visits every one of its elements: an expand of 2^40 is held to the limit.
   Result<TensorId> view(TensorId base, const TensorMeta& meta) {
+    CAPSIM_TRY(check_sizes(meta.sizes));
     CAPSIM_TRY_ASSIGN(const Tensor t, store().view(base, meta));
     env_.refs.hold(t.id);
     created_.push_back(t.id);
@@ -308,8 +311,11 @@ class Interpreter {
         dims.push_back(static_cast<std::int64_t>(d));
       }
     }
-    CAPSIM_TRY_ASSIGN(const Dims sizes, sum_result_sizes(in.meta.sizes, dims, op.keepdim));
     const bool amax = op.kind == BodyOpKind::kAmax;
+    // Checked with values off too: PyTorch refuses it whatever the values.
+    if (amax) CAPSIM_TRY(check_amax_of_empty(in.meta.sizes, op.dims));
+    CAPSIM_TRY_ASSIGN(const Dims sizes,
+                      sum_result_sizes(in.meta.sizes, dims, op.keepdim, amax ? "amax" : "sum"));
     return run_into_fresh(sizes, [&](const TensorArg& o) {
       return amax ? launch_amax(o, in, dims) : launch_sum(o, in, dims);
     });
@@ -336,8 +342,13 @@ class Interpreter {
 
   // An op that writes into its first operand `target` with `kernel`; its
   // value is a new view of that operand.
+  // An in-place write into a tensor whose elements share memory (an
+  // expand) is PyTorch's RuntimeError, with values on or off.
   Result<TensorId> run_in_place(const BodyOp& op, const TensorArg& target,
                                 Result<KernelLaunch> kernel) {
+    if (has_internal_overlap(target.meta)) {
+      return make_error(fmt::format("{}: {}", body_op_name(op.kind), kInternalOverlapMessage));
+    }
     CAPSIM_TRY_ASSIGN(const KernelLaunch l, std::move(kernel));
     CAPSIM_TRY(launch(l));
     return view_of_first_operand(op, target.meta);

@@ -16,6 +16,7 @@
 #include "model/digest.hpp"
 #include "model/fault.hpp"
 #include "model/graph_evidence.hpp"
+#include "model/saturating_sum.hpp"
 #include "sim/core/cudagraph_config.hpp"
 #include "sim/core/decisions.hpp"
 #include "sim/core/events.hpp"
@@ -36,7 +37,7 @@ struct Counters {
   std::uint64_t cudagraph_skips = 0;                       // counters["inductor"]
   std::uint64_t cudagraph_recorded_non_static_inputs = 0;  // counters["inductor"]
   std::uint64_t copies = 0;             // tensors copied into placeholders at replay
-  std::uint64_t copy_bytes = 0;         // bytes those copies moved
+  SaturatingSum copy_bytes;             // bytes those copies moved
   std::uint64_t generation_clones = 0;  // storages cloned out of the pool (2.14's opt-in)
   std::uint64_t rerecords = 0;          // recordings made because a static pointer changed
   std::uint64_t recompiles = 0;         // new FunctionIds from a guard failure

@@ -8,31 +8,23 @@
 #include <cmath>
 #include <span>
 
+#include "model/dtype_values.hpp"
 #include "model/rng.hpp"
 
 namespace capsim {
 
 namespace {
-// float16 bits of `f`, rounded towards zero; underflow is a signed zero,
-// overflow the largest finite half. Fills and [-1, 1) draws need no more.
-std::uint16_t half_bits(float f) {
-  const auto x = std::bit_cast<std::uint32_t>(f);
-  const auto sign = static_cast<std::uint16_t>((x >> 16) & 0x8000u);
-  const int exponent = static_cast<int>((x >> 23) & 0xffu) - 127 + 15;
-  if (exponent <= 0) return sign;
-  if (exponent >= 31) return static_cast<std::uint16_t>(sign | 0x7bffu);
-  return static_cast<std::uint16_t>(sign | (exponent << 10) | ((x >> 13) & 0x3ffu));
-}
-
 // The bits `dtype` stores for `value` (a fill, or a draw in [-1, 1) when
-// `drawn`): floats converted, an integer truncated (a draw maps to [0, 16)),
-// bool nonzero (a draw: >= 0), complex64 as (value, 0).
+// `drawn`): floats converted (the half types rounded to nearest even, as
+// PyTorch rounds), an integer truncated (a draw maps to [0, 16); a fill is
+// one check_fill_fits let through, so it fits), bool nonzero (a draw:
+// >= 0), complex64 as (value, 0).
 std::uint64_t stored_bits(DType dtype, float value, bool drawn) {
   switch (dtype) {
     case DType::kFloat32: return std::bit_cast<std::uint32_t>(value);
     case DType::kFloat64: return std::bit_cast<std::uint64_t>(static_cast<double>(value));
-    case DType::kBFloat16: return std::bit_cast<std::uint32_t>(value) >> 16;
-    case DType::kFloat16: return half_bits(value);
+    case DType::kBFloat16: return bfloat16_bits(value);
+    case DType::kFloat16: return float16_bits(value);
     case DType::kComplex64: return std::bit_cast<std::uint32_t>(value);
     case DType::kBool: return drawn ? (value >= 0.0f ? 1 : 0) : (value != 0.0f ? 1 : 0);
     case DType::kInt64:
@@ -57,6 +49,9 @@ Result<TensorId> WorldContext::fresh_tensor(const Dims& sizes, std::optional<flo
   if (offset < 0 || offset > limit) {
     return make_error(fmt::format("offset: {} is outside [0, {}]", offset, limit));
   }
+  // PyTorch raises at such a fill whatever the values mode (the readers
+  // refuse it first, naming the line; a program built in code meets it here).
+  if (fill) CAPSIM_TRY(check_fill_fits(dtype, *fill));
   CAPSIM_TRY_ASSIGN(TensorMeta meta, contiguous_meta(sizes, dtype));
   if (strides) {
     assert(strides->size() == sizes.size());  // the reader checked
@@ -70,6 +65,16 @@ Result<TensorId> WorldContext::fresh_tensor(const Dims& sizes, std::optional<flo
                     "tensor with values {} is {}",
                     sizes, n, offset ? fmt::format(" past offset {}", offset) : "",
                     values ? "on" : "off", limit - offset));
+  }
+  // Values on, every element is computed and read (a read digests numel
+  // elements, a kernel visits each): the count is held to the limit as well
+  // as the span, or a stride of 0 lets 2^40 elements through on a storage of
+  // one. Checked before anything is allocated or filled.
+  if (values && !check_value_sizes(sizes)) {
+    return make_error(fmt::format(
+        "sizes {}: more than {} elements (a stride of 0 shares their storage, not their work), "
+        "the limit for one tensor with values on",
+        sizes, kMaxValueElements));
   }
   TensorMeta view_meta = meta;
   view_meta.storage_offset = offset;

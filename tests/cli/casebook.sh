@@ -30,14 +30,16 @@ def explained(name):
                              capture_output=True, text=True)
         if out.returncode != 0:
             sys.exit(f"{name}: capsim explain exited {out.returncode}: {out.stderr.strip()}")
-        decisions[name] = [(e["event"], e["action"]) for e in json.loads(out.stdout)["explanations"]]
+        # Folded paragraphs carry the actions of the others in "again".
+        decisions[name] = [(e["event"], a) for e in json.loads(out.stdout)["explanations"]
+                           for a in [e["action"]] + e.get("again", [])]
     return decisions[name]
 def first_auto_edit(name):
     out = subprocess.run([capsim, "explain", "--json", "--what-if", "auto",
                           os.path.join(folder, name)], capture_output=True, text=True)
     if out.returncode != 0:
         sys.exit(f"{name}: capsim explain --what-if auto exited {out.returncode}: {out.stderr.strip()}")
-    ranked = json.loads(out.stdout)["what_if"]
+    ranked = [w for w in json.loads(out.stdout)["what_if"] if w["outcome"] == "better"]
     return ranked[0]["edit"] if ranked else "none"
 failed = 0
 for name, claim in lines:

@@ -72,7 +72,7 @@ test "$(grep -c '<rect .*class=copy>' "$work/many.html")" -le 400
 "$capsim" explain "$root/data/casebook/issue_138949.jsonl" --what-if auto --html "$work/w.html" \
   > "$work/w.txt"
 grep -q "<h2>what if</h2>" "$work/w.html"
-grep -q "<code>clone=obs</code></td><td>0 &rarr; 1</td>" "$work/w.html"
+grep -q "<code>clone=obs</code></td><td>better</td><td>0 &rarr; 1</td>" "$work/w.html"
 grep -q "what-if clone=obs: " "$work/w.txt"
 browser=$(command -v chromium || command -v chromium-browser || true)
 if [ -z "$browser" ]; then

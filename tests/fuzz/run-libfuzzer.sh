@@ -67,7 +67,7 @@ unity_a=(
   model/caching_allocator.cpp model/cpu_backend.cpp model/device_memory.cpp model/digest.cpp model/fault.cpp
   model/graph_evidence.cpp
   model/kernel_launch.cpp model/kernel_table.cpp model/step_program.cpp model/tensor.cpp
-  model/tensor_store.cpp
+  model/tensor_store.cpp model/host_memory.cpp model/dtype_values.cpp traces/format/input_file.cpp
 )
 unity_b=(
   sim/core/body_interpreter.cpp sim/core/decisions.cpp sim/core/eager_oracle.cpp sim/core/event_fields.cpp sim/core/events.cpp

@@ -29,5 +29,27 @@ TEST_CASE("saturating sum: exact below the limit, marked at it") {
   CHECK_FALSE(edge.saturated);
 }
 
+TEST_CASE("saturating sum: a saturated figure breaks every limit and wins every max") {
+  SaturatingSum huge;
+  for (int i = 0; i < (1 << 14); ++i) huge.add(std::uint64_t{1} << 50);
+  // The wrap it replaces: 2^14 * 2^50 is 2^64, 0 in a uint64, "ok 0 <= 0".
+  CHECK(huge > 0);
+  CHECK(huge > std::numeric_limits<std::uint64_t>::max());
+  CHECK_FALSE(huge <= std::numeric_limits<std::uint64_t>::max());
+  SaturatingSum exact;
+  exact.add(std::numeric_limits<std::uint64_t>::max());
+  CHECK(exact < huge);
+  SaturatingSum most = exact;
+  most.take_max(huge);
+  CHECK(most.saturated);
+  huge.take_max(exact);
+  CHECK(huge.saturated);
+  CHECK(saturating(5) == 5);
+  CHECK_FALSE(huge == std::numeric_limits<std::uint64_t>::max());
+  SaturatingSum sum;
+  sum.add(huge);
+  CHECK(sum.saturated);
+}
+
 }  // namespace
 }  // namespace capsim

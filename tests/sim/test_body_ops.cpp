@@ -195,5 +195,68 @@ TEST_CASE("body ops: amax, exp and log compute a log-softmax row by row") {
   CHECK_FALSE(validate(def_of(1, {dims_on_exp}, {1})).ok());
 }
 
+// PyTorch: torch.zeros(1).expand(4).add_(1) raises "unsupported operation:
+// more than one element of the written-to tensor refers to a single memory
+// location. Please clone() the tensor before performing the operation."
+// (assert_no_internal_overlap; test/test_torch.py's check_internal_mem_overlap).
+TEST_CASE("values: an in-place write into an expand is PyTorch's RuntimeError") {
+  Device d;
+  const TensorId x = d.tensor({1});
+  const TensorId y = d.tensor({4});
+  for (const BodyOpKind kind : {BodyOpKind::kAddInplace, BodyOpKind::kCopyInplace}) {
+    const auto got =
+        run_one(def_of(2, {with_sizes(op(BodyOpKind::kExpand, {0}), {4}), op(kind, {2, 1})}, {3}),
+                d, {x, y});
+    REQUIRE_FALSE(got.ok());
+    CHECK(got.error().message.find(std::string(kInternalOverlapMessage)) != std::string::npos);
+  }
+  // A size-1 dim of stride 0 shares nothing, and neither does no element.
+  const auto one = run_one(
+      def_of(2,
+             {with_sizes(op(BodyOpKind::kExpand, {0}), {1}), op(BodyOpKind::kAddInplace, {2, 0})},
+             {3}),
+      d, {x, x});
+  CHECK(one.ok());
+  const auto meta = [](Dims sizes, Dims strides) {
+    TensorMeta m;
+    m.sizes = std::move(sizes);
+    m.strides = std::move(strides);
+    return m;
+  };
+  CHECK_FALSE(has_internal_overlap(meta({4, 0}, {0, 1})));
+  CHECK(has_internal_overlap(meta({2, 3}, {0, 1})));
+  CHECK_FALSE(has_internal_overlap(meta({2, 3}, {3, 1})));
+}
+
+// PyTorch: torch.empty(0, 3).amax(0) raises IndexError "amax(): Expected
+// reduction dim 0 to have non-zero size." and amax over no dims of an empty
+// tensor "amax(): Expected reduction dim to be specified for input.numel() ==
+// 0. ..."; amax(1) of the same tensor is an empty result (ReduceOpsUtils.h,
+// zero_numel_check_dims; test/test_reductions.py test_empty_tensor_empty_slice).
+TEST_CASE("values: amax over an empty dim raises as PyTorch does; its errors name amax") {
+  Device d;
+  const TensorId x = d.tensor({0, 3});
+  BodyOp over0 = op(BodyOpKind::kAmax, {0});
+  over0.dims = std::vector<std::int64_t>{0};
+  const auto got = run_one(def_of(1, {over0}, {1}), d, {x});
+  REQUIRE_FALSE(got.ok());
+  CHECK(got.error().message.find("amax(): Expected reduction dim 0 to have non-zero size.") !=
+        std::string::npos);
+  const auto all = run_one(def_of(1, {op(BodyOpKind::kAmax, {0})}, {1}), d, {x});
+  REQUIRE_FALSE(all.ok());
+  CHECK(all.error().message.find("amax(): Expected reduction dim to be specified for "
+                                 "input.numel() == 0.") != std::string::npos);
+  BodyOp over1 = op(BodyOpKind::kAmax, {0});
+  over1.dims = std::vector<std::int64_t>{1};
+  const auto empty = run_one(def_of(1, {over1}, {1}), d, {x});
+  REQUIRE(empty.ok());
+  CHECK(empty->empty());
+  const TensorId y = d.tensor({2, 3});
+  BodyOp far = op(BodyOpKind::kAmax, {0});
+  far.dims = std::vector<std::int64_t>{5};
+  CHECK(run_one(def_of(1, {far}, {1}), d, {y}).error().message ==
+        "function 'f': op 0 (amax): amax: dim 5 is out of range for rank 2");
+}
+
 }  // namespace
 }  // namespace capsim

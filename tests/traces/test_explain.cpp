@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <set>
 #include <sstream>
 
@@ -20,6 +21,21 @@ namespace capsim {
 namespace {
 
 const std::string kCorpus = std::string(CAPSIM_SOURCE_DIR) + "/data/corpus";
+
+// Every decision that follows a raise simulated too.
+const ProgramRunOptions kKeepGoing = [] {
+  ProgramRunOptions how;
+  how.on_raise = OnRaise::kKeepGoing;
+  return how;
+}();
+
+// The edits auto found better, best first (what_if_auto reports every edit).
+Result<std::vector<WhatIf>> auto_better(
+    const ObservedRun& run, const std::function<void(std::size_t, std::size_t)>& on = {},
+    const ProgramRunOptions& how = {}) {
+  CAPSIM_TRY_ASSIGN(const std::vector<WhatIf> all, what_if_auto(run, on, how));
+  return improving(all);
+}
 
 TEST_CASE("explain: every decision in every corpus trace has a rule") {
   std::size_t files = 0, explained = 0;
@@ -283,7 +299,7 @@ TEST_CASE("what-if: marking a persistent buffer static removes its copies, nothi
   CHECK(w->after.copies == 0);
   CHECK(w->after.rerecorded == 0);
   CHECK(w->after.replays == w->before.replays);
-  Result<std::vector<WhatIf>> ranked = what_if_auto(*run);
+  Result<std::vector<WhatIf>> ranked = auto_better(*run);
   REQUIRE(ranked.ok());
   REQUIRE(ranked->size() == 1);
   CHECK(ranked->front().edit == "mark-static=state");
@@ -297,7 +313,7 @@ TEST_CASE("what-if: a tensor bound anew every step, marked static, re-records in
   CHECK(w->after.copies == 0);
   CHECK(w->after.rerecorded == 1);
   // So auto, which ranks re-records before bytes, does not offer it.
-  CHECK(what_if_auto(*run)->empty());
+  CHECK(auto_better(*run)->empty());
 }
 
 const std::string kCasebook = std::string(CAPSIM_SOURCE_DIR) + "/data/casebook";
@@ -316,7 +332,7 @@ TEST_CASE("what-if: cloning what an E1 touches ends the error, and auto finds it
   CHECK(what_if(*run, "clone=x@2")->after.errors == 1);
   // A detach shares the storage, so the output is overwritten all the same.
   CHECK(what_if(*run, "detach=x")->after.errors == 1);
-  Result<std::vector<WhatIf>> ranked = what_if_auto(*run);
+  Result<std::vector<WhatIf>> ranked = auto_better(*run);
   REQUIRE(ranked.ok());
   REQUIRE(!ranked->empty());
   CHECK(ranked->front().edit == "clone=x");
@@ -325,7 +341,7 @@ TEST_CASE("what-if: cloning what an E1 touches ends the error, and auto finds it
 TEST_CASE("what-if: a clone that ends W1 is worth the copies it adds (#138949)") {
   Result<ObservedRun> run = observe_file(kCasebook + "/issue_138949.jsonl");
   REQUIRE(run.ok());
-  Result<std::vector<WhatIf>> ranked = what_if_auto(*run);
+  Result<std::vector<WhatIf>> ranked = auto_better(*run);
   REQUIRE(ranked.ok());
   REQUIRE(!ranked->empty());
   const WhatIf& best = ranked->front();
@@ -392,12 +408,12 @@ TEST_CASE("explain: a compiled optimizer step whose grads are not static names t
   CHECK(died->before.errors == 1);
   CHECK(died->before.copy_bytes == 0);
   // ... so the copies show past the error: marking all four ends them.
-  Result<WhatIf> w = what_if(*run, all, OnRaise::kKeepGoing);
+  Result<WhatIf> w = what_if(*run, all, kKeepGoing);
   REQUIRE(w.ok());
   CHECK(w->before.copy_bytes == 196);
   CHECK(w->after.copies == 0);
   CHECK(w->after.rerecorded == 0);
-  Result<std::vector<WhatIf>> ranked = what_if_auto(*run, {}, OnRaise::kKeepGoing);
+  Result<std::vector<WhatIf>> ranked = auto_better(*run, {}, kKeepGoing);
   REQUIRE(ranked.ok());
   REQUIRE(!ranked->empty());
   CHECK(ranked->front().edit == all);
@@ -435,7 +451,7 @@ TEST_CASE("explain: a run recorded without CUDA graphs is explained as on a GPU"
   CHECK(gpu->stop == RunStop::kRaise);
   CHECK(gpu->stopped_at == 68u);
   // Kept going, the second read raises too, beyond a real run.
-  Result<ObservedRun> on = as_on_a_gpu(*run, OnRaise::kKeepGoing);
+  Result<ObservedRun> on = as_on_a_gpu(*run, kKeepGoing);
   REQUIRE(on.ok());
   const std::vector<Explanation> all = explain(*on, std::nullopt);
   REQUIRE(all.size() == seen.size() + 1);
@@ -448,7 +464,7 @@ TEST_CASE("explain: a run recorded without CUDA graphs is explained as on a GPU"
 TEST_CASE("what-if auto: outputs kept across steps are cloned together") {
   Result<ObservedRun> run = observe_file(kCorpus + "/torch/2.11.0/launcher_reduce_overhead.jsonl");
   REQUIRE(run.ok());
-  Result<std::vector<WhatIf>> ranked = what_if_auto(*run);
+  Result<std::vector<WhatIf>> ranked = auto_better(*run);
   REQUIRE(ranked.ok());
   REQUIRE(ranked->size() == 2);
   // The run dies at the first read of a kept output (67). Both clones
@@ -463,7 +479,7 @@ TEST_CASE("what-if auto: outputs kept across steps are cloned together") {
   CHECK((*ranked)[1].edit == "clone=inf1_7_0");
   CHECK((*ranked)[1].after.errors == 1);
   CHECK((*ranked)[1].after.died_at == 69u);  // the clone's action comes before it
-  Result<std::vector<WhatIf>> kept = what_if_auto(*run, {}, OnRaise::kKeepGoing);
+  Result<std::vector<WhatIf>> kept = auto_better(*run, {}, kKeepGoing);
   REQUIRE(kept.ok());
   REQUIRE(kept->size() == 3);  // kept going, each clone ends one E1 of two
   CHECK(kept->front().before.errors == 2);
@@ -497,12 +513,77 @@ TEST_CASE("what-if auto: a run without CUDA graphs takes its edits from the GPU 
   REQUIRE(run.ok());
   CHECK(std::none_of(run->events.begin(), run->events.end(),
                      [](const Event& e) { return e.kind == EventKind::kCopyIn; }));
-  Result<std::vector<WhatIf>> ranked = what_if_auto(*run);
+  Result<std::vector<WhatIf>> ranked = auto_better(*run);
   REQUIRE(ranked.ok());
   REQUIRE(ranked->size() == 1);
   CHECK(ranked->front().edit == "mark-static=state");
   CHECK(ranked->front().as_on_a_gpu);
   CHECK(ranked->front().after.copies == 0);
+}
+
+// A program whose one large tensor turns values off (auto) is explained with
+// values off; each edit must run so too. Before, what-ifs ran with values on:
+// `--what-if mark-static=state` failed at the values limit (exit 2) and auto
+// dropped the edit and answered that nothing improves the run.
+TEST_CASE("what-if: edits run as the original did (values off, auto), and none is dropped") {
+  const std::filesystem::path path =
+      std::filesystem::temp_directory_path() / "capsim_test_large_unused.jsonl";
+  {
+    std::ifstream in(kPrograms + "/persistent_buffer_copied.jsonl");
+    std::ofstream out(path);
+    std::string line;
+    for (int header_and_function = 0; header_and_function < 2; ++header_and_function) {
+      std::getline(in, line);
+      out << line << "\n";
+    }
+    out << R"({"type":"action","action":"new_tensor","name":"unused","sizes":[33554432]})"
+        << "\n";
+    while (std::getline(in, line)) out << line << "\n";
+  }
+  Result<ObservedRun> run = observe_file(path.string());
+  std::filesystem::remove(path);
+  REQUIRE(run.ok());
+  Result<WhatIf> w = what_if(*run, "mark-static=state");
+  REQUIRE(w.ok());
+  CHECK_FALSE(w->refused);
+  CHECK(w->outcome == WhatIfOutcome::kImproved);
+  CHECK(w->before.copies == 2);
+  CHECK(w->after.copies == 0);
+  Result<std::vector<WhatIf>> all = what_if_auto(*run);
+  REQUIRE(all.ok());
+  REQUIRE(!all->empty());
+  CHECK(all->front().edit == "mark-static=state");
+  CHECK(all->front().outcome == WhatIfOutcome::kImproved);
+  // Values on, as asked: the original itself cannot run, an error.
+  ProgramRunOptions on;
+  on.values = ValuesMode::kOn;
+  Result<WhatIf> refused = what_if(*run, "mark-static=state", on);
+  REQUIRE_FALSE(refused.ok());
+  CHECK(refused.error().message.find("the limit for one tensor with values on") !=
+        std::string::npos);
+}
+
+TEST_CASE("what-if auto: every edit tried is reported, the worse and the refused too") {
+  Result<ObservedRun> run = observe_file(kPrograms + "/static_weight_copied_input.jsonl");
+  REQUIRE(run.ok());
+  Result<std::vector<WhatIf>> all = what_if_auto(*run);
+  REQUIRE(all.ok());
+  // mark-static=x ends the copies but re-records: worse, and reported so.
+  const auto x = std::find_if(all->begin(), all->end(),
+                              [](const WhatIf& w) { return w.edit == "mark-static=x"; });
+  REQUIRE(x != all->end());
+  CHECK(x->outcome == WhatIfOutcome::kWorse);
+  CHECK(what_if_text(*x).starts_with("what-if mark-static=x: worse: "));
+  CHECK(what_if_json(*x)["outcome"] == "worse");
+  // An edit whose program cannot run says so, with why, in every form.
+  WhatIf refused = *x;
+  refused.refused = "the edited program: action 3: out of simulated device memory";
+  refused.outcome = WhatIfOutcome::kNotSimulated;
+  CHECK(what_if_text(refused) ==
+        "what-if mark-static=x: could not be simulated: the edited program: action 3: out of "
+        "simulated device memory");
+  CHECK(what_if_json(refused)["outcome"] == "could not be simulated");
+  CHECK_FALSE(what_if_json(refused).contains("after"));
 }
 
 TEST_CASE("what-if: bad edits name the field") {

@@ -54,7 +54,7 @@ class SeriesBuilder {
     }
     CallPoint& p = point(*function, e.action);
     switch (e.kind) {
-      case EventKind::kCopyIn: p.copy_bytes += e.count(F::bytes); break;
+      case EventKind::kCopyIn: p.copy_bytes.add(e.count(F::bytes)); break;
       case EventKind::kRecord: (is_rerecording(e) ? p.rerecorded : p.recorded) = true; break;
       case EventKind::kEager: p.eager = true; break;
       case EventKind::kError: p.error = true; break;

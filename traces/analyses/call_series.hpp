@@ -16,13 +16,14 @@
 #include <string>
 #include <vector>
 
+#include "model/saturating_sum.hpp"
 #include "traces/analyses/observed_run.hpp"
 
 namespace capsim {
 
 struct CallPoint {
   std::size_t action = 0;
-  std::uint64_t copy_bytes = 0;  // copy_in events' bytes, every partition's added up
+  SaturatingSum copy_bytes;  // copy_in events' bytes, every partition's added up
   // The pool's live and reserved bytes after the call; none past the end of
   // the model's run.
   std::optional<PoolBytes> pool;

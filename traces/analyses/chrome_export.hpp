@@ -59,11 +59,10 @@ class ChromeEventSink {
 // action, the graph is a plain-API one, the model's graph has another step
 // count than the trace's), replays fall back to "step k".
 Result<Json> stream_chrome_trace(TraceReader& reader, ChromeEventSink& sink,
-                                 std::uint64_t memory_budget_bytes = kDefaultMemoryBudget);
+                                 std::uint64_t memory_budget_bytes = 0);
 // The whole document at once (tests and fuzzing): each event as the file
 // would have its text, parsed back.
-Result<Json> chrome_trace(TraceReader& reader,
-                          std::uint64_t memory_budget_bytes = kDefaultMemoryBudget);
+Result<Json> chrome_trace(TraceReader& reader, std::uint64_t memory_budget_bytes = 0);
 
 // The checks listed above; the error names the offending event by index.
 Status validate_chrome_trace(const Json& document);

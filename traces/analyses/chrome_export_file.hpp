@@ -25,7 +25,7 @@ struct ChromeExportReport {
 // `on_events`, when set, hears the count of trace events written so far,
 // every 2^16 of them (the CLI's progress line).
 ChromeExportReport write_chrome_export(
-    TraceReader& reader, OutputFile& out, std::uint64_t memory_budget_bytes = kDefaultMemoryBudget,
+    TraceReader& reader, OutputFile& out, std::uint64_t memory_budget_bytes = 0,
     const std::function<void(std::size_t events)>& on_events = {});
 
 }  // namespace capsim

@@ -9,6 +9,7 @@
 #include <set>
 
 #include "sim/core/event_fields.hpp"
+#include "traces/format/trace_reader.hpp"
 
 namespace capsim {
 
@@ -51,7 +52,7 @@ bool counted(LimitKind kind, const Event& e) {
 
 // The figure and, when it passes the limit, the index of the event that did.
 struct Figure {
-  std::uint64_t value = 0;
+  SaturatingSum value;
   std::optional<std::size_t> broke_at;
 };
 
@@ -60,7 +61,8 @@ Figure count_events(const ObservedRun& run, const Limit& limit) {
   for (std::size_t i = 0; i < run.events.size(); ++i) {
     const Event& e = run.events[i];
     if (!counted(limit.kind, e) || !in_scope(limit, e)) continue;
-    if (++f.value > limit.max && !f.broke_at) f.broke_at = i;
+    f.value.add(1);
+    if (f.value > limit.max && !f.broke_at) f.broke_at = i;
   }
   return f;
 }
@@ -71,9 +73,9 @@ Figure copy_bytes_per_call(const ObservedRun& run, const Limit& limit) {
   Figure f;
   std::optional<std::size_t> action;
   std::size_t first = 0;
-  std::uint64_t bytes = 0;
+  SaturatingSum bytes;
   const auto close = [&] {
-    f.value = std::max(f.value, bytes);
+    f.value.take_max(bytes);
     if (bytes > limit.max && !f.broke_at) f.broke_at = first;
   };
   for (std::size_t i = 0; i < run.events.size(); ++i) {
@@ -83,9 +85,9 @@ Figure copy_bytes_per_call(const ObservedRun& run, const Limit& limit) {
       if (action) close();
       action = e.action;
       first = i;
-      bytes = 0;
+      bytes = SaturatingSum{};
     }
-    bytes += e.count(F::bytes);
+    bytes.add(e.count(F::bytes));
   }
   if (action) close();
   return f;
@@ -142,9 +144,12 @@ Result<std::vector<LimitCheck>> check_limits(const ObservedRun& run,
   std::vector<LimitCheck> out;
   for (const Limit& limit : limits) {
     if (limit.function && !names.contains(*limit.function)) {
-      return make_error(fmt::format("field '{}': no compiled function '{}' in the run (known: {})",
-                                    limit_flag(limit.kind), *limit.function,
-                                    fmt::join(names, ", ")));
+      const std::string where = limit.given_at.empty()
+                                    ? fmt::format("field '{}'", limit_flag(limit.kind))
+                                    : limit.given_at;
+      return make_error(fmt::format("{}: no compiled function '{}' in the run (known: {})", where,
+                                    printable_message(*limit.function),
+                                    printable_message(fmt::format("{}", fmt::join(names, ", ")))));
     }
     const Figure f = limit.kind == LimitKind::kMaxCopyBytesPerCall ? copy_bytes_per_call(run, limit)
                                                                    : count_events(run, limit);
@@ -161,8 +166,8 @@ Result<std::vector<LimitCheck>> check_limits(const ObservedRun& run,
 
 std::string limit_check_line(const LimitCheck& c) {
   return fmt::format("{} {} ({}): {} {} {}", c.holds ? "ok  " : "FAIL", limit_key(c.limit.kind),
-                     c.limit.function ? *c.limit.function : "all functions", c.figure,
-                     c.holds ? "<=" : ">", c.limit.max);
+                     c.limit.function ? printable_message(*c.limit.function) : "all functions",
+                     c.figure.text(), c.holds ? "<=" : ">", c.limit.max);
 }
 
 Json limit_check_json(const LimitCheck& c) {
@@ -170,7 +175,7 @@ Json limit_check_json(const LimitCheck& c) {
   j["limit"] = std::string(limit_key(c.limit.kind));
   j["function"] = c.limit.function ? Json(*c.limit.function) : Json(nullptr);
   j["max"] = c.limit.max;
-  j["figure"] = c.figure;
+  put_figure(j, "figure", c.figure);
   j["holds"] = c.holds;
   j["action"] = c.action ? Json(*c.action) : Json(nullptr);
   j["explanation"] = c.explanation ? explanation_json(*c.explanation) : Json(nullptr);

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "model/result.hpp"
+#include "model/saturating_sum.hpp"
 #include "traces/analyses/explain.hpp"
 #include "traces/analyses/observed_run.hpp"
 
@@ -52,11 +53,16 @@ struct Limit {
   LimitKind kind = LimitKind::kErrors;
   std::optional<std::string> function;  // none: every function
   std::uint64_t max = 0;
+  // Where it was given, for messages: "--errors" (a flag), or a limits
+  // file's "FILE:LINE: field 'function.NAME.errors'". Empty: the flag.
+  std::string given_at;
 };
 
 struct LimitCheck {
   Limit limit;
-  std::uint64_t figure = 0;
+  // The run's figure (a sum of a trace's byte counts may saturate: then it
+  // is past every limit, and says so).
+  SaturatingSum figure;
   bool holds = true;
   // Broken: the action of the decision that broke it (the first event past
   // the limit; for bytes per call, the first call over it) and its
@@ -66,8 +72,8 @@ struct LimitCheck {
 };
 
 // Each limit checked against `run`, in the order given. A limit naming a
-// function the run does not define is bad input (the flag or key named by
-// the caller).
+// function the run does not define is bad input, named where it was given
+// (Limit::given_at: the flag, or the limits file's line and key).
 Result<std::vector<LimitCheck>> check_limits(const ObservedRun& run,
                                              const std::vector<Limit>& limits);
 

@@ -10,7 +10,9 @@
 #include <map>
 #include <set>
 
+#include "model/saturating_sum.hpp"
 #include "traces/analyses/explain_rules.hpp"
+#include "traces/format/trace_reader.hpp"
 
 namespace capsim {
 
@@ -30,20 +32,22 @@ class InputNames {
   }
   // An optimizer step's grads that `static_idxs` leaves out (the compiled
   // step's inputs n..2n-1 for n params with a grad), and their float32 bytes.
-  std::pair<std::vector<std::string>, std::int64_t> grads_not_static(
+  // Their bytes are a sum of input sizes (each up to 2^40 elements): a
+  // figure that saturates rather than wraps.
+  std::pair<std::vector<std::string>, SaturatingSum> grads_not_static(
       const Action& a, const IntList& static_idxs, std::string_view function) const {
     const auto* s = std::get_if<OptimizerStep>(&a);
     auto it = s ? optimizers_.find(s->name) : optimizers_.end();
     if (it == optimizers_.end()) return {};
     const std::vector<std::string> params = kept_params(it->second, function);
     std::vector<std::string> out;
-    std::int64_t bytes = 0;
+    SaturatingSum bytes;
     for (std::size_t k = 0; k < params.size(); ++k) {
       const auto i = static_cast<std::int64_t>(params.size() + k);
       if (std::find(static_idxs.begin(), static_idxs.end(), i) != static_idxs.end()) continue;
       out.push_back(params[k] + ".grad");
       auto n = numel_.find(params[k]);
-      if (n != numel_.end()) bytes += 4 * n->second;
+      if (n != numel_.end()) bytes.add(4 * static_cast<std::uint64_t>(n->second));
     }
     return {out, bytes};
   }
@@ -249,11 +253,11 @@ Account account_of(const Event& e, const Action& a, ExplainState& st) {
         return {fmt::format("Dynamo traced '{}' again: a new FunctionId.", f), {}};
       const IntList* idxs = e.get_if<IntList>(F::static_input_idxs);
       auto [grads, bytes] = idxs ? st.names.grads_not_static(a, *idxs, f)
-                                 : std::pair<std::vector<std::string>, std::int64_t>{};
+                                 : std::pair<std::vector<std::string>, SaturatingSum>{};
       return {fmt::format("Dynamo compiled '{}'; {} of its grads are not among its static "
                           "inputs: under mode=\"reduce-overhead\" every replay would copy them "
                           "in ({} bytes per step).",
-                          f, grads.size(), bytes),
+                          f, grads.size(), bytes.text()),
               grads};
     }
     case EventKind::kCaCacheMiss: return {text_or(e, F::message, "a cache miss"), {}};
@@ -412,13 +416,16 @@ std::string action_summary(std::size_t index, const Action& action) {
 }
 
 std::string explanation_text(const Explanation& e) {
-  std::string out =
-      fmt::format("action {}{}: {}{}\n", e.action, e.line ? fmt::format(" (line {})", e.line) : "",
-                  e.title, e.function.empty() ? "" : fmt::format(" [{}]", e.function));
-  if (!e.what.empty()) out += fmt::format("  what:   {}\n", e.what);
-  if (!e.rule.empty()) out += fmt::format("  rule:   {}\n", e.rule);
-  if (!e.inputs.empty()) out += fmt::format("  inputs: {}\n", fmt::join(e.inputs, ", "));
-  if (!e.fix.empty()) out += fmt::format("  fix:    {}\n", e.fix);
+  const auto shown = [](std::string_view text) { return printable_message(text); };
+  std::string out = fmt::format("action {}{}: {}{}\n", e.action,
+                                e.line ? fmt::format(" (line {})", e.line) : "", shown(e.title),
+                                e.function.empty() ? "" : fmt::format(" [{}]", shown(e.function)));
+  if (!e.what.empty()) out += fmt::format("  what:   {}\n", shown(e.what));
+  if (!e.rule.empty()) out += fmt::format("  rule:   {}\n", shown(e.rule));
+  if (!e.inputs.empty()) {
+    out += fmt::format("  inputs: {}\n", shown(fmt::format("{}", fmt::join(e.inputs, ", "))));
+  }
+  if (!e.fix.empty()) out += fmt::format("  fix:    {}\n", shown(e.fix));
   return out;
 }
 
@@ -438,16 +445,19 @@ std::vector<FoldedExplanation> fold_explanations(const std::vector<Explanation>&
   return out;
 }
 
-std::string folded_explanation_text(const FoldedExplanation& f) {
-  constexpr std::size_t kListed = 8;  // the actions named; the rest are counted
-  std::string out = explanation_text(f.first);
-  if (f.again.empty()) return out;
-  const std::size_t listed = std::min(f.again.size(), kListed);
+std::string again_text(const FoldedExplanation& f) {
+  if (f.again.empty()) return "";
+  const std::size_t listed = std::min(f.again.size(), kFoldedActionsNamed);
   const std::vector<std::size_t> head(f.again.begin(), f.again.begin() + listed);
-  out += fmt::format(
-      "  again:  {} more time{}, the same, at action{} {}{}\n", f.again.size(),
+  return fmt::format(
+      "again:  {} more time{}, the same, at action{} {}{}", f.again.size(),
       f.again.size() == 1 ? "" : "s", f.again.size() == 1 ? "" : "s", fmt::join(head, ", "),
       f.again.size() > listed ? fmt::format(" and {} more", f.again.size() - listed) : "");
+}
+
+std::string folded_explanation_text(const FoldedExplanation& f) {
+  std::string out = explanation_text(f.first);
+  if (!f.again.empty()) out += "  " + again_text(f) + "\n";
   return out;
 }
 
@@ -463,6 +473,12 @@ Json explanation_json(const Explanation& e) {
   j["inputs"] = e.inputs;
   j["fix"] = e.fix;
   if (e.beyond_real_run) j["beyond_real_run"] = true;
+  return j;
+}
+
+Json folded_explanation_json(const FoldedExplanation& f) {
+  Json j = explanation_json(f.first);
+  if (!f.again.empty()) j["again"] = f.again;
   return j;
 }
 

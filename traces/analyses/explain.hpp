@@ -62,6 +62,10 @@ std::string moved_input_text(const MovedInput& moved);
 std::string action_summary(std::size_t index, const Action& action);
 
 // Text for people: a title line, then indented "what", "rule", "inputs", "fix".
+// Every field is escaped as stderr's lines are (printable_message): a tensor's
+// name, a function's or a stack trace from the input can neither start a line
+// of the report (a newline is \x0a) nor reach the terminal as an escape
+// sequence.
 std::string explanation_text(const Explanation& e);
 
 // Explanations that say the same thing (all but action and line equal),
@@ -72,8 +76,17 @@ struct FoldedExplanation {
   std::vector<std::size_t> again;  // the actions of the ones folded into it
 };
 std::vector<FoldedExplanation> fold_explanations(const std::vector<Explanation>& all);
+// How many of the folded actions the text and the page name (the rest are
+// counted): a bound on what one paragraph costs, whatever the run's length.
+inline constexpr std::size_t kFoldedActionsNamed = 8;
 // explanation_text, and an "again" line when others were folded in.
 std::string folded_explanation_text(const FoldedExplanation& f);
+// "again:  3 more times, the same, at actions 4, 7, 9": the line of
+// folded_explanation_text, without its indent; "" when nothing was folded.
+std::string again_text(const FoldedExplanation& f);
 Json explanation_json(const Explanation& e);
+// explanation_json, with "again": the actions of every explanation folded
+// into it (all of them; absent when none).
+Json folded_explanation_json(const FoldedExplanation& f);
 
 }  // namespace capsim

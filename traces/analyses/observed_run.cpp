@@ -2,11 +2,11 @@
 // simulated first (told apart by its header), or a run without CUDA graphs simulated as on a GPU.
 #include "traces/analyses/observed_run.hpp"
 
-#include <fstream>
 #include <map>
 #include <memory>
 
 #include "sim/core/event_fields.hpp"
+#include "traces/format/input_file.hpp"
 #include "traces/format/json_fields.hpp"
 #include "traces/format/trace_reader.hpp"
 #include "traces/simulation/program_file.hpp"
@@ -15,18 +15,27 @@ namespace capsim {
 
 namespace {
 
-// Reads every line of a trace; a file that is not a full trace (a program
-// that leaves its header's fields out) is read as a program.
-Result<ObservedRun> read_observed(const std::string& path) {
-  Result<std::unique_ptr<TraceReader>> opened = TraceReader::open(path);
-  if (!opened) return opened.error();
-  TraceReader& reader = **opened;
+// A trace read whole: its run, and what a program read from the same lines
+// needs (each action's line, whether the last line was cut).
+struct ReadTrace {
   ObservedRun run;
+  std::vector<std::size_t> action_lines;
+  bool truncated = false;
+  std::size_t lines = 0;
+};
+
+// Reads every line of a trace.
+Result<ReadTrace> read_observed(TraceReader& reader) {
+  ReadTrace read;
+  ObservedRun& run = read.run;
   run.header = reader.header();
   for (;;) {
     CAPSIM_TRY_ASSIGN(std::optional<TraceItem> item, reader.next());
     if (!item) break;
-    if (item->type == TraceLineType::kAction) run.actions.push_back(std::move(item->action));
+    if (item->type == TraceLineType::kAction) {
+      run.actions.push_back(std::move(item->action));
+      read.action_lines.push_back(item->line);
+    }
     if (item->type == TraceLineType::kFunction) run.functions.push_back(std::move(item->function));
     if (item->type == TraceLineType::kEvent) {
       // The recorder's x_message (compiled autograd's own words) rides along.
@@ -43,7 +52,9 @@ Result<ObservedRun> read_observed(const std::string& path) {
     }
   }
   run.warnings = reader.warnings();
-  return run;
+  read.truncated = reader.truncated();
+  read.lines = reader.lines_read();
+  return read;
 }
 
 // A program and the events capsim predicted for it, as explain reads a run.
@@ -64,20 +75,15 @@ ObservedRun simulated_run(ProgramFile file, ProgramRun ran, OnRaise on_raise) {
   return run;
 }
 
-Result<ObservedRun> simulate_observed(const std::string& path, OnRaise on_raise) {
-  CAPSIM_TRY_ASSIGN(ProgramFile file, read_program_file(path));
-  ProgramRunOptions options;
-  options.on_raise = on_raise;
-  CAPSIM_TRY_ASSIGN(ProgramRun ran, run_program_file(file, path, options));
-  return simulated_run(std::move(file), std::move(ran), on_raise);
+Result<ObservedRun> simulate_observed(ProgramFile file, const std::string& name,
+                                      const ProgramRunOptions& how) {
+  CAPSIM_TRY_ASSIGN(ProgramRun ran, run_program_file(file, name, how));
+  return simulated_run(std::move(file), std::move(ran), how.on_raise);
 }
 
-// Whether the first line is a program's short header (one that leaves out a
-// field every trace header has), so that the file is read as a program.
-bool short_header(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::string first;
-  if (!in || !std::getline(in, first)) return false;
+// Whether `first` is a program's short header (one that leaves out a field
+// every trace header has), so that the file is read as a program.
+bool short_header(const std::string& first) {
   const Json j = Json::parse(first, nullptr, false);
   if (!j.is_object()) return false;
   for (const char* key :
@@ -87,18 +93,53 @@ bool short_header(const std::string& path) {
   return false;
 }
 
+// The first line of `in` with its newline, at most `max` bytes and one more
+// of it (the reader that gets it refuses a longer line).
+std::string first_line(std::istream& in, std::size_t max) {
+  std::string line;
+  std::streambuf* buf = in.rdbuf();
+  while (line.size() <= max) {
+    const int c = buf->sbumpc();
+    if (c == std::char_traits<char>::eof()) break;
+    line += static_cast<char>(c);
+    if (c == '\n') break;
+  }
+  return line;
+}
+
 }  // namespace
 
-Result<ObservedRun> observe_file(const std::string& path, OnRaise on_raise) {
-  if (short_header(path)) return simulate_observed(path, on_raise);
-  CAPSIM_TRY_ASSIGN(ObservedRun run, read_observed(path));
+Result<ObservedRun> observe_file(const std::string& path, const ProgramRunOptions& how) {
+  // One open, one read front to back (a pipe cannot be read twice): the
+  // first line says whether this is a program or a trace.
+  CAPSIM_TRY_ASSIGN(std::unique_ptr<std::istream> in, open_input(path));
+  const std::string name = input_name(path);
+  std::string first = first_line(*in, kMaxTraceLineBytes);
+  if (short_header(first)) {
+    CAPSIM_TRY_ASSIGN(std::string rest, read_all(*in, name, kMaxProgramBytes, "program",
+                                                 " (a trace? use capsim replay)"));
+    CAPSIM_TRY_ASSIGN(ProgramFile file, read_program_bytes(first + rest, name));
+    return simulate_observed(std::move(file), name, how);
+  }
+  CAPSIM_TRY_ASSIGN(std::unique_ptr<TraceReader> reader,
+                    TraceReader::open(with_prefix(std::move(first), std::move(in)), name));
+  CAPSIM_TRY_ASSIGN(ReadTrace read, read_observed(*reader));
   // A full header but no events is a program only when the header says a
   // person wrote it; a run that capsim, its CUDA reference or the recorder
-  // wrote is a trace, with or without events (a run may have none).
-  if (run.events.empty() && run.header.producer == kUserProducer) {
-    return simulate_observed(path, on_raise);
+  // wrote is a trace, with or without events (a run may have none). The
+  // program is the lines already read, checked as `capsim simulate` checks
+  // one (a cut last line is refused: no killed recorder wrote it).
+  if (read.run.events.empty() && read.run.header.producer == kUserProducer) {
+    if (read.truncated) {
+      return make_error(
+          fmt::format("{}:{}: the last line is cut", printable_message(name), read.lines));
+    }
+    ProgramFile file{std::move(read.run.header),
+                     Program{std::move(read.run.functions), std::move(read.run.actions)},
+                     std::move(read.action_lines)};
+    return simulate_observed(std::move(file), name, how);
   }
-  return run;
+  return std::move(read.run);
 }
 
 namespace {
@@ -129,13 +170,11 @@ void carry_recorded_messages(const ObservedRun& recorded, ObservedRun& simulated
 
 }  // namespace
 
-Result<ObservedRun> as_on_a_gpu(const ObservedRun& run, OnRaise on_raise) {
+Result<ObservedRun> as_on_a_gpu(const ObservedRun& run, const ProgramRunOptions& how) {
   ProgramFile file{run.header, Program{run.functions, run.actions}, {}};
   file.header.config.cudagraphs = true;
-  ProgramRunOptions options;
-  options.on_raise = on_raise;
-  CAPSIM_TRY_ASSIGN(ProgramRun ran, run_program_file(file, "as on a GPU", options));
-  ObservedRun out = simulated_run(std::move(file), std::move(ran), on_raise);
+  CAPSIM_TRY_ASSIGN(ProgramRun ran, run_program_file(file, "as on a GPU", how));
+  ObservedRun out = simulated_run(std::move(file), std::move(ran), how.on_raise);
   out.header = run.header;  // the run had no CUDA graphs; its header says so
   out.as_on_a_gpu = true;
   carry_recorded_messages(run, out);
@@ -152,10 +191,13 @@ bool is_rerecording(const Event& record) {
   return record.text(F::reason) != "no_child";
 }
 
-Result<std::vector<PoolBytes>> modelled_pool_bytes(const ObservedRun& run) {
+Result<std::vector<PoolBytes>> modelled_pool_bytes(const ObservedRun& run,
+                                                   const ProgramRunOptions& how) {
   if (run.simulated) return run.pool_bytes;
   const ProgramFile file{run.header, Program{run.functions, run.actions}, {}};
-  CAPSIM_TRY_ASSIGN(ProgramRun ran, run_program_file(file, "the pool's model"));
+  ProgramRunOptions stop = how;
+  stop.on_raise = OnRaise::kStop;
+  CAPSIM_TRY_ASSIGN(ProgramRun ran, run_program_file(file, "the pool's model", stop));
   return std::move(ran.pool_bytes);
 }
 

@@ -44,17 +44,19 @@ struct ObservedRun {
 
 // Reads a trace, or a program (a short header, or no events in a trace that
 // is not a real run's), which it simulates. Bad input is an error naming the
-// file, the line and the field.
-// A program runs as `on_raise` says (by default it ends at its first raise,
-// as a real run does).
-Result<ObservedRun> observe_file(const std::string& path, OnRaise on_raise = OnRaise::kStop);
+// file, the line and the field. The file is opened once and read once, front
+// to back (traces/format/input_file.hpp): a FIFO, a process substitution and
+// "-" (standard input) work as a file does.
+// A program runs as `how` says (by default it ends at its first raise, as a
+// real run does; values auto; the default device budget).
+Result<ObservedRun> observe_file(const std::string& path, const ProgramRunOptions& how = {});
 
 // `run` with its events replaced by capsim's simulation of its program with
 // CUDA graphs on, as on a GPU under mode="reduce-overhead": what a run
 // recorded without them (a CPU run, `"cudagraphs": false`) would have met on
 // a GPU. `explain --as-on-a-gpu` explains it, and what-ifs of such a run
 // compare against it. The header is kept: it still says how the run went.
-Result<ObservedRun> as_on_a_gpu(const ObservedRun& run, OnRaise on_raise = OnRaise::kStop);
+Result<ObservedRun> as_on_a_gpu(const ObservedRun& run, const ProgramRunOptions& how = {});
 
 // Whether an event's `function` belongs to the function line `line`: the
 // function itself, or one of its graph partitions ("f.partition_0").
@@ -70,6 +72,7 @@ bool is_rerecording(const Event& record);
 // simulation ends where the run would, at its first raise). Shorter than the
 // actions when the run ended early. An error when the World refuses the
 // program (a trace that `capsim replay` would report).
-Result<std::vector<PoolBytes>> modelled_pool_bytes(const ObservedRun& run);
+Result<std::vector<PoolBytes>> modelled_pool_bytes(const ObservedRun& run,
+                                                   const ProgramRunOptions& how = {});
 
 }  // namespace capsim

@@ -12,13 +12,16 @@
 #include "sim/scenarios/autograd_scenarios.hpp"
 #include "sim/world/world.hpp"
 #include "traces/format/program_json.hpp"
+#include "traces/format/trace_reader.hpp"
 
 namespace capsim {
 
 namespace {
 
+// The edit is argv's: escaped, so that the refusal stays one line.
 Error bad_edit(const std::string& edit, const std::string& why) {
-  return make_error(fmt::format("field '--what-if': '{}': {}", edit, why));
+  return make_error(
+      fmt::format("field '--what-if': '{}': {}", printable_message(edit), printable_message(why)));
 }
 
 // The program and config one run simulates.
@@ -43,31 +46,32 @@ bool is_step(const Action& a) {
          std::holds_alternative<OptimizerStep>(a) || std::holds_alternative<Read>(a);
 }
 
-Result<RunSummary> simulate(const Variant& v, OnRaise on_raise) {
-  WorldOptions options;
-  options.config = v.config;
-  options.seed = v.seed;
-  options.autograd_scenarios = find_autograd_scenario;
-  World world(options);
-  CAPSIM_TRY(world.begin(v.program));
-  // As run_program_file: a real run dies at its first raise; kept going, an
-  // action refused after one (it needs what the raise left unmade) ends it.
-  RunSummary s;
-  const std::size_t n = v.program.actions.size();
-  for (std::size_t i = 0; i < n; ++i) {
-    if (on_raise == OnRaise::kStop && s.died_at) break;
-    if (Status st = world.run_action(i, v.program.actions[i]); !st) {
-      if (s.died_at) break;
-      return st.error();
-    }
-    if (!s.died_at && world.counters().errors > 0) {
-      s.died_at = i;
-      s.unreached = static_cast<std::uint64_t>(
-          std::count_if(v.program.actions.begin() + static_cast<std::ptrdiff_t>(i) + 1,
-                        v.program.actions.end(), is_step));
-    }
+// `how` with auto's values mode decided once, on the original program, so
+// that the original and every edit of it run with values on or off alike.
+ProgramRunOptions resolved(const ProgramRunOptions& how, const Program& original) {
+  ProgramRunOptions out = how;
+  if (out.values == ValuesMode::kAuto) {
+    out.values = values_needed_off(original) ? ValuesMode::kOff : ValuesMode::kOn;
   }
-  const Counters& c = world.counters();
+  return out;
+}
+
+// One run, through the same path as `capsim simulate` (run_program_file):
+// the same values mode, device budget and stop at a raise.
+Result<RunSummary> simulate(const Variant& v, const TraceHeader& header,
+                            const ProgramRunOptions& how, const std::string& what) {
+  ProgramFile file{header, v.program, {}};
+  file.header.config = v.config;
+  file.header.seed = v.seed;
+  CAPSIM_TRY_ASSIGN(const ProgramRun ran, run_program_file(file, what, how));
+  RunSummary s;
+  if (ran.error_at) {
+    s.died_at = *ran.error_at;
+    s.unreached = static_cast<std::uint64_t>(
+        std::count_if(v.program.actions.begin() + static_cast<std::ptrdiff_t>(*ran.error_at) + 1,
+                      v.program.actions.end(), is_step));
+  }
+  const Counters& c = ran.counters;
   s.recorded = c.graphs_recorded;
   s.rerecorded = c.rerecords;
   s.replays = c.replays;
@@ -75,7 +79,7 @@ Result<RunSummary> simulate(const Variant& v, OnRaise on_raise) {
   s.copy_bytes = c.copy_bytes;
   s.recompiles = c.recompiles;
   s.errors = c.errors;
-  for (const Event& e : world.events()) {
+  for (const Event& e : ran.events) {
     s.warnings += e.kind == EventKind::kWarning;
     s.calls += e.kind == EventKind::kReplay || e.kind == EventKind::kRecord ||
                e.kind == EventKind::kWarmup || e.kind == EventKind::kEager;
@@ -268,19 +272,63 @@ Result<Variant> edited(const ObservedRun& run, const std::string& edit) {
 
 }  // namespace
 
-Result<WhatIf> what_if(const ObservedRun& run, const std::string& edit, OnRaise on_raise) {
-  CAPSIM_TRY_ASSIGN(const Variant v, edited(run, edit));
+namespace {
+
+// Smaller is better: errors, then steps left unreached, then warnings (W1
+// keeps a run warming up forever, #138949), then re-recordings and
+// recompiles, then bytes.
+auto cost(const RunSummary& s) {
+  return std::make_tuple(s.errors, s.unreached, s.warnings, s.rerecorded + s.recompiles,
+                         s.copy_bytes);
+}
+
+// The edit `edit` of `run` beside `before`, the original simulated as `how`.
+WhatIf compared(const ObservedRun& run, const std::string& edit, const RunSummary& before,
+                const ProgramRunOptions& how) {
   WhatIf w;
   w.edit = edit;
   w.as_on_a_gpu = !run.header.config.cudagraphs;
-  CAPSIM_TRY_ASSIGN(w.before, simulate(original(run), on_raise));
-  Result<RunSummary> after = simulate(v, on_raise);
+  w.before = before;
+  Result<Variant> v = edited(run, edit);
+  Result<RunSummary> after =
+      v ? simulate(*v, run.header, how, "the edited program") : Result<RunSummary>(v.error());
   if (!after) {
-    w.refused = after.error().message;  // the edit made the program bad input
-  } else {
-    w.after = *after;
+    w.refused = after.error().message;
+    w.outcome = WhatIfOutcome::kNotSimulated;
+    return w;
   }
+  w.after = *after;
+  const auto a = cost(w.before), b = cost(w.after);
+  w.outcome = b < a   ? WhatIfOutcome::kImproved
+              : a < b ? WhatIfOutcome::kWorse
+                      : WhatIfOutcome::kNoChange;
   return w;
+}
+
+Result<RunSummary> simulate_original(const ObservedRun& run, const ProgramRunOptions& how) {
+  return simulate(original(run), run.header, how, "the original program");
+}
+
+}  // namespace
+
+std::string_view what_if_outcome_name(WhatIfOutcome outcome) {
+  switch (outcome) {
+#define CAPSIM_NAME_(e, name) \
+  case WhatIfOutcome::e: return name;
+    CAPSIM_WHAT_IF_OUTCOMES(CAPSIM_NAME_)
+#undef CAPSIM_NAME_
+  }
+  CAPSIM_CHECK(false, "a what-if outcome has a name");
+  return "";
+}
+
+Result<WhatIf> what_if(const ObservedRun& run, const std::string& edit,
+                       const ProgramRunOptions& how) {
+  // A bad edit is the user's mistake: an error, before anything runs.
+  CAPSIM_TRY(edited(run, edit));
+  const ProgramRunOptions same = resolved(how, original(run).program);
+  CAPSIM_TRY_ASSIGN(const RunSummary before, simulate_original(run, same));
+  return compared(run, edit, before, same);
 }
 
 namespace {
@@ -329,40 +377,45 @@ std::vector<std::string> candidates(const ObservedRun& run) {
   return {out.begin(), out.end()};
 }
 
-// Smaller is better: errors, then warnings (W1 keeps a run warming up
-// forever, #138949), then re-recordings and recompiles, then bytes.
-auto cost(const RunSummary& s) {
-  return std::make_tuple(s.errors, s.unreached, s.warnings, s.rerecorded + s.recompiles,
-                         s.copy_bytes);
-}
-
 }  // namespace
 
 Result<std::vector<WhatIf>> what_if_auto(
     const ObservedRun& run, const std::function<void(std::size_t k, std::size_t n)>& on_edit,
-    OnRaise on_raise) {
+    const ProgramRunOptions& how) {
   // A run without CUDA graphs is compared as on a GPU, so the edits to try
   // are those that simulation calls for (its copies, errors and warnings).
   // The edits come from a simulation kept going past the first raise, so
   // that every error proposes its fix (two kept outputs, two clones), while
-  // the runs compared end where `on_raise` says.
+  // the runs compared end where `how` says.
   std::optional<ObservedRun> gpu;
   const bool simulated_stop = (run.simulated || run.as_on_a_gpu) && run.stop == RunStop::kRaise;
   if ((!run.header.config.cudagraphs && !run.as_on_a_gpu) || simulated_stop) {
-    CAPSIM_TRY_ASSIGN(gpu, as_on_a_gpu(run, OnRaise::kKeepGoing));
+    ProgramRunOptions kept_going = how;
+    kept_going.on_raise = OnRaise::kKeepGoing;
+    CAPSIM_TRY_ASSIGN(gpu, as_on_a_gpu(run, kept_going));
   }
+  const ProgramRunOptions same = resolved(how, original(run).program);
+  CAPSIM_TRY_ASSIGN(const RunSummary before, simulate_original(run, same));
   std::vector<WhatIf> out;
   const std::vector<std::string> edits = candidates(gpu ? *gpu : run);
   for (std::size_t k = 0; k < edits.size(); ++k) {
     if (on_edit) on_edit(k, edits.size());
-    const std::string& edit = edits[k];
-    Result<WhatIf> w = what_if(run, edit, on_raise);
-    if (!w) continue;  // an edit that does not apply (a name no action binds)
-    if (w->refused || !(cost(w->after) < cost(w->before))) continue;
-    out.push_back(std::move(*w));
+    out.push_back(compared(run, edits[k], before, same));
   }
-  std::stable_sort(out.begin(), out.end(),
-                   [](const WhatIf& a, const WhatIf& b) { return cost(a.after) < cost(b.after); });
+  // Better first, best first; then the same, the worse, and those that could
+  // not be simulated, each in the order tried.
+  std::stable_sort(out.begin(), out.end(), [](const WhatIf& a, const WhatIf& b) {
+    if (a.outcome != b.outcome) return a.outcome < b.outcome;
+    return a.outcome == WhatIfOutcome::kImproved && cost(a.after) < cost(b.after);
+  });
+  return out;
+}
+
+std::vector<WhatIf> improving(const std::vector<WhatIf>& all) {
+  std::vector<WhatIf> out;
+  for (const WhatIf& w : all) {
+    if (w.outcome == WhatIfOutcome::kImproved) out.push_back(w);
+  }
   return out;
 }
 
@@ -380,19 +433,22 @@ std::string died_text(const RunSummary& a, const RunSummary& b) {
 }  // namespace
 
 std::string what_if_text(const WhatIf& w) {
-  if (w.refused)
-    return fmt::format("what-if {}: the edited program is refused: {}", w.edit, *w.refused);
+  if (w.refused) {
+    return fmt::format("what-if {}: {}: {}", printable_message(w.edit),
+                       what_if_outcome_name(w.outcome), printable_message(*w.refused));
+  }
   const RunSummary &a = w.before, &b = w.after;
   const std::string_view note =
       w.as_on_a_gpu ? " (both with CUDA graphs, as on a GPU under mode=\"reduce-overhead\"; the "
                       "trace ran without them)"
                     : "";
   return fmt::format(
-      "what-if {}: recorded {} -> {}, re-recorded {} -> {}, replays {} -> {}, copies {} ({} B) -> "
-      "{} ({} B), recompiles {} -> {}, errors {} -> {}, warnings {} -> {}{}{}",
-      w.edit, a.recorded, b.recorded, a.rerecorded, b.rerecorded, a.replays, b.replays, a.copies,
-      a.copy_bytes, b.copies, b.copy_bytes, a.recompiles, b.recompiles, a.errors, b.errors,
-      a.warnings, b.warnings, died_text(a, b), note);
+      "what-if {}: {}: recorded {} -> {}, re-recorded {} -> {}, replays {} -> {}, copies {} ({} B) "
+      "-> {} ({} B), recompiles {} -> {}, errors {} -> {}, warnings {} -> {}{}{}",
+      printable_message(w.edit), what_if_outcome_name(w.outcome), a.recorded, b.recorded,
+      a.rerecorded, b.rerecorded, a.replays, b.replays, a.copies, a.copy_bytes.text(), b.copies,
+      b.copy_bytes.text(), a.recompiles, b.recompiles, a.errors, b.errors, a.warnings, b.warnings,
+      died_text(a, b), note);
 }
 
 Json what_if_json(const WhatIf& w) {
@@ -402,7 +458,7 @@ Json what_if_json(const WhatIf& w) {
     j["rerecorded"] = s.rerecorded;
     j["replays"] = s.replays;
     j["copies"] = s.copies;
-    j["copy_bytes"] = s.copy_bytes;
+    put_figure(j, "copy_bytes", s.copy_bytes);
     j["recompiles"] = s.recompiles;
     j["errors"] = s.errors;
     j["warnings"] = s.warnings;
@@ -412,6 +468,7 @@ Json what_if_json(const WhatIf& w) {
   };
   Json j = Json::object();
   j["edit"] = w.edit;
+  j["outcome"] = std::string(what_if_outcome_name(w.outcome));
   if (w.as_on_a_gpu) j["as_on_a_gpu"] = true;
   j["before"] = summary(w.before);
   if (w.refused) {

@@ -239,6 +239,40 @@ Status append_event_fields(JsonObjectText& object, const Event& event) {
   return {};
 }
 
+namespace {
+
+// A captured graph's `uses` are indices into its `targets`: one past them
+// names no call, and is refused as the line is read, whatever replay then
+// compares (by fx_nodes, the default, `uses` would not be looked at).
+Status check_uses_refer_to_targets(const std::vector<EventField>& fields) {
+  const TextList* targets = nullptr;
+  const IntLists* uses = nullptr;
+  for (const EventField& f : fields) {
+    if (f.key == F::targets) targets = f.value.get_if<TextList>();
+    if (f.key == F::uses) uses = f.value.get_if<IntLists>();
+  }
+  if (uses == nullptr) return {};
+  if (targets == nullptr)
+    return field_error("uses", "given without 'targets', whose calls it indexes");
+  if (uses->size() > targets->size()) {
+    return field_error("uses", fmt::format("{} lists for {} targets (one per call)", uses->size(),
+                                           targets->size()));
+  }
+  for (std::size_t i = 0; i < uses->size(); ++i) {
+    for (std::size_t k = 0; k < (*uses)[i].size(); ++k) {
+      const std::int64_t to = (*uses)[i][k];
+      if (to < 0 || static_cast<std::uint64_t>(to) >= targets->size()) {
+        return field_error(
+            fmt::format("uses[{}][{}]", i, k),
+            fmt::format("{} is not an index into 'targets' ({} calls)", to, targets->size()));
+      }
+    }
+  }
+  return {};
+}
+
+}  // namespace
+
 Result<std::vector<EventField>> event_fields_from_json(EventKind kind, const Json& line,
                                                        bool partial) {
   std::vector<EventField> fields;
@@ -261,6 +295,7 @@ Result<std::vector<EventField>> event_fields_from_json(EventKind kind, const Jso
                          fmt::format("missing (event '{}' requires it)", event_kind_name(kind)));
     }
   }
+  CAPSIM_TRY(check_uses_refer_to_targets(fields));
   return fields;
 }
 

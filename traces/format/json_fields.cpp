@@ -10,7 +10,59 @@
 #include <limits>
 #include <string>
 
+#include "traces/format/json_text.hpp"
+
 namespace capsim {
+
+namespace {
+
+// `s` with each byte outside a valid UTF-8 sequence as the text \xNN.
+std::string valid_utf8(std::string_view s) {
+  std::string out;
+  while (!s.empty()) {
+    const std::size_t n = utf8_sequence(s);
+    if (n == 0) {
+      out += fmt::format("\\x{:02x}", static_cast<unsigned char>(s.front()));
+      s.remove_prefix(1);
+    } else {
+      out.append(s.substr(0, n));
+      s.remove_prefix(n);
+    }
+  }
+  return out;
+}
+
+// `j` with every string and key made valid UTF-8 (valid_utf8).
+Json with_valid_utf8(const Json& j) {
+  if (j.is_string()) return valid_utf8(j.get_ref<const std::string&>());
+  if (j.is_array()) {
+    Json out = Json::array();
+    for (const Json& v : j) out.push_back(with_valid_utf8(v));
+    return out;
+  }
+  if (j.is_object()) {
+    Json out = Json::object();
+    for (const auto& [k, v] : j.items()) out[valid_utf8(k)] = with_valid_utf8(v);
+    return out;
+  }
+  return j;
+}
+
+}  // namespace
+
+std::string printable_json(const Json& j, int indent) {
+  try {
+    return j.dump(indent);
+  } catch (const Json::type_error&) {
+    // Only invalid UTF-8 makes dump() throw: walk the document once, then.
+    return with_valid_utf8(j).dump(indent);
+  }
+}
+
+void put_figure(Json& j, const std::string& key, const SaturatingSum& figure) {
+  j[key] = figure.value;
+  if (figure.saturated) j[key + "_saturated"] = true;
+}
 
 Error field_error(std::string_view path, std::string_view problem) {
   Error e = make_error(fmt::format("field '{}': {}", path, problem));

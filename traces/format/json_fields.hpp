@@ -27,12 +27,26 @@
 
 #include "model/address.hpp"
 #include "model/result.hpp"
+#include "model/saturating_sum.hpp"
 
 namespace capsim {
 
 // Insertion-ordered, so that lines are written in the order the format lists
 // their fields, and so are byte-stable without sorting.
 using Json = nlohmann::ordered_json;
+
+// `j` as the text of a JSON document capsim prints (`--json`, a report): as
+// dump(indent) gives it, except that a string (a value or a key) that is not
+// valid UTF-8 keeps its valid sequences and shows each other byte as the
+// text \xNN, as a message on stderr shows it (trace_reader.hpp's
+// printable_message). A file name or an argv word need not be UTF-8, and
+// dump() throws on one that is not; JSON's own escapes take care of control
+// bytes. The one JSON rule for every string from input, argv or the file system.
+std::string printable_json(const Json& j, int indent = -1);
+
+// A figure as member `key` of `j`: its value, and `KEY_saturated: true`
+// beside it when the sum saturated (the value is then a floor).
+void put_figure(Json& j, const std::string& key, const SaturatingSum& figure);
 
 // "field 'path': problem", with Error::field set to `path`.
 Error field_error(std::string_view path, std::string_view problem);

@@ -2,6 +2,8 @@
 // strict readers of functions and actions, and the names of their enums.
 #include "traces/format/program_json.hpp"
 
+#include "model/dtype_values.hpp"
+
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -100,6 +102,12 @@ Status read_fields(ObjectReader& r, NewTensor& a) {
     using Enum = DType;
     CAPSIM_TRY(assign(a.dtype, from_name<Enum>(dtype, r.path_of("dtype"), "dtype",
                                                {CAPSIM_DTYPES(CAPSIM_PAIR_)})));
+  }
+  // A fill the dtype cannot hold: PyTorch's RuntimeError, in its words.
+  if (a.fill) {
+    if (Status fits = check_fill_fits(a.dtype, *a.fill); !fits) {
+      return field_error(r.path_of("fill"), fits.error().message);
+    }
   }
   return {};
 }

@@ -42,6 +42,7 @@ Json header_to_json(const TraceHeader& header) {
     for (EventKind k : *header.observes) kinds.push_back(event_kind_name(k));
     j["observes"] = std::move(kinds);
   }
+  if (!header.values) j["values"] = false;
   for (const auto& [key, value] : header.extensions) {
     CAPSIM_CHECK(key.starts_with("x_"), "header extensions start with x_");
     j[key] = value;
@@ -131,6 +132,13 @@ Result<TraceHeader> header_from_json(ObjectReader& r) {
       kinds.push_back(*k);
     }
     h.observes = std::move(kinds);
+  }
+  if (r.has("values")) {
+    CAPSIM_TRY_ASSIGN(h.values, r.boolean("values"));
+    // The CUDA reference always computes: its evidence is values.
+    if (!h.values && h.producer == kCudaProducer) {
+      return field_error("values", "a capsim-cuda trace always has values");
+    }
   }
   CAPSIM_TRY(check_torch_version(r, h.config));
   h.untranslated = left_out_list(r, "x_untranslated");

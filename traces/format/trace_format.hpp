@@ -67,6 +67,10 @@ struct TraceHeader {
   // The event kinds the producer observed; replay compares only these. None:
   // every kind (a capsim trace).
   std::optional<std::vector<EventKind>> observes;
+  // False: capsim ran it with values off (`simulate --values off`, or auto
+  // for a program larger than values allow): no read carries a digest, and
+  // every reader re-simulates it with values off too. Written only when false.
+  bool values = true;
   // Extension fields ("x_device": the GPU a capsim-cuda trace ran on),
   // written in this order; readers skip every "x_" field.
   std::vector<std::pair<std::string, std::string>> extensions;

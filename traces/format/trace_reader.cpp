@@ -3,6 +3,8 @@
 // file:line:column.
 #include "traces/format/trace_reader.hpp"
 
+#include "traces/format/input_file.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -204,19 +206,8 @@ std::string printable_message(std::string_view text) {
 }
 
 Result<std::unique_ptr<TraceReader>> TraceReader::open(const std::string& path) {
-  // A folder opens as a stream and fails at the first read; say so here.
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) {
-    return make_error(
-        fmt::format("{}: cannot read: {}", printable_message(path), std::strerror(EISDIR)));
-  }
-  errno = 0;
-  auto in = std::make_unique<std::ifstream>(path, std::ios::binary);
-  if (!*in) {
-    return make_error(fmt::format("{}: cannot open: {}", printable_message(path),
-                                  std::strerror(errno != 0 ? errno : ENOENT)));
-  }
-  return open(std::move(in), path);
+  CAPSIM_TRY_ASSIGN(std::unique_ptr<std::istream> in, open_input(path));
+  return open(std::move(in), input_name(path));
 }
 
 Result<std::unique_ptr<TraceReader>> TraceReader::open(std::unique_ptr<std::istream> in,

@@ -11,16 +11,14 @@
 #include <memory>
 #include <sstream>
 
+#include "model/host_memory.hpp"
 #include "sim/scenarios/autograd_scenarios.hpp"
+#include "traces/format/input_file.hpp"
 #include "traces/format/trace_reader.hpp"
 
 namespace capsim {
 
 namespace {
-
-// The limit on a program file's size: programs are written by people and
-// generators, not recorded; a bigger file is a trace (capsim replay).
-constexpr std::uintmax_t kMaxProgramBytes = std::uintmax_t{64} << 20;
 
 Json default_header(const std::string& path) {
   TraceHeader h;
@@ -103,31 +101,6 @@ std::string filled_text(std::istream& in, const std::string& name) {
   return out;
 }
 
-// The same for the file at `path`.
-Result<std::string> filled_text(const std::string& path) {
-  std::error_code ec;
-  // As the trace reader says it (a folder opens as a stream, then reads as
-  // an empty file).
-  if (std::filesystem::is_directory(path, ec)) {
-    return make_error(
-        fmt::format("{}: cannot read: {}", printable_message(path), std::strerror(EISDIR)));
-  }
-  const std::uintmax_t bytes = std::filesystem::file_size(path, ec);
-  if (!ec && bytes > kMaxProgramBytes) {
-    return make_error(
-        fmt::format("{}: {} bytes, more than a program's limit of {} (a trace? "
-                    "use capsim replay)",
-                    path, bytes, kMaxProgramBytes));
-  }
-  errno = 0;
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    return make_error(fmt::format("{}: cannot open: {}", printable_message(path),
-                                  std::strerror(errno != 0 ? errno : ENOENT)));
-  }
-  return filled_text(in, path);
-}
-
 }  // namespace
 
 namespace {
@@ -167,8 +140,9 @@ Result<ProgramFile> read_program_text(std::string text, const std::string& path)
 }  // namespace
 
 Result<ProgramFile> read_program_file(const std::string& path) {
-  CAPSIM_TRY_ASSIGN(std::string text, filled_text(path));
-  return read_program_text(std::move(text), path);
+  CAPSIM_TRY_ASSIGN(const std::string bytes,
+                    read_input(path, kMaxProgramBytes, "program", " (a trace? use capsim replay)"));
+  return read_program_bytes(bytes, input_name(path));
 }
 
 Result<ProgramFile> read_program_bytes(const std::string& bytes, const std::string& name) {
@@ -190,6 +164,12 @@ std::optional<std::string> values_needed_off(const Program& program) {
       return fmt::format("tensor '{}' spans {} elements, over the {} values are computed for",
                          t->name, n, kMaxValueElements);
     }
+    // Its elements, not only its storage: a stride of 0 keeps the storage
+    // small and the count (what a read or a kernel visits) huge.
+    if (!check_value_sizes(t->sizes)) {
+      return fmt::format("tensor '{}' has more than the {} elements values are computed for",
+                         t->name, kMaxValueElements);
+    }
     bytes += static_cast<std::uint64_t>(n + t->offset) * dtype_element_bytes(t->dtype);
   }
   if (bytes > kValuesOffAboveBytes) {
@@ -200,7 +180,8 @@ std::optional<std::string> values_needed_off(const Program& program) {
     for (const BodyOp& op : f.ops) {
       if (op.kind != BodyOpKind::kGeneric) continue;
       for (const std::optional<TensorMeta>& r : op.generic.results) {
-        if (r && needed_size(r->sizes, r->strides) > kMaxValueElements - r->storage_offset) {
+        if (r && (needed_size(r->sizes, r->strides) > kMaxValueElements - r->storage_offset ||
+                  !check_value_sizes(r->sizes))) {
           return fmt::format("'{}' makes a tensor of over {} elements in '{}'", op.generic.target,
                              kMaxValueElements, f.name);
         }
@@ -214,11 +195,28 @@ Result<ProgramRun> run_program_file(const ProgramFile& file, const std::string& 
                                     const ProgramRunOptions& run_options) {
   std::optional<std::string> values_off;
   if (run_options.values == ValuesMode::kOff) values_off = "--values off";
-  if (run_options.values == ValuesMode::kAuto) values_off = values_needed_off(file.program);
+  if (run_options.values == ValuesMode::kAuto) {
+    values_off = file.header.values ? values_needed_off(file.program)
+                                    : std::optional<std::string>(
+                                          "the trace was written with "
+                                          "values off");
+  }
   WorldOptions options;
   options.values = !values_off.has_value();
   options.memory_budget_bytes = run_options.memory_budget_bytes.value_or(
       options.values ? kDefaultMemoryBudget : kValuesOffMemoryBudget);
+  // With values on the budget is host memory (values off allocates none):
+  // a budget the host cannot give is refused now, not midway.
+  if (options.values && run_options.memory_budget_bytes) {
+    if (Status fits = budget_fits_host(*run_options.memory_budget_bytes); !fits) {
+      return make_error(fmt::format("{}: field '--memory-budget': {} (values on{})",
+                                    printable_message(path), fits.error().message,
+                                    run_options.values == ValuesMode::kAuto
+                                        ? ": the program's tensors fit values on; --values off "
+                                          "simulates without them"
+                                        : ""));
+    }
+  }
   options.config = file.header.config;
   if (run_options.torch) options.config.torch_profile = *run_options.torch;
   options.seed = file.header.seed;

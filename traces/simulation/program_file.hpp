@@ -27,8 +27,13 @@ struct ProgramFile {
   std::vector<std::size_t> action_lines;  // per action, its 1-based line
 };
 
-// Reads and checks `path`. An event line is an error (a program predicts its
-// events; `capsim replay` compares a trace's).
+// The limit on a program file's size: programs are written by people and
+// generators, not recorded; a bigger file is a trace (capsim replay).
+inline constexpr std::uint64_t kMaxProgramBytes = std::uint64_t{64} << 20;
+
+// Reads and checks `path` (read once: "-", a FIFO and a process
+// substitution work, traces/format/input_file.hpp). An event line is an error (a program predicts
+// its events; `capsim replay` compares a trace's).
 Result<ProgramFile> read_program_file(const std::string& path);
 // The same over a program's bytes, `name` standing for the file in messages
 // (fuzzing reads from memory).

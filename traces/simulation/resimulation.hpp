@@ -33,7 +33,9 @@ namespace capsim {
 
 struct ResimulationOptions {
   std::size_t context = 3;  // matching lines shown before a divergence
-  std::uint64_t memory_budget_bytes = kDefaultMemoryBudget;  // WorldOptions
+  // WorldOptions's; 0: the trace's default (walk_trace: larger for a trace
+  // written with values off).
+  std::uint64_t memory_budget_bytes = 0;
   // Re-simulate under this release's rules instead of the header's profile.
   std::optional<TorchProfile> torch_profile;
   // Compare captured graphs structurally (canonical targets and dataflow)

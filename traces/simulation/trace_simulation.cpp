@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "sim/scenarios/autograd_scenarios.hpp"
+#include "traces/simulation/program_file.hpp"
 
 namespace capsim {
 
@@ -27,6 +28,19 @@ Status walk_trace(TraceReader& reader, WorldOptions options, TraceVisitor& visit
   if (torch_profile) options.config.torch_profile = *torch_profile;
   options.seed = reader.header().seed;
   options.device_evidence = reader.header().has_device_evidence();
+  // A trace written with values off is re-simulated so: it may hold tensors
+  // values on refuses, and its reads carry no digest to compare. Its default
+  // device is the values-off one (nothing stands behind it on the host).
+  if (!reader.header().values) {
+    if (options.mirror != nullptr) {
+      return make_error("a trace written with values off cannot run beside a reference backend");
+    }
+    options.values = false;
+    options.verify_replays = false;  // no values to compare with eager
+  }
+  if (options.memory_budget_bytes == 0) {
+    options.memory_budget_bytes = options.values ? kDefaultMemoryBudget : kValuesOffMemoryBudget;
+  }
   // A trace's run_capture_scenario actions name built-in scenarios.
   if (!options.autograd_scenarios) options.autograd_scenarios = find_autograd_scenario;
   World world(std::move(options));

@@ -34,7 +34,9 @@ class TraceVisitor {
 };
 
 // `options.config` and `options.seed` are taken from the trace's header;
-// `torch_profile`, when given, replaces the header's profile.
+// `torch_profile`, when given, replaces the header's profile. A header that
+// says values off turns them off. A budget of 0 is the trace's default:
+// kDefaultMemoryBudget, or kValuesOffMemoryBudget with values off.
 Status walk_trace(TraceReader& reader, WorldOptions options, TraceVisitor& visitor,
                   std::optional<TorchProfile> torch_profile = std::nullopt);
 
