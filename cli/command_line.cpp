@@ -34,6 +34,7 @@
 #include "cli/trace_commands.hpp"
 #include "model/address.hpp"
 #include "model/fault.hpp"
+#include "model/output_file.hpp"
 #include "properties/catalogue.hpp"
 #include "render/draw_graph.hpp"
 #include "render/graphviz_output.hpp"
@@ -73,7 +74,9 @@ int replay_and_draw(const std::vector<std::string>& files, bool json,
     }
     if (auto f = capsim::output_format_of(dot); !f) return fail(f.error().message);
   }
-  const int replayed = capsim::cli::replay_command(files, json, options);
+  // With the drawing on standard output, the report goes to stderr.
+  const int replayed = capsim::cli::replay_command(files, json, options,
+                                                   dot == capsim::kStdoutPath ? stderr : stdout);
   if (replayed != 1 || dot.empty()) return replayed;
   const int drawn = capsim::cli::divergence_dot(files[0], dot, options.memory_budget_bytes);
   return drawn == 0 ? replayed : drawn;

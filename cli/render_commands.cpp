@@ -15,6 +15,7 @@
 #include "render/graph_diff.hpp"
 #include "render/graphviz_output.hpp"
 #include "render/trace_graphs.hpp"
+#include "traces/format/trace_reader.hpp"
 
 namespace capsim::cli {
 
@@ -87,8 +88,8 @@ int emit(const DrawGraph& drawing, const DrawOptions& options, const std::string
   }
   std::string files;
   for (const std::string& f : written->files) files += (files.empty() ? "" : " and ") + f;
-  fmt::print("wrote {}: {} nodes, {} edges{}\n", files, fitted.nodes.size(), fitted.edges.size(),
-             summary.empty() ? "" : "; " + summary);
+  fmt::print("wrote {}: {} nodes, {} edges{}\n", printable_message(files), fitted.nodes.size(),
+             fitted.edges.size(), summary.empty() ? "" : "; " + printable_message(summary));
   return 0;
 }
 

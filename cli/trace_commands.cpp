@@ -11,6 +11,7 @@
 #include "cli/reference_backends.hpp"
 #include "model/output_file.hpp"
 #include "sim/scenarios/scenarios.hpp"
+#include "traces/format/input_file.hpp"
 #include "traces/format/trace_reader.hpp"
 #include "traces/format/trace_writer.hpp"
 #include "traces/simulation/resimulation.hpp"
@@ -70,23 +71,30 @@ int record_command(const std::string& scenario, const std::string& output,
 
 namespace {
 
-void print_details(const ResimulationReport& r) {
+// Each line's text from the trace escaped as stderr escapes it: a recorded
+// line is JSON (no raw control byte), but a node's detail and a violation's
+// message quote names.
+void print_details(std::FILE* out, const ResimulationReport& r) {
   if (r.divergence) {
     const Divergence& d = *r.divergence;
-    for (const std::string& c : d.context) fmt::print("  matched   {}\n", c);
-    fmt::print("  recorded  {}\n", d.recorded.empty() ? "(no event)" : d.recorded);
-    fmt::print("  predicted {}\n", d.predicted.empty() ? "(no event)" : d.predicted);
-    if (!d.detail.empty()) fmt::print("  node      {}\n", d.detail);
+    for (const std::string& c : d.context)
+      fmt::print(out, "  matched   {}\n", printable_message(c));
+    fmt::print(out, "  recorded  {}\n",
+               d.recorded.empty() ? "(no event)" : printable_message(d.recorded));
+    fmt::print(out, "  predicted {}\n",
+               d.predicted.empty() ? "(no event)" : printable_message(d.predicted));
+    if (!d.detail.empty()) fmt::print(out, "  node      {}\n", printable_message(d.detail));
   }
   for (const Violation& v : r.violations) {
-    fmt::print("  violation {}:{}: {}: {}\n", r.file, v.line, v.invariant, v.message);
+    fmt::print(out, "  violation {}:{}: {}: {}\n", r.file, v.line, printable_message(v.invariant),
+               printable_message(v.message));
   }
 }
 
 }  // namespace
 
 int replay_command(const std::vector<std::string>& files, bool json,
-                   const ResimulationOptions& options) {
+                   const ResimulationOptions& options, std::FILE* out) {
   int exit_code = 0;
   std::size_t matched = 0, findings = 0, unread = 0;
   Json all = Json::array();
@@ -100,7 +108,7 @@ int replay_command(const std::vector<std::string>& files, bool json,
       ++unread;
       if (json) {
         Json j = Json::object();
-        j["file"] = file;
+        j["file"] = input_name(file);
         j["error"] = report.error().message;
         all.push_back(std::move(j));
       } else {
@@ -115,16 +123,16 @@ int replay_command(const std::vector<std::string>& files, bool json,
     if (json) {
       all.push_back(report_to_json(*report));
     } else {
-      fmt::print("{}\n", report_summary(*report));
-      print_details(*report);
+      fmt::print(out, "{}\n", printable_message(report_summary(*report)));
+      print_details(out, *report);
     }
   }
-  if (json) fmt::print("{}\n", all.dump(2));
+  if (json) fmt::print(out, "{}\n", printable_json(all, 2));
   if (!json && files.size() > 1) {
-    fmt::print(
-        "replayed {} traces: {} match, {} diverge or report invariant violations, {} could "
-        "not be read\n",
-        files.size(), matched, findings, unread);
+    fmt::print(out,
+               "replayed {} traces: {} match, {} diverge or report invariant violations, {} "
+               "could not be read\n",
+               files.size(), matched, findings, unread);
   }
   return exit_code;
 }

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -33,8 +34,9 @@ int record_command(const std::string& scenario, const std::string& output,
                    const std::string& backend = "cpu",
                    std::optional<TorchProfile> torch = std::nullopt);
 // More than one file ends with a summary line: how many match, diverge or
-// report violations, and could not be read.
+// report violations, and could not be read. The report goes to `out`
+// (stderr when a drawing of the divergence is standard output).
 int replay_command(const std::vector<std::string>& files, bool json,
-                   const ResimulationOptions& options);
+                   const ResimulationOptions& options, std::FILE* out = stdout);
 
 }  // namespace capsim::cli

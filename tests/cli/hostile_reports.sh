@@ -284,6 +284,17 @@ else
   fail_case html_explain_on_stdout "exit $rc; stdout starts $(head -c 60 out.html | tr '\n' ' ')"
 fi
 
+fresh dot_replay_on_stdout
+sed 's/"function":"foo","graph":0,"parent":null/"function":"foo","graph":0,"parent":0/' "$simple" >t.jsonl
+"$capsim" replay t.jsonl --dot - >out.dot 2>report.txt
+rc=$?
+if [ "$rc" = 1 ] && head -1 out.dot | grep -q '^digraph' && ! grep -q "diverged" out.dot &&
+  grep -q "diverged: field 'parent'" report.txt; then
+  pass_case
+else
+  fail_case dot_replay_on_stdout "exit $rc; stdout starts $(head -c 60 out.dot | tr '\n' ' ')"
+fi
+
 # --- messages: the file, the line and the key ----------------------------------------
 fresh limits_unknown_function
 printf 'errors = 0\n\n[function.nope]\nerrors = 0\n' >limits.toml
