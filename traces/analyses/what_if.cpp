@@ -46,12 +46,15 @@ bool is_step(const Action& a) {
          std::holds_alternative<OptimizerStep>(a) || std::holds_alternative<Read>(a);
 }
 
-// `how` with auto's values mode decided once, on the original program, so
-// that the original and every edit of it run with values on or off alike.
-ProgramRunOptions resolved(const ProgramRunOptions& how, const Program& original) {
+// `how` with auto's values mode decided once, on the original program (and
+// its header: a trace written with values off stays so), so that the
+// original and every edit of it run with values on or off alike.
+ProgramRunOptions resolved(const ProgramRunOptions& how, const TraceHeader& header,
+                           const Program& original) {
   ProgramRunOptions out = how;
   if (out.values == ValuesMode::kAuto) {
-    out.values = values_needed_off(original) ? ValuesMode::kOff : ValuesMode::kOn;
+    const bool off = !header.values || values_needed_off(original).has_value();
+    out.values = off ? ValuesMode::kOff : ValuesMode::kOn;
   }
   return out;
 }
@@ -326,7 +329,7 @@ Result<WhatIf> what_if(const ObservedRun& run, const std::string& edit,
                        const ProgramRunOptions& how) {
   // A bad edit is the user's mistake: an error, before anything runs.
   CAPSIM_TRY(edited(run, edit));
-  const ProgramRunOptions same = resolved(how, original(run).program);
+  const ProgramRunOptions same = resolved(how, run.header, original(run).program);
   CAPSIM_TRY_ASSIGN(const RunSummary before, simulate_original(run, same));
   return compared(run, edit, before, same);
 }
@@ -394,7 +397,7 @@ Result<std::vector<WhatIf>> what_if_auto(
     kept_going.on_raise = OnRaise::kKeepGoing;
     CAPSIM_TRY_ASSIGN(gpu, as_on_a_gpu(run, kept_going));
   }
-  const ProgramRunOptions same = resolved(how, original(run).program);
+  const ProgramRunOptions same = resolved(how, run.header, original(run).program);
   CAPSIM_TRY_ASSIGN(const RunSummary before, simulate_original(run, same));
   std::vector<WhatIf> out;
   const std::vector<std::string> edits = candidates(gpu ? *gpu : run);
