@@ -6,7 +6,6 @@
 
 #include <memory>
 #include <set>
-#include <sstream>
 
 #include "cli/check_report.hpp"
 #include "cli/explain_charts.hpp"
@@ -15,6 +14,7 @@
 #include "render/graphviz_output.hpp"
 #include "render/trace_graphs.hpp"
 #include "traces/analyses/call_series.hpp"
+#include "traces/format/trace_text_stream.hpp"
 
 namespace capsim::cli {
 
@@ -27,22 +27,23 @@ std::string escaped(std::string_view text) {
   return xml_escape(text);
 }
 
-// The run's graphs, from capsim's trace of the run as read (in memory): a
-// trace's own lines, or a simulated program's predicted ones. The file is
-// not read a second time: it may have been a pipe or standard input.
+// The run's graphs, from capsim's trace of the run as read: a trace's own
+// lines, or a simulated program's predicted ones, made a line at a time
+// (TraceTextStream). The file is not read a second time: it may have been a
+// pipe or standard input.
 Result<TraceGraphs> graphs_of(const std::string& path, const ObservedRun& run) {
   TraceHeader header = run.header;
   if (run.simulated) {
     header.producer = std::string(kModelProducer);
     header.observes.reset();
   }
-  CAPSIM_TRY_ASSIGN(std::vector<std::string> lines,
-                    trace_lines(header, Program{run.functions, run.actions}, run.events));
-  std::string text;
-  for (const std::string& l : lines) text += l + "\n";
-  CAPSIM_TRY_ASSIGN(std::unique_ptr<TraceReader> reader,
-                    TraceReader::open(std::make_unique<std::istringstream>(text), path));
-  return collect_trace_graphs(*reader, std::nullopt);
+  const Program program{run.functions, run.actions};
+  auto text = std::make_unique<TraceTextStream>(std::move(header), program, run.events);
+  TraceTextStream& lines = *text;
+  CAPSIM_TRY_ASSIGN(std::unique_ptr<TraceReader> reader, TraceReader::open(std::move(text), path));
+  Result<TraceGraphs> graphs = collect_trace_graphs(*reader, std::nullopt);
+  CAPSIM_TRY(lines.status());
+  return graphs;
 }
 
 // The drawing as inline SVG, or a note saying why there is none.
