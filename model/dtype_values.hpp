@@ -15,8 +15,11 @@
 //
 // Where capsim differs: PyTorch skips the half types' check for a CPU tensor
 // of one element (at::detail::scalar_fill casts without it); capsim's tensors
-// are device tensors, whose fill checks whatever the count. Releases before
-// the 2^digits bound compared with max() and let an int64 fill of 2^63 wrap.
+// are device tensors, whose fill checks whatever the count. A trace's fill is
+// a float: PyTorch lets a negative Python int wrap into an unsigned dtype
+// (uint8.fill_(-1) is 255) but refuses a negative float, and capsim, which
+// cannot tell them apart, refuses both. Releases before the 2^digits bound
+// compared with max() and let an int64 fill of 2^63 wrap.
 #pragma once
 
 #include <bit>
