@@ -191,7 +191,7 @@ void print_report_lines(const CheckCommandOptions& options, const CheckReport& r
 int finish_check(const CheckCommandOptions& options, const CheckReport& report,
                  const std::vector<const Property*>& selected, double seconds) {
   if (options.json) {
-    fmt::print(options.report_stream(), "{}\n", report_json(report, true).dump(2));
+    fmt::print(options.report_stream(), "{}\n", printable_json(report_json(report, true), 2));
   } else {
     fmt::print(options.report_stream(), "{}\n", summary_line(report, seconds));
     if (options.stats) print_lines(options.report_stream(), probe_lines(report));

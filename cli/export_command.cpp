@@ -14,6 +14,8 @@
 #include "cli/trace_commands.hpp"
 #include "model/output_file.hpp"
 #include "traces/analyses/chrome_export_file.hpp"
+#include "traces/format/input_file.hpp"
+#include "traces/format/trace_reader.hpp"
 
 namespace capsim::cli {
 
@@ -42,8 +44,9 @@ int export_command(const std::string& chrome_out, const std::string& trace,
   if (Status committed = (*out)->commit(); !committed) return fail(committed.error().message);
   // With "-" the export is stdout, and the summary must not join it.
   fmt::print(chrome_out == kStdoutPath ? stderr : stdout,
-             "exported {} to {}: {} trace events, {} replays, {} replayed steps, {} flows\n", trace,
-             chrome_out, r.events, r.replays, r.kernels, r.flows);
+             "exported {} to {}: {} trace events, {} replays, {} replayed steps, {} flows\n",
+             printable_message(input_name(trace)), printable_message(chrome_out), r.events,
+             r.replays, r.kernels, r.flows);
   return 0;
 }
 

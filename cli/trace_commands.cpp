@@ -65,7 +65,7 @@ int record_command(const std::string& scenario, const std::string& output,
   if (!written) return fail(written.error().message);
   // With "-" the trace is stdout, and the summary must not join it.
   std::fprintf(output == kStdoutPath ? stderr : stdout, "recorded %s: %zu lines to %s\n",
-               scenario.c_str(), lines->size(), output.c_str());
+               scenario.c_str(), lines->size(), printable_message(output).c_str());
   return 0;
 }
 
