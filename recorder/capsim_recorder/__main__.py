@@ -3,7 +3,8 @@
 `python -m capsim_recorder run -o TRACE [--max-steps N] [--max-bytes B]
 [--static-shapes] -- SCRIPT [ARGS...]` records any script instead (launcher/command.py).
 
-Records each chosen program (all by default) into DIR/NAME.jsonl, one process
+Records each chosen program (all by default; program_registry.py, recorded
+as its kind says: program_runs.py) into DIR/NAME.jsonl, one process
 for all of them; each program starts from reset Dynamo state and seed 0, so a
 program's trace is the same whether it runs alone or with the others.
 
@@ -45,37 +46,24 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--summary", help="with --cudagraphs: append one line per program to this file")
     args = parser.parse_args(argv)
 
-    if args.cudagraphs:
-        return _cudagraphs(parser, args)
+    # torch is imported late (with the programs) so that --help works without it.
+    from . import program_runs
+    from .program_registry import CPU_KINDS, CUDAGRAPH_KINDS
 
-    # torch is imported late so that --help works without it.
-    from .launcher.programs import PROGRAMS as LAUNCHER_PROGRAMS
-    from .optimizer.programs import PROGRAMS as OPTIMIZER_PROGRAMS
-    from .programs import PROGRAMS
-
-    names = _select(parser, args, {**PROGRAMS, **OPTIMIZER_PROGRAMS, **LAUNCHER_PROGRAMS},
-                    "--list")
+    programs = program_runs.load(CUDAGRAPH_KINDS if args.cudagraphs else CPU_KINDS)
+    names = _select(parser, args, programs, "--cudagraphs --list" if args.cudagraphs else "--list")
     if names is None:
         return 0
-
-    from .optimizer.recorder import record_optimizer_program
-    from .launcher.programs import record_launcher_program
-    from .recorder import record_program, release
-
+    if args.cudagraphs and not _has_device(args.device):
+        return 77
     os.makedirs(args.out, exist_ok=True)
+    bad = 0
     for name in names:
         path = os.path.join(args.out, f"{name}.jsonl")
-        if name in OPTIMIZER_PROGRAMS:
-            record_optimizer_program(OPTIMIZER_PROGRAMS[name], path)
-            print(f"{name}: compiled optimizer -> {path}")
-            continue
-        if name in LAUNCHER_PROGRAMS:
-            backwards = record_launcher_program(LAUNCHER_PROGRAMS[name], path, release())
-            print(f"{name}: {backwards} backwards, under record() -> {path}")
-            continue
-        backwards, captures = record_program(PROGRAMS[name], path)
-        print(f"{name}: {backwards} backwards, {captures} captures -> {path}")
-    return 0
+        ok = program_runs.record(programs[name], path, device=args.device, timeout_s=args.timeout,
+                                 summary_path=args.summary)
+        bad += not ok
+    return 1 if bad else 0
 
 
 def _select(parser: argparse.ArgumentParser, args: argparse.Namespace, programs: dict,
@@ -94,22 +82,15 @@ def _select(parser: argparse.ArgumentParser, args: argparse.Namespace, programs:
     return names
 
 
-def _cudagraphs(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
-    from .cudagraph.programs import PROGRAMS
-
-    names = _select(parser, args, PROGRAMS, "--cudagraphs --list")
-    if names is None:
-        return 0
+def _has_device(device: str) -> bool:
+    """Whether --cudagraphs' device is there (a CUDA one needs a GPU)."""
     import torch
 
-    if args.device.startswith("cuda") and not torch.cuda.is_available():
+    if device.startswith("cuda") and not torch.cuda.is_available():
         print("capsim_recorder: --cudagraphs needs a CUDA device (torch.cuda.is_available() is False)",
               file=sys.stderr)
-        return 77
-    from .cudagraph.runner import record_all
-
-    bad = record_all(PROGRAMS, names, args.out, args.device, args.timeout, args.summary)
-    return 1 if bad else 0
+        return False
+    return True
 
 
 if __name__ == "__main__":

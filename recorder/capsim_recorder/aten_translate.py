@@ -275,11 +275,6 @@ def _unary(node: Any, op: str) -> NodeTranslation:
     return NodeTranslation([(op, [_tensor_arg(node.args[0])], {})])
 
 
-def _is_2d(node_arg: Any) -> bool:
-    v = _val(node_arg)
-    return _is_tensor_val(v) and v.dim() == 2
-
-
 def _norm_dims(dims: Sequence[int], rank: int) -> list[int]:
     return [d % rank if rank else d for d in dims]
 

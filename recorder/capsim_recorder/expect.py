@@ -3,7 +3,7 @@ the limits a `@pytest.mark.capsim(...)` marker states, the capsim binary,
 the command line, and what capsim's answer means. No torch, no pytest, so
 that all of it is testable (and importable) anywhere.
 
-The command's contract (cli/expect_command.cpp, issue 49):
+The command's contract (cli/expect_command.cpp, docs/ci-recipe.md):
 
     capsim expect FILE [--max-recordings V] [--max-rerecords V]
         [--max-copy-bytes-per-call V] [--max-eager-fallbacks V]

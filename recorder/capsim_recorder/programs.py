@@ -1,4 +1,5 @@
-"""The registry of recorded programs: small real PyTorch training loops.
+"""The compiled-autograd programs (program_registry.py's `autograd` kind):
+small real PyTorch training loops.
 
 Each program takes a Recorder and runs 2-3 training steps on the CPU, calling
 rec.backward(loss) instead of loss.backward() so that each backward is walked,
@@ -11,32 +12,15 @@ so the programs do not check numbers; the seed only makes them reproducible.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Callable
-
 import torch
 import torch.nn.functional as F
 
-from . import torch_compat
+from . import program_registry, torch_compat
 from .recorder import Recorder
 
 
-@dataclass(frozen=True)
-class Program:
-    name: str
-    run: Callable[[Recorder], None]
-    description: str
-
-
-PROGRAMS: dict[str, Program] = {}
-
-
 def program(description: str):
-    def register(fn: Callable[[Recorder], None]) -> Callable[[Recorder], None]:
-        PROGRAMS[fn.__name__] = Program(fn.__name__, fn, description)
-        return fn
-
-    return register
+    return program_registry.program("autograd", description)
 
 
 def _mlp() -> torch.nn.Module:

@@ -331,10 +331,6 @@ class TraceWriter:
         _merge(line, fields)
         self._emit(line)
 
-    @property
-    def lines_written(self) -> int:
-        return self._seq
-
 
 def amend_header(path: str, notes: Sequence[str]) -> bool:
     """Adds `notes` to the header's `x_notes` of the finished trace at `path`

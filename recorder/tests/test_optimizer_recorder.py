@@ -55,12 +55,12 @@ class OptimizerRecorderTest(unittest.TestCase):
         self.assertIsNone(capsim_order(opt, "sgd", [torch.ones(1)]))
 
     def test_sgd_momentum_program(self):
-        from capsim_recorder.optimizer.programs import PROGRAMS
         from capsim_recorder.optimizer.recorder import record_optimizer_program
+        from capsim_recorder.program_runs import load
 
         with tempfile.TemporaryDirectory() as d:
             path = os.path.join(d, "t.jsonl")
-            record_optimizer_program(PROGRAMS["compiled_sgd_momentum"], path)
+            record_optimizer_program(load(("optimizer",))["compiled_sgd_momentum"], path)
             lines = [json.loads(line) for line in open(path, encoding="utf-8")]
         self.assertEqual(lines[0]["observes"], ["optimizer", "compile", "zero_grad"])
         events = [(e["event"], e.get("reason"), e.get("static_input_idxs"), e.get("static_state"))

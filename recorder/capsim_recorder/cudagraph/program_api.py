@@ -23,7 +23,6 @@ eager_call actions).
 
 from __future__ import annotations
 
-import contextlib
 import gc
 import weakref
 from typing import Any, Callable, Optional, Sequence
@@ -227,11 +226,3 @@ class CudagraphRecorder:
         compiled step that closes over it)."""
         self.session.action("drop_optimizer", {"name": name})
         gc.collect()
-
-    @contextlib.contextmanager
-    def expect_error(self):
-        """An exception inside becomes an error event, and the program goes on."""
-        try:
-            yield
-        except Exception as e:
-            self.record_error(e)

@@ -1,6 +1,7 @@
-"""The cudagraph programs: small torch.compile(mode="reduce-overhead")
-training loops, run on `rec.device` (cuda on the GPU machine; `--device cpu`
-runs them without cudagraphs, to check the recorder itself).
+"""The cudagraph programs (program_registry.py's `cudagraph` kind): small
+torch.compile(mode="reduce-overhead") training loops, run on `rec.device`
+(cuda on the GPU machine; `--device cpu` runs them without cudagraphs, to
+check the recorder itself).
 
 Each program states its actions through the program API (program_api.py)
 and lets the compiled calls be seen by the hooks. Sizes stay tiny so that a
@@ -12,35 +13,34 @@ dim) cannot express, so a biased model is untranslated (that is what
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Callable, Optional
+from typing import Optional
 
 import torch
 
+from .. import program_registry
 from .program_api import CudagraphRecorder
 
 MODE = "reduce-overhead"
 
 
-@dataclass(frozen=True)
-class Program:
-    name: str
-    run: Callable[[CudagraphRecorder], None]
-    description: str
-    # torch._inductor.config settings for this program only (written to the
-    # header as x_inductor_config); None: PyTorch's defaults.
-    inductor_config: Optional[dict] = None
-
-
-PROGRAMS: dict[str, Program] = {}
-
-
 def program(description: str, inductor_config: Optional[dict] = None):
-    def register(fn: Callable[[CudagraphRecorder], None]):
-        PROGRAMS[fn.__name__] = Program(fn.__name__, fn, description, inductor_config)
-        return fn
+    """Registers a program function under its own name, as the `cudagraph`
+    kind of program_registry.py: `python -m capsim_recorder --cudagraphs`
+    runs it on the one cudagraph driver (runner.py), with a
+    CudagraphRecorder as `rec`.
 
-    return register
+    `description`: the program's line in `--cudagraphs --list`.
+
+    `inductor_config`: torch._inductor.config settings for this program
+    only, set around its run alone (torch_compat.fresh_compile_patches) and
+    written to the header as x_inductor_config; None: PyTorch's defaults."""
+    return program_registry.program("cudagraph", description, inductor_config=inductor_config)
+
+
+# A GPU trace of these programs holds the source lines of their compiled
+# code (a function line's stack_traces, as PyTorch's E1 names them), so the
+# helpers and programs below keep their lines: a trace recorded again then
+# reads the same, and a new helper or program goes after the last one.
 
 
 def _mlp(rec: CudagraphRecorder, bias: bool = False) -> torch.nn.Module:

@@ -1,20 +1,19 @@
 """The built-in cudagraph programs' runs (`python -m capsim_recorder
 --cudagraphs`): one program on the one cudagraph driver (driver.py) with the
 program API (program_api.py), its trace written even when it raised, then a
-clean slate for the next; `record_all` runs each named program and writes a
-summary line per program.
+clean slate for the next; `record_one` runs one and says how it went in a
+summary line.
 """
 
 from __future__ import annotations
 
 import contextlib
 import gc
-import os
 import signal
 import sys
 import threading
 import traceback
-from typing import Any, Optional, Sequence
+from typing import Any, Optional
 
 import torch
 
@@ -142,38 +141,34 @@ def write_driver(driver: CudagraphDriver, path: str, name: str, device: torch.de
                         extensions=extensions)
 
 
-def record_all(programs: dict, names: Sequence[str], out_dir: str, device: str,
-               timeout_s: Optional[int], summary_path: Optional[str] = None) -> int:
-    """Records each named program of `programs` (programs.PROGRAMS,
-    passed in so that this module does not import the programs that import it)
-    into out_dir/NAME.jsonl; one line per program in summary_path (appended and
-    flushed as each ends). Returns the number of programs that did not record
-    cleanly."""
-    os.makedirs(out_dir, exist_ok=True)
-    bad = 0
-    for name in names:
-        path = os.path.join(out_dir, f"{name}.jsonl")
-        print(f"{name}: recording", file=sys.stderr, flush=True)
-        try:
-            s = record_cudagraph_program(programs[name], path, device=device, timeout_s=timeout_s)
-            if s["status"] == "recorded":
-                line = (f"{name}: recorded, {s['actions']} actions, {s['events']} events, "
-                        f"functions {s['functions']}")
-                if s["untranslated"]:
-                    line += f", untranslated {s['untranslated']}"
-            else:
-                bad += 1
-                line = f"{name}: exception {s['error']} (trace written up to it, {s['events']} events)"
-            if s.get("notes"):
-                line += f", {len(s['notes'])} notes (x_notes)"
-        except BaseException as e:  # noqa: BLE001 - one program must not stop the others
-            bad += 1
-            line = f"{name}: exception {type(e).__name__}: {str(e).splitlines()[0][:300] if str(e) else ''} (no trace)"
-            traceback.print_exc()
-            if isinstance(e, KeyboardInterrupt):
-                raise
-        print(line, flush=True)
-        if summary_path:
-            with open(summary_path, "a", encoding="utf-8") as f:
-                f.write(line + "\n")
-    return bad
+def record_one(program: Any, path: str, device: str, timeout_s: Optional[int],
+               summary_path: Optional[str] = None) -> bool:
+    """Records one built-in program into `path`, with one line on stdout and
+    in summary_path (appended and flushed as it ends). Returns whether it
+    recorded cleanly; its failure never stops the programs after it."""
+    name = program.name
+    print(f"{name}: recording", file=sys.stderr, flush=True)
+    ok = True
+    try:
+        s = record_cudagraph_program(program, path, device=device, timeout_s=timeout_s)
+        if s["status"] == "recorded":
+            line = (f"{name}: recorded, {s['actions']} actions, {s['events']} events, "
+                    f"functions {s['functions']}")
+            if s["untranslated"]:
+                line += f", untranslated {s['untranslated']}"
+        else:
+            ok = False
+            line = f"{name}: exception {s['error']} (trace written up to it, {s['events']} events)"
+        if s.get("notes"):
+            line += f", {len(s['notes'])} notes (x_notes)"
+    except BaseException as e:  # noqa: BLE001 - one program must not stop the others
+        ok = False
+        line = f"{name}: exception {type(e).__name__}: {str(e).splitlines()[0][:300] if str(e) else ''} (no trace)"
+        traceback.print_exc()
+        if isinstance(e, KeyboardInterrupt):
+            raise
+    print(line, flush=True)
+    if summary_path:
+        with open(summary_path, "a", encoding="utf-8") as f:
+            f.write(line + "\n")
+    return ok

@@ -2,12 +2,16 @@
 (command.py) and capsim_recorder.record() (../recording.py).
 
   command.py          the `run` command line
-  patching.py         installing the wraps of the plain API; PyTorch's calls vs the script's
+  wraps.py            the one table of the plain API's wraps, for both forms of record()
+  sink.py             what a wrap reports to: a form's sink (Sink), idle by default
+  autograd_sink.py    the compiled-autograd form's sink (recording.py)
+  cudagraph_sink.py   the cudagraph form's sink (cudagraphs.py)
+  patching.py         installing the wraps; PyTorch's calls vs the script's
+  session.py          the compiled-autograd form's session: limits, notes, failures
   optimizer.py        record()'s compiled optimizer: finding a script's steps (OptimizerWatch)
   script_names.py     names from the script's frames (`model_0_weight`, `opt`)
   cudagraphs.py       record(cudagraphs=True): CudagraphRecording, on the one cudagraph driver
   cudagraph_script.py the script's statements in the cudagraph form's actions
-  cudagraph_wraps.py  the wraps of the plain API for the cudagraph form
   reads.py            the script's reads of compiled outputs (a TorchDispatchMode)
   programs.py         the corpus's programs recorded this way (`launcher_*`)
 """

@@ -1,8 +1,8 @@
 """What a script's plain statements become in a cudagraph recording
 (record(cudagraphs=True); cudagraphs.py holds the recording): the wraps
-(cudagraph_wraps.py) report each statement here, and this turns it into the
-program API's actions (cudagraph/program_api.py), as the built-in programs
-state them by hand:
+(wraps.py, through cudagraph_sink.py) report each statement here, and this
+turns it into the program API's actions (cudagraph/program_api.py), as the
+built-in programs state them by hand:
 
   an nn.Parameter, first seen as an optimizer's or a compiled graph's
       new_tensor parameter=true, named after the nn.Module attribute that

@@ -3,8 +3,8 @@
 cudagraph driver (cudagraph/driver.py) that the built-in programs run on:
 the same session, compile hooks and tree observer, the same failures in
 x_notes. The script's own plain PyTorch statements drive the program API
-(cudagraph/program_api.py) through the wraps (cudagraph_wraps.py) and
-cudagraph_script.py, where the built-in programs call it by hand:
+(cudagraph/program_api.py) through the wraps (wraps.py, cudagraph_sink.py)
+and cudagraph_script.py, where the built-in programs call it by hand:
 
   Tensor.backward(), torch.autograd.backward(t) (one root)
       the compiled backward's calls, then accumulate_grad per parameter

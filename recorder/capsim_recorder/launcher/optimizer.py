@@ -152,19 +152,6 @@ class OptimizerWatch:
             key = next(iter(call.matched))
             self._step(key, before.get(key), statics.get(key, []), call, failures)
 
-    def run_compiled(self, fn: Callable[..., Any], args: Any, kwargs: Any) -> Any:
-        """One call of a torch.compile'd function; writes it when it was a step."""
-        state = self.begin_call()
-        if state is None:
-            return fn(*args, **kwargs)
-        ran = False
-        try:
-            result = fn(*args, **kwargs)
-            ran = True
-        finally:
-            self.end_call(state, ran)
-        return result
-
     def synced_all(self) -> None:
         """After a backward: the grads it made or changed."""
         if not self.live():

@@ -1,8 +1,8 @@
-"""What record()'s two forms (recording.py's compiled-autograd form and
-launcher/cudagraphs.py's cudagraph form) share in wrapping the plain
-PyTorch API: installing and restoring the wraps, telling PyTorch's own calls
-from the script's, the one-root backward capsim models, and the shape of the
-grad-clear wraps (nn.Parameter.grad, the zero_grad methods).
+"""The mechanics under the wraps of the plain PyTorch API (wraps.py, whose
+table both forms of record() share): installing and restoring them,
+telling PyTorch's own calls from the script's, the one-root backward capsim
+models, and the shape of the descriptor and zero_grad wraps
+(nn.Parameter.grad and .data, the zero_grad methods).
 """
 
 from __future__ import annotations

@@ -1,45 +1,45 @@
-"""Plain PyTorch programs recorded the way the launcher records a user's
-script: under capsim_recorder.record() (recording.py), with no recorder calls
-in them. They are the corpus's check that what the wraps see (hooks
-registered with the plain API, `torch.autograd.backward`, a hook removed
-through its handle) is what compiled autograd keys and lifts, on each
-release (data/corpus/torch/RELEASE/launcher_*.jsonl).
+"""Plain PyTorch programs (program_registry.py's `launcher` kind) recorded
+the way the launcher records a user's script: under
+capsim_recorder.record() (recording.py), with no recorder calls in them.
+They are the corpus's check that what the wraps see (hooks registered with
+the plain API, `torch.autograd.backward`, a hook removed through its
+handle) is what compiled autograd keys and lifts, on each release
+(data/corpus/torch/RELEASE/launcher_*.jsonl).
 """
 
 from __future__ import annotations
 
 import warnings
-from dataclasses import dataclass
-from typing import Callable
+from typing import Any
 
 import torch
 
-from .. import torch_compat
+from .. import program_registry, torch_compat
 
 SEED = 0
 COMMAND = "python -m capsim_recorder --out data/corpus/torch/{release} --program {name}"
 
 
-@dataclass(frozen=True)
-class LauncherProgram:
-    name: str
-    run: Callable[[], None]
-    description: str
-    cudagraphs: bool = False  # recorded as `run --cudagraphs` records a script
+def record_launcher_program(prog: Any, path: str, release: str) -> int:
+    """Runs one program under record() into `path`; returns its backwards."""
+    from ..recording import record
+
+    torch.manual_seed(SEED)
+    with record(path, name=prog.name, reset=True, cudagraphs=prog.cudagraphs,
+                command=COMMAND.format(release=release, name=prog.name)) as session:
+        prog.run()
+        return session.steps
 
 
 def program(description: str, *, cudagraphs: bool = False):
-    def register(fn: Callable[[], None]) -> Callable[[], None]:
-        name = "launcher_" + fn.__name__
-        PROGRAMS[name] = LauncherProgram(name, fn, description, cudagraphs)
-        return fn
-
-    return register
+    """Registered as `launcher_<function>`; `cudagraphs`: recorded as `run
+    --cudagraphs` records a script."""
+    return program_registry.program("launcher", description, prefix="launcher_",
+                                    cudagraphs=cudagraphs)
 
 
-PROGRAMS: dict[str, LauncherProgram] = {}
-
-
+# Their traces hold the source lines of their compiled code (stack_traces in
+# data/corpus/torch/*/launcher_reduce_overhead.jsonl): the programs keep their lines.
 @program("module full backward hooks, a post-accumulate-grad hook, a tensor hook "
          "registered and removed per step, torch.autograd.backward")
 def hooks() -> None:
@@ -122,14 +122,3 @@ def reduce_overhead() -> None:
         kept = [predict(torch.randn(batch, 8, device=device)) for batch in (2, 3, 5)]
         # Read after later calls: on a GPU, E1 for those overwritten since.
         torch.cat(kept)
-
-
-def record_launcher_program(prog: LauncherProgram, path: str, release: str) -> int:
-    """Runs one program under record() into `path`; returns its backwards."""
-    from ..recording import record
-
-    torch.manual_seed(SEED)
-    with record(path, name=prog.name, reset=True, cudagraphs=prog.cudagraphs,
-                command=COMMAND.format(release=release, name=prog.name)) as session:
-        prog.run()
-        return session.steps

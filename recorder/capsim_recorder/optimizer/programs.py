@@ -1,37 +1,23 @@
-"""The compiled-optimizer programs: small CPU loops whose `opt.step()` goes
-through torch.compile, recorded by optimizer/recorder.py. Each shows one rule
-of the compiled optimizer (docs/cudagraph-trees.md section 6): which inputs
-of the step are static, which guard makes Dynamo trace the step again, and
-what the finalizer releases.
+"""The compiled-optimizer programs (program_registry.py's `optimizer`
+kind): small CPU loops whose `opt.step()` goes through torch.compile,
+recorded by optimizer/recorder.py. Each shows one rule of the compiled
+optimizer (docs/cudagraph-trees.md section 6): which inputs of the step
+are static, which guard makes Dynamo trace the step again, and what the
+finalizer releases.
 """
 
 from __future__ import annotations
 
 import gc
-from dataclasses import dataclass
-from typing import Callable
 
 import torch
 
+from .. import program_registry
 from .recorder import OptimizerRecorder
 
 
-@dataclass(frozen=True)
-class OptimizerProgram:
-    name: str
-    run: Callable[[OptimizerRecorder], None]
-    description: str
-
-
-PROGRAMS: dict[str, OptimizerProgram] = {}
-
-
 def program(description: str):
-    def register(fn: Callable[[OptimizerRecorder], None]) -> Callable[[OptimizerRecorder], None]:
-        PROGRAMS[fn.__name__] = OptimizerProgram(fn.__name__, fn, description)
-        return fn
-
-    return register
+    return program_registry.program("optimizer", description)
 
 
 def _linear(rec: OptimizerRecorder) -> torch.nn.Linear:
