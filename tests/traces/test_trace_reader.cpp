@@ -305,5 +305,14 @@ TEST_CASE("replay: what the recorder left out keeps a matching trace from a plai
   CHECK(j["recorder_notes"].size() == 1);  // the 7 is not a string: ignored
 }
 
+TEST_CASE("printable_block keeps a message's lines, each indented, and escapes the rest") {
+  CHECK(printable_block("one", "  ") == "one");
+  CHECK(printable_block("a\nb\n", "    ") == "a\n    b\n    ");
+  // No byte of the input starts a line; a control byte is still \xNN.
+  CHECK(printable_block("x\nok 0 <= 0\x1b]0;t\x07\r", "  ") ==
+        "x\n  ok 0 <= 0\\x1b]0;t\\x07\\x0d");
+  CHECK(printable_block(std::string("\xff\n", 2), " ") == "\\xff\n ");
+}
+
 }  // namespace
 }  // namespace capsim

@@ -420,7 +420,8 @@ std::string explanation_text(const Explanation& e) {
   std::string out = fmt::format("action {}{}: {}{}\n", e.action,
                                 e.line ? fmt::format(" (line {})", e.line) : "", shown(e.title),
                                 e.function.empty() ? "" : fmt::format(" [{}]", shown(e.function)));
-  if (!e.what.empty()) out += fmt::format("  what:   {}\n", shown(e.what));
+  // PyTorch's own messages (an S1's stack traces) keep their lines, indented.
+  if (!e.what.empty()) out += fmt::format("  what:   {}\n", printable_block(e.what, "          "));
   if (!e.rule.empty()) out += fmt::format("  rule:   {}\n", shown(e.rule));
   if (!e.inputs.empty()) {
     out += fmt::format("  inputs: {}\n", shown(fmt::format("{}", fmt::join(e.inputs, ", "))));

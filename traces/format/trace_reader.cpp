@@ -14,6 +14,7 @@
 #include <fstream>
 #include <set>
 
+#include "model/check.hpp"
 #include "traces/format/event_schema.hpp"
 #include "traces/format/json_text.hpp"
 #include "traces/format/program_json.hpp"
@@ -188,6 +189,21 @@ bool parse_trace_json(std::string_view line, Json& out) {
   return !parse_json_line(line, out).has_value();
 }
 
+std::string printable_block(std::string_view text, std::string_view indent) {
+  CAPSIM_CHECK(!indent.empty(), "a block's continuation lines are indented");
+  std::string out;
+  std::size_t start = 0;
+  while (start <= text.size()) {
+    const std::size_t newline = text.find('\n', start);
+    const std::size_t end = newline == std::string_view::npos ? text.size() : newline;
+    out += printable_message(text.substr(start, end - start));
+    if (newline == std::string_view::npos) break;
+    out.append("\n").append(indent);
+    start = newline + 1;
+  }
+  return out;
+}
+
 std::string printable_message(std::string_view text) {
   std::string out;
   out.reserve(text.size());
@@ -286,10 +302,8 @@ Result<bool> TraceReader::read_raw_line() {
     }
     raw_.append(start, take);
     chunk_begin_ += take;
-    bytes_ += take;
     if (newline) {
       ++chunk_begin_;
-      ++bytes_;
       terminated_ = true;
       break;
     }

@@ -45,6 +45,11 @@ struct TraceItem {
 // valid UTF-8 whatever the bytes, as `capsim replay --json` needs (nlohmann
 // refuses to write invalid UTF-8).
 std::string printable_message(std::string_view text);
+// The same, but each newline kept as a newline followed by `indent` (not
+// empty): a multi-line text from input (PyTorch's message with its stack
+// trace) reads as indented lines, and none of its bytes can start a line of
+// the report it is printed in.
+std::string printable_block(std::string_view text, std::string_view indent);
 
 // One line of JSON as the reader parses it: an object that repeats a key is
 // refused, and a float32 midpoint is read from its text (json_fields.hpp,
@@ -80,7 +85,6 @@ class TraceReader {
   // Both paths read every line the same way.
   std::size_t fast_lines() const { return fast_lines_; }
   void set_fast_path(bool on) { fast_on_ = on; }
-  std::uint64_t bytes_read() const { return bytes_; }
 
  private:
   TraceReader(std::unique_ptr<std::istream> in, const std::string& name)
@@ -108,7 +112,6 @@ class TraceReader {
   std::size_t chunk_begin_ = 0, chunk_end_ = 0;
   bool terminated_ = true;
   std::size_t line_ = 0;
-  std::uint64_t bytes_ = 0;
   TraceHeader header_;
   std::uint64_t next_seq_ = 0;
   std::size_t functions_ = 0;
