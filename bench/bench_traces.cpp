@@ -253,7 +253,7 @@ simdjson::error_code touch_value(simdjson::ondemand::value v, int depth) {
 // The same lines through simdjson's On-Demand parser, every value touched:
 // not a target's floor (that is the DOM parse above), but the measure of
 // what a reader that skips the DOM's tape could save (docs/performance.md,
-// redesign 4).
+// the parse floors).
 void BM_ParseTraceLinesOnDemand(benchmark::State& state) {
   simdjson::ondemand::parser parser;
   time_line_parse(state, "simdjson On-Demand refused a line", [&](std::string& line) {

@@ -368,7 +368,7 @@ void TargetsReporter::ReportRuns(const std::vector<Run>& reports) {
 
 void TargetsReporter::Finalize() {
   ConsoleReporter::Finalize();
-  GetOutputStream() << "\nIssue 26's targets, each against its floor from this run "
+  GetOutputStream() << "\nThe targets, each against its floor from this run "
                        "(docs/performance.md, \"Targets\"):\n\n"
                     << format_target_table(target_rows(runs_));
 }

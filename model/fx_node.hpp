@@ -7,8 +7,7 @@
 // and a name as its base and a counter (torch.fx's `add`, `add_1`, ...): the
 // view points into that storage and is valid until the graph next changes.
 // Why: a node that owned a name, a target and an argument vector was three
-// heap blocks, and a capture's walks over the nodes were cache misses
-// (issue 50, redesign 1).
+// heap blocks, and a capture's walks over the nodes were cache misses.
 #pragma once
 
 #include <cstdint>

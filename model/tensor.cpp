@@ -86,10 +86,6 @@ std::optional<DType> dtype_from_name(std::string_view name) {
 bool is_complex(DType dtype) {
   return dtype == DType::kComplex64;
 }
-bool is_floating_point(DType dtype) {
-  return dtype == DType::kFloat32 || dtype == DType::kFloat16 || dtype == DType::kBFloat16 ||
-         dtype == DType::kFloat64;
-}
 
 std::int64_t numel(const Dims& sizes) {
   std::int64_t n = 1;

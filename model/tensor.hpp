@@ -51,7 +51,6 @@ std::uint32_t dtype_element_bytes(DType dtype);
 // The dtype named `name` ("float32", ...), or nullopt.
 std::optional<DType> dtype_from_name(std::string_view name);
 bool is_complex(DType dtype);
-bool is_floating_point(DType dtype);
 
 enum class DeviceType : std::uint8_t { kCpu, kCuda };
 struct Device {

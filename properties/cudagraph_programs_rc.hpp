@@ -67,7 +67,7 @@ inline rc::Gen<Swarm> swarm() {
   return swarm_of<SwarmFeature>(kSwarmFeatureNames);
 }
 
-// Generation was a third of a generated case (docs/performance.md, stop 64),
+// Generation was a third of a generated case (docs/performance.md, the properties' rows),
 // so the generators below are built once per program and captured by value
 // (a Gen is a shared pointer to an immutable generator) rather than rebuilt
 // at each pick, and the leaves of a program, which make most of its picks

@@ -74,7 +74,7 @@ inline rc::Gen<TorchProfile> torch_profile() {
 // generator's enum, ending in kCount; `names` its name table.
 // A bit mask, not a vector<bool>: the generators capture the swarm by value
 // and RapidCheck copies them at every pick (a copied vector was 2 % of a
-// generated case, docs/performance.md, stop 64).
+// generated case, docs/performance.md, the properties' rows).
 template <typename Feature>
 struct FeatureSwarm {
   static_assert(static_cast<std::size_t>(Feature::kCount) <= 64, "one bit per feature");

@@ -97,20 +97,6 @@ std::map<std::string_view, std::string_view> attr_map(const DrawNode& n) {
   return m;
 }
 
-}  // namespace
-
-std::string_view match_pass_name(MatchPass pass) {
-  switch (pass) {
-#define CAPSIM_CASE_(e, name) \
-  case MatchPass::e: return name;
-    CAPSIM_MATCH_PASSES(CAPSIM_CASE_)
-#undef CAPSIM_CASE_
-  }
-  return "?";
-}
-
-namespace {
-
 // Which node of `b` each node of `a` is paired with, and by which pass.
 struct NodePairing {
   std::vector<std::optional<std::uint32_t>> a_to_b, b_to_a;

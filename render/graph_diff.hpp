@@ -39,7 +39,6 @@ enum class MatchPass : std::uint8_t {
   CAPSIM_MATCH_PASSES(CAPSIM_ENUM_)
 #undef CAPSIM_ENUM_
 };
-std::string_view match_pass_name(MatchPass pass);
 
 struct NodeMatch {
   std::optional<std::uint32_t> a;  // node index in the first graph

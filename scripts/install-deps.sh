@@ -13,7 +13,7 @@ packages=(
   graphviz libgraphviz-dev
   nlohmann-json3-dev libsimdjson-dev libcli11-dev libbenchmark-dev libfmt-dev
   ccache libmimalloc-dev libtomlplusplus-dev
-  clang-tidy
+  clang-tidy universal-ctags
   python3-pytest
   chromium
 )

@@ -38,16 +38,6 @@ std::string_view field_type_name(FieldType type) {
   return "?";
 }
 
-std::string_view field_type_json(FieldType type) {
-  switch (type) {
-#define CAPSIM_JSON_(e, name, json) \
-  case FieldType::e: return json;
-    CAPSIM_FIELD_TYPES(CAPSIM_JSON_)
-#undef CAPSIM_JSON_
-  }
-  return "?";
-}
-
 namespace {
 
 constexpr FieldSpec kFieldSpecs[] = {

@@ -35,7 +35,6 @@ enum class FieldType : std::uint8_t {
 #undef CAPSIM_ENUM_
 };
 std::string_view field_type_name(FieldType type);
-std::string_view field_type_json(FieldType type);
 
 // The values an integer field, or each integer of a list field, may take. A
 // value outside is refused where it is read, and where it is written, with

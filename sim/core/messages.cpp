@@ -64,9 +64,6 @@ std::string static_pointer_changed(const std::vector<PointerChange>& changes) {
   return text;
 }
 
-std::string static_pointer_changed_reason() {
-  return "static input data pointer changed.";
-}
 std::string managed_pointer_changed_reason() {
   return "cudagraph managed tensor data pointer changed.";
 }

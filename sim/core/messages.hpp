@@ -34,7 +34,6 @@ struct PointerChange {
 // E4: the text of log_data_ptr_mismatch for changed static pointers.
 std::string static_pointer_changed(const std::vector<PointerChange>& changes);
 // The reasons E5 names, one per counted CheckInvariantStatus.
-std::string static_pointer_changed_reason();
 std::string managed_pointer_changed_reason();
 std::string liveness_mismatch_reason();
 // E5: the re-record limit was crossed.

@@ -61,7 +61,6 @@ enum class OutputClass : std::uint8_t {
   CAPSIM_OUTPUT_CLASSES(CAPSIM_ENUM_)
 #undef CAPSIM_ENUM_
 };
-std::string_view output_class_name(OutputClass c);
 
 struct OutputInfo {
   OutputClass cls = OutputClass::kFresh;
@@ -147,7 +146,6 @@ enum class InvariantStatus : std::uint8_t {
   CAPSIM_INVARIANT_STATUSES(CAPSIM_ENUM_)
 #undef CAPSIM_ENUM_
 };
-std::string_view invariant_status_name(InvariantStatus s);
 
 // Why a recording was made, as traces report it (pytorch#156820 asks for
 // re-record reasons): the failed check of an existing child of the same
@@ -175,6 +173,5 @@ enum class ExecutionState : std::uint8_t {
   CAPSIM_EXECUTION_STATES(CAPSIM_ENUM_)
 #undef CAPSIM_ENUM_
 };
-std::string_view execution_state_name(ExecutionState s);
 
 }  // namespace capsim

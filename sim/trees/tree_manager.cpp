@@ -14,16 +14,6 @@
 
 namespace capsim {
 
-std::string_view call_path_name(CallPath p) {
-  switch (p) {
-#define CAPSIM_NAME_(e, name) \
-  case CallPath::e: return name;
-    CAPSIM_CALL_PATHS(CAPSIM_NAME_)
-#undef CAPSIM_NAME_
-  }
-  return "?";
-}
-
 TreeManager::TreeManager(SimContext& ctx, PoolId pool) : ctx_(ctx), pool_(pool) {}
 
 FunctionId TreeManager::add_function(WrappedFunction fn) {

@@ -39,7 +39,6 @@ enum class CallPath : std::uint8_t {
   CAPSIM_CALL_PATHS(CAPSIM_ENUM_)
 #undef CAPSIM_ENUM_
 };
-std::string_view call_path_name(CallPath p);
 
 struct CallOutcome {
   CallPath path = CallPath::kEager;
@@ -90,7 +89,6 @@ class TreeManager {
   // Descendants of each root, roots in function-id then insertion order
   // (the tests' get_root_children()).
   std::vector<std::size_t> root_children() const;
-  bool is_shut_down() const { return shut_down_; }
   // The live tracked output storages of the current path.
   std::vector<StorageRef> path_live_weakrefs() const;
 

@@ -128,8 +128,9 @@ Result<bool> TreeManager::raise_if_static_pointers_changed(const GraphNode& node
 // One input into its placeholder. Where both are dense over the same sizes
 // and dtype and do not partly overlap (almost every copy a replay makes), the
 // copy kernel would move each element's bytes to the same offset: one block
-// copy does exactly that, without building a KernelLaunch per copy (issue 50,
-// redesign 3). Strided, expanded and converting copies take the kernel.
+// copy does exactly that, without building a KernelLaunch per copy (the
+// launches were most of a steady replay's profile). Strided, expanded and
+// converting copies take the kernel.
 Status TreeManager::copy_into_placeholder(const TensorArg& dst, TensorId input,
                                           const TensorMeta& src_meta) {
   CAPSIM_TRY_ASSIGN(const Address src, ctx_.store().data_address(input));

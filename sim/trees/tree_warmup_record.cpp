@@ -32,26 +32,6 @@ std::vector<PathIndex> different_indices(const std::vector<std::vector<bool>>& p
 
 }  // namespace
 
-std::string_view output_class_name(OutputClass c) {
-  switch (c) {
-#define CAPSIM_NAME_(e, name) \
-  case OutputClass::e: return name;
-    CAPSIM_OUTPUT_CLASSES(CAPSIM_NAME_)
-#undef CAPSIM_NAME_
-  }
-  return "?";
-}
-
-std::string_view invariant_status_name(InvariantStatus s) {
-  switch (s) {
-#define CAPSIM_NAME_(e, name) \
-  case InvariantStatus::e: return name;
-    CAPSIM_INVARIANT_STATUSES(CAPSIM_NAME_)
-#undef CAPSIM_NAME_
-  }
-  return "?";
-}
-
 Decision record_decision(InvariantStatus s) {
   switch (s) {
     case InvariantStatus::kSuccess: return Decision::kRecordFirst;
@@ -62,16 +42,6 @@ Decision record_decision(InvariantStatus s) {
   }
   CAPSIM_CHECK(false, "an InvariantStatus without a record decision");
   return Decision::kRecordFirst;
-}
-
-std::string_view execution_state_name(ExecutionState s) {
-  switch (s) {
-#define CAPSIM_NAME_(e, name) \
-  case ExecutionState::e: return name;
-    CAPSIM_EXECUTION_STATES(CAPSIM_NAME_)
-#undef CAPSIM_NAME_
-  }
-  return "?";
 }
 
 Result<CallOutcome> TreeManager::run_warmup(FunctionId fid, std::vector<TensorId>& inputs) {

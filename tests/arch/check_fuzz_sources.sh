@@ -5,7 +5,7 @@
 # tests/fuzz/run-libfuzzer.sh compiles the fuzz targets straight from the
 # sources, in unity files it lists by hand, so a new translation unit that
 # the World, the reader or the drawings need is missing there until the
-# libFuzzer test fails to link, late in a CI run (stop 60: model/fx_arg.cpp).
+# libFuzzer test fails to link, late in a CI run (as model/fx_arg.cpp once did).
 # This check runs in a second: every file the lists name must exist, and every
 # .cpp of the layers the targets link whole (model/, sim/core, sim/trees,
 # sim/world, sim/autograd, render/) must be named. One line per problem,

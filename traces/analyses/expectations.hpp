@@ -1,7 +1,7 @@
 // Expectations: limits a team sets on a run's cudagraph behaviour (how many
 // recordings, re-recordings, eager fallbacks, errors and warnings, how many
 // bytes one call may copy in), each checked against the figure a run gives,
-// with the decision that broke it (`capsim expect`, issue 49).
+// with the decision that broke it (`capsim expect`).
 //
 // The figures come from the run's events: a trace's own (a GPU run, capsim's
 // or the CUDA backend's), or capsim's simulation (a program, or a CPU run as

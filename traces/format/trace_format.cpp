@@ -188,7 +188,7 @@ std::string action_line(std::uint64_t seq, std::size_t index, const Action& acti
 Result<std::string> event_line(std::uint64_t seq, const Event& event) {
   // Written as text, not built as a Json and dumped: a trace is mostly event
   // lines, and the Json route was a sixth of a generated program's trace
-  // (docs/performance.md, stop 63). The bytes are dump()'s (json_text.hpp);
+  // (docs/performance.md, the generated programs' rows). The bytes are dump()'s (json_text.hpp);
   // no field is named like an envelope key (kEventEnvelopeKeys).
   std::string out;
   JsonObjectText line(out);
