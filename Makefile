@@ -6,7 +6,8 @@
 #               (label `campaign`: clang-tidy's exact function sizes, the
 #               libFuzzer build and its minute), which take longer than the
 #               rest together; under 10 minutes on two cores with a warm ccache
-#   make campaigns  the default build's campaigns alone (.ci/run runs them)
+#   make campaigns  the default build's campaigns alone, one after the other:
+#               each uses every core (.ci/run runs them)
 #   make bench  release build, then the Google Benchmark suite
 #   make bench-quick  the same without the rows that take minutes (under a
 #               minute; bench/main.cpp says what it leaves out)
@@ -49,7 +50,7 @@ test: deps
 
 campaigns: deps
 	$(call build_preset,default)
-	$(CTEST) --preset default -j $(JOBS) --label-regex campaign
+	$(CTEST) --preset default -j 1 --label-regex campaign
 
 install: deps
 	$(call build_preset,default)

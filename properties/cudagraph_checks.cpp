@@ -8,6 +8,8 @@
 #include <map>
 #include <set>
 
+#include "sim/core/decisions.hpp"
+
 namespace capsim {
 
 namespace {
@@ -229,7 +231,8 @@ CheckResult check_copies(const World& world, const GeneratedProgram& generated) 
 
 CheckResult check_pool(const World& world) {
   for (const Event& e : world.events()) {
-    if (e.kind == EventKind::kError && (e.text(F::id) == "E6" || e.text(F::id) == "E7")) {
+    if (const std::optional<Decision> d = decision_of(e);
+        d == Decision::kErrorPoolMissingBlocks || d == Decision::kErrorPoolUntracked) {
       return fmt::format("pool check failed {}", where(e));
     }
     if (e.kind == EventKind::kCheckpoint && e.count(F::pool_blocks_after) != e.count(F::live)) {

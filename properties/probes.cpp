@@ -1,10 +1,12 @@
 // Coverage probes (see probes.hpp): each read off events or off a program.
 #include "properties/probes.hpp"
 
+#include <optional>
 #include <utility>
 
 #include "properties/autograd_programs.hpp"
 #include "properties/training_programs.hpp"
+#include "sim/core/decisions.hpp"
 #include "sim/world/world.hpp"
 
 namespace capsim {
@@ -37,47 +39,61 @@ void record_probes(const World& world, const Event& e, ProbeSet& s) {
     set(s, CoverageProbe::kPartition);
   }
   if (non_empty(e, F::managed)) set(s, CoverageProbe::kManagedInput);
-  if (is(e, F::reason, "static_input_idx_mismatch") ||
-      is(e, F::reason, "cudagraph_managed_idx_mismatch")) {
-    set(s, CoverageProbe::kRerecord);
+  const std::optional<Decision> d = decision_of(e);
+  if (!d) return;
+  switch (*d) {
+    case Decision::kRerecordStaticInputMoved:
+      set(s, CoverageProbe::kRerecord);
+      if (!profile_rules(world.config().torch_profile).static_mismatch_counts) {
+        set(s, CoverageProbe::kUncountedRerecord);
+      }
+      break;
+    case Decision::kRerecordManagedInputMoved: set(s, CoverageProbe::kRerecord); break;
+    case Decision::kRerecordExpectedDeadAlive: set(s, CoverageProbe::kLivenessSibling); break;
+    default: break;
   }
-  if (is(e, F::reason, "static_input_idx_mismatch") &&
-      !profile_rules(world.config().torch_profile).static_mismatch_counts) {
-    set(s, CoverageProbe::kUncountedRerecord);
-  }
-  if (is(e, F::reason, "expected_dead_indices_before_graph_mismatch")) {
-    set(s, CoverageProbe::kLivenessSibling);
+}
+
+// A compile-time skip's own probe (kSkipS1..kSkipS7), by its decision.
+std::optional<CoverageProbe> compile_time_skip_probe(Decision d) {
+  switch (d) {
+    case Decision::kSkipMutatedInputs: return CoverageProbe::kSkipS1;
+    case Decision::kSkipCpuOp: return CoverageProbe::kSkipS2;
+    case Decision::kSkipMultipleDevices: return CoverageProbe::kSkipS3;
+    case Decision::kSkipFailedCompileTest: return CoverageProbe::kSkipS4;
+    case Decision::kSkipDynamicShapes: return CoverageProbe::kSkipS5;
+    case Decision::kSkipUncachedAllocator: return CoverageProbe::kSkipS6;
+    case Decision::kSkipInputStorageReplaced: return CoverageProbe::kSkipS7;
+    default: return std::nullopt;
   }
 }
 
 // A skip: the re-record limit, a managed input's demotion, the newer skips.
 void skip_probes(const Event& e, ProbeSet& s) {
-  if (is(e, F::id, "E5")) set(s, CoverageProbe::kRerecordLimit);
-  if (is(e, F::id, "E9")) set(s, CoverageProbe::kManagedDemotion);
-  for (std::string_view id : {"S2", "S3", "S4", "S5", "S6", "S7"}) {
-    if (is(e, F::id, id)) set(s, CoverageProbe::kNewerSkip);
-  }
+  const std::optional<Decision> d = decision_of(e);
+  if (!d) return;
+  if (d == Decision::kSkipRerecordLimit) set(s, CoverageProbe::kRerecordLimit);
+  if (d == Decision::kSkipManagedInputLimit) set(s, CoverageProbe::kManagedDemotion);
+  const std::optional<CoverageProbe> own = compile_time_skip_probe(*d);
+  if (own && d != Decision::kSkipMutatedInputs) set(s, CoverageProbe::kNewerSkip);
   // A compile-time skip (no fid: no tree function was made), by its id.
-  if (!e.has(F::function) || e.has(F::fid)) return;
-  constexpr std::pair<std::string_view, CoverageProbe> kById[] = {
-      {"S1", CoverageProbe::kSkipS1}, {"S2", CoverageProbe::kSkipS2},
-      {"S3", CoverageProbe::kSkipS3}, {"S4", CoverageProbe::kSkipS4},
-      {"S5", CoverageProbe::kSkipS5}, {"S6", CoverageProbe::kSkipS6},
-      {"S7", CoverageProbe::kSkipS7}};
-  for (const auto& [id, probe] : kById) {
-    if (is(e, F::id, id)) set(s, probe);
-  }
+  if (own && e.has(F::function) && !e.has(F::fid)) set(s, *own);
 }
 
 // An eager run, by its reason.
 void eager_probes(const Event& e, ProbeSet& s) {
-  if (is(e, F::reason, "mutated_inputs")) set(s, CoverageProbe::kMutationGate);
-  if (is(e, F::reason, "capture_size")) set(s, CoverageProbe::kCaptureSizeBypass);
-  if (is(e, F::reason, "silent_skip")) {
-    set(s, CoverageProbe::kNewerSkip);
-    set(s, CoverageProbe::kSkipS4Silent);
+  const std::optional<Decision> d = decision_of(e);
+  if (!d) return;
+  switch (*d) {
+    case Decision::kEagerMutatedInputs: set(s, CoverageProbe::kMutationGate); break;
+    case Decision::kEagerCaptureSize: set(s, CoverageProbe::kCaptureSizeBypass); break;
+    case Decision::kEagerSilentSkip:
+      set(s, CoverageProbe::kNewerSkip);
+      set(s, CoverageProbe::kSkipS4Silent);
+      break;
+    case Decision::kEagerManagedInputLimit: set(s, CoverageProbe::kManagedDemotion); break;
+    default: break;
   }
-  if (is(e, F::reason, "managed_input_rerecord_limit")) set(s, CoverageProbe::kManagedDemotion);
 }
 
 }  // namespace
@@ -95,10 +111,12 @@ ProbeSet tree_probes(const World& world) {
       case EventKind::kGenerationClone: set(s, CoverageProbe::kGenerationClone); break;
       case EventKind::kDemote: set(s, CoverageProbe::kManagedDemotion); break;
       case EventKind::kError:
-        if (is(e, F::id, "E1")) set(s, CoverageProbe::kOverwrittenOutput);
-        if (is(e, F::id, "E1") && e.text(F::message)
-                                      .value_or("")
-                                      .starts_with("Error: accessing gradient tensor output")) {
+        if (decision_of(e) != Decision::kErrorOverwrittenOutput) break;
+        set(s, CoverageProbe::kOverwrittenOutput);
+        // PyTorch's wording for a grad output, the modelled message's own.
+        if (e.text(F::message)
+                .value_or("")
+                .starts_with("Error: accessing gradient tensor output")) {
           set(s, CoverageProbe::kGradOutputE1);
         }
         break;
@@ -116,8 +134,10 @@ ProbeSet tree_probes(const World& world) {
         break;
       case EventKind::kShutdown: set(s, CoverageProbe::kManagerShutdown); break;
       case EventKind::kWarning:
-        if (is(e, F::id, "W1")) set(s, CoverageProbe::kPendingBackward);
-        if (is(e, F::id, "W2")) set(s, CoverageProbe::kDynamicShapeWarning);
+        if (decision_of(e) == Decision::kWarnPendingBackward) {
+          set(s, CoverageProbe::kPendingBackward);
+        }
+        if (decision_of(e) == Decision::kWarnManySizes) set(s, CoverageProbe::kDynamicShapeWarning);
         break;
       default: break;
     }

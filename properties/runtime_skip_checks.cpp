@@ -7,6 +7,7 @@
 #include <map>
 
 #include "properties/runtime_skip_oracle.hpp"
+#include "sim/core/decisions.hpp"
 
 namespace capsim {
 
@@ -14,28 +15,34 @@ namespace {
 
 // What the events of one action show of its run-time skips.
 struct Observed {
-  std::vector<std::string> skips;    // ids of skip events with a fid
-  std::vector<std::string> reasons;  // eager events' run-time skip reasons
-  bool raised = false;               // error id=E8 where=run
+  std::vector<std::optional<Decision>> skips;  // skip events with a fid
+  std::vector<Decision> reasons;               // eager events' run-time skip reasons
+  bool raised = false;                         // error id=E8 where=run
   std::size_t demotions = 0;
 };
 
-bool runtime_reason(std::string_view r) {
-  return r == "mutated_inputs" || r == "rerecord_limit" || r == "managed_input_rerecord_limit";
+bool runtime_reason(std::optional<Decision> r) {
+  return r == Decision::kEagerMutatedInputs || r == Decision::kEagerRerecordLimit ||
+         r == Decision::kEagerManagedInputLimit;
+}
+
+// A decision as the failure line names it: its id or reason.
+std::string named(std::optional<Decision> d) {
+  return d ? decision_key(*d) : "(not in the table)";
 }
 
 void observe(const Event& e, Observed& o) {
   switch (e.kind) {
     case EventKind::kSkip:
-      if (e.has(F::fid)) o.skips.emplace_back(e.text(F::id).value_or(""));
+      if (e.has(F::fid)) o.skips.push_back(decision_of(e));
       break;
     case EventKind::kEager:
-      if (runtime_reason(e.text(F::reason).value_or(""))) {
-        o.reasons.emplace_back(e.text(F::reason).value_or(""));
-      }
+      if (const std::optional<Decision> r = decision_of(e); runtime_reason(r))
+        o.reasons.push_back(*r);
       break;
     case EventKind::kError:
-      o.raised = o.raised || (e.text(F::id) == "E8" && e.text(F::where) == "run");
+      o.raised =
+          o.raised || (decision_of(e) == Decision::kErrorSkipRaised && e.text(F::where) == "run");
       break;
     case EventKind::kDemote: ++o.demotions; break;
     default: break;
@@ -51,24 +58,27 @@ std::optional<std::string> compare(const RuntimeVerdict& v, const Observed& o) {
   if (o.demotions != (v.demotes ? 1u : 0u)) {
     return fmt::format("it has {} demote events", o.demotions);
   }
-  const std::string seen = fmt::format("skips [{}], eager reasons [{}]{}", fmt::join(o.skips, ", "),
-                                       fmt::join(o.reasons, ", "), o.raised ? ", E8 raised" : "");
+  std::vector<std::string> skip_names, reason_names;
+  for (const std::optional<Decision>& s : o.skips) skip_names.push_back(named(s));
+  for (Decision r : o.reasons) reason_names.push_back(named(r));
+  const std::string seen =
+      fmt::format("skips [{}], eager reasons [{}]{}", fmt::join(skip_names, ", "),
+                  fmt::join(reason_names, ", "), o.raised ? ", E8 raised" : "");
   switch (v.kind) {
     case K::kCompileTime:
     case K::kNone:
       if (!quiet(o)) return "it has " + seen;
       return std::nullopt;
     case K::kSilent:
-      if (!o.skips.empty() || o.raised ||
-          o.reasons != std::vector<std::string>{std::string(v.reason)}) {
+      if (!o.skips.empty() || o.raised || o.reasons != std::vector<Decision>{v.reason.value()}) {
         return "it has " + seen;
       }
       return std::nullopt;
     case K::kLogged: break;
   }
-  const std::vector<std::string> reasons =
-      v.raises ? std::vector<std::string>{} : std::vector<std::string>{std::string(v.reason)};
-  if (o.skips != std::vector<std::string>{std::string(v.id)} || o.raised != v.raises ||
+  const std::vector<Decision> reasons =
+      v.raises ? std::vector<Decision>{} : std::vector<Decision>{v.reason.value()};
+  if (o.skips != std::vector<std::optional<Decision>>{v.id} || o.raised != v.raises ||
       o.reasons != reasons) {
     return "it has " + seen;
   }
@@ -81,12 +91,13 @@ std::string expected(const RuntimeVerdict& v) {
   switch (v.kind) {
     case K::kCompileTime: return "no run-time skip (" + v.why + ")" + demote;
     case K::kNone: return "no run-time skip (" + v.why + ")" + demote;
-    case K::kSilent: return fmt::format("eager reason={} without a skip ({})", v.reason, v.why);
+    case K::kSilent:
+      return fmt::format("eager reason={} without a skip ({})", named(v.reason), v.why);
     case K::kLogged: break;
   }
-  return fmt::format("skip {} and {} ({}){}", v.id,
-                     v.raises ? std::string("E8") : fmt::format("eager reason={}", v.reason), v.why,
-                     demote);
+  return fmt::format("skip {} and {} ({}){}", named(v.id),
+                     v.raises ? std::string("E8") : fmt::format("eager reason={}", named(v.reason)),
+                     v.why, demote);
 }
 
 }  // namespace

@@ -52,13 +52,12 @@ RuntimeVerdict none(std::string why) {
   return RuntimeVerdict{RuntimeVerdict::Kind::kNone, {}, {}, false, false, std::move(why)};
 }
 
-RuntimeVerdict logged(std::string_view id, std::string_view reason, std::string why,
-                      const CudagraphConfig& c) {
+RuntimeVerdict logged(Decision id, Decision reason, std::string why, const CudagraphConfig& c) {
   return RuntimeVerdict{
       RuntimeVerdict::Kind::kLogged, id, reason, raises(c), false, std::move(why)};
 }
 
-RuntimeVerdict silent(std::string_view reason, std::string why) {
+RuntimeVerdict silent(Decision reason, std::string why) {
   return RuntimeVerdict{RuntimeVerdict::Kind::kSilent, {}, reason, false, false, std::move(why)};
 }
 
@@ -99,8 +98,8 @@ struct Edge {
   std::int64_t rerecords = 0;        // num_rerecord, once per call (§4)
   std::int64_t managed_changes = 0;  // the managed input's changes (§4.1)
   bool demoted = false;
-  std::string_view dead;  // "E5" or "E9": every later call runs eagerly
-  std::string_view dead_reason;
+  std::optional<Decision> dead;  // E5 or E9: every later call runs eagerly
+  Decision dead_reason = Decision::kEagerRerecordLimit;
 };
 
 // Whether a copy may replace g's managed input 0 (§4.1: "the function
@@ -119,9 +118,9 @@ RuntimeVerdict rerecord(const RuntimeCall& c, bool counted, bool can_demote,
   if (limit && can_demote && !e.demoted && newest.checked_row && c.row != newest.checked_row &&
       ++e.managed_changes >= *limit) {
     if (config.cudagraph_managed_input_rerecord_action == ManagedInputAction::kSkip) {
-      e.dead = "E9";
-      e.dead_reason = "managed_input_rerecord_limit";
-      return logged("E9", e.dead_reason, "the managed input's pointer changed up to the limit",
+      e.dead = Decision::kSkipManagedInputLimit;
+      e.dead_reason = Decision::kEagerManagedInputLimit;
+      return logged(*e.dead, e.dead_reason, "the managed input's pointer changed up to the limit",
                     config);
     }
     e.demoted = true;
@@ -129,9 +128,10 @@ RuntimeVerdict rerecord(const RuntimeCall& c, bool counted, bool can_demote,
   }
   if (counted && rerecord_limit_applies(config) &&
       ++e.rerecords > config.cudagraph_unexpected_rerecord_limit) {
-    e.dead = "E5";
-    e.dead_reason = "rerecord_limit";
-    RuntimeVerdict l = logged("E5", e.dead_reason, "the call crosses the re-record limit", config);
+    e.dead = Decision::kSkipRerecordLimit;
+    e.dead_reason = Decision::kEagerRerecordLimit;
+    RuntimeVerdict l =
+        logged(*e.dead, e.dead_reason, "the call crosses the re-record limit", config);
     l.demotes = v.demotes;
     return l;
   }
@@ -150,7 +150,7 @@ RuntimeVerdict edge_call(const RuntimeCall& c, std::size_t step, bool can_demote
     return none("records under src's recording");
   }
   // Step 4: "later calls for that (parent, fid) take the early exit silently".
-  if (!e.dead.empty()) return silent(e.dead_reason, std::string(e.dead) + " was logged before");
+  if (e.dead) return silent(e.dead_reason, decision_key(*e.dead) + " was logged before");
   // Step 7, §4: per child, the managed pointers, then the static ones
   // (re-record mode); the first child whose checks pass replays.
   bool counted = false;
@@ -190,8 +190,10 @@ std::vector<RuntimeVerdict> documented_runtime_skips(const RuntimeProgram& progr
     const RuntimeCall& c = program.calls[k];
     if (gate_blocks(g, c, config)) {
       const bool first = !std::exchange(s1_logged, true);
-      out.push_back(first ? logged("S1", "mutated_inputs", "g writes a plain input", config)
-                          : silent("mutated_inputs", "g writes a plain input; S1 was logged"));
+      out.push_back(
+          first ? logged(Decision::kSkipMutatedInputs, Decision::kEagerMutatedInputs,
+                         "g writes a plain input", config)
+                : silent(Decision::kEagerMutatedInputs, "g writes a plain input; S1 was logged"));
       continue;
     }
     // Without src in every step, the lowering set both limits past the calls.

@@ -20,12 +20,14 @@
 //     each checks; other programs get limits past their calls (the lowering).
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "properties/runtime_skip_programs.hpp"
 #include "sim/core/cudagraph_config.hpp"
+#include "sim/core/decisions.hpp"
 #include "sim/core/function_def.hpp"
 
 namespace capsim {
@@ -39,11 +41,11 @@ struct RuntimeVerdict {
     kSilent,       // no event, `eager reason` (the skip was logged before)
   };
   Kind kind = Kind::kNone;
-  std::string_view id;      // "S1", "E5", "E9" for kLogged
-  std::string_view reason;  // the eager event's reason for kLogged and kSilent
-  bool raises = false;      // cudagraph_or_error: kLogged raises E8 where=run instead
-  bool demotes = false;     // 2.15, action "copy": the call demotes the managed input
-  std::string why;          // in the doc's words, for a failure line
+  std::optional<Decision> id;      // the skip (S1, E5, E9) for kLogged
+  std::optional<Decision> reason;  // the eager event's decision for kLogged and kSilent
+  bool raises = false;             // cudagraph_or_error: kLogged raises E8 where=run instead
+  bool demotes = false;            // 2.15, action "copy": the call demotes the managed input
+  std::string why;                 // in the doc's words, for a failure line
 };
 
 // One verdict per call of `program.calls`, in order.

@@ -6,6 +6,7 @@
 #include <map>
 
 #include "properties/skip_oracle.hpp"
+#include "sim/core/decisions.hpp"
 
 namespace capsim {
 
@@ -13,11 +14,11 @@ namespace {
 
 // What the events of one call's action show about its graph `name`.
 struct Observed {
-  std::vector<std::string> compile_skips;  // ids of skip events without a fid
-  bool tree_function = false;              // a compile event with a fid (or a partition's)
-  bool eager_skip = false;                 // eager reason=compile_time_skip
-  bool eager_silent = false;               // eager reason=silent_skip
-  bool raised = false;                     // error id=E8 where=compile
+  std::vector<std::optional<Decision>> compile_skips;  // skip events without a fid
+  bool tree_function = false;  // a compile event with a fid (or a partition's)
+  bool eager_skip = false;     // eager reason=compile_time_skip
+  bool eager_silent = false;   // eager reason=silent_skip
+  bool raised = false;         // error id=E8 where=compile
 };
 
 bool of_graph(const Event& e, std::string_view name) {
@@ -30,24 +31,26 @@ bool compile_time_skip(const Event& e) {
 }
 
 void observe(const Event& e, std::string_view name, Observed& o) {
-  if (e.kind == EventKind::kError && e.text(F::id) == "E8" && e.text(F::where) == "compile") {
+  if (decision_of(e) == Decision::kErrorSkipRaised && e.text(F::where) == "compile") {
     o.raised = true;
   }
   if (!of_graph(e, name)) return;
   if (compile_time_skip(e) && e.text(F::function) == name) {
-    o.compile_skips.emplace_back(e.text(F::id).value_or(""));
+    o.compile_skips.push_back(decision_of(e));
   }
   if (e.kind == EventKind::kCompile && e.has(F::fid)) o.tree_function = true;
   if (e.kind == EventKind::kEager && e.text(F::function) == name) {
-    o.eager_skip = o.eager_skip || e.text(F::reason) == "compile_time_skip";
-    o.eager_silent = o.eager_silent || e.text(F::reason) == "silent_skip";
+    o.eager_skip = o.eager_skip || decision_of(e) == Decision::kEagerCompileTimeSkip;
+    o.eager_silent = o.eager_silent || decision_of(e) == Decision::kEagerSilentSkip;
   }
 }
 
 std::optional<std::string> compare(const SkipVerdict& v, const Observed& o) {
   using K = SkipVerdict::Kind;
-  for (const std::string& id : o.compile_skips) {
-    if (v.kind != K::kLogged || id != v.id) return fmt::format("a skip id={} was logged", id);
+  for (const std::optional<Decision>& id : o.compile_skips) {
+    if (v.kind != K::kLogged || id != v.id) {
+      return fmt::format("a skip id={} was logged", id ? decision_key(*id) : "(not in the table)");
+    }
   }
   if (v.kind == K::kNone) {
     if (o.eager_skip || o.eager_silent || o.raised) return "the call ran eagerly for a skip";
@@ -99,10 +102,11 @@ std::vector<ArgLayout> compile_layouts(const Program& program, std::size_t actio
 std::string expected(const SkipVerdict& v) {
   switch (v.kind) {
     case SkipVerdict::Kind::kNone: return "no compile-time skip";
-    case SkipVerdict::Kind::kSilent: return fmt::format("{} silently ({})", v.id, v.why);
+    case SkipVerdict::Kind::kSilent:
+      return fmt::format("{} silently ({})", decision_key(v.id.value()), v.why);
     case SkipVerdict::Kind::kLogged: break;
   }
-  return fmt::format("{}{} ({})", v.id, v.raises ? " and E8" : "", v.why);
+  return fmt::format("{}{} ({})", decision_key(v.id.value()), v.raises ? " and E8" : "", v.why);
 }
 
 }  // namespace

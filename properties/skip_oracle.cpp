@@ -10,7 +10,7 @@ namespace capsim {
 
 namespace {
 
-SkipVerdict logged(std::string_view id, std::string why, const CudagraphConfig& config) {
+SkipVerdict logged(Decision id, std::string why, const CudagraphConfig& config) {
   // "cudagraph_or_error (2.9 on): log_cudagraph_skip_and_bump_counter raises
   // a RuntimeError after it has logged" (§2.5); a release without the knob
   // ignores it ("Version profiles").
@@ -37,19 +37,21 @@ std::optional<SkipVerdict> lowering(const FunctionDef& def, bool dynamic,
   // "unless partitions are on in 2.10 or later" (2.9 checks both even with them).
   const bool partition_handles = partitions_on(config) && rules.partition_bypasses_graph_skips;
   if (config.cudagraph_skip_dynamic_graphs && dynamic && !partition_handles) {
-    return logged("S5", "symint inputs with cudagraph_skip_dynamic_graphs", config);
+    return logged(Decision::kSkipDynamicShapes, "symint inputs with cudagraph_skip_dynamic_graphs",
+                  config);
   }
   if (has_cut(def, PartitionCutReason::kCudagraphUnsafe) && !partition_handles) {
-    return logged("S5", "a cudagraph_unsafe op", config);
+    return logged(Decision::kSkipDynamicShapes, "a cudagraph_unsafe op", config);
   }
   if (!config.caching_allocator_enabled && rules.caching_allocator_skip) {
-    return logged("S6", "the caching allocator off (2.13 on)", config);
+    return logged(Decision::kSkipUncachedAllocator, "the caching allocator off (2.13 on)", config);
   }
   if (has_cut(def, PartitionCutReason::kCpu) && !partitions_on(config)) {
-    return logged("S2", "a cpu op without graph_partition", config);
+    return logged(Decision::kSkipCpuOp, "a cpu op without graph_partition", config);
   }
   if (def.cuda_devices.size() > 1) {
-    return logged("S3", "more than one CUDA device, with or without partitions", config);
+    return logged(Decision::kSkipMultipleDevices,
+                  "more than one CUDA device, with or without partitions", config);
   }
   return std::nullopt;
 }
@@ -128,14 +130,15 @@ SkipVerdict documented_skip(const FunctionDef& def, bool dynamic, const Cudagrap
   // Step 2: S7, 2.13 on; "logged on the partition path too and wins over S1".
   if (!def.input_storage_mutations.empty() &&
       profile_rules(config.torch_profile).input_storage_mutation_skip) {
-    return logged("S7", "a set_ on a graph input (2.13 on)", config);
+    return logged(Decision::kSkipInputStorageReplaced, "a set_ on a graph input (2.13 on)", config);
   }
   // Step 3: S1 with cudagraph_support_input_mutation=False, for a mutated
   // input that is not static.
   if (!config.cudagraph_support_input_mutation) {
     for (std::uint32_t i : written_inputs(def)) {
       if (!static_input(def, i, config)) {
-        return logged("S1", "a mutated non-static input, input mutation support off", config);
+        return logged(Decision::kSkipMutatedInputs,
+                      "a mutated non-static input, input mutation support off", config);
       }
     }
   }
@@ -147,10 +150,10 @@ SkipVerdict documented_skip(const FunctionDef& def, bool dynamic, const Cudagrap
                                  ? "an input that fails the memory-overlap stride test (up to 2.12)"
                                  : "a non-Tensor input";
     if (partitions_on(config)) {
-      return SkipVerdict{SkipVerdict::Kind::kSilent, "S4", false,
+      return SkipVerdict{SkipVerdict::Kind::kSilent, Decision::kSkipFailedCompileTest, false,
                          what + " with graph partitions: dropped silently"};
     }
-    return logged("S4", what + " without graph partitions", config);
+    return logged(Decision::kSkipFailedCompileTest, what + " without graph partitions", config);
   }
   return {};
 }

@@ -10,12 +10,14 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <set>
 #include <span>
 #include <string>
 #include <string_view>
 
 #include "sim/core/cudagraph_config.hpp"
+#include "sim/core/decisions.hpp"
 #include "sim/core/function_def.hpp"
 
 namespace capsim {
@@ -28,7 +30,9 @@ struct SkipVerdict {
     kSilent,  // S4 with graph partitions: no event, each call `eager reason=silent_skip`
   };
   Kind kind = Kind::kNone;
-  std::string_view id;  // "S1".."S7" for kLogged and kSilent
+  // The skip (kSkipMutatedInputs, S1, to kSkipInputStorageReplaced, S7) for
+  // kLogged and kSilent.
+  std::optional<Decision> id;
   // cudagraph_or_error (2.9 on): the logged skip raises E8 at every call.
   bool raises = false;
   // Why, in the doc's words, for a failure line.

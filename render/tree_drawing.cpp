@@ -12,6 +12,7 @@
 
 #include "model/saturating_sum.hpp"
 #include "render/state_colours.hpp"
+#include "sim/core/decisions.hpp"
 #include "traces/simulation/event_compare.hpp"
 
 namespace capsim {
@@ -274,7 +275,7 @@ class TreeBuilder {
     set_row(n, "steps", field(e, F::steps));
     NodeState& st = state_[index];
     st.depth = depth;
-    st.rerecord = reason != "no_child";
+    st.rerecord = decision_of(e) != Decision::kRecordFirst;
     g_.add_edge(parent, index, st.rerecord ? "re-record" : "");
     enter(index, depth);
   }

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "sim/core/decisions.hpp"
 #include "sim/core/function_builder.hpp"
 #include "sim/scenarios/scenarios.hpp"
 
@@ -51,6 +52,11 @@ inline std::int64_t events_where(const World& w, EventKind kind, FieldKey key,
                                  std::string_view value) {
   return std::count_if(w.events().begin(), w.events().end(),
                        [&](const Event& e) { return e.kind == kind && e.text(key) == value; });
+}
+// Events that carry decision `d` (decision_of): a skip's id, an eager run's reason...
+inline std::int64_t decisions_made(const World& w, Decision d) {
+  return std::count_if(w.events().begin(), w.events().end(),
+                       [&](const Event& e) { return decision_of(e) == d; });
 }
 // Sum of an integer field over events of `kind` whose `function` is `fn`.
 inline std::int64_t sum_field(const World& w, EventKind kind, std::string_view fn, FieldKey key) {

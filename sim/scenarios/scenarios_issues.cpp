@@ -49,11 +49,11 @@ ProgramScenario issue_122192(int iterations) {
   s.expect = [iterations](const World& w, const std::vector<std::int64_t>& probes) {
     if (iterations == 2) {
       return std::vector<Expectation>{
-          {"E1 errors", 1, events_where(w, EventKind::kError, F::id, "E1")},
+          {"E1 errors", 1, decisions_made(w, Decision::kErrorOverwrittenOutput)},
           {"graphs recorded", 1, graphs(w)}};
     }
     return std::vector<Expectation>{
-        {"E1 errors", 0, events_where(w, EventKind::kError, F::id, "E1")},
+        {"E1 errors", 0, decisions_made(w, Decision::kErrorOverwrittenOutput)},
         {"replays", 2, static_cast<std::int64_t>(w.counters().replays)},
         {"out[0]: f(y), not f(x) = 2", 6, probes.at(0)}};
   };
@@ -78,7 +78,7 @@ ProgramScenario clone_live_output_on_new_generation(int iterations) {
   kept_output_loop(s, iterations);
   s.expect = [iterations](const World& w, const std::vector<std::int64_t>& probes) {
     return std::vector<Expectation>{
-        {"E1 errors", 0, events_where(w, EventKind::kError, F::id, "E1")},
+        {"E1 errors", 0, decisions_made(w, Decision::kErrorOverwrittenOutput)},
         {"storages cloned", iterations, static_cast<std::int64_t>(w.counters().generation_clones)},
         {"out[0] = f(x)", 2, probes.at(0)}};
   };

@@ -94,9 +94,9 @@ ProgramScenario managed_input_rerecord_skip() {
   s.expect = [](const World& w, const auto&) {
     return std::vector<Expectation>{
         {"graphs recorded (f, then g 5 times)", 6, graphs(w)},
-        {"E9 skips", 1, events_where(w, EventKind::kSkip, F::id, "E9")},
+        {"E9 skips", 1, decisions_made(w, Decision::kSkipManagedInputLimit)},
         {"g eager from the fifth change on", 4,
-         events_where(w, EventKind::kEager, F::reason, "managed_input_rerecord_limit")},
+         decisions_made(w, Decision::kEagerManagedInputLimit)},
         {"replays that differ from eager", 0, replay_mismatches(w)}};
   };
   return s;

@@ -138,7 +138,7 @@ ProgramScenario compiled_adam_static_grads(bool pr_107853_rule) {
         {"graphs before zero_grad(set_to_none=True) (fwd, step)", 2, probe[0]},
         {"grad copies in steady state", 0, probe[1]},
         {"zero_grad errors (Z1)", pr_107853_rule ? 1 : 0,
-         events_where(w, EventKind::kError, F::id, "Z1")},
+         decisions_made(w, Decision::kErrorZeroGradStatic)},
         {"graphs after the next step (re-record when the grads moved)", pr_107853_rule ? 2 : 3,
          probe[2]},
         {"step re-records", pr_107853_rule ? 0 : 1,
@@ -216,8 +216,7 @@ ProgramScenario compiled_optimizer_grad_none_guard() {
   }
   s.expect = [](const World& w, const auto&) {
     return std::vector<Expectation>{
-        {"grad-None recompiles", 1,
-         events_where(w, EventKind::kCompile, F::reason, "grad_none_guard")},
+        {"grad-None recompiles", 1, decisions_made(w, Decision::kCompileGradNoneGuard)},
         {"steps over w1 alone compiled", 1,
          events_where(w, EventKind::kCompile, F::function, "opt.step[0]")},
         {"recompiles", 1, static_cast<std::int64_t>(w.counters().recompiles)}};

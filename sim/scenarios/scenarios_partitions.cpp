@@ -21,10 +21,6 @@ FunctionDef cpu_op_in_the_middle(PartitionCutReason reason) {
   return def;
 }
 
-std::int64_t count(const World& w, EventKind kind, std::string_view id) {
-  return events_where(w, kind, F::id, id);
-}
-
 // Three calls of `f` on the same input, each a new invocation.
 void three_calls(ProgramWriter& p) {
   p.add(tensor("x", {4}, 1.0f));
@@ -75,7 +71,7 @@ ProgramScenario cpu_device_skip() {
   three_calls(p);
   s.expect = [](const World& w, const auto&) {
     return std::vector<Expectation>{
-        {"S2 skips", 1, count(w, EventKind::kSkip, "S2")},
+        {"S2 skips", 1, decisions_made(w, Decision::kSkipCpuOp)},
         {"graphs recorded", 0, graphs(w)},
         {"eager runs", 3, static_cast<std::int64_t>(w.counters().eager_fallbacks)}};
   };
@@ -106,8 +102,9 @@ ProgramScenario cudagraph_unsafe_op_partitions() {
   }
   three_calls(p);
   s.expect = [](const World& w, const auto&) {
-    return std::vector<Expectation>{{"graphs recorded", 3, graphs(w)},
-                                    {"S5 skips", 0, count(w, EventKind::kSkip, "S5")}};
+    return std::vector<Expectation>{
+        {"graphs recorded", 3, graphs(w)},
+        {"S5 skips", 0, decisions_made(w, Decision::kSkipDynamicShapes)}};
   };
   return s;
 }
@@ -164,7 +161,7 @@ ProgramScenario capture_sizes() {
     return std::vector<Expectation>{
         {"tree functions", 1, events_of(w, EventKind::kCompile)},
         {"graphs recorded", 1, graphs(w)},
-        {"size 3 run directly", 3, events_where(w, EventKind::kEager, F::reason, "capture_size")}};
+        {"size 3 run directly", 3, decisions_made(w, Decision::kEagerCaptureSize)}};
   };
   return s;
 }
@@ -185,7 +182,7 @@ ProgramScenario dynamic_shape_warning() {
   p.add(tensor("x", {2}, 1.0f));
   for (std::int64_t k = 1; k <= 10; ++k) p.add(with_key(call("f", {"x"}, {""}), {k}));
   s.expect = [](const World& w, const auto&) {
-    return std::vector<Expectation>{{"W2 warnings", 1, count(w, EventKind::kWarning, "W2")},
+    return std::vector<Expectation>{{"W2 warnings", 1, decisions_made(w, Decision::kWarnManySizes)},
                                     {"tree functions", 10, events_of(w, EventKind::kCompile)}};
   };
   return s;
@@ -212,8 +209,9 @@ ProgramScenario skip_dynamic_graphs() {
   p.add(tensor("x", {2}, 1.0f));
   for (int i = 0; i < 3; ++i) p.add(with_key(call("f", {"x"}, {""}), {2}));
   s.expect = [](const World& w, const auto&) {
-    return std::vector<Expectation>{{"S5 skips", 1, count(w, EventKind::kSkip, "S5")},
-                                    {"graphs recorded", 0, graphs(w)}};
+    return std::vector<Expectation>{
+        {"S5 skips", 1, decisions_made(w, Decision::kSkipDynamicShapes)},
+        {"graphs recorded", 0, graphs(w)}};
   };
   return s;
 }
@@ -239,9 +237,8 @@ ProgramScenario dynamic_shape_rerecord_limit() {
   s.expect = [](const World& w, const auto&) {
     return std::vector<Expectation>{
         {"tree functions", 2, events_of(w, EventKind::kCompile)},
-        {"W3 warnings", 1, count(w, EventKind::kWarning, "W3")},
-        {"key 3 eager", 3,
-         events_where(w, EventKind::kEager, F::reason, "dynamic_shape_rerecord_limit")}};
+        {"W3 warnings", 1, decisions_made(w, Decision::kWarnDynamicShapeLimit)},
+        {"key 3 eager", 3, decisions_made(w, Decision::kEagerDynamicShapeLimit)}};
   };
   return s;
 }
@@ -266,10 +263,9 @@ ProgramScenario cudagraph_or_error() {
   for (int i = 0; i < 3; ++i) p.add(call("f", {"x"}, {""}));
   s.expect = [](const World& w, const auto&) {
     return std::vector<Expectation>{
-        {"E8 errors", 1, count(w, EventKind::kError, "E8")},
-        {"S1 skips logged", 1, count(w, EventKind::kSkip, "S1")},
-        {"eager runs after it", 2,
-         events_where(w, EventKind::kEager, F::reason, "mutated_inputs")}};
+        {"E8 errors", 1, decisions_made(w, Decision::kErrorSkipRaised)},
+        {"S1 skips logged", 1, decisions_made(w, Decision::kSkipMutatedInputs)},
+        {"eager runs after it", 2, decisions_made(w, Decision::kEagerMutatedInputs)}};
   };
   return s;
 }
@@ -286,8 +282,9 @@ ProgramScenario uncached_allocator_skip() {
   p.function(cube("f", kInference));
   three_calls(p);
   s.expect = [](const World& w, const auto&) {
-    return std::vector<Expectation>{{"S6 skips", 1, count(w, EventKind::kSkip, "S6")},
-                                    {"graphs recorded", 0, graphs(w)}};
+    return std::vector<Expectation>{
+        {"S6 skips", 1, decisions_made(w, Decision::kSkipUncachedAllocator)},
+        {"graphs recorded", 0, graphs(w)}};
   };
   return s;
 }

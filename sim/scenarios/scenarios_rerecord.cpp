@@ -80,7 +80,7 @@ ProgramScenario fallback_to_eager_if_recompiling_too_many_times(bool warn_only_o
   s.expect = [warn_only_once](const World& w, const auto&) {
     return std::vector<Expectation>{
         {"graphs recorded", 3, graphs(w)},
-        {"E5 skips", warn_only_once ? 2 : 1, events_where(w, EventKind::kSkip, F::id, "E5")},
+        {"E5 skips", warn_only_once ? 2 : 1, decisions_made(w, Decision::kSkipRerecordLimit)},
         {"cudagraph_skips", warn_only_once ? 2 : 1,
          static_cast<std::int64_t>(w.counters().cudagraph_skips)}};
   };
@@ -108,7 +108,7 @@ ProgramScenario static_pointer_churn_not_counted() {
     return std::vector<Expectation>{
         {"forward recordings", 4, events_where(w, EventKind::kRecord, F::function, "fwd")},
         {"forward replays", 3, events_where(w, EventKind::kReplay, F::function, "fwd")},
-        {"E5 skips", 0, events_where(w, EventKind::kSkip, F::id, "E5")},
+        {"E5 skips", 0, decisions_made(w, Decision::kSkipRerecordLimit)},
         {"re-records counted toward the limit", 0,
          static_cast<std::int64_t>(w.counters().rerecords)}};
   };
@@ -146,7 +146,7 @@ ProgramScenario liveness_mismatch_counts() {
   s.expect = [](const World& w, const auto&) {
     return std::vector<Expectation>{
         {"graphs recorded", 2, graphs(w)},
-        {"E5 skips", 1, events_where(w, EventKind::kSkip, F::id, "E5")},
+        {"E5 skips", 1, decisions_made(w, Decision::kSkipRerecordLimit)},
         {"cudagraph_skips", 1, static_cast<std::int64_t>(w.counters().cudagraph_skips)}};
   };
   return s;
@@ -235,7 +235,7 @@ ProgramScenario mutation_on_inp() {
   p.add(Read{"inp"});
   s.expect = [](const World& w, const auto&) {
     return std::vector<Expectation>{
-        {"S1 skips", 1, events_where(w, EventKind::kSkip, F::id, "S1")},
+        {"S1 skips", 1, decisions_made(w, Decision::kSkipMutatedInputs)},
         {"cudagraph_skips", 1, static_cast<std::int64_t>(w.counters().cudagraph_skips)},
         {"roots", 0, w.manager() ? static_cast<std::int64_t>(w.manager()->roots().size()) : -1},
         {"inp after the eager add_", 3, static_cast<std::int64_t>(w.values("inp").value()[0])}};
@@ -276,7 +276,7 @@ ProgramScenario mutation_cudagraph_managed_tensors() {
   s.expect = [](const World& w, const std::vector<std::int64_t>& probe) {
     return std::vector<Expectation>{
         {"skips while mutating graph outputs", 0, probe[0]},
-        {"S1 skips", 1, events_where(w, EventKind::kSkip, F::id, "S1")},
+        {"S1 skips", 1, decisions_made(w, Decision::kSkipMutatedInputs)},
         {"cudagraph_skips", 1, static_cast<std::int64_t>(w.counters().cudagraph_skips)}};
   };
   return s;

@@ -14,6 +14,9 @@ one, 0 when there is none, 77 (SKIP) when Universal Ctags is missing. The rules
   file-size      no C++ or Python file over 600 lines, beyond those it lists
   dead           no C++ function whose name occurs only where it is declared
                  or defined
+  decision-text  no C++ outside sim/core/decisions.* compares a decision's id
+                 or reason (a key of sim/core/decisions.def) as a string:
+                 readers switch on decision_of(event)
   milestone      no "stop N", "redesign N" or "issue N" of this project in
                  code, scripts or docs: they say what was decided and why,
                  never when (PyTorch's issues are written pytorch/pytorch#N)
@@ -169,6 +172,25 @@ def check_dead(root, files, tags, breaches):
             breaches.append((tag["path"], tag["line"], "dead", f"{name} is never called"))
 
 
+def check_decision_text(root, cxx, breaches):
+    keys = set(re.findall(r'^CAPSIM_DECISION\(\w+, \w+, "(\w+)"',
+                          "\n".join(read_lines(root, "sim/core/decisions.def")), re.M))
+    if not keys:
+        return
+    alt = "|".join(sorted(keys))
+    # A comparison with a key, or a helper that compares a field with one.
+    compared = re.compile(rf'(?:[=!]=\s*"(?:{alt})"|"(?:{alt})"\s*[=!]=|'
+                          rf'\b(?:is|events_where)\([^;]*F::(?:id|reason), "(?:{alt})")')
+    for rel in cxx:
+        if rel.startswith("sim/core/decisions.") or rel.split("/")[0] not in PRODUCTION_DIRS:
+            continue
+        for i, line in enumerate(read_lines(root, rel), 1):
+            m = compared.search(line)
+            if m:
+                breaches.append((rel, i, "decision-text",
+                                 f"{m.group(0)}: compare decision_of(event) with a Decision"))
+
+
 def check_milestones(root, files, breaches):
     for rel in files:
         if rel.startswith(MILESTONE_SKIP) or Path(rel).suffix in {".jsonl", ".json", ".svg", ".png"}:
@@ -199,6 +221,7 @@ def main(argv):
     check_classes(tags, known_classes, breaches)
     check_files(root, files, known_files, breaches)
     check_dead(root, cxx, tags, breaches)
+    check_decision_text(root, cxx, breaches)
     check_milestones(root, files, breaches)
     for path, line, rule, what in sorted(set(breaches)):
         print(f"{path}:{line}: {rule}: {what}")

@@ -14,6 +14,7 @@
 
 #include "properties/cudagraph_checks.hpp"
 #include "properties/cudagraph_programs_rc.hpp"
+#include "sim/core/decisions.hpp"
 #include "tests/support/rc_doctest.hpp"
 
 using namespace capsim;
@@ -89,11 +90,10 @@ void valid_everywhere() {
     auto world = run_generated(g, o, status);
     if (!status.ok()) RC_FAIL(status.error().message);
     for (const Event& e : world->events()) {
-      if (e.kind != EventKind::kError) continue;
-      const auto id = e.text(F::id);
-      RC_ASSERT(id != "E1");
-      RC_ASSERT(id != "E3");
-      RC_ASSERT(id != "A1");
+      const std::optional<Decision> d = decision_of(e);
+      RC_ASSERT(d != Decision::kErrorOverwrittenOutput);
+      RC_ASSERT(d != Decision::kErrorDeadOutputAlive);
+      RC_ASSERT(d != Decision::kErrorAfterShutdown);
     }
   }
 }

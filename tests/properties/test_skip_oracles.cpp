@@ -77,10 +77,11 @@ TEST_CASE("runtime oracle: the mutation gate blocks a plain input unless it is m
   const RuntimeProgram program = lower_runtime_skips(p);
   const std::vector<RuntimeVerdict> v = documented_runtime_skips(program);
   REQUIRE(v.size() == 4);
-  CHECK((v[0].kind == K::kLogged && v[0].id == "S1"));  // logged once per FunctionID
+  CHECK((v[0].kind == K::kLogged &&
+         v[0].id == Decision::kSkipMutatedInputs));  // logged once per FunctionID
   CHECK(v[1].kind == K::kNone);
   CHECK(v[2].kind == K::kNone);
-  CHECK((v[3].kind == K::kSilent && v[3].reason == "mutated_inputs"));
+  CHECK((v[3].kind == K::kSilent && v[3].reason == Decision::kEagerMutatedInputs));
   CHECK_FALSE(run_runtime(program, Fault::kNone));
   CHECK(run_runtime(program, Fault::kIgnoreSkipS1Runtime));
   // Input mutation support off: the compile-time S1 decides every call.
@@ -98,8 +99,8 @@ TEST_CASE("runtime oracle: the re-record limit per release") {
   p.inline_modules = false;
   RuntimeProgram program = lower_runtime_skips(p);
   std::vector<RuntimeVerdict> v = documented_runtime_skips(program);
-  CHECK((v[2].kind == K::kLogged && v[2].id == "E5"));
-  CHECK((v[3].kind == K::kSilent && v[3].reason == "rerecord_limit"));
+  CHECK((v[2].kind == K::kLogged && v[2].id == Decision::kSkipRerecordLimit));
+  CHECK((v[3].kind == K::kSilent && v[3].reason == Decision::kEagerRerecordLimit));
   CHECK_FALSE(run_runtime(program, Fault::kNone));
   CHECK(run_runtime(program, Fault::kIgnoreSkipE5));
   // Inlining on: classic applies no limit; 2.12 never; 2.13 always.
@@ -108,7 +109,7 @@ TEST_CASE("runtime oracle: the re-record limit per release") {
   p.torch_profile = TorchProfile::k2_12;
   CHECK(documented_runtime_skips(lower_runtime_skips(p))[2].kind == K::kNone);
   p.torch_profile = TorchProfile::k2_13;
-  CHECK(documented_runtime_skips(lower_runtime_skips(p))[2].id == "E5");
+  CHECK(documented_runtime_skips(lower_runtime_skips(p))[2].id == Decision::kSkipRerecordLimit);
   // 2.13 does not count a static pointer's mismatch; classic does.
   RuntimePlan q = edge_plan(TorchProfile::k2_13, {0, 0, 0});
   q.steps[2].param = 1;
@@ -117,7 +118,7 @@ TEST_CASE("runtime oracle: the re-record limit per release") {
   q.torch_profile = TorchProfile::k2_11;
   q.inline_modules = false;
   program = lower_runtime_skips(q);
-  CHECK(documented_runtime_skips(program)[2].id == "E5");
+  CHECK(documented_runtime_skips(program)[2].id == Decision::kSkipRerecordLimit);
   CHECK_FALSE(run_runtime(program, Fault::kNone));
 }
 
@@ -128,8 +129,8 @@ TEST_CASE("runtime oracle: 2.15's managed-input limit, skip and copy") {
   RuntimeProgram program = lower_runtime_skips(p);
   std::vector<RuntimeVerdict> v = documented_runtime_skips(program);
   CHECK(v[2].kind == K::kNone);  // the first change
-  CHECK((v[3].kind == K::kLogged && v[3].id == "E9"));
-  CHECK((v[4].kind == K::kSilent && v[4].reason == "managed_input_rerecord_limit"));
+  CHECK((v[3].kind == K::kLogged && v[3].id == Decision::kSkipManagedInputLimit));
+  CHECK((v[4].kind == K::kSilent && v[4].reason == Decision::kEagerManagedInputLimit));
   CHECK_FALSE(run_runtime(program, Fault::kNone));
   CHECK(run_runtime(program, Fault::kIgnoreSkipE9));
   // Action "copy": the second change demotes; the demoted recording copies

@@ -97,10 +97,9 @@ Figure copy_bytes_per_call(const ObservedRun& run, const Limit& limit) {
 // (and function), when explain has one.
 std::optional<Explanation> explanation_of(const ObservedRun& run, std::size_t i) {
   const Event& e = run.events[i];
-  const std::string_view kind = event_kind_name(e.kind);
   const std::optional<std::string_view> function = e.text(F::function);
   for (Explanation& x : explain(run, e.action)) {
-    if (!x.event.starts_with(kind)) continue;
+    if (x.kind != e.kind) continue;
     if (function && x.function != *function) continue;
     return std::move(x);
   }

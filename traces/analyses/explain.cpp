@@ -1,6 +1,6 @@
-// `capsim explain`'s explanations (see explain.hpp): each event's rule key, the account of what
-// happened in the program's names, and the text and JSON forms. The rules' words are in
-// explain_rules.cpp.
+// `capsim explain`'s explanations (see explain.hpp): each event's decision (read once,
+// decision_of), the account of what happened in the program's names, and the text and JSON
+// forms. The rules' words are the decisions table's, sim/core/decisions.def.
 #include "traces/analyses/explain.hpp"
 
 #include <fmt/format.h>
@@ -11,7 +11,7 @@
 #include <set>
 
 #include "model/saturating_sum.hpp"
-#include "traces/analyses/explain_rules.hpp"
+#include "sim/core/decisions.hpp"
 #include "traces/format/trace_reader.hpp"
 
 namespace capsim {
@@ -109,30 +109,47 @@ std::int64_t int_or(const Event& e, FieldKey k, std::int64_t fallback) {
   return v ? *v : fallback;
 }
 
-// The rule's key for an event, or "" when the event is no decision to explain.
-std::string rule_key(const Event& e) {
-  const std::string kind(event_kind_name(e.kind));
+// The decision explain gives a paragraph, and its name in the report
+// ("record:no_child", "error:E1", "copy_in"); an empty name when the event is
+// nothing to explain.
+struct ExplainedDecision {
+  std::optional<Decision> decision;  // nullopt: an id or reason the table lacks
+  std::string name;
+};
+
+ExplainedDecision named(Decision d) {
+  return {d, decision_rule_key(decision_info(d))};
+}
+
+ExplainedDecision explained_decision(const Event& e) {
+  std::optional<Decision> d;
   switch (e.kind) {
-    case EventKind::kRecord: return "record:" + text_or(e, F::reason, "no_child");
-    case EventKind::kCopyIn: return int_or(e, F::copies, 0) > 0 ? kind : "";
-    case EventKind::kDemote: return kind;
-    case EventKind::kSkip:
-    case EventKind::kError:
-    case EventKind::kWarning: return kind + ":" + text_or(e, F::id, "");
-    case EventKind::kEager:
-    case EventKind::kCaCacheMiss: return kind + ":" + text_or(e, F::reason, "");
+    case EventKind::kCopyIn:
+      if (int_or(e, F::copies, 0) <= 0) return {};
+      d = Decision::kCopyIn;
+      break;
     case EventKind::kCompile:
       // A first compile is explained only where its grads are not static
       // (explain() decides, as it needs the program's names).
-      return e.has(F::recompile) ? kind + ":" + text_or(e, F::reason, "guard_failure")
-                                 : "compile:grads_not_static";
-    case EventKind::kCaGraph: {
-      const bool* captured = e.get_if<bool>(F::captured);
-      if (captured == nullptr || !*captured) return "";
-      return int_or(e, F::backward, 0) > 0 ? "ca_graph:captured" : "ca_graph:first";
-    }
-    default: return "";
+      d = e.has(F::recompile) ? decision_of(e) : Decision::kCompileGradsNotStatic;
+      break;
+    case EventKind::kRecord:
+    case EventKind::kDemote:
+    case EventKind::kSkip:
+    case EventKind::kError:
+    case EventKind::kWarning:
+    case EventKind::kEager:
+    case EventKind::kCaCacheMiss:
+    case EventKind::kCaGraph: d = decision_of(e); break;
+    default: return {};
   }
+  if (d) return named(*d);
+  if (e.kind == EventKind::kCaGraph) return {};  // a cache hit
+  // An id or reason of a newer release: explained as written, without a rule.
+  const bool by_id =
+      e.kind == EventKind::kSkip || e.kind == EventKind::kError || e.kind == EventKind::kWarning;
+  return {std::nullopt,
+          fmt::format("{}:{}", event_kind_name(e.kind), text_or(e, by_id ? F::id : F::reason, ""))};
 }
 
 }  // namespace
@@ -202,7 +219,7 @@ Account account_record(const Event& e, const Action& a, ExplainState& st) {
         format_value(*e.find(F::new_ptr)));
     return out;
   }
-  if (reason != "no_child") {
+  if (decision_of(e) != Decision::kRecordFirst) {
     out.what = fmt::format("'{}' recorded again as graph {} ({}).", f, graph, reason);
     return out;
   }
@@ -299,16 +316,18 @@ CaptureFacts capture_facts(const ObservedRun& run) {
   return out;
 }
 
-std::string capture_rule(const ObservedRun& run, const CaptureFacts& facts, std::size_t i) {
+// The rule of a recorded recapture, from PyTorch's words for its cache miss:
+// the recorder writes the verbose log's line, not a classified reason yet.
+Decision capture_rule(const ObservedRun& run, const CaptureFacts& facts, std::size_t i) {
   const std::string& m = run.event_messages[i];
-  if (m.empty()) return "ca_graph:captured";  // capsim's own: its ca_cache_miss explains
-  if (m.find("AccumulateGrad") != std::string::npos) return "ca_graph:accumulate_grad";
-  if (m.find("changed tensor shapes") != std::string::npos) return "ca_cache_miss:changed_shapes";
+  if (m.empty()) return Decision::kCaCaptured;  // capsim's own: its ca_cache_miss explains
+  if (m.find("AccumulateGrad") != std::string::npos) return Decision::kCaCapturedAccumulateGrad;
+  if (m.find("changed tensor shapes") != std::string::npos) return Decision::kCaMissChangedShapes;
   const bool reused = facts.last_hit && *facts.last_hit > i;
   const bool recurs = facts.captures.at(m) > 1;
-  if (reused && !recurs) return "ca_graph:distinct_backward";
-  if (m.find("new autograd node") != std::string::npos) return "ca_cache_miss:new_autograd_node";
-  return "ca_graph:captured";
+  if (reused && !recurs) return Decision::kCaCapturedDistinct;
+  if (m.find("new autograd node") != std::string::npos) return Decision::kCaMissNewNode;
+  return Decision::kCaCaptured;
 }
 
 // Functions whose every call was a warmup (no recording, no eager fallback,
@@ -340,13 +359,15 @@ WarmupFacts warmup_facts(const ObservedRun& run) {
   return out;
 }
 
-// The rule key of event i: rule_key's, or a never-recorded function's last
-// warmup.
-std::string event_rule_key(const ObservedRun& run, const WarmupFacts& warmups, std::size_t i) {
+// The decision of event i: explained_decision's, or a never-recorded
+// function's last warmup.
+ExplainedDecision event_decision(const ObservedRun& run, const WarmupFacts& warmups,
+                                 std::size_t i) {
   const Event& e = run.events[i];
-  if (e.kind != EventKind::kWarmup) return rule_key(e);
+  if (e.kind != EventKind::kWarmup) return explained_decision(e);
   const auto it = warmups.last.find(text_or(e, F::function, ""));
-  return it != warmups.last.end() && it->second == i ? "warmup:never_recorded" : "";
+  if (it == warmups.last.end() || it->second != i) return {};
+  return named(Decision::kWarmupNeverRecorded);
 }
 
 }  // namespace
@@ -363,11 +384,11 @@ std::vector<Explanation> explain(const ObservedRun& run, std::optional<std::size
       st.names.see(run.actions[seen_actions]);
     }
     st.names.see(e);
-    const std::string key = event_rule_key(run, warmups, i);
-    if (key.empty() || e.action >= run.actions.size()) continue;
+    const ExplainedDecision key = event_decision(run, warmups, i);
+    if (key.name.empty() || e.action >= run.actions.size()) continue;
     const Action& a = run.actions[e.action];
     Account account = account_of(e, a, st);  // always: it tracks the recordings
-    if (key == "warmup:never_recorded") {
+    if (key.decision == Decision::kWarmupNeverRecorded) {
       const std::string f = text_or(e, F::function, "");
       const std::size_t n = warmups.count.at(f);
       account.what = fmt::format(
@@ -376,7 +397,7 @@ std::vector<Explanation> explain(const ObservedRun& run, std::optional<std::size
           f, n == 1 ? std::string("once") : fmt::format("{} times", n),
           n == 1 ? "ran" : "each call ran");
     }
-    if (key == "compile:grads_not_static" && account.inputs.empty()) continue;
+    if (key.decision == Decision::kCompileGradsNotStatic && account.inputs.empty()) continue;
     // With PyTorch's words for the miss, the capture's paragraph (ca_graph)
     // says it, by its cause: the simulation's own miss text is not repeated.
     if (e.kind == EventKind::kCaCacheMiss && !run.event_messages[i].empty()) continue;
@@ -387,14 +408,17 @@ std::vector<Explanation> explain(const ObservedRun& run, std::optional<std::size
           fmt::format(" It last got storage at action {} ({}).", *moved->bound_at, moved->bound_by);
     }
     if (only && e.action != *only) continue;
-    const std::string rule_name = key == "ca_graph:captured" ? capture_rule(run, facts, i) : key;
-    const ExplainRule* rule = find_explain_rule(rule_name);
+    const std::optional<Decision> ruled =
+        key.decision == Decision::kCaCaptured ? capture_rule(run, facts, i) : key.decision;
+    const DecisionInfo* rule = ruled ? &decision_info(*ruled) : nullptr;
     Explanation x;
     x.action = e.action;
     x.line = run.event_lines[i];
-    x.event = key;
+    x.event = key.name;
+    x.decision = key.decision;
+    x.kind = e.kind;
     x.function = text_or(e, F::function, "");
-    x.title = rule ? std::string(rule->title) : key;
+    x.title = rule ? std::string(rule->title) : key.name;
     x.what = std::move(account.what);
     x.rule = rule ? std::string(rule->rule) : "";
     x.inputs = std::move(account.inputs);

@@ -8,7 +8,7 @@
 // real PyTorch recordings (whatever kinds they observed), and programs
 // without events, which it simulates first (traces/analyses/observed_run.hpp). The
 // words follow docs/cudagraph-trees.md and docs/compiled-autograd.md; the
-// rules' texts live in explain_rules.cpp.
+// rules' texts are the decisions table's (sim/core/decisions.def).
 #pragma once
 
 #include <optional>
@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "model/result.hpp"
+#include "sim/core/decisions.hpp"
 #include "sim/core/events.hpp"
 #include "sim/world/program.hpp"
 #include "traces/analyses/observed_run.hpp"
@@ -28,12 +29,16 @@ struct Explanation {
   std::size_t action = 0;  // the action that caused it
   std::size_t line = 0;    // the event's line in the file; 0 when simulated
   std::string event;  // the event kind, with its id or reason: "record:static_input_idx_mismatch"
-  std::string function;             // the compiled function, when the event names one
-  std::string title;                // one line
-  std::string what;                 // what happened, with names
-  std::string rule;                 // the rule, and the PyTorch function that applies it
-  std::vector<std::string> inputs;  // the tensors involved, by the program's names
-  std::string fix;                  // the usual fix; empty when nothing needs fixing
+  // The decision explained, for readers to switch on; nullopt for an id or
+  // reason of a newer release than this table's (explained without a rule).
+  std::optional<Decision> decision;
+  EventKind kind = EventKind::kRecord;  // the kind of the event explained
+  std::string function;                 // the compiled function, when the event names one
+  std::string title;                    // one line
+  std::string what;                     // what happened, with names
+  std::string rule;                     // the rule, and the PyTorch function that applies it
+  std::vector<std::string> inputs;      // the tensors involved, by the program's names
+  std::string fix;                      // the usual fix; empty when nothing needs fixing
   // Simulated on past a raise (OnRaise::kKeepGoing): a real run died before
   // this decision, at the first uncaught RuntimeError.
   bool beyond_real_run = false;

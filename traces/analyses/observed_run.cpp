@@ -5,6 +5,7 @@
 #include <map>
 #include <memory>
 
+#include "sim/core/decisions.hpp"
 #include "sim/core/event_fields.hpp"
 #include "traces/format/input_file.hpp"
 #include "traces/format/json_fields.hpp"
@@ -188,7 +189,7 @@ bool belongs_to_function(std::string_view function, std::string_view line) {
 
 bool is_rerecording(const Event& record) {
   CAPSIM_CHECK(record.kind == EventKind::kRecord, "a record event");
-  return record.text(F::reason) != "no_child";
+  return decision_of(record) != Decision::kRecordFirst;
 }
 
 Result<std::vector<PoolBytes>> modelled_pool_bytes(const ObservedRun& run,

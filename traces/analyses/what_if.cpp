@@ -352,13 +352,13 @@ std::vector<std::string> candidates(const ObservedRun& run) {
   std::set<std::string> out;
   std::set<std::string> clones;  // every name an error or warning read
   for (const Explanation& e : explain(run, std::nullopt)) {
-    if (e.event == "copy_in") {
+    if (e.decision == Decision::kCopyIn) {
       for (const std::string& name : e.inputs) out.insert("mark-static=" + name);
     }
-    if (e.event == "compile:grads_not_static") {
+    if (e.decision == Decision::kCompileGradsNotStatic) {
       out.insert(fmt::format("mark-static={}", fmt::join(e.inputs, ",")));
     }
-    if (e.event.starts_with("error:") || e.event.starts_with("warning:")) {
+    if (e.kind == EventKind::kError || e.kind == EventKind::kWarning) {
       out.insert(fmt::format("mark-step-begin@{}", e.action));
       if (e.action < run.actions.size()) {
         for (const std::string& name : names_read(run.actions[e.action])) {
