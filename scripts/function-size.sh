@@ -6,7 +6,7 @@
 #   scripts/function-size.sh [BUILD_DIR [FILE_REGEX]]   (default: build/default, all sources)
 #
 # Exits 1 when it finds one, 0 when none, 77 when clang-tidy is missing. It
-# parses every translation unit, about 4 minutes on two cores; ctest runs it
+# parses every translation unit, about 13 minutes on two cores; ctest runs it
 # once per CI run (lint/function_size, the build without sanitizers).
 set -euo pipefail
 build=${1:-build/default}
