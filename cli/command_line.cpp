@@ -32,6 +32,7 @@
 #include "cli/scenario_commands.hpp"
 #include "cli/simulate_command.hpp"
 #include "cli/trace_commands.hpp"
+#include "cli/version_tables.hpp"
 #include "model/address.hpp"
 #include "model/fault.hpp"
 #include "model/output_file.hpp"
@@ -466,44 +467,9 @@ Subcommand add_check(CLI::App& root, capsim::cli::PathRoles& roles) {
   return {sub, [f] { return run_check(*f); }};
 }
 
-// The torch profiles, newest last, each with the rules that set it apart.
-int print_profiles() {
-  for (int i = 0; i < static_cast<int>(capsim::TorchProfile::kCount); ++i) {
-    const auto p = static_cast<capsim::TorchProfile>(i);
-    const capsim::TorchProfileRules& r = capsim::profile_rules(p);
-    fmt::print("{:<8} PyTorch {}{}\n", r.name, r.releases,
-               p == capsim::kNewestTorchProfile ? " (the newest)" : "");
-    for (const std::string& line : capsim::describe_profile(r)) fmt::print("  {}\n", line);
-  }
-  fmt::print("not modelled in any profile yet: {}\n", capsim::kNotModelledInAnyProfile);
-  return 0;
-}
-
-// The decisions table (sim/core/decisions.def): one line per decision, or
-// all of it as JSON for tools (the recorder checks its reasons against it).
-int print_decisions(bool json) {
-  if (!json) {
-    for (const capsim::DecisionInfo& d : capsim::decisions()) {
-      fmt::print("{:<52} {}\n", capsim::decision_rule_key(d), d.title);
-    }
-    return 0;
-  }
-  capsim::Json out = capsim::Json::array();
-  for (const capsim::DecisionInfo& d : capsim::decisions()) {
-    out.push_back({{"rule_key", capsim::decision_rule_key(d)},
-                   {"kind", capsim::event_kind_name(d.kind)},
-                   {"key", d.key},
-                   {"title", d.title},
-                   {"rule", d.rule},
-                   {"fix", d.fix}});
-  }
-  fmt::print("{}\n", out.dump(2));
-  return 0;
-}
-
 Subcommand add_version(CLI::App& root, capsim::cli::PathRoles& roles) {
   struct Options {
-    bool profiles = false, paths = false, decisions = false, json = false;
+    bool profiles = false, paths = false, decisions = false, json = false, actions = false;
   };
   auto o = std::make_shared<Options>();
   CLI::App* sub = root.add_subcommand("version", "Print the version (as --version)");
@@ -518,9 +484,13 @@ Subcommand add_version(CLI::App& root, capsim::cli::PathRoles& roles) {
                     "reason, with its title");
   sub->add_flag("--json", o->json, "With --decisions: the whole table (rule and fix too) as JSON")
       ->needs(decisions);
+  sub->add_flag("--actions", o->actions,
+                "Print the schema of action lines (sim/program/actions.def) as JSON: what the "
+                "recorder checks the lines it writes against");
   return {sub, [o, &root, &roles] {
-            if (o->profiles) return print_profiles();
-            if (o->decisions) return print_decisions(o->json);
+            if (o->profiles) return capsim::cli::print_profiles();
+            if (o->decisions) return capsim::cli::print_decisions(o->json);
+            if (o->actions) return capsim::cli::print_action_schema();
             if (o->paths) {
               for (const std::string& line : roles.listing(root)) fmt::print("{}\n", line);
               return 0;

@@ -39,7 +39,7 @@
 
 #include "sim/core/cudagraph_config.hpp"
 #include "sim/core/torch_profile.hpp"
-#include "sim/world/program.hpp"
+#include "sim/program/program.hpp"
 
 namespace capsim {
 

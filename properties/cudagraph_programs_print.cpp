@@ -109,12 +109,6 @@ std::string line_of(const ReassignData& a) {
 std::string line_of(const MarkStepBegin&) {
   return "cudagraph_mark_step_begin()";
 }
-std::string line_of(const SetToRunningBackward&) {
-  return "set_to_running_backward()";
-}
-std::string line_of(const AccumulateGrad& a) {
-  return fmt::format("accumulate_grad({}, {})", a.param, a.grad);
-}
 std::string line_of(const CreateOptimizer& a) {
   const std::string momentum = a.kind == OptimizerKind::kSgd && a.sgd.momentum != 0.0f
                                    ? fmt::format(", momentum={}", a.sgd.momentum)
@@ -135,9 +129,6 @@ std::string line_of(const ClearGrads& a) {
 std::string line_of(const DropOptimizer& a) {
   return "del " + a.name;
 }
-std::string line_of(const RunCaptureScenario& a) {
-  return fmt::format("run_capture_scenario({}, mode={})", a.name, capture_mode_name(a.mode));
-}
 std::string line_of(const DefineAutogradGraph& a) {
   return fmt::format("{} = <autograd graph of {} nodes>", a.name, a.nodes.size());
 }
@@ -155,11 +146,82 @@ std::string line_of(const Reset&) {
   return "torch._dynamo.reset()";
 }
 
+// --- Every other kind, from sim/program/actions.def -----------------------
+//
+// `kind(key=value, ...)`, its fields in the table's order, an optional one
+// only where it differs from its default: a kind needs a line_of above only
+// where Python says it better.
+
+std::string value_text(const std::string& v) {
+  return v;
+}
+std::string value_text(const std::vector<std::string>& v) {
+  return "[" + join(v) + "]";
+}
+std::string value_text(const Dims& v) {
+  return dims(v);
+}
+std::string value_text(std::int64_t v) {
+  return std::to_string(v);
+}
+std::string value_text(bool v) {
+  return v ? "True" : "False";
+}
+std::string value_text(float v) {
+  return fmt::format("{}", v);
+}
+std::string value_text(DType v) {
+  return std::string(dtype_name(v));
+}
+std::string value_text(OptimizerKind v) {
+  return std::string(optimizer_kind_name(v));
+}
+std::string value_text(CaptureMode v) {
+  return std::string(capture_mode_name(v));
+}
+std::string value_text(const SgdHyper& v) {
+  return fmt::format("dict(lr={}, momentum={})", v.lr, v.momentum);
+}
+std::string value_text(const AdamHyper& v) {
+  return fmt::format("dict(lr={}, betas=({}, {}))", v.lr, v.beta1, v.beta2);
+}
+template <typename T>
+std::string value_text(const std::optional<T>& v) {
+  return v ? value_text(*v) : "None";
+}
+
+#define CAPSIM_ACTION(Type, name)                  \
+  [[maybe_unused]] std::string table_line(const Type& a) { \
+    [[maybe_unused]] static const Type defaults{}; \
+    (void)a;                                       \
+    std::vector<std::string> args;
+#define CAPSIM_FIELD(Type, FieldType, member, key, default_value, presence) \
+  if (field::written(CAPSIM_PRESENCE_##presence, a.member, defaults.member)) { \
+    args.push_back(key "=" + value_text(a.member));                            \
+  }
+#define CAPSIM_FIELD_WHEN(Type, FieldType, member, key, default_value, condition) \
+  if (condition) args.push_back(key "=" + value_text(a.member));
+#define CAPSIM_ACTION_END(Type)                                             \
+  return fmt::format("{}({})", action_kind_name<Type>(), join(args)); \
+  }
+#include "sim/program/actions.def"
+#undef CAPSIM_ACTION
+#undef CAPSIM_FIELD
+#undef CAPSIM_FIELD_WHEN
+#undef CAPSIM_ACTION_END
+
 }  // namespace
 
 std::string describe_action(const Action& action) {
-  // A kind without its line_of fails to compile here.
-  return std::visit([](const auto& a) { return line_of(a); }, action);
+  return std::visit(
+      [](const auto& a) {
+        if constexpr (requires { line_of(a); }) {
+          return line_of(a);
+        } else {
+          return table_line(a);
+        }
+      },
+      action);
 }
 
 std::string describe(const GeneratedProgram& generated) {

@@ -18,7 +18,7 @@
 
 #include "model/result.hpp"
 #include "sim/core/cudagraph_config.hpp"
-#include "sim/world/program.hpp"
+#include "sim/program/program.hpp"
 
 namespace capsim {
 

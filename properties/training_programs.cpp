@@ -58,7 +58,7 @@ void forward_backward(Program& p, const TrainingPlan& plan, const MlpShape& shap
   fwd.args = args;
   fwd.outputs = outs;
   p.actions.push_back(fwd);
-  p.actions.push_back(NewTensor{"tangent", {}, 1.0f, 0, false, false});
+  p.actions.push_back(NewTensor{.name = "tangent", .sizes = {}, .fill = 1.0f});
   std::vector<std::string> bwd_args = saved;
   bwd_args.insert(bwd_args.end(), params.begin() + 1, params.end());
   bwd_args.push_back("tangent");
@@ -160,7 +160,10 @@ TrainingProgram lower(const TrainingPlan& plan) {
   if (aot) p.functions.push_back(mlp_backward(shape, "mlp_bwd"));
   const std::vector<std::string> params = mlp_param_names(shape);
   for (std::size_t k = 0; k < params.size(); ++k) {
-    NewTensor w{params[k], {shape.widths[k], shape.widths[k + 1]}, std::nullopt, 0, true, !aot};
+    NewTensor w{.name = params[k],
+                .sizes = {shape.widths[k], shape.widths[k + 1]},
+                .parameter = true,
+                .requires_grad = !aot};
     p.actions.push_back(w);
   }
   CreateOptimizer opt;
@@ -177,7 +180,7 @@ TrainingProgram lower(const TrainingPlan& plan) {
       p.actions.push_back(ReassignData{params[static_cast<std::size_t>(plan.reassign_param)], {}});
     }
     p.actions.push_back(
-        NewTensor{"x", {shape.batch, shape.widths[0]}, std::nullopt, 0, false, false});
+        NewTensor{.name = "x", .sizes = {shape.batch, shape.widths[0]}});
     forward_backward(p, plan, shape);
     p.actions.push_back(OptimizerStep{"opt"});
     for (const std::string& w : params) p.actions.push_back(Read{w});

@@ -70,7 +70,7 @@ from typing import Any, Callable, Iterator, Optional
 
 from . import operands, torch_compat
 from .launcher import wraps
-from .launcher.session import RecordingSession
+from .launcher.session import RecordingSession, end_lines
 
 DEFAULT_MAX_BYTES = 256 << 20
 PRODUCER = "pytorch"
@@ -120,7 +120,6 @@ def _record_compiled_autograd(path: str, max_steps: Optional[int], max_bytes: in
     import torch
 
     from .capture import CompiledAutogradCapture
-    from .launcher.autograd_sink import AutogradSink
     from .optimizer.recorder import inductor_hooks
     from .recorder import Recorder, SEED, torch_config
     from .trace_writer import TraceWriter
@@ -144,13 +143,12 @@ def _record_compiled_autograd(path: str, max_steps: Optional[int], max_bytes: in
                                        dynamic)
             try:
                 # operands.py: the dtypes of operands the nodes do not keep (`h + 1`).
-                with wraps.installed(AutogradSink(session)), \
+                with wraps.installed(session), \
                         inductor_hooks(_on_compiled(session)), operands.watching(session.live):
                     yield session
             finally:
-                for line in (session.unrecorded_line(), session.notes_line()):
-                    if line is not None:
-                        print(line, file=sys.stderr)
+                for line in end_lines(session):
+                    print(line, file=sys.stderr)
     finally:
         capture.close()
         if session is not None and session.x_notes:
@@ -163,14 +161,13 @@ def _record_cudagraphs(path: str, max_steps: Optional[int], max_bytes: int, name
     """The cudagraph form of record() (launcher/cudagraphs.py): its trace
     written first when it can be rewritten (a valid trace from the start;
     a bad path fails here), and last when the block ends, however it ends."""
-    from .launcher.cudagraph_sink import CudagraphSink
     from .launcher.cudagraphs import CudagraphRecording
 
     recording = CudagraphRecording(path, name, max_steps, max_bytes, command)
-    if recording.rewritable:
-        recording.write()
+    if recording.trace.rewritable:
+        recording.trace.write()
     error: Optional[BaseException] = None
-    with torch_compat.fresh_compile_patches(), wraps.installed(CudagraphSink(recording)):
+    with torch_compat.fresh_compile_patches(), wraps.installed(recording):
         try:
             recording.install()
             yield recording

@@ -21,6 +21,8 @@ import sys
 import tempfile
 from typing import Any, Iterator, Mapping, Optional, Sequence
 
+from .action_schema import action_problem
+
 FORMAT = "capsim-trace"
 VERSION = 1
 CAPSIM_VERSION = "0.1.0"
@@ -300,9 +302,13 @@ class TraceWriter:
         self._emit(line)
 
     def action(self, action: str, fields: Mapping[str, Any]) -> int:
-        """An action line; returns its index (for the events it causes)."""
+        """An action line; returns its index (for the events it causes).
+        Its kind and fields must be capsim's (action_schema.py)."""
         if not self._header_written:
             raise TraceWriteError("an action before the header")
+        problem = action_problem(action, fields)
+        if problem is not None:
+            raise TraceWriteError(f"action line: {problem}")
         index = self._next_action
         line: dict[str, Any] = {
             "seq": self._seq,

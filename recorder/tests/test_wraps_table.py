@@ -2,9 +2,9 @@
 methods run the statement unrecorded, a backward's given arguments are
 the ones passed on, the registry orders programs by kind and refuses a
 name twice among the kinds recorded together (plain python3); with torch,
-each form's sink names entries of the table, and installing them puts
-every original back on exit, passing straight through while installed
-with no sink doing anything.
+each form's session is a sink that names entries of the table, and
+installing them puts every original back on exit, passing straight
+through while installed with no sink doing anything.
 
 Run: python3 -m unittest discover -s recorder/tests
 """
@@ -68,14 +68,15 @@ class PlainTest(unittest.TestCase):
 class TableTest(unittest.TestCase):
     def test_each_form_names_entries_of_the_table(self):
         from capsim_recorder.launcher import wraps
-        from capsim_recorder.launcher.autograd_sink import AutogradSink
-        from capsim_recorder.launcher.cudagraph_sink import CudagraphSink
+        from capsim_recorder.launcher.cudagraphs import CudagraphRecording
+        from capsim_recorder.launcher.session import RecordingSession
 
         names = [entry.name for entry in wraps.TABLE]
         self.assertEqual(len(names), len(set(names)))
-        for sink in (AutogradSink, CudagraphSink):
+        for sink in (RecordingSession, CudagraphRecording):
+            self.assertTrue(issubclass(sink, Sink), sink.__name__)
             self.assertLessEqual(set(sink.WRAPS), set(names), sink.__name__)
-        self.assertEqual(set(AutogradSink.WRAPS) | set(CudagraphSink.WRAPS), set(names))
+        self.assertEqual(set(RecordingSession.WRAPS) | set(CudagraphRecording.WRAPS), set(names))
 
     def test_installed_restores_every_original(self):
         import torch

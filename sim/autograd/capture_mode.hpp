@@ -3,7 +3,7 @@
 // `functional` is the capture after PR 144707 (every node an opaque op, no
 // proxy metadata read); `legacy` is the one before it, kept as the negative
 // control of the capture properties. Its own header because a program action
-// (`run_capture_scenario`) names a mode, and sim/world/program.hpp must not pull in
+// (`run_capture_scenario`) names a mode, and sim/program/program.hpp must not pull in
 // the capture itself.
 #pragma once
 

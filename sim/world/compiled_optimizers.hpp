@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "sim/world/program.hpp"
+#include "sim/program/program.hpp"
 #include "sim/world/world_context.hpp"
 
 namespace capsim {

@@ -41,7 +41,7 @@
 #include "sim/world/dynamo.hpp"
 #include "sim/world/object_table.hpp"
 #include "sim/world/plain_graphs.hpp"
-#include "sim/world/program.hpp"
+#include "sim/program/program.hpp"
 #include "sim/world/world_autograd.hpp"
 #include "sim/world/world_context.hpp"
 #include "sim/world/world_options.hpp"

@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "model/autograd_graph.hpp"
-#include "sim/world/program.hpp"
+#include "sim/program/program.hpp"
 #include "sim/world/world_context.hpp"
 
 namespace capsim {

@@ -13,7 +13,7 @@
 #include "model/fault.hpp"
 #include "sim/core/cudagraph_config.hpp"
 #include "sim/core/events.hpp"
-#include "sim/world/program.hpp"
+#include "sim/program/program.hpp"
 
 namespace capsim {
 

@@ -8,7 +8,7 @@
 # libFuzzer test fails to link, late in a CI run (as model/fx_arg.cpp once did).
 # This check runs in a second: every file the lists name must exist, and every
 # .cpp of the layers the targets link whole (model/, sim/core, sim/trees,
-# sim/world, sim/autograd, render/) must be named. One line per problem,
+# sim/program, sim/world, sim/autograd, render/) must be named. One line per problem,
 # naming the file; exit 1 if any, 0 otherwise.
 set -u
 src=${1:?usage: check_fuzz_sources.sh SRC_DIR}
@@ -25,7 +25,7 @@ status=0
 while IFS= read -r f; do
   [[ -f $f ]] || { echo "$script: lists $f, which does not exist"; status=1; }
 done <<<"$listed"
-for dir in model sim/core sim/trees sim/world sim/autograd render; do
+for dir in model sim/core sim/trees sim/program sim/world sim/autograd render; do
   for f in "$dir"/*.cpp; do
     [[ -e $f ]] || continue
     grep -qxF "$f" <<<"$listed" || {

@@ -9,7 +9,7 @@ check=$1
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 fail() { echo "$*"; exit 1; }
-for d in model cuda_reference sim/core sim/trees sim/autograd sim/world sim/scenarios \
+for d in model cuda_reference sim/core sim/trees sim/autograd sim/program sim/world sim/scenarios \
   traces/format traces/simulation traces/analyses render properties cli bench; do
   mkdir -p "$dir/$d"
 done
@@ -22,6 +22,7 @@ printf '// x\n#include "sim/autograd/autograd_engine.hpp"\n' >"$dir/sim/trees/ba
 printf '#include "sim/world/world.hpp"\n' >"$dir/model/bad.hpp"
 printf '#include "model/tensor.hpp"\n' >"$dir/sim/loose.cpp"
 printf '#include "traces/analyses/explain.hpp"\n' >"$dir/traces/format/bad.cpp"
+printf '#include "sim/world/world.hpp"\n' >"$dir/traces/format/reads_world.cpp"
 bash "$check" "$dir" >"$dir/out"
 rc=$?
 [ "$rc" = 1 ] || fail "broken layers exited $rc: $(cat "$dir/out")"
@@ -31,6 +32,8 @@ grep -q '^model/bad.hpp:1: model/ includes sim/world/' "$dir/out" ||
   fail "model -> sim not reported: $(cat "$dir/out")"
 grep -q '^traces/format/bad.cpp:1: traces/format/ includes traces/analyses/' "$dir/out" ||
   fail "format -> analyses not reported: $(cat "$dir/out")"
+grep -q '^traces/format/reads_world.cpp:1: traces/format/ includes sim/world/' "$dir/out" ||
+  fail "format -> sim/world not reported: $(cat "$dir/out")"
 grep -q '^sim/: sources outside a wing' "$dir/out" || fail "a loose sim/ source not reported"
-[ "$(wc -l <"$dir/out")" = 4 ] || fail "more than the four breaks reported: $(cat "$dir/out")"
+[ "$(wc -l <"$dir/out")" = 5 ] || fail "more than the five breaks reported: $(cat "$dir/out")"
 exit 0

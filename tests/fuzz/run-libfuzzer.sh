@@ -62,7 +62,7 @@ fi
 # times as long. Two TUs that define the same name in an anonymous namespace
 # must go in different files. fmt and simdjson link as the system libraries.
 unity_a=(
-  traces/format/event_schema.cpp traces/format/json_fields.cpp traces/format/config_json.cpp traces/format/program_json.cpp traces/format/body_op_json.cpp traces/simulation/resimulation.cpp
+  traces/format/event_schema.cpp traces/format/json_fields.cpp traces/format/config_json.cpp traces/format/program_json.cpp traces/format/action_json.cpp traces/format/action_schema.cpp traces/format/body_op_json.cpp traces/simulation/resimulation.cpp
   traces/format/json_text.cpp traces/format/trace_format.cpp traces/format/trace_reader.cpp traces/format/line_fast.cpp traces/format/event_line_fast.cpp traces/format/action_line_fast.cpp traces/simulation/trace_simulation.cpp
   model/caching_allocator.cpp model/cpu_backend.cpp model/device_memory.cpp model/digest.cpp model/fault.cpp
   model/graph_evidence.cpp
@@ -73,7 +73,7 @@ unity_b=(
   sim/core/body_interpreter.cpp sim/core/decisions.cpp sim/core/eager_oracle.cpp sim/core/event_fields.cpp sim/core/events.cpp
   sim/core/field_value.cpp sim/core/function_def.cpp sim/core/generic_op.cpp
   sim/core/cudagraph_config.cpp sim/core/messages.cpp sim/core/torch_profile.cpp sim/core/tensor_refs.cpp sim/trees/tree_manager.cpp sim/trees/tree_managed_inputs.cpp sim/trees/tree_memory.cpp
-  sim/trees/tree_replay.cpp sim/trees/tree_warmup_record.cpp sim/world/dynamo.cpp sim/world/partitions.cpp sim/world/program.cpp sim/world/world.cpp sim/world/compiled_optimizers.cpp
+  sim/trees/tree_replay.cpp sim/trees/tree_warmup_record.cpp sim/world/dynamo.cpp sim/world/partitions.cpp sim/program/program.cpp sim/world/world.cpp sim/world/compiled_optimizers.cpp
   sim/world/plain_graphs.cpp sim/world/world_compile.cpp sim/world/object_table.cpp sim/world/world_context.cpp
 )
 # Compiled autograd, for the run_capture_scenario action. capture.cpp and

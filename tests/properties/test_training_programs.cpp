@@ -210,5 +210,15 @@ TEST_CASE("training programs: a param's .data reassigned mid-loop still equals a
   }
 }
 
+// A kind with no Python line of its own prints from the table:
+// `kind(key=value, ...)`, optional fields only where they are not the default.
+TEST_CASE("describe_action: kinds without a line of their own print from the table") {
+  CHECK(describe_action(RunCaptureScenario{.name = "hooks"}) ==
+        "run_capture_scenario(name=hooks, mode=functional)");
+  CHECK(describe_action(AccumulateGrad{.param = "p", .grad = "g"}) ==
+        "accumulate_grad(param=p, grad=g)");
+  CHECK(describe_action(SetToRunningBackward{}) == "set_to_running_backward()");
+}
+
 }  // namespace
 }  // namespace capsim

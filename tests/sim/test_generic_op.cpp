@@ -251,7 +251,7 @@ TEST_CASE("generic op: a copied float64 input gets a float64 placeholder") {
   p.functions.back().mode = CompilationMode::kInference;
   for (int step = 0; step < 3; ++step) {
     p.actions.push_back(
-        NewTensor{"x", {5, 4}, std::nullopt, 0, false, false, DType::kFloat64, std::nullopt});
+        NewTensor{.name = "x", .sizes = {5, 4}, .dtype = DType::kFloat64});
     p.actions.push_back(Call{"f", {"x"}, {"y"}, {}, std::nullopt, {}});
     p.actions.push_back(Del{"y"});
   }

@@ -53,7 +53,7 @@ Program mlp_program(bool compiled, int steps, bool optimizer = false, bool mark_
   }
   for (int i = 0; i < steps; ++i) {
     if (optimizer && mark_step) p.actions.push_back(MarkStepBegin{});
-    p.actions.push_back(NewTensor{"x", {3, 4}, std::nullopt, 0, false, false});
+    p.actions.push_back(NewTensor{.name = "x", .sizes = {3, 4}});
     p.actions.push_back(EagerCall{"mlp", {"x", "w1", "w2"}, {"loss"}});
     Backward b;
     b.tensor = "loss";
@@ -165,7 +165,7 @@ TEST_CASE("world autograd: an eager backward raises G3 at the freed node, after 
   p.functions.push_back(second.returns({second.sum(second.mul(r, second.input(1)))}));
   p.actions.push_back(param("a", {4}));
   p.actions.push_back(param("w", {4}));
-  p.actions.push_back(NewTensor{"x", {4}, 2.0f, 0, false, false});
+  p.actions.push_back(NewTensor{.name = "x", .sizes = {4}, .fill = 2.0f});
   p.actions.push_back(EagerCall{"first", {"x", "w"}, {"y", "loss1"}});
   Backward b1;
   b1.tensor = "loss1";
@@ -234,10 +234,10 @@ TEST_CASE("world autograd: ops without a formula, and backwards PyTorch refuses"
   Program q;
   FunctionBuilder g("twice", CompilationMode::kForward, {"x"});
   q.functions.push_back(g.returns({g.add(g.input(0), g.input(0))}));
-  q.actions.push_back(NewTensor{"c", {2}, 1.0f, 0, false, false});
+  q.actions.push_back(NewTensor{.name = "c", .sizes = {2}, .fill = 1.0f});
   q.actions.push_back(param("w", {2}));
   q.actions.push_back(EagerCall{"twice", {"w"}, {"y"}});
-  q.actions.push_back(NewTensor{"g3", {3}, 1.0f, 0, false, false});
+  q.actions.push_back(NewTensor{.name = "g3", .sizes = {3}, .fill = 1.0f});
   for (const auto& [tensor, grad] :
        std::vector<std::pair<std::string, std::string>>{{"c", ""}, {"y", ""}, {"y", "g3"}}) {
     Backward b;
@@ -262,7 +262,7 @@ TEST_CASE("world autograd: a capture that does not lower runs in the FX interpre
     Program p;
     FunctionBuilder f("biased", CompilationMode::kForward, {"x", "b"});
     p.functions.push_back(f.returns({f.sum(f.add(f.input(0), f.input(1)))}));
-    p.actions.push_back(NewTensor{"x", {3, 2}, std::nullopt, 0, false, false});
+    p.actions.push_back(NewTensor{.name = "x", .sizes = {3, 2}});
     p.actions.push_back(param("b", {2}));
     p.actions.push_back(EagerCall{"biased", {"x", "b"}, {"loss"}});
     Backward b;
@@ -386,7 +386,12 @@ namespace {
 // fit, and its values are read through the strides.
 TEST_CASE("world: a strided new_tensor spans what its strides reach") {
   Program p;
-  NewTensor x{"x", {7, 49}, 1.5f, 150, false, false, DType::kFloat64, Dims{50, 1}};
+  NewTensor x{.name = "x",
+              .sizes = {7, 49},
+              .dtype = DType::kFloat64,
+              .fill = 1.5f,
+              .offset = 150,
+              .strides = Dims{50, 1}};
   p.actions.push_back(x);
   World w(WorldOptions{});
   const Status s = w.run(p);
@@ -397,7 +402,7 @@ TEST_CASE("world: a strided new_tensor spans what its strides reach") {
   CHECK(v.back() == 1.5f);
   Program too_far;
   too_far.actions.push_back(NewTensor{
-      "y", {2, 2}, std::nullopt, 0, false, false, DType::kFloat32, Dims{kMaxValueElements, 1}});
+      .name = "y", .sizes = {2, 2}, .strides = Dims{kMaxValueElements, 1}});
   World w2(WorldOptions{});
   const Status refused = w2.run(too_far);
   REQUIRE_FALSE(refused.ok());

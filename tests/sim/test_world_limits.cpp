@@ -63,8 +63,8 @@ TEST_CASE("world: a new_tensor of int64 takes 8 bytes an element") {
   const auto gap = [](DType dtype) {
     World w{WorldOptions{}};
     REQUIRE(w.begin(Program{}).ok());
-    NewTensor a{"a", {100}, std::nullopt, 0, false, false, dtype};
-    NewTensor b{"b", {100}, std::nullopt, 0, false, false, dtype};
+    NewTensor a{.name = "a", .sizes = {100}, .dtype = dtype};
+    NewTensor b{.name = "b", .sizes = {100}, .dtype = dtype};
     REQUIRE(w.run_action(0, a).ok());
     REQUIRE(w.run_action(1, b).ok());
     return w.data_ptr("b").value() - w.data_ptr("a").value();
@@ -87,7 +87,7 @@ TEST_CASE("world: values of every dtype are one float per element") {
   for (const auto& [dtype, want] : cases) {
     CAPTURE(dtype_name(dtype));
     const std::string name = fmt::format("t{}", i);
-    REQUIRE(w.run_action(i++, NewTensor{name, {3}, -3.5f, 0, false, false, dtype}).ok());
+    REQUIRE(w.run_action(i++, NewTensor{.name = name, .sizes = {3}, .dtype = dtype, .fill = -3.5f}).ok());
     CHECK(w.values(name).value() == want);
   }
 }

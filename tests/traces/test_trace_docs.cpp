@@ -11,7 +11,7 @@
 #include <variant>
 
 #include "sim/core/function_def.hpp"
-#include "sim/world/program.hpp"
+#include "sim/program/program.hpp"
 #include "traces/format/event_schema.hpp"
 #include "traces/format/trace_format.hpp"
 

@@ -18,7 +18,7 @@
 #include "model/result.hpp"
 #include "sim/core/decisions.hpp"
 #include "sim/core/events.hpp"
-#include "sim/world/program.hpp"
+#include "sim/program/program.hpp"
 #include "traces/analyses/observed_run.hpp"
 #include "traces/format/json_fields.hpp"
 #include "traces/format/trace_format.hpp"

@@ -11,7 +11,7 @@
 #include "model/result.hpp"
 #include "sim/core/events.hpp"
 #include "sim/core/function_def.hpp"
-#include "sim/world/program.hpp"
+#include "sim/program/program.hpp"
 #include "traces/format/trace_format.hpp"
 #include "traces/simulation/program_file.hpp"
 

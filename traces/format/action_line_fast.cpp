@@ -1,11 +1,14 @@
-// The fast path's action payloads (line_fast.hpp): the kinds a training or
-// inference loop repeats, read by program_json.cpp's rules (names at most
-// kMaxJsonNameBytes, lists within their limits, sizes through
-// check_shape_sizes, an absent optional field as its default). The other
-// kinds, which a trace holds a few of, are declined and go the general way.
-// Every function here declines rather than decides: no error is made here.
+// The fast path's action payloads (line_fast.hpp), made from
+// sim/program/actions.def: every kind whose fields are of the types read
+// here, by action_json.cpp's rules (names at most kMaxJsonNameBytes, lists
+// within their limits, sizes through check_shape_sizes, an absent optional
+// field as its default, action_fields_problem after). A line with a field of
+// another type (a dtype, strides, an optimizer's hyper-parameters), which a
+// trace holds a few of, is declined and goes the general way. Every function
+// here declines rather than decides: no error is made here.
 #include "traces/format/fast_json.hpp"
 #include "traces/format/program_json.hpp"
+#include "sim/program/program.hpp"
 
 namespace capsim::fast_line {
 namespace {
@@ -19,8 +22,8 @@ class FieldReader {
   explicit FieldReader(Members& m) : m_(m) {}
   bool ok() const { return ok_ && m_.all_taken(); }
 
-  void name(std::string_view key, std::string& out) {
-    if (const element* e = take(key, true)) set(out, name_of(*e));
+  void name(std::string_view key, std::string& out, bool required = true) {
+    if (const element* e = take(key, required)) set(out, name_of(*e));
   }
   void name(std::string_view key, std::optional<std::string>& out) {
     if (const element* e = take(key, false)) set(out, name_of(*e));
@@ -31,14 +34,17 @@ class FieldReader {
     if (!e) return;
     set(out, list<std::string>(*e, limit, name_of));
   }
-  void integers(std::string_view key, std::size_t limit, std::vector<std::int64_t>& out) {
-    if (const element* e = take(key, false)) set(out, list<std::int64_t>(*e, limit, integer));
+  void integers(std::string_view key, std::size_t limit, std::vector<std::int64_t>& out,
+                bool required = false) {
+    if (const element* e = take(key, required)) {
+      set(out, list<std::int64_t>(*e, limit, integer));
+    }
   }
-  void integer_value(std::string_view key, std::int64_t& out) {
-    if (const element* e = take(key, false)) set(out, integer(*e));
+  void integer_value(std::string_view key, std::int64_t& out, bool required = false) {
+    if (const element* e = take(key, required)) set(out, integer(*e));
   }
-  void sizes(std::string_view key, Dims& out) {
-    const element* e = take(key, true);
+  void sizes(std::string_view key, Dims& out, bool required = true) {
+    const element* e = take(key, required);
     if (!e) return;
     auto size = [](element x) -> std::optional<std::int64_t> {
       const std::optional<std::int64_t> v = integer(x);
@@ -69,6 +75,11 @@ class FieldReader {
     }
     set(out, float32_of_double(d));
   }
+  // A field this reader leaves to the general way: the line is declined
+  // when it holds one, or must.
+  void decline_if_held(std::string_view key, bool required) {
+    if (required || m_.take(key) != nullptr) ok_ = false;
+  }
 
  private:
   const element* take(std::string_view key, bool required) {
@@ -95,78 +106,75 @@ class FieldReader {
   bool ok_ = true;
 };
 
-// One overload per kind the fast path reads, each in program_json.cpp's
-// read_fields order; the template declines the rest.
+// --- Field types --------------------------------------------------------------
+//
+// One overload per field type the fast path reads; the template declines a
+// line that holds a field of any other type (or must: a required one).
+
+template <typename Field, typename T>
+void take(Field, FieldReader& r, std::string_view key, T&, bool required) {
+  r.decline_if_held(key, required);
+}
+void take(field::Name, FieldReader& r, std::string_view key, std::string& out, bool required) {
+  r.name(key, out, required);
+}
+void take(field::OptionalName, FieldReader& r, std::string_view key,
+          std::optional<std::string>& out, bool) {
+  r.name(key, out);
+}
+template <std::size_t limit>
+void take(field::Names<limit>, FieldReader& r, std::string_view key, std::vector<std::string>& out,
+          bool required) {
+  r.names(key, limit, out, required);
+}
+template <std::size_t limit>
+void take(field::Integers<limit>, FieldReader& r, std::string_view key,
+          std::vector<std::int64_t>& out, bool required) {
+  r.integers(key, limit, out, required);
+}
+void take(field::Integer, FieldReader& r, std::string_view key, std::int64_t& out, bool required) {
+  r.integer_value(key, out, required);
+}
+void take(field::Flag, FieldReader& r, std::string_view key, bool& out, bool required) {
+  r.flag(key, out, required);
+}
+void take(field::OptionalFlag, FieldReader& r, std::string_view key, std::optional<bool>& out,
+          bool) {
+  r.flag(key, out);
+}
+void take(field::OptionalFloat32, FieldReader& r, std::string_view key, std::optional<float>& out,
+          bool) {
+  r.float32(key, out);
+}
+void take(field::Sizes, FieldReader& r, std::string_view key, Dims& out, bool required) {
+  r.sizes(key, out, required);
+}
+
+// --- The kinds ----------------------------------------------------------------
+//
+// Each table kind in the table's order; the kinds with codecs of their own
+// are declined.
+
 template <typename A>
 bool read_fields(FieldReader&, A&) {
   return false;
 }
-bool read_fields(FieldReader& r, NewTensor& a) {
-  r.name("name", a.name);
-  r.sizes("sizes", a.sizes);
-  r.float32("fill", a.fill);
-  r.integer_value("offset", a.offset);
-  r.flag("parameter", a.parameter);
-  r.flag("requires_grad", a.requires_grad);
-  return true;
-}
-bool read_fields(FieldReader& r, MarkStatic& a) {
-  r.name("name", a.name);
-  r.flag("guard", a.guard);
-  return true;
-}
-bool read_fields(FieldReader& r, Call& a) {
-  r.name("function", a.function);
-  r.names("args", kMaxBodyInputs, a.args);
-  r.names("outputs", kMaxCallOutputs, a.outputs);
-  r.integers("int_key", kMaxBodyInputs, a.int_key);
-  r.flag("new_invocation", a.new_invocation);
-  r.names("consume", kMaxBodyInputs, a.consume, false);
-  return true;
-}
-bool read_fields(FieldReader& r, EagerCall& a) {
-  r.name("function", a.function);
-  r.names("args", kMaxBodyInputs, a.args);
-  r.names("outputs", kMaxCallOutputs, a.outputs);
-  r.flag("no_grad", a.no_grad);
-  return true;
-}
-template <typename A>
-requires std::is_same_v<A, Del> || std::is_same_v<A, Read> || std::is_same_v<A, OptimizerStep> ||
-    std::is_same_v<A, DropOptimizer>
-bool read_fields(FieldReader& r, A& a) {
-  r.name("name", a.name);
-  return true;
-}
-template <typename A>
-requires std::is_same_v<A, MarkStepBegin> || std::is_same_v<A, SetToRunningBackward> ||
-    std::is_same_v<A, Reset>
-bool read_fields(FieldReader&, A&) {
-  return true;
-}
-bool read_fields(FieldReader& r, ReassignData& a) {
-  r.name("name", a.name);
-  r.float32("fill", a.fill);
-  return true;
-}
-bool read_fields(FieldReader& r, AccumulateGrad& a) {
-  r.name("param", a.param);
-  r.name("grad", a.grad);
-  return true;
-}
-bool read_fields(FieldReader& r, ZeroGrad& a) {
-  r.name("name", a.name);
-  r.flag("set_to_none", a.set_to_none, true);
-  return true;
-}
-bool read_fields(FieldReader& r, Backward& a) {
-  r.name("tensor", a.tensor);
-  r.name("grad", a.grad);
-  r.flag("retain_graph", a.retain_graph);
-  r.flag("compiled", a.compiled);
-  r.flag("dynamic", a.dynamic);
-  return true;
-}
+#define CAPSIM_ACTION(Type, name)            \
+  bool read_fields(FieldReader& r, Type& a) { \
+    (void)r;                                  \
+    (void)a;
+#define CAPSIM_FIELD(Type, FieldType, member, key, default_value, presence) \
+  take(FieldType{}, r, key, a.member, CAPSIM_PRESENCE_##presence == field::Presence::kRequired);
+#define CAPSIM_FIELD_WHEN(Type, FieldType, member, key, default_value, condition) \
+  if (condition) take(FieldType{}, r, key, a.member, true);
+#define CAPSIM_ACTION_END(Type) \
+  return true;                  \
+  }
+#include "sim/program/actions.def"
+#undef CAPSIM_ACTION
+#undef CAPSIM_FIELD
+#undef CAPSIM_FIELD_WHEN
+#undef CAPSIM_ACTION_END
 
 }  // namespace
 
@@ -179,7 +187,7 @@ std::optional<Action> read_action(Members& m) {
     Action action = kind;
     FieldReader r(m);
     const bool known = std::visit([&](auto& a) { return read_fields(r, a); }, action);
-    if (!known || !r.ok()) return std::nullopt;
+    if (!known || !r.ok() || action_fields_problem(action)) return std::nullopt;
     return action;
   }
   return std::nullopt;

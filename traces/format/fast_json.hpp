@@ -18,7 +18,7 @@
 #include "model/address.hpp"
 #include "model/check.hpp"
 #include "sim/core/events.hpp"
-#include "sim/world/program.hpp"
+#include "sim/program/program.hpp"
 
 namespace capsim::fast_line {
 

@@ -21,7 +21,7 @@
 #include <string_view>
 
 #include "sim/core/events.hpp"
-#include "sim/world/program.hpp"
+#include "sim/program/program.hpp"
 #include "traces/format/trace_format.hpp"
 
 namespace capsim {

@@ -1,5 +1,5 @@
 // The JSON form of Programs and CudagraphConfig (see program_json.hpp): the writers and the
-// strict readers of functions and actions, and the names of their enums.
+// strict readers of functions, and the names of their enums (actions: action_json.cpp).
 #include "traces/format/program_json.hpp"
 
 #include "model/dtype_values.hpp"
@@ -29,22 +29,6 @@ Status check_name(const std::string& s, std::string_view path) {
   return {};
 }
 
-Result<std::string> read_name(ObjectReader& r, std::string_view key) {
-  CAPSIM_TRY_ASSIGN(std::string s, r.string(key));
-  CAPSIM_TRY(check_name(s, r.path_of(key)));
-  return s;
-}
-
-Result<std::vector<std::string>> read_names(ObjectReader& r, std::string_view key,
-                                            std::size_t limit) {
-  CAPSIM_TRY(check_length(r, key, limit));
-  CAPSIM_TRY_ASSIGN(std::vector<std::string> names, r.string_list(key));
-  for (std::size_t i = 0; i < names.size(); ++i) {
-    CAPSIM_TRY(check_name(names[i], fmt::format("{}[{}]", r.path_of(key), i)));
-  }
-  return names;
-}
-
 Result<std::vector<std::uint32_t>> read_indices(ObjectReader& r, std::string_view key,
                                                 std::size_t limit) {
   CAPSIM_TRY(check_length(r, key, limit));
@@ -64,243 +48,23 @@ Status check_below(const ObjectReader& r, std::string_view key,
   return {};
 }
 
-// --- Actions ---------------------------------------------------------------
-//
-// Each kind writes its struct's fields under the member names. To keep lines
-// short, a field equal to its default is left out where that default is the
-// common case: an unset std::optional, an empty int_key or consume, offset 0,
-// parameter false, guard unset (the profile's default). Reading takes an absent field as that
-// default (and accepts it written out). Everything else is always written and required.
-
-template <typename Members>
-void write_fields(Members& j, const NewTensor& a) {
-  j["name"] = a.name;
-  j["sizes"] = a.sizes;
-  if (a.dtype != DType::kFloat32) j["dtype"] = std::string(dtype_name(a.dtype));
-  if (a.fill) j["fill"] = float_json(*a.fill);
-  if (a.offset != 0) j["offset"] = a.offset;
-  if (a.strides) j["strides"] = *a.strides;
-  if (a.parameter) j["parameter"] = true;
-  if (a.requires_grad) j["requires_grad"] = true;
-}
-Status read_fields(ObjectReader& r, NewTensor& a) {
-  CAPSIM_TRY(assign(a.name, read_name(r, "name")));
-  CAPSIM_TRY(assign(a.sizes, read_sizes(r, "sizes")));
-  if (r.has("fill")) CAPSIM_TRY(assign(a.fill, r.float32("fill")));
-  if (r.has("offset")) CAPSIM_TRY(assign(a.offset, r.integer("offset")));
-  if (r.has("strides")) {
-    CAPSIM_TRY(assign(a.strides, read_strides(r, "strides")));
-    if (a.strides->size() != a.sizes.size()) {
-      return field_error(r.path_of("strides"),
-                         fmt::format("{} entries for {} sizes", a.strides->size(), a.sizes.size()));
-    }
-  }
-  if (r.has("parameter")) CAPSIM_TRY(assign(a.parameter, r.boolean("parameter")));
-  if (r.has("requires_grad")) CAPSIM_TRY(assign(a.requires_grad, r.boolean("requires_grad")));
-  if (r.has("dtype")) {
-    CAPSIM_TRY_ASSIGN(const std::string dtype, r.string("dtype"));
-    using Enum = DType;
-    CAPSIM_TRY(assign(a.dtype, from_name<Enum>(dtype, r.path_of("dtype"), "dtype",
-                                               {CAPSIM_DTYPES(CAPSIM_PAIR_)})));
-  }
-  // A fill the dtype cannot hold: PyTorch's RuntimeError, in its words.
-  if (a.fill) {
-    if (Status fits = check_fill_fits(a.dtype, *a.fill); !fits) {
-      return field_error(r.path_of("fill"), fits.error().message);
-    }
-  }
-  return {};
-}
-
-template <typename Members>
-void write_fields(Members& j, const MarkStatic& a) {
-  j["name"] = a.name;
-  if (a.guard) j["guard"] = *a.guard;
-}
-Status read_fields(ObjectReader& r, MarkStatic& a) {
-  CAPSIM_TRY(assign(a.name, read_name(r, "name")));
-  if (r.has("guard")) {
-    CAPSIM_TRY_ASSIGN(const bool guard, r.boolean("guard"));
-    a.guard = guard;
-  }
-  return {};
-}
-
-template <typename Members>
-void write_fields(Members& j, const Call& a) {
-  j["function"] = a.function;
-  j["args"] = a.args;
-  j["outputs"] = a.outputs;
-  if (!a.int_key.empty()) j["int_key"] = a.int_key;
-  if (a.new_invocation) j["new_invocation"] = *a.new_invocation;
-  if (!a.consume.empty()) j["consume"] = a.consume;
-}
-Status read_fields(ObjectReader& r, Call& a) {
-  CAPSIM_TRY(assign(a.function, read_name(r, "function")));
-  CAPSIM_TRY(assign(a.args, read_names(r, "args", kMaxBodyInputs)));
-  CAPSIM_TRY(assign(a.outputs, read_names(r, "outputs", kMaxCallOutputs)));
-  if (r.has("int_key")) {
-    CAPSIM_TRY(check_length(r, "int_key", kMaxBodyInputs));
-    CAPSIM_TRY(assign(a.int_key, r.integer_list("int_key")));
-  }
-  if (r.has("new_invocation")) CAPSIM_TRY(assign(a.new_invocation, r.boolean("new_invocation")));
-  if (r.has("consume")) CAPSIM_TRY(assign(a.consume, read_names(r, "consume", kMaxBodyInputs)));
-  return {};
-}
-
-template <typename Members>
-void write_fields(Members& j, const EagerCall& a) {
-  j["function"] = a.function;
-  j["args"] = a.args;
-  j["outputs"] = a.outputs;
-  if (a.no_grad) j["no_grad"] = true;  // written only when set: older traces keep their bytes
-}
-Status read_fields(ObjectReader& r, EagerCall& a) {
-  CAPSIM_TRY(assign(a.function, read_name(r, "function")));
-  CAPSIM_TRY(assign(a.args, read_names(r, "args", kMaxBodyInputs)));
-  CAPSIM_TRY(assign(a.outputs, read_names(r, "outputs", kMaxCallOutputs)));
-  if (r.has("no_grad")) CAPSIM_TRY(assign(a.no_grad, r.boolean("no_grad")));
-  return {};
-}
-
-// The kinds that are one name.
-template <typename A>
-concept NameOnly = std::is_same_v<A, Del> || std::is_same_v<A, Read> ||
-    std::is_same_v<A, OptimizerStep> || std::is_same_v<A, DropOptimizer>;
-template <typename Members, NameOnly A>
-void write_fields(Members& j, const A& a) {
-  j["name"] = a.name;
-}
-template <NameOnly A>
-Status read_fields(ObjectReader& r, A& a) {
-  return assign(a.name, read_name(r, "name"));
-}
-
-// The kinds without fields.
-template <typename A>
-concept Empty = std::is_same_v<A, MarkStepBegin> || std::is_same_v<A, SetToRunningBackward> ||
-    std::is_same_v<A, Reset>;
-template <typename Members, Empty A>
-void write_fields(Members&, const A&) {}
-template <Empty A>
-Status read_fields(ObjectReader&, A&) {
-  return {};
-}
-
-template <typename Members>
-void write_fields(Members& j, const ReassignData& a) {
-  j["name"] = a.name;
-  if (a.fill) j["fill"] = float_json(*a.fill);
-}
-Status read_fields(ObjectReader& r, ReassignData& a) {
-  CAPSIM_TRY(assign(a.name, read_name(r, "name")));
-  if (r.has("fill")) CAPSIM_TRY(assign(a.fill, r.float32("fill")));
-  return {};
-}
-
-template <typename Members>
-void write_fields(Members& j, const AccumulateGrad& a) {
-  j["param"] = a.param;
-  j["grad"] = a.grad;
-}
-Status read_fields(ObjectReader& r, AccumulateGrad& a) {
-  CAPSIM_TRY(assign(a.param, read_name(r, "param")));
-  return assign(a.grad, read_name(r, "grad"));
-}
-
-// Only the hyper-parameters of `kind` are written: the others are never read
-// by the optimizer, and one spelling per optimizer keeps traces comparable.
-template <typename Members>
-void write_fields(Members& j, const CreateOptimizer& a) {
-  j["name"] = a.name;
-  j["kind"] = std::string(optimizer_kind_name(a.kind));
-  j["params"] = a.params;
-  if (a.kind == OptimizerKind::kSgd) {
-    j["sgd"] = sgd_json(a.sgd);
-  } else {
-    j["adam"] = adam_json(a.adam);
-  }
-}
-Status read_fields(ObjectReader& r, CreateOptimizer& a) {
-  CAPSIM_TRY(assign(a.name, read_name(r, "name")));
-  CAPSIM_TRY_ASSIGN(const std::string kind, r.string("kind"));
-  CAPSIM_TRY(assign(a.kind, optimizer_kind_from_name(kind, r.path_of("kind"))));
-  CAPSIM_TRY(assign(a.params, read_names(r, "params", kMaxBodyInputs)));
-  if (a.kind == OptimizerKind::kSgd) return assign(a.sgd, read_sgd(r));
-  return assign(a.adam, read_adam(r));
-}
-
-// set_to_none is always written: its default (true) is the surprising one.
-template <typename Members>
-void write_fields(Members& j, const ZeroGrad& a) {
-  j["name"] = a.name;
-  j["set_to_none"] = a.set_to_none;
-}
-Status read_fields(ObjectReader& r, ZeroGrad& a) {
-  CAPSIM_TRY(assign(a.name, read_name(r, "name")));
-  CAPSIM_TRY(assign(a.set_to_none, r.boolean("set_to_none")));
-  return {};
-}
-
-// set_to_none is always written, as zero_grad's.
-template <typename Members>
-void write_fields(Members& j, const ClearGrads& a) {
-  j["name"] = a.name;
-  j["params"] = a.params;
-  j["set_to_none"] = a.set_to_none;
-}
-Status read_fields(ObjectReader& r, ClearGrads& a) {
-  CAPSIM_TRY(assign(a.name, read_name(r, "name")));
-  CAPSIM_TRY(assign(a.params, read_names(r, "params", kMaxBodyInputs)));
-  CAPSIM_TRY(assign(a.set_to_none, r.boolean("set_to_none")));
-  return {};
-}
-
-template <typename Members>
-void write_fields(Members& j, const RunCaptureScenario& a) {
-  j["name"] = a.name;
-  j["mode"] = std::string(capture_mode_name(a.mode));
-}
-Status read_fields(ObjectReader& r, RunCaptureScenario& a) {
-  CAPSIM_TRY(assign(a.name, read_name(r, "name")));
-  CAPSIM_TRY_ASSIGN(const std::string mode, r.string("mode"));
-  using Enum = CaptureMode;
-  return assign(a.mode, from_name<Enum>(mode, r.path_of("mode"), "capture mode",
-                                        {CAPSIM_CAPTURE_MODES(CAPSIM_PAIR_)}));
-}
-
-void write_fields(Json& j, const DefineAutogradGraph& a) {
-  write_recorded_graph(j, a);
-}
-Status read_fields(ObjectReader& r, DefineAutogradGraph& a) {
-  return read_imported_graph(r, a);
-}
-void write_fields(Json& j, const CompiledBackward& a) {
-  write_compiled_backward(j, a);
-}
-Status read_fields(ObjectReader& r, CompiledBackward& a) {
-  return read_compiled_backward(r, a);
-}
-
-// Written only where they differ from loss.backward()'s defaults.
-template <typename Members>
-void write_fields(Members& j, const Backward& a) {
-  j["tensor"] = a.tensor;
-  if (a.grad) j["grad"] = *a.grad;
-  if (a.retain_graph) j["retain_graph"] = true;
-  if (a.compiled) j["compiled"] = true;
-  if (!a.dynamic) j["dynamic"] = false;
-}
-Status read_fields(ObjectReader& r, Backward& a) {
-  CAPSIM_TRY(assign(a.tensor, read_name(r, "tensor")));
-  if (r.has("grad")) CAPSIM_TRY(assign(a.grad, read_name(r, "grad")));
-  if (r.has("retain_graph")) CAPSIM_TRY(assign(a.retain_graph, r.boolean("retain_graph")));
-  if (r.has("compiled")) CAPSIM_TRY(assign(a.compiled, r.boolean("compiled")));
-  if (r.has("dynamic")) CAPSIM_TRY(assign(a.dynamic, r.boolean("dynamic")));
-  return {};
-}
-
 }  // namespace
+
+Result<std::string> read_name(ObjectReader& r, std::string_view key) {
+  CAPSIM_TRY_ASSIGN(std::string s, r.string(key));
+  CAPSIM_TRY(check_name(s, r.path_of(key)));
+  return s;
+}
+
+Result<std::vector<std::string>> read_names(ObjectReader& r, std::string_view key,
+                                            std::size_t limit) {
+  CAPSIM_TRY(check_length(r, key, limit));
+  CAPSIM_TRY_ASSIGN(std::vector<std::string> names, r.string_list(key));
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    CAPSIM_TRY(check_name(names[i], fmt::format("{}[{}]", r.path_of(key), i)));
+  }
+  return names;
+}
 
 // --- Names -----------------------------------------------------------------
 
@@ -541,49 +305,6 @@ Result<FunctionDef> function_from_json(ObjectReader& r) {
     return field_error(validated_field(r, s.error().message), s.error().message);
   }
   return def;
-}
-
-// --- Actions ---------------------------------------------------------------
-
-Json action_to_json(const Action& a) {
-  Json j = Json::object();
-  j["action"] = std::string(action_name(a));
-  std::visit([&](const auto& x) { write_fields(j, x); }, a);
-  return j;
-}
-
-bool append_action_members(JsonObjectText& object, const Action& a) {
-  return std::visit(
-      [&](const auto& x) {
-        using T = std::decay_t<decltype(x)>;
-        // The recorded graphs and compiled backwards have writers of their
-        // own, over Json only; they are a few lines of a trace.
-        if constexpr (std::is_same_v<T, DefineAutogradGraph> ||
-                      std::is_same_v<T, CompiledBackward>) {
-          return false;
-        } else {
-          JsonMembersText j(object);
-          j["action"] = action_name(a);
-          write_fields(j, x);
-          return true;
-        }
-      },
-      a);
-}
-
-Result<Action> action_from_json(ObjectReader& r) {
-  CAPSIM_TRY_ASSIGN(const std::string name, r.string("action"));
-  static const std::vector<std::pair<std::string_view, std::size_t>> names = [] {
-    std::vector<std::pair<std::string_view, std::size_t>> out;
-    for (const Action& kind : action_kinds()) out.emplace_back(action_name(kind), kind.index());
-    return out;
-  }();
-  CAPSIM_TRY_ASSIGN(const std::size_t index,
-                    from_name<std::size_t>(name, r.path_of("action"), "action", names));
-  Action action = action_kinds()[index];
-  CAPSIM_TRY(std::visit([&](auto& x) { return read_fields(r, x); }, action));
-  CAPSIM_TRY(r.finish());
-  return action;
 }
 
 }  // namespace capsim

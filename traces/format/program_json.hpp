@@ -20,7 +20,7 @@
 #include "model/result.hpp"
 #include "sim/core/cudagraph_config.hpp"
 #include "sim/core/function_def.hpp"
-#include "sim/world/program.hpp"
+#include "sim/program/program.hpp"
 #include "traces/format/body_op_json.hpp"
 #include "traces/format/json_fields.hpp"
 #include "traces/format/json_text.hpp"
@@ -29,8 +29,11 @@ namespace capsim {
 
 // The longest name (tensor, function, optimizer, placeholder) a line may hold.
 inline constexpr std::size_t kMaxJsonNameBytes = 256;
-// A call's outputs (and a function's) may name every value of the body.
-inline constexpr std::size_t kMaxCallOutputs = kMaxBodyInputs + kMaxBodyOps;
+
+// A name of at most kMaxJsonNameBytes; a list of at most `limit` of them.
+Result<std::string> read_name(ObjectReader& r, std::string_view key);
+Result<std::vector<std::string>> read_names(ObjectReader& r, std::string_view key,
+                                            std::size_t limit);
 
 // Every field, in struct order, under the struct's member names.
 // The knobs of newer releases that differ from their defaults (a part of
@@ -47,6 +50,7 @@ Json function_to_json(const FunctionDef& def);
 // this reads the rest, calls r.finish() and validate().
 Result<FunctionDef> function_from_json(ObjectReader& r);
 
+// Actions (action_json.cpp, from sim/program/actions.def):
 // {"action": action_name(a), ...the struct's fields}.
 Json action_to_json(const Action& a);
 // The same members appended to `object` as text (dump()'s bytes), without a
@@ -56,6 +60,11 @@ bool append_action_members(JsonObjectText& object, const Action& a);
 // Same convention as function_from_json: reads "action" and the fields, then
 // calls r.finish().
 Result<Action> action_from_json(ObjectReader& r);
+// Every kind's fields as the recorder checks its lines against them
+// (`capsim version --actions`, action_schema.cpp): per kind, each field's
+// key, type (enum values, list limits) and presence, in the table's order; a
+// kind with a codec of its own has "fields": null.
+Json action_schema_json();
 
 // Names back to enums; an error lists the known names (body_op_from_name:
 // body_op_json.hpp).

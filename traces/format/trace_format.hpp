@@ -18,7 +18,7 @@
 
 #include "sim/core/cudagraph_config.hpp"
 #include "sim/core/events.hpp"
-#include "sim/world/program.hpp"
+#include "sim/program/program.hpp"
 #include "traces/format/json_fields.hpp"
 
 namespace capsim {

@@ -23,7 +23,7 @@
 
 #include "sim/core/events.hpp"
 #include "sim/core/function_def.hpp"
-#include "sim/world/program.hpp"
+#include "sim/program/program.hpp"
 #include "traces/format/line_fast.hpp"
 #include "traces/format/trace_format.hpp"
 

@@ -14,7 +14,7 @@
 
 #include "model/result.hpp"
 #include "sim/core/events.hpp"
-#include "sim/world/program.hpp"
+#include "sim/program/program.hpp"
 #include "traces/format/trace_format.hpp"
 
 namespace capsim {

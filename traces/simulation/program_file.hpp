@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "model/result.hpp"
-#include "sim/world/program.hpp"
+#include "sim/program/program.hpp"
 #include "sim/world/world.hpp"
 #include "traces/format/trace_format.hpp"
 

@@ -1,8 +1,8 @@
 """What a script's plain statements become in a cudagraph recording
 (record(cudagraphs=True); cudagraphs.py holds the recording): the wraps
-(wraps.py, through cudagraph_sink.py) report each statement here, and this
-turns it into the program API's actions (cudagraph/program_api.py), as the
-built-in programs state them by hand:
+(wraps.py, through the recording, their sink) report each statement here,
+and this turns it into the program API's actions (cudagraph/program_api.py),
+as the built-in programs state them by hand:
 
   an nn.Parameter, first seen as an optimizer's or a compiled graph's
       new_tensor parameter=true, named after the nn.Module attribute that
@@ -19,10 +19,14 @@ built-in programs state them by hand:
   torch.compiler.cudagraph_mark_step_begin  mark_step_begin
   an op of the script reading a compiled output
                                             read (reads.py)
+  an exception out of the script            an error event (PyTorch's text) when
+                                            PyTorch's cudagraph code raised it, else
+                                            a note; it goes on to the script unchanged
 """
 
 from __future__ import annotations
 
+import os
 import sys
 import weakref
 from typing import Any, Optional
@@ -31,6 +35,7 @@ import torch
 
 from ..cudagraph.session import uniform_fill
 from ..optimizer.fields import STATE_KEYS, capsim_order, step_compile_fields
+from .failures import raised_by_cudagraphs, script_frame, why
 from .optimizer import optimizer_params, reads_a_grad
 from .params import MAX_PARAMS
 from .script_names import module_names, variable_name
@@ -191,3 +196,24 @@ class ScriptStatements:
 
     def step_begin(self) -> None:
         self.session.action("mark_step_begin", {})
+
+    def raised(self, e: BaseException) -> None:
+        """The script raised `e`. An exception of PyTorch's cudagraph code
+        (on its traceback, or one the observer classifies: E1, E3, E4, A1)
+        is an error event with PyTorch's text; any other (the script's own,
+        or PyTorch's outside the cudagraph code, say a torch.load that
+        fails) is a note with its type and message, since capsim's model
+        has nothing to compare it with."""
+        r = self.recording
+        try:
+            observer = r.driver.observer
+            classified = observer is not None and "id" in observer.error_fields(e, None)
+            if classified or raised_by_cudagraphs(e):
+                self.rec.record_error(e)
+                self.session.program_error = (type(e).__name__, str(e))
+                return
+            where = script_frame(e)
+            at = f" at {os.path.basename(where.f_code.co_filename)}:{where.f_lineno}" if where else ""
+            self.session.notes.append(f"the script raised {why(e)}{at}")
+        except Exception as failure:  # the recorder's own: the script's exception goes on
+            r.note(f"the script's exception could not be recorded ({why(failure)})")

@@ -3,8 +3,10 @@
 cudagraph driver (cudagraph/driver.py) that the built-in programs run on:
 the same session, compile hooks and tree observer, the same failures in
 x_notes. The script's own plain PyTorch statements drive the program API
-(cudagraph/program_api.py) through the wraps (wraps.py, cudagraph_sink.py)
-and cudagraph_script.py, where the built-in programs call it by hand:
+(cudagraph/program_api.py) through the wraps (wraps.py, whose sink the
+recording is) and cudagraph_script.py, where the built-in programs call it
+by hand; nothing is reported while Dynamo compiles, nor once the recording
+stopped:
 
   Tensor.backward(), torch.autograd.backward(t) (one root)
       the compiled backward's calls, then accumulate_grad per parameter
@@ -61,8 +63,11 @@ from ..cudagraph.driver import CudagraphDriver, torch_driver
 from ..cudagraph.program_api import CudagraphRecorder
 from ..cudagraph.runner import write_driver
 from .cudagraph_script import ScriptStatements
-from .failures import raised_by_cudagraphs, say, script_frame, why
+from .failures import say, why
+from .optimizer import optimizer_params
+from .patching import NOT_OURS, called_by_torch
 from .reads import ReadWatch, pop_or_mute, supported
+from .sink import BackwardArgs, Sink
 
 # Bytes per buffered action before the first checkpoint measured them.
 FIRST_BYTES_PER_ACTION = 256
@@ -70,24 +75,72 @@ FIRST_BYTES_PER_ACTION = 256
 NEEDS = (torch_compat.CUDAGRAPHS, torch_compat.LAUNCHER, torch_compat.READS)
 
 
-class CudagraphRecording:
-    """What record(cudagraphs=True) holds while its block runs. `driver`:
-    a CudagraphDriver not installed yet (default: PyTorch's, with the
-    release's self-check in x_notes)."""
+class TraceFile:
+    """The trace at `path`, written whole from the driver's session (the
+    module's docstring says why): at checkpoints, and last when the block
+    ends."""
+
+    def __init__(self, path: str, name: str, command: Optional[str], driver: CudagraphDriver,
+                 device: Any) -> None:
+        self.path = path
+        self.name = name
+        self.command = command
+        self.driver = driver
+        self.device = device
+        self.untranslated: list[str] = []  # the last write's x_untranslated
+        self.checkpoint_actions = 0
+        self.bytes_per_action = float(FIRST_BYTES_PER_ACTION)
+        # A FIFO, a device or `-` takes one trace: the final one, no checkpoints.
+        self.rewritable = path != "-" and (not os.path.exists(path) or os.path.isfile(path))
+
+    def write(self) -> int:
+        """The whole trace, as it stands, at `path` (temporary, then rename),
+        with the driver's failures in x_notes. Returns its size in bytes."""
+        from ..recorder import torch_config
+
+        config = torch_config()
+        if self.device.type != "cuda":
+            # No CUDA device: Inductor handed no graph to a tree, so capsim
+            # runs each compiled graph without one, as the CPU form says.
+            config["cudagraphs"] = False
+        counts = write_driver(self.driver, self.path, self.name, self.device, command=self.command,
+                              config=config)
+        self.untranslated = list(counts.get("untranslated", []))
+        size = int(counts.get("bytes", 0))
+        items = self.driver.session.items
+        self.bytes_per_action = max(1.0, size / max(1, len(items)))
+        self.checkpoint_actions = len(items)
+        return size
+
+    def due(self) -> bool:
+        """Whether a checkpoint is due: the buffered actions doubled since
+        the last write, so that the rewrites cost at most twice the final
+        size."""
+        actions = len(self.driver.session.items)
+        return self.rewritable and actions >= 2 * max(1, self.checkpoint_actions)
+
+
+class CudagraphRecording(Sink):
+    """What record(cudagraphs=True) holds while its block runs, and the sink
+    of its wraps. `driver`: a CudagraphDriver not installed yet (default:
+    PyTorch's, with the release's self-check in x_notes)."""
+
+    WRAPS = ("optimizer_init", "optimizer_zero_grad", "module_zero_grad", "parameter_grad",
+             "parameter_data", "mark_static_address", "mark_step_begin", "tensor_backward",
+             "autograd_backward", "autograd_grad")
 
     def __init__(self, path: str, name: str, max_steps: Optional[int], max_bytes: int,
                  command: Optional[str], driver: Optional[CudagraphDriver] = None,
                  device: Optional[Any] = None) -> None:
         self.path = path
-        self.name = name
         self.max_steps = max_steps
         self.max_bytes = max_bytes
-        self.command = command
         self.device = device or torch.device("cuda" if torch.cuda.is_available() else "cpu")
         if driver is None:
             driver = torch_driver(name, self.device.type)
             driver.self_check(NEEDS)
         self.driver = driver
+        self.trace = TraceFile(path, name, command, driver, self.device)
         self.session = driver.session
         self.session.no_cudagraphs = self.device.type != "cuda"
         self.rec = CudagraphRecorder(self.session, driver.observer, self.device)
@@ -97,14 +150,9 @@ class CudagraphRecording:
         self.steps = 0  # recorded backwards
         self.busy = False  # inside a recorded backward
         self.read_watch: Optional[Any] = None  # reads.ReadWatch, while installed
-        self.untranslated: list[str] = []  # the last write's x_untranslated
         self.stderr_notes = 0  # notes said on stderr (failures.say)
         self.stopped: Optional[str] = None
         self.unrecorded: dict[str, int] = {}
-        self.checkpoint_actions = 0
-        self.bytes_per_action = float(FIRST_BYTES_PER_ACTION)
-        # A FIFO, a device or `-` takes one trace: the final one, no checkpoints.
-        self.rewritable = path != "-" and (not os.path.exists(path) or os.path.isfile(path))
 
     # -- lifetime ------------------------------------------------------------
 
@@ -127,29 +175,11 @@ class CudagraphRecording:
     def live(self) -> bool:
         return self.stopped is None
 
-    def write(self) -> int:
-        """The whole trace, as it stands, at `path` (temporary, then rename),
-        with the driver's failures in x_notes. Returns its size in bytes."""
-        from ..recorder import torch_config
-
-        config = torch_config()
-        if self.device.type != "cuda":
-            # No CUDA device: Inductor handed no graph to a tree, so capsim
-            # runs each compiled graph without one, as the CPU form says.
-            config["cudagraphs"] = False
-        counts = write_driver(self.driver, self.path, self.name, self.device, command=self.command,
-                              config=config)
-        self.untranslated = list(counts.get("untranslated", []))
-        size = int(counts.get("bytes", 0))
-        actions = max(1, len(self.session.items))
-        self.bytes_per_action = max(1.0, size / actions)
-        self.checkpoint_actions = len(self.session.items)
-        return size
-
     def _safe_write(self) -> None:
-        """write(), its failure a note: the last checkpoint stays at `path`."""
+        """The trace written, its failure a note: the last checkpoint stays
+        at `path`."""
         try:
-            self.write()
+            self.trace.write()
         except Exception as e:  # the recorder's own failure: never the script's
             self.note(f"the trace could not be written ({why(e)}); {self.path} keeps the last"
                       " checkpoint")
@@ -172,11 +202,8 @@ class CudagraphRecording:
             if error is not None:
                 self.script_failed(error)
             self._close()
-        for line in (self.untranslated_line(), self.unrecorded_line()):
-            if line is not None:
-                print(line, file=sys.stderr)
-        for note in self.notes_line():
-            print(note, file=sys.stderr)
+        for line in end_lines(self):
+            print(line, file=sys.stderr)
 
     # -- failures --------------------------------------------------------------
 
@@ -200,26 +227,10 @@ class CudagraphRecording:
             return None
 
     def script_failed(self, e: BaseException) -> None:
-        """The script raised. An exception of PyTorch's cudagraph code (on
-        its traceback, or one the observer classifies: E1, E3, E4, A1) is an
-        error event with PyTorch's text; any other (the script's own, or
-        PyTorch's outside the cudagraph code, say a torch.load that fails) is
-        a note with its type and message, since capsim's model has nothing
-        to compare it with. Either way it goes on to the script unchanged."""
-        if not self.live() or getattr(e, "_capsim_recorded", False):
-            return
-        try:
-            observer = self.driver.observer
-            classified = observer is not None and "id" in observer.error_fields(e, None)
-            if classified or raised_by_cudagraphs(e):
-                self.rec.record_error(e)
-                self.session.program_error = (type(e).__name__, str(e))
-                return
-            where = script_frame(e)
-            at = f" at {os.path.basename(where.f_code.co_filename)}:{where.f_lineno}" if where else ""
-            self.session.notes.append(f"the script raised {why(e)}{at}")
-        except Exception as failure:  # the recorder's own: the script's exception goes on
-            self.note(f"the script's exception could not be recorded ({why(failure)})")
+        """The script raised: an error event or a note (cudagraph_script.py's
+        raised), once; it goes on to the script unchanged."""
+        if self.live() and not getattr(e, "_capsim_recorded", False):
+            self.script.raised(e)
 
     # -- limits and checkpoints ----------------------------------------------
 
@@ -230,64 +241,159 @@ class CudagraphRecording:
         if self.max_steps is not None and self.steps >= self.max_steps:
             self.stop(f"--max-steps {self.max_steps} reached")
             return False
-        if len(self.session.items) * self.bytes_per_action >= self.max_bytes:
+        if len(self.session.items) * self.trace.bytes_per_action >= self.max_bytes:
             self.stop(f"the size cap of {self.max_bytes} bytes reached")
             print(f"capsim_recorder: {self.stopped}; the trace holds the first {self.steps}"
                   f" backwards ({self.path})", file=sys.stderr)
             return False
         return True
 
-    def backward(self, run: Callable[[], Any]) -> Any:
-        """A recorded backward: `run()` (the script's), then the grads it
-        left (the program API's accumulate_grad). A failure of the latter
-        is the recorder's (guarded); the backward's own exception is the
-        script's, and goes on to it."""
-        done: list = []
-
-        def backward() -> Any:
-            result = run()
-            done.append(result)
-            return result
-
-        self.busy = True
-        try:
-            return self.rec.run_backward(backward)
-        except Exception as e:
-            if not done:
-                raise
-            self.note(f"recording stopped: following the grads of a backward failed ({why(e)})")
-            self.stop("following the grads of a backward failed")
-            return done[0]
-        finally:
-            self.busy = False
-            if self.live():
-                self.after_step()
-
     def after_step(self) -> None:
         self.steps += 1
-        if self.rewritable and len(self.session.items) >= 2 * max(1, self.checkpoint_actions):
+        if self.trace.due():
             self._safe_write()
 
     def skip(self, kind: str) -> None:
         self.unrecorded[kind] = self.unrecorded.get(kind, 0) + 1
 
-    def untranslated_line(self) -> Optional[str]:
-        """Said when some graph used an op capsim cannot express: the trace
-        then has no function lines and no calls (cudagraph/output.plan)."""
-        if not self.untranslated:
-            return None
-        return (f"capsim_recorder: no compiled calls in the trace: its graphs use "
-                f"{len(self.untranslated)} op(s) capsim cannot express: {', '.join(self.untranslated)} "
-                f"(the header's x_untranslated; recorder/README.md lists the ops it can)")
+    # -- the sink: backwards -------------------------------------------------------
 
-    def unrecorded_line(self) -> Optional[str]:
-        if not self.unrecorded:
-            return None
-        parts = [f"{n} {kind}" for kind, n in sorted(self.unrecorded.items())]
-        return f"capsim_recorder: not in the trace: {', '.join(parts)} ({self.path})"
+    def _idle(self) -> bool:
+        return not self.live() or torch.compiler.is_compiling()
 
-    def notes_line(self) -> list[str]:
-        notes = self.driver.notes()
-        if not notes:
-            return []
-        return [f"capsim_recorder: {len(notes)} notes in the trace's x_notes, first: {notes[0]}"]
+    def on_tensor_backward(self, root: Any, run: Callable[[], Any], args: BackwardArgs) -> Any:
+        if self._idle() or self.busy or root.grad_fn is None or not self.wants():
+            return run()
+        return record_backward(self, run)
+
+    def on_autograd_backward(self, tensors: Any, run: Callable[[], Any], args: BackwardArgs) -> Any:
+        if self._idle() or self.busy:
+            return run()
+        roots = [tensors] if isinstance(tensors, torch.Tensor) else list(tensors)
+        if all(getattr(t, "grad_fn", None) is None for t in roots) or not self.wants():
+            return run()
+        return record_backward(self, run)
+
+    def on_autograd_grad(self, frame: Any) -> None:
+        if not self._idle() and not self.busy and not called_by_torch(frame):
+            self.skip("torch.autograd.grad calls")
+
+    # -- the sink: optimizers, grad clears and data --------------------------------
+
+    def on_optimizer_made(self, opt: Any, frame: Any) -> None:
+        if not self._idle():
+            self.guarded("an optimizer made", self.script.created, opt, frame)
+
+    def on_optimizer_zero_grad(self, opt: Any, frame: Any, set_to_none: bool,
+                               run: Callable[[], Any]) -> Any:
+        """An optimizer's in the trace (create_optimizer) is zero_grad; the
+        script's call of any other's (of a kind capsim does not model,
+        stepped eagerly) is a clear_grads of its params, named after the
+        optimizer's variable."""
+        if self._idle():
+            return NOT_OURS
+        if self.script.follows(opt):
+            self.guarded("zero_grad", self.script.zero_grad, opt, set_to_none)
+            return run()
+        if not self._clearing(frame):
+            return NOT_OURS
+        return self._clear(opt, optimizer_params(opt), set_to_none, run)
+
+    def on_module_zero_grad(self, module: Any, frame: Any, set_to_none: bool,
+                            run: Callable[[], Any]) -> Any:
+        if not self._clearing(frame):
+            return NOT_OURS
+        return self._clear(module, list(module.parameters()), set_to_none, run)
+
+    def on_parameter_grad_set_none(self, param: Any, frame: Any, set_it: Callable[[], Any]) -> Any:
+        if not self._clearing(frame):
+            return NOT_OURS
+        return self._clear(None, [param], True, set_it)
+
+    def on_parameter_data(self, param: Any, frame: Any, new: Any, set_it: Callable[[], Any]) -> Any:
+        """A reassign_data of `param` (the same sizes and dtype; another
+        shape is a note)."""
+        if not self._clearing(frame):
+            return NOT_OURS
+        same = isinstance(new, torch.Tensor) and new.shape == param.shape and new.dtype == param.dtype
+        result = set_it()
+        if same:
+            self.guarded("a data rebinding", self.script.reassigned, param, new, frame)
+        else:
+            self.note("p.data = t with another shape or dtype: not in the trace")
+        return result
+
+    def _clearing(self, frame: Any) -> bool:
+        """Whether a grad clear (or a data rebinding) at `frame` is the
+        script's to record."""
+        return (not self._idle() and not self.busy and not self.script.clearing
+                and not called_by_torch(frame))
+
+    def _clear(self, owner: Any, params: list, set_to_none: bool, run: Callable[[], Any]) -> Any:
+        """A grad clear of the script's (cudagraph_script.py's clear_grads;
+        `owner`: the module or optimizer, None for `p.grad = None`)."""
+        self.guarded("a grad clear", self.script.clear_grads, owner, params, set_to_none,
+                     sys._getframe(1))
+        self.script.clearing = True
+        try:
+            return run()
+        finally:
+            self.script.clearing = False
+
+    # -- the sink: marks -----------------------------------------------------------
+
+    def on_mark_static_address(self, t: Any, guard: Any, run: Callable[[], Any]) -> Any:
+        if not self._idle():
+            self.guarded("mark_static_address", self.script.marked, t, guard)
+        return run()
+
+    def on_mark_step_begin(self, run: Callable[[], Any]) -> Any:
+        if not self._idle():
+            self.guarded("cudagraph_mark_step_begin", self.script.step_begin)
+        return run()
+
+
+def record_backward(r: CudagraphRecording, run: Callable[[], Any]) -> Any:
+    """A backward of the script, recorded in `r`: `run()` (the script's),
+    then the grads it left (the program API's accumulate_grad). A failure
+    of the latter is the recorder's (guarded); the backward's own exception
+    is the script's, and goes on to it."""
+    done: list = []
+
+    def backward() -> Any:
+        result = run()
+        done.append(result)
+        return result
+
+    r.busy = True
+    try:
+        return r.rec.run_backward(backward)
+    except Exception as e:
+        if not done:
+            raise
+        r.note(f"recording stopped: following the grads of a backward failed ({why(e)})")
+        r.stop("following the grads of a backward failed")
+        return done[0]
+    finally:
+        r.busy = False
+        if r.live():
+            r.after_step()
+
+
+def end_lines(r: CudagraphRecording) -> list[str]:
+    """What recording `r` says on stderr when its block ends: the ops of its
+    graphs capsim cannot express (the trace then has no function lines and
+    no calls: cudagraph/output.plan), what it left out, and its first note."""
+    lines = []
+    untranslated = r.trace.untranslated
+    if untranslated:
+        lines.append(f"capsim_recorder: no compiled calls in the trace: its graphs use "
+                     f"{len(untranslated)} op(s) capsim cannot express: {', '.join(untranslated)} "
+                     f"(the header's x_untranslated; recorder/README.md lists the ops it can)")
+    if r.unrecorded:
+        parts = [f"{n} {kind}" for kind, n in sorted(r.unrecorded.items())]
+        lines.append(f"capsim_recorder: not in the trace: {', '.join(parts)} ({r.path})")
+    notes = r.driver.notes()
+    if notes:
+        lines.append(f"capsim_recorder: {len(notes)} notes in the trace's x_notes, first: {notes[0]}")
+    return lines

@@ -1,8 +1,9 @@
 """What the wraps of the plain PyTorch API (wraps.py) report to: a sink,
-one per recording form. The compiled-autograd form's (autograd_sink.py)
-and the cudagraph form's (cudagraph_sink.py) each decide what a statement
-becomes in their trace; the wraps themselves only see the call and forward
-it, so that both forms share one set of wraps.
+which each recording form's session is. The compiled-autograd form's
+(session.py's RecordingSession) and the cudagraph form's (cudagraphs.py's
+CudagraphRecording) each decide what a statement becomes in their trace;
+the wraps themselves only see the call and forward it, so that both forms
+share one set of wraps.
 
 `Sink`'s own methods run each statement as PyTorch would, unrecorded: a
 form overrides the statements it records and inherits the rest, so that a

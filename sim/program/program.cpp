@@ -1,13 +1,17 @@
 // The name tables of program.hpp: the serialised names of optimizer kinds
 // and actions (docs/trace-format.md), which traces/, cli/ and properties/
 // print and read.
-#include "sim/world/program.hpp"
+#include "sim/program/program.hpp"
+
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <array>
-#include <iterator>
+#include <type_traits>
 #include <utility>
 #include <variant>
+
+#include "model/dtype_values.hpp"
 
 namespace capsim {
 
@@ -19,6 +23,22 @@ std::string_view optimizer_kind_name(OptimizerKind kind) {
 #undef CAPSIM_NAME_
   }
   return "?";
+}
+
+std::optional<FieldProblem> action_fields_problem(const Action& action) {
+  const auto* t = std::get_if<NewTensor>(&action);
+  if (t == nullptr) return std::nullopt;
+  if (t->strides && t->strides->size() != t->sizes.size()) {
+    return FieldProblem{
+        "strides", fmt::format("{} entries for {} sizes", t->strides->size(), t->sizes.size())};
+  }
+  // A fill the dtype cannot hold: PyTorch's RuntimeError, in its words.
+  if (t->fill) {
+    if (Status fits = check_fill_fits(t->dtype, *t->fill); !fits) {
+      return FieldProblem{"fill", fits.error().message};
+    }
+  }
+  return std::nullopt;
 }
 
 bool action_binds(const Action& action, const std::string& name) {
@@ -34,28 +54,8 @@ bool action_binds(const Action& action, const std::string& name) {
 }
 
 std::string_view action_name(const Action& action) {
-  static constexpr std::string_view kNames[] = {"new_tensor",
-                                                "mark_static",
-                                                "call",
-                                                "eager_call",
-                                                "del",
-                                                "read",
-                                                "reassign_data",
-                                                "mark_step_begin",
-                                                "set_to_running_backward",
-                                                "accumulate_grad",
-                                                "create_optimizer",
-                                                "optimizer_step",
-                                                "zero_grad",
-                                                "drop_optimizer",
-                                                "reset",
-                                                "run_capture_scenario",
-                                                "autograd_graph",
-                                                "compiled_backward",
-                                                "backward",
-                                                "clear_grads"};
-  static_assert(std::size(kNames) == std::variant_size_v<Action>);
-  return kNames[action.index()];
+  return std::visit(
+      [](const auto& a) { return action_kind_name<std::decay_t<decltype(a)>>(); }, action);
 }
 
 namespace {
