@@ -19,6 +19,7 @@ import torch
 from . import graph_walk, operands, torch_compat
 from .annotations import Annotations
 from .capture import CompiledAutogradCapture
+from .miss_reasons import miss_reason
 from .trace_writer import MAX_LINE_BYTES, LineTooLong, TraceWriter, torch_profile_of
 
 PRODUCER = "pytorch"
@@ -137,6 +138,9 @@ class Recorder:
             event["targets"] = result.targets
             event["uses"] = result.uses
             event["fx_nodes"] = result.graph
+        reason = miss_reason(result.message) if result.captured else None
+        if reason is not None:
+            event["reason"] = reason
         if result.message is not None:
             event["x_message"] = result.message
         for drop in ((), ("fx_nodes",), ("targets", "uses"), ("x_message",)):

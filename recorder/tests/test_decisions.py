@@ -19,6 +19,7 @@ REPO = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.dirname(HERE))
 
 from capsim_recorder.cudagraph.values import REASONS  # noqa: E402
+from capsim_recorder.miss_reasons import REASONS as MISS_REASONS, miss_reason  # noqa: E402
 
 # Enumerated reasons of events that explain does not explain, so they are
 # not decisions (docs/trace-format.md §6.1: path_end.reason, shutdown.reason).
@@ -81,9 +82,34 @@ class DecisionsTest(unittest.TestCase):
         for name, line, value in literals("reason"):
             self.assertIn(value, reasons, f"{name}:{line}: reason {value!r} is not in the decisions table")
 
+    def test_capture_reasons_are_decisions(self):
+        # ca_graph's reason: a ca_graph decision, or the cache miss's own.
+        keys = self.keys("ca_graph", "ca_cache_miss")
+        for reason, _ in MISS_REASONS:
+            self.assertIn(reason, keys, f"ca_graph reason {reason!r} is not in the decisions table")
+
     def test_the_control_fails(self):
         # The check can fail: an id capsim does not have is refused.
         self.assertNotIn("E2", self.keys("error", "skip", "warning"))
+
+
+class MissReasonTest(unittest.TestCase):
+    """PyTorch's cache-miss lines (as the corpus holds them) and their reasons."""
+
+    def test_each_line_has_its_reason(self):
+        cases = [
+            ("Cache miss due to new autograd node: torch::autograd::AccumulateGrad (NodeCall 5)"
+             " with key size 39, previous key sizes=[]", "accumulate_grad"),
+            ("Cache miss due to 4 changed tensor shapes (total of 4): sizes[0], sizes[1]",
+             "changed_shapes"),
+            ("Cache miss due to new autograd node: ScaledByBackward (NodeCall 2) with key size 53",
+             "new_autograd_node"),
+            ("Cache miss due to something a later release says", None),
+            (None, None),
+        ]
+        for message, reason in cases:
+            with self.subTest(message=message):
+                self.assertEqual(miss_reason(message), reason)
 
 
 if __name__ == "__main__":

@@ -133,7 +133,8 @@ constexpr EventFieldUse kMetadataRead[] = {R(backward), R(call), R(autograd_node
 constexpr EventFieldUse kCaCapture[] = {R(backward), R(mode), R(graph_nodes), R(graph_digest)};
 constexpr EventFieldUse kCaRun[] = {R(backward), R(leaves), R(digest)};
 constexpr EventFieldUse kDevice[] = {R(baked), R(baked_digest), R(digest), O(x_buffer_ids)};
-constexpr EventFieldUse kCaGraph[] = {R(backward), R(captured), O(targets), O(uses), O(fx_nodes)};
+constexpr EventFieldUse kCaGraph[] = {R(backward), R(captured), O(targets), O(uses), O(fx_nodes),
+                                       O(reason)};
 constexpr EventFieldUse kBackward[] = {R(name),   R(compiled), R(node_calls),
                                        R(leaves), O(backward), O(function)};
 #undef R

@@ -316,18 +316,24 @@ CaptureFacts capture_facts(const ObservedRun& run) {
   return out;
 }
 
-// The rule of a recorded recapture, from PyTorch's words for its cache miss:
-// the recorder writes the verbose log's line, not a classified reason yet.
+// The rule of a recorded recapture, from the reason the recorder classified
+// PyTorch's cache-miss line into (recorder/capsim_recorder/miss_reasons.py):
+// a ca_graph decision (accumulate_grad) or the cache miss's own
+// (changed_shapes, new_autograd_node). A capture without one is capsim's own,
+// whose ca_cache_miss explains it, or a recording whose line the recorder
+// did not know.
 Decision capture_rule(const ObservedRun& run, const CaptureFacts& facts, std::size_t i) {
-  const std::string& m = run.event_messages[i];
-  if (m.empty()) return Decision::kCaCaptured;  // capsim's own: its ca_cache_miss explains
-  if (m.find("AccumulateGrad") != std::string::npos) return Decision::kCaCapturedAccumulateGrad;
-  if (m.find("changed tensor shapes") != std::string::npos) return Decision::kCaMissChangedShapes;
+  const std::optional<std::string_view> reason = run.events[i].text(F::reason);
+  if (!reason) return Decision::kCaCaptured;
+  std::optional<Decision> said = find_decision(EventKind::kCaGraph, *reason);
+  if (!said) said = find_decision(EventKind::kCaCacheMiss, *reason);
+  if (said == Decision::kCaCapturedAccumulateGrad || said == Decision::kCaMissChangedShapes) {
+    return *said;
+  }
   const bool reused = facts.last_hit && *facts.last_hit > i;
-  const bool recurs = facts.captures.at(m) > 1;
+  const bool recurs = facts.captures.at(run.event_messages[i]) > 1;
   if (reused && !recurs) return Decision::kCaCapturedDistinct;
-  if (m.find("new autograd node") != std::string::npos) return Decision::kCaMissNewNode;
-  return Decision::kCaCaptured;
+  return said == Decision::kCaMissNewNode ? *said : Decision::kCaCaptured;
 }
 
 // Functions whose every call was a warmup (no recording, no eager fallback,

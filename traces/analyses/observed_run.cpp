@@ -147,24 +147,43 @@ namespace {
 
 // The recorder's x_message of each recorded backward (PyTorch's own cache-miss
 // words), given to the simulation's compiled-autograd events of the same
-// backward, so that explain quotes PyTorch's key sizes, not capsim's.
+// backward, so that explain quotes PyTorch's key sizes, not capsim's; and the
+// reason the recorder classified them into, given to the simulation's
+// ca_graph of that backward, so that explain names PyTorch's cause.
+struct RecordedWords {
+  std::string message;
+  std::optional<std::string> reason;
+};
+
+// Out of line, the field built first: GCC 12 inlining a braced temporary sees a FieldValue's
+// variant as maybe uninitialized (-Wmaybe-uninitialized, a false positive).
+[[gnu::noinline]] void add_reason(Event& e, std::string reason) {
+  EventField field{F::reason, FieldValue(std::move(reason))};
+  e.fields.push_back(std::move(field));
+}
+
 void carry_recorded_messages(const ObservedRun& recorded, ObservedRun& simulated) {
-  std::map<std::int64_t, std::string> by_backward;
+  std::map<std::int64_t, RecordedWords> by_backward;
   for (std::size_t i = 0; i < recorded.events.size(); ++i) {
     const Event& e = recorded.events[i];
     const std::int64_t* b = e.get_if<std::int64_t>(F::backward);
     if (e.kind == EventKind::kCaGraph && b && !recorded.event_messages[i].empty()) {
-      by_backward[*b] = recorded.event_messages[i];
+      const std::optional<std::string_view> reason = e.text(F::reason);
+      by_backward[*b] = {recorded.event_messages[i],
+                         reason ? std::optional<std::string>(*reason) : std::nullopt};
     }
   }
   for (std::size_t i = 0; i < simulated.events.size(); ++i) {
-    const Event& e = simulated.events[i];
+    Event& e = simulated.events[i];
     const std::int64_t* b = e.get_if<std::int64_t>(F::backward);
     if ((e.kind != EventKind::kCaGraph && e.kind != EventKind::kCaCacheMiss) || b == nullptr) {
       continue;
     }
-    if (auto it = by_backward.find(*b); it != by_backward.end()) {
-      simulated.event_messages[i] = it->second;
+    const auto it = by_backward.find(*b);
+    if (it == by_backward.end()) continue;
+    simulated.event_messages[i] = it->second.message;
+    if (e.kind == EventKind::kCaGraph && it->second.reason && !e.has(F::reason)) {
+      add_reason(e, *it->second.reason);
     }
   }
 }

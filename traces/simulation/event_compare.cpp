@@ -128,7 +128,11 @@ std::optional<std::string> EventComparison::first_difference(const Event& predic
   // Node for node where the trace has the nodes, unless structural: then
   // the canonical calls, as for traces recorded before fx_nodes existed.
   const bool by_nodes = !structural_ && recorded.get_if<TextList>(F::fx_nodes) != nullptr;
+  // A ca_graph's reason is the recorder's reading of PyTorch's cache-miss
+  // line; the model says why it missed in its own ca_cache_miss instead.
+  const bool observed_reason = recorded.kind == EventKind::kCaGraph;
   const auto skipped = [&](FieldKey k) {
+    if (observed_reason && k == F::reason) return true;
     return by_nodes ? (k == F::targets || k == F::uses) : (structural_ && k == F::fx_nodes);
   };
   for (const FieldKey k : {F::targets, F::uses, F::fx_nodes}) {
