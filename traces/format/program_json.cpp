@@ -78,8 +78,6 @@ Result<CompilationMode> compilation_mode_from_name(std::string_view name, std::s
   return from_name<Enum>(name, path, "mode", {CAPSIM_COMPILATION_MODES(CAPSIM_PAIR_)});
 }
 
-#undef CAPSIM_PAIR_
-
 // --- Functions -------------------------------------------------------------
 
 namespace {
