@@ -214,7 +214,7 @@ void add_simulation_options(CLI::App* sub, SimulationFlags& flags) {
       ->type_name("MODE")
       ->check(CLI::IsMember({"on", "off", "auto"}));
   // Only a run with values on takes host memory for its budget: checked
-  // when the mode is known (run_program_file), not here.
+  // when the mode is known (simulate_program), not here.
   add_memory_budget_option(sub, flags.budget, BudgetOnHost::kCheckWhenValuesOn);
 }
 

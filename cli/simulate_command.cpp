@@ -58,7 +58,7 @@ int simulate_command(const std::string& path, const std::string& output,
   Result<ProgramFile> file = read_program_file(path);
   if (!file) return fail(file.error().message);
   const std::string name = input_name(path);
-  Result<ProgramRun> run = run_program_file(*file, name, options);
+  Result<ProgramRun> run = simulate_program(*file, name, options);
   if (!run) return fail(run.error().message);
   if (!output.empty()) {
     // The trace holds the actions that ran, so that it replays as written.

@@ -10,7 +10,7 @@
 #include "sim/autograd/compiled_autograd_runner.hpp"
 #include "sim/world/world.hpp"
 #include "traces/format/trace_reader.hpp"
-#include "traces/simulation/trace_simulation.hpp"
+#include "traces/simulation/run_program.hpp"
 
 namespace capsim {
 
@@ -56,7 +56,7 @@ std::vector<BufferName> recording_buffers(const TreeManager& manager, const Grap
   return buffers;
 }
 
-class Collector : public TraceVisitor {
+class Collector : public RunObserver {
  public:
   Collector(TraceReader& reader, std::optional<std::size_t> pool_at,
             std::uint64_t memory_budget_bytes)
@@ -73,7 +73,9 @@ class Collector : public TraceVisitor {
     wo.on_backward = [this](std::size_t action, const BackwardView& view) {
       on_backward(action, view);
     };
-    CAPSIM_TRY(walk_trace(*reader, std::move(wo), *this));
+    CAPSIM_TRY_ASSIGN(wo, replay_world_options(reader->header(), std::move(wo)));
+    TraceSource source(*reader);
+    CAPSIM_TRY(run_program(source, std::move(wo), OnRaise::kKeepGoing, *this));
     out_.warnings = reader->warnings();
     out_.graphs.emplace("tree",
                         draw_tree(out_.recorded, fmt::format("{}: tree (recorded)", short_name())));
@@ -88,16 +90,18 @@ class Collector : public TraceVisitor {
     return {};
   }
 
-  Result<bool> after_action(const TraceItem& item, World& world, const Status& ran) override {
-    if (!ran) {
-      return make_error(fmt::format("{}:{}:1: {}", reader_->name(), item.line,
-                                    printable_message(ran.error().message)));
-    }
-    for (Event& e : world.take_events()) {
+  Status on_refused(const TraceItem* action, const std::string&, const Error& why) override {
+    return make_error(fmt::format("{}:{}:1: {}", reader_->name(),
+                                  action != nullptr ? action->line : reader_->lines_read(),
+                                  printable_message(why.message)));
+  }
+
+  Status after_action(const TraceItem& item, World& world, std::vector<Event>& events) override {
+    for (Event& e : events) {
       if (reader_->header().observed(e.kind)) out_.predicted.push_back(std::move(e));
     }
     draw_new_recordings(world, item.action_index);
-    return true;
+    return {};
   }
 
   Status on_event(const TraceItem& item) override {
@@ -105,7 +109,7 @@ class Collector : public TraceVisitor {
     return {};
   }
 
-  Status on_end(const World& world) override {
+  Status on_end(const World& world, const RunEnd&) override {
     snapshot_pool(world);
     return {};
   }

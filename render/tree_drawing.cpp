@@ -104,6 +104,42 @@ class BackwardChain {
   std::optional<std::uint32_t> last_;
 };
 
+// What the trace did to one node of the tree, as its fill and rows say.
+struct NodeState {
+  bool warmup = false;
+  bool rerecord = false;
+  std::uint64_t replays = 0;
+  SaturatingSum copied_bytes;  // the trace's byte counts: their sum may not fit
+  std::uint64_t errors = 0;
+  std::uint32_t depth = 0;
+};
+
+// A node's fill and its state and copied-in rows, from what befell it.
+void paint(DrawNode& n, const NodeState& st) {
+  std::string_view fill = state_fill::kTrusted;
+  std::string state = "recorded";
+  if (st.warmup) {
+    fill = state_fill::kInert;
+    state = "warmup";
+  } else if (st.replays > 0) {
+    fill = state_fill::kInUse;
+    state = fmt::format("replayed x{}", st.replays);
+  }
+  if (st.rerecord) {
+    fill = state_fill::kMoved;
+    state = "re-recorded, " + state;
+  }
+  if (st.errors > 0) {
+    fill = state_fill::kError;
+    state += fmt::format(", {} errors", st.errors);
+  }
+  n.fill = std::string(fill);
+  set_row(n, "state", state);
+  if (st.copied_bytes.value > 0) {
+    set_row(n, "copied in", fmt::format("{} bytes", st.copied_bytes.text()));
+  }
+}
+
 class TreeBuilder {
  public:
   explicit TreeBuilder(std::string name) {
@@ -133,45 +169,12 @@ class TreeBuilder {
   }
 
   DrawGraph finish() {
-    for (auto& [index, st] : state_) {
-      DrawNode& n = g_.nodes[index];
-      std::string_view fill = state_fill::kTrusted;
-      std::string state = "recorded";
-      if (st.warmup) {
-        fill = state_fill::kInert;
-        state = "warmup";
-      } else if (st.replays > 0) {
-        fill = state_fill::kInUse;
-        state = fmt::format("replayed x{}", st.replays);
-      }
-      if (st.rerecord) {
-        fill = state_fill::kMoved;
-        state = "re-recorded, " + state;
-      }
-      if (st.errors > 0) {
-        fill = state_fill::kError;
-        state += fmt::format(", {} errors", st.errors);
-      }
-      n.fill = std::string(fill);
-      set_row(n, "state", state);
-      if (st.copied_bytes.value > 0) {
-        set_row(n, "copied in", fmt::format("{} bytes", st.copied_bytes.text()));
-      }
-    }
+    for (const auto& [index, st] : state_) paint(g_.nodes[index], st);
     if (eager_ > 0) g_.notes.push_back(fmt::format("{} calls fell back to eager", eager_));
     return std::move(g_);
   }
 
  private:
-  struct NodeState {
-    bool warmup = false;
-    bool rerecord = false;
-    std::uint64_t replays = 0;
-    SaturatingSum copied_bytes;  // the trace's byte counts: their sum may not fit
-    std::uint64_t errors = 0;
-    std::uint32_t depth = 0;
-  };
-
   std::string prefix() const { return tree_ == 0 ? "" : fmt::format("t{}.", tree_); }
 
   std::uint32_t root() {

@@ -25,7 +25,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   capsim::ProgramRunOptions options;
   options.memory_budget_bytes = capsim::fuzz::kFuzzMemoryBudget;
   const capsim::Result<capsim::ProgramRun> run =
-      capsim::run_program_file(*file, "fuzz.jsonl", options);
+      capsim::simulate_program(*file, "fuzz.jsonl", options);
   if (!run) {
     capsim::fuzz::check_message(kTarget, run.error());
     return 0;

@@ -63,7 +63,7 @@ fi
 # must go in different files. fmt and simdjson link as the system libraries.
 unity_a=(
   traces/format/event_schema.cpp traces/format/json_fields.cpp traces/format/config_json.cpp traces/format/program_json.cpp traces/format/action_json.cpp traces/format/action_schema.cpp traces/format/body_op_json.cpp traces/simulation/resimulation.cpp
-  traces/format/json_text.cpp traces/format/trace_format.cpp traces/format/trace_reader.cpp traces/format/line_fast.cpp traces/format/event_line_fast.cpp traces/format/action_line_fast.cpp traces/simulation/trace_simulation.cpp
+  traces/format/json_text.cpp traces/format/trace_format.cpp traces/format/trace_reader.cpp traces/format/line_fast.cpp traces/format/event_line_fast.cpp traces/format/action_line_fast.cpp traces/simulation/run_program.cpp
   model/caching_allocator.cpp model/cpu_backend.cpp model/device_memory.cpp model/digest.cpp model/fault.cpp
   model/graph_evidence.cpp
   model/kernel_launch.cpp model/kernel_table.cpp model/step_program.cpp model/tensor.cpp

@@ -15,7 +15,7 @@
 #include <fmt/format.h>
 
 #include "tests/traces/trace_test_support.hpp"
-#include "traces/simulation/trace_simulation.hpp"
+#include "traces/simulation/run_program.hpp"
 
 namespace capsim {
 namespace {
@@ -148,14 +148,13 @@ TEST_CASE("torch corpus: negative control, one node's argument changed diverges 
 
 // Collects, per compiled backward, capsim's cache-miss text and PyTorch's
 // (the recorded x_message).
-struct MissTexts : TraceVisitor {
+struct MissTexts : RunObserver {
   std::vector<std::string> predicted, recorded;
-  Result<bool> after_action(const TraceItem&, World& world, const Status& ran) override {
-    if (!ran) return ran.error();
-    for (const Event& e : world.take_events()) {
+  Status after_action(const TraceItem&, World&, std::vector<Event>& events) override {
+    for (const Event& e : events) {
       if (e.kind == EventKind::kCaCacheMiss) predicted.push_back(e.get<std::string>(F::message));
     }
-    return true;
+    return {};
   }
 };
 
@@ -175,7 +174,10 @@ TEST_CASE("torch corpus: capsim's changed-shapes miss text is PyTorch's, word fo
     auto reader = test::reader_of(text);
     REQUIRE(reader.ok());
     MissTexts visitor;
-    REQUIRE(walk_trace(**reader, {}, visitor).ok());
+    Result<WorldOptions> options = replay_world_options((*reader)->header(), {});
+    REQUIRE(options.ok());
+    TraceSource source(**reader);
+    REQUIRE(run_program(source, *options, OnRaise::kKeepGoing, visitor).ok());
     REQUIRE(recorded.size() == 2);
     REQUIRE(visitor.predicted.size() == 2);
     CHECK(recorded[1].find("changed tensor shapes") != std::string::npos);

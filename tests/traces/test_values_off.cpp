@@ -35,7 +35,7 @@ std::vector<std::string> decisions(const ProgramFile& file, ValuesMode values) {
   options.values = values;
   options.memory_budget_bytes = kDefaultMemoryBudget;
   options.on_raise = OnRaise::kKeepGoing;  // every decision, the later errors too
-  Result<ProgramRun> run = run_program_file(file, "values.jsonl", options);
+  Result<ProgramRun> run = simulate_program(file, "values.jsonl", options);
   REQUIRE_MESSAGE(run.ok(), run.error().message);
   CHECK(run->values_off.has_value() == (values == ValuesMode::kOff));
   std::vector<std::string> out;

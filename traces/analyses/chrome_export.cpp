@@ -20,7 +20,7 @@
 #include "sim/world/world.hpp"
 #include "traces/format/event_schema.hpp"
 #include "traces/format/program_json.hpp"
-#include "traces/simulation/trace_simulation.hpp"
+#include "traces/simulation/run_program.hpp"
 
 namespace capsim {
 
@@ -85,126 +85,34 @@ struct StepLabel {
   std::string_view kind;
 };
 
-class Exporter : public TraceVisitor {
- public:
-  Exporter(TraceReader& reader, std::uint64_t memory_budget_bytes, ChromeEventSink& sink)
-      : reader_(reader), sink_(sink), memory_budget_bytes_(memory_budget_bytes) {}
-
-  // Streams every event to the sink; returns the document's other fields.
-  Result<Json> run() {
-    const TraceHeader& h = reader_.header();
-    struct Lane {
-      int pid, tid;
-      const char *process, *thread;
-    };
-    for (const Lane& l :
-         {Lane{kChromeHostPid, kChromeHostTid, "host: program actions", "program"},
-          Lane{kChromeDevicePid, kChromeStreamTid, "cuda:0 (capsim model)", "stream 0"}}) {
-      const auto one = [](std::string_view key, auto value) {
-        ArgsText args;
-        args.members.add(key, value);
-        return args.finish();
-      };
-      emit(metadata("process_name", l.pid, l.tid, one("name", l.process)));
-      emit(metadata("process_sort_index", l.pid, l.tid, one("sort_index", l.pid)));
-      emit(metadata("thread_name", l.pid, l.tid, one("name", l.thread)));
-    }
-    WorldOptions wo;
-    wo.verify_replays = false;  // its verdicts are diagnostics; the export needs names only
-    wo.memory_budget_bytes = memory_budget_bytes_;
-    CAPSIM_TRY(walk_trace(reader_, wo, *this));
-    close_action();
-    CAPSIM_TRY(failed_);
-    Json doc = Json::object();
-    doc["displayTimeUnit"] = "ms";
-    doc["otherData"] = Json{{"exporter", fmt::format("capsim {}", kCapsimVersion)},
-                            {"name", h.name},
-                            {"producer", h.producer},
-                            {"seed", h.seed},
-                            {"clock", "logical: 1 us per kernel, per event, per action"},
-                            {"kernel_names", simulated_ ? "simulated" : "step k: " + sim_note_}};
-    return doc;
-  }
-
-  Status before_action(const TraceItem& item, const World&) override {
-    open_action(item);
-    return failed_;
-  }
-  Status on_unsimulated_action(const TraceItem& item) override {
-    open_action(item);
-    return failed_;
-  }
-  Result<bool> after_action(const TraceItem& item, World& world, const Status& ran) override {
-    return simulate(item, world, ran);
-  }
-  Status on_event(const TraceItem& item) override {
-    CAPSIM_TRY(on_event_line(item));
-    return failed_;
-  }
-
- private:
-  // One event to the sink; the first failure (a full disk, a check that
-  // fails) is kept and stops the walk at the next callback.
+// Where every Chrome event goes: the sink, and its first failure (a full
+// disk, a check that fails), kept so that the walk stops at the next callback.
+struct Emitter {
+  ChromeEventSink& sink;
+  Status failed;
   void emit(const ChromeEvent& event, bool may_start_flows = false) {
-    if (!failed_) return;
-    failed_ = sink_.event(event, may_start_flows);
+    if (!failed) return;
+    failed = sink.event(event, may_start_flows);
   }
+};
 
-  void open_action(const TraceItem& item) {
-    close_action();
-    action_start_ = clock_;
-    cursor_ = clock_;
-    const Json action = action_to_json(item.action);
-    std::string name(action_name(item.action));
-    for (const char* key : {"name", "function"}) {
-      if (action.contains(key) && action[key].is_string())
-        name.append(" ").append(action[key].get_ref<const std::string&>());
-    }
-    // The action's own fields, then where it is; no action has a field of
-    // either name.
-    CAPSIM_CHECK(!action.contains("index") && !action.contains("line"), "appended keys are new");
-    std::string args = action.dump();
-    args.pop_back();
-    fmt::format_to(std::back_inserter(args), ",\"index\":{},\"line\":{}}}", item.action_index,
-                   item.line);
-    // Held until the action's last event says where it ends: the one event
-    // the export keeps back (events may come in any order in the file).
-    action_slice_ =
-        slice(std::move(name), kChromeHostPid, kChromeHostTid, clock_, 1, std::move(args));
-  }
-
-  // The host slice ends where the action's last event ends.
-  void close_action() {
-    if (!action_slice_) return;
-    const std::uint64_t end = std::max(cursor_, action_start_ + 1);
-    action_slice_->dur = end - action_start_;
-    emit(*action_slice_);
-    clock_ = end;
-    action_slice_.reset();
-  }
-
-  // Keeps the steps of every graph the action recorded in the model. A
-  // refusal stops the simulation, not the export.
-  bool simulate(const TraceItem& item, World& world, const Status& ran) {
-    if (!ran) {
-      simulated_ = false;
-      sim_note_ = fmt::format("the model refused line {}: {}", item.line, ran.error().message);
-      return false;
-    }
-    // Taken, not read: the World would otherwise keep every event of the
-    // run, and the export's memory would grow with the trace.
+// The model's kernel names for each graph it recorded, by (tree generation,
+// graph id), as the simulation beside the export found them; `simulated`
+// false (and `note` why) once the model refused the trace.
+struct ModelKernelNames {
+  // Keeps the steps of every graph the action recorded in the model.
+  void keep(const World& world, const std::vector<Event>& events) {
     std::vector<GraphKey> recorded;
-    for (const Event& e : world.take_events()) {
-      if (e.kind == EventKind::kShutdown) ++model_gen_;
+    for (const Event& e : events) {
+      if (e.kind == EventKind::kShutdown) ++gen;
       if (e.kind != EventKind::kRecord || e.has(F::api)) continue;
-      if (std::optional<std::int64_t> g = int_field(e, F::graph))
-        recorded.push_back({model_gen_, *g});
+      if (std::optional<std::int64_t> g = int_field(e, F::graph)) recorded.push_back({gen, *g});
     }
     // Only graphs of the manager alive now: a shutdown later in the action
     // took the earlier ones with it.
     const TreeManager* m = world.manager();
     for (const GraphKey& key : recorded) {
-      if (m == nullptr || key.first != model_gen_ || key.second < 0) continue;
+      if (m == nullptr || key.first != gen || key.second < 0) continue;
       Result<const StepProgram*> program = m->graph_program(static_cast<GraphId>(key.second));
       if (!program) continue;
       std::vector<StepLabel> labels;
@@ -216,19 +124,33 @@ class Exporter : public TraceVisitor {
                                                       : "memset";
         labels.push_back({std::move(label), step_kind_name(kind)});
       }
-      model_steps_[key] = std::move(labels);
+      steps[key] = std::move(labels);
     }
-    return true;
   }
 
-  Status on_event_line(const TraceItem& item) {
+  bool simulated = true;
+  std::string note;
+  std::uint64_t gen = 0;
+  std::map<GraphKey, std::vector<StepLabel>> steps;
+};
+
+// The stream's lane: each of the trace's events laid out at the cursor, a
+// replay with its nested steps (named by the model where it has them) and
+// the arrow from its recording.
+class StreamLane {
+ public:
+  StreamLane(Emitter& out, const ModelKernelNames& model) : out_(out), model_(model) {}
+
+  std::uint64_t cursor = 0;  // where the next event goes; the host lane moves it to each action
+
+  // One event line of the trace `file`.
+  Status on_event_line(const TraceItem& item, const std::string& file) {
     const Event& e = item.event;
     // The event's fields, then where it is; no event has a field of either
     // name (sim/core/event_fields.hpp).
     ArgsText args;
     if (Status fields = append_event_fields(args.members, e); !fields) {
-      return make_error(
-          fmt::format("{}:{}:1: {}", reader_.name(), item.line, fields.error().message));
+      return make_error(fmt::format("{}:{}:1: {}", file, item.line, fields.error().message));
     }
     args.members.add("generation", trace_gen_);
     args.members.add("line", static_cast<std::uint64_t>(item.line));
@@ -237,6 +159,7 @@ class Exporter : public TraceVisitor {
     return {};
   }
 
+ private:
   // The graph an event is about, as slices name it.
   struct GraphTarget {
     std::optional<std::int64_t> graph;  // none for a plain-API graph
@@ -267,7 +190,7 @@ class Exporter : public TraceVisitor {
       case EventKind::kRecord: {
         const std::uint64_t steps = static_cast<std::uint64_t>(
             std::max<std::int64_t>(0, int_field(e, F::steps).value_or(0)));
-        records_[key] = Recording{cursor_ + 1, steps};
+        records_[key] = Recording{cursor + 1, steps};
         device(fmt::format("record {} ({})", target, fn), steps + 2, args.finish(), true);
         break;
       }
@@ -303,8 +226,8 @@ class Exporter : public TraceVisitor {
       case EventKind::kWarning:
       case EventKind::kError:
         emit(instant(fmt::format("{} {}", kind, text_field(e, F::id)), kChromeDevicePid,
-                     kChromeStreamTid, cursor_, args.finish()));
-        ++cursor_;
+                     kChromeStreamTid, cursor, args.finish()));
+        ++cursor;
         break;
       case EventKind::kShutdown:
       case EventKind::kCompile:
@@ -322,21 +245,21 @@ class Exporter : public TraceVisitor {
       case EventKind::kBackward:
       // A backend's evidence of the replay just drawn.
       case EventKind::kDevice:
-        emit(instant(kind, kChromeHostPid, kChromeHostTid, cursor_, args.finish()));
-        ++cursor_;
+        emit(instant(kind, kChromeHostPid, kChromeHostTid, cursor, args.finish()));
+        ++cursor;
         break;
     }
   }
 
   void on_replay(std::optional<std::int64_t> graph, const std::string& key,
                  const std::string& target, ArgsText& args) {
-    const std::uint64_t start = cursor_;
+    const std::uint64_t start = cursor;
     auto r = records_.find(key);
     const Recording* rec = r == records_.end() ? nullptr : &r->second;
     // The model's names only where its graph has the trace's step count.
-    const auto l = graph ? model_steps_.find({trace_gen_, *graph}) : model_steps_.end();
+    const auto l = graph ? model_.steps.find({trace_gen_, *graph}) : model_.steps.end();
     const std::vector<StepLabel>* labels =
-        l != model_steps_.end() && (!rec || l->second.size() == rec->steps) ? &l->second : nullptr;
+        l != model_.steps.end() && (!rec || l->second.size() == rec->steps) ? &l->second : nullptr;
     const std::uint64_t steps = rec ? rec->steps : labels ? labels->size() : 0;
     args.members.add("steps", steps);
     // The nested slices are the export's one cost that a trace's numbers
@@ -392,9 +315,9 @@ class Exporter : public TraceVisitor {
   // `may_start_flows`: a recording, where the arrows of its later replays
   // start (the streaming check keeps such slices to bind them).
   void device(std::string name, std::uint64_t dur, std::string args, bool may_start_flows = false) {
-    emit(slice(std::move(name), kChromeDevicePid, kChromeStreamTid, cursor_, dur, std::move(args)),
+    emit(slice(std::move(name), kChromeDevicePid, kChromeStreamTid, cursor, dur, std::move(args)),
          may_start_flows);
-    cursor_ += dur;
+    cursor += dur;
   }
 
   struct Recording {
@@ -402,23 +325,136 @@ class Exporter : public TraceVisitor {
     std::uint64_t steps = 0;
   };
 
-  TraceReader& reader_;
-  ChromeEventSink& sink_;
-  Status failed_;
-  std::uint64_t clock_ = 0;
-  std::uint64_t action_start_ = 0;
-  std::uint64_t cursor_ = 0;
-  std::optional<ChromeEvent> action_slice_;
+  void emit(const ChromeEvent& event, bool may_start_flows = false) {
+    out_.emit(event, may_start_flows);
+  }
+
+  Emitter& out_;
+  const ModelKernelNames& model_;
   std::uint64_t trace_gen_ = 0;
   std::map<std::string, Recording> records_;       // by "generation:graph" or "plain:function"
   std::map<std::uint64_t, std::uint64_t> arrows_;  // per generation
   std::uint64_t step_slices_ = 0;
-  std::uint64_t memory_budget_bytes_;
+};
 
-  bool simulated_ = true;
-  std::string sim_note_;
-  std::uint64_t model_gen_ = 0;
-  std::map<GraphKey, std::vector<StepLabel>> model_steps_;
+// The host lane (one slice per action) and the run beside it.
+class Exporter : public RunObserver {
+ public:
+  Exporter(TraceReader& reader, std::uint64_t memory_budget_bytes, ChromeEventSink& sink)
+      : reader_(reader), out_{sink, {}}, memory_budget_bytes_(memory_budget_bytes) {}
+
+  // Streams every event to the sink; returns the document's other fields.
+  Result<Json> run() {
+    const TraceHeader& h = reader_.header();
+    struct Lane {
+      int pid, tid;
+      const char *process, *thread;
+    };
+    for (const Lane& l :
+         {Lane{kChromeHostPid, kChromeHostTid, "host: program actions", "program"},
+          Lane{kChromeDevicePid, kChromeStreamTid, "cuda:0 (capsim model)", "stream 0"}}) {
+      const auto one = [](std::string_view key, auto value) {
+        ArgsText args;
+        args.members.add(key, value);
+        return args.finish();
+      };
+      out_.emit(metadata("process_name", l.pid, l.tid, one("name", l.process)));
+      out_.emit(metadata("process_sort_index", l.pid, l.tid, one("sort_index", l.pid)));
+      out_.emit(metadata("thread_name", l.pid, l.tid, one("name", l.thread)));
+    }
+    WorldOptions wo;
+    wo.verify_replays = false;  // its verdicts are diagnostics; the export needs names only
+    wo.memory_budget_bytes = memory_budget_bytes_;
+    CAPSIM_TRY_ASSIGN(wo, replay_world_options(reader_.header(), std::move(wo)));
+    TraceSource source(reader_);
+    CAPSIM_TRY(run_program(source, std::move(wo), OnRaise::kKeepGoing, *this));
+    close_action();
+    CAPSIM_TRY(out_.failed);
+    Json doc = Json::object();
+    doc["displayTimeUnit"] = "ms";
+    doc["otherData"] =
+        Json{{"exporter", fmt::format("capsim {}", kCapsimVersion)},
+             {"name", h.name},
+             {"producer", h.producer},
+             {"seed", h.seed},
+             {"clock", "logical: 1 us per kernel, per event, per action"},
+             {"kernel_names", model_.simulated ? "simulated" : "step k: " + model_.note}};
+    return doc;
+  }
+
+  Status before_action(const TraceItem& item, const World&) override {
+    open_action(item);
+    return out_.failed;
+  }
+  Status on_unsimulated_action(const TraceItem& item) override {
+    open_action(item);
+    return out_.failed;
+  }
+  Status after_action(const TraceItem&, World& world, std::vector<Event>& events) override {
+    model_.keep(world, events);
+    return out_.failed;
+  }
+  Status on_end(const World&, const RunEnd& end) override {
+    if (end.stop == RunStop::kRefusedAfterRaise && end.stopped_at) {
+      model_.simulated = false;
+      model_.note = fmt::format("the model raised, then refused action {}", *end.stopped_at);
+    }
+    return out_.failed;
+  }
+  // A refusal stops the simulation, not the export.
+  Status on_refused(const TraceItem* action, const std::string&, const Error& why) override {
+    model_.simulated = false;
+    model_.note = fmt::format("the model refused line {}: {}",
+                              action != nullptr ? action->line : reader_.lines_read(), why.message);
+    return {};
+  }
+  Status on_event(const TraceItem& item) override {
+    CAPSIM_TRY(stream_.on_event_line(item, reader_.name()));
+    return out_.failed;
+  }
+
+ private:
+  void open_action(const TraceItem& item) {
+    close_action();
+    action_start_ = clock_;
+    stream_.cursor = clock_;
+    const Json action = action_to_json(item.action);
+    std::string name(action_name(item.action));
+    for (const char* key : {"name", "function"}) {
+      if (action.contains(key) && action[key].is_string())
+        name.append(" ").append(action[key].get_ref<const std::string&>());
+    }
+    // The action's own fields, then where it is; no action has a field of
+    // either name.
+    CAPSIM_CHECK(!action.contains("index") && !action.contains("line"), "appended keys are new");
+    std::string args = action.dump();
+    args.pop_back();
+    fmt::format_to(std::back_inserter(args), ",\"index\":{},\"line\":{}}}", item.action_index,
+                   item.line);
+    // Held until the action's last event says where it ends: the one event
+    // the export keeps back (events may come in any order in the file).
+    action_slice_ =
+        slice(std::move(name), kChromeHostPid, kChromeHostTid, clock_, 1, std::move(args));
+  }
+
+  // The host slice ends where the action's last event ends.
+  void close_action() {
+    if (!action_slice_) return;
+    const std::uint64_t end = std::max(stream_.cursor, action_start_ + 1);
+    action_slice_->dur = end - action_start_;
+    out_.emit(*action_slice_);
+    clock_ = end;
+    action_slice_.reset();
+  }
+
+  TraceReader& reader_;
+  Emitter out_;
+  ModelKernelNames model_;
+  StreamLane stream_{out_, model_};
+  std::uint64_t clock_ = 0;
+  std::uint64_t action_start_ = 0;
+  std::optional<ChromeEvent> action_slice_;
+  std::uint64_t memory_budget_bytes_;
 };
 
 }  // namespace

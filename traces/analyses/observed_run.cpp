@@ -78,7 +78,7 @@ ObservedRun simulated_run(ProgramFile file, ProgramRun ran, OnRaise on_raise) {
 
 Result<ObservedRun> simulate_observed(ProgramFile file, const std::string& name,
                                       const ProgramRunOptions& how) {
-  CAPSIM_TRY_ASSIGN(ProgramRun ran, run_program_file(file, name, how));
+  CAPSIM_TRY_ASSIGN(ProgramRun ran, simulate_program(file, name, how));
   return simulated_run(std::move(file), std::move(ran), how.on_raise);
 }
 
@@ -193,7 +193,7 @@ void carry_recorded_messages(const ObservedRun& recorded, ObservedRun& simulated
 Result<ObservedRun> as_on_a_gpu(const ObservedRun& run, const ProgramRunOptions& how) {
   ProgramFile file{run.header, Program{run.functions, run.actions}, {}};
   file.header.config.cudagraphs = true;
-  CAPSIM_TRY_ASSIGN(ProgramRun ran, run_program_file(file, "as on a GPU", how));
+  CAPSIM_TRY_ASSIGN(ProgramRun ran, simulate_program(file, "as on a GPU", how));
   ObservedRun out = simulated_run(std::move(file), std::move(ran), how.on_raise);
   out.header = run.header;  // the run had no CUDA graphs; its header says so
   out.as_on_a_gpu = true;
@@ -217,7 +217,7 @@ Result<std::vector<PoolBytes>> modelled_pool_bytes(const ObservedRun& run,
   const ProgramFile file{run.header, Program{run.functions, run.actions}, {}};
   ProgramRunOptions stop = how;
   stop.on_raise = OnRaise::kStop;
-  CAPSIM_TRY_ASSIGN(ProgramRun ran, run_program_file(file, "the pool's model", stop));
+  CAPSIM_TRY_ASSIGN(ProgramRun ran, simulate_program(file, "the pool's model", stop));
   return std::move(ran.pool_bytes);
 }
 

@@ -59,14 +59,14 @@ ProgramRunOptions resolved(const ProgramRunOptions& how, const TraceHeader& head
   return out;
 }
 
-// One run, through the same path as `capsim simulate` (run_program_file):
+// One run, through the same path as `capsim simulate` (simulate_program):
 // the same values mode, device budget and stop at a raise.
 Result<RunSummary> simulate(const Variant& v, const TraceHeader& header,
                             const ProgramRunOptions& how, const std::string& what) {
   ProgramFile file{header, v.program, {}};
   file.header.config = v.config;
   file.header.seed = v.seed;
-  CAPSIM_TRY_ASSIGN(const ProgramRun ran, run_program_file(file, what, how));
+  CAPSIM_TRY_ASSIGN(const ProgramRun ran, simulate_program(file, what, how));
   RunSummary s;
   if (ran.error_at) {
     s.died_at = *ran.error_at;

@@ -12,7 +12,6 @@
 #include <sstream>
 
 #include "model/host_memory.hpp"
-#include "sim/scenarios/autograd_scenarios.hpp"
 #include "traces/format/input_file.hpp"
 #include "traces/format/trace_reader.hpp"
 
@@ -191,74 +190,91 @@ std::optional<std::string> values_needed_off(const Program& program) {
   return std::nullopt;
 }
 
-Result<ProgramRun> run_program_file(const ProgramFile& file, const std::string& path,
-                                    const ProgramRunOptions& run_options) {
-  std::optional<std::string> values_off;
-  if (run_options.values == ValuesMode::kOff) values_off = "--values off";
-  if (run_options.values == ValuesMode::kAuto) {
-    values_off = file.header.values ? values_needed_off(file.program)
-                                    : std::optional<std::string>(
-                                          "the trace was written with "
-                                          "values off");
+namespace {
+
+// Keeps what every prediction reads: the events, the pool's bytes after
+// each action run, the counters and where the run ended.
+class RunRecorder final : public RunObserver {
+ public:
+  explicit RunRecorder(ProgramRun& run) : run_(run) {}
+  Status after_action(const TraceItem&, World& world, std::vector<Event>& events) override {
+    for (Event& e : events) run_.events.push_back(std::move(e));
+    run_.pool_bytes.push_back(world.pool_bytes());
+    return {};
+  }
+  Status on_end(const World& world, const RunEnd& end) override {
+    run_.counters = world.counters();
+    run_.error_at = end.error_at;
+    run_.stopped_at = end.stopped_at;
+    run_.stop = end.stop;
+    return {};
+  }
+
+ private:
+  ProgramRun& run_;
+};
+
+// The World's options for a prediction: the header's config and seed, values
+// as `how` says (auto: off when the program needs it, or when the trace was
+// written so), and the budget asked for or the default of its values mode.
+Result<WorldOptions> prediction_options(const ProgramFile& file, const std::string& path,
+                                        const ProgramRunOptions& how,
+                                        std::optional<std::string>& values_off) {
+  if (how.values == ValuesMode::kOff) values_off = "--values off";
+  if (how.values == ValuesMode::kAuto) {
+    values_off = file.header.values
+                     ? values_needed_off(file.program)
+                     : std::optional<std::string>("the trace was written with values off");
   }
   WorldOptions options;
   options.values = !values_off.has_value();
-  options.memory_budget_bytes = run_options.memory_budget_bytes.value_or(
+  options.memory_budget_bytes = how.memory_budget_bytes.value_or(
       options.values ? kDefaultMemoryBudget : kValuesOffMemoryBudget);
   // With values on the budget is host memory (values off allocates none):
   // a budget the host cannot give is refused now, not midway.
-  if (options.values && run_options.memory_budget_bytes) {
-    if (Status fits = budget_fits_host(*run_options.memory_budget_bytes); !fits) {
+  if (options.values && how.memory_budget_bytes) {
+    if (Status fits = budget_fits_host(*how.memory_budget_bytes); !fits) {
       return make_error(fmt::format("{}: field '--memory-budget': {} (values on{})",
                                     printable_message(path), fits.error().message,
-                                    run_options.values == ValuesMode::kAuto
+                                    how.values == ValuesMode::kAuto
                                         ? ": the program's tensors fit values on; --values off "
                                           "simulates without them"
                                         : ""));
     }
   }
   options.config = file.header.config;
-  if (run_options.torch) options.config.torch_profile = *run_options.torch;
+  if (how.torch) options.config.torch_profile = *how.torch;
   options.seed = file.header.seed;
-  options.autograd_scenarios = find_autograd_scenario;
-  World world(options);
-  // The World quotes the program's names as they are: escaped here, as
-  // replay escapes them, so that a refusal stays one line.
-  if (Status s = world.begin(file.program); !s) {
-    return make_error(fmt::format("{}: {}", path, printable_message(s.error().message)));
+  return options;
+}
+
+}  // namespace
+
+Result<TraceItem*> ProgramFileSource::next() {
+  const std::size_t functions = file_.program.functions.size();
+  const std::size_t actions = file_.program.actions.size();
+  if (next_ >= functions + actions) return nullptr;
+  const std::size_t k = next_++;
+  if (k < functions) {
+    item_.type = TraceLineType::kFunction;
+    item_.function = file_.program.functions[k];
+    return &item_;
   }
+  const std::size_t i = k - functions;
+  item_.type = TraceLineType::kAction;
+  item_.action_index = i;
+  item_.action = file_.program.actions[i];
+  item_.line = i < file_.action_lines.size() ? file_.action_lines[i] : 0;
+  return &item_;
+}
+
+Result<ProgramRun> simulate_program(const ProgramFile& file, const std::string& path,
+                                    const ProgramRunOptions& how) {
   ProgramRun run;
-  run.values_off = values_off;
-  const std::size_t n = file.program.actions.size();
-  for (std::size_t i = 0; i < n; ++i) {
-    if (run.error_at && run_options.on_raise == OnRaise::kStop) {
-      run.stopped_at = i;
-      run.stop = RunStop::kRaise;
-      break;
-    }
-    if (Status s = world.run_action(i, file.program.actions[i]); !s) {
-      if (run.error_at) {
-        run.stopped_at = i;
-        run.stop = RunStop::kRefusedAfterRaise;
-        break;
-      }
-      const std::string where =
-          i < file.action_lines.size() ? fmt::format("{}:{}", path, file.action_lines[i]) : path;
-      // The World names the action itself in some refusals ("action 16
-      // (new_tensor): ..."): once is enough.
-      const std::string why = printable_message(s.error().message);
-      if (why.starts_with(fmt::format("action {} ", i))) {
-        return make_error(fmt::format("{}: {}", where, why));
-      }
-      return make_error(fmt::format("{}: action {}: {}", where, i, why));
-    }
-    for (Event& e : world.take_events()) {
-      if (e.kind == EventKind::kError && !run.error_at) run.error_at = i;
-      run.events.push_back(std::move(e));
-    }
-    run.pool_bytes.push_back(world.pool_bytes());
-  }
-  run.counters = world.counters();
+  CAPSIM_TRY_ASSIGN(WorldOptions options, prediction_options(file, path, how, run.values_off));
+  ProgramFileSource source(file, path);
+  RunRecorder recorder(run);
+  CAPSIM_TRY(run_program(source, std::move(options), how.on_raise, recorder));
   return run;
 }
 

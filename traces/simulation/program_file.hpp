@@ -12,12 +12,14 @@
 
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "model/result.hpp"
 #include "sim/program/program.hpp"
 #include "sim/world/world.hpp"
 #include "traces/format/trace_format.hpp"
+#include "traces/simulation/run_program.hpp"
 
 namespace capsim {
 
@@ -39,23 +41,25 @@ Result<ProgramFile> read_program_file(const std::string& path);
 // (fuzzing reads from memory).
 Result<ProgramFile> read_program_bytes(const std::string& bytes, const std::string& name);
 
-// What a simulated run does at a raise (an `error` event: E1, E3, E4, E8,
-// ...; each a RuntimeError in PyTorch).
-enum class OnRaise : std::uint8_t {
-  // As a real run: the script dies at the first RuntimeError it does not
-  // catch, and a program has no way to catch one, so the run ends after the
-  // action that raised. The default of every prediction (simulate, explain,
-  // what-ifs).
-  kStop,
-  // Every action runs on past a raise, so that each later error shows; an
-  // action refused after one (it needs what the raise left unmade: a call
-  // that raised binds no outputs) ends the run instead of failing it.
-  kKeepGoing,
+// A program already in memory, handed over to run_program as a trace's
+// lines: its functions, then its actions at their lines. `file` must
+// outlive the source.
+class ProgramFileSource final : public ProgramSource {
+ public:
+  ProgramFileSource(const ProgramFile& file, std::string name)
+      : file_(file), name_(std::move(name)) {}
+  const TraceHeader& header() const override { return file_.header; }
+  const std::string& name() const override { return name_; }
+  Result<TraceItem*> next() override;
+
+ private:
+  const ProgramFile& file_;
+  std::string name_;
+  std::size_t next_ = 0;
+  TraceItem item_;
 };
 
-// Why a run ended before its last action.
-enum class RunStop : std::uint8_t { kNone, kRaise, kRefusedAfterRaise };
-
+// A simulated program's record.
 struct ProgramRun {
   std::vector<Event> events;  // in order; each names its action
   // Per action run, the cudagraph pool's bytes after it (0 before the pool
@@ -78,9 +82,6 @@ enum class ValuesMode : std::uint8_t { kAuto, kOn, kOff };
 // Above this many bytes of new_tensor tensors, auto turns values off: a
 // program whose tensors exceed what a host should hold for a prediction.
 inline constexpr std::uint64_t kValuesOffAboveBytes = std::uint64_t{1} << 30;
-// With values off and no budget given, the simulated device may take this
-// much (no host bytes stand behind it): an 80 GiB device, as an H100's.
-inline constexpr std::uint64_t kValuesOffMemoryBudget = std::uint64_t{80} << 30;
 
 // Why auto turns values off for `program`, or nothing: its new_tensor bytes
 // pass kValuesOffAboveBytes, or one of its tensors (a new_tensor, or a fresh
@@ -96,10 +97,11 @@ struct ProgramRunOptions {
   ValuesMode values = ValuesMode::kAuto;
 };
 
-// Runs the program in one World made from its header. An action the World
-// refuses is an error naming `path`, the action's line (when `action_lines`
-// has it) and its index.
-Result<ProgramRun> run_program_file(const ProgramFile& file, const std::string& path,
+// Runs the program (run_program) in one World made from its header, keeping
+// the record every prediction reads. An action the World refuses is an
+// error naming `path`, the action's line (when `action_lines` has it) and
+// its index.
+Result<ProgramRun> simulate_program(const ProgramFile& file, const std::string& path,
                                     const ProgramRunOptions& options = {});
 
 }  // namespace capsim

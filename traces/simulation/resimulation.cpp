@@ -11,7 +11,7 @@
 #include "sim/world/world.hpp"
 #include "traces/format/event_schema.hpp"
 #include "traces/simulation/event_compare.hpp"
-#include "traces/simulation/trace_simulation.hpp"
+#include "traces/simulation/run_program.hpp"
 
 namespace capsim {
 
@@ -147,7 +147,7 @@ class MatchedContext {
   std::size_t next_ = 0, count_ = 0;
 };
 
-class Resimulator : public TraceVisitor {
+class Resimulator : public RunObserver {
  public:
   Resimulator(TraceReader& reader, const ResimulationOptions& options)
       : reader_(reader),
@@ -160,7 +160,10 @@ class Resimulator : public TraceVisitor {
     WorldOptions wo;
     wo.verify_replays = true;
     wo.memory_budget_bytes = options_.memory_budget_bytes;
-    CAPSIM_TRY(walk_trace(reader_, wo, *this, options_.torch_profile));
+    CAPSIM_TRY_ASSIGN(
+        wo, replay_world_options(reader_.header(), std::move(wo), options_.torch_profile));
+    TraceSource source(reader_);
+    CAPSIM_TRY(run_program(source, std::move(wo), OnRaise::kKeepGoing, *this));
     report_.lines = reader_.lines_read();
     report_.warnings = reader_.warnings();
     // A cut trace ends wherever the recorder was killed: the last action's
@@ -176,11 +179,14 @@ class Resimulator : public TraceVisitor {
     return {};
   }
 
-  Result<bool> after_action(const TraceItem& item, World& world, const Status& ran) override {
-    if (!ran) return bad_line(item.line, ran.error());
-    // Taken, not copied: the World keeps no history, so memory stays flat
-    // however long the trace is.
-    for (Event& e : world.take_events()) {
+  // The line of the action refused (the first action when the World refused
+  // the functions: the reader has just read it).
+  Status on_refused(const TraceItem* action, const std::string&, const Error& why) override {
+    return bad_line(action != nullptr ? action->line : reader_.lines_read(), why);
+  }
+
+  Status after_action(const TraceItem& item, World& world, std::vector<Event>& events) override {
+    for (Event& e : events) {
       if (reader_.header().observed(e.kind)) predicted_.push_back(std::move(e));
     }
     const Counters& after = world.counters();
@@ -202,7 +208,7 @@ class Resimulator : public TraceVisitor {
                           "moved since the recording",
                           item.action_index));
     }
-    return true;
+    return {};
   }
 
   Status on_event(const TraceItem& item) override {
