@@ -90,6 +90,184 @@ struct Graph {
   std::vector<PointerUse> uses;        // the program's, in baked order
 };
 
+// The driver's identity of the allocation holding `p`.
+Result<std::uint64_t> buffer_id(const DriverApi& driver, const void* p) {
+  unsigned long long id = 0;
+  const CUresult r = driver.pointer_get_attribute(&id, CU_POINTER_ATTRIBUTE_BUFFER_ID,
+                                                  reinterpret_cast<CUdeviceptr>(p));
+  if (r != CUDA_SUCCESS) {
+    return make_error(fmt::format("cuda: cuPointerGetAttribute(BUFFER_ID, {:#x}) failed ({})",
+                                  reinterpret_cast<std::uintptr_t>(p), static_cast<int>(r)));
+  }
+  return static_cast<std::uint64_t>(id);
+}
+
+// What the driver says of each registered buffer now, for check_unchanged.
+std::vector<BufferObservation> observe(const DriverApi& driver, const BufferRegistry& registry) {
+  std::vector<BufferObservation> out;
+  for (const StaticBuffer& b : registry.buffers()) {
+    BufferObservation o;
+    unsigned long long id = 0;
+    if (driver.pointer_get_attribute(&id, CU_POINTER_ATTRIBUTE_BUFFER_ID,
+                                     static_cast<CUdeviceptr>(b.base)) == CUDA_SUCCESS) {
+      o.found = true;
+      o.buffer_id = id;
+    }
+    if (b.kind == BufferKind::kDevice) {
+      CUdeviceptr base = 0;
+      size_t bytes = 0;
+      if (driver.mem_get_address_range(&base, &bytes, static_cast<CUdeviceptr>(b.base)) ==
+          CUDA_SUCCESS) {
+        o.range_base = base;
+        o.range_bytes = bytes;
+      } else {
+        o.found = false;
+      }
+    }
+    out.push_back(o);
+  }
+  return out;
+}
+
+// Whether a node's `func` is the kernel of `kind`: the host stub the node
+// was built with, or the driver's handle for it (the CUDA documentation leaves
+// open which of the two comes back; both identify the function).
+bool is_function_of(KernelKind kind, const void* func) {
+  const void* stub = kernel_function(kind);
+  if (func == stub) return true;
+  cudaFunction_t handle = nullptr;
+  if (cudaGetFuncBySymbol(&handle, stub) != cudaSuccess) {
+    cudaGetLastError();
+    return false;
+  }
+  return static_cast<const void*>(handle) == func;
+}
+
+// A kernel node's function and raw arguments, decoded by the ABI table:
+// the function names a family (binary kinds share one), and the kind whose
+// table decodes the arguments (op code, constant) is the node's.
+Result<std::optional<KernelLaunch>> read_kernel(const Graph& g, std::uint32_t i,
+                                                cudaGraphNode_t node) {
+  cudaKernelNodeParams kp{};
+  CAPSIM_CUDA_TRY(cudaGraphKernelNodeGetParams(node, &kp), "cudaGraphKernelNodeGetParams");
+  if (kp.extra != nullptr || kp.kernelParams == nullptr) {
+    return make_error(fmt::format(
+        "graph '{}': node {} holds its arguments in `extra`; the backend sets kernelParams", g.name,
+        i));
+  }
+  std::string tried;
+  for (int k = 0; k < kNumKernelKinds; ++k) {
+    const auto kind = static_cast<KernelKind>(k);
+    if (!is_function_of(kind, kp.func)) continue;
+    const std::size_t n = kernel_abi(kind).params.size();
+    // Copied out at once: the arrays belong to the node (cudaGraphKernelNodeGetParams).
+    std::vector<const void*> args(kp.kernelParams, kp.kernelParams + n);
+    Result<KernelLaunch> launch = decode_params(kind, args);
+    if (launch) return std::optional<KernelLaunch>(*launch);
+    tried += fmt::format("; {}", launch.error().message);
+  }
+  return make_error(fmt::format("graph '{}': node {} runs a kernel no table entry decodes{}",
+                                g.name, i, tried.empty() ? " (an unknown function)" : tried));
+}
+
+// Node i's type and parameters: a kernel's launch, a copy's or a memset's.
+Status read_params(const Graph& g, std::uint32_t i, NodeReading& r) {
+  cudaGraphNode_t node = g.nodes[i];
+  cudaGraphNodeType type{};
+  CAPSIM_CUDA_TRY(cudaGraphNodeGetType(node, &type), "cudaGraphNodeGetType");
+  switch (type) {
+    case cudaGraphNodeTypeKernel: {
+      r.type = GraphNodeType::kKernel;
+      CAPSIM_TRY_ASSIGN(r.kernel, read_kernel(g, i, node));
+      break;
+    }
+    case cudaGraphNodeTypeMemcpy: {
+      r.type = GraphNodeType::kMemcpy;
+      cudaMemcpy3DParms p{};
+      CAPSIM_CUDA_TRY(cudaGraphMemcpyNodeGetParams(node, &p), "cudaGraphMemcpyNodeGetParams");
+      if (p.srcArray != nullptr || p.dstArray != nullptr) {
+        return make_error(
+            fmt::format("graph '{}': node {} copies a CUDA array, never built", g.name, i));
+      }
+      r.copy.src = reinterpret_cast<std::uint64_t>(p.srcPtr.ptr) + p.srcPos.x;
+      r.copy.dst = reinterpret_cast<std::uint64_t>(p.dstPtr.ptr) + p.dstPos.x;
+      r.copy.bytes = static_cast<std::uint64_t>(p.extent.width) * p.extent.height * p.extent.depth;
+      break;
+    }
+    case cudaGraphNodeTypeMemset: {
+      r.type = GraphNodeType::kMemset;
+      cudaMemsetParams p{};
+      CAPSIM_CUDA_TRY(cudaGraphMemsetNodeGetParams(node, &p), "cudaGraphMemsetNodeGetParams");
+      r.memset.dst = reinterpret_cast<std::uint64_t>(p.dst);
+      r.memset.bytes = p.height <= 1 ? static_cast<std::uint64_t>(p.elementSize) * p.width
+                                     : static_cast<std::uint64_t>(p.pitch) * (p.height - 1) +
+                                           static_cast<std::uint64_t>(p.elementSize) * p.width;
+      r.memset.value = static_cast<std::uint8_t>(p.value);
+      break;
+    }
+    default:
+      r.type = GraphNodeType::kOther;
+      r.other_type = std::string(node_type_name(type));
+      break;
+  }
+  return {};
+}
+
+// Node i's dependencies, as our indices of the nodes they name.
+Status read_deps(const Graph& g, std::uint32_t i,
+                 const std::map<cudaGraphNode_t, std::uint32_t>& index, NodeReading& r) {
+  cudaGraphNode_t node = g.nodes[i];
+  size_t ndeps = 0;
+  CAPSIM_CUDA_TRY(cudaGraphNodeGetDependencies(node, nullptr, nullptr, &ndeps),
+                  "cudaGraphNodeGetDependencies");
+  std::vector<cudaGraphNode_t> deps(ndeps);
+  if (ndeps > 0) {
+    CAPSIM_CUDA_TRY(cudaGraphNodeGetDependencies(node, deps.data(), nullptr, &ndeps),
+                    "cudaGraphNodeGetDependencies");
+  }
+  for (cudaGraphNode_t d : deps) {
+    auto it = index.find(d);
+    if (it == index.end()) {
+      return make_error(
+          fmt::format("graph '{}': node {} depends on a node the backend never "
+                      "built",
+                      g.name, i));
+    }
+    r.deps.push_back(it->second);
+  }
+  return {};
+}
+
+// The template graph as the driver describes it, node i for step i.
+Result<std::vector<NodeReading>> read_back(const Graph& g) {
+  size_t count = 0;
+  CAPSIM_CUDA_TRY(cudaGraphGetNodes(g.graph, nullptr, &count), "cudaGraphGetNodes");
+  std::vector<cudaGraphNode_t> all(count);
+  if (count > 0) {
+    CAPSIM_CUDA_TRY(cudaGraphGetNodes(g.graph, all.data(), &count), "cudaGraphGetNodes");
+  }
+  // Our own index of each node; the driver's order is not documented.
+  std::map<cudaGraphNode_t, std::uint32_t> index;
+  for (std::uint32_t i = 0; i < g.nodes.size(); ++i) index[g.nodes[i]] = i;
+  if (all.size() != g.nodes.size()) {
+    return make_error(fmt::format("graph '{}': the driver reports {} nodes, the backend built {}",
+                                  g.name, all.size(), g.nodes.size()));
+  }
+  for (cudaGraphNode_t n : all) {
+    if (index.count(n) == 0) {
+      return make_error(
+          fmt::format("graph '{}': the driver reports a node the backend never "
+                      "built",
+                      g.name));
+    }
+  }
+  std::vector<NodeReading> out(g.nodes.size());
+  for (std::uint32_t i = 0; i < g.nodes.size(); ++i) {
+    CAPSIM_TRY(read_deps(g, i, index, out[i]));
+    CAPSIM_TRY(read_params(g, i, out[i]));
+  }
+  return out;
+}
 }  // namespace
 
 struct CudaBackend::Impl {
@@ -115,44 +293,6 @@ struct CudaBackend::Impl {
     if (guard != nullptr) cudaFree(guard);
     if (staging != nullptr) cudaFreeHost(staging);
     if (stream != nullptr) cudaStreamDestroy(stream);
-  }
-
-  Result<std::uint64_t> buffer_id(const void* p) const {
-    unsigned long long id = 0;
-    const CUresult r = driver.pointer_get_attribute(&id, CU_POINTER_ATTRIBUTE_BUFFER_ID,
-                                                    reinterpret_cast<CUdeviceptr>(p));
-    if (r != CUDA_SUCCESS) {
-      return make_error(fmt::format("cuda: cuPointerGetAttribute(BUFFER_ID, {:#x}) failed ({})",
-                                    reinterpret_cast<std::uintptr_t>(p), static_cast<int>(r)));
-    }
-    return static_cast<std::uint64_t>(id);
-  }
-
-  // What the driver says of each registered buffer now, for check_unchanged.
-  std::vector<BufferObservation> observe() const {
-    std::vector<BufferObservation> out;
-    for (const StaticBuffer& b : registry.buffers()) {
-      BufferObservation o;
-      unsigned long long id = 0;
-      if (driver.pointer_get_attribute(&id, CU_POINTER_ATTRIBUTE_BUFFER_ID,
-                                       static_cast<CUdeviceptr>(b.base)) == CUDA_SUCCESS) {
-        o.found = true;
-        o.buffer_id = id;
-      }
-      if (b.kind == BufferKind::kDevice) {
-        CUdeviceptr base = 0;
-        size_t bytes = 0;
-        if (driver.mem_get_address_range(&base, &bytes, static_cast<CUdeviceptr>(b.base)) ==
-            CUDA_SUCCESS) {
-          o.range_base = base;
-          o.range_bytes = bytes;
-        } else {
-          o.found = false;
-        }
-      }
-      out.push_back(o);
-    }
-    return out;
   }
 
   Status check_guard() const {
@@ -267,147 +407,6 @@ struct CudaBackend::Impl {
     return {};
   }
 
-  // The template graph as the driver describes it, node i for step i.
-  Result<std::vector<NodeReading>> read_back(const Graph& g) const {
-    size_t count = 0;
-    CAPSIM_CUDA_TRY(cudaGraphGetNodes(g.graph, nullptr, &count), "cudaGraphGetNodes");
-    std::vector<cudaGraphNode_t> all(count);
-    if (count > 0) {
-      CAPSIM_CUDA_TRY(cudaGraphGetNodes(g.graph, all.data(), &count), "cudaGraphGetNodes");
-    }
-    // Our own index of each node; the driver's order is not documented.
-    std::map<cudaGraphNode_t, std::uint32_t> index;
-    for (std::uint32_t i = 0; i < g.nodes.size(); ++i) index[g.nodes[i]] = i;
-    if (all.size() != g.nodes.size()) {
-      return make_error(fmt::format("graph '{}': the driver reports {} nodes, the backend built {}",
-                                    g.name, all.size(), g.nodes.size()));
-    }
-    for (cudaGraphNode_t n : all) {
-      if (index.count(n) == 0) {
-        return make_error(
-            fmt::format("graph '{}': the driver reports a node the backend never "
-                        "built",
-                        g.name));
-      }
-    }
-    std::vector<NodeReading> out(g.nodes.size());
-    for (std::uint32_t i = 0; i < g.nodes.size(); ++i) {
-      CAPSIM_TRY(read_deps(g, i, index, out[i]));
-      CAPSIM_TRY(read_params(g, i, out[i]));
-    }
-    return out;
-  }
-
-  // Node i's dependencies, as our indices of the nodes they name.
-  Status read_deps(const Graph& g, std::uint32_t i,
-                   const std::map<cudaGraphNode_t, std::uint32_t>& index, NodeReading& r) const {
-    cudaGraphNode_t node = g.nodes[i];
-    size_t ndeps = 0;
-    CAPSIM_CUDA_TRY(cudaGraphNodeGetDependencies(node, nullptr, nullptr, &ndeps),
-                    "cudaGraphNodeGetDependencies");
-    std::vector<cudaGraphNode_t> deps(ndeps);
-    if (ndeps > 0) {
-      CAPSIM_CUDA_TRY(cudaGraphNodeGetDependencies(node, deps.data(), nullptr, &ndeps),
-                      "cudaGraphNodeGetDependencies");
-    }
-    for (cudaGraphNode_t d : deps) {
-      auto it = index.find(d);
-      if (it == index.end()) {
-        return make_error(
-            fmt::format("graph '{}': node {} depends on a node the backend never "
-                        "built",
-                        g.name, i));
-      }
-      r.deps.push_back(it->second);
-    }
-    return {};
-  }
-
-  // Node i's type and parameters: a kernel's launch, a copy's or a memset's.
-  Status read_params(const Graph& g, std::uint32_t i, NodeReading& r) const {
-    cudaGraphNode_t node = g.nodes[i];
-    cudaGraphNodeType type{};
-    CAPSIM_CUDA_TRY(cudaGraphNodeGetType(node, &type), "cudaGraphNodeGetType");
-    switch (type) {
-      case cudaGraphNodeTypeKernel: {
-        r.type = GraphNodeType::kKernel;
-        CAPSIM_TRY_ASSIGN(r.kernel, read_kernel(g, i, node));
-        break;
-      }
-      case cudaGraphNodeTypeMemcpy: {
-        r.type = GraphNodeType::kMemcpy;
-        cudaMemcpy3DParms p{};
-        CAPSIM_CUDA_TRY(cudaGraphMemcpyNodeGetParams(node, &p), "cudaGraphMemcpyNodeGetParams");
-        if (p.srcArray != nullptr || p.dstArray != nullptr) {
-          return make_error(
-              fmt::format("graph '{}': node {} copies a CUDA array, never built", g.name, i));
-        }
-        r.copy.src = reinterpret_cast<std::uint64_t>(p.srcPtr.ptr) + p.srcPos.x;
-        r.copy.dst = reinterpret_cast<std::uint64_t>(p.dstPtr.ptr) + p.dstPos.x;
-        r.copy.bytes =
-            static_cast<std::uint64_t>(p.extent.width) * p.extent.height * p.extent.depth;
-        break;
-      }
-      case cudaGraphNodeTypeMemset: {
-        r.type = GraphNodeType::kMemset;
-        cudaMemsetParams p{};
-        CAPSIM_CUDA_TRY(cudaGraphMemsetNodeGetParams(node, &p), "cudaGraphMemsetNodeGetParams");
-        r.memset.dst = reinterpret_cast<std::uint64_t>(p.dst);
-        r.memset.bytes = p.height <= 1 ? static_cast<std::uint64_t>(p.elementSize) * p.width
-                                       : static_cast<std::uint64_t>(p.pitch) * (p.height - 1) +
-                                             static_cast<std::uint64_t>(p.elementSize) * p.width;
-        r.memset.value = static_cast<std::uint8_t>(p.value);
-        break;
-      }
-      default:
-        r.type = GraphNodeType::kOther;
-        r.other_type = std::string(node_type_name(type));
-        break;
-    }
-    return {};
-  }
-
-  // Whether a node's `func` is the kernel of `kind`: the host stub the node
-  // was built with, or the driver's handle for it (the CUDA documentation leaves
-  // open which of the two comes back; both identify the function).
-  bool is_function_of(KernelKind kind, const void* func) const {
-    const void* stub = kernel_function(kind);
-    if (func == stub) return true;
-    cudaFunction_t handle = nullptr;
-    if (cudaGetFuncBySymbol(&handle, stub) != cudaSuccess) {
-      cudaGetLastError();
-      return false;
-    }
-    return static_cast<const void*>(handle) == func;
-  }
-
-  // A kernel node's function and raw arguments, decoded by the ABI table:
-  // the function names a family (binary kinds share one), and the kind whose
-  // table decodes the arguments (op code, constant) is the node's.
-  Result<std::optional<KernelLaunch>> read_kernel(const Graph& g, std::uint32_t i,
-                                                  cudaGraphNode_t node) const {
-    cudaKernelNodeParams kp{};
-    CAPSIM_CUDA_TRY(cudaGraphKernelNodeGetParams(node, &kp), "cudaGraphKernelNodeGetParams");
-    if (kp.extra != nullptr || kp.kernelParams == nullptr) {
-      return make_error(fmt::format(
-          "graph '{}': node {} holds its arguments in `extra`; the backend sets kernelParams",
-          g.name, i));
-    }
-    std::string tried;
-    for (int k = 0; k < kNumKernelKinds; ++k) {
-      const auto kind = static_cast<KernelKind>(k);
-      if (!is_function_of(kind, kp.func)) continue;
-      const std::size_t n = kernel_abi(kind).params.size();
-      // Copied out at once: the arrays belong to the node (cudaGraphKernelNodeGetParams).
-      std::vector<const void*> args(kp.kernelParams, kp.kernelParams + n);
-      Result<KernelLaunch> launch = decode_params(kind, args);
-      if (launch) return std::optional<KernelLaunch>(*launch);
-      tried += fmt::format("; {}", launch.error().message);
-    }
-    return make_error(fmt::format("graph '{}': node {} runs a kernel no table entry decodes{}",
-                                  g.name, i, tried.empty() ? " (an unknown function)" : tried));
-  }
-
   Result<std::vector<BakedRange>> verify(const Graph& g) const {
     CAPSIM_TRY_ASSIGN(const std::vector<NodeReading> nodes, read_back(g));
     return verify_mirror(g.program, nodes, registry);
@@ -446,7 +445,7 @@ Result<std::unique_ptr<CudaBackend>> CudaBackend::create(Fault fault) {
                   "cudaStreamCreateWithFlags");
   CAPSIM_CUDA_TRY(cudaHostAlloc(&impl->staging, kStagingBytes, cudaHostAllocDefault),
                   "cudaHostAlloc(staging)");
-  CAPSIM_TRY_ASSIGN(const std::uint64_t staging_id, impl->buffer_id(impl->staging));
+  CAPSIM_TRY_ASSIGN(const std::uint64_t staging_id, buffer_id(impl->driver, impl->staging));
   CAPSIM_TRY(impl->registry.add({"staging", BufferKind::kPinnedHost,
                                  reinterpret_cast<std::uint64_t>(impl->staging), kStagingBytes,
                                  staging_id, std::nullopt}));
@@ -479,7 +478,7 @@ Status CudaBackend::materialize(const MemoryLayout& layout) {
         fmt::format("cudaMalloc({} bytes for segment {})", segment.bytes, hex(segment.base)));
     m.segments[segment.base] = p;
     CAPSIM_CUDA_TRY(cudaMemset(p, 0, segment.bytes), "cudaMemset(segment)");
-    CAPSIM_TRY_ASSIGN(const std::uint64_t id, m.buffer_id(p));
+    CAPSIM_TRY_ASSIGN(const std::uint64_t id, buffer_id(m.driver, p));
     CAPSIM_TRY(
         m.registry.add({fmt::format("segment {}", hex(segment.base)), BufferKind::kDevice,
                         reinterpret_cast<std::uint64_t>(p), segment.bytes, id, segment.base}));
@@ -534,7 +533,7 @@ Status CudaBackend::replay(GraphHandle handle) {
   CAPSIM_CUDA_TRY(cudaStreamSynchronize(m.stream),
                   fmt::format("graph '{}': cudaStreamSynchronize after the replay", g->name));
   // Everything the graph baked is still what it was, read from the driver.
-  CAPSIM_TRY(m.registry.check_unchanged(m.observe()));
+  CAPSIM_TRY(m.registry.check_unchanged(observe(m.driver, m.registry)));
   CAPSIM_TRY_ASSIGN(const std::vector<BakedRange> now, m.verify(*g));
   CAPSIM_TRY(check_same_baked(g->baseline, now));
   CAPSIM_TRY(m.check_guard());

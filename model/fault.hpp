@@ -23,15 +23,15 @@ namespace capsim {
 
 // Where a fault acts: the component that reads it.
 // X(enumerator, name)
-#define CAPSIM_FAULT_SITES(X)                                          \
-  X(kNone, "none")                                                     \
-  X(kAllocator, "allocator") /* model/caching_allocator */             \
-  X(kTree, "tree")           /* sim/ tree manager, World, optimizer */ \
-  X(kRun, "run")             /* sim/compiled_autograd_run */           \
-  X(kCapture, "capture")     /* sim/ compiled-autograd capture mode */ \
-  X(kCheck, "check")         /* properties/: the check itself */       \
-  X(kDiff, "diff")           /* render/graph_diff */                   \
-  X(kMirror, "mirror")       /* cuda_reference/reference_mirror */     \
+#define CAPSIM_FAULT_SITES(X)                                              \
+  X(kNone, "none")                                                         \
+  X(kAllocator, "allocator") /* model/caching_allocator */                 \
+  X(kTree, "tree")           /* sim/ tree manager, World, optimizer */     \
+  X(kRun, "run")             /* sim/compiled_autograd/compiled_backward */ \
+  X(kCapture, "capture")     /* sim/ compiled-autograd capture mode */     \
+  X(kCheck, "check")         /* properties/: the check itself */           \
+  X(kDiff, "diff")           /* render/graph_diff */                       \
+  X(kMirror, "mirror")       /* cuda_reference/reference_mirror */         \
   X(kCuda, "cuda")           /* cuda_reference/cuda_backend */
 
 enum class FaultSite : std::uint8_t {

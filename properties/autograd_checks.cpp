@@ -5,7 +5,7 @@
 
 #include <bit>
 
-#include "sim/autograd/compiled_autograd_capture.hpp"
+#include "sim/compiled_autograd/capture.hpp"
 
 namespace capsim {
 

@@ -10,8 +10,8 @@
 
 #include "properties/autograd_programs.hpp"
 #include "properties/cudagraph_checks.hpp"
-#include "sim/autograd/capture_mode.hpp"
-#include "sim/autograd/compiled_autograd_run.hpp"
+#include "sim/compiled_autograd/capture_mode.hpp"
+#include "sim/compiled_autograd/compiled_backward.hpp"
 
 namespace capsim {
 

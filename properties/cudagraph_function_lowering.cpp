@@ -16,7 +16,7 @@ namespace {
 // A body value: 0-d, or 1-d of `length` elements, of `dtype`. Only generic
 // ops make values of other dtypes than float32, and only they read them: the
 // exact kernels take float32 (kernel_launch.cpp).
-struct Value {
+struct BodyValue {
   bool scalar = false;
   std::int64_t length = 0;
   DType dtype = DType::kFloat32;
@@ -58,18 +58,18 @@ void declare_static_inputs(FunctionBuilder& f, const std::vector<SlotKind>& slot
   f.static_inputs(static_idxs).params(param_idxs);
 }
 
-bool same_shape_as(const Value& v, const Value& a) {
+bool same_shape_as(const BodyValue& v, const BodyValue& a) {
   return v.scalar == a.scalar && v.length == a.length;
 }
 
 // A value's sizes: {} or {length}.
-Dims sizes_of(const Value& v) {
+Dims sizes_of(const BodyValue& v) {
   return v.scalar ? Dims{} : Dims{v.length};
 }
 
 // The values that satisfy `keep`, in index order.
 template <typename Pred>
-std::vector<ValueIndex> values_where(const std::vector<Value>& values, Pred keep) {
+std::vector<ValueIndex> values_where(const std::vector<BodyValue>& values, Pred keep) {
   std::vector<ValueIndex> c;
   for (ValueIndex v = 0; v < values.size(); ++v) {
     if (keep(values[v])) c.push_back(v);
@@ -79,16 +79,16 @@ std::vector<ValueIndex> values_where(const std::vector<Value>& values, Pred keep
 
 // The values shaped like `a` and of its dtype (itself included), in index
 // order: the partners a binary op may take without broadcasting or casting.
-std::vector<ValueIndex> same_shape(const std::vector<Value>& values, ValueIndex a) {
-  const Value& of = values[a];
-  return values_where(values,
-                      [&](const Value& v) { return same_shape_as(v, of) && v.dtype == of.dtype; });
+std::vector<ValueIndex> same_shape(const std::vector<BodyValue>& values, ValueIndex a) {
+  const BodyValue& of = values[a];
+  return values_where(
+      values, [&](const BodyValue& v) { return same_shape_as(v, of) && v.dtype == of.dtype; });
 }
 
 // The values of `dtype`, in index order (never empty for float32: every
 // input is float32).
-std::vector<ValueIndex> of_dtype(const std::vector<Value>& values, DType dtype) {
-  return values_where(values, [dtype](const Value& v) { return v.dtype == dtype; });
+std::vector<ValueIndex> of_dtype(const std::vector<BodyValue>& values, DType dtype) {
+  return values_where(values, [dtype](const BodyValue& v) { return v.dtype == dtype; });
 }
 
 // The input slots of any of `kinds`, in slot order.
@@ -104,17 +104,17 @@ std::vector<ValueIndex> inputs_of(const std::vector<SlotKind>& slots,
 
 // A slice of a 1-d value, its bounds inside that value's length. Marks the
 // function as slicing: its bounds hold at this numel only.
-Value lower_slice(const OpPlan& op, FunctionBuilder& f, const std::vector<Value>& values,
-                  LoweredFunction& out) {
-  const std::vector<ValueIndex> c =
-      values_where(values, [](const Value& v) { return !v.scalar && v.dtype == DType::kFloat32; });
+BodyValue lower_slice(const OpPlan& op, FunctionBuilder& f, const std::vector<BodyValue>& values,
+                      LoweredFunction& out) {
+  const std::vector<ValueIndex> c = values_where(
+      values, [](const BodyValue& v) { return !v.scalar && v.dtype == DType::kFloat32; });
   const ValueIndex s = c[op.a % c.size()];
   const std::int64_t len = values[s].length;
   const std::int64_t start = op.start % len;
   const std::int64_t end = start + 1 + static_cast<std::int64_t>(op.length % (len - start));
   f.slice(s, start, end);
   out.slices = true;
-  return Value{false, end - start};
+  return BodyValue{false, end - start};
 }
 
 // The generic ops of generated bodies: real aten ops that capsim runs from
@@ -128,12 +128,13 @@ enum class GenericPick : std::uint8_t { kGelu, kGeluBackward, kGreater, kWhere, 
 // mask when there is one (else it compares), a cast takes a half value back
 // to float32 when there is one, and gelu reads a half value every other time
 // there is one: otherwise chains through the new dtypes would be rare.
-GenericPick pick_generic(const OpPlan& op, const std::vector<Value>& values, ValueIndex& a) {
+GenericPick pick_generic(const OpPlan& op, const std::vector<BodyValue>& values, ValueIndex& a) {
   auto pick = static_cast<GenericPick>(op.start % 5);
   const std::vector<ValueIndex> masks = of_dtype(values, DType::kBool);
   // Neither float32 nor bool: what casts down made.
-  const std::vector<ValueIndex> halves = values_where(
-      values, [](const Value& v) { return v.dtype != DType::kFloat32 && v.dtype != DType::kBool; });
+  const std::vector<ValueIndex> halves = values_where(values, [](const BodyValue& v) {
+    return v.dtype != DType::kFloat32 && v.dtype != DType::kBool;
+  });
   if (pick == GenericPick::kWhere && !masks.empty()) a = masks[op.a % masks.size()];
   if (pick == GenericPick::kCast && !halves.empty() && op.b % 2 == 0) {
     a = halves[op.a % halves.size()];
@@ -147,7 +148,7 @@ GenericPick pick_generic(const OpPlan& op, const std::vector<Value>& values, Val
 }
 
 // A cast of `a` to `dtype`, its result shaped like `a`.
-Value cast(FunctionBuilder& f, ValueIndex a, Value in, DType dtype) {
+BodyValue cast(FunctionBuilder& f, ValueIndex a, BodyValue in, DType dtype) {
   in.dtype = dtype;
   f.generic("aten._to_copy.default", {a}, contiguous_meta(sizes_of(in), dtype).value(),
             fmt::format("dtype=torch.{}", dtype_name(dtype)));
@@ -157,10 +158,10 @@ Value cast(FunctionBuilder& f, ValueIndex a, Value in, DType dtype) {
 // An autocast region over the float32 value `a`: a cast down to a half type,
 // a gelu in it, and the cast back to float32 that is the plan op's result.
 // The two half values join `values` (later ops may read them).
-Value lower_autocast(const OpPlan& op, FunctionBuilder& f, std::vector<Value>& values,
-                     ValueIndex a) {
+BodyValue lower_autocast(const OpPlan& op, FunctionBuilder& f, std::vector<BodyValue>& values,
+                         ValueIndex a) {
   const DType half = op.length % 2 == 0 ? DType::kBFloat16 : DType::kFloat16;
-  const Value in = values[a];
+  const BodyValue in = values[a];
   values.push_back(cast(f, a, in, half));
   const auto down = static_cast<ValueIndex>(values.size() - 1);
   CAPSIM_CHECK(f.generic("aten.gelu.default", {down},
@@ -172,16 +173,16 @@ Value lower_autocast(const OpPlan& op, FunctionBuilder& f, std::vector<Value>& v
 // One generic op, its first operand `a` unless pick_generic chooses another,
 // with one fresh result of that operand's shape and of the dtype it returns
 // (for a cast of a float32 value, an autocast region).
-Value lower_generic(const OpPlan& op, FunctionBuilder& f, std::vector<Value>& values, ValueIndex a,
-                    LoweredFunction& out) {
+BodyValue lower_generic(const OpPlan& op, FunctionBuilder& f, std::vector<BodyValue>& values,
+                        ValueIndex a, LoweredFunction& out) {
   out.generics = true;  // its result's sizes are recorded: not resizable
   const GenericPick pick = pick_generic(op, values, a);
-  const Value in = values[a];
+  const BodyValue in = values[a];
   if (pick == GenericPick::kCast) {
     return in.dtype == DType::kFloat32 ? lower_autocast(op, f, values, a)
                                        : cast(f, a, in, DType::kFloat32);
   }
-  Value result = in;
+  BodyValue result = in;
   std::vector<ValueIndex> args{a};
   std::string attrs;
   const char* target = "aten.gelu.default";
@@ -202,8 +203,9 @@ Value lower_generic(const OpPlan& op, FunctionBuilder& f, std::vector<Value>& va
     case GenericPick::kWhere: {
       // Both branches shaped like the mask and of one floating dtype; the
       // mask was computed from such a value, so there is one.
-      const std::vector<ValueIndex> c = values_where(
-          values, [&](const Value& v) { return same_shape_as(v, in) && v.dtype != DType::kBool; });
+      const std::vector<ValueIndex> c = values_where(values, [&](const BodyValue& v) {
+        return same_shape_as(v, in) && v.dtype != DType::kBool;
+      });
       CAPSIM_CHECK(!c.empty());
       const ValueIndex x = c[op.b % c.size()];
       const auto y = same_shape(values, x);
@@ -222,8 +224,8 @@ Value lower_generic(const OpPlan& op, FunctionBuilder& f, std::vector<Value>& va
 // with no input of its kind to mutate becomes a plain add.
 // A generic op may append values of its own before its result (an autocast
 // region's half values).
-Value lower_op(const OpPlan& op, FunctionBuilder& f, std::vector<Value>& values,
-               LoweredFunction& out) {
+BodyValue lower_op(const OpPlan& op, FunctionBuilder& f, std::vector<BodyValue>& values,
+                   LoweredFunction& out) {
   const auto nv = static_cast<std::uint32_t>(values.size());
   ValueIndex a = op.a % nv;
   PlanOp kind = op.op;
@@ -239,7 +241,7 @@ Value lower_op(const OpPlan& op, FunctionBuilder& f, std::vector<Value>& values,
   if ((kind == PlanOp::kAddStatic || kind == PlanOp::kAddData) && targets.empty()) {
     kind = PlanOp::kAdd;
   }
-  Value result = values[a];
+  BodyValue result = values[a];
   switch (kind) {
     case PlanOp::kAdd:
     case PlanOp::kMul: {
@@ -258,7 +260,7 @@ Value lower_op(const OpPlan& op, FunctionBuilder& f, std::vector<Value>& values,
     case PlanOp::kAlias: f.alias(a); break;
     case PlanOp::kSum:
       f.sum(a);
-      result = Value{true, 0};
+      result = BodyValue{true, 0};
       break;
     case PlanOp::kSlice: result = lower_slice(op, f, values, out); break;
     case PlanOp::kGeneric: result = lower_generic(op, f, values, a, out); break;
@@ -299,9 +301,9 @@ LoweredFunction lower_function(const FunctionPlan& p, std::size_t index,
   FunctionBuilder f(fmt::format("f{}", index), p.mode, primal_names(n));
   declare_static_inputs(f, out.slots, p.mode);
 
-  std::vector<Value> values(n, Value{false, numel});
+  std::vector<BodyValue> values(n, BodyValue{false, numel});
   for (const OpPlan& op : p.ops) {
-    const Value result = lower_op(op, f, values, out);
+    const BodyValue result = lower_op(op, f, values, out);
     values.push_back(result);
   }
   const std::vector<ValueIndex> outs = pick_outputs(p.outputs, values.size());

@@ -67,7 +67,7 @@ CudagraphConfig runtime_config(const RuntimePlan& plan, bool every_step_src) {
   return c;
 }
 
-struct Lowering {
+struct RuntimeSkipLowering {
   GeneratedProgram& g;
   void add(Action a, std::vector<ArgKnowledge> knowledge = {}, std::int64_t numel = kDefaultNumel) {
     g.program.actions.push_back(std::move(a));
@@ -83,7 +83,8 @@ struct Lowering {
 };
 
 // One step: maybe `o = src(x)` and a row of o, then `g(a, q)`.
-RuntimeCall lower_step(const RuntimeStepPlan& s, std::uint32_t mutate, std::size_t k, Lowering& l) {
+RuntimeCall lower_step(const RuntimeStepPlan& s, std::uint32_t mutate, std::size_t k,
+                       RuntimeSkipLowering& l) {
   RuntimeCall call;
   call.after_src = s.src;
   call.param = s.param % kRuntimeParams;
@@ -134,7 +135,7 @@ RuntimeProgram lower_runtime_skips(const RuntimePlan& plan) {
   g.seed = plan.seed;
   g.numel = kRowNumel;
   g.torch_profile = plan.torch_profile;
-  Lowering l{g};
+  RuntimeSkipLowering l{g};
   for (std::uint32_t j = 0; j < kRuntimeParams; ++j) {
     NewTensor p;
     p.name = fmt::format("p{}", j);

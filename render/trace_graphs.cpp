@@ -7,7 +7,7 @@
 #include "render/capture_drawings.hpp"
 #include "render/memory_drawings.hpp"
 #include "render/tree_drawing.hpp"
-#include "sim/autograd/compiled_autograd_runner.hpp"
+#include "sim/compiled_autograd/runner.hpp"
 #include "sim/world/world.hpp"
 #include "traces/format/trace_reader.hpp"
 #include "traces/simulation/run_program.hpp"

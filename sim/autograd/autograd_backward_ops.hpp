@@ -2,7 +2,7 @@
 // the interpreter of captured graphs (sim/ private; not part of the API).
 //
 // The eager engine (autograd_backward.cpp) and the FX interpreter
-// (compiled_autograd_run.cpp) must compute bitwise equal gradients (P-equal),
+// (compiled_backward.cpp) must compute bitwise equal gradients (P-equal),
 // so both run the same formulas through the same kernels: this class. It owns
 // the temporaries a run makes (released at the end, except the grads that were
 // stored into a leaf's .grad) and knows nothing of graphs or FX: a formula gets

@@ -548,4 +548,15 @@ Status AutogradEngine::register_post_accumulate_grad_hook(const Variable& t, flo
   return {};
 }
 
+const CustomFunction* AutogradEngine::custom_function(AutogradNodeId id) const {
+  const auto it = functions_.find(id);
+  return it == functions_.end() ? nullptr : &it->second;
+}
+
+std::optional<float> AutogradEngine::hook_scale(AutogradNodeId id, std::size_t index) const {
+  const auto it = hooks_.find(id);
+  if (it == hooks_.end() || index >= it->second.size()) return std::nullopt;
+  return it->second[index].scale;
+}
+
 }  // namespace capsim

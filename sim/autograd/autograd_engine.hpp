@@ -249,6 +249,18 @@ class AutogradEngine {
   Result<BackwardGraph> backward_graph(const Variable& root) const;
   // The edge a tensor's grad flows into: its grad_fn, or its AccumulateGrad.
   std::optional<GradFn> gradient_edge(TensorId tensor) const;
+  // The custom function whose backward node `id` is, or null; and the scale
+  // of the `index`-th hook registered on node `id`, if it has one. What a
+  // captured graph's lifted hooks and custom-function calls resolve to
+  // (sim/compiled_autograd/compiled_backward.cpp), by the engine's node ids.
+  const CustomFunction* custom_function(AutogradNodeId id) const;
+  std::optional<float> hook_scale(AutogradNodeId id, std::size_t index) const;
+  // From now on every kernel the engine launches is also appended to
+  // `program` (null: to none), the lowering of a captured graph to a
+  // StepProgram; returns the program it appended to before.
+  StepProgram* record_launches_into(StepProgram* program) {
+    return std::exchange(recording_, program);
+  }
 
  private:
   struct Record {
@@ -267,9 +279,10 @@ class AutogradEngine {
     std::uint32_t input_nr = 0;  // kTensorPre only
     float scale = 1.0f;
   };
+  // The engine's own backward (autograd_backward.cpp) and the formulas and
+  // kernels it shares with the interpreter of captured graphs.
   friend class BackwardOps;
   friend class BackwardRun;
-  friend class CompiledBackwardRun;
 
   // Tensors and kernels.
   Result<TensorId> fresh(const Dims& sizes, DType dtype = DType::kFloat32);

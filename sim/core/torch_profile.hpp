@@ -125,7 +125,7 @@ struct TorchProfileRules {
   bool pool_texts_2_11 = false;
   // Compiled autograd's graph form (torch/_dynamo/compiled_autograd.py,
   // external_utils.py, csrc/dynamo/compiled_autograd.h; the World hands these
-  // to sim/autograd/compiled_autograd_release_form.hpp): validate_outputs'
+  // to sim/compiled_autograd/release_form.hpp): validate_outputs'
   // packed InputMetadata ends with grad_dtype (2.10 on); call_aot_bwd_prologue
   // takes ctx_opaque_objs (2.11 on) and its flat args as one tuple (2.13 on);
   // call_accumulate_grad takes variable_grad (2.13 on, #184082). classic has

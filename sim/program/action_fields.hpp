@@ -12,9 +12,9 @@
 #include <string_view>
 #include <vector>
 
-#include "model/tensor.hpp"
 #include "model/kernel_launch.hpp"
-#include "sim/autograd/capture_mode.hpp"
+#include "model/tensor.hpp"
+#include "sim/compiled_autograd/capture_mode.hpp"
 #include "sim/core/function_def.hpp"
 
 namespace capsim {

@@ -19,7 +19,7 @@
 #include <variant>
 #include <vector>
 
-#include "sim/autograd/imported_graph.hpp"
+#include "sim/compiled_autograd/imported_graph.hpp"
 #include "sim/core/function_def.hpp"
 #include "sim/program/action_fields.hpp"
 
@@ -33,7 +33,7 @@ namespace capsim {
 #define CAPSIM_FIELD_WHEN(Type, FieldType, member, key, default_value, condition) \
   FieldType::type member = default_value;
 #define CAPSIM_ACTION_END(Type) \
-  }                              \
+  }                             \
   ;
 #include "sim/program/actions.def"
 #undef CAPSIM_ACTION
@@ -60,10 +60,10 @@ using Action = detail::VariantOfRest<void
 // The name a kind has in traces ("new_tensor").
 template <typename Kind>
 constexpr std::string_view action_kind_name();
-#define CAPSIM_ACTION(Type, name)                  \
-  template <>                                      \
+#define CAPSIM_ACTION(Type, name)                       \
+  template <>                                           \
   constexpr std::string_view action_kind_name<Type>() { \
-    return name;                                   \
+    return name;                                        \
   }
 #define CAPSIM_EXTERNAL_ACTION(Type, name) CAPSIM_ACTION(Type, name)
 #include "sim/program/actions.def"

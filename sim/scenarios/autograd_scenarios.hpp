@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "sim/autograd/compiled_autograd_runner.hpp"
+#include "sim/compiled_autograd/runner.hpp"
 
 namespace capsim {
 

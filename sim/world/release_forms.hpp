@@ -1,11 +1,11 @@
 // The compiled-autograd graph form of a torch profile: the profile's row
 // (sim/core/torch_profile.hpp) as the switches the release form reads
-// (sim/autograd/compiled_autograd_release_form.hpp). Here, in the world wing:
+// (sim/compiled_autograd/release_form.hpp). Here, in the world wing:
 // compiled autograd reads only its form, and the World, which picks the
 // profile, hands the form over.
 #pragma once
 
-#include "sim/autograd/compiled_autograd_release_form.hpp"
+#include "sim/compiled_autograd/release_form.hpp"
 #include "sim/core/torch_profile.hpp"
 
 namespace capsim {

@@ -12,7 +12,7 @@
 //
 // A compiled backward is compiled autograd's Phase A, cache and functional
 // capture over the same graph; the capture is lowered to a BACKWARD function
-// (sim/autograd/compiled_autograd_function.hpp) and called through the tree
+// (sim/compiled_autograd/function_lowering.hpp) and called through the tree
 // manager like every other compiled function, so its warmup, recording,
 // replays, input copies and pool use are the tree manager's real events, and
 // its grads are outputs in the cudagraph pool. AccumulateGrad then runs
@@ -26,10 +26,10 @@
 
 #include "sim/autograd/autograd_body.hpp"
 #include "sim/autograd/autograd_errors.hpp"
-#include "sim/autograd/compiled_autograd_function.hpp"
-#include "sim/autograd/compiled_autograd_run.hpp"
-#include "sim/autograd/compiled_autograd_runner.hpp"
-#include "sim/autograd/imported_autograd.hpp"
+#include "sim/compiled_autograd/compiled_backward.hpp"
+#include "sim/compiled_autograd/function_lowering.hpp"
+#include "sim/compiled_autograd/imported_autograd.hpp"
+#include "sim/compiled_autograd/runner.hpp"
 #include "sim/core/body_interpreter.hpp"
 #include "sim/core/decisions.hpp"
 #include "sim/world/world_autograd_state.hpp"

@@ -25,10 +25,10 @@
 namespace capsim {
 
 struct Variable;              // sim/autograd/autograd_engine.hpp
-struct CompiledBackwardCall;  // sim/autograd/compiled_autograd_run.hpp
+struct CompiledBackwardCall;  // sim/compiled_autograd/compiled_backward.hpp
 class FxGraph;                // model/fx_graph.hpp
-struct AutogradScenario;      // sim/autograd/compiled_autograd_runner.hpp
-class ImportedAutograd;       // sim/autograd/imported_autograd.hpp
+struct AutogradScenario;      // sim/compiled_autograd/runner.hpp
+class ImportedAutograd;       // sim/compiled_autograd/imported_autograd.hpp
 
 class WorldAutograd {
  public:

@@ -10,7 +10,7 @@
 
 #include "model/fx_graph.hpp"
 #include "sim/autograd/autograd_engine.hpp"
-#include "sim/autograd/compiled_autograd_collect.hpp"
+#include "sim/compiled_autograd/collect.hpp"
 #include "sim/world/world_autograd.hpp"
 
 namespace capsim {

@@ -6,12 +6,12 @@
 // graph (world_compiled_autograd.cpp), so a capture that lowers is warmed
 // up, recorded and replayed by the tree manager like every compiled function.
 // autograd_graph and compiled_backward work on graphs a recorder of real
-// PyTorch walked (sim/autograd/imported_autograd.hpp); those touch none of
+// PyTorch walked (sim/compiled_autograd/imported_autograd.hpp); those touch none of
 // the World's memory, pools, tensors or trees.
 #include <fmt/format.h>
 
-#include "sim/autograd/compiled_autograd_runner.hpp"
-#include "sim/autograd/imported_autograd.hpp"
+#include "sim/compiled_autograd/imported_autograd.hpp"
+#include "sim/compiled_autograd/runner.hpp"
 #include "sim/world/release_forms.hpp"
 #include "sim/world/world_autograd_state.hpp"
 

@@ -13,9 +13,9 @@
 
 #include <algorithm>
 
-#include "sim/autograd/compiled_autograd_function.hpp"
-#include "sim/autograd/compiled_autograd_run.hpp"
-#include "sim/autograd/compiled_autograd_runner.hpp"
+#include "sim/compiled_autograd/compiled_backward.hpp"
+#include "sim/compiled_autograd/function_lowering.hpp"
+#include "sim/compiled_autograd/runner.hpp"
 #include "sim/world/world_autograd_state.hpp"
 
 namespace capsim {

@@ -17,8 +17,8 @@
 
 namespace capsim {
 
-struct BackwardView;      // sim/autograd/compiled_autograd_runner.hpp
-struct AutogradScenario;  // sim/autograd/compiled_autograd_runner.hpp
+struct BackwardView;      // sim/compiled_autograd/runner.hpp
+struct AutogradScenario;  // sim/compiled_autograd/runner.hpp
 class ReplayMirror;       // model/replay_mirror.hpp
 
 // 1 GiB: every scenario, corpus trace and generated case takes under 64 MiB.

@@ -25,7 +25,7 @@ status=0
 while IFS= read -r f; do
   [[ -f $f ]] || { echo "$script: lists $f, which does not exist"; status=1; }
 done <<<"$listed"
-for dir in model sim/core sim/trees sim/program sim/world sim/autograd render; do
+for dir in model sim/core sim/trees sim/program sim/world sim/autograd sim/compiled_autograd render; do
   for f in "$dir"/*.cpp; do
     [[ -e $f ]] || continue
     grep -qxF "$f" <<<"$listed" || {

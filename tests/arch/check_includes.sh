@@ -14,7 +14,7 @@ cd "$src" || exit 2
 # folder: the folders its sources may include (itself included).
 allowed() {
   local core="model sim/core"
-  local sim="$core sim/trees sim/autograd sim/program sim/world sim/scenarios"
+  local sim="$core sim/trees sim/autograd sim/compiled_autograd sim/program sim/world sim/scenarios"
   local traces="traces/format traces/simulation"
   case $1 in
     model) echo "model" ;;
@@ -22,10 +22,11 @@ allowed() {
     sim/core) echo "$core" ;;
     sim/trees) echo "$core sim/trees" ;;
     sim/autograd) echo "$core sim/autograd" ;;
-    sim/program) echo "$core sim/autograd sim/program" ;;
-    sim/world) echo "$core sim/trees sim/autograd sim/program sim/world" ;;
-    sim/scenarios) echo "$core sim/trees sim/autograd sim/program sim/world sim/scenarios" ;;
-    traces/format) echo "$core sim/autograd sim/program traces/format" ;;
+    sim/compiled_autograd) echo "$core sim/autograd sim/compiled_autograd" ;;
+    sim/program) echo "$core sim/autograd sim/compiled_autograd sim/program" ;;
+    sim/world) echo "$core sim/trees sim/autograd sim/compiled_autograd sim/program sim/world" ;;
+    sim/scenarios) echo "$core sim/trees sim/autograd sim/compiled_autograd sim/program sim/world sim/scenarios" ;;
+    traces/format) echo "$core sim/autograd sim/compiled_autograd sim/program traces/format" ;;
     traces/simulation) echo "$sim traces/format traces/simulation" ;;
     traces/analyses) echo "$sim $traces traces/analyses" ;;
     render) echo "$sim $traces traces/analyses render" ;;
@@ -45,7 +46,7 @@ folder_of() {
 }
 
 broken=0
-for dir in model cuda_reference sim/core sim/trees sim/autograd sim/program sim/world sim/scenarios \
+for dir in model cuda_reference sim/core sim/trees sim/autograd sim/compiled_autograd sim/program sim/world sim/scenarios \
   traces/format traces/simulation traces/analyses render properties cli bench; do
   [ -d "$dir" ] || { echo "check_includes.sh: no folder $dir (update this table)"; exit 2; }
   ok=" $(allowed "$dir") "

@@ -9,7 +9,7 @@ check=$1
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 fail() { echo "$*"; exit 1; }
-for d in model cuda_reference sim/core sim/trees sim/autograd sim/program sim/world sim/scenarios \
+for d in model cuda_reference sim/core sim/trees sim/autograd sim/compiled_autograd sim/program sim/world sim/scenarios \
   traces/format traces/simulation traces/analyses render properties cli bench; do
   mkdir -p "$dir/$d"
 done

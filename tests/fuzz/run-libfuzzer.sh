@@ -77,16 +77,17 @@ unity_b=(
   sim/world/plain_graphs.cpp sim/world/world_compile.cpp sim/world/object_table.cpp sim/world/world_context.cpp
 )
 # Compiled autograd, for the run_capture_scenario action. capture.cpp and
-# run.cpp each have their own anonymous `Value`, so they go in different files.
+# compiled_backward.cpp each have their own anonymous `Value`, so they go in
+# different files.
 unity_c=(
   sim/world/world_capture.cpp sim/scenarios/autograd_scenarios.cpp
-  sim/autograd/compiled_autograd_runner.cpp sim/autograd/autograd_engine.cpp sim/autograd/autograd_backward_graph.cpp sim/autograd/autograd_aot.cpp
-  sim/autograd/compiled_autograd_collect.cpp sim/autograd/compiled_autograd_capture.cpp sim/autograd/end_capture_order.cpp
-  sim/autograd/imported_autograd.cpp sim/autograd/fx_target_names.cpp
-  sim/autograd/compiled_autograd_release_form.cpp sim/autograd/release_form_passes.cpp
+  sim/compiled_autograd/runner.cpp sim/autograd/autograd_engine.cpp sim/autograd/autograd_backward_graph.cpp sim/autograd/autograd_aot.cpp
+  sim/compiled_autograd/collect.cpp sim/compiled_autograd/capture.cpp sim/compiled_autograd/capture_nodes.cpp sim/compiled_autograd/end_capture_order.cpp
+  sim/compiled_autograd/imported_autograd.cpp sim/compiled_autograd/fx_target_names.cpp
+  sim/compiled_autograd/release_form.cpp sim/compiled_autograd/release_form_passes.cpp
 )
 unity_d=(
-  sim/autograd/autograd_backward.cpp sim/autograd/autograd_backward_ops.cpp sim/autograd/compiled_autograd_run.cpp
+  sim/autograd/autograd_backward.cpp sim/autograd/autograd_backward_ops.cpp sim/compiled_autograd/compiled_backward.cpp
   model/autograd_graph.cpp model/fx_arg.cpp model/fx_graph.cpp
   traces/format/imported_graph_json.cpp traces/simulation/event_compare.cpp model/output_file.cpp
   traces/simulation/program_file.cpp traces/format/generic_op_json.cpp
@@ -96,7 +97,7 @@ unity_d=(
 unity_f=(
   sim/world/world_autograd.cpp sim/world/world_compiled_autograd.cpp
   sim/autograd/autograd_adopt.cpp sim/autograd/autograd_body.cpp
-  sim/autograd/compiled_autograd_function.cpp
+  sim/compiled_autograd/function_lowering.cpp
 )
 # The drawings, the diffs and the Chrome export, for the targets beyond replay,
 # and the structure-aware custom mutator that every target uses.

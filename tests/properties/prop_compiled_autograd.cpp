@@ -16,8 +16,8 @@
 
 #include "properties/autograd_checks.hpp"
 #include "properties/autograd_programs_rc.hpp"
-#include "sim/autograd/compiled_autograd_capture.hpp"
-#include "sim/autograd/compiled_autograd_function.hpp"
+#include "sim/compiled_autograd/capture.hpp"
+#include "sim/compiled_autograd/function_lowering.hpp"
 #include "sim/core/body_interpreter.hpp"
 #include "tests/support/rc_doctest.hpp"
 

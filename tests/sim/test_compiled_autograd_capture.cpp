@@ -9,7 +9,7 @@
 
 #include "model/caching_allocator.hpp"
 #include "model/device_memory.hpp"
-#include "sim/autograd/compiled_autograd_capture.hpp"
+#include "sim/compiled_autograd/capture.hpp"
 
 namespace capsim {
 namespace {

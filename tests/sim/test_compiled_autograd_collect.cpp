@@ -7,7 +7,7 @@
 
 #include "model/caching_allocator.hpp"
 #include "model/device_memory.hpp"
-#include "sim/autograd/compiled_autograd_collect.hpp"
+#include "sim/compiled_autograd/collect.hpp"
 
 namespace capsim {
 namespace {

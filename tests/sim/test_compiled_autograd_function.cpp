@@ -1,14 +1,14 @@
 // A captured backward lowered to a cudagraph-tree function body
-// (sim/autograd/compiled_autograd_function.hpp): the body, run eagerly through the body
+// (sim/compiled_autograd/function_lowering.hpp): the body, run eagerly through the body
 // interpreter, gives the eager engine's grads bit for bit; what has no body op
 // yet is an error naming the FX node.
 #include <doctest/doctest.h>
 
 #include <bit>
 
-#include "sim/autograd/compiled_autograd_capture.hpp"
-#include "sim/autograd/compiled_autograd_function.hpp"
-#include "sim/autograd/compiled_autograd_run.hpp"
+#include "sim/compiled_autograd/capture.hpp"
+#include "sim/compiled_autograd/compiled_backward.hpp"
+#include "sim/compiled_autograd/function_lowering.hpp"
 #include "sim/core/body_interpreter.hpp"
 
 namespace capsim {

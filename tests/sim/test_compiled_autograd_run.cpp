@@ -1,5 +1,5 @@
 // Running captured backwards: the FX interpreter and the lowering
-// (sim/autograd/compiled_autograd_run.hpp). The properties over random graphs are in
+// (sim/compiled_autograd/compiled_backward.hpp). The properties over random graphs are in
 // tests/properties/prop_compiled_autograd.cpp; these are the fixed cases: every
 // hook kind, a cache hit after a STATIC->DYNAMIC promotion, the lowered
 // program's shape, and the errors.
@@ -10,8 +10,8 @@
 #include <functional>
 #include <map>
 
-#include "sim/autograd/compiled_autograd_capture.hpp"
-#include "sim/autograd/compiled_autograd_run.hpp"
+#include "sim/compiled_autograd/capture.hpp"
+#include "sim/compiled_autograd/compiled_backward.hpp"
 
 namespace capsim {
 namespace {

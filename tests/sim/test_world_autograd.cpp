@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "sim/autograd/compiled_autograd_runner.hpp"
+#include "sim/compiled_autograd/runner.hpp"
 #include "sim/core/function_builder.hpp"
 #include "sim/scenarios/autograd_scenarios.hpp"
 #include "sim/scenarios/scenarios.hpp"
@@ -401,8 +401,8 @@ TEST_CASE("world: a strided new_tensor spans what its strides reach") {
   CHECK(v.front() == 1.5f);
   CHECK(v.back() == 1.5f);
   Program too_far;
-  too_far.actions.push_back(NewTensor{
-      .name = "y", .sizes = {2, 2}, .strides = Dims{kMaxValueElements, 1}});
+  too_far.actions.push_back(
+      NewTensor{.name = "y", .sizes = {2, 2}, .strides = Dims{kMaxValueElements, 1}});
   World w2(WorldOptions{});
   const Status refused = w2.run(too_far);
   REQUIRE_FALSE(refused.ok());

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "sim/autograd/fx_target_names.hpp"
+#include "sim/compiled_autograd/fx_target_names.hpp"
 #include "sim/world/world.hpp"
 #include "tests/traces/trace_test_support.hpp"
 #include "traces/format/program_json.hpp"

@@ -1,5 +1,5 @@
 // The JSON form of the compiled-autograd actions a recorder of real PyTorch
-// writes: `autograd_graph` (a walked autograd graph, sim/autograd/imported_graph.hpp)
+// writes: `autograd_graph` (a walked autograd graph, sim/compiled_autograd/imported_graph.hpp)
 // and `compiled_backward` (docs/trace-format.md §5.1).
 //
 // Same conventions as program_json: fields in struct order, defaults left
@@ -9,7 +9,7 @@
 // are the World's, when the action runs.
 #pragma once
 
-#include "sim/autograd/imported_graph.hpp"
+#include "sim/compiled_autograd/imported_graph.hpp"
 #include "traces/format/json_fields.hpp"
 
 namespace capsim {

@@ -10,7 +10,7 @@
 #include <map>
 #include <vector>
 
-#include "sim/autograd/fx_target_names.hpp"
+#include "sim/compiled_autograd/fx_target_names.hpp"
 
 namespace capsim {
 

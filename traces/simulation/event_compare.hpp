@@ -5,7 +5,7 @@
 // comparable:
 //  - a captured graph's `targets` compare in canonical names, plumbing
 //    dropped, and its `uses` as the canonical dataflow between those calls
-//    (sim/autograd/fx_target_names.hpp): structurally, for every producer;
+//    (sim/compiled_autograd/fx_target_names.hpp): structurally, for every producer;
 //  - a real run (producer `pytorch`) writes the fields it could observe and
 //    real pointers. Only the recorded event's fields are compared, and every
 //    address (hex fields, and the decimal pointers in PyTorch's message texts)
@@ -25,13 +25,13 @@
 #include <optional>
 #include <string>
 
-#include "sim/autograd/fx_target_names.hpp"
+#include "sim/compiled_autograd/fx_target_names.hpp"
 #include "sim/core/events.hpp"
 
 namespace capsim {
 
 // A ca_graph event's captured calls in canonical form, from its `targets`
-// and `uses` (sim/autograd/fx_target_names.hpp); nullopt when it has no
+// and `uses` (sim/compiled_autograd/fx_target_names.hpp); nullopt when it has no
 // targets or a use names no call (replay then compares them as they are).
 std::optional<CanonicalCalls> captured_calls(const Event& e);
 

@@ -6,7 +6,7 @@
 // and sizes it saved (`_saved_*`), its hooks, and for AccumulateGrad the leaf.
 // These structs are that walk as data, the payload of the `autograd_graph`
 // action (docs/trace-format.md §5). A World rebuilds an AutogradGraph from it
-// (sim/autograd/imported_autograd.hpp), so compiled autograd's Phase A, cache and
+// (sim/compiled_autograd/imported_autograd.hpp), so compiled autograd's Phase A, cache and
 // capture run on the graph PyTorch itself built, and `compiled_backward` can
 // predict what PyTorch's compiled autograd captured.
 #pragma once

@@ -1,6 +1,6 @@
 // The end_capture passes of release_form_passes.hpp, over a doubly linked node order that
 // moves nodes as torch.fx's Node.append and Node.prepend do.
-#include "sim/autograd/release_form_passes.hpp"
+#include "sim/compiled_autograd/release_form_passes.hpp"
 
 #include <algorithm>
 #include <optional>

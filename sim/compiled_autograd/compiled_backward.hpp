@@ -28,7 +28,7 @@
 #include "model/fx_graph.hpp"
 #include "model/step_program.hpp"
 #include "sim/autograd/autograd_engine.hpp"
-#include "sim/autograd/compiled_autograd_collect.hpp"
+#include "sim/compiled_autograd/collect.hpp"
 
 namespace capsim {
 

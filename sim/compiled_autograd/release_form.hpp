@@ -1,6 +1,6 @@
 // Compiled autograd's captured graph as a given PyTorch release lays it out.
 //
-// capsim's own capture (compiled_autograd_capture.hpp) models what matters to
+// capsim's own capture (capture.hpp) models what matters to
 // the semantics: which calls, in which order, over which data, and what a
 // proxy's metadata may not decide. This file writes the same capture in the
 // form the release itself prints, node for node, so that it can be compared
@@ -24,7 +24,7 @@
 #include <string>
 
 #include "model/fx_graph.hpp"
-#include "sim/autograd/compiled_autograd_collect.hpp"
+#include "sim/compiled_autograd/collect.hpp"
 
 namespace capsim {
 

@@ -7,12 +7,12 @@
 // a GraphRoot added with one edge into the root node, as autograd adds it.
 // `compiled_backward` runs what PyTorch runs on loss.backward() under compiled
 // autograd: Phase A (ordered_calls, keys, sizes), the cache over every backward
-// of the run, and on a miss the functional capture (sim/autograd/compiled_autograd_runner.hpp).
+// of the run, and on a miss the functional capture (sim/compiled_autograd/runner.hpp).
 // Its events are the cache decision, the capture, and a `ca_graph` with the
-// captured graph's call targets in canonical names (sim/autograd/fx_target_names.hpp),
+// captured graph's call targets in canonical names (sim/compiled_autograd/fx_target_names.hpp),
 // which is what a recorded trace's `ca_graph` is compared with, and, given the
 // release's form, the capture node for node (`fx_nodes`, in the form of
-// compiled_autograd_release_form.hpp). No captured graph runs: a recorded
+// release_form.hpp). No captured graph runs: a recorded
 // graph has shapes, not values or node semantics. A recorded graph is a CPU
 // graph (the recorder's compiled-autograd half runs on the CPU).
 #pragma once
@@ -25,14 +25,14 @@
 #include <string>
 #include <vector>
 
-#include "sim/autograd/compiled_autograd_collect.hpp"
-#include "sim/autograd/compiled_autograd_release_form.hpp"
-#include "sim/autograd/imported_graph.hpp"
+#include "sim/compiled_autograd/collect.hpp"
+#include "sim/compiled_autograd/imported_graph.hpp"
+#include "sim/compiled_autograd/release_form.hpp"
 #include "sim/core/events.hpp"
 
 namespace capsim {
 
-struct BackwardView;  // sim/autograd/compiled_autograd_runner.hpp
+struct BackwardView;  // sim/compiled_autograd/runner.hpp
 
 class ImportedAutograd {
  public:

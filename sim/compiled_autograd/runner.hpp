@@ -4,7 +4,7 @@
 //
 // The scenarios behind `capsim capture` (sim/scenarios/autograd_scenarios.hpp)
 // run through it standalone; the graphs a recorder of real PyTorch walked
-// (sim/autograd/imported_autograd.hpp) and a World's compiled backwards share
+// (sim/compiled_autograd/imported_autograd.hpp) and a World's compiled backwards share
 // its capture_one_backward. A World runs a scenario's forward by name through
 // a CaptureScenarioLookup it is given (WorldOptions::autograd_scenarios), so
 // that the world wing needs the scenario type but never the content.
@@ -18,8 +18,8 @@
 #include <vector>
 
 #include "sim/autograd/autograd_engine.hpp"
-#include "sim/autograd/compiled_autograd_capture.hpp"
-#include "sim/autograd/compiled_autograd_release_form.hpp"
+#include "sim/compiled_autograd/capture.hpp"
+#include "sim/compiled_autograd/release_form.hpp"
 #include "sim/core/events.hpp"
 
 namespace capsim {
@@ -66,7 +66,7 @@ struct CaptureRunLog {
 // Phase A, the cache and, on a miss, the initial capture in `mode` of one
 // backward over `graph` from `root`: its lines and events go to `log` (a hit,
 // or a miss with its metadata reads and its ca_capture). Shared by the
-// scenarios' runner and by recorded graphs (sim/autograd/imported_autograd.hpp).
+// scenarios' runner and by recorded graphs (sim/compiled_autograd/imported_autograd.hpp).
 struct BackwardCapture {
   std::uint64_t backward = 0;  // index in the log's run
   CacheDecision decision;

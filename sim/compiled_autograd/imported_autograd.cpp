@@ -1,12 +1,12 @@
 // ImportedAutograd (see imported_autograd.hpp): a recorded walk checked against its limits and
 // rebuilt as an AutogradGraph over memoryless tensors, and compiled_backward over it.
-#include "sim/autograd/imported_autograd.hpp"
+#include "sim/compiled_autograd/imported_autograd.hpp"
 
 #include <fmt/format.h>
 
 #include "sim/autograd/autograd_engine.hpp"
-#include "sim/autograd/compiled_autograd_runner.hpp"
-#include "sim/autograd/fx_target_names.hpp"
+#include "sim/compiled_autograd/fx_target_names.hpp"
+#include "sim/compiled_autograd/runner.hpp"
 
 namespace capsim {
 

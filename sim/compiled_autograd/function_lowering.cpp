@@ -1,6 +1,6 @@
 // A functional capture lowered to a cudagraph-tree FunctionDef, and the inputs it is called
-// with (see compiled_autograd_function.hpp).
-#include "sim/autograd/compiled_autograd_function.hpp"
+// with (see function_lowering.hpp).
+#include "sim/compiled_autograd/function_lowering.hpp"
 
 #include <fmt/format.h>
 
@@ -34,11 +34,119 @@ struct Lowered {
 };
 using Kind = Lowered::Kind;
 
-class Lowering {
+// An FX argument as a lowered value: a node's by its lowering in `values`,
+// a constant as itself.
+Lowered lowered_arg(const FxArg& a, const std::vector<Lowered>& values) {
+  Lowered l;
+  switch (a.kind) {
+    case FxArg::Kind::kNone: break;
+    case FxArg::Kind::kNode: return values[a.node];
+    case FxArg::Kind::kInt:
+      l.kind = Kind::kInt;
+      l.i = a.i;
+      break;
+    case FxArg::Kind::kBool:
+      l.kind = Kind::kBool;
+      l.b = a.b;
+      break;
+    case FxArg::Kind::kString:
+      l.kind = Kind::kString;
+      l.s = a.text();
+      break;
+    case FxArg::Kind::kFloat:
+    case FxArg::Kind::kVerbatim:
+    case FxArg::Kind::kKeyword: l.kind = Kind::kOpaque; break;
+    case FxArg::Kind::kList:
+    case FxArg::Kind::kTuple:
+      l.kind = Kind::kList;
+      for (const FxArg& x : a.items()) l.list.push_back(lowered_arg(x, values));
+      break;
+  }
+  return l;
+}
+
+// The body value that an argument must be (`what` names it in the error).
+Result<const Lowered*> value(const Lowered& l, const char* what) {
+  if (l.kind != Kind::kValue) return make_error(fmt::format("{} is not a tensor", what));
+  return &l;
+}
+
+// The first defined grad of an op's grads list, and its needs_input_grad.
+Result<std::pair<std::optional<Lowered>, std::vector<bool>>> grads_and_needs(
+    const std::vector<Lowered>& args) {
+  if (args.size() < 2 || args[0].kind != Kind::kList || args[1].kind != Kind::kList) {
+    return make_error("an op takes grads and needs_input_grad first");
+  }
+  std::optional<Lowered> g;
+  for (const Lowered& x : args[0].list) {
+    if (x.kind == Kind::kValue) {
+      g = x;
+      break;
+    }
+  }
+  std::vector<bool> needed;
+  for (const Lowered& x : args[1].list) needed.push_back(x.kind == Kind::kBool && x.b);
+  return std::pair{g, needed};
+}
+
+// getitem of a lowered list (of the `inputs` placeholder or an op's grads).
+Result<Lowered> lower_getitem(const std::vector<Lowered>& args) {
+  if (!args.empty() && args[0].kind == Kind::kOpaque) {
+    return make_error(fmt::format(
+        "getitem of `{}`: a function body has no such input (hooks and dynamic sizes do not "
+        "lower yet)",
+        args[0].s));
+  }
+  if (args.size() != 2 || args[0].kind != Kind::kList || args[1].kind != Kind::kInt ||
+      args[1].i < 0 || static_cast<std::size_t>(args[1].i) >= args[0].list.size()) {
+    return make_error("a getitem this lowering cannot follow (sizes, hooks or out of range)");
+  }
+  return args[0].list[static_cast<std::size_t>(args[1].i)];
+}
+
+// validate_outputs, lowered only where it is the identity on its grads.
+Result<Lowered> lower_validate_outputs(const std::vector<Lowered>& args) {
+  // Only the identity case lowers: no sum_to and no cast.
+  if (args.size() != 2 || args[0].kind != Kind::kList || args[1].kind != Kind::kList ||
+      args[0].list.size() != args[1].list.size()) {
+    return make_error("bad arguments");
+  }
+  for (std::size_t i = 0; i < args[0].list.size(); ++i) {
+    const Lowered& g = args[0].list[i];
+    const Lowered& m = args[1].list[i];
+    if (g.kind != Kind::kValue || m.kind != Kind::kList) continue;
+    if (m.list.size() != 3 || m.list[0].s != "float32") {
+      return make_error(fmt::format("output {} would be cast", i));
+    }
+    Dims want;
+    for (const Lowered& d : m.list[2].list) {
+      if (d.kind != Kind::kInt) return make_error("a dynamic size");
+      want.push_back(d.i);
+    }
+    if (want != g.sizes) return make_error(fmt::format("output {} would be reduced", i));
+  }
+  return args[0];
+}
+
+// The engine's backward nodes that have body ops; the rest do not lower.
+bool is_lowerable_backward_op(std::string_view t) {
+  return t == "ops.MulBackward0" || t == "ops.AddBackward0" || t == "ops.CloneBackward0" ||
+         t == "ops.SumBackward0" || t == "ops.ReluBackward0" || t == "ops.MmBackward0";
+}
+
+// AddBackward0 and CloneBackward0: every needed input gets the grad itself.
+void pass_grad_through(const Lowered& g, const std::vector<bool>& needed, Lowered& out) {
+  for (std::size_t k = 0; k < needed.size(); ++k) {
+    if (needed[k]) out.list[k] = g;
+  }
+}
+
+// The lowering of one FxGraph into a FunctionDef body: one body op per FX node.
+class FunctionLowering {
  public:
-  Lowering(const FxGraph& fx, std::string name, std::span<const Dims> sizes,
-           std::vector<std::string> names, std::vector<std::uint32_t> params,
-           const LowerOptions& options)
+  FunctionLowering(const FxGraph& fx, std::string name, std::span<const Dims> sizes,
+                   std::vector<std::string> names, std::vector<std::uint32_t> params,
+                   const LowerOptions& options)
       : fx_(fx),
         options_(options),
         sizes_(sizes),
@@ -65,55 +173,6 @@ class Lowering {
   }
 
  private:
-  Lowered arg(const FxArg& a) const {
-    Lowered l;
-    switch (a.kind) {
-      case FxArg::Kind::kNone: break;
-      case FxArg::Kind::kNode: return values_[a.node];
-      case FxArg::Kind::kInt:
-        l.kind = Kind::kInt;
-        l.i = a.i;
-        break;
-      case FxArg::Kind::kBool:
-        l.kind = Kind::kBool;
-        l.b = a.b;
-        break;
-      case FxArg::Kind::kString:
-        l.kind = Kind::kString;
-        l.s = a.text();
-        break;
-      case FxArg::Kind::kFloat:
-      case FxArg::Kind::kVerbatim:
-      case FxArg::Kind::kKeyword: l.kind = Kind::kOpaque; break;
-      case FxArg::Kind::kList:
-      case FxArg::Kind::kTuple:
-        l.kind = Kind::kList;
-        for (const FxArg& x : a.items()) l.list.push_back(arg(x));
-        break;
-    }
-    return l;
-  }
-  static Result<const Lowered*> value(const Lowered& l, const char* what) {
-    if (l.kind != Kind::kValue) return make_error(fmt::format("{} is not a tensor", what));
-    return &l;
-  }
-  // The first defined grad of an op's grads list, and its needs_input_grad.
-  static Result<std::pair<std::optional<Lowered>, std::vector<bool>>> grads_and_needs(
-      const std::vector<Lowered>& args) {
-    if (args.size() < 2 || args[0].kind != Kind::kList || args[1].kind != Kind::kList) {
-      return make_error("an op takes grads and needs_input_grad first");
-    }
-    std::optional<Lowered> g;
-    for (const Lowered& x : args[0].list) {
-      if (x.kind == Kind::kValue) {
-        g = x;
-        break;
-      }
-    }
-    std::vector<bool> needed;
-    for (const Lowered& x : args[1].list) needed.push_back(x.kind == Kind::kBool && x.b);
-    return std::pair{g, needed};
-  }
   Result<Lowered> mul(const Lowered& a, const Lowered& b) {
     CAPSIM_TRY_ASSIGN(const Dims sizes, broadcast_shape(a.sizes, b.sizes));
     return Lowered::of(f_.mul(a.value, b.value), sizes);
@@ -123,7 +182,7 @@ class Lowering {
     if (node.op == FxOp::kOutput) return Lowered{};
     if (node.op == FxOp::kPlaceholder) return lower_placeholder(node);
     std::vector<Lowered> args;
-    for (const FxArg& a : node.args) args.push_back(arg(a));
+    for (const FxArg& a : node.args) args.push_back(lowered_arg(a, values_));
     const std::string_view t = node.target;
     if (t == "operator.getitem") return lower_getitem(args);
     if (t == "validate_outputs") return lower_validate_outputs(args);
@@ -157,49 +216,6 @@ class Lowering {
       l.list.push_back(Lowered::of(f_.input(static_cast<std::uint32_t>(i)), sizes_[i]));
     }
     return l;
-  }
-
-  static Result<Lowered> lower_getitem(const std::vector<Lowered>& args) {
-    if (!args.empty() && args[0].kind == Kind::kOpaque) {
-      return make_error(fmt::format(
-          "getitem of `{}`: a function body has no such input (hooks and dynamic sizes do not "
-          "lower yet)",
-          args[0].s));
-    }
-    if (args.size() != 2 || args[0].kind != Kind::kList || args[1].kind != Kind::kInt ||
-        args[1].i < 0 || static_cast<std::size_t>(args[1].i) >= args[0].list.size()) {
-      return make_error("a getitem this lowering cannot follow (sizes, hooks or out of range)");
-    }
-    return args[0].list[static_cast<std::size_t>(args[1].i)];
-  }
-
-  static Result<Lowered> lower_validate_outputs(const std::vector<Lowered>& args) {
-    // Only the identity case lowers: no sum_to and no cast.
-    if (args.size() != 2 || args[0].kind != Kind::kList || args[1].kind != Kind::kList ||
-        args[0].list.size() != args[1].list.size()) {
-      return make_error("bad arguments");
-    }
-    for (std::size_t i = 0; i < args[0].list.size(); ++i) {
-      const Lowered& g = args[0].list[i];
-      const Lowered& m = args[1].list[i];
-      if (g.kind != Kind::kValue || m.kind != Kind::kList) continue;
-      if (m.list.size() != 3 || m.list[0].s != "float32") {
-        return make_error(fmt::format("output {} would be cast", i));
-      }
-      Dims want;
-      for (const Lowered& d : m.list[2].list) {
-        if (d.kind != Kind::kInt) return make_error("a dynamic size");
-        want.push_back(d.i);
-      }
-      if (want != g.sizes) return make_error(fmt::format("output {} would be reduced", i));
-    }
-    return args[0];
-  }
-
-  // The engine's backward nodes that have body ops; the rest do not lower.
-  static bool is_lowerable_backward_op(std::string_view t) {
-    return t == "ops.MulBackward0" || t == "ops.AddBackward0" || t == "ops.CloneBackward0" ||
-           t == "ops.SumBackward0" || t == "ops.ReluBackward0" || t == "ops.MmBackward0";
   }
 
   // A backward op lowers to a list with one slot per input: the grad where
@@ -284,13 +300,6 @@ class Lowering {
     return {};
   }
 
-  // AddBackward0 and CloneBackward0: every needed input gets the grad itself.
-  static void pass_grad_through(const Lowered& g, const std::vector<bool>& needed, Lowered& out) {
-    for (std::size_t k = 0; k < needed.size(); ++k) {
-      if (needed[k]) out.list[k] = g;
-    }
-  }
-
   Result<Lowered> lower_add(const std::vector<Lowered>& args) {
     if (args.size() != 2) return make_error("torch.add takes 2 arguments");
     CAPSIM_TRY_ASSIGN(const Lowered* a, value(args[0], "input"));
@@ -337,8 +346,8 @@ Result<CompiledBackwardFunction> to_function_def(const FxGraph& fx, std::string 
     return make_error(fmt::format("lowering {}: {} input names for {} inputs", name,
                                   input_names.size(), input_sizes.size()));
   }
-  Lowering lowering(fx, std::move(name), input_sizes, std::move(input_names),
-                    std::move(param_input_idxs), options);
+  FunctionLowering lowering(fx, std::move(name), input_sizes, std::move(input_names),
+                            std::move(param_input_idxs), options);
   return lowering.run();
 }
 

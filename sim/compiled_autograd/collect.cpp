@@ -1,7 +1,7 @@
-// Compiled autograd's Phase A (see compiled_autograd_collect.hpp): ordered_calls, each node's
+// Compiled autograd's Phase A (see collect.hpp): ordered_calls, each node's
 // key bytes and size slots, the lifted hooks and tensors, and the shadow-graph trie of
 // CompiledAutogradCache.
-#include "sim/autograd/compiled_autograd_collect.hpp"
+#include "sim/compiled_autograd/collect.hpp"
 
 #include <fmt/format.h>
 

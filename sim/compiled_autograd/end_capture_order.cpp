@@ -1,6 +1,6 @@
 // end_capture's reorder_accumulate_grad_nodes and dce as one order
 // (end_capture_order.hpp).
-#include "sim/autograd/end_capture_order.hpp"
+#include "sim/compiled_autograd/end_capture_order.hpp"
 
 #include <optional>
 

@@ -26,8 +26,8 @@
 
 #include "model/fx_graph.hpp"
 #include "model/rng.hpp"
-#include "sim/autograd/capture_mode.hpp"
-#include "sim/autograd/compiled_autograd_collect.hpp"
+#include "sim/compiled_autograd/capture_mode.hpp"
+#include "sim/compiled_autograd/collect.hpp"
 
 namespace capsim {
 

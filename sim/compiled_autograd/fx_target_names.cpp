@@ -1,6 +1,6 @@
 // Canonical FX target names across producers (see fx_target_names.hpp): the module prefixes
 // dropped, the plumbing calls left out, and each remaining call's uses.
-#include "sim/autograd/fx_target_names.hpp"
+#include "sim/compiled_autograd/fx_target_names.hpp"
 
 #include <algorithm>
 #include <array>

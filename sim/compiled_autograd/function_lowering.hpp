@@ -24,7 +24,7 @@
 
 #include "model/fx_graph.hpp"
 #include "sim/autograd/autograd_engine.hpp"
-#include "sim/autograd/compiled_autograd_run.hpp"
+#include "sim/compiled_autograd/compiled_backward.hpp"
 #include "sim/core/function_def.hpp"
 
 namespace capsim {

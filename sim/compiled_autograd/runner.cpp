@@ -1,5 +1,5 @@
-// The compiled-autograd runner (compiled_autograd_runner.hpp).
-#include "sim/autograd/compiled_autograd_runner.hpp"
+// The compiled-autograd runner (runner.hpp).
+#include "sim/compiled_autograd/runner.hpp"
 
 #include <fmt/format.h>
 
@@ -7,7 +7,7 @@
 #include <span>
 
 #include "model/digest.hpp"
-#include "sim/autograd/compiled_autograd_run.hpp"
+#include "sim/compiled_autograd/compiled_backward.hpp"
 
 namespace capsim {
 
