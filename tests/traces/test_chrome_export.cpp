@@ -193,6 +193,27 @@ TEST_CASE("chrome export: replays fall back to \"step k\" where the model cannot
   CHECK(t.step_fallbacks == t.replays);  // the refusal came before the first recording
 }
 
+TEST_CASE("chrome export: a refusal after a raise ends the model's names, not the export") {
+  // error_on_dealloc_use raises E1 at action 3; its last action, made to
+  // read a tensor nobody made, is refused after that raise.
+  std::vector<std::string> lines = recorded(*find_program_scenario("error_on_dealloc_use"));
+  REQUIRE(count_lines(lines, "\"event\":\"error\"") > 0);
+  std::size_t replaced = 0;
+  for (std::string& l : lines) {
+    if (l.find("\"type\":\"action\"") != std::string::npos &&
+        l.find("\"index\":5,") != std::string::npos) {
+      l = l.substr(0, l.find("\"action\":\"")) + "\"action\":\"read\",\"name\":\"nope\"}";
+      ++replaced;
+    }
+  }
+  REQUIRE(replaced == 1);
+  Result<Json> doc = export_lines(lines);
+  REQUIRE_MESSAGE(doc.ok(), doc.error().message);
+  CHECK(validate_chrome_trace(*doc).ok());
+  CHECK((*doc)["otherData"]["kernel_names"].get<std::string>() ==
+        "step k: the model raised, then refused action 5");
+}
+
 TEST_CASE("chrome export: bad input is an error naming file and line") {
   std::vector<std::string> lines =
       recorded(*find_program_scenario("rerecord_if_static_input_address_changed"));

@@ -78,7 +78,15 @@ struct Run {
   bool begun = false;
   bool simulating = true;
   RunEnd end;
-  std::vector<Event> events;  // the last action's; reused
+
+  // Begins the World with the functions read so far; false when it refused
+  // them and the observer took the refusal (an Error: it ended the run).
+  Result<bool> begin() {
+    begun = true;
+    Status s = world.begin(program);
+    if (!s) CAPSIM_TRY(observer.on_refused(nullptr, source.name(), s.error()));
+    return s.ok();
+  }
 
   // Stops the simulation before `index`, the first action it does not run.
   void stop_before(std::size_t index, RunStop why) {
@@ -96,9 +104,8 @@ struct Run {
     if (!begun) {
       // The reader refuses a function line after the first action, so the
       // functions begin() sees are all there will be (and never move).
-      begun = true;
-      if (Status s = world.begin(program); !s) {
-        CAPSIM_TRY(observer.on_refused(nullptr, source.name(), s.error()));
+      CAPSIM_TRY_ASSIGN(const bool ok, begin());
+      if (!ok) {
         stop_before(item.action_index, RunStop::kRefused);
         return {};
       }
@@ -112,7 +119,7 @@ struct Run {
       stop_before(item.action_index, RunStop::kRefused);
       return {};
     }
-    events = world.take_events();
+    std::vector<Event> events = world.take_events();
     for (const Event& e : events) {
       if (e.kind == EventKind::kError && !end.error_at) end.error_at = item.action_index;
     }
@@ -127,7 +134,7 @@ Status run_program(ProgramSource& source, WorldOptions options, OnRaise on_raise
   // A program's run_capture_scenario actions name built-in scenarios.
   if (!options.autograd_scenarios) options.autograd_scenarios = find_autograd_scenario;
   World world(std::move(options));
-  Run run{world, source, observer, on_raise, {}, false, true, {}, {}};
+  Run run{world, source, observer, on_raise, {}, false, true, {}};
   for (;;) {
     CAPSIM_TRY_ASSIGN(TraceItem* const item, source.next());
     if (!item) break;
@@ -142,11 +149,7 @@ Status run_program(ProgramSource& source, WorldOptions options, OnRaise on_raise
   }
   // A program without actions is still checked: its functions alone may be
   // refused (one defined twice).
-  if (!run.begun) {
-    if (Status s = world.begin(run.program); !s) {
-      CAPSIM_TRY(observer.on_refused(nullptr, source.name(), s.error()));
-    }
-  }
+  if (!run.begun) CAPSIM_TRY(run.begin());
   return observer.on_end(world, run.end);
 }
 
