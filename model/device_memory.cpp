@@ -34,10 +34,13 @@ Result<AddressRange> DeviceMemory::map_segment(std::uint64_t bytes) {
                                   options_.segment_granularity));
   }
   if (bytes > options_.capacity_bytes - mapped_bytes_) {
-    return make_error(fmt::format(
+    Error e = make_error(fmt::format(
         "out of simulated device memory: mapping a segment of {} bytes would exceed the "
         "capacity of {} bytes ({} already mapped)",
         bytes, options_.capacity_bytes, mapped_bytes_));
+    // Backed, the capacity is also the host's share (kDefaultMemoryBudget).
+    if (options_.backed) e.kind = ErrorKind::values_limit;
+    return e;
   }
   const AddressRange range{next_base_, bytes};
   Segment segment{range, std::unique_ptr<std::byte, Unmapper>(nullptr, Unmapper{bytes}), {}, 0};

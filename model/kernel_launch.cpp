@@ -36,17 +36,11 @@ Status set_pointer(KernelLaunch& launch, int arg, const TensorArg& t) {
   return {};
 }
 
-// The exact kernels compute float32. A kernel that writes only its output,
-// asked for over another dtype (the autograd engine's float64 copies), runs
-// as generic_mix of its read operands under the seed of its name: the bytes
-// and their dependences are right, the values are not the kernel's. One that
-// writes more (SGD's buffer, Adam's moments) is refused.
-std::optional<Result<KernelLaunch>> generic_unless_float32(
-    KernelKind kind, std::initializer_list<const TensorArg*> args) {
-  const bool all_float32 = std::all_of(args.begin(), args.end(), [](const TensorArg* t) {
-    return t->meta.dtype == DType::kFloat32;
-  });
-  if (all_float32) return std::nullopt;
+// A kernel that writes only its output, run as generic_mix of its read
+// operands under the seed of "capsim.<kernel>": the bytes and their
+// dependences are right, the values are not the kernel's. One that writes
+// more (SGD's buffer, Adam's moments) is refused.
+Result<KernelLaunch> as_generic(KernelKind kind, std::initializer_list<const TensorArg*> args) {
   const KernelSignature& s = signature(kind);
   std::vector<TensorArg> reads;
   int arg = 0;
@@ -62,6 +56,17 @@ std::optional<Result<KernelLaunch>> generic_unless_float32(
   const std::string seed_text = fmt::format("capsim.{}", s.name);
   const std::uint64_t seed = fnv1a64(std::as_bytes(std::span(seed_text.data(), seed_text.size())));
   return launch_generic_mix(**args.begin(), reads, seed, true);
+}
+
+// The exact kernels compute float32; over another dtype (the autograd
+// engine's float64 copies) a kernel runs as_generic.
+std::optional<Result<KernelLaunch>> generic_unless_float32(
+    KernelKind kind, std::initializer_list<const TensorArg*> args) {
+  const bool all_float32 = std::all_of(args.begin(), args.end(), [](const TensorArg* t) {
+    return t->meta.dtype == DType::kFloat32;
+  });
+  if (all_float32) return std::nullopt;
+  return as_generic(kind, args);
 }
 
 Result<KernelLaunch> make(KernelKind kind, std::initializer_list<const TensorArg*> args) {
@@ -272,7 +277,15 @@ Result<KernelLaunch> launch_mm(const TensorArg& out, const TensorArg& a, const T
     return make_error(
         fmt::format("mm: out has sizes {}, expected [{}, {}]", out.meta.sizes, sa[0], sb[1]));
   }
+  if (mm_over_exact_work(sa[0], sa[1], sb[1])) return as_generic(KernelKind::kMm, {&out, &a, &b});
   return make(KernelKind::kMm, {&out, &a, &b});
+}
+
+bool mm_over_exact_work(std::int64_t m, std::int64_t k, std::int64_t n) {
+  CAPSIM_CHECK(m >= 0 && k >= 0 && n >= 0, "sizes are non-negative");
+  std::int64_t work = 0;
+  return __builtin_mul_overflow(m, k, &work) || __builtin_mul_overflow(work, n, &work) ||
+         work > kMaxExactMmMultiplyAdds;
 }
 
 Result<KernelLaunch> launch_sgd(const TensorArg& param, const TensorArg& grad,

@@ -42,6 +42,17 @@ Result<KernelLaunch> launch_amax(const TensorArg& out, const TensorArg& in,
                                  const std::vector<std::int64_t>& dims);
 // Tensor.sum_to_size(out.sizes): sums leading dims and dims broadcast from 1.
 Result<KernelLaunch> launch_sum_to_size(const TensorArg& out, const TensorArg& in);
+// The most multiply-adds an exact mm does: 2^24 (a 256x256 by 256x256
+// product, a few milliseconds on the host). An mm over it is modelled from its
+// metadata instead: generic_mix of both operands under the seed of
+// "capsim.mm", whose cost is its reads (docs/trace-format.md §4.1), so that a
+// real model's matrix multiply neither refuses the trace nor takes minutes.
+// The decision is per op and depends only on the shapes, so eager, a
+// recording's replay and the CUDA reference make the same one.
+inline constexpr std::int64_t kMaxExactMmMultiplyAdds = std::int64_t{1} << 24;
+// Whether an mm of [m, k] by [k, n] is over kMaxExactMmMultiplyAdds (an
+// overflowing product is).
+bool mm_over_exact_work(std::int64_t m, std::int64_t k, std::int64_t n);
 Result<KernelLaunch> launch_mm(const TensorArg& out, const TensorArg& a, const TensorArg& b);
 
 struct SgdHyper {

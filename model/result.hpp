@@ -30,7 +30,10 @@ namespace capsim {
   /* A trace line that does not read: JSON, the schema, a limit (file:line:col). */ \
   X(bad_trace, "bad trace")                                                         \
   /* Well-formed input that asks for what capsim does not model. */                 \
-  X(unsupported, "unsupported")
+  X(unsupported, "unsupported")                                                     \
+  /* More than capsim computes values for (one tensor, the host's memory): the */   \
+  /* same run goes on with values off where the caller lets values be chosen. */    \
+  X(values_limit, "values limit")
 
 enum class ErrorKind : std::uint8_t {
 #define CAPSIM_ERROR_KIND_ENUM_(kind, name) kind,
@@ -135,6 +138,17 @@ inline Error make_unsupported(std::string message) {
 }
 
 // The same error, its message now `prefix: message`; kind and field are kept.
+// The error (or a failed Status) blamed on a limit of values on, which
+// values off would not meet (ErrorKind::values_limit).
+inline Error values_limit(Error e) {
+  e.kind = ErrorKind::values_limit;
+  return e;
+}
+inline Status values_limit(Status s) {
+  if (s.ok()) return s;
+  return values_limit(s.error());
+}
+
 inline Error with_context(std::string_view prefix, Error e) {
   e.message = std::string(prefix) + ": " + e.message;
   return e;

@@ -92,22 +92,25 @@ from typing import Any, Optional, Sequence
 
 from . import generic_op, torch_compat
 
+_F32_MAX = 3.4028234663852886e38  # torch.finfo(torch.float32).max
+
 
 class TranslationError(Exception):
     pass
 
 
 def f32(value: float) -> float:
-    """The shortest decimal that reads back to the same float32 as `value`
-    (the format's rule for floats), as a Python float."""
+    """The shortest decimal that reads back to `value`'s float32 (the format's rule for floats)."""
     x = float(value)
     if not math.isfinite(x):
         raise TranslationError(f"non-finite scalar {value!r}")
+    if abs(x) > _F32_MAX:  # past float32's range: the op stays generic
+        raise TranslationError(f"scalar {value!r} is outside float32's range")
     bits = struct.pack("<f", x)
     target = struct.unpack("<f", bits)[0]
     for digits in range(1, 18):
         text = "%.*g" % (digits, target)
-        if struct.pack("<f", float(text)) == bits:
+        if abs(float(text)) <= _F32_MAX and struct.pack("<f", float(text)) == bits:  # 3.11 packs no more
             return float(text)
     return target
 
@@ -601,7 +604,7 @@ class _Walk:
             return None
         try:
             nt = rule(node)
-        except (_Refuse, TranslationError):
+        except Exception:  # refused, or not what the rule expects: a generic op, never lost
             return None
         v = _val(node)
         if v is not None and _is_tensor_val(v) and (not _is_float32(v) or v.dim() > generic_op.MAX_DIMS):
@@ -679,6 +682,8 @@ class _Walk:
             self.nodes[node.name] = nt
         except generic_op.Unexpressible as e:
             self.untranslated[node.name] = f"{name} ({e})"
+        except Exception as e:  # a translator bug costs this node only, never the run
+            self.untranslated[node.name] = f"{name} (translator error: {type(e).__name__}: {e})"
 
     def get_attr(self, node: Any) -> None:
         value = _val(node)

@@ -160,6 +160,19 @@ class CompiledAutogradCapture:
         self._graphs.append(gm)
         return gm
 
+    def observing(self, compiler_fn: Any) -> Any:
+        """`compiler_fn` (the script's own, when the script enables compiled
+        autograd itself) with each graph kept first, as ours keeps it: the
+        backward that captured it then finds its graph."""
+        if compiler_fn == self._compiler_fn:
+            return compiler_fn
+
+        def kept_then_compiled(gm: torch.fx.GraphModule) -> Any:
+            self._graphs.append(gm)
+            return compiler_fn(gm)
+
+        return kept_then_compiled
+
     def enabled(self, dynamic: bool = True):
         """The compiled-autograd context; a forward of a torch.compile region
         should run inside it too (PyTorch's advice in _enable)."""

@@ -77,9 +77,8 @@ SKIP_LOG_PACKAGE = "torch._inductor"
 COMPILE_FX = "torch._inductor.compile_fx"
 COMPILE_FX_INNER = "_compile_fx_inner"
 CUDAGRAPHIFY = "cudagraphify"
-# Arguments read by position: CUDAGraphTreeManager.add_function(self, model,
-# inputs, static_input_idxs, stack_traces, mode, ...): the observer wraps it
-# as (mgr, model, inputs, static_input_idxs, *rest), so `mode` is rest[1].
+# Read by position: add_function(self, model, inputs, static_input_idxs, stack_traces,
+# mode, ...), wrapped as (mgr, model, inputs, static_input_idxs, *rest): mode is rest[1].
 ADD_FUNCTION_MODE = (5, "mode")  # (position counting self, name)
 ADD_FUNCTION_REST_MODE = ADD_FUNCTION_MODE[0] - 4
 # compiled autograd's verbose artifact logger (capture.py).
@@ -261,19 +260,20 @@ def announce(needs: Sequence[str], log: Optional[Callable[[str], None]] = None) 
     return lines
 
 
-# -- compiled autograd (capture.py, graph_walk.py, aot_body.py) ----------------------
+# -- compiled autograd (capture.py, graph_walk.py, aot_body.py; wraps.py's _enable) --
+
+
+def compiled_autograd_module() -> Any:
+    from torch._dynamo import compiled_autograd
+    return compiled_autograd
 
 
 def compiled_autograd_enable(compiler_fn: Any, dynamic: bool) -> Any:
-    from torch._dynamo import compiled_autograd
-
-    return compiled_autograd._enable(compiler_fn, dynamic=dynamic)
+    return compiled_autograd_module()._enable(compiler_fn, dynamic=dynamic)
 
 
 def compiled_autograd_enabled() -> bool:
-    from torch._dynamo import compiled_autograd
-
-    return bool(compiled_autograd.compiled_autograd_enabled)
+    return bool(compiled_autograd_module().compiled_autograd_enabled)
 
 
 def extract_bw_module(compiled: Any) -> Any:

@@ -8,6 +8,7 @@ Run: build/torch-venv/bin/python -m unittest discover -s recorder/tests
 import importlib.util
 import os
 import sys
+import struct
 import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
@@ -323,6 +324,17 @@ class F32Test(unittest.TestCase):
         self.assertEqual(at.f32(0.999), 0.999)
         with self.assertRaises(at.TranslationError):
             at.f32(float("nan"))
+
+    def test_extremes(self):
+        # torch.finfo(torch.float32).min, Hugging Face's attention-mask fill:
+        # its short decimals round past float32's range (an OverflowError
+        # once lost every graph of a T5 trace).
+        low = -3.4028234663852886e38  # torch.finfo(torch.float32).min
+        for x in (low, -low):  # the shortest decimal that reads back to it
+            self.assertEqual(struct.pack("<f", at.f32(x)), struct.pack("<f", x))
+            self.assertLess(len(repr(at.f32(x))), len(repr(x)))
+        with self.assertRaises(at.TranslationError):
+            at.f32(-1.7976931348623157e308)  # torch.finfo(torch.float64).min
 
 
 if __name__ == "__main__":

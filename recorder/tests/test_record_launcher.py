@@ -133,6 +133,32 @@ class LauncherTest(unittest.TestCase):
             json.loads(line)
         self.assertEqual(json.loads(complete[0])["type"], "header")
 
+    def test_script_that_enables_compiled_autograd_itself(self):
+        # The script's own compiler function still sees every graph, and
+        # the trace keeps each backward's graph (it once lost them: "1
+        # captures but 0 graphs").
+        script = os.path.join(self.dir.name, "own_ca.py")
+        with open(script, "w", encoding="utf-8") as f:
+            f.write(SCRIPT.split("steps = int")[0] + (
+                "from torch._dynamo import compiled_autograd\n"
+                "seen = []\n"
+                "def mine(gm):\n"
+                "    seen.append(gm)\n"
+                "    return gm\n"
+                "for i in range(3):\n"
+                "    loss = model(torch.randn(5, 4)).sum()\n"
+                "    with compiled_autograd._enable(mine):\n"
+                "        loss.backward()\n"
+                "    opt.step()\n"
+                "    opt.zero_grad()\n"
+                "print('seen', len(seen))\n"))
+        out = self.launch("--", script)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        self.assertIn("seen 1", out.stdout)
+        self.assertEqual(len(self.backwards()), 3)
+        graphs = [l["captured"] for l in lines_of(self.trace) if l.get("event") == "ca_graph"]
+        self.assertEqual(graphs, [True, False, False])  # one capture, then the cache
+
     def test_record_context_manager(self):
         import torch
 

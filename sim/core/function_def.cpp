@@ -91,17 +91,6 @@ std::string_view compilation_mode_name(CompilationMode mode) {
   return "?";
 }
 
-Status check_mm_work(const Dims& x, const Dims& y) {
-  std::int64_t work = 0;
-  if (x[1] == y[0] && (__builtin_mul_overflow(x[0], x[1], &work) ||
-                       __builtin_mul_overflow(work, y[1], &work) || work > kMaxMmMultiplyAdds)) {
-    return make_error(
-        fmt::format("mm of {} by {} needs more than {} multiply-adds, the limit for one op", x, y,
-                    kMaxMmMultiplyAdds));
-  }
-  return {};
-}
-
 namespace {
 // An error unless `sizes` (non-negative) span at most `limit` elements, a
 // size of 0 counting as 1. Checked by division, so no product overflows.
@@ -122,7 +111,7 @@ Status check_span(const Dims& sizes, std::int64_t limit) {
 }  // namespace
 
 Status check_value_sizes(const Dims& sizes) {
-  return check_span(sizes, kMaxValueElements);
+  return values_limit(check_span(sizes, kMaxValueElements));
 }
 
 Status check_shape_sizes(const Dims& sizes) {

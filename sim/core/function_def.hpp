@@ -98,9 +98,10 @@ inline constexpr std::size_t kMaxGenericArgs = 1024;
 inline constexpr std::size_t kMaxGenericResults = 1024;
 inline constexpr std::size_t kMaxGenericTargetBytes = 256;
 inline constexpr std::size_t kMaxGenericAttrsBytes = 4096;
-// Element reads one generic op may make (each result and written arg reads
-// every element of every arg, or each of its own elements once per arg):
-// 2^27, a few seconds on the host at most.
+// Element reads one generic op's values may cost (each result and written
+// arg reads every element of every arg, or each of its own elements once per
+// arg): 2^27, under a second on the host. An op over it is mixed from its
+// metadata alone, reading no operand (docs/trace-format.md §4.1).
 inline constexpr std::int64_t kMaxGenericReads = std::int64_t{1} << 27;
 
 struct BodyOp {
@@ -230,15 +231,16 @@ struct FunctionDef {
 inline constexpr std::size_t kMaxBodyInputs = 2048;
 inline constexpr std::size_t kMaxBodyOps = 4096;
 
-// Limits on what one op may cost, since a body (and the tensors it runs on)
-// can come from an untrusted trace: a tensor that a body or a trace's
-// new_tensor creates spans at most kMaxValueElements elements, counting a size
-// of 0 as 1 so that its strides stay small too; an mm does at most
-// kMaxMmMultiplyAdds multiply-adds. Both are 2^24 (64 MiB of float32, a
-// 256x256 by 256x256 product): far above what a capture scenario needs, far
-// below what would make replaying a hostile trace take minutes or gigabytes.
+// The limit on the values one op computes, since a body (and the tensors it
+// runs on) can come from an untrusted trace: a tensor that a body or a
+// trace's new_tensor creates spans at most kMaxValueElements elements,
+// counting a size of 0 as 1 so that its strides stay small too: 2^24 (64 MiB
+// of float32), far above what a capture scenario needs, far below what would
+// make replaying a hostile trace take minutes or gigabytes. An op's work has
+// no limit of its own: an mm over kMaxExactMmMultiplyAdds and a generic op
+// over kMaxGenericReads are modelled from their metadata (launch_mm,
+// docs/trace-format.md §4.1), never refused.
 inline constexpr std::int64_t kMaxValueElements = std::int64_t{1} << 24;
-inline constexpr std::int64_t kMaxMmMultiplyAdds = std::int64_t{1} << 24;
 // The limit on FunctionDef::warmups_marked_incomplete.
 inline constexpr std::uint32_t kMaxWarmupsMarkedIncomplete = 64;
 
@@ -248,10 +250,6 @@ Status check_value_sizes(const Dims& sizes);
 // An error unless `sizes` (non-negative) span at most kMaxTensorElements: the
 // shapes a reader accepts, which cost nothing until values are computed.
 Status check_shape_sizes(const Dims& sizes);
-// An error if an mm of x by y (both 2-d) is over kMaxMmMultiplyAdds; an
-// overflowing product is over the limit too. Checked before the output is
-// allocated; shapes that do not match are launch_mm's to refuse.
-Status check_mm_work(const Dims& x, const Dims& y);
 
 // Checks arities, value references (each op may only use earlier values) and
 // index sets. Errors name the function, the op and the field.

@@ -60,21 +60,23 @@ Result<TensorId> WorldContext::fresh_tensor(const Dims& sizes, std::optional<flo
   // The elements the tensor reaches, filled: numel when contiguous.
   const std::int64_t n = needed_size(meta.sizes, meta.strides);
   if (n > limit - offset) {
-    return make_error(
-        fmt::format("sizes {}: the tensor spans {} elements{}, the limit for one "
-                    "tensor with values {} is {}",
-                    sizes, n, offset ? fmt::format(" past offset {}", offset) : "",
-                    values ? "on" : "off", limit - offset));
+    Error e =
+        make_error(fmt::format("sizes {}: the tensor spans {} elements{}, the limit for one "
+                               "tensor with values {} is {}",
+                               sizes, n, offset ? fmt::format(" past offset {}", offset) : "",
+                               values ? "on" : "off", limit - offset));
+    if (values) e.kind = ErrorKind::values_limit;
+    return e;
   }
   // Values on, every element is computed and read (a read digests numel
   // elements, a kernel visits each): the count is held to the limit as well
   // as the span, or a stride of 0 lets 2^40 elements through on a storage of
   // one. Checked before anything is allocated or filled.
   if (values && !check_value_sizes(sizes)) {
-    return make_error(fmt::format(
+    return values_limit(make_error(fmt::format(
         "sizes {}: more than {} elements (a stride of 0 shares their storage, not their work), "
         "the limit for one tensor with values on",
-        sizes, kMaxValueElements));
+        sizes, kMaxValueElements)));
   }
   TensorMeta view_meta = meta;
   view_meta.storage_offset = offset;

@@ -26,6 +26,18 @@ TEST_CASE("launch builders reject bad shapes with an error that names the proble
     check_error(launch_mm(w.arg(o22), w.arg(v3), w.arg(b32)), {"mm", "2-d"});
     check_error(launch_mm(w.arg(o22), w.arg(a23), w.arg(t234)), {"mm", "2-d"});
   }
+  SUBCASE("an mm over the exact work limit is modelled, one at it is exact") {
+    CHECK_FALSE(mm_over_exact_work(256, 256, 256));
+    CHECK(mm_over_exact_work(256, 256, 257));
+    CHECK(mm_over_exact_work(std::int64_t{1} << 40, std::int64_t{1} << 40, 2));  // overflows
+    const Tensor x = w.tensor({2, 1 << 12});
+    const Tensor y = w.tensor({1 << 12, 1 << 12});
+    const Tensor o = w.tensor({2, 1 << 12});
+    CHECK(launch_mm(w.arg(o), w.arg(x), w.arg(y)).value().kind == KernelKind::kGenericMix);
+    const Tensor y2 = w.tensor({1 << 12, 1 << 12 >> 8});
+    const Tensor o2 = w.tensor({2, 1 << 12 >> 8});
+    CHECK(launch_mm(w.arg(o2), w.arg(x), w.arg(y2)).value().kind == KernelKind::kMm);
+  }
   SUBCASE("sum") {
     const Tensor o34 = w.tensor({3, 4});
     check_error(launch_sum(w.arg(o34), w.arg(t234), {3}),

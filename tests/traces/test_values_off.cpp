@@ -9,9 +9,14 @@
 #include <doctest/doctest.h>
 
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 
 #include "traces/analyses/observed_run.hpp"
+#include "traces/format/trace_format.hpp"
+#include "traces/format/trace_reader.hpp"
 #include "traces/simulation/program_file.hpp"
+#include "traces/simulation/resimulation.hpp"
 
 namespace capsim {
 namespace {
@@ -92,6 +97,75 @@ TEST_CASE("values off: auto turns values off for tensors over the limits, and sa
   }
   CHECK(values_needed_off(many) ==
         "its tensors take 1140850688 bytes, over the 1073741824 values are computed for");
+}
+
+// A function whose exact add broadcasts [4096, 1] and [1, 8192] to 2^25
+// elements: no new_tensor tells auto that values on cannot run it.
+std::string broadcast_trace() {
+  return header_line(TraceHeader{}) + "\n" +
+         R"({"seq":1,"type":"function","function":"f","mode":"inference","inputs":["a","b"],)"
+         R"("ops":[{"op":"add","args":[0,1]}],"outputs":[2],"static_input_idxs":[],)"
+         R"("param_input_idxs":[]})"
+         "\n"
+         R"({"seq":2,"type":"action","index":0,"action":"new_tensor","name":"a","sizes":[4096,1]})"
+         "\n"
+         R"({"seq":3,"type":"action","index":1,"action":"new_tensor","name":"b","sizes":[1,8192]})"
+         "\n"
+         R"({"seq":4,"type":"action","index":2,"action":"call","function":"f","args":["a","b"],)"
+         R"("outputs":["c"]})"
+         "\n";
+}
+
+// The same as a trace: the one event a call makes without CUDA graphs.
+std::string broadcast_recording() {
+  return broadcast_trace() +
+         R"({"seq":5,"type":"event","action":2,"event":"compile","function":"f","fid":0,)"
+         R"("int_key":[],"static_input_idxs":[]})"
+         "\n";
+}
+
+TEST_CASE("values off: an op over what values on computes turns auto's run values off") {
+  Result<ProgramFile> file = read_program_bytes(broadcast_trace(), "wide.jsonl");
+  REQUIRE_MESSAGE(file.ok(), file.error().message);
+  CHECK_FALSE(values_needed_off(file->program).has_value());
+  ProgramRunOptions on;
+  on.values = ValuesMode::kOn;
+  Result<ProgramRun> refused = simulate_program(*file, "wide.jsonl", on);
+  REQUIRE_FALSE(refused.ok());
+  CHECK(refused.error().kind == ErrorKind::values_limit);
+  Result<ProgramRun> run = simulate_program(*file, "wide.jsonl");  // auto
+  REQUIRE_MESSAGE(run.ok(), run.error().message);
+  REQUIRE(run->values_off.has_value());
+  CHECK(run->values_off->find("action 2") != std::string::npos);
+  CHECK(run->values_off->find("16777216 elements") != std::string::npos);
+}
+
+TEST_CASE("values off: replay of a file that values on refuses reads it again, values off") {
+  const std::filesystem::path path =
+      std::filesystem::temp_directory_path() / "capsim_values_off_replay.jsonl";
+  {
+    std::ofstream out(path);
+    out << broadcast_recording();
+  }
+  Result<ResimulationReport> report = resimulate_file(path.string(), {});
+  std::filesystem::remove(path);
+  REQUIRE_MESSAGE(report.ok(), report.error().message);
+  // Re-simulated to its end (its header asks for CUDA graphs, which the
+  // recording lacks: what is compared is beside the point here).
+  CHECK(report->actions == 3);
+  CHECK(report->events_matched == 1);
+  REQUIRE(report->values_off.has_value());
+  CHECK(report->values_off->find("16777216 elements") != std::string::npos);
+  ResimulationReport clean = *report;
+  clean.divergence.reset();
+  CHECK(report_summary(clean).find("; values off, since values on refused: ") != std::string::npos);
+  // Read from a stream, which cannot be read twice: the refusal stands.
+  Result<std::unique_ptr<TraceReader>> reader =
+      TraceReader::open(std::make_unique<std::istringstream>(broadcast_recording()), "wide.jsonl");
+  REQUIRE(reader.ok());
+  Result<ResimulationReport> streamed = resimulate_trace(**reader, {});
+  REQUIRE_FALSE(streamed.ok());
+  CHECK(streamed.error().kind == ErrorKind::values_limit);
 }
 
 }  // namespace

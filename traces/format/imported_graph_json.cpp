@@ -123,8 +123,8 @@ Result<std::optional<NextEdge>> read_next(const Json& j, const std::string& path
   return std::optional<NextEdge>{e};
 }
 
-// A constant's text (node-line form) is at most this long.
-constexpr std::size_t kMaxConstantBytes = 256;
+// A constant's text (node-line form): docs/trace-format.md §5.1 says why 64 KiB.
+constexpr std::size_t kMaxConstantBytes = std::size_t{64} << 10;
 
 Json field_json(const ImportedField& f) {
   using K = CollectedField::Kind;

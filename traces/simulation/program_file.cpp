@@ -272,10 +272,20 @@ Result<ProgramRun> simulate_program(const ProgramFile& file, const std::string& 
                                     const ProgramRunOptions& how) {
   ProgramRun run;
   CAPSIM_TRY_ASSIGN(WorldOptions options, prediction_options(file, path, how, run.values_off));
+  const bool chosen_on = how.values == ValuesMode::kAuto && options.values;
   ProgramFileSource source(file, path);
   RunRecorder recorder(run);
-  CAPSIM_TRY(run_program(source, std::move(options), how.on_raise, recorder));
-  return run;
+  const Status ran = run_program(source, std::move(options), how.on_raise, recorder);
+  if (ran.ok()) return run;
+  // Auto chose values on from the program's new tensors, and an op made more
+  // than values on computes (values_needed_off cannot see an exact op's
+  // result): the same program, values off, which decides the same.
+  if (!chosen_on || ran.error().kind != ErrorKind::values_limit) return ran.error();
+  ProgramRunOptions off = how;
+  off.values = ValuesMode::kOff;
+  CAPSIM_TRY_ASSIGN(ProgramRun again, simulate_program(file, path, off));
+  again.values_off = ran.error().message;
+  return again;
 }
 
 }  // namespace capsim

@@ -158,7 +158,8 @@ class Resimulator : public RunObserver {
     report_.file = reader_.name();
     report_.header = reader_.header();
     WorldOptions wo;
-    wo.verify_replays = true;
+    wo.verify_replays = !options_.values_off;
+    wo.values = !options_.values_off;
     wo.memory_budget_bytes = options_.memory_budget_bytes;
     CAPSIM_TRY_ASSIGN(
         wo, replay_world_options(reader_.header(), std::move(wo), options_.torch_profile));
@@ -264,7 +265,9 @@ class Resimulator : public RunObserver {
   Error bad_line(std::size_t line, const Error& refused) const {
     Error e = make_error(
         fmt::format("{}:{}:1: {}", reader_.name(), line, printable_message(refused.message)));
-    e.kind = refused.kind == ErrorKind::unsupported ? ErrorKind::unsupported : ErrorKind::bad_trace;
+    const bool kept =
+        refused.kind == ErrorKind::unsupported || refused.kind == ErrorKind::values_limit;
+    e.kind = kept ? refused.kind : ErrorKind::bad_trace;
     return e;
   }
 
@@ -293,7 +296,21 @@ Result<ResimulationReport> resimulate_trace(TraceReader& reader,
 Result<ResimulationReport> resimulate_file(const std::string& path,
                                            const ResimulationOptions& options) {
   CAPSIM_TRY_ASSIGN(std::unique_ptr<TraceReader> reader, TraceReader::open(path));
-  return resimulate_trace(*reader, options);
+  Result<ResimulationReport> report = resimulate_trace(*reader, options);
+  // A recorded model over what values on computes (a real batch's
+  // activations): read again and re-simulated with values off, which makes
+  // every decision the same, rather than refused. Standard input cannot be
+  // read twice.
+  if (report.ok() || report.error().kind != ErrorKind::values_limit || options.values_off ||
+      path == "-") {
+    return report;
+  }
+  ResimulationOptions off = options;
+  off.values_off = true;
+  CAPSIM_TRY_ASSIGN(reader, TraceReader::open(path));
+  CAPSIM_TRY_ASSIGN(ResimulationReport again, resimulate_trace(*reader, off));
+  again.values_off = report.error().message;
+  return again;
 }
 
 namespace {
@@ -340,8 +357,10 @@ std::string report_summary(const ResimulationReport& r) {
     return fmt::format("{}:{}: invariant {} violated: {} ({} in all)", r.file, v.line, v.invariant,
                        v.message, violations_count(r.violations.size()));
   }
-  return fmt::format("{}: ok, {} actions, {} events match the model{}", r.file, r.actions,
-                     r.events_matched, left_out_summary(r.header));
+  return fmt::format(
+      "{}: ok, {} actions, {} events match the model{}{}", r.file, r.actions, r.events_matched,
+      left_out_summary(r.header),
+      r.values_off ? fmt::format("; values off, since values on refused: {}", *r.values_off) : "");
 }
 
 Json report_to_json(const ResimulationReport& r) {
@@ -380,6 +399,7 @@ Json report_to_json(const ResimulationReport& r) {
   j["complete"] = r.header.untranslated.empty();
   j["untranslated"] = r.header.untranslated;
   j["recorder_notes"] = r.header.notes;
+  j["values_off"] = r.values_off ? Json(*r.values_off) : Json(nullptr);
   return j;
 }
 

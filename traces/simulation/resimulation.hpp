@@ -42,6 +42,10 @@ struct ResimulationOptions {
   // rather than node for node: the fallback a trace opts into where capsim
   // does not lay the graph out as the release does (docs/fidelity.md).
   bool structural = false;
+  // Re-simulate with values off (no kernel runs, no replay is compared with
+  // eager). resimulate_file sets it itself, with the reason, when values on
+  // refuses an action of a trace it can read again.
+  bool values_off = false;
 };
 inline constexpr std::size_t kMaxReplayContext = 1000;
 
@@ -73,6 +77,9 @@ struct ResimulationReport {
   std::optional<Divergence> divergence;
   std::vector<Violation> violations;
   std::vector<std::string> warnings;
+  // Why the run went with values off when the trace was written with values
+  // on: the refusal of values on that resimulate_file met first.
+  std::optional<std::string> values_off;
   bool ok() const { return !divergence && violations.empty(); }
 };
 

@@ -21,16 +21,21 @@ Status RunObserver::on_refused(const TraceItem* action, const std::string& sourc
   // The World quotes the program's names as they are: escaped here, as
   // replay escapes them, so that a refusal stays one line.
   const std::string text = printable_message(why.message);
-  if (action == nullptr) return make_error(fmt::format("{}: {}", source, text));
+  // The message gains where; the error keeps what it blames.
+  const auto kept = [&why](Error e) {
+    e.kind = why.kind;
+    return e;
+  };
+  if (action == nullptr) return kept(make_error(fmt::format("{}: {}", source, text)));
   // An action without a line (one a what-if's edit added) is named by its
   // index alone.
   const std::string where = action->line == 0 ? source : fmt::format("{}:{}", source, action->line);
   // The World names the action itself in some refusals ("action 16
   // (new_tensor): ..."): once is enough.
   if (text.starts_with(fmt::format("action {} ", action->action_index))) {
-    return make_error(fmt::format("{}: {}", where, text));
+    return kept(make_error(fmt::format("{}: {}", where, text)));
   }
-  return make_error(fmt::format("{}: action {}: {}", where, action->action_index, text));
+  return kept(make_error(fmt::format("{}: action {}: {}", where, action->action_index, text)));
 }
 Status RunObserver::on_event(const TraceItem&) {
   return {};
@@ -50,8 +55,9 @@ Result<WorldOptions> replay_world_options(const TraceHeader& header, WorldOption
   options.device_evidence = header.has_device_evidence();
   // A trace written with values off is re-simulated so: it may hold tensors
   // values on refuses, and its reads carry no digest to compare. Its default
-  // device is the values-off one (nothing stands behind it on the host).
-  if (!header.values) {
+  // device is the values-off one (nothing stands behind it on the host). So
+  // is one the caller asked to re-simulate with values off.
+  if (!header.values || !options.values) {
     if (options.mirror != nullptr) {
       return make_error("a trace written with values off cannot run beside a reference backend");
     }

@@ -98,7 +98,7 @@ class RecordingSession(Sink):
     sink of its wraps."""
 
     WRAPS = ("optimizer_init", "optimizer_zero_grad", "module_zero_grad", "parameter_grad",
-             "compile", "mark_static_address", "tensor_backward", "autograd_backward",
+             "compile", "compiled_autograd_enable", "mark_static_address", "tensor_backward", "autograd_backward",
              "autograd_grad", "tensor_hook", "post_accumulate_grad_hook", "post_hook", "pre_hook")
 
     def __init__(self, writer: Any, recorder: Any, max_steps: Optional[int], max_bytes: int,
@@ -321,6 +321,9 @@ class RecordingSession(Sink):
 
     def on_compiled_call(self, compiled: Any, args: Any, kwargs: Any) -> Any:
         return operands.run_aside(lambda: self._run_watched(compiled, args, kwargs))
+
+    def on_compiled_autograd_enable(self, compiler_fn: Any) -> Any:
+        return self.recorder.capture.observing(compiler_fn)
 
     def _run_watched(self, compiled: Any, args: Any, kw: Any) -> Any:
         """One call of a torch.compile'd function, the optimizer watch

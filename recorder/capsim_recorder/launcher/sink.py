@@ -90,6 +90,12 @@ class Sink:
         """What torch.compile(model) returns, given what PyTorch's returned."""
         return compiled
 
+    def on_compiled_autograd_enable(self, compiler_fn: Any) -> Any:
+        """The compiler function compiled autograd's `_enable` gets when the
+        script enables it itself (its own `_enable`, or
+        `torch._dynamo.config.compiled_autograd` inside torch.compile)."""
+        return compiler_fn
+
     def on_compiled_call(self, compiled: Any, args: Any, kwargs: Any) -> Any:
         """A call of a function whose compiled form on_compile wrapped
         (wraps.reported_calls)."""

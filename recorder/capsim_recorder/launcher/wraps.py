@@ -172,6 +172,18 @@ def _compile(original: Any) -> Any:
     return _wrapped(compile, original)
 
 
+def _compiled_autograd_enable(original: Any) -> Any:
+    """Compiled autograd entered by the script: the sink's compiler
+    function sees each graph before the script's own does."""
+    def _enable(compiler_fn, *args, **kwargs):
+        sink = _active
+        if sink is not None:
+            compiler_fn = sink.on_compiled_autograd_enable(compiler_fn)
+        return original(compiler_fn, *args, **kwargs)
+
+    return _wrapped(_enable, original)
+
+
 def _mark_static_address(original: Any) -> Any:
     """With the release's own default for `guard` (True up to 2.9, False
     from 2.11)."""
@@ -236,6 +248,8 @@ TABLE = (
     Wrap("parameter_grad", lambda: (torch.nn.Parameter, "grad"), _parameter_grad),
     Wrap("parameter_data", lambda: (torch.nn.Parameter, "data"), _parameter_data),
     Wrap("compile", lambda: (torch, "compile"), _compile),
+    Wrap("compiled_autograd_enable",
+         lambda: (torch_compat.compiled_autograd_module(), "_enable"), _compiled_autograd_enable),
     Wrap("mark_static_address",
          lambda: (torch_compat.dynamo_module(), torch_compat.MARK_STATIC_ADDRESS),
          _mark_static_address),
